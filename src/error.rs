@@ -1,0 +1,226 @@
+//! The one error type of the crate.
+//!
+//! Every fallible call returns [`Error`]. Its variants are stable enough to match on; the enum is
+//! `#[non_exhaustive]` so that new failure modes can be added without a breaking change.
+
+use std::fmt;
+use std::path::PathBuf;
+
+/// The result type of every fallible partlog call.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in partlog.
+///
+/// Messages are lowercase and specific, so that they can be shown to a user as they are.
+#[non_exhaustive]
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The operating system (or the simulator) failed an I/O call on `path`.
+    #[error("i/o error on {}: {source}", path.display())]
+    Io {
+        /// The file or directory the call was about.
+        path: PathBuf,
+        /// The underlying error; its `kind()` tells ENOSPC, EIO and friends apart.
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// Bytes in a file failed a check: a CRC, a length, a varint, an offset order.
+    #[error("corrupt data in {} at byte {position}: {what}", file.display())]
+    Corrupt {
+        /// The file that holds the bad bytes.
+        file: PathBuf,
+        /// The byte position in that file where the bad batch or entry starts.
+        position: u64,
+        /// What exactly is wrong.
+        what: Corruption,
+    },
+
+    /// Bytes handed in by a caller (for example a producer-built batch) failed a check.
+    #[error("invalid batch: {what}")]
+    InvalidBatch {
+        /// What exactly is wrong.
+        what: Corruption,
+    },
+
+    /// A read asked for an offset the log does not hold.
+    #[error("offset {requested} is out of range: the log holds offsets [{start}, {end})")]
+    OffsetOutOfRange {
+        /// The offset asked for.
+        requested: i64,
+        /// The log start offset at the time of the call.
+        start: i64,
+        /// The log end offset (exclusive) at the time of the call.
+        end: i64,
+    },
+
+    /// A batch is larger than the configured limit (`max.message.bytes`) or than a segment can hold.
+    #[error("batch of {size} bytes exceeds the limit of {max} bytes")]
+    RecordTooLarge {
+        /// The size of the batch in bytes, including the 12-byte log overhead.
+        size: u64,
+        /// The limit that it exceeds.
+        max: u64,
+    },
+
+    /// A record timestamp is outside the allowed window.
+    #[error("invalid timestamp {timestamp}: {why}")]
+    InvalidTimestamp {
+        /// The offending timestamp, in milliseconds since the epoch.
+        timestamp: i64,
+        /// Which bound it broke.
+        why: String,
+    },
+
+    /// A batch uses a compression codec that this build cannot decode or encode.
+    #[error("unsupported compression codec {codec}")]
+    UnsupportedCompression {
+        /// The codec id from the batch attributes (1 gzip, 2 snappy, 5..=7 unknown).
+        codec: u8,
+    },
+
+    /// A value in a [`LogConfig`](crate) or builder is out of range.
+    #[error("invalid value for {setting}: {why}")]
+    InvalidConfig {
+        /// The setting's name, as Kafka spells it where Kafka has one (`segment.bytes`).
+        setting: &'static str,
+        /// Why the value was rejected.
+        why: String,
+    },
+
+    /// Another process or handle holds the lock on the log directory.
+    #[error("{} is locked by another user of the log", path.display())]
+    Locked {
+        /// The lock file.
+        path: PathBuf,
+    },
+
+    /// A previous fsync failed; the log refuses writes until it is reopened and recovered.
+    #[error("the log is poisoned by an earlier failed fsync; reopen it to recover")]
+    Poisoned,
+
+    /// The log was truncated below a reader's position.
+    #[error("the log was truncated at offset {at}")]
+    Truncated {
+        /// The new log end offset.
+        at: i64,
+    },
+
+    /// The log or segment was closed.
+    #[error("the log is closed")]
+    Closed,
+
+    /// The input uses a feature that partlog does not support (yet).
+    #[error("unsupported: {what}")]
+    Unsupported {
+        /// What is not supported.
+        what: String,
+    },
+
+    /// A caller broke an API precondition (for example a non-increasing offset).
+    #[error("invalid argument: {why}")]
+    InvalidArgument {
+        /// What was wrong with the argument.
+        why: String,
+    },
+}
+
+/// What is wrong with a corrupt batch, record or index entry.
+///
+/// Carried by [`Error::Corrupt`] (bytes from a file) and [`Error::InvalidBatch`] (bytes from a caller).
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Corruption {
+    /// Fewer bytes are present than the structure needs.
+    Truncated {
+        /// How many bytes the structure needs.
+        needed: u64,
+        /// How many are there.
+        available: u64,
+    },
+    /// The batch length field is outside the legal range.
+    BadBatchLength(i32),
+    /// The magic byte is not one partlog can read here.
+    BadMagic(i8),
+    /// The stored CRC does not match the computed one.
+    CrcMismatch {
+        /// The CRC stored in the batch.
+        stored: u32,
+        /// The CRC computed over the bytes.
+        computed: u32,
+    },
+    /// A varint is longer than its type allows, or runs past the end of its buffer.
+    BadVarint,
+    /// A record's framing is wrong (length, key, value or header sizes).
+    BadRecord(&'static str),
+    /// The number of records found differs from the declared count, or bytes remain after the last one.
+    RecordCount {
+        /// The count in the batch header.
+        declared: i32,
+        /// What was actually found (or -1 when bytes remained after the declared count).
+        found: i64,
+    },
+    /// A compressed payload failed to decompress.
+    BadCompression(String),
+    /// A header field breaks a batch invariant (for example lastOffsetDelta < 0).
+    BadHeader(&'static str),
+    /// An offset is not above the previous one, or lies outside its segment's range.
+    OffsetOrder {
+        /// The offending offset.
+        offset: i64,
+        /// The bound it should have exceeded or respected.
+        bound: i64,
+    },
+    /// An index entry does not agree with the log.
+    BadIndexEntry(String),
+}
+
+impl fmt::Display for Corruption {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Corruption::Truncated { needed, available } => {
+                write!(f, "truncated: needs {needed} bytes, {available} present")
+            }
+            Corruption::BadBatchLength(len) => write!(f, "batch length {len} is out of range"),
+            Corruption::BadMagic(magic) => write!(f, "magic byte {magic} is not supported here"),
+            Corruption::CrcMismatch { stored, computed } => {
+                write!(
+                    f,
+                    "crc mismatch: stored {stored:#010x}, computed {computed:#010x}"
+                )
+            }
+            Corruption::BadVarint => write!(f, "malformed varint"),
+            Corruption::BadRecord(why) => write!(f, "bad record: {why}"),
+            Corruption::RecordCount { declared, found } if *found < 0 => {
+                write!(f, "bytes remain after the declared {declared} records")
+            }
+            Corruption::RecordCount { declared, found } => {
+                write!(f, "batch declares {declared} records but holds {found}")
+            }
+            Corruption::BadCompression(why) => write!(f, "bad compressed payload: {why}"),
+            Corruption::BadHeader(why) => write!(f, "bad batch header: {why}"),
+            Corruption::OffsetOrder { offset, bound } => {
+                write!(f, "offset {offset} is out of order (bound {bound})")
+            }
+            Corruption::BadIndexEntry(why) => write!(f, "bad index entry: {why}"),
+        }
+    }
+}
+
+impl Error {
+    /// Wraps an `std::io::Error` with the path it concerns.
+    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.into(),
+            source,
+        }
+    }
+
+    /// The `std::io::ErrorKind` of an I/O error, if this is one. Handy for telling ENOSPC apart.
+    pub fn io_kind(&self) -> Option<std::io::ErrorKind> {
+        match self {
+            Error::Io { source, .. } => Some(source.kind()),
+            _ => None,
+        }
+    }
+}

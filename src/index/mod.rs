@@ -1,0 +1,1 @@
+//! Kafka's sparse indexes: `OffsetIndex` (`.index`) and `TimeIndex` (`.timeindex`).

@@ -1,0 +1,31 @@
+//! partlog: the per-partition commit log of Apache Kafka, as an embeddable Rust library.
+//!
+//! A partlog directory is a Kafka partition directory: RecordBatch v2 `.log` files, `.index` and
+//! `.timeindex` files in Kafka's layouts, and Kafka's 20-digit file names.
+//!
+//! This file is the table of contents: the modules are private, and the stable API is the one
+//! `pub use` block below. [`unstable`] exposes the lower layers (segments, indexes, the storage
+//! seam and the simulator) for users who build on them; it may change before 1.0.
+
+mod clock;
+mod error;
+mod format;
+mod index;
+mod segment;
+mod storage;
+
+pub use crate::error::{Corruption, Error, Result};
+
+/// The lower layers: segments, indexes, the storage seam, the clock and (feature `sim`) the
+/// crash simulator. Public so that users can build on partlog's pieces and crash-test their own
+/// code on it; unstable until 1.0.
+pub mod unstable {
+    #[cfg(feature = "sim")]
+    pub use crate::clock::ManualClock;
+    pub use crate::clock::{Clock, SystemClock};
+    #[cfg(feature = "sim")]
+    pub use crate::storage::{CrashConfig, SimStorage};
+    pub use crate::storage::{
+        FileLock, LockMode, Metadata, OpenMode, OsStorage, ReadMapping, Storage, StorageFile,
+    };
+}

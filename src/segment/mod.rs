@@ -1,0 +1,1 @@
+//! A segment: one `.log` file with its offset and time indexes.

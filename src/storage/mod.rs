@@ -1,0 +1,199 @@
+//! The storage seam: every byte partlog reads or writes goes through [`Storage`].
+//!
+//! Two implementations exist:
+//! - [`OsStorage`], the real file system (std, plus rustix for `flock` and memmap2 for read-only
+//!   mappings of sealed index files);
+//! - `SimStorage` (feature `sim`), an in-memory, seeded file system that can crash: unsynced
+//!   writes survive, vanish or tear, and unsynced directory operations may be undone.
+//!
+//! No code outside this module touches `std::fs`, memmap2 or a file descriptor (DESIGN §1).
+//! The trait grows only through provided methods with defaults, so that an implementation
+//! written against an older partlog keeps compiling.
+
+mod os;
+#[cfg(any(test, feature = "sim"))]
+mod sim;
+
+use std::fmt;
+use std::ops::Deref;
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+
+pub use os::OsStorage;
+#[cfg(any(test, feature = "sim"))]
+pub use sim::{CrashConfig, SimStorage};
+
+/// How [`Storage::open`] opens a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpenMode {
+    /// Read only; the file must exist.
+    Read,
+    /// Read and write; the file must exist.
+    ReadWrite,
+    /// Read and write; the file must not exist yet, and is created empty.
+    CreateNew,
+    /// Read and write; the file is created empty if it does not exist.
+    Create,
+}
+
+/// Shared or exclusive, for [`Storage::lock`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockMode {
+    /// Many holders at once, none exclusive (readers).
+    Shared,
+    /// One holder, no shared holders (the writer).
+    Exclusive,
+}
+
+/// What [`Storage::metadata`] reports about a path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Metadata {
+    /// Length in bytes.
+    pub len: u64,
+    /// Whether the path is a directory.
+    pub is_dir: bool,
+    /// Last modification time, in milliseconds since the Unix epoch.
+    pub modified_ms: i64,
+}
+
+/// A held advisory lock; dropping it releases the lock.
+pub struct FileLock {
+    _held: Box<dyn Send + Sync>,
+}
+
+impl FileLock {
+    /// Wraps whatever keeps an implementation's lock alive (a descriptor, a registry entry).
+    pub fn new(held: Box<dyn Send + Sync>) -> Self {
+        FileLock { _held: held }
+    }
+}
+
+impl fmt::Debug for FileLock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("FileLock")
+    }
+}
+
+/// Read-only bytes of a file mapped into memory (or any stable in-memory image of it).
+///
+/// The bytes stay valid while this value lives, even if the file is renamed or unlinked. A
+/// mapped file must never be shrunk (DESIGN §2.2): partlog writes new index files instead.
+pub struct ReadMapping {
+    bytes: Box<dyn Deref<Target = [u8]> + Send + Sync>,
+}
+
+impl ReadMapping {
+    /// Wraps an implementation's mapping.
+    pub fn new(bytes: Box<dyn Deref<Target = [u8]> + Send + Sync>) -> Self {
+        ReadMapping { bytes }
+    }
+}
+
+impl Deref for ReadMapping {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.bytes
+    }
+}
+
+impl fmt::Debug for ReadMapping {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ReadMapping({} bytes)", self.bytes.len())
+    }
+}
+
+/// An open file. Positional I/O only: there is no cursor, so a handle can be shared by threads.
+pub trait StorageFile: Send + Sync + fmt::Debug {
+    /// The path the file was opened at (it may since have been renamed).
+    fn path(&self) -> &Path;
+
+    /// Reads up to `buf.len()` bytes at `offset`; returns how many were read (0 at end of file).
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<usize>;
+
+    /// Writes all of `buf` at `offset`, extending the file if needed.
+    fn write_all_at(&self, buf: &[u8], offset: u64) -> Result<()>;
+
+    /// The current length of the file.
+    fn len(&self) -> Result<u64>;
+
+    /// Whether the file is empty.
+    fn is_empty(&self) -> Result<bool> {
+        Ok(self.len()? == 0)
+    }
+
+    /// Truncates or extends (with zeros) the file to `len` bytes.
+    fn set_len(&self, len: u64) -> Result<()>;
+
+    /// Makes the file's data and length durable (`fdatasync`).
+    fn sync_data(&self) -> Result<()>;
+
+    /// Makes the file's data and all its metadata durable (`fsync`).
+    fn sync_all(&self) -> Result<()>;
+
+    /// Reads exactly `buf.len()` bytes at `offset`, or fails with `UnexpectedEof`.
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
+        let mut done = 0;
+        while done < buf.len() {
+            let n = self.read_at(&mut buf[done..], offset + done as u64)?;
+            if n == 0 {
+                return Err(Error::io(
+                    self.path(),
+                    std::io::Error::new(
+                        std::io::ErrorKind::UnexpectedEof,
+                        format!(
+                            "wanted {} bytes at offset {offset}, file ends after {done}",
+                            buf.len()
+                        ),
+                    ),
+                ));
+            }
+            done += n;
+        }
+        Ok(())
+    }
+
+    /// Maps the whole file read-only, if the implementation supports it. `Ok(None)` means
+    /// "use [`read_at`](Self::read_at)". Only call this on files that are never shrunk while mapped.
+    fn map_read(&self) -> Result<Option<ReadMapping>> {
+        Ok(None)
+    }
+}
+
+/// The file system partlog runs on. See the [module docs](self).
+pub trait Storage: Send + Sync + fmt::Debug + 'static {
+    /// Opens (or creates, per `mode`) the file at `path`.
+    fn open(&self, path: &Path, mode: OpenMode) -> Result<Arc<dyn StorageFile>>;
+
+    /// Creates a directory and its missing parents.
+    fn create_dir_all(&self, path: &Path) -> Result<()>;
+
+    /// Makes the directory's entries (creates, renames, removes) durable.
+    fn sync_dir(&self, dir: &Path) -> Result<()>;
+
+    /// Renames `from` to `to`, atomically replacing `to` if it exists.
+    fn rename(&self, from: &Path, to: &Path) -> Result<()>;
+
+    /// Removes a file. Open handles to it stay usable until dropped.
+    fn remove(&self, path: &Path) -> Result<()>;
+
+    /// The names of the entries in a directory, in no particular order.
+    fn list(&self, dir: &Path) -> Result<Vec<String>>;
+
+    /// Metadata of a path; an `Io` error of kind `NotFound` if it does not exist.
+    fn metadata(&self, path: &Path) -> Result<Metadata>;
+
+    /// Takes an advisory lock on `path`, creating the file first for [`LockMode::Exclusive`].
+    /// Fails at once with [`Error::Locked`] when the lock is held elsewhere; never blocks.
+    fn lock(&self, path: &Path, mode: LockMode) -> Result<FileLock>;
+
+    /// Whether `path` exists.
+    fn exists(&self, path: &Path) -> Result<bool> {
+        match self.metadata(path) {
+            Ok(_) => Ok(true),
+            Err(e) if e.io_kind() == Some(std::io::ErrorKind::NotFound) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+}

@@ -1,0 +1,254 @@
+//! [`OsStorage`]: the real file system.
+
+use std::fs::{self, File, OpenOptions};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::UNIX_EPOCH;
+
+use super::{FileLock, LockMode, Metadata, OpenMode, ReadMapping, Storage, StorageFile};
+use crate::error::{Error, Result};
+
+/// The operating system's file system, through std and rustix.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct OsStorage;
+
+impl OsStorage {
+    /// The OS storage. It has no state; every `OsStorage` is the same.
+    pub fn new() -> Self {
+        OsStorage
+    }
+}
+
+#[derive(Debug)]
+struct OsFile {
+    path: PathBuf,
+    file: File,
+}
+
+impl StorageFile for OsFile {
+    fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<usize> {
+        loop {
+            match self.file.read_at(buf, offset) {
+                Ok(n) => return Ok(n),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(Error::io(&self.path, e)),
+            }
+        }
+    }
+
+    fn write_all_at(&self, buf: &[u8], offset: u64) -> Result<()> {
+        self.file
+            .write_all_at(buf, offset)
+            .map_err(|e| Error::io(&self.path, e))
+    }
+
+    fn len(&self) -> Result<u64> {
+        self.file
+            .metadata()
+            .map(|m| m.len())
+            .map_err(|e| Error::io(&self.path, e))
+    }
+
+    fn set_len(&self, len: u64) -> Result<()> {
+        self.file.set_len(len).map_err(|e| Error::io(&self.path, e))
+    }
+
+    fn sync_data(&self) -> Result<()> {
+        self.file.sync_data().map_err(|e| Error::io(&self.path, e))
+    }
+
+    fn sync_all(&self) -> Result<()> {
+        self.file.sync_all().map_err(|e| Error::io(&self.path, e))
+    }
+
+    fn map_read(&self) -> Result<Option<ReadMapping>> {
+        let len = self.len()?;
+        if len == 0 {
+            // A zero-length mapping is an error on Linux; an empty image needs no mapping.
+            return Ok(Some(ReadMapping::new(Box::new(Vec::new()))));
+        }
+        // SAFETY: the mapping is read-only, and partlog maps only sealed index files, which it
+        // never writes or shrinks while mapped (DESIGN §2.2: a truncation into a sealed segment
+        // writes new index files instead). A shrink by another process would raise SIGBUS on
+        // access; partlog's lock on the directory excludes other partlog writers, and a foreign
+        // writer of a live Kafka directory is excluded by the Kafka log-dir lock.
+        let map =
+            unsafe { memmap2::Mmap::map(&self.file) }.map_err(|e| Error::io(&self.path, e))?;
+        Ok(Some(ReadMapping::new(Box::new(map))))
+    }
+}
+
+struct HeldFlock {
+    _file: File,
+}
+
+impl Storage for OsStorage {
+    fn open(&self, path: &Path, mode: OpenMode) -> Result<Arc<dyn StorageFile>> {
+        let mut options = OpenOptions::new();
+        options.read(true);
+        match mode {
+            OpenMode::Read => {}
+            OpenMode::ReadWrite => {
+                options.write(true);
+            }
+            OpenMode::CreateNew => {
+                options.write(true).create_new(true);
+            }
+            OpenMode::Create => {
+                options.write(true).create(true);
+            }
+        }
+        let file = options.open(path).map_err(|e| Error::io(path, e))?;
+        Ok(Arc::new(OsFile {
+            path: path.to_path_buf(),
+            file,
+        }))
+    }
+
+    fn create_dir_all(&self, path: &Path) -> Result<()> {
+        fs::create_dir_all(path).map_err(|e| Error::io(path, e))
+    }
+
+    fn sync_dir(&self, dir: &Path) -> Result<()> {
+        let handle = File::open(dir).map_err(|e| Error::io(dir, e))?;
+        handle.sync_all().map_err(|e| Error::io(dir, e))
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> Result<()> {
+        fs::rename(from, to).map_err(|e| Error::io(from, e))
+    }
+
+    fn remove(&self, path: &Path) -> Result<()> {
+        fs::remove_file(path).map_err(|e| Error::io(path, e))
+    }
+
+    fn list(&self, dir: &Path) -> Result<Vec<String>> {
+        let mut names = Vec::new();
+        for entry in fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
+            let entry = entry.map_err(|e| Error::io(dir, e))?;
+            // Names that are not UTF-8 cannot be partlog's or Kafka's files; skip them.
+            if let Ok(name) = entry.file_name().into_string() {
+                names.push(name);
+            }
+        }
+        Ok(names)
+    }
+
+    fn metadata(&self, path: &Path) -> Result<Metadata> {
+        let meta = fs::metadata(path).map_err(|e| Error::io(path, e))?;
+        let modified_ms = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+            .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+            .unwrap_or(0);
+        Ok(Metadata {
+            len: meta.len(),
+            is_dir: meta.is_dir(),
+            modified_ms,
+        })
+    }
+
+    fn lock(&self, path: &Path, mode: LockMode) -> Result<FileLock> {
+        let file = match mode {
+            LockMode::Exclusive => OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(path),
+            LockMode::Shared => OpenOptions::new().read(true).open(path),
+        }
+        .map_err(|e| Error::io(path, e))?;
+        let operation = match mode {
+            LockMode::Exclusive => rustix::fs::FlockOperation::NonBlockingLockExclusive,
+            LockMode::Shared => rustix::fs::FlockOperation::NonBlockingLockShared,
+        };
+        match rustix::fs::flock(&file, operation) {
+            Ok(()) => Ok(FileLock::new(Box::new(HeldFlock { _file: file }))),
+            Err(rustix::io::Errno::WOULDBLOCK) => Err(Error::Locked {
+                path: path.to_path_buf(),
+            }),
+            Err(errno) => Err(Error::io(path, errno.into())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn write_read_and_lengths_round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = OsStorage::new();
+        let path = dir.path().join("a.log");
+        let file = storage.open(&path, OpenMode::CreateNew).unwrap();
+        file.write_all_at(b"hello world", 0).unwrap();
+        file.write_all_at(b"W", 6).unwrap();
+        let mut buf = [0u8; 11];
+        file.read_exact_at(&mut buf, 0).unwrap();
+        assert_eq!(&buf, b"hello World");
+        assert_eq!(file.len().unwrap(), 11);
+        file.set_len(5).unwrap();
+        assert_eq!(file.len().unwrap(), 5);
+        let err = file.read_exact_at(&mut buf, 0).unwrap_err();
+        assert_eq!(err.io_kind(), Some(std::io::ErrorKind::UnexpectedEof));
+        assert!(storage.open(&path, OpenMode::CreateNew).is_err());
+        assert_eq!(&*file.map_read().unwrap().unwrap(), b"hello");
+    }
+
+    #[test]
+    fn exclusive_lock_excludes_shared_and_exclusive() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = OsStorage::new();
+        let path = dir.path().join("partlog.lock");
+        let held = storage.lock(&path, LockMode::Exclusive).unwrap();
+        assert!(matches!(
+            storage.lock(&path, LockMode::Exclusive),
+            Err(Error::Locked { .. })
+        ));
+        assert!(matches!(
+            storage.lock(&path, LockMode::Shared),
+            Err(Error::Locked { .. })
+        ));
+        drop(held);
+        let a = storage.lock(&path, LockMode::Shared).unwrap();
+        let _b = storage.lock(&path, LockMode::Shared).unwrap();
+        assert!(matches!(
+            storage.lock(&path, LockMode::Exclusive),
+            Err(Error::Locked { .. })
+        ));
+        drop(a);
+    }
+
+    #[test]
+    fn rename_replaces_and_list_sees_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = OsStorage::new();
+        let a = dir.path().join("a");
+        let b = dir.path().join("b");
+        storage
+            .open(&a, OpenMode::CreateNew)
+            .unwrap()
+            .write_all_at(b"1", 0)
+            .unwrap();
+        storage
+            .open(&b, OpenMode::CreateNew)
+            .unwrap()
+            .write_all_at(b"22", 0)
+            .unwrap();
+        storage.rename(&a, &b).unwrap();
+        storage.sync_dir(dir.path()).unwrap();
+        assert_eq!(storage.list(dir.path()).unwrap(), vec!["b".to_string()]);
+        assert_eq!(storage.metadata(&b).unwrap().len, 1);
+        assert!(!storage.exists(&a).unwrap());
+        storage.remove(&b).unwrap();
+        assert!(!storage.exists(&b).unwrap());
+    }
+}
