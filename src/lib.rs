@@ -23,6 +23,11 @@ pub mod unstable {
     #[cfg(feature = "sim")]
     pub use crate::clock::ManualClock;
     pub use crate::clock::{Clock, SystemClock};
+    pub use crate::segment::{
+        AppendInfo, InvalidBytes, RollReason, ScanReport, Segment, SegmentConfig, SegmentFileKind,
+        SegmentFileName, SegmentRead, SegmentRole, TransientSuffix, parse_segment_file_name,
+        segment_file_name, segment_file_path,
+    };
     #[cfg(feature = "sim")]
     pub use crate::storage::{CrashConfig, SimStorage};
     pub use crate::storage::{

@@ -1,1 +1,16 @@
-//! A segment: one `.log` file with its offset and time indexes.
+//! A segment: one `.log` file with its offset and time indexes, and Kafka's file names.
+
+mod files;
+mod log_segment;
+mod walker;
+
+pub use files::{
+    SegmentFileKind, SegmentFileName, TransientSuffix, parse_segment_file_name, segment_file_name,
+    segment_file_path,
+};
+pub use log_segment::{
+    AppendInfo, InvalidBytes, RollReason, ScanReport, Segment, SegmentConfig, SegmentRead,
+    SegmentRole,
+};
+#[cfg(test)]
+mod tests;

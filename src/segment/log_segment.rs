@@ -1,0 +1,1162 @@
+//! [`Segment`]: one `.log` file of record batches with its [`OffsetIndex`] and [`TimeIndex`].
+//!
+//! A segment knows nothing of other segments and assigns no offsets: it stores batches whose
+//! offsets the log chose, keeps Kafka's sparse indexes over them, and answers reads.
+//!
+//! Concurrency: one appender and any number of readers share a segment through `&self`. The
+//! appender serialises on an internal mutex; readers never take it. A batch becomes readable when
+//! `published_size` moves past it, which happens (with `Release`) only after its bytes and its
+//! index entries are complete (DESIGN §3.2).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+
+use parking_lot::{Mutex, RwLock};
+
+use super::files::{SegmentFileKind, segment_file_path};
+use super::walker::{BatchWalker, Frame, Step};
+use crate::error::{Corruption, Error, Result};
+use crate::format::{BatchHeader, BatchView};
+use crate::index::{OffsetIndex, OffsetPosition, TimeIndex, TimestampOffset};
+use crate::storage::{OpenMode, Storage, StorageFile};
+
+/// The settings a segment needs. The log derives them from its `LogConfig`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SegmentConfig {
+    /// `segment.bytes`: the size at which the segment rolls. At most `i32::MAX`.
+    /// Default: 1073741824 (1 GiB).
+    pub segment_bytes: u32,
+    /// `segment.index.bytes`: the largest offset index (and time index) in bytes.
+    /// Default: 10485760 (10 MiB).
+    pub segment_index_bytes: u32,
+    /// `index.interval.bytes`: how many bytes of batches are appended between index entries.
+    /// Default: 4096.
+    pub index_interval_bytes: u32,
+    /// `segment.ms`: the age at which the segment rolls. Default: 604800000 (7 days).
+    pub segment_ms: i64,
+    /// This segment's roll jitter, drawn by the log from `[0, min(segment.jitter.ms, segment.ms))`.
+    /// Default: 0.
+    pub roll_jitter_ms: i64,
+}
+
+impl Default for SegmentConfig {
+    fn default() -> Self {
+        SegmentConfig {
+            segment_bytes: 1 << 30,
+            segment_index_bytes: 10 * 1024 * 1024,
+            index_interval_bytes: 4096,
+            segment_ms: 7 * 24 * 60 * 60 * 1000,
+            roll_jitter_ms: 0,
+        }
+    }
+}
+
+/// Why a segment should roll before the next append, per Kafka's `LogSegment.shouldRoll`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RollReason {
+    /// The append would take the segment past `segment.bytes`.
+    Size,
+    /// The segment is older than `segment.ms` minus its jitter.
+    Age,
+    /// The offset index has no room for another entry.
+    OffsetIndexFull,
+    /// The time index has no room left but its reserved final slot.
+    TimeIndexFull,
+    /// The incoming last offset does not fit the segment's 32-bit relative range.
+    OffsetOverflow,
+}
+
+/// How [`Segment::open`] opens an existing segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SegmentRole {
+    /// The segment will take appends: files open read-write, indexes writable.
+    Active,
+    /// A sealed segment of a writable log: read-only indexes (mappable), but it may be
+    /// truncated, rebuilt or renamed.
+    Sealed,
+    /// A segment of a read-only log: nothing is ever written.
+    ReadOnly,
+}
+
+/// What [`Segment::append`] stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AppendInfo {
+    /// The file position of the first appended batch.
+    pub position: u64,
+    /// The number of batches appended.
+    pub batches: usize,
+    /// The first offset of the first batch.
+    pub first_offset: i64,
+    /// The last offset of the last batch.
+    pub last_offset: i64,
+    /// The largest batch `maxTimestamp` appended.
+    pub max_timestamp: i64,
+}
+
+/// Where a [`Segment::read`] found its batches; the bytes are in the caller's buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SegmentRead {
+    /// The file position of the first returned batch.
+    pub position: u64,
+    /// The number of bytes returned: whole batches only.
+    pub len: usize,
+    /// The base offset of the first returned batch.
+    pub first_offset: i64,
+    /// The offset after the last returned batch.
+    pub next_offset: i64,
+}
+
+/// The first bad bytes found by [`Segment::scan`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvalidBytes {
+    /// Where the first bad batch starts.
+    pub position: u64,
+    /// What is wrong with it.
+    pub what: Corruption,
+}
+
+/// What [`Segment::scan`] found. The scan reports; deciding what to truncate is the log's job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScanReport {
+    /// The end of the last valid batch: everything before it checked out.
+    pub valid_bytes: u64,
+    /// The file's length when scanned.
+    pub file_bytes: u64,
+    /// How many valid batches the scan saw.
+    pub batches: u64,
+    /// The offset after the last valid batch (the segment base if there is none).
+    pub next_offset: i64,
+    /// The largest batch timestamp among the valid batches, if any.
+    pub max_timestamp: Option<i64>,
+    /// The first invalid batch, or `None` when the whole file is valid.
+    pub first_invalid: Option<InvalidBytes>,
+}
+
+/// The appender's bookkeeping. Only the appender (and maintenance that excludes it) touches it.
+#[derive(Debug)]
+struct WriterState {
+    /// Bytes of complete batches; equals `published_size` between calls.
+    size: u64,
+    /// The offset after the last batch.
+    next_offset: i64,
+    /// Bytes appended since the last index entry (Kafka's `bytesSinceLastIndexEntry`).
+    bytes_since_last_index_entry: u64,
+    /// The largest batch timestamp so far and the last offset of its batch.
+    max_timestamp_so_far: Option<TimestampOffset>,
+    /// The first batch's max timestamp (Kafka's `rollingBasedTimestamp`), loaded lazily.
+    rolling_based_timestamp: Option<Option<i64>>,
+    /// Set when a failed write could not be undone: the file may hold bytes past `size`.
+    broken: bool,
+}
+
+/// A `.log` file and its two indexes. See the [module docs](self).
+#[derive(Debug)]
+pub struct Segment {
+    storage: Arc<dyn Storage>,
+    base_offset: i64,
+    log_path: RwLock<PathBuf>,
+    log: Arc<dyn StorageFile>,
+    offset_index: OffsetIndex,
+    time_index: TimeIndex,
+    config: SegmentConfig,
+    created_ms: i64,
+    role: RwLock<SegmentRole>,
+    published_size: AtomicU64,
+    published_next_offset: AtomicI64,
+    sealed: AtomicBool,
+    writer: Mutex<WriterState>,
+}
+
+impl Segment {
+    /// Creates a new, empty segment at `base_offset` in `dir`: its `.log`, `.index` and
+    /// `.timeindex` files. All or nothing: if any file cannot be created, the ones already
+    /// created are removed and the error is returned. Directory durability is the log's job.
+    pub fn create(
+        storage: &Arc<dyn Storage>,
+        dir: &Path,
+        base_offset: i64,
+        config: SegmentConfig,
+        now_ms: i64,
+    ) -> Result<Segment> {
+        validate_config(&config)?;
+        if base_offset < 0 {
+            return Err(Error::InvalidArgument {
+                why: format!("segment base offset {base_offset} is negative"),
+            });
+        }
+        let log_path = segment_file_path(dir, base_offset, SegmentFileKind::Log);
+        let index_path = segment_file_path(dir, base_offset, SegmentFileKind::OffsetIndex);
+        let time_path = segment_file_path(dir, base_offset, SegmentFileKind::TimeIndex);
+        let mut created: Vec<&Path> = Vec::new();
+        let result = (|| {
+            let log = storage.open(&log_path, OpenMode::CreateNew)?;
+            created.push(&log_path);
+            let offset_index =
+                OffsetIndex::create(storage, &index_path, base_offset, config.segment_index_bytes)?;
+            created.push(&index_path);
+            let time_index =
+                TimeIndex::create(storage, &time_path, base_offset, config.segment_index_bytes)?;
+            Ok((log, offset_index, time_index))
+        })();
+        let (log, offset_index, time_index) = match result {
+            Ok(files) => files,
+            Err(error) => {
+                for path in created {
+                    if let Err(cleanup) = storage.remove(path) {
+                        log::warn!("could not remove {} after a failed create: {cleanup}", path.display());
+                    }
+                }
+                return Err(error);
+            }
+        };
+        Ok(Segment::assemble(
+            storage,
+            base_offset,
+            log_path,
+            log,
+            offset_index,
+            time_index,
+            config,
+            SegmentRole::Active,
+            now_ms,
+        ))
+    }
+
+    /// Opens an existing segment, trusting its contents up to the file's length (the log calls
+    /// [`scan`](Self::scan) when it does not).
+    ///
+    /// The work is O(1) plus a walk of the batches after the last offset-index entry (at most
+    /// about `index.interval.bytes`), which finds the next offset. Each index gets Kafka's O(1)
+    /// check; an index that is missing or fails it is rebuilt from the log, never trusted. For a
+    /// [`SegmentRole::ReadOnly`] segment a bad index is an error instead, since nothing may be written.
+    pub fn open(
+        storage: &Arc<dyn Storage>,
+        dir: &Path,
+        base_offset: i64,
+        config: SegmentConfig,
+        role: SegmentRole,
+        now_ms: i64,
+    ) -> Result<Segment> {
+        validate_config(&config)?;
+        let log_path = segment_file_path(dir, base_offset, SegmentFileKind::Log);
+        let index_path = segment_file_path(dir, base_offset, SegmentFileKind::OffsetIndex);
+        let time_path = segment_file_path(dir, base_offset, SegmentFileKind::TimeIndex);
+        let (mode, writable_indexes) = match role {
+            SegmentRole::Active => (OpenMode::ReadWrite, true),
+            SegmentRole::Sealed => (OpenMode::ReadWrite, false),
+            SegmentRole::ReadOnly => (OpenMode::Read, false),
+        };
+        let log = storage.open(&log_path, mode)?;
+        let size = log.len()?;
+        if size > i32::MAX as u64 {
+            return Err(Error::Corrupt {
+                file: log_path,
+                position: i32::MAX as u64,
+                what: Corruption::Truncated {
+                    needed: i32::MAX as u64,
+                    available: size,
+                },
+            });
+        }
+        let mut rebuild = false;
+        let offset_index = match open_index(storage, &index_path, role, |create| {
+            if create {
+                OffsetIndex::create(storage, &index_path, base_offset, config.segment_index_bytes)
+            } else {
+                OffsetIndex::open(
+                    storage,
+                    &index_path,
+                    base_offset,
+                    config.segment_index_bytes,
+                    writable_indexes,
+                )
+            }
+        })? {
+            (index, created) => {
+                rebuild |= created || index.quick_check(size).is_err();
+                index
+            }
+        };
+        let time_index = match open_index(storage, &time_path, role, |create| {
+            if create {
+                TimeIndex::create(storage, &time_path, base_offset, config.segment_index_bytes)
+            } else {
+                TimeIndex::open(
+                    storage,
+                    &time_path,
+                    base_offset,
+                    config.segment_index_bytes,
+                    writable_indexes,
+                )
+            }
+        })? {
+            (index, created) => {
+                rebuild |= created || index.quick_check(size).is_err();
+                index
+            }
+        };
+        let segment = Segment::assemble(
+            storage,
+            base_offset,
+            log_path,
+            log,
+            offset_index,
+            time_index,
+            config,
+            role,
+            now_ms,
+        );
+        // Loaded lazily from the first batch when a roll check needs it.
+        segment.writer.lock().rolling_based_timestamp = None;
+        if rebuild {
+            if role == SegmentRole::ReadOnly {
+                return Err(Error::Corrupt {
+                    file: segment.offset_index.path(),
+                    position: 0,
+                    what: Corruption::BadIndexEntry(
+                        "the index is missing or fails its check, and a read-only open may not rebuild it"
+                            .into(),
+                    ),
+                });
+            }
+            log::info!("rebuilding the indexes of {}", segment.log_path().display());
+            let report = segment.scan()?;
+            if let Some(invalid) = report.first_invalid {
+                return Err(Error::Corrupt {
+                    file: segment.log_path(),
+                    position: invalid.position,
+                    what: invalid.what,
+                });
+            }
+        } else {
+            segment.load_tail(size)?;
+        }
+        Ok(segment)
+    }
+
+    /// Opens an existing segment as the active one without trusting anything in it: the indexes
+    /// are opened (created when missing) but not checked, and nothing is published until the
+    /// caller runs [`scan`](Self::scan), which validates every batch and rebuilds the indexes.
+    /// This is how recovery opens the segments above the recovery point.
+    pub fn open_for_recovery(
+        storage: &Arc<dyn Storage>,
+        dir: &Path,
+        base_offset: i64,
+        config: SegmentConfig,
+        now_ms: i64,
+    ) -> Result<Segment> {
+        validate_config(&config)?;
+        let log_path = segment_file_path(dir, base_offset, SegmentFileKind::Log);
+        let index_path = segment_file_path(dir, base_offset, SegmentFileKind::OffsetIndex);
+        let time_path = segment_file_path(dir, base_offset, SegmentFileKind::TimeIndex);
+        let log = storage.open(&log_path, OpenMode::ReadWrite)?;
+        let role = SegmentRole::Active;
+        let (offset_index, _) = open_index(storage, &index_path, role, |create| {
+            if create {
+                OffsetIndex::create(storage, &index_path, base_offset, config.segment_index_bytes)
+            } else {
+                OffsetIndex::open(storage, &index_path, base_offset, config.segment_index_bytes, true)
+            }
+        })?;
+        let (time_index, _) = open_index(storage, &time_path, role, |create| {
+            if create {
+                TimeIndex::create(storage, &time_path, base_offset, config.segment_index_bytes)
+            } else {
+                TimeIndex::open(storage, &time_path, base_offset, config.segment_index_bytes, true)
+            }
+        })?;
+        Ok(Segment::assemble(
+            storage, base_offset, log_path, log, offset_index, time_index, config, role, now_ms,
+        ))
+    }
+
+    #[allow(clippy::too_many_arguments, reason = "a private constructor that names every part")]
+    fn assemble(
+        storage: &Arc<dyn Storage>,
+        base_offset: i64,
+        log_path: PathBuf,
+        log: Arc<dyn StorageFile>,
+        offset_index: OffsetIndex,
+        time_index: TimeIndex,
+        config: SegmentConfig,
+        role: SegmentRole,
+        now_ms: i64,
+    ) -> Segment {
+        Segment {
+            storage: Arc::clone(storage),
+            base_offset,
+            log_path: RwLock::new(log_path),
+            log,
+            offset_index,
+            time_index,
+            config,
+            created_ms: now_ms,
+            role: RwLock::new(role),
+            published_size: AtomicU64::new(0),
+            published_next_offset: AtomicI64::new(base_offset),
+            sealed: AtomicBool::new(role != SegmentRole::Active),
+            writer: Mutex::new(WriterState {
+                size: 0,
+                next_offset: base_offset,
+                bytes_since_last_index_entry: 0,
+                max_timestamp_so_far: None,
+                rolling_based_timestamp: Some(None),
+                broken: false,
+            }),
+        }
+    }
+
+    /// Finds the next offset, the largest timestamp and the index counter from the last index
+    /// entries and a walk of the batches after them.
+    fn load_tail(&self, size: u64) -> Result<()> {
+        let mut writer = self.writer.lock();
+        let last_entry = self.offset_index.last_entry()?;
+        let mut max_so_far = self.time_index_max()?;
+        let mut next_offset = self.base_offset;
+        let log_path = self.log_path();
+        let mut walker = BatchWalker::new(&self.log, &log_path, size);
+        let mut position = u64::from(last_entry.position);
+        loop {
+            match walker.frame_at(position)? {
+                Step::End => break,
+                Step::Partial { available, needed } => {
+                    return Err(Error::Corrupt {
+                        file: log_path,
+                        position,
+                        what: Corruption::Truncated { needed, available },
+                    });
+                }
+                Step::Batch(frame) => {
+                    let header = walker.header(&frame)?;
+                    next_offset = header.next_offset();
+                    note_max_timestamp(&mut max_so_far, &header);
+                    position += frame.total_size;
+                }
+            }
+        }
+        writer.size = size;
+        writer.next_offset = next_offset;
+        writer.bytes_since_last_index_entry = size - u64::from(last_entry.position);
+        writer.max_timestamp_so_far = max_so_far;
+        self.publish(&writer);
+        Ok(())
+    }
+
+    fn time_index_max(&self) -> Result<Option<TimestampOffset>> {
+        let last = self.time_index.last_entry()?;
+        Ok((self.time_index.entries() > 0).then_some(last))
+    }
+
+    fn publish(&self, writer: &WriterState) {
+        self.published_next_offset
+            .store(writer.next_offset, Ordering::Relaxed);
+        self.published_size.store(writer.size, Ordering::Release);
+    }
+
+    /// The segment's base offset: no offset in it is smaller.
+    pub fn base_offset(&self) -> i64 {
+        self.base_offset
+    }
+
+    /// The bytes of complete batches that readers may see.
+    pub fn size(&self) -> u64 {
+        self.published_size.load(Ordering::Acquire)
+    }
+
+    /// The offset after the last published batch (the base offset when empty).
+    pub fn next_offset(&self) -> i64 {
+        self.published_next_offset.load(Ordering::Acquire)
+    }
+
+    /// The path of the `.log` file.
+    pub fn log_path(&self) -> PathBuf {
+        self.log_path.read().clone()
+    }
+
+    /// The offset index.
+    pub fn offset_index(&self) -> &OffsetIndex {
+        &self.offset_index
+    }
+
+    /// The time index.
+    pub fn time_index(&self) -> &TimeIndex {
+        &self.time_index
+    }
+
+    /// The largest batch timestamp in the segment and the last offset of its batch, if any
+    /// batch has a timestamp (Kafka's `maxTimestampSoFar`; retention reads it).
+    pub fn max_timestamp(&self) -> Option<TimestampOffset> {
+        self.writer.lock().max_timestamp_so_far
+    }
+
+    /// Whether the segment has been sealed (it takes no more appends).
+    pub fn is_sealed(&self) -> bool {
+        self.sealed.load(Ordering::Acquire)
+    }
+
+    fn corrupt(&self, position: u64, what: Corruption) -> Error {
+        Error::Corrupt {
+            file: self.log_path(),
+            position,
+            what,
+        }
+    }
+
+    /// Appends one or more encoded v2 batches whose offsets the log has assigned.
+    ///
+    /// Checks: every batch is whole and framed as v2; offsets increase (a batch's base is at or
+    /// above the previous batch's next offset: gaps are legal, as in a compacted log); the last
+    /// offset fits the 32-bit relative range; the file stays within `i32::MAX` bytes. CRCs are
+    /// the caller's to check (the log validates batches before assigning offsets).
+    ///
+    /// Indexing follows Kafka: an entry is added for a batch once more than
+    /// `index.interval.bytes` have been appended since the last entry, so the first batch of a
+    /// segment is never indexed. A full index is simply not extended (the log rolls on it).
+    ///
+    /// A failed write truncates the file back to the end of the last complete batch; if even that
+    /// fails, the segment refuses further appends (the log poisons itself).
+    pub fn append(&self, batches: &[u8]) -> Result<AppendInfo> {
+        let mut writer = self.writer.lock();
+        if self.is_sealed() {
+            return Err(Error::InvalidArgument {
+                why: format!("segment {} is sealed and takes no appends", self.base_offset),
+            });
+        }
+        if writer.broken {
+            return Err(Error::InvalidArgument {
+                why: format!(
+                    "segment {} could not undo an earlier failed write; reopen the log",
+                    self.base_offset
+                ),
+            });
+        }
+        let start = writer.size;
+        let new_size = start + batches.len() as u64;
+        if new_size > i32::MAX as u64 {
+            return Err(Error::RecordTooLarge {
+                size: batches.len() as u64,
+                max: (i32::MAX as u64).saturating_sub(start),
+            });
+        }
+        let headers = self.check_batches(batches, writer.next_offset)?;
+        let (Some(first), Some(last)) = (headers.first(), headers.last()) else {
+            return Err(Error::InvalidArgument {
+                why: "append of zero batches".into(),
+            });
+        };
+        let (first_offset, last_offset) = (first.1.base_offset, last.1.last_offset());
+
+        if let Err(error) = self.log.write_all_at(batches, start) {
+            self.undo_write(&mut writer, start);
+            return Err(error);
+        }
+
+        let mut max_timestamp = i64::MIN;
+        let mut bytes_since = writer.bytes_since_last_index_entry;
+        let mut max_so_far = writer.max_timestamp_so_far;
+        let index_result = (|| {
+            for (relative_position, header) in &headers {
+                let position = start + *relative_position as u64;
+                max_timestamp = max_timestamp.max(header.max_timestamp);
+                note_max_timestamp(&mut max_so_far, header);
+                if bytes_since > u64::from(self.config.index_interval_bytes) {
+                    if !self.offset_index.is_full() {
+                        // Positions fit: the whole file stays within i32::MAX bytes.
+                        self.offset_index
+                            .append(header.last_offset(), position as u32)?;
+                    }
+                    if let (Some(max), false) = (max_so_far, self.time_index.is_full()) {
+                        self.time_index.maybe_append(max.timestamp, max.offset, false)?;
+                    }
+                    bytes_since = 0;
+                }
+                bytes_since += header.total_size() as u64;
+            }
+            Ok::<(), Error>(())
+        })();
+        if let Err(error) = index_result {
+            // The index entries may point at bytes that are about to vanish: drop them too.
+            let _ = self.offset_index.truncate_to(first_offset);
+            let _ = self.time_index.truncate_to(first_offset);
+            self.undo_write(&mut writer, start);
+            return Err(error);
+        }
+
+        if start == 0 {
+            writer.rolling_based_timestamp = Some(Some(first.1.max_timestamp));
+        }
+        writer.size = new_size;
+        writer.next_offset = last_offset + 1;
+        writer.bytes_since_last_index_entry = bytes_since;
+        writer.max_timestamp_so_far = max_so_far;
+        self.publish(&writer);
+        Ok(AppendInfo {
+            position: start,
+            batches: headers.len(),
+            first_offset,
+            last_offset,
+            max_timestamp,
+        })
+    }
+
+    /// Parses and checks the framing and offsets of `batches`; returns each header with its
+    /// position relative to the start of `batches`.
+    fn check_batches(&self, batches: &[u8], mut next_offset: i64) -> Result<Vec<(usize, BatchHeader)>> {
+        let mut headers = Vec::new();
+        let mut position = 0usize;
+        while position < batches.len() {
+            let rest = &batches[position..];
+            let invalid = |what| Error::InvalidBatch { what };
+            let header = BatchHeader::parse(rest).map_err(invalid)?;
+            let size = header.total_size();
+            if size > rest.len() {
+                return Err(invalid(Corruption::Truncated {
+                    needed: size as u64,
+                    available: rest.len() as u64,
+                }));
+            }
+            if header.base_offset < next_offset || header.base_offset < self.base_offset {
+                return Err(invalid(Corruption::OffsetOrder {
+                    offset: header.base_offset,
+                    bound: next_offset.max(self.base_offset),
+                }));
+            }
+            if header.last_offset_delta < 0 {
+                return Err(invalid(Corruption::BadHeader("lastOffsetDelta is negative")));
+            }
+            let last = header.last_offset();
+            if last - self.base_offset > i32::MAX as i64 {
+                return Err(Error::InvalidArgument {
+                    why: format!(
+                        "offset {last} does not fit segment {} (relative offsets are 32-bit)",
+                        self.base_offset
+                    ),
+                });
+            }
+            next_offset = last + 1;
+            headers.push((position, header));
+            position += size;
+        }
+        Ok(headers)
+    }
+
+    /// Truncates the file back to `size` after a failed append; marks the segment broken if
+    /// even that fails.
+    fn undo_write(&self, writer: &mut WriterState, size: u64) {
+        if let Err(error) = self.log.set_len(size) {
+            log::error!(
+                "could not truncate {} back to {size} bytes after a failed append: {error}",
+                self.log_path().display()
+            );
+            writer.broken = true;
+        }
+    }
+
+    /// Whether the segment should roll before an append of `incoming_bytes` whose largest
+    /// timestamp is `incoming_max_timestamp` and whose last offset is `incoming_last_offset`
+    /// (Kafka's `shouldRoll`, reference §2.7).
+    pub fn should_roll(
+        &self,
+        incoming_bytes: u64,
+        incoming_max_timestamp: i64,
+        incoming_last_offset: i64,
+        now_ms: i64,
+    ) -> Result<Option<RollReason>> {
+        let mut writer = self.writer.lock();
+        let size = writer.size;
+        if size > u64::from(self.config.segment_bytes).saturating_sub(incoming_bytes) {
+            return Ok(Some(RollReason::Size));
+        }
+        if size > 0 {
+            let rolling_based = match writer.rolling_based_timestamp {
+                Some(known) => known,
+                None => {
+                    let first = self.first_batch_max_timestamp(size)?;
+                    writer.rolling_based_timestamp = Some(first);
+                    first
+                }
+            };
+            let waited = match rolling_based {
+                Some(first) if first >= 0 => incoming_max_timestamp.saturating_sub(first),
+                _ => now_ms.saturating_sub(self.created_ms),
+            };
+            if waited > self.config.segment_ms - self.config.roll_jitter_ms {
+                return Ok(Some(RollReason::Age));
+            }
+        }
+        if self.offset_index.is_full() {
+            return Ok(Some(RollReason::OffsetIndexFull));
+        }
+        if self.time_index.is_full() {
+            return Ok(Some(RollReason::TimeIndexFull));
+        }
+        if incoming_last_offset.saturating_sub(self.base_offset) > i32::MAX as i64 {
+            return Ok(Some(RollReason::OffsetOverflow));
+        }
+        Ok(None)
+    }
+
+    fn first_batch_max_timestamp(&self, size: u64) -> Result<Option<i64>> {
+        let log_path = self.log_path();
+        let mut walker = BatchWalker::new(&self.log, &log_path, size);
+        match walker.frame_at(0)? {
+            Step::Batch(frame) => Ok(Some(walker.header(&frame)?.max_timestamp)),
+            _ => Ok(None),
+        }
+    }
+
+    /// Finds the first batch whose last offset is at or above `target`, below `end`.
+    ///
+    /// The offset index gives a starting position; its entry is checked against the batch it
+    /// names (as Kafka's DumpLogSegments does), and on a mismatch the indexes are rebuilt from the
+    /// log and the lookup retried once.
+    fn translate_offset(&self, target: i64, end: u64) -> Result<Option<(Frame, BatchHeader)>> {
+        for attempt in 0..2 {
+            let entry = self.offset_index.lookup(target)?;
+            let log_path = self.log_path();
+            let mut walker = BatchWalker::new(&self.log, &log_path, end);
+            let mut position = u64::from(entry.position);
+            let mut first = true;
+            loop {
+                let frame = match walker.frame_at(position)? {
+                    Step::Batch(frame) => frame,
+                    Step::End | Step::Partial { .. } if !first || position == 0 => return Ok(None),
+                    Step::End | Step::Partial { .. } => {
+                        // The entry points past the published end: it cannot be trusted.
+                        if attempt == 0 && self.can_rebuild() {
+                            break;
+                        }
+                        return Err(self.bad_entry(entry, "points past the end of the log"));
+                    }
+                };
+                let header = walker.header(&frame)?;
+                if first && position != 0 && header.last_offset() != entry.offset {
+                    if attempt == 0 && self.can_rebuild() {
+                        log::warn!(
+                            "index entry ({}, {}) of {} names a batch ending at {}; rebuilding",
+                            entry.offset,
+                            entry.position,
+                            log_path.display(),
+                            header.last_offset()
+                        );
+                        break;
+                    }
+                    return Err(self.bad_entry(entry, "does not name the batch at its position"));
+                }
+                first = false;
+                if header.last_offset() >= target {
+                    return Ok(Some((frame, header)));
+                }
+                position += frame.total_size;
+            }
+            self.rebuild_indexes()?;
+        }
+        Ok(None)
+    }
+
+    fn can_rebuild(&self) -> bool {
+        *self.role.read() != SegmentRole::ReadOnly
+    }
+
+    fn bad_entry(&self, entry: OffsetPosition, why: &str) -> Error {
+        Error::Corrupt {
+            file: self.offset_index.path(),
+            position: 0,
+            what: Corruption::BadIndexEntry(format!(
+                "entry (offset {}, position {}) {why}",
+                entry.offset, entry.position
+            )),
+        }
+    }
+
+    /// Rebuilds both indexes from the log (used when an entry fails its check).
+    fn rebuild_indexes(&self) -> Result<()> {
+        let report = self.scan()?;
+        if let Some(invalid) = report.first_invalid {
+            return Err(self.corrupt(invalid.position, invalid.what));
+        }
+        Ok(())
+    }
+
+    /// Reads whole batches starting with the one that holds `start_offset` (or the next one, if
+    /// `start_offset` falls in a gap or below the segment) into `buf`, replacing its contents.
+    ///
+    /// Kafka's semantics: at least one whole batch is returned even when it is larger than
+    /// `max_bytes`; after that, batches are added while they fit. Batches whose last offset is at
+    /// or above `upper_bound` (exclusive), if given, are not returned. `Ok(None)` when no such
+    /// batch exists. Every returned batch has passed its CRC check.
+    pub fn read(
+        &self,
+        start_offset: i64,
+        max_bytes: usize,
+        upper_bound: Option<i64>,
+        buf: &mut Vec<u8>,
+    ) -> Result<Option<SegmentRead>> {
+        buf.clear();
+        let end = self.size();
+        let Some((frame, header)) = self.translate_offset(start_offset, end)? else {
+            return Ok(None);
+        };
+        let position = frame.position;
+        let available = end - position;
+        let first_size = usize::try_from(frame.total_size).map_err(|_| {
+            self.corrupt(position, Corruption::BadBatchLength(header.batch_length))
+        })?;
+        let want = max_bytes.max(first_size).min(usize::try_from(available).unwrap_or(usize::MAX));
+        buf.resize(want, 0);
+        self.log.read_exact_at(buf, position)?;
+        let mut len = 0usize;
+        let mut next_offset = header.base_offset;
+        while len < buf.len() {
+            let rest = &buf[len..];
+            let Ok(batch_header) = BatchHeader::parse(rest) else {
+                // A header cut by the window: fine after the first batch, corrupt on the first.
+                if len == 0 {
+                    let what = BatchHeader::parse(rest).err().unwrap_or(Corruption::BadHeader("unreadable"));
+                    return Err(self.corrupt(position, what));
+                }
+                break;
+            };
+            let size = batch_header.total_size();
+            if size > rest.len() {
+                break;
+            }
+            if upper_bound.is_some_and(|bound| batch_header.last_offset() >= bound) {
+                break;
+            }
+            BatchView::new(&rest[..size]).map_err(|what| self.corrupt(position + len as u64, what))?;
+            if len > 0 && batch_header.base_offset < next_offset {
+                return Err(self.corrupt(
+                    position + len as u64,
+                    Corruption::OffsetOrder {
+                        offset: batch_header.base_offset,
+                        bound: next_offset,
+                    },
+                ));
+            }
+            next_offset = batch_header.next_offset();
+            len += size;
+        }
+        buf.truncate(len);
+        if len == 0 {
+            return Ok(None);
+        }
+        Ok(Some(SegmentRead {
+            position,
+            len,
+            first_offset: header.base_offset,
+            next_offset,
+        }))
+    }
+
+    /// Kafka's `findOffsetByTimestamp`: the first record at or after `start_offset` whose
+    /// timestamp is at or above `timestamp`, as `(timestamp, offset)`.
+    pub fn find_offset_by_timestamp(
+        &self,
+        timestamp: i64,
+        start_offset: i64,
+    ) -> Result<Option<TimestampOffset>> {
+        let end = self.size();
+        let time_entry = self.time_index.lookup(timestamp)?;
+        let from = time_entry.offset.max(start_offset);
+        let Some((frame, _)) = self.translate_offset(from, end)? else {
+            return Ok(None);
+        };
+        let log_path = self.log_path();
+        let mut walker = BatchWalker::new(&self.log, &log_path, end);
+        let mut position = frame.position;
+        let mut scratch = Vec::new();
+        loop {
+            let frame = match walker.frame_at(position)? {
+                Step::Batch(frame) => frame,
+                Step::End | Step::Partial { .. } => return Ok(None),
+            };
+            let header = walker.header(&frame)?;
+            if header.max_timestamp >= timestamp && header.last_offset() >= start_offset {
+                let bytes = walker.batch_bytes(&frame)?;
+                let view = BatchView::new(bytes).map_err(|what| self.corrupt(position, what))?;
+                if !view.header().is_control() {
+                    for record in view.records(&mut scratch)? {
+                        let record = record.map_err(|e| self.relocate(e, position))?;
+                        if record.timestamp >= timestamp && record.offset >= start_offset {
+                            return Ok(Some(TimestampOffset {
+                                timestamp: record.timestamp,
+                                offset: record.offset,
+                            }));
+                        }
+                    }
+                }
+            }
+            position += frame.total_size;
+        }
+    }
+
+    /// Gives a format error about a batch the file position it was found at.
+    fn relocate(&self, error: Error, position: u64) -> Error {
+        match error {
+            Error::InvalidBatch { what } => self.corrupt(position, what),
+            other => other,
+        }
+    }
+
+    /// Validates every batch from the start of the file (length bounds, magic, CRC, offset
+    /// order and range), rebuilds both indexes as it goes, and reports the valid end and the
+    /// first invalid position with its reason. It does not truncate: the log decides. Readers
+    /// see only the valid prefix afterwards.
+    pub fn scan(&self) -> Result<ScanReport> {
+        let mut writer = self.writer.lock();
+        let file_bytes = self.log.len()?;
+        self.offset_index.reset()?;
+        self.time_index.reset()?;
+        let log_path = self.log_path();
+        let mut walker = BatchWalker::new(&self.log, &log_path, file_bytes.min(i32::MAX as u64));
+        let mut position = 0u64;
+        let mut batches = 0u64;
+        let mut next_offset = self.base_offset;
+        let mut max_so_far: Option<TimestampOffset> = None;
+        let mut bytes_since = 0u64;
+        let mut first_max_timestamp = None;
+        let first_invalid = loop {
+            let frame = match walker.frame_at(position) {
+                Ok(Step::Batch(frame)) => frame,
+                Ok(Step::End) => break None,
+                Ok(Step::Partial { available, needed }) => {
+                    break Some(InvalidBytes {
+                        position,
+                        what: Corruption::Truncated { needed, available },
+                    });
+                }
+                Err(Error::Corrupt { what, .. }) => break Some(InvalidBytes { position, what }),
+                Err(other) => return Err(other),
+            };
+            if frame.magic != 2 {
+                // Legacy message sets are read by a later version; until then they are not corruption.
+                return Err(Error::Unsupported {
+                    what: format!(
+                        "legacy message format (magic {}) at byte {position} of {}",
+                        frame.magic,
+                        log_path.display()
+                    ),
+                });
+            }
+            let bytes = walker.batch_bytes(&frame)?;
+            let view = match BatchView::new(bytes) {
+                Ok(view) => view,
+                Err(what) => break Some(InvalidBytes { position, what }),
+            };
+            let header = *view.header();
+            if header.base_offset < next_offset {
+                break Some(InvalidBytes {
+                    position,
+                    what: Corruption::OffsetOrder {
+                        offset: header.base_offset,
+                        bound: next_offset,
+                    },
+                });
+            }
+            if header.last_offset() - self.base_offset > i32::MAX as i64 {
+                break Some(InvalidBytes {
+                    position,
+                    what: Corruption::OffsetOrder {
+                        offset: header.last_offset(),
+                        bound: self.base_offset + i32::MAX as i64,
+                    },
+                });
+            }
+            if batches == 0 {
+                first_max_timestamp = Some(header.max_timestamp);
+            }
+            note_max_timestamp(&mut max_so_far, &header);
+            if bytes_since > u64::from(self.config.index_interval_bytes) {
+                if !self.offset_index.is_full() {
+                    self.offset_index.append(header.last_offset(), position as u32)?;
+                }
+                if let (Some(max), false) = (max_so_far, self.time_index.is_full()) {
+                    self.time_index.maybe_append(max.timestamp, max.offset, false)?;
+                }
+                bytes_since = 0;
+            }
+            bytes_since += frame.total_size;
+            next_offset = header.next_offset();
+            batches += 1;
+            position += frame.total_size;
+        };
+        writer.size = position;
+        writer.next_offset = next_offset;
+        writer.bytes_since_last_index_entry = bytes_since;
+        writer.max_timestamp_so_far = max_so_far;
+        writer.rolling_based_timestamp = Some(first_max_timestamp);
+        writer.broken = false;
+        self.publish(&writer);
+        Ok(ScanReport {
+            valid_bytes: position,
+            file_bytes,
+            batches,
+            next_offset,
+            max_timestamp: max_so_far.map(|m| m.timestamp),
+            first_invalid,
+        })
+    }
+
+    /// Removes every batch that holds an offset at or above `offset` (a batch straddling it goes
+    /// whole, as in Kafka) and the index entries that point at them. Returns the bytes removed.
+    pub fn truncate_to(&self, offset: i64) -> Result<u64> {
+        let end = self.size();
+        let Some((frame, header)) = self.translate_offset(offset, end)? else {
+            return Ok(0);
+        };
+        let mut writer = self.writer.lock();
+        let position = frame.position;
+        self.offset_index.truncate_to(offset)?;
+        self.time_index.truncate_to(offset)?;
+        self.log.set_len(position)?;
+        let removed = writer.size - position;
+        writer.size = position;
+        writer.next_offset = header.base_offset;
+        // The largest timestamp so far: the time index's last entry, or a batch after the last
+        // offset-index entry (entries are added together, so nothing before it is missing).
+        let last_entry = self.offset_index.last_entry()?;
+        let mut max_so_far = self.time_index_max()?;
+        let log_path = self.log_path();
+        let mut walker = BatchWalker::new(&self.log, &log_path, position);
+        let mut at = u64::from(last_entry.position);
+        while let Step::Batch(frame) = walker.frame_at(at)? {
+            note_max_timestamp(&mut max_so_far, &walker.header(&frame)?);
+            at += frame.total_size;
+        }
+        writer.max_timestamp_so_far = max_so_far;
+        writer.bytes_since_last_index_entry = position - u64::from(last_entry.position);
+        writer.rolling_based_timestamp = if position == 0 { Some(None) } else { None };
+        self.publish(&writer);
+        Ok(removed)
+    }
+
+    /// Removes the bytes at and after `valid_bytes` (a torn tail found by [`scan`](Self::scan)).
+    pub fn truncate_tail(&self, valid_bytes: u64) -> Result<u64> {
+        let writer = self.writer.lock();
+        if valid_bytes != writer.size {
+            return Err(Error::InvalidArgument {
+                why: format!(
+                    "truncate_tail({valid_bytes}) must follow a scan that found {} valid bytes",
+                    writer.size
+                ),
+            });
+        }
+        let file_bytes = self.log.len()?;
+        if file_bytes > valid_bytes {
+            self.log.set_len(valid_bytes)?;
+        }
+        Ok(file_bytes.saturating_sub(valid_bytes))
+    }
+
+    /// Seals the segment at roll or close: writes the time index's final entry (into its reserved
+    /// slot) and makes both indexes read-only. Durability is separate: see [`flush`](Self::flush).
+    pub fn seal(&self) -> Result<()> {
+        let writer = self.writer.lock();
+        if self.sealed.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        if let Some(max) = writer.max_timestamp_so_far {
+            self.time_index.maybe_append(max.timestamp, max.offset, true)?;
+        }
+        self.offset_index.seal()?;
+        self.time_index.seal()?;
+        *self.role.write() = SegmentRole::Sealed;
+        Ok(())
+    }
+
+    /// Makes a sealed segment take appends again (after the log truncates into it).
+    pub fn unseal(&self) -> Result<()> {
+        let _writer = self.writer.lock();
+        if *self.role.read() == SegmentRole::ReadOnly {
+            return Err(Error::InvalidArgument {
+                why: "a read-only segment cannot become active".into(),
+            });
+        }
+        self.offset_index.make_writable()?;
+        self.time_index.make_writable()?;
+        *self.role.write() = SegmentRole::Active;
+        self.sealed.store(false, Ordering::Release);
+        Ok(())
+    }
+
+    /// Makes the `.log` data durable (`fdatasync`), and the indexes with it.
+    pub fn flush(&self) -> Result<()> {
+        self.log.sync_data()?;
+        self.offset_index.sync()?;
+        self.time_index.sync()
+    }
+
+    /// Makes only the `.log` data durable: the acknowledgement path needs nothing else, since
+    /// the indexes are derived data that recovery rebuilds.
+    pub fn flush_log(&self) -> Result<()> {
+        self.log.sync_data()
+    }
+
+    /// The storage this segment lives on.
+    pub fn storage(&self) -> &Arc<dyn Storage> {
+        &self.storage
+    }
+}
+
+/// Opens an index file, or creates it when missing and the role allows writing.
+/// Returns the index and whether it was created (and so must be rebuilt).
+fn open_index<I>(
+    storage: &Arc<dyn Storage>,
+    path: &Path,
+    role: SegmentRole,
+    open: impl Fn(bool) -> Result<I>,
+) -> Result<(I, bool)> {
+    if storage.exists(path)? {
+        return Ok((open(false)?, false));
+    }
+    if role == SegmentRole::ReadOnly {
+        return Err(Error::Corrupt {
+            file: path.to_path_buf(),
+            position: 0,
+            what: Corruption::BadIndexEntry("the index file is missing".into()),
+        });
+    }
+    Ok((open(true)?, true))
+}
+
+fn note_max_timestamp(max_so_far: &mut Option<TimestampOffset>, header: &BatchHeader) {
+    if max_so_far.is_none_or(|max| header.max_timestamp > max.timestamp) {
+        *max_so_far = Some(TimestampOffset {
+            timestamp: header.max_timestamp,
+            offset: header.last_offset(),
+        });
+    }
+}
+
+fn validate_config(config: &SegmentConfig) -> Result<()> {
+    if config.segment_bytes == 0 || config.segment_bytes > i32::MAX as u32 {
+        return Err(Error::InvalidConfig {
+            setting: "segment.bytes",
+            why: format!("{} is outside [1, {}]", config.segment_bytes, i32::MAX),
+        });
+    }
+    if config.segment_index_bytes < 12 {
+        return Err(Error::InvalidConfig {
+            setting: "segment.index.bytes",
+            why: format!("{} is below one time-index entry (12 bytes)", config.segment_index_bytes),
+        });
+    }
+    if config.segment_ms <= 0 {
+        return Err(Error::InvalidConfig {
+            setting: "segment.ms",
+            why: format!("{} is not positive", config.segment_ms),
+        });
+    }
+    if config.roll_jitter_ms < 0 || config.roll_jitter_ms >= config.segment_ms {
+        return Err(Error::InvalidConfig {
+            setting: "segment.jitter.ms",
+            why: format!(
+                "the drawn jitter {} is outside [0, segment.ms)",
+                config.roll_jitter_ms
+            ),
+        });
+    }
+    Ok(())
+}

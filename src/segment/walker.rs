@@ -1,0 +1,154 @@
+//! Walking the batches of a `.log` file through buffered positional reads.
+//!
+//! Reading a file batch by batch with one `pread` per header would cost a system call per batch;
+//! the walker reads windows of [`WINDOW_BYTES`] and serves headers and whole batches from them.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::error::{Corruption, Error, Result};
+use crate::format::{BatchHeader, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD};
+use crate::storage::StorageFile;
+
+/// How much the walker reads at once. Large enough to amortise the system call, small enough to
+/// stay in the fastest buffered-read range measured on the build machine (64–256 KiB).
+pub(crate) const WINDOW_BYTES: usize = 128 * 1024;
+
+/// Bytes before the magic byte: baseOffset, batchLength, partitionLeaderEpoch.
+const HEADER_UP_TO_MAGIC: usize = 17;
+
+/// The framing of one batch, read from its first 17 bytes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Frame {
+    pub position: u64,
+    pub total_size: u64,
+    pub magic: i8,
+}
+
+/// What the walker found at a position.
+#[derive(Debug)]
+pub(crate) enum Step {
+    /// A batch whose framing fits inside the walked range.
+    Batch(Frame),
+    /// The walked range ends exactly here.
+    End,
+    /// Bytes remain but not a whole batch: a torn tail (or a truncated file).
+    Partial { available: u64, needed: u64 },
+}
+
+/// A buffered reader over `[0, end)` of one file.
+pub(crate) struct BatchWalker<'f> {
+    file: &'f Arc<dyn StorageFile>,
+    path: &'f Path,
+    end: u64,
+    window: Vec<u8>,
+    window_start: u64,
+}
+
+impl<'f> BatchWalker<'f> {
+    pub fn new(file: &'f Arc<dyn StorageFile>, path: &'f Path, end: u64) -> Self {
+        BatchWalker {
+            file,
+            path,
+            end,
+            window: Vec::new(),
+            window_start: 0,
+        }
+    }
+
+    /// Makes the window cover `[position, position + len)` (clamped to the end), reading ahead.
+    fn ensure(&mut self, position: u64, len: usize) -> Result<&[u8]> {
+        let window_end = self.window_start + self.window.len() as u64;
+        let want_end = position.saturating_add(len as u64).min(self.end);
+        if position < self.window_start || want_end > window_end {
+            let read_len = (want_end - position).max(WINDOW_BYTES as u64).min(self.end - position);
+            let read_len = usize::try_from(read_len).map_err(|_| self.too_large(position))?;
+            self.window.resize(read_len, 0);
+            self.file.read_exact_at(&mut self.window, position)?;
+            self.window_start = position;
+        }
+        let from = usize::try_from(position - self.window_start).map_err(|_| self.too_large(position))?;
+        let to = usize::try_from(want_end - self.window_start).map_err(|_| self.too_large(position))?;
+        Ok(&self.window[from..to])
+    }
+
+    fn too_large(&self, position: u64) -> Error {
+        Error::Corrupt {
+            file: self.path.to_path_buf(),
+            position,
+            what: Corruption::BadBatchLength(i32::MAX),
+        }
+    }
+
+    fn corrupt(&self, position: u64, what: Corruption) -> Error {
+        Error::Corrupt {
+            file: self.path.to_path_buf(),
+            position,
+            what,
+        }
+    }
+
+    /// Reads the framing of the batch at `position`.
+    ///
+    /// Kafka's rule: fewer than 17 bytes left, or a declared length that runs past the end, is a
+    /// torn tail (`Step::Partial`), while a length below the v2 minimum is corruption.
+    pub fn frame_at(&mut self, position: u64) -> Result<Step> {
+        if position >= self.end {
+            return Ok(Step::End);
+        }
+        let available = self.end - position;
+        if available < HEADER_UP_TO_MAGIC as u64 {
+            return Ok(Step::Partial {
+                available,
+                needed: HEADER_UP_TO_MAGIC as u64,
+            });
+        }
+        let bytes = self.ensure(position, HEADER_UP_TO_MAGIC)?;
+        let batch_length = i32::from_be_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]);
+        let magic = bytes[16] as i8;
+        let minimum = match magic {
+            2 => (RECORD_BATCH_OVERHEAD - LOG_OVERHEAD) as i32,
+            // Legacy messages: crc(4) magic(1) attributes(1) key length(4) value length(4).
+            0 | 1 => 14,
+            _ => return Err(self.corrupt(position, Corruption::BadMagic(magic))),
+        };
+        if batch_length < minimum {
+            return Err(self.corrupt(position, Corruption::BadBatchLength(batch_length)));
+        }
+        let total_size = LOG_OVERHEAD as u64 + batch_length as u64;
+        if total_size > available {
+            return Ok(Step::Partial {
+                available,
+                needed: total_size,
+            });
+        }
+        Ok(Step::Batch(Frame {
+            position,
+            total_size,
+            magic,
+        }))
+    }
+
+    /// The 61-byte v2 header of the batch framed by `frame`.
+    pub fn header(&mut self, frame: &Frame) -> Result<BatchHeader> {
+        if frame.magic != 2 {
+            return Err(Error::Unsupported {
+                what: format!(
+                    "legacy message format (magic {}) at byte {} of {}",
+                    frame.magic,
+                    frame.position,
+                    self.path.display()
+                ),
+            });
+        }
+        let position = frame.position;
+        let bytes = self.ensure(position, RECORD_BATCH_OVERHEAD)?;
+        BatchHeader::parse(bytes).map_err(|what| self.corrupt(position, what))
+    }
+
+    /// The whole batch framed by `frame`.
+    pub fn batch_bytes(&mut self, frame: &Frame) -> Result<&[u8]> {
+        let len = usize::try_from(frame.total_size).map_err(|_| self.too_large(frame.position))?;
+        self.ensure(frame.position, len)
+    }
+}
