@@ -11,6 +11,7 @@ mod clock;
 mod error;
 mod format;
 mod index;
+mod log;
 mod segment;
 mod storage;
 

@@ -1,0 +1,226 @@
+//! [`Watermark`]: a monotone offset that threads and futures can wait on.
+//!
+//! The log has two: the log end offset (readers wait for data) and the durable offset (writers
+//! wait for an fsync). Both are built on one waiter list of [`Waker`]s: the blocking form wakes a
+//! parked thread through a waker that unparks it, and a future form can register its task's
+//! waker on the same list.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::task::{Wake, Waker};
+use std::thread::Thread;
+use std::time::Instant;
+
+use parking_lot::Mutex;
+
+/// A registration on a watermark's waiter list, for removal when a wait gives up.
+pub(crate) type WaiterId = u64;
+
+struct Waiter {
+    id: WaiterId,
+    /// Woken once the watermark is above this value.
+    above: i64,
+    waker: Waker,
+}
+
+/// An offset that only moves forward, except when the log is truncated.
+pub(crate) struct Watermark {
+    value: AtomicI64,
+    next_id: AtomicU64,
+    waiters: Mutex<Vec<Waiter>>,
+}
+
+impl std::fmt::Debug for Watermark {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Watermark")
+            .field("value", &self.get())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Wakes a thread parked in [`Watermark::wait_above`].
+struct ThreadWaker(Thread);
+
+impl Wake for ThreadWaker {
+    fn wake(self: Arc<Self>) {
+        self.0.unpark();
+    }
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.0.unpark();
+    }
+}
+
+impl Watermark {
+    pub fn new(value: i64) -> Self {
+        Watermark {
+            value: AtomicI64::new(value),
+            next_id: AtomicU64::new(0),
+            waiters: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The current value. `Acquire`: whatever was published before the value moved is visible.
+    pub fn get(&self) -> i64 {
+        self.value.load(Ordering::Acquire)
+    }
+
+    /// Moves the value up to `to` (never down) and wakes every waiter it satisfies.
+    pub fn advance(&self, to: i64) {
+        let previous = self.value.fetch_max(to, Ordering::AcqRel);
+        if to > previous {
+            self.wake_satisfied(to);
+        }
+    }
+
+    /// Sets the value, possibly lowering it (truncation), and wakes every waiter so that each
+    /// re-checks its condition.
+    pub fn set(&self, to: i64) {
+        self.value.store(to, Ordering::Release);
+        let woken: Vec<Waiter> = std::mem::take(&mut *self.waiters.lock());
+        for waiter in woken {
+            waiter.waker.wake();
+        }
+    }
+
+    /// Wakes every waiter without changing the value (a poisoned log, a closing log).
+    pub fn wake_all(&self) {
+        self.set(self.get());
+    }
+
+    fn wake_satisfied(&self, value: i64) {
+        let woken: Vec<Waiter> = {
+            let mut waiters = self.waiters.lock();
+            let (woken, kept) = std::mem::take(&mut *waiters)
+                .into_iter()
+                .partition(|w| value > w.above);
+            *waiters = kept;
+            woken
+        };
+        for waiter in woken {
+            waiter.waker.wake();
+        }
+    }
+
+    /// Registers `waker` to be woken once the value is above `above`. Returns `None` when it
+    /// already is (nothing was registered). The value is checked under the list's lock, and
+    /// [`advance`](Self::advance) stores before it takes the lock, so no wake-up is lost.
+    pub fn register(&self, above: i64, waker: &Waker) -> Option<WaiterId> {
+        let mut waiters = self.waiters.lock();
+        if self.get() > above {
+            return None;
+        }
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        if let Some(existing) = waiters.iter_mut().find(|w| w.waker.will_wake(waker)) {
+            // The same task registering again only moves its threshold.
+            existing.above = existing.above.min(above);
+            existing.id = id;
+            return Some(id);
+        }
+        waiters.push(Waiter {
+            id,
+            above,
+            waker: waker.clone(),
+        });
+        Some(id)
+    }
+
+    /// Removes a registration (a wait that timed out or was dropped).
+    pub fn deregister(&self, id: WaiterId) {
+        self.waiters.lock().retain(|w| w.id != id);
+    }
+
+    /// Blocks the calling thread until the value is above `above` or `deadline` passes, or
+    /// `interrupted()` says to stop (checked after every wake-up). Returns the last value seen.
+    pub fn wait_above(
+        &self,
+        above: i64,
+        deadline: Option<Instant>,
+        interrupted: impl Fn() -> bool,
+    ) -> i64 {
+        let waker = Waker::from(Arc::new(ThreadWaker(std::thread::current())));
+        loop {
+            let value = self.get();
+            if value > above || interrupted() {
+                return value;
+            }
+            let Some(id) = self.register(above, &waker) else {
+                return self.get();
+            };
+            // Checked again after registering: an interrupter that sets its flag and then wakes
+            // all waiters either sees this registration or is seen here.
+            if interrupted() {
+                self.deregister(id);
+                return self.get();
+            }
+            match deadline {
+                None => std::thread::park(),
+                Some(deadline) => {
+                    let now = Instant::now();
+                    if now >= deadline {
+                        self.deregister(id);
+                        return self.get();
+                    }
+                    std::thread::park_timeout(deadline - now);
+                }
+            }
+            self.deregister(id);
+        }
+    }
+
+    /// How many waiters are registered (for tests and stats).
+    #[cfg(test)]
+    pub fn waiter_count(&self) -> usize {
+        self.waiters.lock().len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn waiters_wake_when_the_value_passes_them() {
+        let mark = Arc::new(Watermark::new(0));
+        let waiter = {
+            let mark = Arc::clone(&mark);
+            std::thread::spawn(move || mark.wait_above(5, None, || false))
+        };
+        for value in 1..=6 {
+            mark.advance(value);
+        }
+        assert_eq!(waiter.join().unwrap(), 6);
+        assert_eq!(mark.waiter_count(), 0);
+    }
+
+    #[test]
+    fn a_timed_out_wait_leaves_no_registration() {
+        let mark = Watermark::new(0);
+        let deadline = Instant::now() + Duration::from_millis(20);
+        assert_eq!(mark.wait_above(10, Some(deadline), || false), 0);
+        assert_eq!(mark.waiter_count(), 0);
+    }
+
+    #[test]
+    fn advance_never_lowers_and_set_does() {
+        let mark = Watermark::new(10);
+        mark.advance(5);
+        assert_eq!(mark.get(), 10);
+        mark.set(3);
+        assert_eq!(mark.get(), 3);
+    }
+
+    #[test]
+    fn interruption_ends_a_wait() {
+        let mark = Arc::new(Watermark::new(0));
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let waiter = {
+            let (mark, stop) = (Arc::clone(&mark), Arc::clone(&stop));
+            std::thread::spawn(move || mark.wait_above(100, None, || stop.load(Ordering::SeqCst)))
+        };
+        std::thread::sleep(Duration::from_millis(10));
+        stop.store(true, Ordering::SeqCst);
+        mark.wake_all();
+        assert_eq!(waiter.join().unwrap(), 0);
+    }
+}
