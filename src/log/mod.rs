@@ -1,4 +1,1148 @@
 //! The log: segments, offsets, durability and recovery (DESIGN §3, §4).
+//!
+//! A [`Log`] is one partition directory. It owns the active segment and assigns offsets; it
+//! serves reads from an immutable snapshot of its segments; it makes appends durable through a
+//! group commit; and at open it recovers from whatever a crash left behind.
+//!
+//! Locks, in the order they may be taken: the writer mutex, then the snapshot lock, then a
+//! segment's own locks. The group commit holds none of them while it syncs.
 
+mod checkpoint;
+mod config;
+mod fetch;
 mod group_commit;
+mod recovery;
+mod snapshot;
+mod stats;
 mod watermark;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+
+use crate::clock::Clock;
+use crate::error::{Error, Result};
+use crate::format::{
+    BatchBuilder, BatchHeader, BatchView, Compression, NewRecord, TimestampType,
+    set_base_offset, set_log_append_time,
+};
+use crate::segment::{DELETED_SUFFIX, Segment, SegmentRole, rename_segment_files};
+use crate::storage::{FileLock, LockMode, Storage};
+
+use checkpoint::{CheckpointFile, CleanShutdown};
+use group_commit::GroupCommit;
+use snapshot::{SegmentHandle, SegmentList, Snapshot};
+use watermark::Watermark;
+
+pub use config::{CleanupPolicy, CompressionType, FlushPolicy, LogConfig, RecoveryMode};
+pub use fetch::{FetchBatches, FetchData, LogRecord, ReadBound};
+pub use stats::{LogStats, RecoveryReport};
+
+/// The name of the lock file in a log directory.
+const LOCK_FILE: &str = "partlog.lock";
+
+/// How many sealed segments stay open at most (beyond those readers pin).
+const MAX_OPEN_SEGMENTS: usize = 64;
+
+/// What [`Log::append`] and friends stored.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogAppendInfo {
+    /// The offset of the first record of the batch.
+    pub first_offset: i64,
+    /// The offset of the last record of the batch.
+    pub last_offset: i64,
+    /// The number of records in the batch.
+    pub records: u32,
+    /// The batch's largest timestamp (the append time under LogAppendTime).
+    pub max_timestamp: i64,
+    /// The log append time, when the log stamps batches with it.
+    pub log_append_time: Option<i64>,
+    /// The size of the batch in bytes.
+    pub bytes: usize,
+}
+
+/// The appender's state, behind the writer mutex.
+#[derive(Debug)]
+struct Writer {
+    active: Arc<Segment>,
+    log_end_offset: i64,
+    /// Sealed segments whose data and indexes are not yet synced (the flusher syncs them off
+    /// the append path, and any group commit syncs them first).
+    unsynced_sealed: Vec<Arc<Segment>>,
+    /// A segment file was created since the last directory sync.
+    dir_dirty: bool,
+    checkpoint: Option<CheckpointFile>,
+    recovery_point: i64,
+    messages_since_flush: u64,
+    bytes_since_flush: u64,
+    /// Files renamed `.deleted`, removed once no reader pins their segment.
+    pending_deletes: Vec<PendingDelete>,
+    jitter_state: u64,
+}
+
+#[derive(Debug)]
+struct PendingDelete {
+    paths: Vec<PathBuf>,
+    segment: Option<Arc<Segment>>,
+}
+
+#[derive(Debug, Default)]
+struct FlusherSignal {
+    stop: bool,
+    roll_pending: bool,
+}
+
+/// Everything the log's threads share.
+#[derive(Debug)]
+struct Shared {
+    dir: PathBuf,
+    config: LogConfig,
+    storage: Arc<dyn Storage>,
+    clock: Arc<dyn Clock>,
+    read_only: bool,
+    _lock: Option<FileLock>,
+    snapshot: Snapshot,
+    writer: Mutex<Writer>,
+    log_end: Watermark,
+    log_start: AtomicI64,
+    commit: GroupCommit,
+    closed: AtomicBool,
+    /// The lowest offset a truncation has cut the log back to since open (`i64::MAX` if none).
+    truncated_to: AtomicI64,
+    counters: stats::Counters,
+    report: RecoveryReport,
+    flusher: Mutex<FlusherSignal>,
+    flusher_wake: Condvar,
+    bytes_at_last_checkpoint: AtomicU64,
+}
+
+/// One partition's log: a directory of segments. See the [module docs](self).
+///
+/// `Log` is `Send + Sync`: share it with an `Arc`. One writer at a time appends (appends from
+/// several threads serialise inside); any number of threads read concurrently.
+///
+/// Blocking calls: [`append`](Self::append) blocks on the disk write (and, under
+/// [`FlushPolicy::EveryAppend`], on an fsync); [`wait_durable`](Self::wait_durable) and
+/// [`wait_for_data`](Self::wait_for_data) block until their condition holds.
+#[derive(Debug)]
+pub struct Log {
+    shared: Arc<Shared>,
+    flusher: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Log {
+    /// Opens (creating if needed) the log in `dir` for reading and writing.
+    ///
+    /// Takes the exclusive lock on `partlog.lock` ([`Error::Locked`] if another user holds it),
+    /// removes leftover `.deleted` files and index files that have no `.log`, and recovers: after
+    /// a clean shutdown it reads only the checkpoint and the active segment's tail; after a crash
+    /// it validates every batch from the recovery point on (see [`RecoveryReport`]).
+    pub fn open(dir: impl AsRef<Path>, config: LogConfig) -> Result<Log> {
+        Log::open_inner(dir.as_ref(), config, false)
+    }
+
+    /// Opens the log in `dir` for reading only. It never writes, truncates or creates a file;
+    /// it takes a shared lock when `partlog.lock` exists and runs unlocked otherwise.
+    pub fn open_read_only(dir: impl AsRef<Path>, config: LogConfig) -> Result<Log> {
+        Log::open_inner(dir.as_ref(), config, true)
+    }
+
+    fn open_inner(dir: &Path, config: LogConfig, read_only: bool) -> Result<Log> {
+        config.validate()?;
+        if config.preallocate {
+            return Err(Error::InvalidConfig {
+                setting: "preallocate",
+                why: "preallocation is not supported yet".into(),
+            });
+        }
+        let storage = Arc::clone(&config.storage);
+        let clock = Arc::clone(&config.clock);
+        if !read_only {
+            storage.create_dir_all(dir)?;
+        }
+        let lock_path = dir.join(LOCK_FILE);
+        let lock = if read_only {
+            if storage.exists(&lock_path)? {
+                Some(storage.lock(&lock_path, LockMode::Shared)?)
+            } else {
+                None
+            }
+        } else {
+            Some(storage.lock(&lock_path, LockMode::Exclusive)?)
+        };
+        let now_ms = clock.now_ms();
+        let mut jitter_state = (now_ms as u64) ^ 0x9E37_79B9_7F4A_7C15;
+        let recovered = recovery::recover(&storage, dir, &config, read_only, now_ms, &mut jitter_state)?;
+        let opener = snapshot::SegmentOpener {
+            storage: Arc::clone(&storage),
+            dir: dir.to_path_buf(),
+            config: config.segment_config(0),
+            role: if read_only {
+                SegmentRole::ReadOnly
+            } else {
+                SegmentRole::Sealed
+            },
+        };
+        let snapshot = Snapshot::new(SegmentList::new(recovered.handles), opener, MAX_OPEN_SEGMENTS);
+        let log_end_offset = recovered.active.next_offset();
+        let shared = Arc::new(Shared {
+            dir: dir.to_path_buf(),
+            storage,
+            clock,
+            read_only,
+            _lock: lock,
+            snapshot,
+            writer: Mutex::new(Writer {
+                active: recovered.active,
+                log_end_offset,
+                unsynced_sealed: Vec::new(),
+                dir_dirty: false,
+                checkpoint: recovered.checkpoint,
+                recovery_point: recovered.recovery_point,
+                messages_since_flush: 0,
+                bytes_since_flush: 0,
+                pending_deletes: Vec::new(),
+                jitter_state,
+            }),
+            log_end: Watermark::new(log_end_offset),
+            log_start: AtomicI64::new(recovered.log_start_offset),
+            commit: GroupCommit::new(recovered.durable_offset),
+            closed: AtomicBool::new(false),
+            truncated_to: AtomicI64::new(i64::MAX),
+            counters: stats::Counters::default(),
+            report: recovered.report,
+            flusher: Mutex::new(FlusherSignal::default()),
+            flusher_wake: Condvar::new(),
+            bytes_at_last_checkpoint: AtomicU64::new(0),
+            config,
+        });
+        let flusher = if read_only {
+            None
+        } else {
+            let shared = Arc::clone(&shared);
+            Some(
+                std::thread::Builder::new()
+                    .name(format!("partlog-flusher:{}", dir.display()))
+                    .spawn(move || flusher_loop(&shared))
+                    .map_err(|e| Error::io(dir, e))?,
+            )
+        };
+        Ok(Log {
+            shared,
+            flusher: Mutex::new(flusher),
+        })
+    }
+
+    /// The directory of the log.
+    pub fn dir(&self) -> &Path {
+        &self.shared.dir
+    }
+
+    /// The configuration the log was opened with.
+    pub fn config(&self) -> &LogConfig {
+        &self.shared.config
+    }
+
+    /// The first offset a read may ask for.
+    pub fn log_start_offset(&self) -> i64 {
+        self.shared.log_start.load(Ordering::Acquire)
+    }
+
+    /// The offset the next appended record will get: one past the last record.
+    pub fn log_end_offset(&self) -> i64 {
+        self.shared.log_end.get()
+    }
+
+    /// The durable watermark: every offset below it has been fsynced (with its directory
+    /// entry) and survives a crash of the machine.
+    pub fn durable_offset(&self) -> i64 {
+        self.shared.commit.durable_offset()
+    }
+
+    /// What the last open found and did.
+    pub fn recovery_report(&self) -> &RecoveryReport {
+        &self.shared.report
+    }
+
+    fn check_writable(&self) -> Result<()> {
+        let shared = &self.shared;
+        if shared.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        if shared.read_only {
+            return Err(Error::Unsupported {
+                what: "writing to a log opened read-only".into(),
+            });
+        }
+        if shared.commit.is_poisoned() {
+            return Err(Error::Poisoned);
+        }
+        Ok(())
+    }
+
+    fn check_open(&self) -> Result<()> {
+        if self.shared.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        Ok(())
+    }
+
+    /// Appends `records` as exactly one batch, built with the log's codec
+    /// (`compression.type`; `producer` means none here), and returns once the batch is in the
+    /// file and visible to readers: it then survives a crash of the process, and, once
+    /// [`durable_offset`](Self::durable_offset) passes it, of the machine (DESIGN §3.3).
+    ///
+    /// Fails with [`Error::RecordTooLarge`] over `max.message.bytes` (a batch is never split),
+    /// [`Error::InvalidTimestamp`] outside the timestamp bounds, and [`Error::InvalidArgument`]
+    /// for an empty slice or, in a compacted log, a record without a key.
+    pub fn append(&self, records: &[NewRecord]) -> Result<LogAppendInfo> {
+        self.check_writable()?;
+        if records.is_empty() {
+            return Err(Error::InvalidArgument {
+                why: "an append needs at least one record".into(),
+            });
+        }
+        let config = &self.shared.config;
+        let now = self.shared.clock.now_ms();
+        for record in records {
+            if config.cleanup_policy.compact && record.key.is_none() {
+                return Err(compacted_without_key());
+            }
+            if config.message_timestamp_type == TimestampType::CreateTime {
+                check_timestamp(config, record.timestamp, now)?;
+            }
+        }
+        let codec = match config.compression_type {
+            CompressionType::Producer | CompressionType::Uncompressed => Compression::None,
+            CompressionType::Lz4 => Compression::Lz4,
+            CompressionType::Zstd => Compression::Zstd,
+        };
+        let mut builder = BatchBuilder::new(codec);
+        for record in records {
+            builder.push_record(record);
+        }
+        let batch = builder.build()?;
+        self.append_built(batch)
+    }
+
+    /// Appends one batch a producer built, after Kafka's leader checks (DESIGN §4, Appending):
+    /// one whole batch, magic 2, a valid CRC, records count > 0 and equal to lastOffsetDelta + 1,
+    /// a base sequence when the producer id is set, none of the control, delete-horizon or
+    /// LogAppendTime bits, keys in a compacted log, the size limit, the timestamp bounds, and
+    /// the record framing (checked by decompressing every record).
+    ///
+    /// The batch's base offset and leader epoch are ignored: the log assigns the offsets.
+    pub fn append_batch(&self, batch: &[u8]) -> Result<LogAppendInfo> {
+        self.check_writable()?;
+        let batch = self.validate_producer_batch(batch, true)?;
+        self.append_built(batch)
+    }
+
+    /// [`append_batch`](Self::append_batch) without the record-framing check: the records are
+    /// not decompressed, so a batch whose CRC is right but whose records are malformed is
+    /// stored as it is (readers will report it). Timestamp bounds are checked against the
+    /// batch's maxTimestamp only. Use it for batches from a trusted producer.
+    pub fn append_batch_trusted(&self, batch: &[u8]) -> Result<LogAppendInfo> {
+        self.check_writable()?;
+        let batch = self.validate_producer_batch(batch, false)?;
+        self.append_built(batch)
+    }
+
+    fn validate_producer_batch(&self, bytes: &[u8], check_records: bool) -> Result<Vec<u8>> {
+        let config = &self.shared.config;
+        let invalid = |why: &str| Error::InvalidArgument {
+            why: why.to_string(),
+        };
+        let view = BatchView::new(bytes).map_err(|what| Error::InvalidBatch { what })?;
+        let header = *view.header();
+        if bytes.len() as u64 > u64::from(config.max_message_bytes) {
+            return Err(Error::RecordTooLarge {
+                size: bytes.len() as u64,
+                max: u64::from(config.max_message_bytes),
+            });
+        }
+        if header.records_count <= 0 {
+            return Err(invalid("a produced batch must hold at least one record"));
+        }
+        if i64::from(header.last_offset_delta) + 1 != i64::from(header.records_count) {
+            return Err(invalid("lastOffsetDelta + 1 must equal the records count"));
+        }
+        if header.producer_id >= 0 && header.base_sequence < 0 {
+            return Err(invalid("an idempotent batch needs a base sequence"));
+        }
+        if header.is_control() {
+            return Err(invalid("producers may not write control batches"));
+        }
+        if header.delete_horizon_ms().is_some() {
+            return Err(invalid("producers may not set the delete-horizon bit"));
+        }
+        if header.timestamp_type() == TimestampType::LogAppendTime {
+            return Err(invalid("producers may not set the LogAppendTime bit"));
+        }
+        let now = self.shared.clock.now_ms();
+        let create_time = config.message_timestamp_type == TimestampType::CreateTime;
+        let codec = header.compression()?;
+        let target_codec = match config.compression_type {
+            CompressionType::Producer => codec,
+            CompressionType::Uncompressed => Compression::None,
+            CompressionType::Lz4 => Compression::Lz4,
+            CompressionType::Zstd => Compression::Zstd,
+        };
+        let recompress = target_codec != codec;
+        if check_records || recompress || config.cleanup_policy.compact {
+            let mut scratch = Vec::new();
+            let mut count = 0i64;
+            let mut rebuilt = recompress.then(|| {
+                BatchBuilder::new(target_codec)
+                    .producer(header.producer_id, header.producer_epoch, header.base_sequence)
+                    .transactional(header.is_transactional())
+            });
+            for record in view.records(&mut scratch)? {
+                let record = record?;
+                count += 1;
+                if config.cleanup_policy.compact && record.key.is_none() {
+                    return Err(compacted_without_key());
+                }
+                if create_time {
+                    check_timestamp(config, record.timestamp, now)?;
+                }
+                if let Some(builder) = rebuilt.as_mut() {
+                    let headers: Vec<(&[u8], Option<&[u8]>)> = record
+                        .headers()
+                        .map(|h| h.map(|h| (h.key, h.value)))
+                        .collect::<Result<_>>()?;
+                    builder.push_raw(record.timestamp, record.key, record.value, &headers);
+                }
+            }
+            if count != i64::from(header.records_count) {
+                return Err(Error::InvalidBatch {
+                    what: crate::error::Corruption::RecordCount {
+                        declared: header.records_count,
+                        found: count,
+                    },
+                });
+            }
+            if let Some(builder) = rebuilt {
+                let batch = builder.build()?;
+                if batch.len() as u64 > u64::from(config.max_message_bytes) {
+                    return Err(Error::RecordTooLarge {
+                        size: batch.len() as u64,
+                        max: u64::from(config.max_message_bytes),
+                    });
+                }
+                return Ok(batch);
+            }
+        } else if create_time {
+            check_timestamp(config, header.max_timestamp, now)?;
+        }
+        Ok(bytes.to_vec())
+    }
+
+    /// Assigns offsets to a validated batch and appends it under the writer lock.
+    fn append_built(&self, mut batch: Vec<u8>) -> Result<LogAppendInfo> {
+        let shared = &self.shared;
+        let config = &shared.config;
+        if batch.len() as u64 > u64::from(config.max_message_bytes) {
+            return Err(Error::RecordTooLarge {
+                size: batch.len() as u64,
+                max: u64::from(config.max_message_bytes),
+            });
+        }
+        let now = shared.clock.now_ms();
+        let log_append_time = (config.message_timestamp_type == TimestampType::LogAppendTime)
+            .then(|| set_log_append_time(&mut batch, now).map(|()| now))
+            .transpose()?;
+        let mut writer = shared.writer.lock();
+        self.check_writable()?;
+        let base_offset = writer.log_end_offset;
+        set_base_offset(&mut batch, base_offset)?;
+        let header = BatchHeader::parse(&batch).map_err(|what| Error::InvalidBatch { what })?;
+        let last_offset = header.last_offset();
+        if writer
+            .active
+            .should_roll(batch.len() as u64, header.max_timestamp, last_offset, now)?
+            .is_some()
+        {
+            shared.roll(&mut writer, now)?;
+        }
+        if let Err(error) = writer.active.append(&batch) {
+            if writer.active.append_is_broken() {
+                log::error!("poisoning {}: a failed append could not be undone", shared.dir.display());
+                shared.commit.poison();
+            }
+            return Err(error);
+        }
+        writer.log_end_offset = last_offset + 1;
+        shared.log_end.advance(last_offset + 1);
+        let records = u32::try_from(header.records_count).unwrap_or(0);
+        let counters = &shared.counters;
+        counters.appends.fetch_add(1, Ordering::Relaxed);
+        counters.appended_bytes.fetch_add(batch.len() as u64, Ordering::Relaxed);
+        counters.appended_records.fetch_add(u64::from(records), Ordering::Relaxed);
+        let sync_now = match config.flush_policy {
+            FlushPolicy::EveryAppend => true,
+            FlushPolicy::EveryMessages(limit) => {
+                writer.messages_since_flush += u64::from(records);
+                writer.messages_since_flush >= limit.get()
+            }
+            FlushPolicy::EveryBytes(limit) => {
+                writer.bytes_since_flush += batch.len() as u64;
+                writer.bytes_since_flush >= limit.get()
+            }
+            FlushPolicy::Interval(_) | FlushPolicy::OsDecides => false,
+        };
+        if sync_now {
+            writer.messages_since_flush = 0;
+            writer.bytes_since_flush = 0;
+        }
+        drop(writer);
+        if sync_now {
+            shared.sync_through(last_offset)?;
+        }
+        Ok(LogAppendInfo {
+            first_offset: base_offset,
+            last_offset,
+            records,
+            max_timestamp: log_append_time.unwrap_or(header.max_timestamp),
+            log_append_time,
+            bytes: batch.len(),
+        })
+    }
+
+    /// Blocks until `offset` is durable, starting or joining a group-commit fsync that covers
+    /// it, whatever the flush policy. This is what acks=all waits for.
+    pub fn wait_durable(&self, offset: i64) -> Result<()> {
+        self.check_open()?;
+        let end = self.log_end_offset();
+        if offset >= end || offset < 0 {
+            return Err(Error::OffsetOutOfRange {
+                requested: offset,
+                start: self.log_start_offset(),
+                end,
+            });
+        }
+        self.shared.sync_through(offset)
+    }
+
+    /// Blocks until the log holds an offset above `offset` (so a read at `offset + 1`... or
+    /// rather at `offset` finds data), or `timeout` passes, or the log closes. Returns whether
+    /// data is there.
+    pub fn wait_for_data(&self, offset: i64, timeout: Duration) -> Result<bool> {
+        self.check_open()?;
+        let deadline = Instant::now().checked_add(timeout);
+        let shared = &self.shared;
+        let end = shared
+            .log_end
+            .wait_above(offset, deadline, || shared.closed.load(Ordering::Acquire));
+        Ok(end > offset)
+    }
+
+    /// Reads whole batches from `offset` (the batch holding it comes first; a read in a gap
+    /// starts at the next batch), up to about `max_bytes` but always at least one whole batch.
+    ///
+    /// At the bound's end it returns empty data. Below the log start offset or above the log
+    /// end offset it fails with [`Error::OffsetOutOfRange`], or [`Error::Truncated`] when a
+    /// truncation took the log back below `offset`.
+    pub fn read(&self, offset: i64, max_bytes: usize, bound: ReadBound) -> Result<FetchData> {
+        self.check_open()?;
+        let shared = &self.shared;
+        let end = shared.log_end.get();
+        let start = self.log_start_offset();
+        if offset > end {
+            let truncated_to = shared.truncated_to.load(Ordering::Acquire);
+            if truncated_to < offset {
+                return Err(Error::Truncated { at: end });
+            }
+        }
+        if offset < start || offset > end {
+            return Err(Error::OffsetOutOfRange {
+                requested: offset,
+                start,
+                end,
+            });
+        }
+        let upper = match bound {
+            ReadBound::LogEnd => end,
+            ReadBound::Durable => self.durable_offset().min(end),
+        };
+        if offset >= upper {
+            return Ok(FetchData::empty(offset, end));
+        }
+        let mut buf = Vec::new();
+        'retry: loop {
+            let list = shared.snapshot.load();
+            let mut index = list.floor_index(offset);
+            while let Some(handle) = list.handles().get(index) {
+                if handle.base_offset() >= upper {
+                    break;
+                }
+                let Some(segment) = shared.snapshot.pin(handle)? else {
+                    continue 'retry;
+                };
+                let from = offset.max(handle.base_offset());
+                if let Some(read) = segment.read(from, max_bytes, Some(upper), &mut buf)? {
+                    return Ok(FetchData::new(buf, read.next_offset, end, Some(segment)));
+                }
+                index += 1;
+            }
+            return Ok(FetchData::empty(offset, end));
+        }
+    }
+
+    /// An iterator over the data records from `offset` on, across segments, up to `bound` as
+    /// it stands when each fetch runs. Control records are skipped. Until transactions land,
+    /// records of aborted transactions are returned too (`read_uncommitted`).
+    pub fn records(&self, offset: i64, bound: ReadBound) -> LogRecords<'_> {
+        LogRecords {
+            log: self,
+            position: offset,
+            bound,
+            buffered: Vec::new().into_iter(),
+            scratch: Vec::new(),
+            failed: false,
+        }
+    }
+
+    /// Kafka's ListOffsets by timestamp: the first record whose timestamp is at or above
+    /// `timestamp`, as `(offset, timestamp)`, or `None` when every record is older.
+    pub fn offset_for_timestamp(&self, timestamp: i64) -> Result<Option<(i64, i64)>> {
+        self.check_open()?;
+        let shared = &self.shared;
+        let start = self.log_start_offset();
+        'retry: loop {
+            let list = shared.snapshot.load();
+            for handle in list.handles() {
+                let Some(segment) = shared.snapshot.pin(handle)? else {
+                    continue 'retry;
+                };
+                if segment.next_offset() <= start {
+                    continue;
+                }
+                if segment.max_timestamp().is_none_or(|max| max.timestamp < timestamp) {
+                    continue;
+                }
+                if let Some(found) = segment.find_offset_by_timestamp(timestamp, start)? {
+                    return Ok(Some((found.offset, found.timestamp)));
+                }
+            }
+            return Ok(None);
+        }
+    }
+
+    /// Removes every record at or above `offset` and makes that durable before returning
+    /// (DESIGN §4, Truncation). A batch that straddles `offset` goes whole, so the new log end
+    /// offset may be a little below `offset`; it is returned. Readers positioned above it get
+    /// [`Error::Truncated`].
+    pub fn truncate_to(&self, offset: i64) -> Result<i64> {
+        self.check_writable()?;
+        if offset < 0 {
+            return Err(Error::InvalidArgument {
+                why: format!("cannot truncate to negative offset {offset}"),
+            });
+        }
+        let shared = &self.shared;
+        let mut writer = shared.writer.lock();
+        if offset >= writer.log_end_offset {
+            return Ok(writer.log_end_offset);
+        }
+        let result = shared.truncate_locked(&mut writer, offset);
+        if result.is_err() {
+            // A half-done truncation leaves files the in-memory state no longer describes.
+            shared.commit.poison();
+        }
+        result
+    }
+
+    /// Moves the log start offset up to `offset`, durably: reads below it fail from then on,
+    /// and the new start is in an fsynced checkpoint before this returns. Whole segments below
+    /// it are deleted by retention. Fails if `offset` is above the log end offset.
+    pub fn delete_records_before(&self, offset: i64) -> Result<()> {
+        self.check_writable()?;
+        let shared = &self.shared;
+        let mut writer = shared.writer.lock();
+        let end = writer.log_end_offset;
+        let start = shared.log_start.load(Ordering::Acquire);
+        if offset > end {
+            return Err(Error::OffsetOutOfRange {
+                requested: offset,
+                start,
+                end,
+            });
+        }
+        if offset <= start {
+            return Ok(());
+        }
+        let recovery_point = writer.recovery_point;
+        if let Some(checkpoint) = writer.checkpoint.as_mut() {
+            checkpoint.write(recovery_point, offset, None, true)?;
+        }
+        shared.log_start.store(offset, Ordering::Release);
+        Ok(())
+    }
+
+    /// A snapshot of the log's counters.
+    pub fn stats(&self) -> LogStats {
+        let shared = &self.shared;
+        let counters = &shared.counters;
+        let list = shared.snapshot.load();
+        let active_segment_bytes = list
+            .active()
+            .and_then(|h| h.if_open())
+            .map_or(0, |s| s.size());
+        LogStats {
+            segments: list.len(),
+            open_segments: shared.snapshot.open_count(),
+            active_segment_bytes,
+            log_start_offset: self.log_start_offset(),
+            log_end_offset: self.log_end_offset(),
+            durable_offset: self.durable_offset(),
+            appends: counters.appends.load(Ordering::Relaxed),
+            appended_bytes: counters.appended_bytes.load(Ordering::Relaxed),
+            appended_records: counters.appended_records.load(Ordering::Relaxed),
+            rolls: counters.rolls.load(Ordering::Relaxed),
+            fsyncs: counters.fsyncs.load(Ordering::Relaxed),
+            fsync_nanos: counters.fsync_nanos.load(Ordering::Relaxed),
+            max_fsync_nanos: counters.max_fsync_nanos.load(Ordering::Relaxed),
+            poisoned: shared.commit.is_poisoned(),
+        }
+    }
+
+    /// Makes everything appended so far durable, then writes the clean-shutdown checkpoint so
+    /// that the next open scans nothing. Later calls fail with [`Error::Closed`]. A poisoned log
+    /// writes no clean-shutdown fields and returns [`Error::Poisoned`]: the next open recovers.
+    pub fn close(&self) -> Result<()> {
+        if self.shared.closed.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        self.stop_flusher();
+        self.shared.log_end.wake_all();
+        if self.shared.read_only {
+            return Ok(());
+        }
+        self.shared.close_writable()
+    }
+
+    fn stop_flusher(&self) {
+        {
+            let mut signal = self.shared.flusher.lock();
+            signal.stop = true;
+        }
+        self.shared.flusher_wake.notify_all();
+        if let Some(handle) = self.flusher.lock().take()
+            && handle.join().is_err()
+        {
+            log::error!("the flusher thread of {} panicked", self.shared.dir.display());
+        }
+    }
+}
+
+impl Drop for Log {
+    fn drop(&mut self) {
+        if let Err(error) = self.close() {
+            log::warn!("closing {} on drop: {error}", self.shared.dir.display());
+        }
+    }
+}
+
+/// The iterator of [`Log::records`].
+#[derive(Debug)]
+pub struct LogRecords<'a> {
+    log: &'a Log,
+    position: i64,
+    bound: ReadBound,
+    buffered: std::vec::IntoIter<LogRecord>,
+    scratch: Vec<u8>,
+    failed: bool,
+}
+
+impl LogRecords<'_> {
+    /// The offset the iterator will read next.
+    pub fn position(&self) -> i64 {
+        self.position
+    }
+}
+
+impl Iterator for LogRecords<'_> {
+    type Item = Result<LogRecord>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(record) = self.buffered.next() {
+                self.position = record.offset + 1;
+                return Some(Ok(record));
+            }
+            if self.failed {
+                return None;
+            }
+            let fetch = match self.log.read(self.position, 1 << 20, self.bound) {
+                Ok(fetch) => fetch,
+                Err(error) => {
+                    self.failed = true;
+                    return Some(Err(error));
+                }
+            };
+            if fetch.is_empty() {
+                return None;
+            }
+            let mut records = Vec::new();
+            for batch in fetch.batches() {
+                let result = batch.and_then(|batch| {
+                    fetch::decode_records(&batch, self.position, &mut self.scratch, &mut records)
+                });
+                if let Err(error) = result {
+                    self.failed = true;
+                    return Some(Err(error));
+                }
+            }
+            // Skip over batches that held only control records or records below the position.
+            self.position = self.position.max(fetch.next_offset());
+            if let Some(first) = records.first() {
+                self.position = first.offset;
+            }
+            self.buffered = records.into_iter();
+        }
+    }
+}
+
+impl Shared {
+    /// Syncs everything published so far, through the group commit, until `offset` is durable.
+    fn sync_through(&self, offset: i64) -> Result<()> {
+        self.commit.wait_durable(offset, || self.sync_published())
+    }
+
+    /// The leader's sync: the directory if a segment was created, sealed segments not yet
+    /// synced (data and indexes), then the active `.log` (data only: indexes are derived).
+    fn sync_published(&self) -> Result<i64> {
+        let (target, sealed, dir_dirty, active) = {
+            let mut writer = self.writer.lock();
+            (
+                writer.log_end_offset,
+                std::mem::take(&mut writer.unsynced_sealed),
+                std::mem::take(&mut writer.dir_dirty),
+                Arc::clone(&writer.active),
+            )
+        };
+        let started = Instant::now();
+        let result = (|| {
+            if dir_dirty {
+                self.storage.sync_dir(&self.dir)?;
+            }
+            for segment in &sealed {
+                segment.flush()?;
+            }
+            active.flush_log()
+        })();
+        let nanos = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.counters.note_fsync(nanos);
+        result.map(|()| target)
+    }
+
+    /// Rolls to a new active segment at the log end offset. All or nothing: if the new segment
+    /// cannot be created or the old one sealed, the old one stays active and the error returns.
+    fn roll(&self, writer: &mut Writer, now_ms: i64) -> Result<()> {
+        let base = writer.log_end_offset;
+        let old = Arc::clone(&writer.active);
+        if old.base_offset() == base && old.size() == 0 {
+            return Ok(());
+        }
+        let jitter = self.config.draw_roll_jitter(next_random(&mut writer.jitter_state));
+        let segment_config = self.config.segment_config(jitter);
+        let new = Arc::new(Segment::create(&self.storage, &self.dir, base, segment_config, now_ms)?);
+        if let Err(error) = old.seal() {
+            for path in new.file_paths() {
+                if let Err(cleanup) = self.storage.remove(&path) {
+                    log::warn!("removing {} after a failed roll: {cleanup}", path.display());
+                }
+            }
+            if let Err(unseal) = old.unseal() {
+                log::error!("could not reactivate {}: {unseal}", old.log_path().display());
+                self.commit.poison();
+            }
+            return Err(error);
+        }
+        let list = self.snapshot.load();
+        let mut handles = list.handles().to_vec();
+        handles.push(SegmentHandle::opened(Arc::clone(&new)));
+        self.snapshot.swap(SegmentList::new(handles), &[]);
+        self.snapshot.note_opened();
+        writer.unsynced_sealed.push(old);
+        writer.dir_dirty = true;
+        writer.active = new;
+        self.counters.rolls.fetch_add(1, Ordering::Relaxed);
+        self.flusher.lock().roll_pending = true;
+        self.flusher_wake.notify_all();
+        log::debug!("rolled {} to a new segment at {base}", self.dir.display());
+        Ok(())
+    }
+
+    fn truncate_locked(&self, writer: &mut Writer, offset: i64) -> Result<i64> {
+        // 1. The checkpoint first: recovery must never trust bytes above the new end.
+        let recovery_point = writer.recovery_point.min(offset);
+        let log_start = self.log_start.load(Ordering::Acquire).min(offset);
+        if let Some(checkpoint) = writer.checkpoint.as_mut() {
+            checkpoint.write(recovery_point, log_start, None, true)?;
+        }
+        writer.recovery_point = recovery_point;
+        self.log_start.store(log_start, Ordering::Release);
+
+        let list = self.snapshot.load();
+        let handles = list.handles();
+        let keep = handles.partition_point(|h| h.base_offset() < offset);
+        let (kept, removed) = if keep == 0 {
+            // Everything goes: start over with an empty segment at `offset`.
+            let segment = Arc::new(Segment::create(
+                &self.storage,
+                &self.dir,
+                offset,
+                self.config.segment_config(0),
+                self.clock.now_ms(),
+            )?);
+            writer.dir_dirty = true;
+            let mut kept = Vec::new();
+            kept.push(SegmentHandle::opened(segment));
+            (kept, handles.to_vec())
+        } else {
+            // 2. Truncate the segment that holds `offset` and sync it.
+            let handle = &handles[keep - 1];
+            let segment = self
+                .snapshot
+                .pin(handle)?
+                .ok_or_else(|| Error::InvalidArgument {
+                    why: "the segment list changed during a truncation".into(),
+                })?;
+            segment.truncate_to(offset)?;
+            if segment.is_sealed() {
+                segment.unseal()?;
+            }
+            segment.flush()?;
+            (handles[..keep].to_vec(), handles[keep..].to_vec())
+        };
+        // 3. Later segments leave the snapshot and are renamed `.deleted`.
+        let active_handle = Arc::clone(kept.last().ok_or_else(|| Error::InvalidArgument {
+            why: "a truncation left no segment".into(),
+        })?);
+        let open_removed: Vec<Option<Arc<Segment>>> = removed.iter().map(|h| h.if_open()).collect();
+        self.snapshot.swap(SegmentList::new(kept), &removed);
+        for (handle, segment) in removed.iter().zip(open_removed) {
+            let paths = rename_segment_files(&*self.storage, &self.dir, handle.base_offset(), DELETED_SUFFIX)?;
+            writer.pending_deletes.push(PendingDelete { paths, segment });
+        }
+        // 4. The directory, so that the renames hold.
+        self.storage.sync_dir(&self.dir)?;
+        writer.dir_dirty = false;
+
+        let active = self
+            .snapshot
+            .pin(&active_handle)?
+            .ok_or_else(|| Error::InvalidArgument {
+                why: "the new active segment left the log".into(),
+            })?;
+        writer
+            .unsynced_sealed
+            .retain(|s| s.base_offset() < active.base_offset());
+        let new_end = active.next_offset();
+        writer.active = active;
+        writer.log_end_offset = new_end;
+        self.commit.truncate(new_end);
+        self.log_end.set(new_end);
+        self.truncated_to.fetch_min(new_end, Ordering::AcqRel);
+        self.reap_deleted(writer, false);
+        Ok(new_end)
+    }
+
+    /// Removes `.deleted` files whose segment no reader pins any more (all of them when
+    /// `force`, at close: a reader's descriptor outlives the unlink anyway).
+    fn reap_deleted(&self, writer: &mut Writer, force: bool) {
+        writer.pending_deletes.retain_mut(|pending| {
+            let pinned = pending
+                .segment
+                .as_ref()
+                .is_some_and(|s| Arc::strong_count(s) > 1);
+            if pinned && !force {
+                return true;
+            }
+            pending.segment = None;
+            pending.paths.retain(|path| match self.storage.remove(path) {
+                Ok(()) => false,
+                Err(error) if error.io_kind() == Some(std::io::ErrorKind::NotFound) => false,
+                Err(error) => {
+                    log::warn!("could not remove {}: {error}", path.display());
+                    true
+                }
+            });
+            !pending.paths.is_empty()
+        });
+    }
+
+    /// Writes a recovery-point checkpoint slot (not fsynced: DESIGN §3a) once the durable
+    /// offset has moved far enough, after syncing the active indexes it relies on.
+    fn maybe_write_recovery_point(&self, now_ms: i64, last_checkpoint_ms: &mut i64) -> Result<()> {
+        let durable = self.commit.durable_offset();
+        let appended = self.counters.appended_bytes.load(Ordering::Relaxed);
+        let (recovery_point, active) = {
+            let writer = self.writer.lock();
+            (writer.recovery_point, Arc::clone(&writer.active))
+        };
+        if durable <= recovery_point {
+            return Ok(());
+        }
+        let bytes_moved = appended.saturating_sub(self.bytes_at_last_checkpoint.load(Ordering::Relaxed));
+        let due = bytes_moved >= self.config.recovery_point_bytes
+            || now_ms.saturating_sub(*last_checkpoint_ms) >= i64::try_from(self.config.recovery_point_ms).unwrap_or(i64::MAX);
+        if !due {
+            return Ok(());
+        }
+        active.offset_index().sync()?;
+        active.time_index().sync()?;
+        let mut writer = self.writer.lock();
+        // A truncation may have run meanwhile; never record a point above the current end.
+        let recovery_point = durable.min(writer.log_end_offset);
+        if recovery_point <= writer.recovery_point {
+            return Ok(());
+        }
+        let log_start = self.log_start.load(Ordering::Acquire);
+        if let Some(checkpoint) = writer.checkpoint.as_mut() {
+            checkpoint.write(recovery_point, log_start, None, false)?;
+        }
+        writer.recovery_point = recovery_point;
+        self.bytes_at_last_checkpoint.store(appended, Ordering::Relaxed);
+        *last_checkpoint_ms = now_ms;
+        Ok(())
+    }
+
+    fn close_writable(&self) -> Result<()> {
+        if self.commit.is_poisoned() {
+            return Err(Error::Poisoned);
+        }
+        let end = self.log_end.get();
+        if end > self.commit.durable_offset() {
+            self.sync_through(end - 1)?;
+        }
+        let mut writer = self.writer.lock();
+        let active = Arc::clone(&writer.active);
+        // The final time-index entry, then data and indexes to disk.
+        active.seal()?;
+        active.flush()?;
+        if std::mem::take(&mut writer.dir_dirty) {
+            self.storage.sync_dir(&self.dir)?;
+        }
+        self.reap_deleted(&mut writer, true);
+        let log_start = self.log_start.load(Ordering::Acquire);
+        let clean = CleanShutdown {
+            active_segment_base: active.base_offset(),
+            active_segment_size: active.size(),
+            log_end_offset: writer.log_end_offset,
+        };
+        let log_end_offset = writer.log_end_offset;
+        if let Some(checkpoint) = writer.checkpoint.as_mut() {
+            checkpoint.write(log_end_offset, log_start, Some(clean), true)?;
+        }
+        Ok(())
+    }
+}
+
+/// The flusher thread: roll fsyncs off the append path, interval flushes, recovery-point
+/// checkpoints, and removal of unpinned `.deleted` files (DESIGN §3a).
+fn flusher_loop(shared: &Shared) {
+    let tick = flusher_tick(&shared.config);
+    let mut last_flush_ms = shared.clock.now_ms();
+    let mut last_checkpoint_ms = last_flush_ms;
+    loop {
+        let roll_pending = {
+            let mut signal = shared.flusher.lock();
+            if !signal.stop && !signal.roll_pending {
+                shared.flusher_wake.wait_for(&mut signal, tick);
+            }
+            if signal.stop {
+                return;
+            }
+            std::mem::take(&mut signal.roll_pending)
+        };
+        if shared.commit.is_poisoned() {
+            continue;
+        }
+        let now = shared.clock.now_ms();
+        let end = shared.log_end.get();
+        let interval_due = match shared.config.flush_policy {
+            FlushPolicy::Interval(every) => {
+                now.saturating_sub(last_flush_ms) >= i64::try_from(every.as_millis()).unwrap_or(i64::MAX)
+            }
+            _ => false,
+        };
+        if (roll_pending || interval_due) && end > shared.commit.durable_offset() {
+            if let Err(error) = shared.sync_through(end - 1) {
+                log::error!("background flush of {} failed: {error}", shared.dir.display());
+                continue;
+            }
+            last_flush_ms = now;
+        } else if interval_due {
+            last_flush_ms = now;
+        }
+        if let Err(error) = shared.maybe_write_recovery_point(now, &mut last_checkpoint_ms) {
+            log::warn!("recovery-point checkpoint of {} failed: {error}", shared.dir.display());
+        }
+        shared.reap_deleted(&mut shared.writer.lock(), false);
+    }
+}
+
+/// How often the flusher wakes to look at the clock: often enough for the shortest interval it
+/// serves, never busier than every 5 ms nor lazier than every 100 ms.
+fn flusher_tick(config: &LogConfig) -> Duration {
+    let mut tick = Duration::from_millis(100).min(Duration::from_millis(config.recovery_point_ms));
+    if let FlushPolicy::Interval(every) = config.flush_policy {
+        tick = tick.min(every);
+    }
+    tick.max(Duration::from_millis(5))
+}
+
+fn check_timestamp(config: &LogConfig, timestamp: i64, now_ms: i64) -> Result<()> {
+    // Kafka lets records without a timestamp (-1) through.
+    if timestamp == -1 {
+        return Ok(());
+    }
+    if timestamp < 0 {
+        return Err(Error::InvalidTimestamp {
+            timestamp,
+            why: "timestamps must be -1 (none) or non-negative".into(),
+        });
+    }
+    if now_ms.saturating_sub(timestamp) > config.message_timestamp_before_max_ms {
+        return Err(Error::InvalidTimestamp {
+            timestamp,
+            why: format!(
+                "it is more than message.timestamp.before.max.ms ({}) before the log's time {now_ms}",
+                config.message_timestamp_before_max_ms
+            ),
+        });
+    }
+    if timestamp.saturating_sub(now_ms) > config.message_timestamp_after_max_ms {
+        return Err(Error::InvalidTimestamp {
+            timestamp,
+            why: format!(
+                "it is more than message.timestamp.after.max.ms ({}) after the log's time {now_ms}",
+                config.message_timestamp_after_max_ms
+            ),
+        });
+    }
+    Ok(())
+}
+
+fn compacted_without_key() -> Error {
+    Error::InvalidArgument {
+        why: "a compacted log cannot accept a record without a key".into(),
+    }
+}
+
+/// splitmix64: enough randomness for roll jitter, without a dependency.
+fn next_random(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}

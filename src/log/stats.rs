@@ -1,0 +1,85 @@
+//! [`LogStats`] and [`RecoveryReport`]: what the log tells about itself.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::error::Corruption;
+
+/// A point-in-time view of a log's counters, from [`Log::stats`](crate::Log::stats).
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogStats {
+    /// Segments in the log, the active one included.
+    pub segments: usize,
+    /// Segments whose files are open right now.
+    pub open_segments: usize,
+    /// Bytes of the active segment (sealed segments are not opened to count theirs).
+    pub active_segment_bytes: u64,
+    /// The log start offset.
+    pub log_start_offset: i64,
+    /// The log end offset.
+    pub log_end_offset: i64,
+    /// The durable offset.
+    pub durable_offset: i64,
+    /// Appends since open.
+    pub appends: u64,
+    /// Bytes appended since open.
+    pub appended_bytes: u64,
+    /// Records appended since open.
+    pub appended_records: u64,
+    /// Segment rolls since open.
+    pub rolls: u64,
+    /// Group-commit syncs since open.
+    pub fsyncs: u64,
+    /// Total time spent in group-commit syncs, in nanoseconds.
+    pub fsync_nanos: u64,
+    /// The longest group-commit sync, in nanoseconds.
+    pub max_fsync_nanos: u64,
+    /// Whether a failed fsync has poisoned the log.
+    pub poisoned: bool,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pub appends: AtomicU64,
+    pub appended_bytes: AtomicU64,
+    pub appended_records: AtomicU64,
+    pub rolls: AtomicU64,
+    pub fsyncs: AtomicU64,
+    pub fsync_nanos: AtomicU64,
+    pub max_fsync_nanos: AtomicU64,
+}
+
+impl Counters {
+    pub fn note_fsync(&self, nanos: u64) {
+        self.fsyncs.fetch_add(1, Ordering::Relaxed);
+        self.fsync_nanos.fetch_add(nanos, Ordering::Relaxed);
+        self.max_fsync_nanos.fetch_max(nanos, Ordering::Relaxed);
+    }
+}
+
+/// What [`Log::open`](crate::Log::open) found and did, from
+/// [`Log::recovery_report`](crate::Log::recovery_report).
+#[non_exhaustive]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RecoveryReport {
+    /// The last close was clean and its checkpoint matched the directory: nothing was scanned.
+    pub clean_shutdown: bool,
+    /// The recovery point the scan started from (the checkpoint's, or the first segment's base).
+    pub recovery_point: i64,
+    /// Segments validated batch by batch.
+    pub segments_scanned: usize,
+    /// Bytes of batches validated.
+    pub bytes_scanned: u64,
+    /// Bytes removed from the end of the log: a torn tail, or data after corruption under
+    /// [`RecoveryMode::TruncateAtCorruption`](crate::RecoveryMode::TruncateAtCorruption).
+    pub bytes_truncated: u64,
+    /// Segments deleted because they followed the truncation point.
+    pub segments_deleted: usize,
+    /// Corruption found below the recovery point (only reported when the mode truncates).
+    pub corruption: Option<(PathBuf, u64, Corruption)>,
+    /// Leftover files removed: `.deleted` files and index files without a `.log`.
+    pub stray_files_removed: Vec<String>,
+    /// The log end offset after recovery.
+    pub log_end_offset: i64,
+}
