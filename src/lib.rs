@@ -15,11 +15,21 @@ mod segment;
 mod storage;
 
 pub use crate::error::{Corruption, Error, Result};
+pub use crate::format::{
+    BatchBuilder, BatchHeader, BatchIter, BatchView, Compression, ControlRecordType,
+    EndTransactionMarker, Header, HeaderIter, NewRecord, Record, RecordIter, TimestampType,
+};
 
 /// The lower layers: segments, indexes, the storage seam, the clock and (feature `sim`) the
 /// crash simulator. Public so that users can build on partlog's pieces and crash-test their own
 /// code on it; unstable until 1.0.
 pub mod unstable {
+    /// The RecordBatch v2 format layer: header layout constants, frame peeking, in-place header
+    /// edits, control batches, CRC-32C and varints.
+    pub mod format {
+        pub use crate::format::*;
+    }
+
     #[cfg(feature = "sim")]
     pub use crate::clock::ManualClock;
     pub use crate::clock::{Clock, SystemClock};
