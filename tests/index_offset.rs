@@ -218,7 +218,7 @@ fn truncate_to_keeps_offsets_below_the_target_on_an_active_index() {
     let path = index_path(dir.path());
     let index = build(dir.path(), 10); // offsets 1010..=1100
     let inode = std::fs::metadata(&path).unwrap().ino();
-    index.truncate_to(1100_000).unwrap(); // beyond: no-op
+    index.truncate_to(1_100_000).unwrap(); // beyond: no-op
     assert_eq!(index.entries(), 10);
     index.truncate_to(1055).unwrap(); // between 1050 and 1060
     assert_eq!(index.entries(), 5);
