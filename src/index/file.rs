@@ -205,6 +205,9 @@ struct State<E> {
     /// Whether `file` has ever been mapped. A mapped file must never shrink (a reader touching a
     /// page past the new end would fault), so truncating it writes a new file instead.
     file_mapped: bool,
+    /// Whether lookups may map a sealed file. A reader in another process than the writer must
+    /// not (DESIGN §2.2): the writer may shrink a file it never mapped itself.
+    mapping_allowed: bool,
     view: View<E>,
 }
 
@@ -330,6 +333,7 @@ impl<E: Entry> IndexFile<E> {
                 file,
                 file_writable: true,
                 file_mapped: false,
+                mapping_allowed: true,
                 view: View::Active(Vec::new()),
             },
         ))
@@ -392,6 +396,7 @@ impl<E: Entry> IndexFile<E> {
                 file,
                 file_writable: writable,
                 file_mapped: false,
+                mapping_allowed: true,
                 view,
             },
         ))
@@ -447,6 +452,7 @@ impl<E: Entry> IndexFile<E> {
     /// `allow_map`; mutations pass `false` so that a file about to be replaced is not mapped.
     pub(crate) fn source(&self, allow_map: bool) -> Source<'_, E> {
         let state = self.state.read();
+        let allow_map = allow_map && state.mapping_allowed;
         let path = Arc::clone(&state.path);
         let state = match RwLockReadGuard::try_map(state, |s| match &s.view {
             View::Active(entries) => Some(entries.as_slice()),
@@ -496,6 +502,7 @@ impl<E: Entry> IndexFile<E> {
             let mut guard = self.state.write();
             let state = &mut *guard;
             let path = Arc::clone(&state.path);
+            let allow_map = allow_map && state.mapping_allowed;
             if let View::Sealed {
                 entries, mapping, ..
             } = &mut state.view
@@ -532,6 +539,21 @@ impl<E: Entry> IndexFile<E> {
         }
         // Made writable in between: the fast path now finds the mirror, so this cannot recurse.
         self.source(false)
+    }
+
+    /// Allows or forbids mapping the sealed file; forbidding also drops a current mapping.
+    pub(crate) fn set_mapping_allowed(&self, allowed: bool) {
+        let released = {
+            let mut state = self.state.write();
+            state.mapping_allowed = allowed;
+            match &mut state.view {
+                View::Sealed { mapping, .. } if !allowed => {
+                    std::mem::replace(mapping, MapState::NotYet)
+                }
+                _ => MapState::NotYet,
+            }
+        };
+        drop(released);
     }
 
     /// Drops this index's mapping, if any; the next lookup maps again. Lets a caller bound the
@@ -978,6 +1000,25 @@ mod tests {
                 mapping: MapState::NotYet,
                 ..
             }
+        ));
+        // Forbidden, lookups read positionally and map nothing.
+        sealed.source(true);
+        sealed.set_mapping_allowed(false);
+        assert!(matches!(
+            sealed.state.read().view,
+            View::Sealed {
+                mapping: MapState::NotYet,
+                ..
+            }
+        ));
+        assert!(matches!(
+            sealed.source(true).kind,
+            SourceKind::Positional { .. }
+        ));
+        sealed.set_mapping_allowed(true);
+        assert!(matches!(
+            sealed.source(true).kind,
+            SourceKind::Mapped { .. }
         ));
     }
 

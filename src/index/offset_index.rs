@@ -326,6 +326,13 @@ impl OffsetIndex {
         self.file.release_mapping();
     }
 
+    /// Allows (the default) or forbids reading the sealed file through a mapping; forbidden,
+    /// lookups use positional reads. A reader in another process than the writer forbids it
+    /// (DESIGN §2.2), because the writer may shrink a file it never mapped itself.
+    pub fn set_mapping_allowed(&self, allowed: bool) {
+        self.file.set_mapping_allowed(allowed);
+    }
+
     /// The current path of the file.
     pub fn path(&self) -> PathBuf {
         self.file.path()
