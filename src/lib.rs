@@ -33,6 +33,7 @@ pub mod unstable {
     #[cfg(feature = "sim")]
     pub use crate::clock::ManualClock;
     pub use crate::clock::{Clock, SystemClock};
+    pub use crate::index::{OffsetIndex, OffsetPosition, TimeIndex, TimestampOffset};
     #[cfg(feature = "sim")]
     pub use crate::storage::{CrashConfig, SimStorage};
     pub use crate::storage::{
