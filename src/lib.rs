@@ -24,6 +24,8 @@ pub mod unstable {
     pub use crate::clock::ManualClock;
     pub use crate::clock::{Clock, SystemClock};
     #[cfg(feature = "sim")]
+    pub use crate::storage::sim;
+    #[cfg(feature = "sim")]
     pub use crate::storage::{CrashConfig, SimStorage};
     pub use crate::storage::{
         FileLock, LockMode, Metadata, OpenMode, OsStorage, ReadMapping, Storage, StorageFile,
