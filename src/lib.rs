@@ -35,6 +35,8 @@ pub mod unstable {
     pub use crate::clock::{Clock, SystemClock};
     pub use crate::index::{OffsetIndex, OffsetPosition, TimeIndex, TimestampOffset};
     #[cfg(feature = "sim")]
+    pub use crate::storage::sim;
+    #[cfg(feature = "sim")]
     pub use crate::storage::{CrashConfig, SimStorage};
     pub use crate::storage::{
         FileLock, LockMode, Metadata, OpenMode, OsStorage, ReadMapping, Storage, StorageFile,
