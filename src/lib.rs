@@ -11,10 +11,14 @@ mod clock;
 mod error;
 mod format;
 mod index;
+mod log;
 mod segment;
 mod storage;
 
 pub use crate::error::{Corruption, Error, Result};
+pub use crate::log::{
+    CleanupPolicy, CompressionType, FlushPolicy, LogConfig, LogConfigBuilder, RecoveryMode,
+};
 
 /// The lower layers: segments, indexes, the storage seam, the clock and (feature `sim`) the
 /// crash simulator. Public so that users can build on partlog's pieces and crash-test their own
