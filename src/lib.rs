@@ -11,6 +11,7 @@ mod clock;
 mod error;
 mod format;
 mod index;
+mod log;
 mod segment;
 mod storage;
 
@@ -18,6 +19,9 @@ pub use crate::error::{Corruption, Error, Result};
 pub use crate::format::{
     BatchBuilder, BatchHeader, BatchIter, BatchView, Compression, ControlRecordType,
     EndTransactionMarker, Header, HeaderIter, NewRecord, Record, RecordIter, TimestampType,
+};
+pub use crate::log::{
+    CleanupPolicy, CompressionType, FlushPolicy, LogConfig, LogConfigBuilder, RecoveryMode,
 };
 
 /// The lower layers: segments, indexes, the storage seam, the clock and (feature `sim`) the
