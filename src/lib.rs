@@ -11,6 +11,7 @@ mod clock;
 mod error;
 mod format;
 mod index;
+mod log;
 mod segment;
 mod storage;
 
@@ -23,6 +24,7 @@ pub mod unstable {
     #[cfg(feature = "sim")]
     pub use crate::clock::ManualClock;
     pub use crate::clock::{Clock, SystemClock};
+    pub use crate::log::checkpoint;
     #[cfg(feature = "sim")]
     pub use crate::storage::{CrashConfig, SimStorage};
     pub use crate::storage::{
