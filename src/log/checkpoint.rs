@@ -464,13 +464,12 @@ mod tests {
         let without = encode_slot(&record(7, false));
         assert_eq!(&without[6..8], &[0, 0], "flag clear");
         assert!(without[32..56].iter().all(|&b| b == 0), "fields zeroed");
+        let mut with_flag_cleared = encode_slot(&record(7, true));
+        with_flag_cleared[7] = 0;
         assert_eq!(
             &without[..32],
-            &{
-                let mut expected = encode_slot(&record(7, true));
-                expected[7] = 0;
-                expected
-            }[..32]
+            &with_flag_cleared[..32],
+            "the other fields do not move"
         );
     }
 
