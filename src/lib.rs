@@ -38,6 +38,7 @@ pub mod unstable {
     pub use crate::clock::ManualClock;
     pub use crate::clock::{Clock, SystemClock};
     pub use crate::index::{OffsetIndex, OffsetPosition, TimeIndex, TimestampOffset};
+    pub use crate::log::checkpoint;
     pub use crate::segment::{
         AppendInfo, InvalidBytes, RollReason, ScanReport, Segment, SegmentConfig, SegmentFileKind,
         SegmentFileName, SegmentRead, SegmentRole, TransientSuffix, parse_segment_file_name,

@@ -1,5 +1,7 @@
-//! The log: a directory of segments under one offset space, with durability and recovery.
+//! The log: a directory of segments under one offset space, with durability and recovery
+//! (DESIGN §3, §3a, §4).
 
+pub mod checkpoint;
 mod config;
 
 pub use config::{
