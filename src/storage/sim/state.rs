@@ -665,11 +665,13 @@ impl FsState {
             .ok_or_else(|| io::Error::other("simulated file vanished"))
     }
 
-    fn check_writable(handle: &Handle<'_>) -> io::Result<()> {
+    /// A handle opened read-only refuses changes, with the errno Linux gives for the call:
+    /// EBADF for pwrite(2), EINVAL for ftruncate(2).
+    fn check_writable(handle: &Handle<'_>, refusal: Errno) -> io::Result<()> {
         if handle.writable {
             Ok(())
         } else {
-            Err(errno(Errno::BADF))
+            Err(errno(refusal))
         }
     }
 
@@ -720,7 +722,7 @@ impl FsState {
         offset: u64,
     ) -> io::Result<()> {
         self.handle_file(handle)?;
-        Self::check_writable(handle)?;
+        Self::check_writable(handle, Errno::BADF)?;
         self.check_len(offset.checked_add(len_u64(buf)))?;
         if let Some(effect) = self.fault(FaultOp::Write, handle.path) {
             if let FaultEffect::ShortWrite { written, .. } = effect {
@@ -764,7 +766,7 @@ impl FsState {
 
     pub(super) fn set_len(&mut self, handle: &Handle<'_>, len: u64) -> io::Result<()> {
         self.handle_file(handle)?;
-        Self::check_writable(handle)?;
+        Self::check_writable(handle, Errno::INVAL)?;
         self.check_len(Some(len))?;
         self.check(FaultOp::SetLen, handle.path)?;
         let now = self.now_ms();
