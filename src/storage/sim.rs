@@ -74,8 +74,9 @@
 //! - Files live in memory, so a length above a limit (256 MiB unless
 //!   [`set_max_file_len`](SimStorage::set_max_file_len) says otherwise) fails with EFBIG.
 //! - Modification times come from a counter that ticks once per change, or from the clock
-//!   given to [`with_clock`](SimStorage::with_clock); after a crash a
-//!   file's is the one its last `sync_all` saw (`sync_data` does not persist it).
+//!   given to [`with_clock`](SimStorage::with_clock); after a crash (other than
+//!   [`CrashMode::KeepUnsynced`]) a file's is the one its last `sync_all` saw, since
+//!   `sync_data` does not persist it.
 //! - Locks are `flock`-like per node: two holders conflict even within one process.
 
 // Without the `sim` feature the simulator is compiled only for the crate's own unit tests,
