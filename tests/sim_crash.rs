@@ -454,8 +454,21 @@ fn keep_and_lose_modes_give_the_live_and_durable_images() {
     let live = sim.snapshot();
     let durable = sim.durable_snapshot();
     assert_ne!(live, durable, "the scenario leaves unsynced state");
-    sim.crash_with(&CrashConfig::keep_unsynced());
+    let report = sim.crash_with(&CrashConfig::keep_unsynced());
     assert_eq!(sim.snapshot(), live);
+    assert!(
+        report.writes_kept > 0 && report.dir_ops_kept > 0,
+        "{report:?}"
+    );
+    assert_eq!(
+        (
+            report.writes_lost,
+            report.writes_torn,
+            report.dir_ops_undone,
+            report.lengths_reverted
+        ),
+        (0, 0, 0, 0)
+    );
     assert_eq!(
         sim.durable_snapshot(),
         live,
@@ -465,8 +478,13 @@ fn keep_and_lose_modes_give_the_live_and_durable_images() {
     let sim = SimStorage::new(11);
     let _handles = busy(&sim);
     let durable = sim.durable_snapshot();
-    sim.crash_with(&CrashConfig::lose_unsynced());
+    let report = sim.crash_with(&CrashConfig::lose_unsynced());
     assert_eq!(sim.snapshot(), durable);
+    assert!(
+        report.writes_lost > 0 && report.dir_ops_undone > 0,
+        "{report:?}"
+    );
+    assert_eq!((report.writes_kept, report.dir_ops_kept), (0, 0));
     assert_eq!(CrashConfig::lose_unsynced().mode(), CrashMode::LoseUnsynced);
 }
 

@@ -374,8 +374,12 @@ impl FsState {
         self.events.push(event);
     }
 
-    fn path_stats(&mut self, path: &Path) -> &mut PathStats {
-        self.stats.per_path.entry(path.to_path_buf()).or_default()
+    /// Updates the per-path counters of `path`, allocating its key only the first time.
+    fn count_path(&mut self, path: &Path, count: impl FnOnce(&mut PathStats)) {
+        match self.stats.per_path.get_mut(path) {
+            Some(stats) => count(stats),
+            None => count(self.stats.per_path.entry(path.to_path_buf()).or_default()),
+        }
     }
 
     /// Counts `op` against the armed fault rules; a fired rule is counted and logged.
@@ -447,7 +451,7 @@ impl FsState {
             file.open_handles += 1;
         }
         self.stats.opens += 1;
-        self.path_stats(&path.to_path_buf()).opens += 1;
+        self.count_path(&path.to_path_buf(), |stats| stats.opens += 1);
         Ok(id)
     }
 
@@ -700,9 +704,10 @@ impl FsState {
         let bytes = u64::try_from(n).unwrap_or(u64::MAX);
         self.stats.reads += 1;
         self.stats.read_bytes += bytes;
-        let per_path = self.path_stats(handle.path);
-        per_path.reads += 1;
-        per_path.read_bytes += bytes;
+        self.count_path(handle.path, |stats| {
+            stats.reads += 1;
+            stats.read_bytes += bytes;
+        });
         Ok(n)
     }
 
@@ -711,7 +716,7 @@ impl FsState {
         self.check(FaultOp::Read, handle.path)?;
         let copy = self.handle_file(handle)?.live.clone();
         self.stats.maps += 1;
-        self.path_stats(handle.path).maps += 1;
+        self.count_path(handle.path, |stats| stats.maps += 1);
         Ok(copy)
     }
 
@@ -751,7 +756,7 @@ impl FsState {
         let len = len_u64(buf);
         self.stats.writes += 1;
         self.stats.written_bytes += len;
-        self.path_stats(handle.path).writes += 1;
+        self.count_path(handle.path, |stats| stats.writes += 1);
         self.record(SimEvent::Write {
             path: handle.path.to_path_buf(),
             offset,
@@ -789,7 +794,7 @@ impl FsState {
         }
         self.handle_file(handle)?.sync(!data_only);
         self.stats.syncs += 1;
-        self.path_stats(handle.path).syncs += 1;
+        self.count_path(handle.path, |stats| stats.syncs += 1);
         self.record(SimEvent::Sync {
             path: handle.path.to_path_buf(),
             data_only,
