@@ -31,11 +31,19 @@
 //!    new one); a cut remove brings the file back. A synced directory's changes are never cut.
 //!    A rename between two directories is a change in each, durable once both are synced.
 //! 3. Every file still reachable gets a length and contents drawn independently:
-//!    - its length is its synced length or one it had after a later write or `set_len`;
+//!    - its length is its synced length or one it had after a later write or `set_len` (the
+//!      size is metadata, journalled in order, so it is the size after some prefix of the
+//!      file's changes; a truncation in that prefix also discards the bytes it cut);
 //!    - each unsynced write survives whole, is lost, or survives **torn**: a prefix of it
-//!      survives, ending at a 512-byte boundary of the file ([`SECTOR_SIZE`]);
-//!    - bytes no surviving write covers read as synced, or as zeros past the synced length.
-//!      Synced bytes are never lost, except by a truncation that itself survived.
+//!      survives, ending at a 512-byte boundary of the file ([`SECTOR_SIZE`]). Surviving
+//!      writes are applied in the order they were made, so where two overlap the later wins;
+//!    - bytes no surviving write covers read as synced, or as zeros past the synced length: a
+//!      length can persist while the data it covers does not (XFS, ext4 in writeback mode).
+//!
+//!    Synced bytes change only where a surviving write covers them or a surviving truncation
+//!    cut them. Drawing each write on its own allows a few images a page cache rarely makes (an
+//!    earlier write to a page kept while a later one is lost); recovery that accepts all of
+//!    them accepts the real ones.
 //! 4. Nodes no name reaches any more are forgotten.
 //!
 //! The choices come from a seed, so a crash is reproducible: [`CrashReport::seed`] names it.
@@ -74,8 +82,9 @@
 //! - Files live in memory, so a length above a limit (256 MiB unless
 //!   [`set_max_file_len`](SimStorage::set_max_file_len) says otherwise) fails with EFBIG.
 //! - Modification times come from a counter that ticks once per change, or from the clock
-//!   given to [`with_clock`](SimStorage::with_clock); after a crash a
-//!   file's is the one its last `sync_all` saw (`sync_data` does not persist it).
+//!   given to [`with_clock`](SimStorage::with_clock); after a crash (other than
+//!   [`CrashMode::KeepUnsynced`]) a file's is the one its last `sync_all` saw, since
+//!   `sync_data` does not persist it.
 //! - Locks are `flock`-like per node: two holders conflict even within one process.
 
 // Without the `sim` feature the simulator is compiled only for the crate's own unit tests,
@@ -166,7 +175,9 @@ impl SimStorage {
         self.shared.state.lock().max_file_len = max_len;
     }
 
-    /// Crashes the machine with a random image seeded from the simulator's own generator.
+    /// Crashes the machine with a random image. The crash's seed is drawn from the simulator's
+    /// own generator, so a whole run is reproducible from the seed given to [`new`](Self::new);
+    /// the returned report names it.
     pub fn crash(&self) -> CrashReport {
         self.crash_with(&CrashConfig::default())
     }

@@ -314,7 +314,10 @@ impl FsState {
                 file.live.clone_from(&image);
                 file.synced = image;
                 file.pending.clear();
-                file.modified_ms = file.synced_modified_ms;
+                if config.mode != CrashMode::KeepUnsynced {
+                    // The modification time is metadata that only `sync_all` persists.
+                    file.modified_ms = file.synced_modified_ms;
+                }
                 file.open_handles = 0;
             }
         }

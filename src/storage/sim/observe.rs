@@ -127,7 +127,7 @@ pub enum SimEvent {
         path: PathBuf,
     },
     /// An injected fault fired on an operation, which did not happen (or, for a short write,
-    /// happened in part: a `Write` event for the stored prefix precedes this one).
+    /// happened in part: a `Write` event for the stored prefix follows this one).
     Fault {
         /// The kind of operation that failed.
         op: FaultOp,

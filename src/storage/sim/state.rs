@@ -374,8 +374,12 @@ impl FsState {
         self.events.push(event);
     }
 
-    fn path_stats(&mut self, path: &Path) -> &mut PathStats {
-        self.stats.per_path.entry(path.to_path_buf()).or_default()
+    /// Updates the per-path counters of `path`, allocating its key only the first time.
+    fn count_path(&mut self, path: &Path, count: impl FnOnce(&mut PathStats)) {
+        match self.stats.per_path.get_mut(path) {
+            Some(stats) => count(stats),
+            None => count(self.stats.per_path.entry(path.to_path_buf()).or_default()),
+        }
     }
 
     /// Counts `op` against the armed fault rules; a fired rule is counted and logged.
@@ -447,7 +451,7 @@ impl FsState {
             file.open_handles += 1;
         }
         self.stats.opens += 1;
-        self.path_stats(&path.to_path_buf()).opens += 1;
+        self.count_path(&path.to_path_buf(), |stats| stats.opens += 1);
         Ok(id)
     }
 
@@ -665,11 +669,13 @@ impl FsState {
             .ok_or_else(|| io::Error::other("simulated file vanished"))
     }
 
-    fn check_writable(handle: &Handle<'_>) -> io::Result<()> {
+    /// A handle opened read-only refuses changes, with the errno Linux gives for the call:
+    /// EBADF for pwrite(2), EINVAL for ftruncate(2).
+    fn check_writable(handle: &Handle<'_>, refusal: Errno) -> io::Result<()> {
         if handle.writable {
             Ok(())
         } else {
-            Err(errno(Errno::BADF))
+            Err(errno(refusal))
         }
     }
 
@@ -698,9 +704,10 @@ impl FsState {
         let bytes = u64::try_from(n).unwrap_or(u64::MAX);
         self.stats.reads += 1;
         self.stats.read_bytes += bytes;
-        let per_path = self.path_stats(handle.path);
-        per_path.reads += 1;
-        per_path.read_bytes += bytes;
+        self.count_path(handle.path, |stats| {
+            stats.reads += 1;
+            stats.read_bytes += bytes;
+        });
         Ok(n)
     }
 
@@ -709,7 +716,7 @@ impl FsState {
         self.check(FaultOp::Read, handle.path)?;
         let copy = self.handle_file(handle)?.live.clone();
         self.stats.maps += 1;
-        self.path_stats(handle.path).maps += 1;
+        self.count_path(handle.path, |stats| stats.maps += 1);
         Ok(copy)
     }
 
@@ -720,7 +727,7 @@ impl FsState {
         offset: u64,
     ) -> io::Result<()> {
         self.handle_file(handle)?;
-        Self::check_writable(handle)?;
+        Self::check_writable(handle, Errno::BADF)?;
         self.check_len(offset.checked_add(len_u64(buf)))?;
         if let Some(effect) = self.fault(FaultOp::Write, handle.path) {
             if let FaultEffect::ShortWrite { written, .. } = effect {
@@ -749,7 +756,7 @@ impl FsState {
         let len = len_u64(buf);
         self.stats.writes += 1;
         self.stats.written_bytes += len;
-        self.path_stats(handle.path).writes += 1;
+        self.count_path(handle.path, |stats| stats.writes += 1);
         self.record(SimEvent::Write {
             path: handle.path.to_path_buf(),
             offset,
@@ -764,7 +771,7 @@ impl FsState {
 
     pub(super) fn set_len(&mut self, handle: &Handle<'_>, len: u64) -> io::Result<()> {
         self.handle_file(handle)?;
-        Self::check_writable(handle)?;
+        Self::check_writable(handle, Errno::INVAL)?;
         self.check_len(Some(len))?;
         self.check(FaultOp::SetLen, handle.path)?;
         let now = self.now_ms();
@@ -787,7 +794,7 @@ impl FsState {
         }
         self.handle_file(handle)?.sync(!data_only);
         self.stats.syncs += 1;
-        self.path_stats(handle.path).syncs += 1;
+        self.count_path(handle.path, |stats| stats.syncs += 1);
         self.record(SimEvent::Sync {
             path: handle.path.to_path_buf(),
             data_only,
