@@ -1,5 +1,6 @@
 //! No panic on garbage: random bytes, cut at every length, opened as either index in either
 //! mode, then driven through every call. Errors are fine; panics and hangs are not.
+//! (The final `reset` must succeed whatever the bytes were: an index can always be emptied.)
 
 use std::path::Path;
 use std::sync::Arc;
@@ -7,7 +8,13 @@ use std::sync::Arc;
 use partlog::unstable::{OffsetIndex, OsStorage, Storage, TimeIndex};
 use proptest::prelude::*;
 
-fn exercise_offset_index(storage: &Arc<dyn Storage>, path: &Path, base: i64, writable: bool) {
+fn exercise_offset_index(
+    storage: &Arc<dyn Storage>,
+    path: &Path,
+    base: i64,
+    writable: bool,
+    mutate: bool,
+) {
     let Ok(index) = OffsetIndex::open(storage, path, base, 64, writable) else {
         return;
     };
@@ -36,6 +43,9 @@ fn exercise_offset_index(storage: &Arc<dyn Storage>, path: &Path, base: i64, wri
             assert!(full.is_err(), "quick failed ({quick:?}) but full passed");
         }
     }
+    if !mutate {
+        return;
+    }
     let _ = index.append(base + i64::from(i32::MAX), i32::MAX as u32);
     let _ = index.seal();
     let _ = index.lookup(base + 5);
@@ -43,11 +53,17 @@ fn exercise_offset_index(storage: &Arc<dyn Storage>, path: &Path, base: i64, wri
     let _ = index.make_writable();
     let _ = index.append(base + i64::from(i32::MAX), i32::MAX as u32);
     let _ = index.truncate_to_entries(1);
-    let _ = index.reset();
+    index.reset().unwrap();
     assert_eq!(index.entries(), 0);
 }
 
-fn exercise_time_index(storage: &Arc<dyn Storage>, path: &Path, base: i64, writable: bool) {
+fn exercise_time_index(
+    storage: &Arc<dyn Storage>,
+    path: &Path,
+    base: i64,
+    writable: bool,
+    mutate: bool,
+) {
     let Ok(index) = TimeIndex::open(storage, path, base, 64, writable) else {
         return;
     };
@@ -70,6 +86,9 @@ fn exercise_time_index(storage: &Arc<dyn Storage>, path: &Path, base: i64, writa
     if quick.is_err() && entries > 0 {
         assert!(full.is_err(), "quick failed ({quick:?}) but full passed");
     }
+    if !mutate {
+        return;
+    }
     let _ = index.maybe_append(i64::MAX, base + i64::from(i32::MAX), true);
     let _ = index.seal();
     let _ = index.lookup(1 << 40);
@@ -77,7 +96,7 @@ fn exercise_time_index(storage: &Arc<dyn Storage>, path: &Path, base: i64, writa
     let _ = index.make_writable();
     let _ = index.maybe_append(i64::MAX, base + i64::from(i32::MAX), false);
     let _ = index.truncate_to_entries(1);
-    let _ = index.reset();
+    index.reset().unwrap();
     assert_eq!(index.entries(), 0);
 }
 
@@ -86,11 +105,14 @@ fn exercise_every_prefix(bytes: &[u8], base: i64) {
     let storage: Arc<dyn Storage> = Arc::new(OsStorage::new());
     let path = dir.path().join("garbage.index");
     for len in 0..=bytes.len() {
+        // Mutations fsync, so they run at every third length only: that still meets every
+        // residue modulo 8 and four modulo 12, so partial entries of every shape.
+        let mutate = len % 3 == 0;
         for writable in [false, true] {
             std::fs::write(&path, &bytes[..len]).unwrap();
-            exercise_offset_index(&storage, &path, base, writable);
+            exercise_offset_index(&storage, &path, base, writable, mutate);
             std::fs::write(&path, &bytes[..len]).unwrap();
-            exercise_time_index(&storage, &path, base, writable);
+            exercise_time_index(&storage, &path, base, writable, mutate);
         }
     }
 }
@@ -110,17 +132,16 @@ fn a_fixed_random_blob_at_every_length() {
     bytes.extend_from_slice(&[0; 24]);
     bytes.extend_from_slice(&[0xFF; 24]);
     bytes.extend_from_slice(&[0x80, 0, 0, 0, 0x7F, 0xFF, 0xFF, 0xFF, 0, 0, 0, 1]);
-    exercise_every_prefix(&bytes, 0);
     exercise_every_prefix(&bytes, 1 << 40);
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 8, ..ProptestConfig::default() })]
 
     #[test]
     fn random_bytes_at_every_length_never_panic(
-        bytes in prop::collection::vec(any::<u8>(), 0..60),
-        base in 0i64..1_000_000_000_000,
+        bytes in prop::collection::vec(any::<u8>(), 0..50),
+        base in 0i64..1_000_000,
     ) {
         exercise_every_prefix(&bytes, base);
     }

@@ -16,10 +16,11 @@ use crate::storage::{OpenMode, ReadMapping, Storage, StorageFile};
 
 /// The suffix of the temporary file a truncation writes before renaming it over the index.
 ///
-/// Not Kafka's `.swap`: since Kafka 3.0 the log loader renames every leftover `*.swap` file into
-/// place, so a replacement torn by a crash would become a live index that a Kafka broker trusts
-/// after a hand-off. Every name ending in `.deleted` is instead removed unread by Kafka's loader
-/// (and by partlog's, which follows Kafka's suffix rules), which is exactly right for a leftover.
+/// Not Kafka's `.swap`: Kafka's log loader (checked in 3.6 and 4.x: `LogLoader.load`, "rename
+/// all swap files") renames every leftover `*.swap` file into place, so a replacement torn by a
+/// crash would become a live index that a broker trusts after a hand-off. Every name ending in
+/// `.deleted` is instead removed unread by Kafka's loader, which is exactly right for a
+/// leftover; partlog's loader must delete it too.
 pub(crate) const TRUNCATION_TEMP_SUFFIX: &str = ".swap.deleted";
 
 /// The largest entry size of any index, so that one stack buffer fits every entry.
@@ -693,11 +694,13 @@ impl<E: Entry> IndexFile<E> {
             return Ok(());
         }
         if active && !file_mapped {
-            // Unpublish first, then shrink: a reader never sees an entry whose bytes are gone.
+            // Shrink first, then unpublish: if the shrink fails, file and mirror still agree.
+            // Readers meanwhile read the mirror, whose memory stays valid.
+            file.set_len(entry_position::<E>(keep))?;
             if let View::Active(entries) = &mut self.state.write().view {
                 entries.truncate(keep);
             }
-            return file.set_len(entry_position::<E>(keep));
+            return Ok(());
         }
         // The file may be mapped (now or by a reader that still holds an old mapping), or it is
         // open read-only: write the kept entries to a new file and rename it over the old one.
