@@ -37,8 +37,8 @@ pub fn write_demo(dir: &Path) -> partlog::Result<Vec<WrittenRecord>> {
     let storage: Arc<dyn Storage> = Arc::new(OsStorage::new());
     storage.create_dir_all(dir)?;
     let config = SegmentConfig {
-        segment_bytes: 16 * 1024,
-        index_interval_bytes: 1024,
+        segment_bytes: 4 * 1024,
+        index_interval_bytes: 512,
         ..SegmentConfig::default()
     };
     let start_ms = 1_700_000_000_000;
@@ -46,7 +46,7 @@ pub fn write_demo(dir: &Path) -> partlog::Result<Vec<WrittenRecord>> {
     let mut written = Vec::new();
     let mut segment = Segment::create(&storage, dir, 0, config.clone(), start_ms)?;
     let mut next_offset = 0i64;
-    for batch_number in 0..60usize {
+    for batch_number in 0..90usize {
         let records_in_batch = 1 + batch_number % 9;
         let mut builder =
             BatchBuilder::new(codecs[batch_number % codecs.len()]).base_offset(next_offset);
@@ -56,12 +56,18 @@ pub fn write_demo(dir: &Path) -> partlog::Result<Vec<WrittenRecord>> {
             let timestamp = start_ms + offset * 10;
             let key = (offset % 7 != 3).then(|| format!("user-{}", offset % 50).into_bytes());
             let value = (offset % 11 != 5).then(|| {
-                format!("event {offset}: {}", "payload ".repeat((offset % 13) as usize))
-                    .into_bytes()
+                format!(
+                    "event {offset}: {}",
+                    "payload ".repeat((offset % 13) as usize)
+                )
+                .into_bytes()
             });
             let headers = if offset % 5 == 0 {
                 vec![
-                    ("trace-id".to_string(), Some(format!("t-{offset}").into_bytes())),
+                    (
+                        "trace-id".to_string(),
+                        Some(format!("t-{offset}").into_bytes()),
+                    ),
                     ("empty".to_string(), None),
                 ]
             } else {
@@ -81,7 +87,7 @@ pub fn write_demo(dir: &Path) -> partlog::Result<Vec<WrittenRecord>> {
                 .iter()
                 .map(|(k, v)| (k.as_str(), v.as_deref()))
                 .collect();
-            builder.push(
+            builder.push_parts(
                 record.timestamp,
                 record.key.as_deref(),
                 record.value.as_deref(),
@@ -110,7 +116,10 @@ pub fn write_demo(dir: &Path) -> partlog::Result<Vec<WrittenRecord>> {
     Ok(written)
 }
 
-#[allow(dead_code, reason = "tests include this file for write_demo and never call main")]
+#[allow(
+    dead_code,
+    reason = "tests include this file for write_demo and never call main"
+)]
 fn main() {
     let Some(dir) = std::env::args_os().nth(1) else {
         eprintln!("usage: write_segment DIR");

@@ -16,19 +16,38 @@ mod segment;
 mod storage;
 
 pub use crate::error::{Corruption, Error, Result};
+pub use crate::format::{
+    BatchBuilder, BatchHeader, BatchIter, BatchView, Compression, ControlRecordType,
+    EndTransactionMarker, Header, HeaderIter, NewRecord, Record, RecordIter, TimestampType,
+};
+pub use crate::log::{
+    CleanupPolicy, CompressionType, FetchBatches, FetchData, FlushPolicy, Log, LogAppendInfo,
+    LogConfig, LogConfigBuilder, LogRecord, LogRecords, LogStats, ReadBound, RecoveryMode,
+    RecoveryReport,
+};
 
 /// The lower layers: segments, indexes, the storage seam, the clock and (feature `sim`) the
 /// crash simulator. Public so that users can build on partlog's pieces and crash-test their own
 /// code on it; unstable until 1.0.
 pub mod unstable {
+    /// The RecordBatch v2 format layer: header layout constants, frame peeking, in-place header
+    /// edits, control batches, CRC-32C and varints.
+    pub mod format {
+        pub use crate::format::*;
+    }
+
     #[cfg(feature = "sim")]
     pub use crate::clock::ManualClock;
     pub use crate::clock::{Clock, SystemClock};
+    pub use crate::index::{OffsetIndex, OffsetPosition, TimeIndex, TimestampOffset};
+    pub use crate::log::checkpoint;
     pub use crate::segment::{
         AppendInfo, InvalidBytes, RollReason, ScanReport, Segment, SegmentConfig, SegmentFileKind,
         SegmentFileName, SegmentRead, SegmentRole, TransientSuffix, parse_segment_file_name,
         segment_file_name, segment_file_path,
     };
+    #[cfg(feature = "sim")]
+    pub use crate::storage::sim;
     #[cfg(feature = "sim")]
     pub use crate::storage::{CrashConfig, SimStorage};
     pub use crate::storage::{

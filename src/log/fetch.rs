@@ -75,9 +75,7 @@ impl FetchData {
     /// The batches, as borrowed views. Each view's header tells a control batch apart
     /// (`header().is_control()`).
     pub fn batches(&self) -> FetchBatches<'_> {
-        FetchBatches {
-            rest: &self.bytes,
-        }
+        FetchBatches { rest: &self.bytes }
     }
 }
 
@@ -154,14 +152,12 @@ pub(crate) fn decode_records(
         let headers = record
             .headers()
             .map(|h| {
-                h.map(|h| {
-                    (
-                        String::from_utf8_lossy(h.key).into_owned(),
-                        h.value.map(<[u8]>::to_vec),
-                    )
-                })
+                (
+                    String::from_utf8_lossy(h.key).into_owned(),
+                    h.value.map(<[u8]>::to_vec),
+                )
             })
-            .collect::<Result<Vec<_>>>()?;
+            .collect();
         out.push(LogRecord {
             offset: record.offset,
             timestamp: record.timestamp,

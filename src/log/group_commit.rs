@@ -48,11 +48,6 @@ impl GroupCommit {
         self.durable.get()
     }
 
-    /// The watermark itself, for waiting on it.
-    pub fn watermark(&self) -> &Watermark {
-        &self.durable
-    }
-
     /// Whether a sync has failed.
     pub fn is_poisoned(&self) -> bool {
         self.leader.lock().poisoned
@@ -121,12 +116,6 @@ impl GroupCommit {
             self.durable.set(end);
         }
     }
-
-    /// Raises the watermark without a sync, for offsets known durable by other means (recovery
-    /// synced them, or the log start moved past them).
-    pub fn mark_durable(&self, end: i64) {
-        self.durable.advance(end);
-    }
 }
 
 #[cfg(test)]
@@ -143,7 +132,8 @@ mod tests {
         let syncs = Arc::new(AtomicUsize::new(0));
         let threads: Vec<_> = (0..8)
             .map(|t| {
-                let (commit, end, syncs) = (Arc::clone(&commit), Arc::clone(&end), Arc::clone(&syncs));
+                let (commit, end, syncs) =
+                    (Arc::clone(&commit), Arc::clone(&end), Arc::clone(&syncs));
                 std::thread::spawn(move || {
                     for i in 0..50 {
                         let offset = end.fetch_add(1, Ordering::SeqCst);
@@ -178,7 +168,10 @@ mod tests {
         });
         assert!(matches!(result, Err(Error::Io { .. })));
         assert!(commit.is_poisoned());
-        assert!(matches!(commit.wait_durable(0, || Ok(1)), Err(Error::Poisoned)));
+        assert!(matches!(
+            commit.wait_durable(0, || Ok(1)),
+            Err(Error::Poisoned)
+        ));
         assert_eq!(commit.durable_offset(), 0);
     }
 

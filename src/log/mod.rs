@@ -7,7 +7,7 @@
 //! Locks, in the order they may be taken: the writer mutex, then the snapshot lock, then a
 //! segment's own locks. The group commit holds none of them while it syncs.
 
-mod checkpoint;
+pub mod checkpoint;
 mod config;
 mod fetch;
 mod group_commit;
@@ -27,8 +27,8 @@ use parking_lot::{Condvar, Mutex};
 use crate::clock::Clock;
 use crate::error::{Error, Result};
 use crate::format::{
-    BatchBuilder, BatchHeader, BatchView, Compression, NewRecord, TimestampType,
-    set_base_offset, set_log_append_time,
+    BatchBuilder, BatchHeader, BatchView, Compression, NewRecord, TimestampType, set_base_offset,
+    set_log_append_time,
 };
 use crate::segment::{DELETED_SUFFIX, Segment, SegmentRole, rename_segment_files};
 use crate::storage::{FileLock, LockMode, Storage};
@@ -38,7 +38,9 @@ use group_commit::GroupCommit;
 use snapshot::{SegmentHandle, SegmentList, Snapshot};
 use watermark::Watermark;
 
-pub use config::{CleanupPolicy, CompressionType, FlushPolicy, LogConfig, RecoveryMode};
+pub use config::{
+    CleanupPolicy, CompressionType, FlushPolicy, LogConfig, LogConfigBuilder, RecoveryMode,
+};
 pub use fetch::{FetchBatches, FetchData, LogRecord, ReadBound};
 pub use stats::{LogStats, RecoveryReport};
 
@@ -162,8 +164,14 @@ impl Log {
         }
         let storage = Arc::clone(&config.storage);
         let clock = Arc::clone(&config.clock);
-        if !read_only {
+        if !read_only && !storage.exists(dir)? {
             storage.create_dir_all(dir)?;
+            // The new directory's own name must survive a crash before anything in it can.
+            let parent = match dir.parent() {
+                Some(parent) if !parent.as_os_str().is_empty() => parent,
+                _ => Path::new("."),
+            };
+            storage.sync_dir(parent)?;
         }
         let lock_path = dir.join(LOCK_FILE);
         let lock = if read_only {
@@ -177,7 +185,8 @@ impl Log {
         };
         let now_ms = clock.now_ms();
         let mut jitter_state = (now_ms as u64) ^ 0x9E37_79B9_7F4A_7C15;
-        let recovered = recovery::recover(&storage, dir, &config, read_only, now_ms, &mut jitter_state)?;
+        let recovered =
+            recovery::recover(&storage, dir, &config, read_only, now_ms, &mut jitter_state)?;
         let opener = snapshot::SegmentOpener {
             storage: Arc::clone(&storage),
             dir: dir.to_path_buf(),
@@ -188,7 +197,11 @@ impl Log {
                 SegmentRole::Sealed
             },
         };
-        let snapshot = Snapshot::new(SegmentList::new(recovered.handles), opener, MAX_OPEN_SEGMENTS);
+        let snapshot = Snapshot::new(
+            SegmentList::new(recovered.handles),
+            opener,
+            MAX_OPEN_SEGMENTS,
+        );
         let log_end_offset = recovered.active.next_offset();
         let shared = Arc::new(Shared {
             dir: dir.to_path_buf(),
@@ -324,7 +337,7 @@ impl Log {
         };
         let mut builder = BatchBuilder::new(codec);
         for record in records {
-            builder.push_record(record);
+            builder.push(record);
         }
         let batch = builder.build()?;
         self.append_built(batch)
@@ -399,7 +412,11 @@ impl Log {
             let mut count = 0i64;
             let mut rebuilt = recompress.then(|| {
                 BatchBuilder::new(target_codec)
-                    .producer(header.producer_id, header.producer_epoch, header.base_sequence)
+                    .producer(
+                        header.producer_id,
+                        header.producer_epoch,
+                        header.base_sequence,
+                    )
                     .transactional(header.is_transactional())
             });
             for record in view.records(&mut scratch)? {
@@ -412,11 +429,7 @@ impl Log {
                     check_timestamp(config, record.timestamp, now)?;
                 }
                 if let Some(builder) = rebuilt.as_mut() {
-                    let headers: Vec<(&[u8], Option<&[u8]>)> = record
-                        .headers()
-                        .map(|h| h.map(|h| (h.key, h.value)))
-                        .collect::<Result<_>>()?;
-                    builder.push_raw(record.timestamp, record.key, record.value, &headers);
+                    builder.push_record(&record);
                 }
             }
             if count != i64::from(header.records_count) {
@@ -472,7 +485,10 @@ impl Log {
         }
         if let Err(error) = writer.active.append(&batch) {
             if writer.active.append_is_broken() {
-                log::error!("poisoning {}: a failed append could not be undone", shared.dir.display());
+                log::error!(
+                    "poisoning {}: a failed append could not be undone",
+                    shared.dir.display()
+                );
                 shared.commit.poison();
             }
             return Err(error);
@@ -482,8 +498,12 @@ impl Log {
         let records = u32::try_from(header.records_count).unwrap_or(0);
         let counters = &shared.counters;
         counters.appends.fetch_add(1, Ordering::Relaxed);
-        counters.appended_bytes.fetch_add(batch.len() as u64, Ordering::Relaxed);
-        counters.appended_records.fetch_add(u64::from(records), Ordering::Relaxed);
+        counters
+            .appended_bytes
+            .fetch_add(batch.len() as u64, Ordering::Relaxed);
+        counters
+            .appended_records
+            .fetch_add(u64::from(records), Ordering::Relaxed);
         let sync_now = match config.flush_policy {
             FlushPolicy::EveryAppend => true,
             FlushPolicy::EveryMessages(limit) => {
@@ -623,7 +643,10 @@ impl Log {
                 if segment.next_offset() <= start {
                     continue;
                 }
-                if segment.max_timestamp().is_none_or(|max| max.timestamp < timestamp) {
+                if segment
+                    .max_timestamp()
+                    .is_none_or(|max| max.timestamp < timestamp)
+                {
                     continue;
                 }
                 if let Some(found) = segment.find_offset_by_timestamp(timestamp, start)? {
@@ -736,7 +759,10 @@ impl Log {
         if let Some(handle) = self.flusher.lock().take()
             && handle.join().is_err()
         {
-            log::error!("the flusher thread of {} panicked", self.shared.dir.display());
+            log::error!(
+                "the flusher thread of {} panicked",
+                self.shared.dir.display()
+            );
         }
     }
 }
@@ -850,9 +876,17 @@ impl Shared {
         if old.base_offset() == base && old.size() == 0 {
             return Ok(());
         }
-        let jitter = self.config.draw_roll_jitter(next_random(&mut writer.jitter_state));
+        let jitter = self
+            .config
+            .draw_roll_jitter(next_random(&mut writer.jitter_state));
         let segment_config = self.config.segment_config(jitter);
-        let new = Arc::new(Segment::create(&self.storage, &self.dir, base, segment_config, now_ms)?);
+        let new = Arc::new(Segment::create(
+            &self.storage,
+            &self.dir,
+            base,
+            segment_config,
+            now_ms,
+        )?);
         if let Err(error) = old.seal() {
             for path in new.file_paths() {
                 if let Err(cleanup) = self.storage.remove(&path) {
@@ -860,7 +894,10 @@ impl Shared {
                 }
             }
             if let Err(unseal) = old.unseal() {
-                log::error!("could not reactivate {}: {unseal}", old.log_path().display());
+                log::error!(
+                    "could not reactivate {}: {unseal}",
+                    old.log_path().display()
+                );
                 self.commit.poison();
             }
             return Err(error);
@@ -892,9 +929,14 @@ impl Shared {
 
         let list = self.snapshot.load();
         let handles = list.handles();
-        let keep = handles.partition_point(|h| h.base_offset() < offset);
+        let mut keep = handles.partition_point(|h| h.base_offset() < offset);
+        if keep == 0 && handles.first().is_some_and(|h| h.base_offset() == offset) {
+            // Truncating to the first segment's base empties that segment and keeps it.
+            keep = 1;
+        }
         let (kept, removed) = if keep == 0 {
-            // Everything goes: start over with an empty segment at `offset`.
+            // Everything lies above `offset`: start over with an empty segment there (no
+            // existing segment has that base, so no file name collides).
             let segment = Arc::new(Segment::create(
                 &self.storage,
                 &self.dir,
@@ -929,8 +971,15 @@ impl Shared {
         let open_removed: Vec<Option<Arc<Segment>>> = removed.iter().map(|h| h.if_open()).collect();
         self.snapshot.swap(SegmentList::new(kept), &removed);
         for (handle, segment) in removed.iter().zip(open_removed) {
-            let paths = rename_segment_files(&*self.storage, &self.dir, handle.base_offset(), DELETED_SUFFIX)?;
-            writer.pending_deletes.push(PendingDelete { paths, segment });
+            let paths = rename_segment_files(
+                &*self.storage,
+                &self.dir,
+                handle.base_offset(),
+                DELETED_SUFFIX,
+            )?;
+            writer
+                .pending_deletes
+                .push(PendingDelete { paths, segment });
         }
         // 4. The directory, so that the renames hold.
         self.storage.sync_dir(&self.dir)?;
@@ -967,14 +1016,16 @@ impl Shared {
                 return true;
             }
             pending.segment = None;
-            pending.paths.retain(|path| match self.storage.remove(path) {
-                Ok(()) => false,
-                Err(error) if error.io_kind() == Some(std::io::ErrorKind::NotFound) => false,
-                Err(error) => {
-                    log::warn!("could not remove {}: {error}", path.display());
-                    true
-                }
-            });
+            pending
+                .paths
+                .retain(|path| match self.storage.remove(path) {
+                    Ok(()) => false,
+                    Err(error) if error.io_kind() == Some(std::io::ErrorKind::NotFound) => false,
+                    Err(error) => {
+                        log::warn!("could not remove {}: {error}", path.display());
+                        true
+                    }
+                });
             !pending.paths.is_empty()
         });
     }
@@ -991,9 +1042,11 @@ impl Shared {
         if durable <= recovery_point {
             return Ok(());
         }
-        let bytes_moved = appended.saturating_sub(self.bytes_at_last_checkpoint.load(Ordering::Relaxed));
+        let bytes_moved =
+            appended.saturating_sub(self.bytes_at_last_checkpoint.load(Ordering::Relaxed));
         let due = bytes_moved >= self.config.recovery_point_bytes
-            || now_ms.saturating_sub(*last_checkpoint_ms) >= i64::try_from(self.config.recovery_point_ms).unwrap_or(i64::MAX);
+            || now_ms.saturating_sub(*last_checkpoint_ms)
+                >= i64::try_from(self.config.recovery_point_ms).unwrap_or(i64::MAX);
         if !due {
             return Ok(());
         }
@@ -1010,7 +1063,8 @@ impl Shared {
             checkpoint.write(recovery_point, log_start, None, false)?;
         }
         writer.recovery_point = recovery_point;
-        self.bytes_at_last_checkpoint.store(appended, Ordering::Relaxed);
+        self.bytes_at_last_checkpoint
+            .store(appended, Ordering::Relaxed);
         *last_checkpoint_ms = now_ms;
         Ok(())
     }
@@ -1070,13 +1124,17 @@ fn flusher_loop(shared: &Shared) {
         let end = shared.log_end.get();
         let interval_due = match shared.config.flush_policy {
             FlushPolicy::Interval(every) => {
-                now.saturating_sub(last_flush_ms) >= i64::try_from(every.as_millis()).unwrap_or(i64::MAX)
+                now.saturating_sub(last_flush_ms)
+                    >= i64::try_from(every.as_millis()).unwrap_or(i64::MAX)
             }
             _ => false,
         };
         if (roll_pending || interval_due) && end > shared.commit.durable_offset() {
             if let Err(error) = shared.sync_through(end - 1) {
-                log::error!("background flush of {} failed: {error}", shared.dir.display());
+                log::error!(
+                    "background flush of {} failed: {error}",
+                    shared.dir.display()
+                );
                 continue;
             }
             last_flush_ms = now;
@@ -1084,7 +1142,10 @@ fn flusher_loop(shared: &Shared) {
             last_flush_ms = now;
         }
         if let Err(error) = shared.maybe_write_recovery_point(now, &mut last_checkpoint_ms) {
-            log::warn!("recovery-point checkpoint of {} failed: {error}", shared.dir.display());
+            log::warn!(
+                "recovery-point checkpoint of {} failed: {error}",
+                shared.dir.display()
+            );
         }
         shared.reap_deleted(&mut shared.writer.lock(), false);
     }

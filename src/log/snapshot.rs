@@ -75,7 +75,11 @@ pub(crate) struct SegmentList {
 
 impl SegmentList {
     pub fn new(handles: Vec<Arc<SegmentHandle>>) -> Arc<Self> {
-        debug_assert!(handles.windows(2).all(|w| w[0].base_offset < w[1].base_offset));
+        debug_assert!(
+            handles
+                .windows(2)
+                .all(|w| w[0].base_offset < w[1].base_offset)
+        );
         Arc::new(SegmentList { handles })
     }
 
@@ -121,7 +125,11 @@ pub(crate) struct Snapshot {
 
 impl Snapshot {
     pub fn new(list: Arc<SegmentList>, opener: SegmentOpener, max_open: usize) -> Self {
-        let opened = list.handles().iter().filter(|h| h.if_open().is_some()).count();
+        let opened = list
+            .handles()
+            .iter()
+            .filter(|h| h.if_open().is_some())
+            .count();
         Snapshot {
             current: RwLock::new(list),
             opener,
@@ -192,7 +200,10 @@ impl Snapshot {
         let mut open: Vec<&Arc<SegmentHandle>> =
             sealed.iter().filter(|h| h.if_open().is_some()).collect();
         open.sort_by_key(|h| h.last_used.load(Ordering::Relaxed));
-        let excess = self.opened.load(Ordering::Relaxed).saturating_sub(self.max_open);
+        let excess = self
+            .opened
+            .load(Ordering::Relaxed)
+            .saturating_sub(self.max_open);
         for handle in open.into_iter().take(excess) {
             if handle.open.lock().take().is_some() {
                 self.opened.fetch_sub(1, Ordering::Relaxed);

@@ -132,7 +132,10 @@ mod tests {
         assert_eq!(parsed.kind, SegmentFileKind::OffsetIndex);
         assert_eq!(parsed.transient, Some(TransientSuffix::Deleted));
         let parsed = parse_segment_file_name("00000000000000000042.log").unwrap();
-        assert_eq!((parsed.base_offset, parsed.kind, parsed.transient), (42, SegmentFileKind::Log, None));
+        assert_eq!(
+            (parsed.base_offset, parsed.kind, parsed.transient),
+            (42, SegmentFileKind::Log, None)
+        );
         for other in [
             "partlog.lock",
             "partlog.checkpoint",

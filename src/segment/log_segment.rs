@@ -192,8 +192,12 @@ impl Segment {
         let result = (|| {
             let log = storage.open(&log_path, OpenMode::CreateNew)?;
             created.push(&log_path);
-            let offset_index =
-                OffsetIndex::create(storage, &index_path, base_offset, config.segment_index_bytes)?;
+            let offset_index = OffsetIndex::create(
+                storage,
+                &index_path,
+                base_offset,
+                config.segment_index_bytes,
+            )?;
             created.push(&index_path);
             let time_index =
                 TimeIndex::create(storage, &time_path, base_offset, config.segment_index_bytes)?;
@@ -204,7 +208,10 @@ impl Segment {
             Err(error) => {
                 for path in created {
                     if let Err(cleanup) = storage.remove(path) {
-                        log::warn!("could not remove {} after a failed create: {cleanup}", path.display());
+                        log::warn!(
+                            "could not remove {} after a failed create: {cleanup}",
+                            path.display()
+                        );
                     }
                 }
                 return Err(error);
@@ -260,9 +267,14 @@ impl Segment {
             });
         }
         let mut rebuild = false;
-        let offset_index = match open_index(storage, &index_path, role, |create| {
+        let (offset_index, created) = open_index(storage, &index_path, role, |create| {
             if create {
-                OffsetIndex::create(storage, &index_path, base_offset, config.segment_index_bytes)
+                OffsetIndex::create(
+                    storage,
+                    &index_path,
+                    base_offset,
+                    config.segment_index_bytes,
+                )
             } else {
                 OffsetIndex::open(
                     storage,
@@ -272,13 +284,9 @@ impl Segment {
                     writable_indexes,
                 )
             }
-        })? {
-            (index, created) => {
-                rebuild |= created || index.quick_check(size).is_err();
-                index
-            }
-        };
-        let time_index = match open_index(storage, &time_path, role, |create| {
+        })?;
+        rebuild |= created || offset_index.quick_check(size).is_err();
+        let (time_index, created) = open_index(storage, &time_path, role, |create| {
             if create {
                 TimeIndex::create(storage, &time_path, base_offset, config.segment_index_bytes)
             } else {
@@ -290,12 +298,8 @@ impl Segment {
                     writable_indexes,
                 )
             }
-        })? {
-            (index, created) => {
-                rebuild |= created || index.quick_check(size).is_err();
-                index
-            }
-        };
+        })?;
+        rebuild |= created || time_index.quick_check().is_err();
         let segment = Segment::assemble(
             storage,
             base_offset,
@@ -339,39 +343,89 @@ impl Segment {
     /// are opened (created when missing) but not checked, and nothing is published until the
     /// caller runs [`scan`](Self::scan), which validates every batch and rebuilds the indexes.
     /// This is how recovery opens the segments above the recovery point.
+    ///
+    /// With `read_only`, nothing is written: the `.log` opens read-only and the indexes are
+    /// rebuilt in memory only (DESIGN §4, `open_read_only`).
     pub fn open_for_recovery(
         storage: &Arc<dyn Storage>,
         dir: &Path,
         base_offset: i64,
         config: SegmentConfig,
         now_ms: i64,
+        read_only: bool,
     ) -> Result<Segment> {
         validate_config(&config)?;
         let log_path = segment_file_path(dir, base_offset, SegmentFileKind::Log);
         let index_path = segment_file_path(dir, base_offset, SegmentFileKind::OffsetIndex);
         let time_path = segment_file_path(dir, base_offset, SegmentFileKind::TimeIndex);
+        if read_only {
+            let log = storage.open(&log_path, OpenMode::Read)?;
+            let offset_index =
+                OffsetIndex::in_memory(&index_path, base_offset, config.segment_index_bytes);
+            let time_index =
+                TimeIndex::in_memory(&time_path, base_offset, config.segment_index_bytes);
+            return Ok(Segment::assemble(
+                storage,
+                base_offset,
+                log_path,
+                log,
+                offset_index,
+                time_index,
+                config,
+                SegmentRole::ReadOnly,
+                now_ms,
+            ));
+        }
         let log = storage.open(&log_path, OpenMode::ReadWrite)?;
         let role = SegmentRole::Active;
         let (offset_index, _) = open_index(storage, &index_path, role, |create| {
             if create {
-                OffsetIndex::create(storage, &index_path, base_offset, config.segment_index_bytes)
+                OffsetIndex::create(
+                    storage,
+                    &index_path,
+                    base_offset,
+                    config.segment_index_bytes,
+                )
             } else {
-                OffsetIndex::open(storage, &index_path, base_offset, config.segment_index_bytes, true)
+                OffsetIndex::open(
+                    storage,
+                    &index_path,
+                    base_offset,
+                    config.segment_index_bytes,
+                    true,
+                )
             }
         })?;
         let (time_index, _) = open_index(storage, &time_path, role, |create| {
             if create {
                 TimeIndex::create(storage, &time_path, base_offset, config.segment_index_bytes)
             } else {
-                TimeIndex::open(storage, &time_path, base_offset, config.segment_index_bytes, true)
+                TimeIndex::open(
+                    storage,
+                    &time_path,
+                    base_offset,
+                    config.segment_index_bytes,
+                    true,
+                )
             }
         })?;
         Ok(Segment::assemble(
-            storage, base_offset, log_path, log, offset_index, time_index, config, role, now_ms,
+            storage,
+            base_offset,
+            log_path,
+            log,
+            offset_index,
+            time_index,
+            config,
+            role,
+            now_ms,
         ))
     }
 
-    #[allow(clippy::too_many_arguments, reason = "a private constructor that names every part")]
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "a private constructor that names every part"
+    )]
     fn assemble(
         storage: &Arc<dyn Storage>,
         base_offset: i64,
@@ -520,7 +574,10 @@ impl Segment {
         let mut writer = self.writer.lock();
         if self.is_sealed() {
             return Err(Error::InvalidArgument {
-                why: format!("segment {} is sealed and takes no appends", self.base_offset),
+                why: format!(
+                    "segment {} is sealed and takes no appends",
+                    self.base_offset
+                ),
             });
         }
         if writer.broken {
@@ -567,7 +624,8 @@ impl Segment {
                             .append(header.last_offset(), position as u32)?;
                     }
                     if let (Some(max), false) = (max_so_far, self.time_index.is_full()) {
-                        self.time_index.maybe_append(max.timestamp, max.offset, false)?;
+                        self.time_index
+                            .maybe_append(max.timestamp, max.offset, false)?;
                     }
                     bytes_since = 0;
                 }
@@ -602,7 +660,11 @@ impl Segment {
 
     /// Parses and checks the framing and offsets of `batches`; returns each header with its
     /// position relative to the start of `batches`.
-    fn check_batches(&self, batches: &[u8], mut next_offset: i64) -> Result<Vec<(usize, BatchHeader)>> {
+    fn check_batches(
+        &self,
+        batches: &[u8],
+        mut next_offset: i64,
+    ) -> Result<Vec<(usize, BatchHeader)>> {
         let mut headers = Vec::new();
         let mut position = 0usize;
         while position < batches.len() {
@@ -623,7 +685,9 @@ impl Segment {
                 }));
             }
             if header.last_offset_delta < 0 {
-                return Err(invalid(Corruption::BadHeader("lastOffsetDelta is negative")));
+                return Err(invalid(Corruption::BadHeader(
+                    "lastOffsetDelta is negative",
+                )));
             }
             let last = header.last_offset();
             if last - self.base_offset > i32::MAX as i64 {
@@ -665,7 +729,9 @@ impl Segment {
     ) -> Result<Option<RollReason>> {
         let mut writer = self.writer.lock();
         let size = writer.size;
-        if size > u64::from(self.config.segment_bytes).saturating_sub(incoming_bytes) {
+        // Kafka's `size > segment.bytes - incoming`, except that an empty segment never rolls on
+        // size: a new one would be no roomier.
+        if size > 0 && size + incoming_bytes > u64::from(self.config.segment_bytes) {
             return Ok(Some(RollReason::Size));
         }
         if size > 0 {
@@ -800,10 +866,11 @@ impl Segment {
         };
         let position = frame.position;
         let available = end - position;
-        let first_size = usize::try_from(frame.total_size).map_err(|_| {
-            self.corrupt(position, Corruption::BadBatchLength(header.batch_length))
-        })?;
-        let want = max_bytes.max(first_size).min(usize::try_from(available).unwrap_or(usize::MAX));
+        let first_size = usize::try_from(frame.total_size)
+            .map_err(|_| self.corrupt(position, Corruption::BadBatchLength(header.batch_length)))?;
+        let want = max_bytes
+            .max(first_size)
+            .min(usize::try_from(available).unwrap_or(usize::MAX));
         buf.resize(want, 0);
         self.log.read_exact_at(buf, position)?;
         let mut len = 0usize;
@@ -813,7 +880,9 @@ impl Segment {
             let Ok(batch_header) = BatchHeader::parse(rest) else {
                 // A header cut by the window: fine after the first batch, corrupt on the first.
                 if len == 0 {
-                    let what = BatchHeader::parse(rest).err().unwrap_or(Corruption::BadHeader("unreadable"));
+                    let what = BatchHeader::parse(rest)
+                        .err()
+                        .unwrap_or(Corruption::BadHeader("unreadable"));
                     return Err(self.corrupt(position, what));
                 }
                 break;
@@ -825,7 +894,8 @@ impl Segment {
             if upper_bound.is_some_and(|bound| batch_header.last_offset() >= bound) {
                 break;
             }
-            BatchView::new(&rest[..size]).map_err(|what| self.corrupt(position + len as u64, what))?;
+            BatchView::new(&rest[..size])
+                .map_err(|what| self.corrupt(position + len as u64, what))?;
             if len > 0 && batch_header.base_offset < next_offset {
                 return Err(self.corrupt(
                     position + len as u64,
@@ -970,10 +1040,12 @@ impl Segment {
             note_max_timestamp(&mut max_so_far, &header);
             if bytes_since > u64::from(self.config.index_interval_bytes) {
                 if !self.offset_index.is_full() {
-                    self.offset_index.append(header.last_offset(), position as u32)?;
+                    self.offset_index
+                        .append(header.last_offset(), position as u32)?;
                 }
                 if let (Some(max), false) = (max_so_far, self.time_index.is_full()) {
-                    self.time_index.maybe_append(max.timestamp, max.offset, false)?;
+                    self.time_index
+                        .maybe_append(max.timestamp, max.offset, false)?;
                 }
                 bytes_since = 0;
             }
@@ -1058,7 +1130,8 @@ impl Segment {
             return Ok(());
         }
         if let Some(max) = writer.max_timestamp_so_far {
-            self.time_index.maybe_append(max.timestamp, max.offset, true)?;
+            self.time_index
+                .maybe_append(max.timestamp, max.offset, true)?;
         }
         self.offset_index.seal()?;
         self.time_index.seal()?;
@@ -1092,6 +1165,21 @@ impl Segment {
     /// the indexes are derived data that recovery rebuilds.
     pub fn flush_log(&self) -> Result<()> {
         self.log.sync_data()
+    }
+
+    /// Whether a failed write could not be undone, so the file may hold bytes past the last
+    /// complete batch: the log must poison itself.
+    pub fn append_is_broken(&self) -> bool {
+        self.writer.lock().broken
+    }
+
+    /// The paths of the segment's `.log`, `.index` and `.timeindex` files.
+    pub fn file_paths(&self) -> Vec<PathBuf> {
+        vec![
+            self.log_path(),
+            self.offset_index.path(),
+            self.time_index.path(),
+        ]
     }
 
     /// The storage this segment lives on.
@@ -1140,7 +1228,10 @@ fn validate_config(config: &SegmentConfig) -> Result<()> {
     if config.segment_index_bytes < 12 {
         return Err(Error::InvalidConfig {
             setting: "segment.index.bytes",
-            why: format!("{} is below one time-index entry (12 bytes)", config.segment_index_bytes),
+            why: format!(
+                "{} is below one time-index entry (12 bytes)",
+                config.segment_index_bytes
+            ),
         });
     }
     if config.segment_ms <= 0 {

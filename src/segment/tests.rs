@@ -20,7 +20,7 @@ fn batch(base: i64, count: usize, ts: i64, value_len: usize, compression: Compre
     for i in 0..count {
         let key = format!("key-{}", base + i as i64);
         let value = vec![b'a' + (i % 26) as u8; value_len];
-        builder.push(ts + i as i64, Some(key.as_bytes()), Some(&value), &[]);
+        builder.push_parts::<&str>(ts + i as i64, Some(key.as_bytes()), Some(&value), &[]);
     }
     builder.build().unwrap()
 }
@@ -72,19 +72,33 @@ fn append_then_read_returns_whole_batches_in_order() {
         }
     }
     // A large read returns everything, byte for byte.
-    let read = segment.read(0, usize::MAX / 2, None, &mut buf).unwrap().unwrap();
+    let read = segment
+        .read(0, usize::MAX / 2, None, &mut buf)
+        .unwrap()
+        .unwrap();
     assert_eq!(read.position, 0);
     assert_eq!(buf, written.concat());
     assert_eq!(read.next_offset, 160);
     // max_bytes cuts at a batch boundary, never inside a batch.
-    let read = segment.read(100, written[0].len() + 10, None, &mut buf).unwrap().unwrap();
+    let read = segment
+        .read(100, written[0].len() + 10, None, &mut buf)
+        .unwrap()
+        .unwrap();
     assert_eq!(read.len, written[0].len());
     // Past the end: nothing.
     assert!(segment.read(160, 1000, None, &mut buf).unwrap().is_none());
     // The upper bound excludes batches that reach it.
-    let read = segment.read(100, 100_000, Some(106), &mut buf).unwrap().unwrap();
+    let read = segment
+        .read(100, 100_000, Some(106), &mut buf)
+        .unwrap()
+        .unwrap();
     assert_eq!(read.next_offset, 106);
-    assert!(segment.read(100, 100_000, Some(102), &mut buf).unwrap().is_none());
+    assert!(
+        segment
+            .read(100, 100_000, Some(102), &mut buf)
+            .unwrap()
+            .is_none()
+    );
 }
 
 #[test]
@@ -143,25 +157,40 @@ fn append_rejects_bad_offsets_and_sealed_segments() {
     let below = batch(99, 1, T0, 1, Compression::None);
     assert!(matches!(
         segment.append(&below),
-        Err(Error::InvalidBatch { what: Corruption::OffsetOrder { .. } })
+        Err(Error::InvalidBatch {
+            what: Corruption::OffsetOrder { .. }
+        })
     ));
-    segment.append(&batch(100, 5, T0, 1, Compression::None)).unwrap();
+    segment
+        .append(&batch(100, 5, T0, 1, Compression::None))
+        .unwrap();
     let overlapping = batch(104, 1, T0, 1, Compression::None);
     assert!(matches!(
         segment.append(&overlapping),
-        Err(Error::InvalidBatch { what: Corruption::OffsetOrder { .. } })
+        Err(Error::InvalidBatch {
+            what: Corruption::OffsetOrder { .. }
+        })
     ));
     let too_far = batch(100 + i32::MAX as i64 + 1, 1, T0, 1, Compression::None);
-    assert!(matches!(segment.append(&too_far), Err(Error::InvalidArgument { .. })));
+    assert!(matches!(
+        segment.append(&too_far),
+        Err(Error::InvalidArgument { .. })
+    ));
     let torn = batch(105, 1, T0, 1, Compression::None);
     assert!(matches!(
         segment.append(&torn[..torn.len() - 1]),
-        Err(Error::InvalidBatch { what: Corruption::Truncated { .. } })
+        Err(Error::InvalidBatch {
+            what: Corruption::Truncated { .. }
+        })
     ));
     // Nothing of the rejected appends reached the file.
     assert_eq!(segment.next_offset(), 105);
     segment.seal().unwrap();
-    assert!(segment.append(&batch(105, 1, T0, 1, Compression::None)).is_err());
+    assert!(
+        segment
+            .append(&batch(105, 1, T0, 1, Compression::None))
+            .is_err()
+    );
 }
 
 #[test]
@@ -189,23 +218,43 @@ fn scan_reports_torn_tail_and_corruption_and_rebuilds_identical_indexes() {
     let file = storage.open(&log_path, OpenMode::ReadWrite).unwrap();
     let total: u64 = written.iter().map(|b| b.len() as u64).sum();
     file.set_len(total - 7).unwrap();
-    let segment = Segment::open(&storage, dir.path(), 0, config.clone(), SegmentRole::Active, T0);
+    let segment = Segment::open(
+        &storage,
+        dir.path(),
+        0,
+        config.clone(),
+        SegmentRole::Active,
+        T0,
+    );
     // The clean-open tail walk notices the torn batch.
-    assert!(matches!(segment, Err(Error::Corrupt { what: Corruption::Truncated { .. }, .. })));
+    assert!(matches!(
+        segment,
+        Err(Error::Corrupt {
+            what: Corruption::Truncated { .. },
+            ..
+        })
+    ));
     let segment = reopen_and_scan(&storage, dir.path(), &config);
     let last_start = total - written[39].len() as u64;
     assert_eq!(
-        (segment.1.valid_bytes, segment.1.first_invalid.as_ref().map(|i| i.position)),
+        (
+            segment.1.valid_bytes,
+            segment.1.first_invalid.as_ref().map(|i| i.position)
+        ),
         (last_start, Some(last_start))
     );
-    assert_eq!(segment.0.truncate_tail(last_start).unwrap(), written[39].len() as u64 - 7);
+    assert_eq!(
+        segment.0.truncate_tail(last_start).unwrap(),
+        written[39].len() as u64 - 7
+    );
     assert_eq!(segment.0.next_offset(), 117);
     drop(segment);
 
     let position_10: u64 = written[..10].iter().map(|b| b.len() as u64).sum();
     let mut byte = [0u8];
     file.read_exact_at(&mut byte, position_10 + 70).unwrap();
-    file.write_all_at(&[byte[0] ^ 0x10], position_10 + 70).unwrap();
+    file.write_all_at(&[byte[0] ^ 0x10], position_10 + 70)
+        .unwrap();
     let (segment, report) = reopen_and_scan(&storage, dir.path(), &config);
     let invalid = report.first_invalid.unwrap();
     assert_eq!(invalid.position, position_10);
@@ -218,8 +267,12 @@ fn scan_reports_torn_tail_and_corruption_and_rebuilds_identical_indexes() {
     assert_eq!(file.len().unwrap(), total - written[39].len() as u64);
 }
 
-fn reopen_and_scan(storage: &Arc<dyn Storage>, dir: &Path, config: &SegmentConfig) -> (Segment, ScanReport) {
-    let segment = Segment::open_for_recovery(storage, dir, 0, config.clone(), T0).unwrap();
+fn reopen_and_scan(
+    storage: &Arc<dyn Storage>,
+    dir: &Path,
+    config: &SegmentConfig,
+) -> (Segment, ScanReport) {
+    let segment = Segment::open_for_recovery(storage, dir, 0, config.clone(), T0, false).unwrap();
     let report = segment.scan().unwrap();
     (segment, report)
 }
@@ -233,13 +286,18 @@ fn truncate_to_removes_whole_batches_and_appends_continue() {
     let kept: u64 = written[..13].iter().map(|b| b.len() as u64).sum();
     let removed = segment.truncate_to(40).unwrap();
     assert_eq!(segment.size(), kept);
-    assert_eq!(removed, written[13..].iter().map(|b| b.len() as u64).sum::<u64>());
+    assert_eq!(
+        removed,
+        written[13..].iter().map(|b| b.len() as u64).sum::<u64>()
+    );
     assert_eq!(segment.next_offset(), 39);
     for n in 0..segment.offset_index().entries() {
         assert!(segment.offset_index().entry(n).unwrap().offset < 39);
     }
     assert!(segment.time_index().last_entry().unwrap().offset < 39);
-    segment.append(&batch(39, 3, T0 + 39, 40, Compression::Zstd)).unwrap();
+    segment
+        .append(&batch(39, 3, T0 + 39, 40, Compression::Zstd))
+        .unwrap();
     let mut buf = Vec::new();
     let read = segment.read(40, 1, None, &mut buf).unwrap().unwrap();
     assert_eq!(read.first_offset, 39);
@@ -255,17 +313,32 @@ fn reopen_after_seal_restores_state_without_scanning() {
     let config = small_config();
     let segment = Segment::create(&storage, dir.path(), 7, config.clone(), T0).unwrap();
     fill(&segment, 7, 25);
-    let (next, size, max) = (segment.next_offset(), segment.size(), segment.max_timestamp());
+    let (next, size, max) = (
+        segment.next_offset(),
+        segment.size(),
+        segment.max_timestamp(),
+    );
     segment.seal().unwrap();
     segment.flush().unwrap();
     drop(segment);
-    for role in [SegmentRole::Active, SegmentRole::Sealed, SegmentRole::ReadOnly] {
+    for role in [
+        SegmentRole::Active,
+        SegmentRole::Sealed,
+        SegmentRole::ReadOnly,
+    ] {
         let reopened = Segment::open(&storage, dir.path(), 7, config.clone(), role, T0).unwrap();
         assert_eq!(reopened.next_offset(), next);
         assert_eq!(reopened.size(), size);
         assert_eq!(reopened.max_timestamp(), max);
         let mut buf = Vec::new();
-        assert_eq!(reopened.read(50, 1, None, &mut buf).unwrap().unwrap().first_offset, 49);
+        assert_eq!(
+            reopened
+                .read(50, 1, None, &mut buf)
+                .unwrap()
+                .unwrap()
+                .first_offset,
+            49
+        );
     }
 }
 
@@ -283,7 +356,15 @@ fn a_missing_index_is_rebuilt_and_a_wrong_one_is_repaired_on_read() {
     drop(segment);
     let index_path = segment_file_path(dir.path(), 0, SegmentFileKind::OffsetIndex);
     storage.remove(&index_path).unwrap();
-    let segment = Segment::open(&storage, dir.path(), 0, config.clone(), SegmentRole::Active, T0).unwrap();
+    let segment = Segment::open(
+        &storage,
+        dir.path(),
+        0,
+        config.clone(),
+        SegmentRole::Active,
+        T0,
+    )
+    .unwrap();
     let rebuilt: Vec<_> = (0..segment.offset_index().entries())
         .map(|n| segment.offset_index().entry(n).unwrap())
         .collect();
@@ -296,7 +377,8 @@ fn a_missing_index_is_rebuilt_and_a_wrong_one_is_repaired_on_read() {
     let file = storage.open(&index_path, OpenMode::ReadWrite).unwrap();
     for (n, entry) in entries.iter().enumerate() {
         let relative = (entry.offset - 2) as i32; // batches hold 3 records
-        file.write_all_at(&relative.to_be_bytes(), n as u64 * 8).unwrap();
+        file.write_all_at(&relative.to_be_bytes(), n as u64 * 8)
+            .unwrap();
     }
     drop(file);
     let segment = Segment::open(&storage, dir.path(), 0, config, SegmentRole::Active, T0).unwrap();
@@ -323,21 +405,40 @@ fn roll_conditions_follow_kafka() {
         roll_jitter_ms: 100,
     };
     let segment = Segment::create(&storage(), dir.path(), 0, config, T0).unwrap();
-    // Empty: never rolls on age, only on size.
-    assert_eq!(segment.should_roll(100, T0 + 1_000_000, 0, T0).unwrap(), None);
-    assert_eq!(segment.should_roll(5000, T0, 0, T0).unwrap(), Some(RollReason::Size));
-    segment.append(&batch(0, 1, T0, 10, Compression::None)).unwrap();
+    // Empty: never rolls, not on age and not on size (a fresh segment is the best place even
+    // for a batch larger than segment.bytes; the log bounds batches by max.message.bytes).
+    assert_eq!(
+        segment.should_roll(100, T0 + 1_000_000, 0, T0).unwrap(),
+        None
+    );
+    assert_eq!(segment.should_roll(5000, T0, 0, T0).unwrap(), None);
+    segment
+        .append(&batch(0, 1, T0, 10, Compression::None))
+        .unwrap();
+    let size = segment.size();
+    assert_eq!(segment.should_roll(4096 - size, T0, 1, T0).unwrap(), None);
+    assert_eq!(
+        segment.should_roll(4096 - size + 1, T0, 1, T0).unwrap(),
+        Some(RollReason::Size)
+    );
     // Age counts from the first batch's timestamp against the incoming one: > 1000 - 100.
     assert_eq!(segment.should_roll(10, T0 + 900, 1, T0).unwrap(), None);
-    assert_eq!(segment.should_roll(10, T0 + 901, 1, T0).unwrap(), Some(RollReason::Age));
+    assert_eq!(
+        segment.should_roll(10, T0 + 901, 1, T0).unwrap(),
+        Some(RollReason::Age)
+    );
     // Relative offset overflow.
     assert_eq!(
-        segment.should_roll(10, T0, i32::MAX as i64 + 1, T0).unwrap(),
+        segment
+            .should_roll(10, T0, i32::MAX as i64 + 1, T0)
+            .unwrap(),
         Some(RollReason::OffsetOverflow)
     );
     // Index full: 4 offset entries fit (32 bytes); the time index (2 entries, one reserved) fills first.
     for base in 1..6 {
-        segment.append(&batch(base, 1, T0 + base, 10, Compression::None)).unwrap();
+        segment
+            .append(&batch(base, 1, T0 + base, 10, Compression::None))
+            .unwrap();
     }
     assert!(matches!(
         segment.should_roll(10, T0, 7, T0).unwrap(),
@@ -353,9 +454,14 @@ fn age_without_timestamps_counts_from_creation() {
         ..small_config()
     };
     let segment = Segment::create(&storage(), dir.path(), 0, config, T0).unwrap();
-    segment.append(&batch(0, 1, -1, 10, Compression::None)).unwrap();
+    segment
+        .append(&batch(0, 1, -1, 10, Compression::None))
+        .unwrap();
     assert_eq!(segment.should_roll(10, -1, 1, T0 + 1_000).unwrap(), None);
-    assert_eq!(segment.should_roll(10, -1, 1, T0 + 1_001).unwrap(), Some(RollReason::Age));
+    assert_eq!(
+        segment.should_roll(10, -1, 1, T0 + 1_001).unwrap(),
+        Some(RollReason::Age)
+    );
 }
 
 #[test]
@@ -365,7 +471,10 @@ fn find_offset_by_timestamp_finds_the_first_record_at_or_after() {
     fill(&segment, 0, 30); // record at offset o has timestamp T0 + 2*o - base... see fill: ts = T0 + base + i
     let mut buf = Vec::new();
     for target in [T0 - 5, T0, T0 + 1, T0 + 44, T0 + 89] {
-        let found = segment.find_offset_by_timestamp(target, 0).unwrap().unwrap();
+        let found = segment
+            .find_offset_by_timestamp(target, 0)
+            .unwrap()
+            .unwrap();
         // Independent answer: read every record.
         let mut expected = None;
         segment.read(0, usize::MAX / 2, None, &mut buf).unwrap();
@@ -383,9 +492,18 @@ fn find_offset_by_timestamp_finds_the_first_record_at_or_after() {
             }
             at += size;
         }
-        assert_eq!(Some((found.timestamp, found.offset)), expected, "target {target}");
+        assert_eq!(
+            Some((found.timestamp, found.offset)),
+            expected,
+            "target {target}"
+        );
     }
-    assert!(segment.find_offset_by_timestamp(T0 + 1_000, 0).unwrap().is_none());
+    assert!(
+        segment
+            .find_offset_by_timestamp(T0 + 1_000, 0)
+            .unwrap()
+            .is_none()
+    );
     // With a start offset, earlier records do not count.
     let found = segment.find_offset_by_timestamp(T0, 50).unwrap().unwrap();
     assert_eq!(found.offset, 50);

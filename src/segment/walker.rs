@@ -61,14 +61,18 @@ impl<'f> BatchWalker<'f> {
         let window_end = self.window_start + self.window.len() as u64;
         let want_end = position.saturating_add(len as u64).min(self.end);
         if position < self.window_start || want_end > window_end {
-            let read_len = (want_end - position).max(WINDOW_BYTES as u64).min(self.end - position);
+            let read_len = (want_end - position)
+                .max(WINDOW_BYTES as u64)
+                .min(self.end - position);
             let read_len = usize::try_from(read_len).map_err(|_| self.too_large(position))?;
             self.window.resize(read_len, 0);
             self.file.read_exact_at(&mut self.window, position)?;
             self.window_start = position;
         }
-        let from = usize::try_from(position - self.window_start).map_err(|_| self.too_large(position))?;
-        let to = usize::try_from(want_end - self.window_start).map_err(|_| self.too_large(position))?;
+        let from =
+            usize::try_from(position - self.window_start).map_err(|_| self.too_large(position))?;
+        let to =
+            usize::try_from(want_end - self.window_start).map_err(|_| self.too_large(position))?;
         Ok(&self.window[from..to])
     }
 

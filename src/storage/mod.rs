@@ -12,7 +12,7 @@
 
 mod os;
 #[cfg(any(test, feature = "sim"))]
-mod sim;
+pub mod sim;
 
 use std::fmt;
 use std::ops::Deref;

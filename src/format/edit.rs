@@ -1,0 +1,88 @@
+//! In-place header edits, the three a Kafka leader makes to a producer's batch on append.
+//!
+//! `baseOffset` (bytes 0..8) and `partitionLeaderEpoch` (12..16) lie outside the CRC, so the log
+//! stamps them without re-checksumming. Switching to LogAppendTime changes the attributes
+//! (21..23) and `maxTimestamp` (35..43), both covered, so the CRC is recomputed: one pass over
+//! the batch, as Kafka's `DefaultRecordBatch.setMaxTimestamp`.
+
+use super::batch::{
+    ATTRIBUTES_AT, BASE_OFFSET_AT, COMPRESSION_MASK, CONTROL_BIT, CRC_AT, CRC_COVERED_FROM,
+    CURRENT_MAGIC, DELETE_HORIZON_BIT, MAX_TIMESTAMP_AT, PARTITION_LEADER_EPOCH_AT,
+    RECORD_BATCH_OVERHEAD, TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT, array_at, peek_batch_frame,
+};
+use super::crc::crc32c;
+use crate::error::{Corruption, Error, Result};
+
+/// Sets `baseOffset`. Record offsets are deltas from it, so this moves the whole batch.
+/// The CRC is unaffected.
+pub fn set_base_offset(batch: &mut [u8], base_offset: i64) -> Result<()> {
+    require_header(batch)?;
+    write_at(batch, BASE_OFFSET_AT, &base_offset.to_be_bytes())
+}
+
+/// Sets `partitionLeaderEpoch`. The CRC is unaffected.
+pub fn set_partition_leader_epoch(batch: &mut [u8], epoch: i32) -> Result<()> {
+    require_header(batch)?;
+    write_at(batch, PARTITION_LEADER_EPOCH_AT, &epoch.to_be_bytes())
+}
+
+/// Switches the batch to LogAppendTime at `timestamp_ms`: sets attribute bit 3 and
+/// `maxTimestamp`, then recomputes the CRC. Readers then report `timestamp_ms` for every
+/// record. As in Kafka, the attributes are rebuilt from their known bits, so unused bits 7..15
+/// come out 0.
+///
+/// `batch` must be exactly one whole v2 batch (its length is what the CRC covers).
+pub fn set_log_append_time(batch: &mut [u8], timestamp_ms: i64) -> Result<()> {
+    require_header(batch)?;
+    let frame = peek_batch_frame(batch)
+        .map_err(|what| Error::InvalidBatch { what })?
+        .ok_or(Error::InvalidBatch {
+            what: Corruption::Truncated {
+                needed: RECORD_BATCH_OVERHEAD as u64,
+                available: batch.len() as u64,
+            },
+        })?;
+    if frame.magic != CURRENT_MAGIC {
+        return Err(Error::InvalidBatch {
+            what: Corruption::BadMagic(frame.magic),
+        });
+    }
+    if frame.total_size() != batch.len() {
+        return Err(Error::InvalidBatch {
+            what: Corruption::BadBatchLength(frame.batch_length),
+        });
+    }
+    let attributes = array_at::<2>(batch, ATTRIBUTES_AT).map_or(0, i16::from_be_bytes);
+    let known = COMPRESSION_MASK | TRANSACTIONAL_BIT | CONTROL_BIT | DELETE_HORIZON_BIT;
+    let attributes = (attributes & known) | TIMESTAMP_TYPE_BIT;
+    write_at(batch, ATTRIBUTES_AT, &attributes.to_be_bytes())?;
+    write_at(batch, MAX_TIMESTAMP_AT, &timestamp_ms.to_be_bytes())?;
+    let crc = crc32c(batch.get(CRC_COVERED_FROM..).unwrap_or_default());
+    write_at(batch, CRC_AT, &crc.to_be_bytes())
+}
+
+fn require_header(batch: &[u8]) -> Result<()> {
+    if batch.len() < RECORD_BATCH_OVERHEAD {
+        return Err(Error::InvalidBatch {
+            what: Corruption::Truncated {
+                needed: RECORD_BATCH_OVERHEAD as u64,
+                available: batch.len() as u64,
+            },
+        });
+    }
+    Ok(())
+}
+
+fn write_at(batch: &mut [u8], at: usize, bytes: &[u8]) -> Result<()> {
+    let available = batch.len() as u64;
+    let slot = batch
+        .get_mut(at..at + bytes.len())
+        .ok_or(Error::InvalidBatch {
+            what: Corruption::Truncated {
+                needed: (at + bytes.len()) as u64,
+                available,
+            },
+        })?;
+    slot.copy_from_slice(bytes);
+    Ok(())
+}
