@@ -110,7 +110,7 @@ fn bytes_after_the_batch_are_rejected() {
     batch.push(0);
     assert_eq!(
         BatchView::new(&batch).unwrap_err(),
-        Corruption::BadBatchLength(58)
+        Corruption::BadHeader("bytes follow the batch: the buffer holds more than one batch")
     );
 }
 

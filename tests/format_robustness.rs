@@ -147,10 +147,15 @@ fn every_bit_flip_is_handled_and_covered_flips_fail_the_crc() {
                     // baseOffset and partitionLeaderEpoch are outside the CRC, by design.
                     0..=7 | 12..=15 => assert!(accepted, "{what}"),
                     // batchLength and magic: the frame no longer fits.
-                    8..=11 => assert!(matches!(
-                        result,
-                        Err(Corruption::Truncated { .. } | Corruption::BadBatchLength(_))
-                    )),
+                    8..=11 => assert!(
+                        matches!(
+                            result,
+                            Err(Corruption::Truncated { .. }
+                                | Corruption::BadBatchLength(_)
+                                | Corruption::BadHeader(_))
+                        ),
+                        "{what}: {result:?}"
+                    ),
                     16 => assert!(matches!(result, Err(Corruption::BadMagic(_))), "{what}"),
                     _ => assert!(
                         matches!(result, Err(Corruption::CrcMismatch { .. })),
