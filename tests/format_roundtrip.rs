@@ -212,6 +212,86 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// What the cleaner does: copy some records at their original offsets into a new batch that
+    /// keeps the original offset range, optionally with a delete horizon.
+    #[test]
+    fn compaction_shaped_batches_round_trip(
+        spec in spec(),
+        keep in proptest::collection::vec(any::<bool>(), 24),
+        horizon in proptest::option::of(any::<i64>()),
+    ) {
+        let spec = Spec { log_append_time: None, ..spec };
+        let original = build(&spec);
+        let view = BatchView::new(&original).unwrap();
+        let mut scratch = Vec::new();
+        let records: Vec<_> = view.records(&mut scratch).unwrap().map(Result::unwrap).collect();
+        let kept: Vec<_> = records
+            .iter()
+            .zip(&keep)
+            .filter(|(_, keep)| **keep)
+            .map(|(record, _)| *record)
+            .collect();
+        prop_assume!(!kept.is_empty());
+
+        let mut builder = configured(&spec).last_offset_delta(view.header().last_offset_delta);
+        if let Some(horizon) = horizon {
+            builder = builder.delete_horizon_ms(horizon);
+        }
+        for record in &kept {
+            builder.push_record_at_offset(record);
+        }
+        let compacted = builder.build().unwrap();
+        let compacted_view = BatchView::new(&compacted).unwrap();
+        let header = compacted_view.header();
+        prop_assert_eq!(header.base_offset, spec.base_offset);
+        prop_assert_eq!(header.last_offset(), view.header().last_offset());
+        prop_assert_eq!(header.records_count as usize, kept.len());
+        prop_assert_eq!(header.delete_horizon_ms(), horizon);
+        prop_assert_eq!(
+            header.max_timestamp,
+            kept.iter().map(|r| r.timestamp).max().unwrap()
+        );
+        let mut scratch2 = Vec::new();
+        let decoded: Vec<_> = compacted_view
+            .records(&mut scratch2)
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        prop_assert_eq!(decoded, kept);
+    }
+}
+
+#[test]
+fn offsets_pushed_out_of_order_fail_the_build() {
+    let mut source = BatchBuilder::new(Compression::None).base_offset(10);
+    source.push_parts::<&str>(1, None, Some(b"a"), &[]);
+    source.push_parts::<&str>(2, None, Some(b"b"), &[]);
+    let source = source.build().unwrap();
+    let view = BatchView::new(&source).unwrap();
+    let mut scratch = Vec::new();
+    let records: Vec<_> = view
+        .records(&mut scratch)
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+
+    let mut backwards = BatchBuilder::new(Compression::None).base_offset(10);
+    backwards.push_record_at_offset(&records[1]);
+    backwards.push_record_at_offset(&records[0]);
+    assert!(backwards.build().is_err());
+
+    let mut below_base = BatchBuilder::new(Compression::None).base_offset(11);
+    below_base.push_record_at_offset(&records[0]);
+    assert!(below_base.build().is_err());
+
+    let mut late_horizon = BatchBuilder::new(Compression::None);
+    late_horizon.push_record(&records[0]);
+    assert!(late_horizon.delete_horizon_ms(5).build().is_err());
+}
+
 #[test]
 fn owned_and_borrowed_pushes_encode_identically() {
     let owned = NewRecord::new(42, Some(b"key"), None).with_header("h", Some(b"v"));
