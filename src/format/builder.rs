@@ -218,8 +218,9 @@ impl BatchBuilder {
         self.record_count == 0
     }
 
-    /// Size of the batch if it were built uncompressed now: header plus encoded records. An
-    /// upper bound for the compressed size in practice, for callers that cap batch sizes.
+    /// Size of the batch if it were built uncompressed now: header plus encoded records. For
+    /// callers that cap batch sizes: compression only adds a few bytes of framing to data it
+    /// cannot shrink.
     pub fn uncompressed_size(&self) -> usize {
         self.buffer.len()
     }
@@ -255,8 +256,9 @@ impl BatchBuilder {
         );
     }
 
-    /// Appends a copy of a decoded record (its timestamp, key, value and headers; its offset
-    /// is re-assigned), for re-encoding batches.
+    /// Appends a copy of a decoded record (its timestamp as read, key, value and headers; its
+    /// offset is re-assigned), for re-encoding batches. From a LogAppendTime batch the
+    /// timestamp read is the append time.
     pub fn push_record(&mut self, record: &Record<'_>) {
         self.push_encoded(
             None,
@@ -304,9 +306,8 @@ impl BatchBuilder {
         if self.error.is_some() {
             return;
         }
-        match self.encode_record(offset_delta, timestamp, key, value, headers) {
-            Ok(()) => {}
-            Err(error) => self.error = Some(error),
+        if let Err(error) = self.encode_record(offset_delta, timestamp, key, value, headers) {
+            self.error = Some(error);
         }
     }
 
