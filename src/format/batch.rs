@@ -392,7 +392,7 @@ impl<'a> BatchView<'a> {
     ///
     /// Checks, in order: the 17-byte frame (magic 0, 1 or 2, a legal length); magic 2
     /// (`BadMagic(0|1)` for legacy batches, see [`BatchView::decode`]); `bytes.len()` equal to
-    /// the batch's total size (`Truncated` if shorter, `BadBatchLength` if longer); the CRC-32C
+    /// the batch's total size (`Truncated` if shorter, `BadHeader` if longer); the CRC-32C
     /// of bytes `[21, end)`; `lastOffsetDelta >= 0` with a last offset that does not overflow;
     /// and `0 <= recordsCount <= lastOffsetDelta + 1` (compaction may shrink the count, never
     /// grow it). Records are not decoded here.
@@ -412,7 +412,9 @@ impl<'a> BatchView<'a> {
             });
         }
         if bytes.len() > total {
-            return Err(Corruption::BadBatchLength(frame.batch_length));
+            return Err(Corruption::BadHeader(
+                "bytes follow the batch: the buffer holds more than one batch",
+            ));
         }
         let header = BatchHeader::parse(bytes)?;
         let computed = crc32c(bytes.get(CRC_COVERED_FROM..).unwrap_or_default());

@@ -6,8 +6,8 @@
 //! straight into the output after its header.
 
 use super::batch::{
-    BatchHeader, CONTROL_BIT, CRC_AT, CRC_COVERED_FROM, CURRENT_MAGIC, LOG_OVERHEAD,
-    RECORD_BATCH_OVERHEAD, TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT, TimestampType,
+    BatchHeader, CONTROL_BIT, CRC_AT, CRC_COVERED_FROM, CURRENT_MAGIC, DELETE_HORIZON_BIT,
+    LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT, TimestampType,
 };
 use super::compression::{self, Compression, DEFAULT_ZSTD_LEVEL};
 use super::crc::crc32c;
@@ -52,8 +52,10 @@ impl NewRecord {
 ///
 /// Configure with the by-value setters, [`push`](BatchBuilder::push) records, then
 /// [`build`](BatchBuilder::build). Offsets inside the batch are consecutive from
-/// `base_offset` (0 unless set: the log assigns real offsets in place later). `baseTimestamp` is
-/// the first record's timestamp and `maxTimestamp` the largest, as in Kafka.
+/// `base_offset` (0 unless set: the log assigns real offsets in place later), except for records
+/// pushed at their own offset ([`push_record_at_offset`](BatchBuilder::push_record_at_offset)).
+/// `baseTimestamp` is the first record's timestamp (or the delete horizon) and `maxTimestamp`
+/// the largest, as in Kafka.
 ///
 /// Pushing never fails: a record that cannot be encoded (a field over `i32::MAX` bytes, more
 /// than `i32::MAX` records) is remembered and reported by `build`.
@@ -72,7 +74,14 @@ pub struct BatchBuilder {
     /// 61 reserved header bytes, then the encoded records.
     buffer: Vec<u8>,
     record_count: i32,
+    /// Offset delta of the last record pushed, -1 before the first.
+    last_pushed_delta: i32,
+    /// `lastOffsetDelta` to write if larger than `last_pushed_delta` (compaction keeps the
+    /// original range).
+    last_offset_delta: Option<i32>,
+    /// The base of the timestamp deltas: the first record's timestamp, or the delete horizon.
     first_timestamp: i64,
+    delete_horizon_ms: Option<i64>,
     max_timestamp: i64,
     error: Option<Error>,
 }
@@ -101,7 +110,10 @@ impl BatchBuilder {
             log_append_time: None,
             buffer,
             record_count: 0,
+            last_pushed_delta: -1,
+            last_offset_delta: None,
             first_timestamp: -1,
+            delete_horizon_ms: None,
             max_timestamp: -1,
             error: None,
         }
@@ -164,6 +176,30 @@ impl BatchBuilder {
         self
     }
 
+    /// Sets attribute bit 6 and writes `horizon_ms` as `baseTimestamp`, the time after which the
+    /// cleaner may drop this batch's tombstones (KIP-534). Record timestamp deltas are then taken
+    /// against the horizon (they may be negative), so record timestamps read back unchanged.
+    /// Must be set before the first push; otherwise `build` fails.
+    #[must_use]
+    pub fn delete_horizon_ms(mut self, horizon_ms: i64) -> BatchBuilder {
+        if self.record_count > 0 {
+            self.error
+                .get_or_insert_with(|| invalid("set the delete horizon before pushing records"));
+        }
+        self.delete_horizon_ms = Some(horizon_ms);
+        self.first_timestamp = horizon_ms;
+        self
+    }
+
+    /// Writes `delta` as `lastOffsetDelta` when it exceeds the last record's offset delta: a
+    /// compacted batch keeps spanning its original offsets, so that producer sequence
+    /// arithmetic (`baseSequence + lastOffsetDelta`) survives the removal of its last records.
+    #[must_use]
+    pub fn last_offset_delta(mut self, delta: i32) -> BatchBuilder {
+        self.last_offset_delta = Some(delta);
+        self
+    }
+
     /// The zstd compression level (Kafka's `compression.zstd.level`, default 3). Ignored by the
     /// other codecs.
     #[must_use]
@@ -182,8 +218,9 @@ impl BatchBuilder {
         self.record_count == 0
     }
 
-    /// Size of the batch if it were built uncompressed now: header plus encoded records. An
-    /// upper bound for the compressed size in practice, for callers that cap batch sizes.
+    /// Size of the batch if it were built uncompressed now: header plus encoded records. For
+    /// callers that cap batch sizes: compression only adds a few bytes of framing to data it
+    /// cannot shrink.
     pub fn uncompressed_size(&self) -> usize {
         self.buffer.len()
     }
@@ -191,6 +228,7 @@ impl BatchBuilder {
     /// Appends an owned record.
     pub fn push(&mut self, record: &NewRecord) {
         self.push_encoded(
+            None,
             record.timestamp,
             record.key.as_deref(),
             record.value.as_deref(),
@@ -210,6 +248,7 @@ impl BatchBuilder {
         headers: &[(K, Option<&[u8]>)],
     ) {
         self.push_encoded(
+            None,
             timestamp,
             key,
             value,
@@ -217,10 +256,12 @@ impl BatchBuilder {
         );
     }
 
-    /// Appends a copy of a decoded record (its timestamp, key, value and headers; its offset
-    /// is re-assigned), for re-encoding batches.
+    /// Appends a copy of a decoded record (its timestamp as read, key, value and headers; its
+    /// offset is re-assigned), for re-encoding batches. From a LogAppendTime batch the
+    /// timestamp read is the append time.
     pub fn push_record(&mut self, record: &Record<'_>) {
         self.push_encoded(
+            None,
             record.timestamp,
             record.key,
             record.value,
@@ -228,8 +269,33 @@ impl BatchBuilder {
         );
     }
 
+    /// Appends a copy of a decoded record at its own offset, which must lie above the previous
+    /// record's and within `i32::MAX` of `base_offset`: how compaction copies the records it
+    /// keeps, leaving gaps where it dropped others.
+    pub fn push_record_at_offset(&mut self, record: &Record<'_>) {
+        let delta = record
+            .offset
+            .checked_sub(self.base_offset)
+            .and_then(|delta| i32::try_from(delta).ok());
+        match delta {
+            Some(delta) => self.push_encoded(
+                Some(delta),
+                record.timestamp,
+                record.key,
+                record.value,
+                record.headers().map(|header| (header.key, header.value)),
+            ),
+            None => {
+                self.error.get_or_insert_with(|| {
+                    invalid("a record offset must lie within i32::MAX above the base offset")
+                });
+            }
+        }
+    }
+
     fn push_encoded<'h, I>(
         &mut self,
+        offset_delta: Option<i32>,
         timestamp: i64,
         key: Option<&[u8]>,
         value: Option<&[u8]>,
@@ -240,14 +306,14 @@ impl BatchBuilder {
         if self.error.is_some() {
             return;
         }
-        match self.encode_record(timestamp, key, value, headers) {
-            Ok(()) => {}
-            Err(error) => self.error = Some(error),
+        if let Err(error) = self.encode_record(offset_delta, timestamp, key, value, headers) {
+            self.error = Some(error);
         }
     }
 
     fn encode_record<'h, I>(
         &mut self,
+        offset_delta: Option<i32>,
         timestamp: i64,
         key: Option<&[u8]>,
         value: Option<&[u8]>,
@@ -256,12 +322,19 @@ impl BatchBuilder {
     where
         I: Iterator<Item = (&'h [u8], Option<&'h [u8]>)> + Clone,
     {
-        let offset_delta = self.record_count;
-        if offset_delta == i32::MAX {
+        if self.record_count == i32::MAX {
             return Err(invalid("a batch holds at most i32::MAX records"));
         }
-        if offset_delta == 0 {
-            self.first_timestamp = timestamp;
+        let offset_delta = match offset_delta {
+            Some(delta) if delta > self.last_pushed_delta => delta,
+            Some(_) => return Err(invalid("record offsets must increase within a batch")),
+            None => self
+                .last_pushed_delta
+                .checked_add(1)
+                .ok_or_else(|| invalid("a batch spans at most i32::MAX offsets"))?,
+        };
+        if self.record_count == 0 {
+            self.first_timestamp = self.delete_horizon_ms.unwrap_or(timestamp);
             self.max_timestamp = timestamp;
         }
         // Kafka subtracts with Java long arithmetic, which wraps; the reader adds back the same.
@@ -313,6 +386,7 @@ impl BatchBuilder {
         }
 
         self.record_count += 1;
+        self.last_pushed_delta = offset_delta;
         self.max_timestamp = self.max_timestamp.max(timestamp);
         Ok(())
     }
@@ -360,6 +434,9 @@ impl BatchBuilder {
         if self.transactional {
             attributes |= TRANSACTIONAL_BIT;
         }
+        if self.delete_horizon_ms.is_some() {
+            attributes |= DELETE_HORIZON_BIT;
+        }
         let header = BatchHeader {
             base_offset: self.base_offset,
             batch_length,
@@ -367,7 +444,10 @@ impl BatchBuilder {
             magic: CURRENT_MAGIC,
             crc: 0,
             attributes,
-            last_offset_delta: self.record_count - 1,
+            last_offset_delta: self
+                .last_offset_delta
+                .unwrap_or(0)
+                .max(self.last_pushed_delta),
             base_timestamp: self.first_timestamp,
             max_timestamp: self.log_append_time.unwrap_or(self.max_timestamp),
             producer_id: self.producer_id,

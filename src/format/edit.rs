@@ -47,9 +47,19 @@ pub fn set_log_append_time(batch: &mut [u8], timestamp_ms: i64) -> Result<()> {
             what: Corruption::BadMagic(frame.magic),
         });
     }
-    if frame.total_size() != batch.len() {
+    if frame.total_size() > batch.len() {
         return Err(Error::InvalidBatch {
-            what: Corruption::BadBatchLength(frame.batch_length),
+            what: Corruption::Truncated {
+                needed: frame.total_size() as u64,
+                available: batch.len() as u64,
+            },
+        });
+    }
+    if frame.total_size() < batch.len() {
+        return Err(Error::InvalidBatch {
+            what: Corruption::BadHeader(
+                "bytes follow the batch: the buffer holds more than one batch",
+            ),
         });
     }
     let attributes = array_at::<2>(batch, ATTRIBUTES_AT).map_or(0, i16::from_be_bytes);

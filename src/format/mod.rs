@@ -23,7 +23,7 @@
 //! - Attributes (low byte): bits 0-2 codec ([`Compression`]), bit 3 timestamp type
 //!   ([`TimestampType`]), bit 4 transactional, bit 5 control, bit 6 delete horizon.
 //! - Records hold zig-zag varint lengths and deltas against the header's base offset and base
-//!   timestamp ([`record`](self::Record) layout in the `record` module docs).
+//!   timestamp (see [`Record`] and the layout in `record.rs`; [`varint`] for the encoding).
 //! - Control batches carry COMMIT/ABORT markers ([`build_control_batch`], [`ControlRecordType`]).
 //!
 //! Reading: [`BatchView::new`] validates one batch (frame, magic, length, CRC, counts) and
