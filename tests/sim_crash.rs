@@ -775,7 +775,7 @@ fn config() -> ProptestConfig {
         ..ProptestConfig::default()
     };
     if std::env::var_os("PROPTEST_CASES").is_none() {
-        config.cases = 64;
+        config.cases = 256;
     }
     if std::env::var_os("PROPTEST_RNG_SEED").is_none() {
         config.rng_seed = RngSeed::Fixed(0x5EED_C4A5);
