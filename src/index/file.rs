@@ -180,14 +180,34 @@ enum MapState {
     Unavailable,
 }
 
-/// The two lives of an index.
+/// The file behind an index, and what the index knows about it.
+#[derive(Debug, Clone)]
+struct BackingFile {
+    storage: Arc<dyn Storage>,
+    file: Arc<dyn StorageFile>,
+    /// Whether `file` was opened for writing (sealed indexes opened from disk are not).
+    writable: bool,
+    /// Whether `file` has ever been mapped. A mapped file must never shrink (a reader touching a
+    /// page past the new end would fault), so truncating it writes a new file instead.
+    mapped: bool,
+}
+
+/// The lives of an index.
+///
+/// This is the one place that decides whether an index does I/O: the two file-backed lives
+/// carry their [`BackingFile`], and [`View::InMemory`] has none, so no path from it can reach a
+/// storage.
 #[derive(Debug)]
 enum View<E> {
     /// The active index: every entry mirrored in memory, written to the file before it is
     /// published in the mirror. Lookups read the mirror only.
-    Active(Vec<E>),
+    Active {
+        entries: Vec<E>,
+        backing: BackingFile,
+    },
     /// A sealed index: read-only, read on demand through a mapping or positional reads.
     Sealed {
+        backing: BackingFile,
         /// The number of whole entries in the file.
         entries: usize,
         /// The last entry, read at open so that the O(1) checks need no further I/O.
@@ -195,24 +215,48 @@ enum View<E> {
         /// The mapping, once a lookup has asked for one.
         mapping: MapState,
     },
+    /// An index with no file at all (see [`IndexFile::in_memory`]): the entries live only here,
+    /// whether sealed or not, and sealing only refuses further appends.
+    InMemory { entries: Vec<E>, sealed: bool },
+}
+
+impl<E: Entry> View<E> {
+    /// The entries, when lookups read them from memory.
+    fn resident(&self) -> Option<&Vec<E>> {
+        match self {
+            View::Active { entries, .. } | View::InMemory { entries, .. } => Some(entries),
+            View::Sealed { .. } => None,
+        }
+    }
+
+    /// The number of published entries.
+    fn len(&self) -> usize {
+        match self {
+            View::Active { entries, .. } | View::InMemory { entries, .. } => entries.len(),
+            View::Sealed { entries, .. } => *entries,
+        }
+    }
+
+    /// The file behind the index; `None` for an in-memory index.
+    fn backing(&self) -> Option<&BackingFile> {
+        match self {
+            View::Active { backing, .. } | View::Sealed { backing, .. } => Some(backing),
+            View::InMemory { .. } => None,
+        }
+    }
 }
 
 #[derive(Debug)]
 struct State<E> {
     path: Arc<Path>,
-    file: Arc<dyn StorageFile>,
-    /// Whether `file` was opened for writing (sealed indexes opened from disk are not).
-    file_writable: bool,
-    /// Whether `file` has ever been mapped. A mapped file must never shrink (a reader touching a
-    /// page past the new end would fault), so truncating it writes a new file instead.
-    file_mapped: bool,
     /// Whether lookups may map a sealed file. A reader in another process than the writer must
     /// not (DESIGN §2.2): the writer may shrink a file it never mapped itself.
     mapping_allowed: bool,
     view: View<E>,
 }
 
-/// An index file of `E` entries. See the [module docs](self).
+/// An index file of `E` entries, or an index with no file (see [`in_memory`](Self::in_memory)).
+/// See the [module docs](self).
 ///
 /// Locking: `mutation` serializes every change (append, truncate, seal, rename); readers never
 /// take it. `state` is held by readers for a lookup in the mirror, and by writers only to
@@ -220,7 +264,6 @@ struct State<E> {
 /// `mmap` call of a sealed index.
 #[derive(Debug)]
 pub(crate) struct IndexFile<E: Entry> {
-    storage: Arc<dyn Storage>,
     max_entries: usize,
     mutation: Mutex<()>,
     state: RwLock<State<E>>,
@@ -327,17 +370,31 @@ impl<E: Entry> IndexFile<E> {
     ) -> Result<Self> {
         let file = storage.open(path, OpenMode::CreateNew)?;
         Ok(Self::with_state(
-            storage,
             max_entries,
-            State {
-                path: Arc::from(path),
-                file,
-                file_writable: true,
-                file_mapped: false,
-                mapping_allowed: true,
-                view: View::Active(Vec::new()),
+            path,
+            View::Active {
+                entries: Vec::new(),
+                backing: BackingFile {
+                    storage: Arc::clone(storage),
+                    file,
+                    writable: true,
+                    mapped: false,
+                },
             },
         ))
+    }
+
+    /// Creates an empty, writable index with no file behind it: every method works as on an
+    /// active index, but nothing ever reaches a storage. `path` only names the index in errors.
+    pub(crate) fn in_memory(path: &Path, max_entries: usize) -> Self {
+        Self::with_state(
+            max_entries,
+            path,
+            View::InMemory {
+                entries: Vec::new(),
+                sealed: false,
+            },
+        )
     }
 
     /// Opens an existing index file. A trailing partial entry is ignored (and cut off when
@@ -362,13 +419,22 @@ impl<E: Entry> IndexFile<E> {
             what: Corruption::BadIndexEntry(format!("index of {len} bytes is too large")),
         })?;
         let whole = entry_position::<E>(entries);
+        let backing = BackingFile {
+            storage: Arc::clone(storage),
+            file: Arc::clone(&file),
+            writable,
+            mapped: false,
+        };
         let view = if writable {
             if len != whole {
                 // A torn append left a partial entry: cut it, so the file holds exactly the
                 // entries the mirror does. Nothing maps this file yet, so shrinking is safe.
                 file.set_len(whole)?;
             }
-            View::Active(read_entries(&*file, entries)?)
+            View::Active {
+                entries: read_entries(&*file, entries)?,
+                backing,
+            }
         } else {
             let last = match entries.checked_sub(1) {
                 Some(n) => {
@@ -384,31 +450,24 @@ impl<E: Entry> IndexFile<E> {
                 None => None,
             };
             View::Sealed {
+                backing,
                 entries,
                 last,
                 mapping: MapState::NotYet,
             }
         };
-        Ok(Self::with_state(
-            storage,
-            max_entries,
-            State {
-                path: Arc::from(path),
-                file,
-                file_writable: writable,
-                file_mapped: false,
-                mapping_allowed: true,
-                view,
-            },
-        ))
+        Ok(Self::with_state(max_entries, path, view))
     }
 
-    fn with_state(storage: &Arc<dyn Storage>, max_entries: usize, state: State<E>) -> Self {
+    fn with_state(max_entries: usize, path: &Path, view: View<E>) -> Self {
         IndexFile {
-            storage: Arc::clone(storage),
             max_entries,
             mutation: Mutex::new(()),
-            state: RwLock::new(state),
+            state: RwLock::new(State {
+                path: Arc::from(path),
+                mapping_allowed: true,
+                view,
+            }),
         }
     }
 
@@ -419,15 +478,20 @@ impl<E: Entry> IndexFile<E> {
 
     /// The number of published entries.
     pub(crate) fn entries(&self) -> usize {
-        match &self.state.read().view {
-            View::Active(entries) => entries.len(),
-            View::Sealed { entries, .. } => *entries,
-        }
+        self.state.read().view.len()
     }
 
     /// Whether the index is active (writable); `false` once sealed.
     pub(crate) fn is_active(&self) -> bool {
-        matches!(self.state.read().view, View::Active(_))
+        matches!(
+            self.state.read().view,
+            View::Active { .. } | View::InMemory { sealed: false, .. }
+        )
+    }
+
+    /// Whether the index has no file behind it.
+    pub(crate) fn is_in_memory(&self) -> bool {
+        matches!(self.state.read().view, View::InMemory { .. })
     }
 
     /// The current path of the file.
@@ -438,14 +502,23 @@ impl<E: Entry> IndexFile<E> {
     /// The last published entry, without I/O.
     pub(crate) fn last(&self) -> Option<E> {
         match &self.state.read().view {
-            View::Active(entries) => entries.last().copied(),
+            View::Active { entries, .. } | View::InMemory { entries, .. } => {
+                entries.last().copied()
+            }
             View::Sealed { last, .. } => *last,
         }
     }
 
-    /// The length of the file on the storage.
+    /// The length of the file on the storage; for an in-memory index, the length a file of its
+    /// entries would have.
     pub(crate) fn file_len(&self) -> Result<u64> {
-        let file = Arc::clone(&self.state.read().file);
+        let file = {
+            let state = self.state.read();
+            match state.view.backing() {
+                Some(backing) => Arc::clone(&backing.file),
+                None => return Ok(entry_position::<E>(state.view.len())),
+            }
+        };
         file.len()
     }
 
@@ -455,10 +528,8 @@ impl<E: Entry> IndexFile<E> {
         let state = self.state.read();
         let allow_map = allow_map && state.mapping_allowed;
         let path = Arc::clone(&state.path);
-        let state = match RwLockReadGuard::try_map(state, |s| match &s.view {
-            View::Active(entries) => Some(entries.as_slice()),
-            View::Sealed { .. } => None,
-        }) {
+        let state = match RwLockReadGuard::try_map(state, |s| s.view.resident().map(Vec::as_slice))
+        {
             Ok(entries) => {
                 return Source {
                     path,
@@ -468,7 +539,10 @@ impl<E: Entry> IndexFile<E> {
             Err(state) => state,
         };
         if let View::Sealed {
-            entries, mapping, ..
+            backing,
+            entries,
+            mapping,
+            ..
         } = &state.view
         {
             match mapping {
@@ -486,7 +560,7 @@ impl<E: Entry> IndexFile<E> {
                     return Source {
                         path,
                         kind: SourceKind::Positional {
-                            file: Arc::clone(&state.file),
+                            file: Arc::clone(&backing.file),
                             entries: *entries,
                         },
                     };
@@ -505,13 +579,16 @@ impl<E: Entry> IndexFile<E> {
             let path = Arc::clone(&state.path);
             let allow_map = allow_map && state.mapping_allowed;
             if let View::Sealed {
-                entries, mapping, ..
+                backing,
+                entries,
+                mapping,
+                ..
             } = &mut state.view
             {
                 if allow_map && matches!(mapping, MapState::NotYet) {
-                    *mapping = match state.file.map_read() {
+                    *mapping = match backing.file.map_read() {
                         Ok(Some(bytes)) => {
-                            state.file_mapped = true;
+                            backing.mapped = true;
                             MapState::Mapped(Arc::new(bytes))
                         }
                         Ok(None) => MapState::Unavailable,
@@ -531,7 +608,7 @@ impl<E: Entry> IndexFile<E> {
                         entries: *entries,
                     },
                     MapState::NotYet | MapState::Unavailable => SourceKind::Positional {
-                        file: Arc::clone(&state.file),
+                        file: Arc::clone(&backing.file),
                         entries: *entries,
                     },
                 };
@@ -564,27 +641,29 @@ impl<E: Entry> IndexFile<E> {
             let mut state = self.state.write();
             match &mut state.view {
                 View::Sealed { mapping, .. } => std::mem::replace(mapping, MapState::NotYet),
-                View::Active(_) => MapState::NotYet,
+                View::Active { .. } | View::InMemory { .. } => MapState::NotYet,
             }
         };
         // Unmap outside the lock.
         drop(released);
     }
 
-    /// Calls `check` on every entry in order, for full checks. The active mirror is walked under
-    /// the read lock (an appender waits for the walk to publish, never for I/O); a sealed file is
-    /// read in chunks without holding any lock.
+    /// Calls `check` on every entry in order, for full checks. Entries in memory are walked
+    /// under the read lock (an appender waits for the walk to publish, never for I/O); a sealed
+    /// file is read in chunks without holding any lock.
     pub(crate) fn for_each(&self, mut check: impl FnMut(usize, E) -> Result<()>) -> Result<()> {
         let (file, count) = {
             let state = self.state.read();
             match &state.view {
-                View::Active(entries) => {
+                View::Active { entries, .. } | View::InMemory { entries, .. } => {
                     return entries
                         .iter()
                         .enumerate()
                         .try_for_each(|(n, entry)| check(n, *entry));
                 }
-                View::Sealed { entries, .. } => (Arc::clone(&state.file), *entries),
+                View::Sealed {
+                    backing, entries, ..
+                } => (Arc::clone(&backing.file), *entries),
             }
         };
         let chunk_entries = (READ_CHUNK_BYTES / E::SIZE).max(1);
@@ -608,23 +687,26 @@ impl<E: Entry> IndexFile<E> {
     /// Appends the entry that `decide` returns, given the current entry count and last entry;
     /// `Ok(None)` from `decide` makes the call a no-op. Returns whether an entry was appended.
     ///
-    /// The entry is written to the file first and published in the mirror second, so a reader
-    /// never sees an entry that is not in the file, and sees each entry whole.
+    /// The entry is written to the file (if there is one) first and published in memory second,
+    /// so a reader never sees an entry that is not in the file, and sees each entry whole.
     pub(crate) fn append_with(
         &self,
         decide: impl FnOnce(usize, Option<E>) -> Result<Option<E>>,
     ) -> Result<bool> {
         let _mutation = self.mutation.lock();
-        let (file, file_mapped, count, last) = {
+        let (backing, count, last) = {
             let state = self.state.read();
             match &state.view {
-                View::Active(entries) => (
-                    Arc::clone(&state.file),
-                    state.file_mapped,
+                View::Active { entries, backing } => (
+                    Some(backing.clone()),
                     entries.len(),
                     entries.last().copied(),
                 ),
-                View::Sealed { .. } => {
+                View::InMemory {
+                    entries,
+                    sealed: false,
+                } => (None, entries.len(), entries.last().copied()),
+                View::Sealed { .. } | View::InMemory { sealed: true, .. } => {
                     return Err(invalid(format!(
                         "{} is sealed; make it writable before appending",
                         state.path.display()
@@ -641,17 +723,24 @@ impl<E: Entry> IndexFile<E> {
                 self.max_entries
             )));
         }
-        let position = entry_position::<E>(count);
-        let mut buf = [0u8; MAX_ENTRY_SIZE];
-        if let Err(e) = file.write_all_at(encoded(&entry, &mut buf), position) {
-            // Best effort: cut a torn entry so that the file holds no bytes the mirror lacks.
-            // The next append overwrites it anyway, and a reopen drops a partial entry.
-            if !file_mapped {
-                let _ = file.set_len(position);
+        if let Some(backing) = backing {
+            let position = entry_position::<E>(count);
+            let mut buf = [0u8; MAX_ENTRY_SIZE];
+            if let Err(e) = backing
+                .file
+                .write_all_at(encoded(&entry, &mut buf), position)
+            {
+                // Best effort: cut a torn entry so that the file holds no bytes the mirror
+                // lacks. The next append overwrites it anyway, and a reopen drops a partial entry.
+                if !backing.mapped {
+                    let _ = backing.file.set_len(position);
+                }
+                return Err(e);
             }
-            return Err(e);
         }
-        if let View::Active(entries) = &mut self.state.write().view {
+        if let View::Active { entries, .. } | View::InMemory { entries, .. } =
+            &mut self.state.write().view
+        {
             entries.push(entry);
         }
         Ok(true)
@@ -675,29 +764,30 @@ impl<E: Entry> IndexFile<E> {
 
     /// Truncation with the mutation lock held.
     fn truncate_locked(&self, keep: usize) -> Result<()> {
-        let (path, file, file_writable, file_mapped, count, active) = {
+        let (path, backing, count, active) = {
             let state = self.state.read();
-            let (count, active) = match &state.view {
-                View::Active(entries) => (entries.len(), true),
-                View::Sealed { entries, .. } => (*entries, false),
-            };
             (
                 Arc::clone(&state.path),
-                Arc::clone(&state.file),
-                state.file_writable,
-                state.file_mapped,
-                count,
-                active,
+                state.view.backing().cloned(),
+                state.view.len(),
+                matches!(state.view, View::Active { .. }),
             )
         };
         if keep >= count {
             return Ok(());
         }
-        if active && !file_mapped {
+        let Some(backing) = backing else {
+            // No file: the entries in memory are all there is.
+            if let View::InMemory { entries, .. } = &mut self.state.write().view {
+                entries.truncate(keep);
+            }
+            return Ok(());
+        };
+        if active && !backing.mapped {
             // Shrink first, then unpublish: if the shrink fails, file and mirror still agree.
             // Readers meanwhile read the mirror, whose memory stays valid.
-            file.set_len(entry_position::<E>(keep))?;
-            if let View::Active(entries) = &mut self.state.write().view {
+            backing.file.set_len(entry_position::<E>(keep))?;
+            if let View::Active { entries, .. } = &mut self.state.write().view {
                 entries.truncate(keep);
             }
             return Ok(());
@@ -713,15 +803,20 @@ impl<E: Entry> IndexFile<E> {
             }
             kept
         };
-        let new_file = self.replace_file(&path, &kept, active || file_writable)?;
+        let writable = active || backing.writable;
+        let file = replace_file(&*backing.storage, &path, &kept, writable)?;
+        let replaced = BackingFile {
+            file,
+            writable,
+            mapped: false,
+            ..backing
+        };
         let old_view = {
             let mut state = self.state.write();
-            state.file = new_file;
-            state.file_writable = active || file_writable;
-            state.file_mapped = false;
             match &mut state.view {
-                View::Active(entries) => {
+                View::Active { entries, backing } => {
                     entries.truncate(keep);
+                    *backing = replaced;
                     None
                 }
                 View::Sealed { .. } => {
@@ -732,12 +827,14 @@ impl<E: Entry> IndexFile<E> {
                     Some(std::mem::replace(
                         &mut state.view,
                         View::Sealed {
+                            backing: replaced,
                             entries: keep,
                             last,
                             mapping: MapState::NotYet,
                         },
                     ))
                 }
+                View::InMemory { .. } => None,
             }
         };
         // Drop the old mapping outside the lock.
@@ -745,67 +842,47 @@ impl<E: Entry> IndexFile<E> {
         Ok(())
     }
 
-    /// Writes `bytes` to a new file, makes it durable and renames it over `path`; returns a
-    /// handle to the new file at `path`.
-    fn replace_file(
-        &self,
-        path: &Path,
-        bytes: &[u8],
-        writable: bool,
-    ) -> Result<Arc<dyn StorageFile>> {
-        let temp = truncation_temp_path(path);
-        if self.storage.exists(&temp)? {
-            // A leftover of a crashed truncation: garbage by construction.
-            self.storage.remove(&temp)?;
-        }
-        let written = self
-            .storage
-            .open(&temp, OpenMode::CreateNew)
-            .and_then(|file| {
-                file.write_all_at(bytes, 0)?;
-                file.sync_data()
-            })
-            .and_then(|()| self.storage.rename(&temp, path));
-        if let Err(e) = written {
-            let _ = self.storage.remove(&temp);
-            return Err(e);
-        }
-        // The rename must survive a crash before the log reports the truncation done (DESIGN §3a).
-        self.storage.sync_dir(parent_dir(path))?;
-        let mode = if writable {
-            OpenMode::ReadWrite
-        } else {
-            OpenMode::Read
-        };
-        self.storage.open(path, mode)
-    }
-
     /// Empties the index.
     pub(crate) fn reset(&self) -> Result<()> {
         self.truncate_to_entries(0)
     }
 
-    /// Makes the written entries durable (`fdatasync`). Does not block appends or lookups.
+    /// Makes the written entries durable (`fdatasync`); a no-op without a file. Does not block
+    /// appends or lookups.
     pub(crate) fn sync(&self) -> Result<()> {
-        let file = Arc::clone(&self.state.read().file);
-        file.sync_data()
+        let file = self
+            .state
+            .read()
+            .view
+            .backing()
+            .map(|backing| Arc::clone(&backing.file));
+        match file {
+            Some(file) => file.sync_data(),
+            None => Ok(()),
+        }
     }
 
     /// Syncs the file and makes the index read-only; the in-memory mirror is dropped and later
-    /// lookups read the file (mapped lazily). Sealing a sealed index only syncs it.
+    /// lookups read the file (mapped lazily). Sealing a sealed index only syncs it. Without a
+    /// file, the entries stay in memory and sealing only refuses further appends.
     pub(crate) fn seal(&self) -> Result<()> {
         let _mutation = self.mutation.lock();
         self.sync()?;
         let old_view = {
             let mut state = self.state.write();
-            match &state.view {
-                View::Active(entries) => {
+            match &mut state.view {
+                View::Active { entries, backing } => {
                     let sealed = View::Sealed {
+                        backing: backing.clone(),
                         entries: entries.len(),
                         last: entries.last().copied(),
                         mapping: MapState::NotYet,
                     };
                     Some(std::mem::replace(&mut state.view, sealed))
+                }
+                View::InMemory { sealed, .. } => {
+                    *sealed = true;
+                    None
                 }
                 View::Sealed { .. } => None,
             }
@@ -816,48 +893,103 @@ impl<E: Entry> IndexFile<E> {
     }
 
     /// Makes a sealed index active again: reopens the file for writing if needed and loads the
-    /// entries into the mirror (O(entries)). A no-op on an active index.
+    /// entries into the mirror (O(entries)). Without a file, only lifts the seal. A no-op on an
+    /// active index.
     pub(crate) fn make_writable(&self) -> Result<()> {
         let _mutation = self.mutation.lock();
-        let (path, file, file_writable, count) = {
+        let sealed_file = {
             let state = self.state.read();
             match &state.view {
-                View::Active(_) => return Ok(()),
-                View::Sealed { entries, .. } => (
-                    Arc::clone(&state.path),
-                    Arc::clone(&state.file),
-                    state.file_writable,
-                    *entries,
-                ),
+                View::Sealed {
+                    backing, entries, ..
+                } => Some((Arc::clone(&state.path), backing.clone(), *entries)),
+                View::Active { .. } | View::InMemory { .. } => None,
             }
         };
-        let file = if file_writable {
-            file
-        } else {
-            self.storage.open(&path, OpenMode::ReadWrite)?
+        let Some((path, backing, count)) = sealed_file else {
+            if let View::InMemory { sealed, .. } = &mut self.state.write().view {
+                *sealed = false;
+            }
+            return Ok(());
         };
-        let mirror = read_entries(&*file, count)?;
+        let backing = if backing.writable {
+            backing
+        } else {
+            BackingFile {
+                file: backing.storage.open(&path, OpenMode::ReadWrite)?,
+                writable: true,
+                ..backing
+            }
+        };
+        let mirror = read_entries(&*backing.file, count)?;
         // A trailing partial entry (from a torn append) needs no cut: the next append
         // overwrites it whole, and a reopen ignores it. Cutting would shrink a maybe-mapped file.
-        let old_view = {
-            let mut state = self.state.write();
-            state.file = file;
-            state.file_writable = true;
-            std::mem::replace(&mut state.view, View::Active(mirror))
-        };
+        let old_view = std::mem::replace(
+            &mut self.state.write().view,
+            View::Active {
+                entries: mirror,
+                backing,
+            },
+        );
         drop(old_view);
         Ok(())
     }
 
-    /// Renames the file (for example to `<name>.deleted`) and remembers the new path. The
-    /// caller syncs the directory, so that several renames share one directory sync.
+    /// Renames the file (for example to `<name>.deleted`) and remembers the new path; without a
+    /// file, only remembers it. The caller syncs the directory, so that several renames share
+    /// one directory sync.
     pub(crate) fn rename_to(&self, new_path: &Path) -> Result<()> {
         let _mutation = self.mutation.lock();
-        let old = Arc::clone(&self.state.read().path);
-        self.storage.rename(&old, new_path)?;
+        let (old, storage) = {
+            let state = self.state.read();
+            (
+                Arc::clone(&state.path),
+                state
+                    .view
+                    .backing()
+                    .map(|backing| Arc::clone(&backing.storage)),
+            )
+        };
+        if let Some(storage) = storage {
+            storage.rename(&old, new_path)?;
+        }
         self.state.write().path = Arc::from(new_path);
         Ok(())
     }
+}
+
+/// Writes `bytes` to a new file, makes it durable and renames it over `path`; returns a handle
+/// to the new file at `path`.
+fn replace_file(
+    storage: &dyn Storage,
+    path: &Path,
+    bytes: &[u8],
+    writable: bool,
+) -> Result<Arc<dyn StorageFile>> {
+    let temp = truncation_temp_path(path);
+    if storage.exists(&temp)? {
+        // A leftover of a crashed truncation: garbage by construction.
+        storage.remove(&temp)?;
+    }
+    let written = storage
+        .open(&temp, OpenMode::CreateNew)
+        .and_then(|file| {
+            file.write_all_at(bytes, 0)?;
+            file.sync_data()
+        })
+        .and_then(|()| storage.rename(&temp, path));
+    if let Err(e) = written {
+        let _ = storage.remove(&temp);
+        return Err(e);
+    }
+    // The rename must survive a crash before the log reports the truncation done (DESIGN §3a).
+    storage.sync_dir(parent_dir(path))?;
+    let mode = if writable {
+        OpenMode::ReadWrite
+    } else {
+        OpenMode::Read
+    };
+    storage.open(path, mode)
 }
 
 /// The directory holding `path` ("." for a bare file name).
@@ -966,6 +1098,15 @@ mod tests {
         assert!(fresh.get(10).is_err());
     }
 
+    fn file_mapped<E: Entry>(index: &IndexFile<E>) -> bool {
+        index
+            .state
+            .read()
+            .view
+            .backing()
+            .is_some_and(|backing| backing.mapped)
+    }
+
     #[test]
     fn sealed_open_maps_nothing_until_the_first_lookup() {
         let dir = tempfile::tempdir().unwrap();
@@ -984,18 +1125,18 @@ mod tests {
                 ..
             }
         ));
-        assert!(!sealed.state.read().file_mapped);
+        assert!(!file_mapped(&sealed));
         // Mutations and checks read without mapping.
         assert!(matches!(
             sealed.source(false).kind,
             SourceKind::Positional { .. }
         ));
-        assert!(!sealed.state.read().file_mapped);
+        assert!(!file_mapped(&sealed));
         assert!(matches!(
             sealed.source(true).kind,
             SourceKind::Mapped { .. }
         ));
-        assert!(sealed.state.read().file_mapped);
+        assert!(file_mapped(&sealed));
         sealed.release_mapping();
         assert!(matches!(
             sealed.state.read().view,

@@ -16,6 +16,9 @@
 //!   map), and [`OffsetIndex::release_mapping`] lets the log bound the number of mappings.
 //! - **The active index lives in memory.** Its entries are mirrored in a vector; lookups never
 //!   touch the file, and appends write the file first and publish in memory second.
+//! - **An index can have no file.** `in_memory` makes an index that behaves as an active one
+//!   but never touches a storage, so that a read-only log can rebuild an inconsistent index
+//!   without writing or creating anything (DESIGN §4).
 //! - **A mapped file is never shrunk.** Truncating a sealed index writes a new file and renames
 //!   it over the old one; see [`OffsetIndex`] for the temporary name.
 //!

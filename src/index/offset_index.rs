@@ -66,6 +66,10 @@ impl Entry for OffsetEntry {
 /// entries to `<path>.swap.deleted`, syncs it, renames it over `<path>` and syncs the
 /// directory. Readers holding the old mapping keep reading the old, valid bytes. A leftover
 /// `*.swap.deleted` file (a crash mid-truncation) is garbage that Kafka's loader deletes.
+///
+/// # In memory
+/// [`in_memory`](Self::in_memory) makes an index with no file: the same entries, rules and
+/// answers as a file-backed one, and no storage operation ever.
 #[derive(Debug)]
 pub struct OffsetIndex {
     base_offset: i64,
@@ -85,6 +89,27 @@ impl OffsetIndex {
         Ok(OffsetIndex {
             base_offset,
             file: IndexFile::create(storage, path, max_entries(max_index_bytes))?,
+        })
+    }
+
+    /// Creates an empty, writable index with no file behind it, for the segment starting at
+    /// `base_offset`, holding at most `max_index_bytes / 8` entries. `path` only names the index
+    /// in errors and [`path`](Self::path).
+    ///
+    /// Every method works as on an active index created by [`create`](Self::create), but no
+    /// storage is ever touched: [`sync`](Self::sync) does nothing, [`seal`](Self::seal) only
+    /// refuses further appends and keeps the entries in memory (nothing is ever mapped),
+    /// [`make_writable`](Self::make_writable) lifts the seal, and [`rename_to`](Self::rename_to)
+    /// only remembers the new path. A read-only log rebuilds an inconsistent index this way,
+    /// because it must never write or create a file (DESIGN §4).
+    ///
+    /// Fails only with [`Error::InvalidArgument`] for a base offset outside
+    /// [0, i64::MAX − i32::MAX].
+    pub fn in_memory(path: &Path, base_offset: i64, max_index_bytes: u32) -> Result<OffsetIndex> {
+        check_base_offset(base_offset)?;
+        Ok(OffsetIndex {
+            base_offset,
+            file: IndexFile::in_memory(path, max_entries(max_index_bytes)),
         })
     }
 
@@ -129,6 +154,11 @@ impl OffsetIndex {
     /// Whether the index is sealed (read-only).
     pub fn is_sealed(&self) -> bool {
         !self.file.is_active()
+    }
+
+    /// Whether the index has no file behind it (made by [`in_memory`](Self::in_memory)).
+    pub fn is_in_memory(&self) -> bool {
+        self.file.is_in_memory()
     }
 
     /// The last entry, or `(base_offset, 0)` when the index is empty.
@@ -303,19 +333,21 @@ impl OffsetIndex {
         })
     }
 
-    /// Makes the written entries durable (`fdatasync`). Does not block appends or lookups.
+    /// Makes the written entries durable (`fdatasync`); a no-op in memory. Does not block
+    /// appends or lookups.
     pub fn sync(&self) -> Result<()> {
         self.file.sync()
     }
 
     /// Syncs the index and makes it read-only (at roll or close). Lookups then read the file,
-    /// through a mapping made on the first lookup.
+    /// through a mapping made on the first lookup; an in-memory index keeps its entries.
     pub fn seal(&self) -> Result<()> {
         self.file.seal()
     }
 
     /// Makes a sealed index writable again (when truncation makes its segment active): the file
-    /// is reopened for writing if needed and its entries are loaded into memory.
+    /// is reopened for writing if needed and its entries are loaded into memory. In memory, only
+    /// lifts the seal.
     pub fn make_writable(&self) -> Result<()> {
         self.file.make_writable()
     }
@@ -338,8 +370,8 @@ impl OffsetIndex {
         self.file.path()
     }
 
-    /// Renames the file to `new_path` (for example `<name>.deleted`) and keeps using it there.
-    /// The caller syncs the directory.
+    /// Renames the file to `new_path` (for example `<name>.deleted`) and keeps using it there;
+    /// in memory, only remembers the new path. The caller syncs the directory.
     pub fn rename_to(&self, new_path: &Path) -> Result<()> {
         self.file.rename_to(new_path)
     }

@@ -55,7 +55,7 @@ impl Entry for TimeEntry {
 /// reserved for the final entry written at roll and close with `skip_full_check`, the entry
 /// retention reads.
 ///
-/// Concurrency, sealing, lazy mapping and truncation work as for
+/// Concurrency, sealing, lazy mapping, truncation and the in-memory mode work as for
 /// [`OffsetIndex`](super::OffsetIndex).
 #[derive(Debug)]
 pub struct TimeIndex {
@@ -76,6 +76,17 @@ impl TimeIndex {
         Ok(TimeIndex {
             base_offset,
             file: IndexFile::create(storage, path, max_entries(max_index_bytes))?,
+        })
+    }
+
+    /// Creates an empty, writable index with no file behind it, with room for
+    /// `max_index_bytes / 12` entries; as [`OffsetIndex::in_memory`](super::OffsetIndex::in_memory),
+    /// no storage is ever touched.
+    pub fn in_memory(path: &Path, base_offset: i64, max_index_bytes: u32) -> Result<TimeIndex> {
+        check_base_offset(base_offset)?;
+        Ok(TimeIndex {
+            base_offset,
+            file: IndexFile::in_memory(path, max_entries(max_index_bytes)),
         })
     }
 
@@ -118,6 +129,11 @@ impl TimeIndex {
     /// Whether the index is sealed (read-only).
     pub fn is_sealed(&self) -> bool {
         !self.file.is_active()
+    }
+
+    /// Whether the index has no file behind it (made by [`in_memory`](Self::in_memory)).
+    pub fn is_in_memory(&self) -> bool {
+        self.file.is_in_memory()
     }
 
     /// The last entry, or `(-1, base_offset)` when the index is empty.
@@ -274,12 +290,14 @@ impl TimeIndex {
         })
     }
 
-    /// Makes the written entries durable (`fdatasync`). Does not block appends or lookups.
+    /// Makes the written entries durable (`fdatasync`); a no-op in memory. Does not block
+    /// appends or lookups.
     pub fn sync(&self) -> Result<()> {
         self.file.sync()
     }
 
-    /// Syncs the index and makes it read-only (at roll or close, after the final entry).
+    /// Syncs the index and makes it read-only (at roll or close, after the final entry); an
+    /// in-memory index keeps its entries.
     pub fn seal(&self) -> Result<()> {
         self.file.seal()
     }
@@ -306,7 +324,8 @@ impl TimeIndex {
         self.file.path()
     }
 
-    /// Renames the file to `new_path` and keeps using it there. The caller syncs the directory.
+    /// Renames the file to `new_path` and keeps using it there; in memory, only remembers the
+    /// new path. The caller syncs the directory.
     pub fn rename_to(&self, new_path: &Path) -> Result<()> {
         self.file.rename_to(new_path)
     }

@@ -162,5 +162,11 @@ pub struct SimFileState {
     pub unsynced_ops: usize,
     /// Whether the file is reachable under this path in the durable directory entries, that is,
     /// whether its name survives a crash that loses every unsynced directory operation.
+    ///
+    /// Not that it survives every crash: a crash keeps a prefix of each directory's unsynced
+    /// operations, and one of those may have moved the name away. A durable name renamed to
+    /// another and back is durable here, yet a crash between the two renames' journal commits
+    /// shows the file under the other name only. A name is safe from every crash once its
+    /// directory, and every directory above it, has been synced since its last change.
     pub name_durable: bool,
 }
