@@ -164,14 +164,8 @@ impl Log {
         }
         let storage = Arc::clone(&config.storage);
         let clock = Arc::clone(&config.clock);
-        if !read_only && !storage.exists(dir)? {
-            storage.create_dir_all(dir)?;
-            // The new directory's own name must survive a crash before anything in it can.
-            let parent = match dir.parent() {
-                Some(parent) if !parent.as_os_str().is_empty() => parent,
-                _ => Path::new("."),
-            };
-            storage.sync_dir(parent)?;
+        if !read_only {
+            create_dir_durably(&*storage, dir)?;
         }
         let lock_path = dir.join(LOCK_FILE);
         let lock = if read_only {
@@ -841,8 +835,8 @@ impl Shared {
         self.commit.wait_durable(offset, || self.sync_published())
     }
 
-    /// The leader's sync: the directory if a segment was created, sealed segments not yet
-    /// synced (data and indexes), then the active `.log` (data only: indexes are derived).
+    /// The leader's sync: sealed segments not yet synced (data and indexes), the directory if a
+    /// segment was created, then the active `.log` (data only: indexes are derived).
     fn sync_published(&self) -> Result<i64> {
         let (target, sealed, dir_dirty, active) = {
             let mut writer = self.writer.lock();
@@ -854,12 +848,14 @@ impl Shared {
             )
         };
         let started = Instant::now();
+        // Sealed segments before the directory: once a new segment's name is durable, every
+        // segment before it is complete on disk, so a crash can only cut the log's tail.
         let result = (|| {
-            if dir_dirty {
-                self.storage.sync_dir(&self.dir)?;
-            }
             for segment in &sealed {
                 segment.flush()?;
+            }
+            if dir_dirty {
+                self.storage.sync_dir(&self.dir)?;
             }
             active.flush_log()
         })();
@@ -918,15 +914,6 @@ impl Shared {
     }
 
     fn truncate_locked(&self, writer: &mut Writer, offset: i64) -> Result<i64> {
-        // 1. The checkpoint first: recovery must never trust bytes above the new end.
-        let recovery_point = writer.recovery_point.min(offset);
-        let log_start = self.log_start.load(Ordering::Acquire).min(offset);
-        if let Some(checkpoint) = writer.checkpoint.as_mut() {
-            checkpoint.write(recovery_point, log_start, None, true)?;
-        }
-        writer.recovery_point = recovery_point;
-        self.log_start.store(log_start, Ordering::Release);
-
         let list = self.snapshot.load();
         let handles = list.handles();
         let mut keep = handles.partition_point(|h| h.base_offset() < offset);
@@ -934,35 +921,52 @@ impl Shared {
             // Truncating to the first segment's base empties that segment and keeps it.
             keep = 1;
         }
-        let (kept, removed) = if keep == 0 {
-            // Everything lies above `offset`: start over with an empty segment there (no
-            // existing segment has that base, so no file name collides).
-            let segment = Arc::new(Segment::create(
-                &self.storage,
-                &self.dir,
-                offset,
-                self.config.segment_config(0),
-                self.clock.now_ms(),
-            )?);
-            writer.dir_dirty = true;
-            let mut kept = Vec::new();
-            kept.push(SegmentHandle::opened(segment));
-            (kept, handles.to_vec())
-        } else {
-            // 2. Truncate the segment that holds `offset` and sync it.
-            let handle = &handles[keep - 1];
-            let segment = self
-                .snapshot
-                .pin(handle)?
-                .ok_or_else(|| Error::InvalidArgument {
+        let holder = match keep {
+            0 => None,
+            _ => Some(self.snapshot.pin(&handles[keep - 1])?.ok_or_else(|| {
+                Error::InvalidArgument {
                     why: "the segment list changed during a truncation".into(),
-                })?;
-            segment.truncate_to(offset)?;
-            if segment.is_sealed() {
-                segment.unseal()?;
+                }
+            })?),
+        };
+        // A batch that straddles `offset` goes whole: the real new end may lie below it.
+        let new_end = match &holder {
+            Some(segment) => segment.truncation_point(offset)?,
+            None => offset,
+        };
+
+        // 1. The checkpoint first: recovery must never trust bytes above the new end.
+        let recovery_point = writer.recovery_point.min(new_end);
+        let log_start = self.log_start.load(Ordering::Acquire).min(new_end);
+        if let Some(checkpoint) = writer.checkpoint.as_mut() {
+            checkpoint.write(recovery_point, log_start, None, true)?;
+        }
+        writer.recovery_point = recovery_point;
+        self.log_start.store(log_start, Ordering::Release);
+
+        let (kept, removed) = match holder {
+            None => {
+                // Everything lies above `offset`: start over with an empty segment there (no
+                // existing segment has that base, so no file name collides).
+                let segment = Arc::new(Segment::create(
+                    &self.storage,
+                    &self.dir,
+                    offset,
+                    self.config.segment_config(0),
+                    self.clock.now_ms(),
+                )?);
+                writer.dir_dirty = true;
+                (vec![SegmentHandle::opened(segment)], handles.to_vec())
             }
-            segment.flush()?;
-            (handles[..keep].to_vec(), handles[keep..].to_vec())
+            Some(segment) => {
+                // 2. Truncate the segment that holds the new end, and sync it.
+                segment.truncate_to(new_end)?;
+                if segment.is_sealed() {
+                    segment.unseal()?;
+                }
+                segment.flush()?;
+                (handles[..keep].to_vec(), handles[keep..].to_vec())
+            }
         };
         // 3. Later segments leave the snapshot and are renamed `.deleted`.
         let active_handle = Arc::clone(kept.last().ok_or_else(|| Error::InvalidArgument {
@@ -1159,6 +1163,32 @@ fn flusher_tick(config: &LogConfig) -> Duration {
         tick = tick.min(every);
     }
     tick.max(Duration::from_millis(5))
+}
+
+/// Creates `dir` and any missing ancestors, and syncs the parent of each directory it created:
+/// a new directory's name must survive a crash before anything inside it can.
+fn create_dir_durably(storage: &dyn Storage, dir: &Path) -> Result<()> {
+    let mut missing = Vec::new();
+    let mut current = Some(dir);
+    while let Some(path) = current.filter(|p| !p.as_os_str().is_empty()) {
+        if storage.exists(path)? {
+            break;
+        }
+        missing.push(path);
+        current = path.parent();
+    }
+    if missing.is_empty() {
+        return Ok(());
+    }
+    storage.create_dir_all(dir)?;
+    for created in missing.iter().rev() {
+        let parent = match created.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => parent,
+            _ => Path::new("."),
+        };
+        storage.sync_dir(parent)?;
+    }
+    Ok(())
 }
 
 fn check_timestamp(config: &LogConfig, timestamp: i64, now_ms: i64) -> Result<()> {

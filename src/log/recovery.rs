@@ -346,6 +346,23 @@ fn recover_unclean(
             deleted_from = Some(i + 1);
             break;
         }
+        let gap_before_next = bases
+            .get(i + 1)
+            .is_some_and(|&next| scan.next_offset < next);
+        if gap_before_next && !config.cleanup_policy.compact {
+            // Offsets are assigned without gaps outside a compacted log, so a segment that ends
+            // before the next one begins lost its unsynced tail while the next segment's name
+            // reached the disk: what follows is not a continuation of this log. Cut it off.
+            log::info!(
+                "{}: ends at offset {} but the next segment starts at {}; dropping what follows",
+                segment.log_path().display(),
+                scan.next_offset,
+                bases[i + 1]
+            );
+            scanned.push(Arc::new(segment));
+            deleted_from = Some(i + 1);
+            break;
+        }
         if next_base_overlap {
             return Err(Error::Corrupt {
                 file: segment.log_path(),

@@ -109,6 +109,32 @@ pub fn parse_segment_file_name(name: &str) -> Option<SegmentFileName> {
     })
 }
 
+/// Renames every existing file of the segment at `base_offset` (`.log`, `.index`, `.timeindex`,
+/// `.txnindex`) by appending `suffix` (Kafka's `.deleted`), and returns the new paths. Open
+/// handles keep working: a rename does not touch the inode.
+pub fn rename_segment_files(
+    storage: &dyn crate::storage::Storage,
+    dir: &Path,
+    base_offset: i64,
+    suffix: &str,
+) -> crate::error::Result<Vec<PathBuf>> {
+    let mut renamed = Vec::new();
+    for kind in [
+        SegmentFileKind::Log,
+        SegmentFileKind::OffsetIndex,
+        SegmentFileKind::TimeIndex,
+        SegmentFileKind::TxnIndex,
+    ] {
+        let from = segment_file_path(dir, base_offset, kind);
+        if storage.exists(&from)? {
+            let to = dir.join(format!("{}{suffix}", segment_file_name(base_offset, kind)));
+            storage.rename(&from, &to)?;
+            renamed.push(to);
+        }
+    }
+    Ok(renamed)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -149,30 +175,4 @@ mod tests {
             assert_eq!(parse_segment_file_name(other), None, "{other}");
         }
     }
-}
-
-/// Renames every existing file of the segment at `base_offset` (`.log`, `.index`, `.timeindex`,
-/// `.txnindex`) by appending `suffix` (Kafka's `.deleted`), and returns the new paths. Open
-/// handles keep working: a rename does not touch the inode.
-pub fn rename_segment_files(
-    storage: &dyn crate::storage::Storage,
-    dir: &Path,
-    base_offset: i64,
-    suffix: &str,
-) -> crate::error::Result<Vec<PathBuf>> {
-    let mut renamed = Vec::new();
-    for kind in [
-        SegmentFileKind::Log,
-        SegmentFileKind::OffsetIndex,
-        SegmentFileKind::TimeIndex,
-        SegmentFileKind::TxnIndex,
-    ] {
-        let from = segment_file_path(dir, base_offset, kind);
-        if storage.exists(&from)? {
-            let to = dir.join(format!("{}{suffix}", segment_file_name(base_offset, kind)));
-            storage.rename(&from, &to)?;
-            renamed.push(to);
-        }
-    }
-    Ok(renamed)
 }

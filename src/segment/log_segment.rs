@@ -361,9 +361,9 @@ impl Segment {
         if read_only {
             let log = storage.open(&log_path, OpenMode::Read)?;
             let offset_index =
-                OffsetIndex::in_memory(&index_path, base_offset, config.segment_index_bytes);
+                OffsetIndex::in_memory(&index_path, base_offset, config.segment_index_bytes)?;
             let time_index =
-                TimeIndex::in_memory(&time_path, base_offset, config.segment_index_bytes);
+                TimeIndex::in_memory(&time_path, base_offset, config.segment_index_bytes)?;
             return Ok(Segment::assemble(
                 storage,
                 base_offset,
@@ -1085,7 +1085,8 @@ impl Segment {
         self.log.set_len(position)?;
         let removed = writer.size - position;
         writer.size = position;
-        writer.next_offset = header.base_offset;
+        // Below `offset` when a batch straddled it; `offset` itself when it fell in a gap.
+        writer.next_offset = header.base_offset.min(offset);
         // The largest timestamp so far: the time index's last entry, or a batch after the last
         // offset-index entry (entries are added together, so nothing before it is missing).
         let last_entry = self.offset_index.last_entry()?;
@@ -1102,6 +1103,15 @@ impl Segment {
         writer.rolling_based_timestamp = if position == 0 { Some(None) } else { None };
         self.publish(&writer);
         Ok(removed)
+    }
+
+    /// Where [`truncate_to`](Self::truncate_to)`(offset)` would leave the segment's end: the
+    /// base of a batch that straddles `offset`, else `offset` (or the current end, if lower).
+    pub fn truncation_point(&self, offset: i64) -> Result<i64> {
+        Ok(match self.translate_offset(offset, self.size())? {
+            Some((_, header)) => header.base_offset.min(offset),
+            None => self.next_offset().min(offset),
+        })
     }
 
     /// Removes the bytes at and after `valid_bytes` (a torn tail found by [`scan`](Self::scan)).

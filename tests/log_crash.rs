@@ -1,0 +1,504 @@
+//! Crash tests on the simulator: random sequences of appends, flushes, rolls, truncations,
+//! start-offset moves, durable reads and reopens, with simulated machine crashes between and
+//! inside operations. After every crash the log must reopen under `RecoveryMode::Fail` and:
+//! - hold every record it had reported durable;
+//! - hold no torn or corrupt batch (every read is CRC-checked);
+//! - hold nothing a `Durable` reader saw beyond its new end;
+//! - never bring back a record removed by a completed `truncate_to`;
+//! - keep a log start offset that a returned `delete_records_before` set.
+//!
+//! Every record's value names its offset and the "epoch" it was written in (the epoch moves at
+//! every truncation), so a resurrected record cannot pass for a new one at the same offset.
+//!
+//! `PARTLOG_CRASH_SEEDS=N` runs N seeds (default 48); a failure prints its seed, and
+//! `PARTLOG_CRASH_SEED=S` replays that one.
+
+use std::collections::BTreeMap;
+use std::num::NonZeroU64;
+use std::path::Path;
+use std::sync::Arc;
+
+use partlog::unstable::sim::{CrashConfig, FaultOp, FaultRule};
+use partlog::unstable::{ManualClock, SimStorage, Storage};
+use partlog::{
+    BatchBuilder, Compression, CompressionType, Error, FlushPolicy, Log, LogConfig, NewRecord,
+    ReadBound, RecoveryMode,
+};
+
+const T0: i64 = 1_700_000_000_000;
+
+/// A small deterministic generator (splitmix64), so a seed replays exactly.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+    fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+}
+
+fn value(offset: i64, epoch: u32) -> Vec<u8> {
+    format!("{offset}/{epoch}/{}", "v".repeat((offset % 23) as usize)).into_bytes()
+}
+
+/// What the test knows the log must hold.
+#[derive(Debug, Default)]
+struct Model {
+    /// The epoch each acknowledged offset was written in; index = offset.
+    epoch_of: Vec<u32>,
+    /// Offsets of appends that failed in a crash: they may or may not have survived.
+    pending: BTreeMap<i64, u32>,
+    /// The first offset of every acknowledged (or pending) batch: a truncation removes the
+    /// batch that straddles its target whole.
+    batch_starts: std::collections::BTreeSet<i64>,
+    /// Every offset below this must survive a crash (the log said so).
+    durable: i64,
+    /// The log start offset may not go below this.
+    start: i64,
+    epoch: u32,
+    /// The highest offset a `Durable` read returned.
+    max_durable_read: i64,
+}
+
+impl Model {
+    fn end(&self) -> i64 {
+        self.epoch_of.len() as i64
+    }
+}
+
+struct Harness {
+    sim: SimStorage,
+    dir: &'static Path,
+    config: LogConfig,
+    log: Option<Log>,
+    model: Model,
+    rng: Rng,
+    seed: u64,
+}
+
+impl Harness {
+    fn new(seed: u64) -> Self {
+        let sim = SimStorage::new(seed);
+        let mut rng = Rng(seed);
+        let flush_policy = match rng.below(3) {
+            0 => FlushPolicy::OsDecides,
+            1 => FlushPolicy::EveryAppend,
+            _ => FlushPolicy::EveryMessages(NonZeroU64::new(1 + rng.below(8)).unwrap()),
+        };
+        let compression_type = match rng.below(3) {
+            0 => CompressionType::Producer,
+            1 => CompressionType::Lz4,
+            _ => CompressionType::Zstd,
+        };
+        let storage: Arc<dyn Storage> = Arc::new(sim.clone());
+        let config = LogConfig::builder_for_tests()
+            .segment_bytes(1024 + 512 * rng.below(3) as u32)
+            .index_interval_bytes(64 + 64 * rng.below(4) as u32)
+            .segment_index_bytes(24 + 8 * rng.below(10) as u32)
+            .flush_policy(flush_policy)
+            .compression_type(compression_type)
+            .recovery_mode(RecoveryMode::Fail)
+            .recovery_point_ms(1)
+            .storage(storage)
+            .clock(Arc::new(ManualClock::new(T0)))
+            .build()
+            .unwrap();
+        let mut harness = Harness {
+            sim,
+            dir: Path::new("/data/topic-0"),
+            config,
+            log: None,
+            model: Model {
+                max_durable_read: -1,
+                ..Model::default()
+            },
+            rng,
+            seed,
+        };
+        harness.log = Some(Log::open(harness.dir, harness.config.clone()).unwrap());
+        harness
+    }
+
+    fn log(&self) -> &Log {
+        self.log.as_ref().expect("the log is open")
+    }
+
+    fn crashed_since(&self, crashes_before: u64) -> bool {
+        self.sim.stats().crashes > crashes_before
+    }
+
+    /// Runs one random operation. Returns whether a crash happened inside it.
+    fn step(&mut self) {
+        let crashes_before = self.sim.stats().crashes;
+        if self.rng.chance(6) {
+            // Crash just before one of the next few storage operations, wherever it falls.
+            let nth = 1 + self.rng.below(12);
+            let config = CrashConfig::random().seed(self.rng.next());
+            self.sim
+                .inject(FaultRule::crash(FaultOp::Any, nth).crash_config(config));
+        }
+        let end = self.log().log_end_offset();
+        let start = self.log().log_start_offset();
+        // Whatever the log says is durable now must survive any crash from here on.
+        self.model.durable = self.model.durable.max(self.log().durable_offset());
+        let choice = self.rng.below(100);
+        let outcome: Result<(), Error> = match choice {
+            0..=44 => self.append(end),
+            45..=54 => self.append_batch(end),
+            55..=64 => {
+                if end > start {
+                    self.log().wait_durable(end - 1)
+                } else {
+                    Ok(())
+                }
+            }
+            65..=71 => {
+                let to = start + self.rng.below((end - start + 1) as u64) as i64;
+                self.truncate(to)
+            }
+            72..=77 => {
+                let to = start + self.rng.below((end - start + 1) as u64) as i64;
+                let result = self.log().delete_records_before(to);
+                if result.is_ok() {
+                    self.model.start = self.model.start.max(to);
+                }
+                result
+            }
+            78..=87 => self.durable_read(),
+            88..=93 => self.clean_reopen(),
+            _ => {
+                let config = CrashConfig::random().seed(self.rng.next());
+                self.sim.crash_with(&config);
+                Err(Error::Closed)
+            }
+        };
+        // Disarm before looking: the flusher thread may trip an armed crash at any moment.
+        self.sim.clear_faults();
+        let crashed = self.crashed_since(crashes_before);
+        if std::env::var_os("PARTLOG_CRASH_TRACE").is_some() {
+            eprintln!(
+                "op {choice} end {end} start {start} -> {:?}; crashed {}; log end {:?} durable {:?}; model durable {} max read {}",
+                outcome.as_ref().err(),
+                crashed,
+                self.log.as_ref().map(|l| l.log_end_offset()),
+                self.log.as_ref().map(|l| l.durable_offset()),
+                self.model.durable,
+                self.model.max_durable_read
+            );
+        }
+        if crashed {
+            self.recover_after_crash();
+            return;
+        }
+        if let Err(error) = outcome {
+            panic!(
+                "seed {}: operation {choice} failed without a crash: {error}",
+                self.seed
+            );
+        }
+        self.model.durable = self.model.durable.max(self.log().durable_offset());
+    }
+
+    fn records(&mut self, first: i64) -> Vec<NewRecord> {
+        let n = 1 + self.rng.below(9) as i64;
+        (first..first + n)
+            .map(|o| {
+                let key = (o % 5 != 0).then(|| format!("k{}", o % 13).into_bytes());
+                let mut record =
+                    NewRecord::new(T0 + o, key.as_deref(), Some(&value(o, self.model.epoch)));
+                if o % 4 == 0 {
+                    record = record.with_header("h", Some(b"x"));
+                }
+                record
+            })
+            .collect()
+    }
+
+    fn note_append(&mut self, first: i64, count: usize, result: &Result<(), Error>) {
+        let epoch = self.model.epoch;
+        match result {
+            Ok(()) => {
+                assert_eq!(
+                    first,
+                    self.model.end(),
+                    "seed {}: offsets are assigned in order",
+                    self.seed
+                );
+                self.model
+                    .epoch_of
+                    .extend(std::iter::repeat_n(epoch, count));
+                self.model.batch_starts.insert(first);
+            }
+            Err(_) => {
+                for offset in first..first + count as i64 {
+                    self.model.pending.insert(offset, epoch);
+                }
+                self.model.batch_starts.insert(first);
+            }
+        }
+    }
+
+    fn append(&mut self, end: i64) -> Result<(), Error> {
+        let records = self.records(end);
+        let result = self.log().append(&records).map(|info| {
+            assert_eq!(info.first_offset, end);
+        });
+        self.note_append(end, records.len(), &result);
+        result
+    }
+
+    fn append_batch(&mut self, end: i64) -> Result<(), Error> {
+        let records = self.records(end);
+        let codec =
+            [Compression::None, Compression::Lz4, Compression::Zstd][self.rng.below(3) as usize];
+        let mut builder = BatchBuilder::new(codec);
+        for record in &records {
+            builder.push(record);
+        }
+        let batch = builder.build().unwrap();
+        let result = self.log().append_batch(&batch).map(|_| ());
+        self.note_append(end, records.len(), &result);
+        result
+    }
+
+    fn truncate(&mut self, to: i64) -> Result<(), Error> {
+        let result = self.log().truncate_to(to);
+        self.model.epoch += 1;
+        match result {
+            Ok(new_end) => {
+                assert!(new_end <= to, "seed {}", self.seed);
+                self.model.epoch_of.truncate(new_end as usize);
+                self.model.batch_starts.retain(|&b| b < new_end);
+                self.model.durable = self.model.durable.min(new_end);
+                // The start follows a truncation below it (DESIGN §4, step 1).
+                self.model.start = self.model.start.min(new_end);
+                self.model.max_durable_read = self.model.max_durable_read.min(new_end - 1);
+                Ok(())
+            }
+            Err(error) => {
+                // Interrupted: records from the batch holding `to` on may be gone, durable or not.
+                let cut = if to < self.model.end() {
+                    self.model
+                        .batch_starts
+                        .range(..=to)
+                        .next_back()
+                        .copied()
+                        .unwrap_or(to)
+                } else {
+                    to
+                };
+                self.model.durable = self.model.durable.min(cut);
+                self.model.start = self.model.start.min(cut);
+                self.model.max_durable_read = self.model.max_durable_read.min(cut - 1);
+                Err(error)
+            }
+        }
+    }
+
+    fn durable_read(&mut self) -> Result<(), Error> {
+        let start = self.log().log_start_offset();
+        let mut last = None;
+        for record in self.log().records(start, ReadBound::Durable) {
+            let record = record?;
+            self.check_record(record.offset, record.value.as_deref());
+            last = Some(record.offset);
+        }
+        if let Some(last) = last {
+            assert!(last < self.log().durable_offset(), "seed {}", self.seed);
+            self.model.max_durable_read = self.model.max_durable_read.max(last);
+        }
+        Ok(())
+    }
+
+    fn check_record(&self, offset: i64, value_bytes: Option<&[u8]>) {
+        let epoch = usize::try_from(offset)
+            .ok()
+            .and_then(|o| self.model.epoch_of.get(o).copied())
+            .or_else(|| self.model.pending.get(&offset).copied())
+            .unwrap_or_else(|| panic!("seed {}: offset {offset} was never appended", self.seed));
+        assert_eq!(
+            value_bytes,
+            Some(value(offset, epoch).as_slice()),
+            "seed {}: wrong record at offset {offset} (expected epoch {epoch})",
+            self.seed
+        );
+    }
+
+    /// Reads the whole log and checks it against the model: contiguous offsets from the start,
+    /// each record the one the model expects.
+    fn verify_contents(&self) -> i64 {
+        let log = self.log();
+        let start = log.log_start_offset();
+        let mut expected = start;
+        for record in log.records(start, ReadBound::LogEnd) {
+            let record = record.unwrap_or_else(|e| panic!("seed {}: read failed: {e}", self.seed));
+            assert_eq!(record.offset, expected, "seed {}: gap or repeat", self.seed);
+            self.check_record(record.offset, record.value.as_deref());
+            expected += 1;
+        }
+        if expected != log.log_end_offset() {
+            let fetch = log.read(expected, 1 << 20, ReadBound::LogEnd);
+            let files: Vec<_> = self
+                .sim
+                .snapshot()
+                .files
+                .iter()
+                .map(|(p, b)| (p.clone(), b.len()))
+                .collect();
+            panic!(
+                "seed {}: records end at {expected}, log end is {}; read there: {:?}; stats {:?}; report {:?}; files {files:?}",
+                self.seed,
+                log.log_end_offset(),
+                fetch.map(|f| (f.bytes().len(), f.next_offset())),
+                log.stats(),
+                log.recovery_report()
+            );
+        }
+        expected
+    }
+
+    fn recover_after_crash(&mut self) {
+        // The old log's handles are dead; dropping it must not panic.
+        drop(self.log.take());
+        let log = Log::open(self.dir, self.config.clone()).unwrap_or_else(|e| {
+            panic!(
+                "seed {}: reopen after a crash failed under RecoveryMode::Fail: {e}",
+                self.seed
+            )
+        });
+        self.log = Some(log);
+        let end = self.log().log_end_offset();
+        let start = self.log().log_start_offset();
+        assert!(
+            end >= self.model.durable,
+            "seed {}: lost durable records: end {end} < durable {}",
+            self.seed,
+            self.model.durable
+        );
+        assert!(
+            end > self.model.max_durable_read,
+            "seed {}: a Durable reader saw offset {} that the crash removed (end {end})",
+            self.seed,
+            self.model.max_durable_read
+        );
+        assert!(
+            start >= self.model.start,
+            "seed {}: log start went back",
+            self.seed
+        );
+        self.verify_contents();
+        // What survived is now the truth.
+        let pending = std::mem::take(&mut self.model.pending);
+        self.model.epoch_of.truncate(end as usize);
+        self.model.batch_starts.retain(|&b| b < end);
+        while self.model.end() < end {
+            let offset = self.model.end();
+            let epoch = pending[&offset];
+            self.model.epoch_of.push(epoch);
+        }
+        self.model.start = start;
+        self.model.durable = self.log().durable_offset();
+        assert_eq!(
+            self.model.durable, end,
+            "seed {}: recovery syncs what it keeps",
+            self.seed
+        );
+        self.model.max_durable_read = self.model.max_durable_read.min(end - 1);
+    }
+
+    /// Closes and reopens; a crash inside either is handled by the caller.
+    fn clean_reopen(&mut self) -> Result<(), Error> {
+        let log = self.log.take().expect("the log is open");
+        let closed = log.close();
+        drop(log);
+        closed?;
+        let log = Log::open(self.dir, self.config.clone())?;
+        assert!(log.recovery_report().clean_shutdown, "seed {}", self.seed);
+        assert_eq!(log.log_end_offset(), self.model.end(), "seed {}", self.seed);
+        self.log = Some(log);
+        self.verify_contents();
+        Ok(())
+    }
+}
+
+fn run_seed(seed: u64, steps: usize) {
+    let mut harness = Harness::new(seed);
+    for _ in 0..steps {
+        harness.step();
+    }
+    // A final crash that loses everything unsynced: the strictest image.
+    harness.sim.crash_with(&CrashConfig::lose_unsynced());
+    harness.recover_after_crash();
+}
+
+#[test]
+fn random_operations_with_crashes_keep_every_guarantee() {
+    if let Ok(seed) = std::env::var("PARTLOG_CRASH_SEED") {
+        run_seed(seed.parse().unwrap(), 120);
+        return;
+    }
+    let seeds: u64 = std::env::var("PARTLOG_CRASH_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(48);
+    for seed in 0..seeds {
+        run_seed(seed, 120);
+    }
+}
+
+#[test]
+fn a_read_only_open_of_a_crashed_log_reads_the_valid_prefix_and_writes_nothing() {
+    for seed in 0..20 {
+        let sim = SimStorage::new(seed);
+        let storage: Arc<dyn Storage> = Arc::new(sim.clone());
+        let config = LogConfig::builder_for_tests()
+            .segment_bytes(1024)
+            .index_interval_bytes(64)
+            .storage(storage)
+            .clock(Arc::new(ManualClock::new(T0)))
+            .build()
+            .unwrap();
+        let dir = Path::new("/ro/p-0");
+        let log = Log::open(dir, config.clone()).unwrap();
+        for i in 0..40 {
+            log.append(&[NewRecord::new(T0 + i, Some(b"k"), Some(&value(i, 0)))])
+                .unwrap();
+        }
+        let durable = log.durable_offset();
+        sim.crash_with(&CrashConfig::random().seed(seed));
+        drop(log);
+
+        let events_before = sim.event_count();
+        let reader = Log::open_read_only(dir, config.clone()).unwrap();
+        assert!(!reader.recovery_report().clean_shutdown);
+        let end = reader.log_end_offset();
+        assert!(end >= durable, "seed {seed}: {end} < {durable}");
+        let records: Vec<_> = reader
+            .records(0, ReadBound::LogEnd)
+            .collect::<partlog::Result<Vec<_>>>()
+            .unwrap();
+        assert_eq!(records.len() as i64, end, "seed {seed}");
+        for r in &records {
+            assert_eq!(r.value.as_deref(), Some(value(r.offset, 0).as_slice()));
+        }
+        drop(reader);
+        // The simulator logs every mutation and sync (reads are not events): there must be none.
+        let changes = sim.events_since(events_before);
+        assert!(
+            changes.is_empty(),
+            "seed {seed}: the read-only open changed the file system: {changes:?}"
+        );
+        // A writable open afterwards recovers the same records.
+        let log = Log::open(dir, config).unwrap();
+        assert_eq!(log.log_end_offset(), end, "seed {seed}");
+    }
+}
