@@ -543,9 +543,9 @@ impl Log {
         self.shared.sync_through(offset)
     }
 
-    /// Blocks until the log holds an offset above `offset` (so a read at `offset + 1`... or
-    /// rather at `offset` finds data), or `timeout` passes, or the log closes. Returns whether
-    /// data is there.
+    /// Blocks until the log holds `offset` (the log end offset has moved past it, so a read at
+    /// `offset` finds data), or `timeout` passes, or the log closes. Returns whether the data is
+    /// there.
     pub fn wait_for_data(&self, offset: i64, timeout: Duration) -> Result<bool> {
         self.check_open()?;
         let deadline = Instant::now().checked_add(timeout);

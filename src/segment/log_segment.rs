@@ -877,16 +877,13 @@ impl Segment {
         let mut next_offset = header.base_offset;
         while len < buf.len() {
             let rest = &buf[len..];
-            let Ok(batch_header) = BatchHeader::parse(rest) else {
-                // A header cut by the window: fine after the first batch, corrupt on the first.
-                if len == 0 {
-                    let what = BatchHeader::parse(rest)
-                        .err()
-                        .unwrap_or(Corruption::BadHeader("unreadable"));
-                    return Err(self.corrupt(position, what));
-                }
-                break;
+            let batch_header = match BatchHeader::parse(rest) {
+                Ok(header) => header,
+                // A header cut off by `max_bytes` ends the read after the first batch.
+                Err(_) if len > 0 => break,
+                Err(what) => return Err(self.corrupt(position, what)),
             };
+
             let size = batch_header.total_size();
             if size > rest.len() {
                 break;
