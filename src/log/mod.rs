@@ -565,7 +565,12 @@ impl Log {
     pub fn read(&self, offset: i64, max_bytes: usize, bound: ReadBound) -> Result<FetchData> {
         self.check_open()?;
         let shared = &self.shared;
-        let end = shared.log_end.get();
+        let mut end = shared.log_end.get();
+        if shared.commit.is_poisoned() {
+            // A failed fsync may have dropped the pages above the durable offset: serve only
+            // what reached the disk (DESIGN §3.4).
+            end = end.min(self.durable_offset());
+        }
         let start = self.log_start_offset();
         if offset > end {
             let truncated_to = shared.truncated_to.load(Ordering::Acquire);

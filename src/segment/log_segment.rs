@@ -875,7 +875,26 @@ impl Segment {
             .max(first_size)
             .min(usize::try_from(available).unwrap_or(usize::MAX));
         buf.resize(want, 0);
-        self.log.read_exact_at(buf, position)?;
+        // Up to `want` bytes: the file may end before the published size when a failed fsync
+        // dropped its dirty pages (the log is poisoned then, and bounds reads below the loss).
+        let mut read = 0;
+        while read < want {
+            let n = self.log.read_at(&mut buf[read..], position + read as u64)?;
+            if n == 0 {
+                break;
+            }
+            read += n;
+        }
+        if read < first_size {
+            return Err(self.corrupt(
+                position,
+                Corruption::Truncated {
+                    needed: first_size as u64,
+                    available: read as u64,
+                },
+            ));
+        }
+        buf.truncate(read);
         let mut len = 0usize;
         let mut next_offset = header.base_offset;
         while len < buf.len() {
