@@ -11,6 +11,7 @@ pub mod checkpoint;
 mod config;
 mod fetch;
 mod group_commit;
+mod kafka_dir;
 mod recovery;
 mod snapshot;
 mod stats;
@@ -108,6 +109,8 @@ struct Shared {
     clock: Arc<dyn Clock>,
     read_only: bool,
     _lock: Option<FileLock>,
+    /// This log's share of its Kafka log directory's lock, left at close (DESIGN §4, Opening).
+    kafka_dir: Mutex<Option<kafka_dir::KafkaDirMembership>>,
     snapshot: Snapshot,
     writer: Mutex<Writer>,
     log_end: Watermark,
@@ -164,18 +167,21 @@ impl Log {
         }
         let storage = Arc::clone(&config.storage);
         let clock = Arc::clone(&config.clock);
-        if !read_only {
-            create_dir_durably(&*storage, dir)?;
-        }
-        let lock_path = dir.join(LOCK_FILE);
-        let lock = if read_only {
-            if storage.exists(&lock_path)? {
-                Some(storage.lock(&lock_path, LockMode::Shared)?)
-            } else {
-                None
-            }
+        // Before anything is created: a running broker must find its directory untouched.
+        let kafka_dir = if read_only {
+            None
         } else {
-            Some(storage.lock(&lock_path, LockMode::Exclusive)?)
+            kafka_dir::enter(&storage, dir)?
+        };
+        let lock = match lock_log_dir(&*storage, dir, read_only) {
+            Ok(lock) => lock,
+            Err(error) => {
+                // No log data changed yet, so this does not spoil the directory's clean close.
+                if let Some(Err(leave_error)) = kafka_dir.map(|m| m.leave(true)) {
+                    log::warn!("{}: {leave_error}", dir.display());
+                }
+                return Err(error);
+            }
         };
         let now_ms = clock.now_ms();
         let mut jitter_state = (now_ms as u64) ^ 0x9E37_79B9_7F4A_7C15;
@@ -203,6 +209,7 @@ impl Log {
             clock,
             read_only,
             _lock: lock,
+            kafka_dir: Mutex::new(kafka_dir),
             snapshot,
             writer: Mutex::new(Writer {
                 active: recovered.active,
@@ -746,7 +753,16 @@ impl Log {
         if self.shared.read_only {
             return Ok(());
         }
-        self.shared.close_writable()
+        let closed = self.shared.close_writable();
+        let membership = self.shared.kafka_dir.lock().take();
+        match membership.map(|m| m.leave(closed.is_ok())) {
+            Some(Err(leave_error)) if closed.is_ok() => Err(leave_error),
+            Some(Err(leave_error)) => {
+                log::warn!("{}: {leave_error}", self.shared.dir.display());
+                closed
+            }
+            _ => closed,
+        }
     }
 
     fn stop_flusher(&self) {
@@ -1175,6 +1191,20 @@ fn flusher_tick(config: &LogConfig) -> Duration {
         tick = tick.min(every);
     }
     tick.max(Duration::from_millis(5))
+}
+
+/// Takes the lock on `partlog.lock`: exclusive for a writer (creating `dir` first), shared for
+/// a reader when the file exists, none otherwise.
+fn lock_log_dir(storage: &dyn Storage, dir: &Path, read_only: bool) -> Result<Option<FileLock>> {
+    let lock_path = dir.join(LOCK_FILE);
+    if read_only {
+        if storage.exists(&lock_path)? {
+            return Ok(Some(storage.lock(&lock_path, LockMode::Shared)?));
+        }
+        return Ok(None);
+    }
+    create_dir_durably(storage, dir)?;
+    Ok(Some(storage.lock(&lock_path, LockMode::Exclusive)?))
 }
 
 /// Creates `dir` and any missing ancestors, and syncs the parent of each directory it created:
