@@ -50,9 +50,10 @@ pub mod unstable {
     };
     #[cfg(feature = "sim")]
     pub use crate::storage::sim;
+    pub use crate::storage::{
+        CanonicalPath, FileLock, LockMode, Metadata, OpenMode, OsStorage, ReadMapping, Storage,
+        StorageFile,
+    };
     #[cfg(feature = "sim")]
     pub use crate::storage::{CrashConfig, SimStorage};
-    pub use crate::storage::{
-        FileLock, LockMode, Metadata, OpenMode, OsStorage, ReadMapping, Storage, StorageFile,
-    };
 }

@@ -10,15 +10,15 @@
 //! 1. **Keep the broker out while it writes.** It takes an OFD write lock on `.lock`
 //!    ([`Storage::lock_foreign_ofd`]), which conflicts with the broker's `FileChannel.tryLock`
 //!    (a classic `fcntl(F_SETLK)` lock on the whole file), and holds it until the log closes. A
-//!    running broker makes the open fail with [`Error::Locked`](crate::Error::Locked) before
-//!    anything in the log directory changes.
+//!    running broker makes the open fail with [`Error::Locked`] before anything in the log
+//!    directory changes.
 //! 2. **Make a crash of its own look like an unclean shutdown.** Before any write it renames
 //!    `.kafka_cleanshutdown` to `.kafka_cleanshutdown.partlog` and fsyncs the log directory. If
 //!    partlog dies while writing, the broker finds no marker and recovers the directory, which
 //!    truncates the torn tail rather than serving it.
 //! 3. **Hand a clean directory back.** When the last log of the directory that this process has
-//!    open closes, and every one of them closed cleanly (none poisoned, no close failed, none
-//!    failed to open after its membership began), the set-aside file is renamed back unchanged
+//!    open closes, and every one of them closed cleanly (none poisoned, no close failed, no open
+//!    failed once recovery had begun), the set-aside file is renamed back unchanged
 //!    and the directory fsynced, and only then is the lock released. The broker then starts as
 //!    after its own clean shutdown.
 //!
@@ -43,9 +43,10 @@
 //! have torn logs that this run never opens and so never recovers. Renaming it back would tell
 //! the broker those logs are whole.
 //!
-//! A `.kafka_cleanshutdown.partlog` found *together with* a `.kafka_cleanshutdown` is stale: the
-//! broker has since started (recovering after that crash) and shut down cleanly, since nothing
-//! else writes the marker. The marker is set aside over it, as usual.
+//! A `.kafka_cleanshutdown.partlog` found *together with* a `.kafka_cleanshutdown` is stale: a
+//! put-back consumes the set-aside file, so the marker beside it was written by the broker, which
+//! has therefore started since that crash (recovering from it) and shut down cleanly. The marker
+//! is set aside over it, as usual.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

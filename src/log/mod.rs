@@ -147,6 +147,12 @@ impl Log {
     /// removes leftover `.deleted` files and index files that have no `.log`, and recovers: after
     /// a clean shutdown it reads only the checkpoint and the active segment's tail; after a crash
     /// it validates every batch from the recovery point on (see [`RecoveryReport`]).
+    ///
+    /// Inside a Kafka log directory (`dir`'s parent holds `meta.properties`) it first takes the
+    /// broker's lock on the parent's `.lock` ([`Error::Locked`] while a broker runs, before
+    /// anything is created) and sets `.kafka_cleanshutdown` aside, so that a crash of this
+    /// process makes the broker recover; the lock is shared by every log this process has open
+    /// in that directory (DESIGN §4, Opening).
     pub fn open(dir: impl AsRef<Path>, config: LogConfig) -> Result<Log> {
         Log::open_inner(dir.as_ref(), config, false)
     }
@@ -744,6 +750,10 @@ impl Log {
     /// Makes everything appended so far durable, then writes the clean-shutdown checkpoint so
     /// that the next open scans nothing. Later calls fail with [`Error::Closed`]. A poisoned log
     /// writes no clean-shutdown fields and returns [`Error::Poisoned`]: the next open recovers.
+    ///
+    /// In a Kafka log directory, when the last log this process has open there closes, and none
+    /// of them was poisoned or failed to close, `.kafka_cleanshutdown` goes back where it was;
+    /// then the broker's lock is released.
     pub fn close(&self) -> Result<()> {
         if self.shared.closed.swap(true, Ordering::AcqRel) {
             return Ok(());
