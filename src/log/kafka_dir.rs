@@ -11,7 +11,8 @@
 //!    ([`Storage::lock_foreign_ofd`]), which conflicts with the broker's `FileChannel.tryLock`
 //!    (a classic `fcntl(F_SETLK)` lock on the whole file), and holds it until the log closes. A
 //!    running broker makes the open fail with [`Error::Locked`] before anything in the log
-//!    directory changes.
+//!    directory changes. `.lock` is created if missing and never removed: unlinking a lock file
+//!    lets the next locker lock a new file while an old holder still holds the unlinked one.
 //! 2. **Make a crash of its own look like an unclean shutdown.** Before any write it renames
 //!    `.kafka_cleanshutdown` to `.kafka_cleanshutdown.partlog` and fsyncs the log directory. If
 //!    partlog dies while writing, the broker finds no marker and recovers the directory, which

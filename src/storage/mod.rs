@@ -264,7 +264,11 @@ pub trait Storage: Send + Sync + fmt::Debug + 'static {
     /// through another call. Unlike a classic record lock, closing some other descriptor of the
     /// file does not release it. It is not an `flock` lock and does not conflict with
     /// [`lock`](Self::lock). Fails at once with [`Error::Locked`] when another holder has the file
-    /// locked; never blocks. Dropping the [`FileLock`] releases it.
+    /// locked; never blocks. Dropping the [`FileLock`] releases it; the file is never removed.
+    ///
+    /// A lock on a file that is no longer at `path` guards nothing, and Kafka's broker deletes
+    /// `.lock` right after unlocking it at shutdown: an implementation must make sure that `path`
+    /// still names the file it locked (the OS one compares device and inode, and retries).
     ///
     /// The default fails with [`Error::Unsupported`].
     fn lock_foreign_ofd(&self, path: &Path) -> Result<FileLock> {

@@ -229,21 +229,47 @@ impl Storage for OsStorage {
     }
 
     fn lock_foreign_ofd(&self, path: &Path) -> Result<FileLock> {
-        // A write lock needs a descriptor open for writing.
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)
-            .map_err(|e| Error::io(path, e))?;
-        if try_ofd_write_lock(&file).map_err(|e| Error::io(path, e))? {
-            Ok(FileLock::new(Box::new(HeldLock { _file: file })))
-        } else {
-            Err(Error::Locked {
-                path: path.to_path_buf(),
-            })
+        // Kafka's broker deletes `.lock` after unlocking it at shutdown. A lock won on a file that
+        // was unlinked (or replaced) meanwhile would guard nothing: the next locker creates a new
+        // file. So the lock counts only if the path still names the locked file; otherwise the
+        // file is opened again. Each retry needs another unlink to race with, so few suffice.
+        const ATTEMPTS: usize = 8;
+        for _ in 0..ATTEMPTS {
+            // A write lock needs a descriptor open for writing.
+            let file = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(path)
+                .map_err(|e| Error::io(path, e))?;
+            if !try_ofd_write_lock(&file).map_err(|e| Error::io(path, e))? {
+                return Err(Error::Locked {
+                    path: path.to_path_buf(),
+                });
+            }
+            if still_named_by(&file, path)? {
+                return Ok(FileLock::new(Box::new(HeldLock { _file: file })));
+            }
         }
+        Err(Error::io(
+            path,
+            std::io::Error::other(format!(
+                "the file was unlinked or replaced after each of {ATTEMPTS} locks"
+            )),
+        ))
+    }
+}
+
+/// Whether `path` still names the open `file` (same device and inode).
+fn still_named_by(file: &File, path: &Path) -> Result<bool> {
+    use std::os::unix::fs::MetadataExt;
+
+    let held = file.metadata().map_err(|e| Error::io(path, e))?;
+    match fs::metadata(path) {
+        Ok(named) => Ok(named.dev() == held.dev() && named.ino() == held.ino()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(Error::io(path, e)),
     }
 }
 
@@ -311,6 +337,18 @@ mod tests {
         drop(storage.lock(&path, LockMode::Exclusive).unwrap());
         drop(held);
         drop(storage.lock_foreign_ofd(&path).unwrap());
+    }
+
+    #[test]
+    fn a_lock_counts_only_while_its_path_names_the_locked_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(".lock");
+        let file = File::create(&path).unwrap();
+        assert!(still_named_by(&file, &path).unwrap());
+        fs::remove_file(&path).unwrap();
+        assert!(!still_named_by(&file, &path).unwrap(), "unlinked");
+        File::create(&path).unwrap();
+        assert!(!still_named_by(&file, &path).unwrap(), "replaced");
     }
 
     #[test]
