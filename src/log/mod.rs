@@ -107,7 +107,8 @@ struct Shared {
     storage: Arc<dyn Storage>,
     clock: Arc<dyn Clock>,
     read_only: bool,
-    _lock: Option<FileLock>,
+    /// The directory lock, released by `close()` (or the drop of the log).
+    dir_lock: Mutex<Option<FileLock>>,
     snapshot: Snapshot,
     writer: Mutex<Writer>,
     log_end: Watermark,
@@ -123,7 +124,9 @@ struct Shared {
     bytes_at_last_checkpoint: AtomicU64,
 }
 
-/// One partition's log: a directory of segments. See the [module docs](self).
+/// One partition's log: a directory of segments. It owns the active segment and assigns
+/// offsets, serves reads from an immutable snapshot of its segments, makes appends durable
+/// through a group commit, and recovers from a crash when it opens.
 ///
 /// `Log` is `Send + Sync`: share it with an `Arc`. One writer at a time appends (appends from
 /// several threads serialise inside); any number of threads read concurrently.
@@ -202,7 +205,7 @@ impl Log {
             storage,
             clock,
             read_only,
-            _lock: lock,
+            dir_lock: Mutex::new(lock),
             snapshot,
             writer: Mutex::new(Writer {
                 active: recovered.active,
@@ -743,10 +746,14 @@ impl Log {
         }
         self.stop_flusher();
         self.shared.log_end.wake_all();
-        if self.shared.read_only {
-            return Ok(());
-        }
-        self.shared.close_writable()
+        let result = if self.shared.read_only {
+            Ok(())
+        } else {
+            self.shared.close_writable()
+        };
+        // Released even after a failed close: the next open recovers whatever state is left.
+        drop(self.shared.dir_lock.lock().take());
+        result
     }
 
     fn stop_flusher(&self) {

@@ -153,7 +153,8 @@ struct WriterState {
     broken: bool,
 }
 
-/// A `.log` file and its two indexes. See the [module docs](self).
+/// A `.log` file and its two indexes. One appender and any number of readers share it through
+/// `&self`; a batch becomes readable only once its bytes and index entries are complete.
 #[derive(Debug)]
 pub struct Segment {
     storage: Arc<dyn Storage>,
