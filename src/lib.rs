@@ -85,15 +85,17 @@ mod log;
 mod segment;
 mod storage;
 
-pub use crate::error::{Corruption, Error, Result};
-pub use crate::format::{
-    BatchBuilder, BatchHeader, BatchIter, BatchView, Compression, ControlRecordType,
-    EndTransactionMarker, Header, HeaderIter, NewRecord, Record, RecordIter, TimestampType,
-};
-pub use crate::log::{
-    CleanupPolicy, CompressionType, FetchBatches, FetchData, FlushPolicy, Log, LogAppendInfo,
-    LogConfig, LogConfigBuilder, LogRecord, LogRecords, LogStats, ReadBound, RecoveryMode,
-    RecoveryReport,
+pub use crate::{
+    error::{Corruption, Error, Result},
+    format::{
+        BatchBuilder, BatchHeader, BatchIter, BatchView, Compression, ControlRecordType,
+        EndTransactionMarker, Header, HeaderIter, NewRecord, Record, RecordIter, TimestampType,
+    },
+    log::{
+        CleanupPolicy, CompressionType, FetchBatches, FetchData, FlushPolicy, Log, LogAppendInfo,
+        LogConfig, LogConfigBuilder, LogRecord, LogRecords, LogStats, ReadBound, RecoveryMode,
+        RecoveryReport,
+    },
 };
 
 /// The lower layers: segments, indexes, the storage seam, the clock and (feature `sim`) the
