@@ -301,9 +301,9 @@ fn recover_unclean(
         };
         let segment =
             Segment::open_for_recovery(storage, dir, base, segment_config, now_ms, read_only)?;
-        let scan = segment.scan()?;
+        let scan = segment.recover_from(recovery_point)?;
         report.segments_scanned += 1;
-        report.bytes_scanned += scan.valid_bytes;
+        report.bytes_scanned += scan.valid_bytes - scan.scanned_from;
         let next_base_overlap = bases
             .get(i + 1)
             .is_some_and(|&next| scan.next_offset > next);

@@ -121,9 +121,12 @@ pub struct InvalidBytes {
 pub struct ScanReport {
     /// The end of the last valid batch: everything before it checked out.
     pub valid_bytes: u64,
+    /// Where validation started: 0 for a full scan, a trusted index entry's position for
+    /// [`Segment::recover_from`].
+    pub scanned_from: u64,
     /// The file's length when scanned.
     pub file_bytes: u64,
-    /// How many valid batches the scan saw.
+    /// How many valid batches the scan validated (from `scanned_from` on).
     pub batches: u64,
     /// The offset after the last valid batch (the segment base if there is none).
     pub next_offset: i64,
@@ -972,18 +975,86 @@ impl Segment {
     /// first invalid position with its reason. It does not truncate: the log decides. Readers
     /// see only the valid prefix afterwards.
     pub fn scan(&self) -> Result<ScanReport> {
-        let mut writer = self.writer.lock();
+        self.scan_from(None)
+    }
+
+    /// Recovery's scan (DESIGN §3a): index entries below `recovery_point` were synced before
+    /// the point was recorded, so after an O(entries) check (monotonic, inside the file) they
+    /// are kept, and only the batches from the last kept entry on are validated and indexed.
+    /// If the check fails, or the kept entry does not name a valid batch ending at its offset,
+    /// the whole segment is scanned as by [`scan`](Self::scan).
+    pub fn recover_from(&self, recovery_point: i64) -> Result<ScanReport> {
+        let start = self.trusted_index_prefix(recovery_point)?;
+        self.scan_from(start)
+    }
+
+    /// The last offset-index entry below `recovery_point` that can be trusted, with both
+    /// indexes cut back to the entries below it; `None` when nothing can be kept.
+    fn trusted_index_prefix(&self, recovery_point: i64) -> Result<Option<OffsetPosition>> {
         let file_bytes = self.log.len()?;
-        self.offset_index.reset()?;
-        self.time_index.reset()?;
+        if self.offset_index.full_check(file_bytes).is_err()
+            || self.time_index.full_check().is_err()
+        {
+            return Ok(None);
+        }
+        self.offset_index.truncate_to(recovery_point)?;
+        self.time_index.truncate_to(recovery_point)?;
+        if self.offset_index.entries() == 0 {
+            return Ok(None);
+        }
+        let entry = self.offset_index.last_entry()?;
+        if self.time_index.entries() > 0 && self.time_index.last_entry()?.offset > entry.offset {
+            return Ok(None);
+        }
+        // The entry must name a whole, valid batch that ends at its offset.
         let log_path = self.log_path();
         let mut walker = BatchWalker::new(&self.log, &log_path, file_bytes.min(i32::MAX as u64));
-        let mut position = 0u64;
+        let position = u64::from(entry.position);
+        let Ok(Step::Batch(frame)) = walker.frame_at(position) else {
+            return Ok(None);
+        };
+        if frame.magic != 2 {
+            return Ok(None);
+        }
+        let named = walker
+            .batch_bytes(&frame)
+            .ok()
+            .and_then(|bytes| BatchView::new(bytes).ok().map(|view| view.last_offset()));
+        Ok((named == Some(entry.offset)).then_some(entry))
+    }
+
+    /// Validates batches from `start` (a trusted index entry) or from the file's beginning,
+    /// rebuilding index entries from there on.
+    fn scan_from(&self, start: Option<OffsetPosition>) -> Result<ScanReport> {
+        let mut writer = self.writer.lock();
+        let file_bytes = self.log.len()?;
+        let log_path = self.log_path();
+        let mut walker = BatchWalker::new(&self.log, &log_path, file_bytes.min(i32::MAX as u64));
         let mut batches = 0u64;
         let mut next_offset = self.base_offset;
-        let mut max_so_far: Option<TimestampOffset> = None;
         let mut bytes_since = 0u64;
-        let mut first_max_timestamp = None;
+        // With a trusted start, the batch at the entry is already indexed, the time index holds
+        // the largest timestamp up to it, and the first batch's timestamp is loaded lazily.
+        let (mut position, mut max_so_far, mut first_max_timestamp, mut indexed_position) =
+            match start {
+                Some(entry) => {
+                    let max = (self.time_index.entries() > 0)
+                        .then(|| self.time_index.last_entry())
+                        .transpose()?;
+                    (
+                        u64::from(entry.position),
+                        max,
+                        None,
+                        Some(u64::from(entry.position)),
+                    )
+                }
+                None => {
+                    self.offset_index.reset()?;
+                    self.time_index.reset()?;
+                    (0, None, Some(None), None)
+                }
+            };
+        let scanned_from = position;
         let first_invalid = loop {
             let frame = match walker.frame_at(position) {
                 Ok(Step::Batch(frame)) => frame,
@@ -1038,11 +1109,13 @@ impl Segment {
                     },
                 });
             }
-            if batches == 0 {
-                first_max_timestamp = Some(header.max_timestamp);
+            if position == 0 {
+                first_max_timestamp = Some(Some(header.max_timestamp));
             }
             note_max_timestamp(&mut max_so_far, &header);
-            if bytes_since > u64::from(self.config.index_interval_bytes) {
+            if indexed_position.take() == Some(position) {
+                // The trusted entry's own batch: its entries exist already.
+            } else if bytes_since > u64::from(self.config.index_interval_bytes) {
                 if !self.offset_index.is_full() {
                     self.offset_index
                         .append(header.last_offset(), position as u32)?;
@@ -1062,11 +1135,12 @@ impl Segment {
         writer.next_offset = next_offset;
         writer.bytes_since_last_index_entry = bytes_since;
         writer.max_timestamp_so_far = max_so_far;
-        writer.rolling_based_timestamp = Some(first_max_timestamp);
+        writer.rolling_based_timestamp = first_max_timestamp;
         writer.broken = false;
         self.publish(&writer);
         Ok(ScanReport {
             valid_bytes: position,
+            scanned_from,
             file_bytes,
             batches,
             next_offset,

@@ -545,3 +545,49 @@ fn concurrent_readers_see_only_complete_batches() {
         reader.join().unwrap();
     }
 }
+
+#[test]
+fn recovery_keeps_index_entries_below_the_recovery_point_and_scans_only_the_tail() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = storage();
+    let config = small_config();
+    let segment = Segment::create(&storage, dir.path(), 0, config.clone(), T0).unwrap();
+    fill(&segment, 0, 40);
+    let entries: Vec<_> = (0..segment.offset_index().entries())
+        .map(|n| segment.offset_index().entry(n).unwrap())
+        .collect();
+    let times_before = segment.time_index().entries();
+    segment.flush().unwrap();
+    drop(segment);
+
+    let recovery_point = 60;
+    let segment =
+        Segment::open_for_recovery(&storage, dir.path(), 0, config.clone(), T0, false).unwrap();
+    let report = segment.recover_from(recovery_point).unwrap();
+    let kept = entries.iter().filter(|e| e.offset < recovery_point).count();
+    let last_kept = entries[kept - 1];
+    assert_eq!(report.scanned_from, u64::from(last_kept.position));
+    assert_eq!(report.first_invalid, None);
+    assert_eq!(report.next_offset, 120);
+    // The tail was re-indexed by the same rule: the result equals the original index.
+    let after: Vec<_> = (0..segment.offset_index().entries())
+        .map(|n| segment.offset_index().entry(n).unwrap())
+        .collect();
+    assert_eq!(after, entries);
+    assert_eq!(segment.time_index().entries(), times_before);
+    drop(segment);
+
+    // A zero-padded index fails its check: the whole segment is scanned instead.
+    let index_path = segment_file_path(dir.path(), 0, SegmentFileKind::OffsetIndex);
+    let file = storage.open(&index_path, OpenMode::ReadWrite).unwrap();
+    let len = file.len().unwrap();
+    file.write_all_at(&[0u8; 16], len).unwrap();
+    drop(file);
+    let segment = Segment::open_for_recovery(&storage, dir.path(), 0, config, T0, false).unwrap();
+    let report = segment.recover_from(recovery_point).unwrap();
+    assert_eq!(report.scanned_from, 0);
+    let rebuilt: Vec<_> = (0..segment.offset_index().entries())
+        .map(|n| segment.offset_index().entry(n).unwrap())
+        .collect();
+    assert_eq!(rebuilt, entries);
+}
