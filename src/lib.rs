@@ -77,6 +77,7 @@
 //!
 //! The file formats, byte by byte, are in `FORMAT.md`; the code map, the data flow and the
 //! lock order in `ARCHITECTURE.md`.
+
 mod clock;
 mod error;
 mod format;
