@@ -34,7 +34,7 @@
 //!     }
 //!     assert_eq!(values, [(0, Some(b"signed up".to_vec())), (1, None)]);
 //!     log.close()?; // the final fsync and the clean-shutdown record
-//!     drop(log); // the handle holds partlog.lock until it is dropped
+//!     drop(log); // close() released partlog.lock already; the handle only answers Error::Closed
 //!
 //!     // After a clean close, reopening scans nothing and offsets go on where they stopped.
 //!     let log = Log::open(dir.path(), config)?;
