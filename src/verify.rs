@@ -252,6 +252,52 @@ pub fn verify_dir(dir: impl AsRef<Path>, config: &LogConfig) -> Result<VerifyRep
             continue;
         }
         let rescanned = i >= first_rescanned;
+        let next_offset = walk.summary.next_offset;
+        if let Some(invalid) = &walk.invalid {
+            let torn = rescanned && next_offset >= recovery_point;
+            let bytes = walk.summary.log_bytes - invalid.position;
+            if torn {
+                let later = walks.len() - i - 1;
+                let what = format!(
+                    "torn tail: {bytes} bytes that are not a valid batch ({}), above the \
+                     recovery point {recovery_point}: a normal state after a crash; the next \
+                     writable open truncates them{}",
+                    invalid.what,
+                    match later {
+                        0 => String::new(),
+                        1 => " and deletes the segment after this one".into(),
+                        n => format!(" and deletes the {n} segments after this one"),
+                    }
+                );
+                findings.push(Finding {
+                    severity: Severity::CrashState,
+                    file: log_path.clone(),
+                    position: Some(invalid.position),
+                    what,
+                });
+                cut_at = Some((i, next_offset));
+            } else {
+                let why = if clean_shutdown {
+                    "in a cleanly closed log".to_string()
+                } else if !rescanned {
+                    format!(
+                        "in a segment wholly below the recovery point {recovery_point}, which \
+                         recovery trusts"
+                    )
+                } else {
+                    format!("below the recovery point {recovery_point}")
+                };
+                findings.push(Finding {
+                    severity: Severity::Corruption,
+                    file: log_path.clone(),
+                    position: Some(invalid.position),
+                    what: format!(
+                        "{} ({bytes} bytes from here on were not checked), {why}",
+                        invalid.what
+                    ),
+                });
+            }
+        }
         for note in &walk.notes {
             findings.push(note.clone());
         }
@@ -289,51 +335,7 @@ pub fn verify_dir(dir: impl AsRef<Path>, config: &LogConfig) -> Result<VerifyRep
         if !rescanned || clean_shutdown {
             findings.extend(walk.final_time_entry_note.iter().cloned());
         }
-        let next_offset = walk.summary.next_offset;
-        if let Some(invalid) = &walk.invalid {
-            let torn = rescanned && next_offset >= recovery_point;
-            let bytes = walk.summary.log_bytes - invalid.position;
-            if torn {
-                let later = walks.len() - i - 1;
-                let what = format!(
-                    "torn tail: {bytes} bytes that are not a valid batch ({}), above the \
-                     recovery point {recovery_point}: a normal state after a crash; the next \
-                     writable open truncates them{}",
-                    invalid.what,
-                    match later {
-                        0 => String::new(),
-                        1 => " and deletes the segment after this one".into(),
-                        n => format!(" and deletes the {n} segments after this one"),
-                    }
-                );
-                findings.push(Finding {
-                    severity: Severity::CrashState,
-                    file: log_path,
-                    position: Some(invalid.position),
-                    what,
-                });
-                cut_at = Some((i, next_offset));
-            } else {
-                let why = if clean_shutdown {
-                    "in a cleanly closed log".to_string()
-                } else if !rescanned {
-                    format!(
-                        "in a segment wholly below the recovery point {recovery_point}, which \
-                         recovery trusts"
-                    )
-                } else {
-                    format!("below the recovery point {recovery_point}")
-                };
-                findings.push(Finding {
-                    severity: Severity::Corruption,
-                    file: log_path,
-                    position: Some(invalid.position),
-                    what: format!(
-                        "{} ({bytes} bytes from here on were not checked), {why}",
-                        invalid.what
-                    ),
-                });
-            }
+        if walk.invalid.is_some() {
             // After invalid bytes the segment's real end is unknown: no continuity check.
             continue;
         }
@@ -626,12 +628,14 @@ fn walk_segment(
         walk.summary.valid_bytes = position;
     }
     walk.summary.max_timestamp = running_max;
+    // Entries past invalid bytes cannot be checked: the invalid bytes are the finding.
+    let walked_to_end = walk.invalid.is_none();
     if let Some(check) = offset_check {
         walk.index_problems
-            .extend(check.finish(walk.summary.valid_bytes));
+            .extend(check.finish(walk.summary.valid_bytes, walked_to_end));
     }
     if let Some(check) = time_check {
-        let (problems, last_entry) = check.finish();
+        let (problems, last_entry) = check.finish(walked_to_end);
         walk.index_problems.extend(problems);
         // At roll and at close the final time-index entry is written (DESIGN §2.2), so a
         // sealed segment's index ends with its largest timestamp. Missing, lookups still work
@@ -884,8 +888,9 @@ impl OffsetIndexCheck {
         }
     }
 
-    fn finish(mut self, valid_bytes: u64) -> Vec<IndexProblem> {
-        if !self.broken {
+    /// The problems found; entries past the last batch are one unless the walk stopped early.
+    fn finish(mut self, valid_bytes: u64, walked_to_end: bool) -> Vec<IndexProblem> {
+        if !self.broken && walked_to_end {
             while let Some(&entry) = self.entries.get(self.next) {
                 self.mismatch(format!(
                     "entry {} (offset {}, byte {}) points past the last valid batch, which ends \
@@ -999,9 +1004,10 @@ impl TimeIndexCheck {
         }
     }
 
-    /// The problems, and the last entry (for the final-entry note).
-    fn finish(mut self) -> (Vec<IndexProblem>, Option<TimestampOffset>) {
-        if !self.broken {
+    /// The problems found (entries past the last batch are one unless the walk stopped
+    /// early), and the last entry, for the final-entry note.
+    fn finish(mut self, walked_to_end: bool) -> (Vec<IndexProblem>, Option<TimestampOffset>) {
+        if !self.broken && walked_to_end {
             while let Some(&entry) = self.entries.get(self.next) {
                 self.mismatch(format!(
                     "entry {} (timestamp {}, offset {}) names an offset past the last valid \
@@ -1055,5 +1061,311 @@ fn index_error(path: &Path, error: Error) -> Result<IndexProblem> {
             what: why,
         }),
         other => Err(other),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::{NewRecord, RECORD_BATCH_OVERHEAD, crc32c};
+    use crate::log::Log;
+    use crate::storage::OsStorage;
+
+    const RECORDS: usize = 120;
+
+    fn config() -> LogConfig {
+        LogConfig::builder_for_tests()
+            .segment_bytes(4096)
+            .index_interval_bytes(256)
+            .build()
+            .unwrap()
+    }
+
+    fn storage() -> Arc<dyn Storage> {
+        Arc::new(OsStorage::new())
+    }
+
+    /// A cleanly closed log of `RECORDS` records, one per batch of about 170 bytes, over
+    /// several 4 KiB segments with a few index entries each.
+    fn write_log(dir: &Path) {
+        let log = Log::open(dir, config()).unwrap();
+        for i in 0..RECORDS {
+            let record = NewRecord::new(1_000 + i as i64, Some(b"key"), Some(&[b'v'; 100]));
+            log.append(&[record]).unwrap();
+        }
+        log.close().unwrap();
+    }
+
+    fn segment(dir: &Path, report: &VerifyReport, n: usize, kind: SegmentFileKind) -> PathBuf {
+        segment_file_path(dir, report.segments[n].base_offset, kind)
+    }
+
+    fn read_file(path: &Path) -> Vec<u8> {
+        let file = storage().open(path, OpenMode::Read).unwrap();
+        let mut bytes = vec![0; usize::try_from(file.len().unwrap()).unwrap()];
+        file.read_exact_at(&mut bytes, 0).unwrap();
+        bytes
+    }
+
+    fn write_at(path: &Path, position: u64, bytes: &[u8]) {
+        let file = storage().open(path, OpenMode::ReadWrite).unwrap();
+        file.write_all_at(bytes, position).unwrap();
+    }
+
+    fn set_len(path: &Path, len: u64) {
+        storage()
+            .open(path, OpenMode::ReadWrite)
+            .unwrap()
+            .set_len(len)
+            .unwrap();
+    }
+
+    fn verify(dir: &Path) -> VerifyReport {
+        verify_dir(dir, &config()).unwrap()
+    }
+
+    fn only(report: &VerifyReport, severity: Severity) -> Vec<&Finding> {
+        report.findings_of(severity).collect()
+    }
+
+    #[test]
+    fn a_cleanly_closed_log_has_no_findings() {
+        let temp = tempfile::tempdir().unwrap();
+        write_log(temp.path());
+        let report = verify(temp.path());
+        assert_eq!(report.findings, Vec::new());
+        assert!(report.clean_shutdown && report.checkpoint_found);
+        assert_eq!(report.log_end_offset, RECORDS as i64);
+        assert_eq!(report.recovery_point, RECORDS as i64);
+        assert!(report.segments.len() >= 3, "{:?}", report.segments);
+        let records: u64 = report.segments.iter().map(|s| s.records).sum();
+        assert_eq!(records, RECORDS as u64);
+        for pair in report.segments.windows(2) {
+            assert_eq!(pair[0].next_offset, pair[1].base_offset);
+            assert!(pair[0].offset_index_entries.unwrap() > 0);
+            assert!(pair[0].time_index_entries.unwrap() > 0);
+        }
+    }
+
+    #[test]
+    fn bytes_lost_below_the_recovery_point_are_corruption_as_for_recovery() {
+        let temp = tempfile::tempdir().unwrap();
+        write_log(temp.path());
+        let before = verify(temp.path());
+        let last = segment(
+            temp.path(),
+            &before,
+            before.segments.len() - 1,
+            SegmentFileKind::Log,
+        );
+        let len = read_file(&last).len() as u64;
+        // The last batch cut short: its records were durable (the clean close put the recovery
+        // point at the log end), so this is not a torn tail.
+        set_len(&last, len - 10);
+        let report = verify(temp.path());
+        assert!(report.is_corrupt(), "{:#?}", report.findings);
+        let corrupt = only(&report, Severity::Corruption);
+        assert_eq!(corrupt.len(), 1, "{corrupt:#?}");
+        assert_eq!(corrupt[0].file, last);
+        assert!(
+            corrupt[0].what.contains("below the recovery point"),
+            "{corrupt:?}"
+        );
+        match Log::open(temp.path(), config()) {
+            Err(Error::Corrupt { file, .. }) => assert_eq!(file, last),
+            other => panic!("recovery disagrees with verify: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_torn_tail_above_the_recovery_point_is_crash_state_and_recovery_agrees() {
+        let temp = tempfile::tempdir().unwrap();
+        write_log(temp.path());
+        let before = verify(temp.path());
+        let last = segment(
+            temp.path(),
+            &before,
+            before.segments.len() - 1,
+            SegmentFileKind::Log,
+        );
+        let bytes = read_file(&last);
+        // Half of a copy of the first batch after the last one: a write cut short.
+        let half = bytes.get(..90).unwrap();
+        write_at(&last, bytes.len() as u64, half);
+        let report = verify(temp.path());
+        assert!(!report.is_corrupt(), "{:#?}", report.findings);
+        assert!(!report.clean_shutdown);
+        let torn = only(&report, Severity::CrashState);
+        assert_eq!(torn.len(), 1, "{torn:#?}");
+        assert_eq!(torn[0].position, Some(bytes.len() as u64));
+        assert!(torn[0].what.starts_with("torn tail: 90 bytes"), "{torn:?}");
+        assert_eq!(report.log_end_offset, RECORDS as i64);
+
+        let log = Log::open(temp.path(), config()).unwrap();
+        assert_eq!(log.recovery_report().bytes_truncated, 90);
+        assert_eq!(log.log_end_offset(), report.log_end_offset);
+        log.close().unwrap();
+        drop(log);
+        assert_eq!(verify(temp.path()).findings, Vec::new());
+    }
+
+    #[test]
+    fn without_a_checkpoint_a_torn_middle_segment_cuts_the_log_where_recovery_does() {
+        let temp = tempfile::tempdir().unwrap();
+        write_log(temp.path());
+        let before = verify(temp.path());
+        storage()
+            .remove(&temp.path().join(CHECKPOINT_FILE_NAME))
+            .unwrap();
+        let middle = segment(temp.path(), &before, 1, SegmentFileKind::Log);
+        set_len(&middle, read_file(&middle).len() as u64 / 2);
+        let report = verify(temp.path());
+        assert!(!report.is_corrupt(), "{:#?}", report.findings);
+        assert_eq!(report.recovery_point, 0);
+        let later = before.segments.len() - 2;
+        let crash = only(&report, Severity::CrashState);
+        // The torn tail, the middle segment's indexes past it, and each later segment.
+        assert!(
+            crash
+                .iter()
+                .any(|f| f.file == middle && f.what.starts_with("torn tail"))
+        );
+        assert_eq!(
+            crash
+                .iter()
+                .filter(|f| f
+                    .what
+                    .starts_with("the next writable open deletes this segment"))
+                .count(),
+            later
+        );
+
+        let log = Log::open(temp.path(), config()).unwrap();
+        assert_eq!(log.log_end_offset(), report.log_end_offset);
+        assert_eq!(log.recovery_report().segments_deleted, later);
+    }
+
+    #[test]
+    fn a_missing_segment_in_a_clean_log_is_corruption() {
+        let temp = tempfile::tempdir().unwrap();
+        write_log(temp.path());
+        let before = verify(temp.path());
+        for kind in [
+            SegmentFileKind::Log,
+            SegmentFileKind::OffsetIndex,
+            SegmentFileKind::TimeIndex,
+        ] {
+            storage()
+                .remove(&segment(temp.path(), &before, 1, kind))
+                .unwrap();
+        }
+        let report = verify(temp.path());
+        let corrupt = only(&report, Severity::Corruption);
+        assert_eq!(corrupt.len(), 1, "{corrupt:#?}");
+        assert!(
+            corrupt[0].what.starts_with(&format!(
+                "offsets [{}, {}) are missing",
+                before.segments[1].base_offset, before.segments[2].base_offset
+            )),
+            "{corrupt:?}"
+        );
+    }
+
+    #[test]
+    fn a_wrong_index_entry_is_corruption_in_a_trusted_segment_and_crash_state_in_a_rescanned_one() {
+        let temp = tempfile::tempdir().unwrap();
+        write_log(temp.path());
+        let before = verify(temp.path());
+        let index = segment(temp.path(), &before, 0, SegmentFileKind::OffsetIndex);
+        // Entry 0 points one byte into its batch.
+        let entry = read_file(&index);
+        let position = u32::from_be_bytes(entry[4..8].try_into().unwrap());
+        write_at(&index, 4, &(position + 1).to_be_bytes());
+        let report = verify(temp.path());
+        let corrupt = only(&report, Severity::Corruption);
+        assert_eq!(corrupt.len(), 1, "{corrupt:#?}");
+        assert_eq!(corrupt[0].file, index);
+        assert!(
+            corrupt[0].what.contains("is not the start of a batch"),
+            "{corrupt:?}"
+        );
+
+        // Without a checkpoint, recovery rescans every segment and rebuilds its indexes.
+        storage()
+            .remove(&temp.path().join(CHECKPOINT_FILE_NAME))
+            .unwrap();
+        let report = verify(temp.path());
+        assert!(!report.is_corrupt(), "{:#?}", report.findings);
+        assert!(
+            only(&report, Severity::CrashState)
+                .iter()
+                .any(|f| f.file == index)
+        );
+        let log = Log::open(temp.path(), config()).unwrap();
+        log.close().unwrap();
+        drop(log);
+        assert_eq!(verify(temp.path()).findings, Vec::new());
+    }
+
+    #[test]
+    fn a_batch_with_a_right_crc_and_broken_records_is_corruption() {
+        let temp = tempfile::tempdir().unwrap();
+        write_log(temp.path());
+        let before = verify(temp.path());
+        let log_file = segment(temp.path(), &before, 0, SegmentFileKind::Log);
+        let mut batch = read_file(&log_file);
+        let size =
+            12 + usize::try_from(i32::from_be_bytes(batch[8..12].try_into().unwrap())).unwrap();
+        batch.truncate(size);
+        // The first record's length varint, made longer than the record; then a valid CRC.
+        batch[RECORD_BATCH_OVERHEAD] = batch[RECORD_BATCH_OVERHEAD].wrapping_add(8);
+        let crc = crc32c(&batch[21..]);
+        batch[17..21].copy_from_slice(&crc.to_be_bytes());
+        write_at(&log_file, 0, &batch);
+        let report = verify(temp.path());
+        let corrupt = only(&report, Severity::Corruption);
+        assert_eq!(corrupt.len(), 1, "{corrupt:#?}");
+        assert_eq!(
+            (&corrupt[0].file, corrupt[0].position),
+            (&log_file, Some(0))
+        );
+        assert!(corrupt[0].what.contains("CRC is right"), "{corrupt:?}");
+        assert_eq!(report.segments[0].valid_bytes, report.segments[0].log_bytes);
+    }
+
+    #[test]
+    fn leftovers_and_missing_indexes_are_notes() {
+        let temp = tempfile::tempdir().unwrap();
+        write_log(temp.path());
+        let before = verify(temp.path());
+        let stray = temp.path().join(format!("{:020}.index", 999_999));
+        let deleted = temp.path().join(format!("{:020}.log.deleted", 5));
+        for path in [&stray, &deleted] {
+            storage().open(path, OpenMode::CreateNew).unwrap();
+        }
+        let time_index = segment(temp.path(), &before, 0, SegmentFileKind::TimeIndex);
+        storage().remove(&time_index).unwrap();
+        let report = verify(temp.path());
+        assert_eq!(
+            report.worst(),
+            Some(Severity::Note),
+            "{:#?}",
+            report.findings
+        );
+        let noted: Vec<&PathBuf> = report.findings.iter().map(|f| &f.file).collect();
+        for path in [&stray, &deleted, &time_index] {
+            assert!(noted.contains(&path), "{path:?} not in {noted:?}");
+        }
+        assert_eq!(report.segments[0].time_index_entries, None);
+    }
+
+    #[test]
+    fn a_log_open_for_writing_is_not_verified() {
+        let temp = tempfile::tempdir().unwrap();
+        let _log = Log::open(temp.path(), config()).unwrap();
+        assert!(matches!(
+            verify_dir(temp.path(), &config()),
+            Err(Error::Locked { .. })
+        ));
     }
 }
