@@ -1,26 +1,8 @@
 //! [`verify_dir`]: a full, read-only check of a log directory (what `partlog verify` runs).
 //!
-//! Opening a log checks as little as it safely can (DESIGN §3 inv. 6): O(1) index checks, and a
-//! batch-by-batch scan only from the recovery point on. Verification checks everything, and
-//! never writes:
-//!
-//! - every batch of every segment: frame, magic, length, CRC-32C, offsets increasing across
-//!   batches and segments, and every record decoded (decompressed when the codec says so), with
-//!   its offset inside its batch and, under CreateTime, its timestamp not above the batch's
-//!   `maxTimestamp`;
-//! - every `.index`: a whole number of entries, the O(entries) `full_check`, and each entry
-//!   against the batch it names (the batch starting at its position must have its offset as
-//!   last offset), as Kafka's `DumpLogSegments` checks;
-//! - every `.timeindex`: the same, with each entry's timestamp equal to the `maxTimestamp` of
-//!   the batch whose last offset the entry holds.
-//!
-//! Each finding gets a [`Severity`], decided as recovery would decide it: an invalid byte above
-//! the recovery point is a torn tail, the normal state after a crash, which the next writable
-//! open truncates ([`Severity::CrashState`]); the same byte below the recovery point, or
-//! anywhere in a cleanly closed log, is [`Severity::Corruption`]. An index that disagrees with
-//! its log is crash state in a segment that recovery will rescan (and so rebuild), and
-//! corruption elsewhere: indexes are derived data, so deleting the bad index files lets the next
-//! writable open rebuild them.
+//! Two phases: walk every segment and note what is wrong, then grade each problem as recovery
+//! would, which needs the recovery point and whether the last close was clean (known only once
+//! the last segment has been walked).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -164,8 +146,29 @@ impl VerifyReport {
     }
 }
 
-/// Checks every batch and every index entry of the log in `dir`, without writing anything
-/// (see the [module docs](self) for what is checked and how findings are graded).
+/// Checks every batch and every index entry of the log in `dir`, without writing anything.
+///
+/// Opening a log checks as little as it safely can (DESIGN §3 inv. 6): O(1) index checks, and a
+/// batch-by-batch scan only from the recovery point on. Verification checks everything, and
+/// never writes:
+///
+/// - every batch of every segment: frame, magic, length, CRC-32C, offsets increasing across
+///   batches and segments, and every record decoded (decompressed when the codec says so), with
+///   its offset inside its batch and, under CreateTime, its timestamp not above the batch's
+///   `maxTimestamp`;
+/// - every `.index`: a whole number of entries, the O(entries) `full_check`, and each entry
+///   against the batch it names (the batch starting at its position must have its offset as
+///   last offset), as Kafka's `DumpLogSegments` checks;
+/// - every `.timeindex`: the same, with each entry's timestamp equal to the `maxTimestamp` of
+///   the batch whose last offset the entry holds.
+///
+/// Each finding gets a [`Severity`], decided as recovery would decide it: an invalid byte above
+/// the recovery point is a torn tail, the normal state after a crash, which the next writable
+/// open truncates ([`Severity::CrashState`]); the same byte below the recovery point, or
+/// anywhere in a cleanly closed log, is [`Severity::Corruption`]. An index that disagrees with
+/// its log is crash state in a segment that recovery will rescan (and so rebuild), and
+/// corruption elsewhere: indexes are derived data, so deleting the bad index files lets the next
+/// writable open rebuild them.
 ///
 /// Like `Log::open_read_only`, it takes a shared lock on `partlog.lock` when that file exists
 /// (so it fails with [`Error::Locked`] while a writer has the log open) and runs unlocked
@@ -175,6 +178,24 @@ impl VerifyReport {
 /// Problems in the files are [`Finding`]s in the report, never errors. Errors are for what
 /// stops the check itself: I/O errors, a missing directory, a directory without segments, a
 /// held lock.
+///
+/// ```
+/// # fn main() -> partlog::Result<()> {
+/// use partlog::{Log, LogConfig, NewRecord, Severity, verify_dir};
+/// # let temp = tempfile::tempdir().unwrap();
+/// # let dir = temp.path();
+/// let log = Log::open(dir, LogConfig::default())?;
+/// log.append(&[NewRecord::new(1_700_000_000_000, None, Some(b"hello"))])?;
+/// log.close()?;
+/// drop(log); // releases the lock
+///
+/// let report = verify_dir(dir, &LogConfig::default())?;
+/// assert!(!report.is_corrupt());
+/// assert_eq!(report.worst(), None::<Severity>);
+/// assert_eq!(report.log_end_offset, 1);
+/// # Ok(())
+/// # }
+/// ```
 pub fn verify_dir(dir: impl AsRef<Path>, config: &LogConfig) -> Result<VerifyReport> {
     let dir = dir.as_ref();
     let storage = Arc::clone(&config.storage);

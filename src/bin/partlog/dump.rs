@@ -35,7 +35,8 @@ pub struct DumpArgs {
     pub dir: PathBuf,
 
     /// The first offset to print (default: the log start offset). Batches that end below it are
-    /// skipped; a batch that holds it is printed whole in the human format.
+    /// skipped; in the human format, the batch that holds it is shown, then its records from
+    /// OFFSET on.
     #[arg(long, value_name = "OFFSET", allow_negative_numbers = true)]
     pub from: Option<i64>,
 
