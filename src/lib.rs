@@ -85,6 +85,7 @@ mod index;
 mod log;
 mod segment;
 mod storage;
+mod verify;
 
 pub use crate::{
     error::{Corruption, Error, Result},
@@ -98,6 +99,7 @@ pub use crate::{
         RecoveryReport,
     },
 };
+pub use crate::verify::{Finding, SegmentSummary, Severity, VerifyReport, verify_dir};
 
 /// The lower layers: segments, indexes, the storage seam, the clock and (feature `sim`) the
 /// crash simulator. Public so that users can build on partlog's pieces and crash-test their own
