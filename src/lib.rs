@@ -87,6 +87,7 @@ mod segment;
 mod storage;
 mod verify;
 
+pub use crate::verify::{Finding, SegmentSummary, Severity, VerifyReport, verify_dir};
 pub use crate::{
     error::{Corruption, Error, Result},
     format::{
@@ -99,7 +100,6 @@ pub use crate::{
         RecoveryReport,
     },
 };
-pub use crate::verify::{Finding, SegmentSummary, Severity, VerifyReport, verify_dir};
 
 /// The lower layers: segments, indexes, the storage seam, the clock and (feature `sim`) the
 /// crash simulator. Public so that users can build on partlog's pieces and crash-test their own

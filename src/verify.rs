@@ -12,15 +12,13 @@ use crate::format::{
     BatchHeader, BatchView, HEADER_SIZE_UP_TO_MAGIC, TimestampType, peek_batch_frame,
 };
 use crate::index::{OffsetIndex, OffsetPosition, TimeIndex, TimestampOffset};
+use crate::log::LOCK_FILE;
 use crate::log::LogConfig;
 use crate::log::checkpoint::{CHECKPOINT_FILE_NAME, CheckpointFile, CheckpointRecord};
 use crate::segment::{
     SegmentFileKind, TransientSuffix, parse_segment_file_name, segment_file_path,
 };
 use crate::storage::{LockMode, OpenMode, Storage, StorageFile};
-
-/// The log's lock file; the same name `Log::open` locks.
-const LOCK_FILE: &str = "partlog.lock";
 
 /// How many bytes of a `.log` file are read at once while walking it.
 const READ_CHUNK: usize = 1 << 20;

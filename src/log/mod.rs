@@ -45,7 +45,7 @@ pub use fetch::{FetchBatches, FetchData, LogRecord, ReadBound};
 pub use stats::{LogStats, RecoveryReport};
 
 /// The name of the lock file in a log directory.
-const LOCK_FILE: &str = "partlog.lock";
+pub(crate) const LOCK_FILE: &str = "partlog.lock";
 
 /// How many sealed segments stay open at most (beyond those readers pin).
 const MAX_OPEN_SEGMENTS: usize = 64;
