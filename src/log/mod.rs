@@ -46,7 +46,7 @@ pub use fetch::{FetchBatches, FetchData, LogRecord, ReadBound};
 pub use stats::{LogStats, RecoveryReport};
 
 /// The name of the lock file in a log directory.
-const LOCK_FILE: &str = "partlog.lock";
+pub(crate) const LOCK_FILE: &str = "partlog.lock";
 
 /// How many sealed segments stay open at most (beyond those readers pin).
 const MAX_OPEN_SEGMENTS: usize = 64;
@@ -108,7 +108,8 @@ struct Shared {
     storage: Arc<dyn Storage>,
     clock: Arc<dyn Clock>,
     read_only: bool,
-    _lock: Option<FileLock>,
+    /// The directory lock, released by `close()` (or the drop of the log).
+    dir_lock: Mutex<Option<FileLock>>,
     /// This log's share of its Kafka log directory's lock, left at close (DESIGN §4, Opening).
     kafka_dir: Mutex<Option<kafka_dir::KafkaDirMembership>>,
     snapshot: Snapshot,
@@ -126,7 +127,9 @@ struct Shared {
     bytes_at_last_checkpoint: AtomicU64,
 }
 
-/// One partition's log: a directory of segments. See the [module docs](self).
+/// One partition's log: a directory of segments. It owns the active segment and assigns
+/// offsets, serves reads from an immutable snapshot of its segments, makes appends durable
+/// through a group commit, and recovers from a crash when it opens.
 ///
 /// `Log` is `Send + Sync`: share it with an `Arc`. One writer at a time appends (appends from
 /// several threads serialise inside); any number of threads read concurrently.
@@ -214,7 +217,7 @@ impl Log {
             storage,
             clock,
             read_only,
-            _lock: lock,
+            dir_lock: Mutex::new(lock),
             kafka_dir: Mutex::new(kafka_dir),
             snapshot,
             writer: Mutex::new(Writer {
@@ -760,18 +763,22 @@ impl Log {
         }
         self.stop_flusher();
         self.shared.log_end.wake_all();
-        if self.shared.read_only {
-            return Ok(());
-        }
-        let closed = self.shared.close_writable();
+        let result = if self.shared.read_only {
+            Ok(())
+        } else {
+            self.shared.close_writable()
+        };
+        // Released even after a failed close: the next open recovers whatever state is left.
+        drop(self.shared.dir_lock.lock().take());
+        // Last: the broker may start once the Kafka log directory is handed back.
         let membership = self.shared.kafka_dir.lock().take();
-        match membership.map(|m| m.leave(closed.is_ok())) {
-            Some(Err(leave_error)) if closed.is_ok() => Err(leave_error),
+        match membership.map(|m| m.leave(result.is_ok())) {
+            Some(Err(leave_error)) if result.is_ok() => Err(leave_error),
             Some(Err(leave_error)) => {
                 log::warn!("{}: {leave_error}", self.shared.dir.display());
-                closed
+                result
             }
-            _ => closed,
+            _ => result,
         }
     }
 

@@ -204,7 +204,8 @@ pub trait StorageFile: Send + Sync + fmt::Debug {
     }
 }
 
-/// The file system partlog runs on. See the [module docs](self).
+/// The file system partlog runs on: [`OsStorage`] in production, the seeded crash simulator
+/// (`SimStorage`, feature `sim`) in tests. All of partlog's file I/O goes through it.
 pub trait Storage: Send + Sync + fmt::Debug + 'static {
     /// Opens (or creates, per `mode`) the file at `path`.
     fn open(&self, path: &Path, mode: OpenMode) -> Result<Arc<dyn StorageFile>>;
