@@ -144,7 +144,6 @@ fn a_writer_sets_the_marker_aside_and_shares_one_lock_per_log_dir_until_the_last
     append_n(&first, 20);
     append_n(&second, 5);
     first.close().unwrap();
-    drop(first);
     assert!(!broker_lock_is_free(log_dir), "topic-1 still holds it");
     assert_eq!(read(log_dir, MARKER), None, "topic-1 may still write");
 
@@ -184,7 +183,7 @@ fn read_only_opens_leave_the_marker_and_the_lock_alone() {
     let log_dir = kafka.path();
     let writer = Log::open(log_dir.join("topic-0"), config()).unwrap();
     append_n(&writer, 4);
-    drop(writer);
+    writer.close().unwrap();
 
     let reader = Log::open_read_only(log_dir.join("topic-0"), config()).unwrap();
     assert_eq!(values(&reader).len(), 4);
@@ -384,7 +383,6 @@ fn a_killed_writer_leaves_the_marker_aside_and_the_next_clean_run_keeps_it_there
     assert_eq!(values(&log).len(), 10);
     append_n(&log, 1);
     log.close().unwrap();
-    drop(log);
     assert_eq!(read(log_dir, MARKER), None);
     assert_eq!(read(log_dir, SET_ASIDE).as_deref(), Some(MARKER_BYTES));
     assert!(broker_lock_is_free(log_dir));
@@ -502,7 +500,6 @@ mod simulated {
             );
             // The dead run's close fails, so it puts nothing back.
             assert!(log.close().is_err(), "seed {seed}");
-            drop(log);
             assert_eq!(sim_read(&sim, MARKER), None, "seed {seed}");
 
             // The next run recovers and, finding only a set-aside file, keeps it aside.
@@ -514,7 +511,6 @@ mod simulated {
                 "seed {seed}: every append was durable"
             );
             log.close().unwrap();
-            drop(log);
             sim.crash_with(&CrashConfig::lose_unsynced());
             assert_eq!(sim_read(&sim, MARKER), None, "seed {seed}");
 
