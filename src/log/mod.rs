@@ -168,12 +168,6 @@ impl Log {
 
     fn open_inner(dir: &Path, config: LogConfig, read_only: bool) -> Result<Log> {
         config.validate()?;
-        if config.preallocate {
-            return Err(Error::InvalidConfig {
-                setting: "preallocate",
-                why: "preallocation is not supported yet".into(),
-            });
-        }
         let storage = Arc::clone(&config.storage);
         let clock = Arc::clone(&config.clock);
         // Before anything is created: a running broker must find its directory untouched.
