@@ -10,7 +10,7 @@
 //! Every record's value names its offset and the "epoch" it was written in (the epoch moves at
 //! every truncation), so a resurrected record cannot pass for a new one at the same offset.
 //!
-//! `PARTLOG_CRASH_SEEDS=N` runs N seeds (default 48); a failure prints its seed, and
+//! `PARTLOG_CRASH_SEEDS=N` runs N seeds (default 128; seeds 66, 70, 75, 98 and 103 once found bugs); a failure prints its seed, and
 //! `PARTLOG_CRASH_SEED=S` replays that one.
 
 use std::collections::BTreeMap;
@@ -449,7 +449,7 @@ fn random_operations_with_crashes_keep_every_guarantee() {
     let seeds: u64 = std::env::var("PARTLOG_CRASH_SEEDS")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(48);
+        .unwrap_or(128);
     for seed in 0..seeds {
         run_seed(seed, 120);
     }

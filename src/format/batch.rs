@@ -378,6 +378,27 @@ pub fn legacy_magic_error(magic: i8) -> Error {
     }
 }
 
+/// Checks the CRC-32 (IEEE, as Kafka's magic 0 and 1 messages use) of one whole legacy message:
+/// offset (8 bytes), size (4), crc (4), then the bytes the CRC covers, from the magic byte on.
+///
+/// Recovery uses it to tell a real legacy message (valid CRC: unsupported for now) from torn
+/// bytes whose magic position happens to read 0 or 1 (invalid CRC: a torn tail).
+pub fn check_legacy_crc(message: &[u8]) -> Result<(), Corruption> {
+    let (Some(stored), Some(covered)) = (array_at::<4>(message, 12), message.get(16..)) else {
+        return Err(Corruption::Truncated {
+            needed: HEADER_SIZE_UP_TO_MAGIC as u64,
+            available: message.len() as u64,
+        });
+    };
+    let stored = u32::from_be_bytes(stored);
+    let computed = crc32fast::hash(covered);
+    if stored == computed {
+        Ok(())
+    } else {
+        Err(Corruption::CrcMismatch { stored, computed })
+    }
+}
+
 /// A validated v2 batch borrowed from a buffer: exactly one whole batch with a matching CRC.
 ///
 /// Records are decoded lazily by [`BatchView::records`], which allocates nothing per record.

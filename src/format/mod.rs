@@ -51,8 +51,8 @@ use std::path::Path;
 
 pub use batch::{
     BatchFrame, BatchHeader, BatchIter, BatchView, CURRENT_MAGIC, HEADER_SIZE_UP_TO_MAGIC,
-    LOG_OVERHEAD, MIN_BATCH_LENGTH, RECORD_BATCH_OVERHEAD, TimestampType, legacy_magic_error,
-    peek_batch_frame, peek_magic,
+    LOG_OVERHEAD, MIN_BATCH_LENGTH, RECORD_BATCH_OVERHEAD, TimestampType, check_legacy_crc,
+    legacy_magic_error, peek_batch_frame, peek_magic,
 };
 pub use builder::{BatchBuilder, NewRecord};
 pub use compression::{Compression, DEFAULT_ZSTD_LEVEL, MAX_DECOMPRESSED_BATCH_SIZE};

@@ -56,7 +56,8 @@ impl GroupCommit {
     /// Blocks until `offset` is durable, leading a sync if none is in flight.
     ///
     /// `sync` runs on the leader's thread with no lock of this type held; it syncs everything
-    /// published so far and returns the offset below which that is now durable.
+    /// published so far and returns the offset below which that is now durable. If that sync
+    /// does not reach `offset`, a truncation removed it: [`Error::Truncated`].
     pub fn wait_durable(&self, offset: i64, sync: impl Fn() -> Result<i64>) -> Result<()> {
         loop {
             if self.durable.get() > offset {
@@ -84,10 +85,16 @@ impl GroupCommit {
             state.in_flight = false;
             match result {
                 Ok(durable_end) => {
-                    if state.generation == generation {
+                    let current = state.generation == generation;
+                    if current {
                         self.durable.advance(durable_end);
                     }
                     self.handover.notify_all();
+                    if current && durable_end <= offset {
+                        // The sync covered everything the log holds, and `offset` is not in it:
+                        // a truncation took it away. Waiting longer would spin forever.
+                        return Err(Error::Truncated { at: durable_end });
+                    }
                 }
                 Err(error) => {
                     state.poisoned = true;
@@ -173,6 +180,16 @@ mod tests {
             Err(Error::Poisoned)
         ));
         assert_eq!(commit.durable_offset(), 0);
+    }
+
+    #[test]
+    fn a_wait_for_a_truncated_offset_ends_with_truncated() {
+        let commit = GroupCommit::new(10);
+        // The log ends at 12 now: offset 15 was truncated away after the waiter looked.
+        let result = commit.wait_durable(15, || Ok(12));
+        assert!(matches!(result, Err(Error::Truncated { at: 12 })));
+        assert_eq!(commit.durable_offset(), 12);
+        assert!(!commit.is_poisoned());
     }
 
     #[test]

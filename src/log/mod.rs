@@ -543,9 +543,9 @@ impl Log {
         self.shared.sync_through(offset)
     }
 
-    /// Blocks until the log holds an offset above `offset` (so a read at `offset + 1`... or
-    /// rather at `offset` finds data), or `timeout` passes, or the log closes. Returns whether
-    /// data is there.
+    /// Blocks until the log holds `offset` (the log end offset has moved past it, so a read at
+    /// `offset` finds data), or `timeout` passes, or the log closes. Returns whether the data is
+    /// there.
     pub fn wait_for_data(&self, offset: i64, timeout: Duration) -> Result<bool> {
         self.check_open()?;
         let deadline = Instant::now().checked_add(timeout);
@@ -1079,7 +1079,10 @@ impl Shared {
         }
         let end = self.log_end.get();
         if end > self.commit.durable_offset() {
-            self.sync_through(end - 1)?;
+            match self.sync_through(end - 1) {
+                Ok(()) | Err(Error::Truncated { .. }) => {}
+                Err(error) => return Err(error),
+            }
         }
         let mut writer = self.writer.lock();
         let active = Arc::clone(&writer.active);
@@ -1134,12 +1137,16 @@ fn flusher_loop(shared: &Shared) {
             _ => false,
         };
         if (roll_pending || interval_due) && end > shared.commit.durable_offset() {
-            if let Err(error) = shared.sync_through(end - 1) {
-                log::error!(
-                    "background flush of {} failed: {error}",
-                    shared.dir.display()
-                );
-                continue;
+            match shared.sync_through(end - 1) {
+                // A truncation overtook the flush: nothing is left to sync.
+                Ok(()) | Err(Error::Truncated { .. }) => {}
+                Err(error) => {
+                    log::error!(
+                        "background flush of {} failed: {error}",
+                        shared.dir.display()
+                    );
+                    continue;
+                }
             }
             last_flush_ms = now;
         } else if interval_due {

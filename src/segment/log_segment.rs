@@ -17,7 +17,7 @@ use parking_lot::{Mutex, RwLock};
 use super::files::{SegmentFileKind, segment_file_path};
 use super::walker::{BatchWalker, Frame, Step};
 use crate::error::{Corruption, Error, Result};
-use crate::format::{BatchHeader, BatchView};
+use crate::format::{BatchHeader, BatchView, check_legacy_crc};
 use crate::index::{OffsetIndex, OffsetPosition, TimeIndex, TimestampOffset};
 use crate::storage::{OpenMode, Storage, StorageFile};
 
@@ -877,16 +877,13 @@ impl Segment {
         let mut next_offset = header.base_offset;
         while len < buf.len() {
             let rest = &buf[len..];
-            let Ok(batch_header) = BatchHeader::parse(rest) else {
-                // A header cut by the window: fine after the first batch, corrupt on the first.
-                if len == 0 {
-                    let what = BatchHeader::parse(rest)
-                        .err()
-                        .unwrap_or(Corruption::BadHeader("unreadable"));
-                    return Err(self.corrupt(position, what));
-                }
-                break;
+            let batch_header = match BatchHeader::parse(rest) {
+                Ok(header) => header,
+                // A header cut off by `max_bytes` ends the read after the first batch.
+                Err(_) if len > 0 => break,
+                Err(what) => return Err(self.corrupt(position, what)),
             };
+
             let size = batch_header.total_size();
             if size > rest.len() {
                 break;
@@ -1001,14 +998,21 @@ impl Segment {
                 Err(other) => return Err(other),
             };
             if frame.magic != 2 {
-                // Legacy message sets are read by a later version; until then they are not corruption.
-                return Err(Error::Unsupported {
-                    what: format!(
-                        "legacy message format (magic {}) at byte {position} of {}",
-                        frame.magic,
-                        log_path.display()
-                    ),
-                });
+                // A legacy message with a valid CRC-32 is real (and read by a later version);
+                // with a bad one, these are torn bytes whose magic position reads 0 or 1.
+                let bytes = walker.batch_bytes(&frame)?;
+                match check_legacy_crc(bytes) {
+                    Ok(()) => {
+                        return Err(Error::Unsupported {
+                            what: format!(
+                                "legacy message format (magic {}) at byte {position} of {}",
+                                frame.magic,
+                                log_path.display()
+                            ),
+                        });
+                    }
+                    Err(what) => break Some(InvalidBytes { position, what }),
+                }
             }
             let bytes = walker.batch_bytes(&frame)?;
             let view = match BatchView::new(bytes) {

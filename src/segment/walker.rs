@@ -7,15 +7,14 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::error::{Corruption, Error, Result};
-use crate::format::{BatchHeader, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD};
+use crate::format::{
+    BatchHeader, HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, peek_batch_frame,
+};
 use crate::storage::StorageFile;
 
 /// How much the walker reads at once. Large enough to amortise the system call, small enough to
 /// stay in the fastest buffered-read range measured on the build machine (64–256 KiB).
 pub(crate) const WINDOW_BYTES: usize = 128 * 1024;
-
-/// Bytes before the magic byte: baseOffset, batchLength, partitionLeaderEpoch.
-const HEADER_UP_TO_MAGIC: usize = 17;
 
 /// The framing of one batch, read from its first 17 bytes.
 #[derive(Debug, Clone, Copy)]
@@ -101,24 +100,25 @@ impl<'f> BatchWalker<'f> {
             return Ok(Step::End);
         }
         let available = self.end - position;
-        if available < HEADER_UP_TO_MAGIC as u64 {
+        if available < HEADER_SIZE_UP_TO_MAGIC as u64 {
             return Ok(Step::Partial {
                 available,
-                needed: HEADER_UP_TO_MAGIC as u64,
+                needed: HEADER_SIZE_UP_TO_MAGIC as u64,
             });
         }
-        let bytes = self.ensure(position, HEADER_UP_TO_MAGIC)?;
-        let batch_length = i32::from_be_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]);
-        let magic = bytes[16] as i8;
-        let minimum = match magic {
-            2 => (RECORD_BATCH_OVERHEAD - LOG_OVERHEAD) as i32,
-            // Legacy messages: crc(4) magic(1) attributes(1) key length(4) value length(4).
-            0 | 1 => 14,
-            _ => return Err(self.corrupt(position, Corruption::BadMagic(magic))),
+        let bytes = self.ensure(position, HEADER_SIZE_UP_TO_MAGIC)?;
+        let frame = match peek_batch_frame(bytes) {
+            Ok(Some(frame)) => frame,
+            // Unreachable: at least 17 bytes were checked to be there.
+            Ok(None) => {
+                return Ok(Step::Partial {
+                    available,
+                    needed: HEADER_SIZE_UP_TO_MAGIC as u64,
+                });
+            }
+            Err(what) => return Err(self.corrupt(position, what)),
         };
-        if batch_length < minimum {
-            return Err(self.corrupt(position, Corruption::BadBatchLength(batch_length)));
-        }
+        let (batch_length, magic) = (frame.batch_length, frame.magic);
         let total_size = LOG_OVERHEAD as u64 + batch_length as u64;
         if total_size > available {
             return Ok(Step::Partial {
