@@ -47,8 +47,8 @@
 //! - A clean shutdown trims the active segment's `.index`/`.timeindex` to their entries and writes
 //!   `<LEO>.snapshot` (producer state) into each partition directory.
 //! - Log lines: see [`CLEAN_LOAD_LINE`], [`UNCLEAN_LOAD_LINE`], [`UNCLEAN_DIRS_LINE`],
-//!   [`UNCLEAN_REGISTRATION_LINE`], [`UNCLEAN_ELECTION_LINE`], [`TRUNCATED_LINE`],
-//!   [`RECOVERING_SEGMENT_LINE`].
+//!   [`UNCLEAN_REGISTRATION_LINE`], [`UNCLEAN_ELECTION_LINE`], [`RECOVERING_SEGMENT_LINE`],
+//!   [`TRUNCATED_LINE`], [`INVALID_MESSAGES_LINE`].
 //!
 //! Nothing here is timed: the waits are bounded ([`READY_TIMEOUT`], [`STOP_TIMEOUT`],
 //! [`CLIENT_TIMEOUT`]) so a hung JVM fails a test instead of stalling the suite. A `Broker` that
@@ -105,11 +105,19 @@ pub const UNCLEAN_REGISTRATION_LINE: &str = "handleBrokerUncleanShutdown";
 pub const UNCLEAN_ELECTION_LINE: &str = "using an unclean election";
 /// Logged by LogLoader for each segment it scans after an unclean shutdown
 /// (`[LogLoader partition=<t-p>, dir=<dir>] Recovering unflushed segment <base>. <n> recovered
-/// for <t-p>.`).
+/// for <t-p>.`). The KRaft metadata log (`partition=__cluster_metadata-0`) logs it at every
+/// start, clean or not: look for the topic partition's `partition=<topic>-<p>`.
 pub const RECOVERING_SEGMENT_LINE: &str = "Recovering unflushed segment";
-/// Logged (WARN) by LogSegment.recover when it cuts a torn tail:
+/// Logged by LogSegment.recover when it cuts a torn tail (at debug, which
+/// `tests/kafka/jvm.options` enables for LogSegment):
 /// `Truncated <n> invalid bytes at the end of segment <file> during recovery`.
 pub const TRUNCATED_LINE: &str = "invalid bytes at the end of segment";
+/// Logged (WARN) by LogSegment.recover when a complete batch fails its checks (a CRC mismatch,
+/// say), before it truncates from there:
+/// `Found invalid messages in log segment <file> at byte offset <n>: <why>. <cause>`.
+/// A batch cut short (its length runs past the end of the file) is not "invalid": recovery just
+/// stops there, and only [`TRUNCATED_LINE`] tells.
+pub const INVALID_MESSAGES_LINE: &str = "Found invalid messages in log segment";
 
 /// What running a broker needs, found once per test process.
 #[derive(Debug)]
@@ -766,7 +774,10 @@ fn hex_or_null(bytes: &Option<Vec<u8>>) -> String {
 }
 
 fn unhex(text: &str, line: &str) -> Vec<u8> {
-    assert!(text.len().is_multiple_of(2), "odd-length hex {text:?} in {line:?}");
+    assert!(
+        text.len().is_multiple_of(2),
+        "odd-length hex {text:?} in {line:?}"
+    );
     (0..text.len())
         .step_by(2)
         .map(|at| {
