@@ -253,6 +253,24 @@ fn broker_starts_serves_and_shuts_down_clean_and_unclean() {
         crc_acked
     );
     kafka.stop();
+
+    // Another process's lock on `.lock` (here a POSIX record lock, which conflicts with Kafka's
+    // `FileChannel.tryLock` as an OFD lock does): the broker refuses to start.
+    let lock_file = std::fs::File::create(log_dir.join(".lock")).unwrap();
+    rustix::fs::fcntl_lock(
+        &lock_file,
+        rustix::fs::FlockOperation::NonBlockingLockExclusive,
+    )
+    .unwrap();
+    let exited = kafka
+        .try_restart()
+        .expect_err("the broker started on a locked log dir");
+    assert!(
+        kafka.server_log().contains(broker::LOCK_FAILED_LINE),
+        "{exited:?}"
+    );
+    assert!(!exited.status.success());
+    drop(lock_file);
 }
 
 fn append(file: &Path, bytes: &[u8]) {

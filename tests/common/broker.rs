@@ -40,15 +40,20 @@
 //! the controller's address is part of the static voter set.
 //!
 //! # What a hand-off test can rely on (seen with Kafka 4.4.0 on this harness)
-//! - While the broker runs, the log dir holds `.lock` (Kafka's `FileChannel.tryLock` on it).
-//!   A clean shutdown releases the lock and deletes the file; a SIGKILL leaves the file (unlocked).
+//! - While the broker runs, the log dir holds `.lock`, locked with `FileChannel.tryLock` (a
+//!   POSIX record lock, which conflicts with an OFD lock). A clean shutdown releases the lock and
+//!   deletes the file; a SIGKILL leaves the file (unlocked). A broker that cannot take the lock
+//!   exits during startup ([`Broker::try_restart`], [`LOCK_FAILED_LINE`]).
 //! - A clean shutdown writes `<log dir>/.kafka_cleanshutdown` (`{"version":0,"brokerEpoch":N}`);
 //!   the next start deletes it as soon as it has read it.
 //! - A clean shutdown trims the active segment's `.index`/`.timeindex` to their entries and writes
 //!   `<LEO>.snapshot` (producer state) into each partition directory.
 //! - Log lines: see [`CLEAN_LOAD_LINE`], [`UNCLEAN_LOAD_LINE`], [`UNCLEAN_DIRS_LINE`],
 //!   [`UNCLEAN_REGISTRATION_LINE`], [`UNCLEAN_ELECTION_LINE`], [`RECOVERING_SEGMENT_LINE`],
-//!   [`TRUNCATED_LINE`], [`INVALID_MESSAGES_LINE`].
+//!   [`TRUNCATED_LINE`], [`INVALID_MESSAGES_LINE`], [`LOCK_FAILED_LINE`].
+//! - Using the client creates internal topics: `__consumer_offsets-0` (consume assigns with a
+//!   group id) and `__transaction_state-0` (transactional produce), one partition each. The log
+//!   dir also holds `__cluster_metadata-0` (KRaft) and Kafka's checkpoint files.
 //!
 //! Nothing here is timed: the waits are bounded ([`READY_TIMEOUT`], [`STOP_TIMEOUT`],
 //! [`CLIENT_TIMEOUT`]) so a hung JVM fails a test instead of stalling the suite. A `Broker` that
@@ -118,6 +123,13 @@ pub const TRUNCATED_LINE: &str = "invalid bytes at the end of segment";
 /// A batch cut short (its length runs past the end of the file) is not "invalid": recovery just
 /// stops there, and only [`TRUNCATED_LINE`] tells.
 pub const INVALID_MESSAGES_LINE: &str = "Found invalid messages in log segment";
+
+/// Logged (in a stack trace) when the broker cannot lock its log dir and exits during startup:
+/// `Failed to acquire lock on file .lock in <dir>. A Kafka instance in another process or thread
+/// is using this directory.` An OFD write lock (`F_OFD_SETLK`) on `.lock` held by another
+/// process causes it; conversely, `F_OFD_SETLK` on `.lock` fails with EAGAIN while the broker
+/// runs (its `FileChannel.tryLock` is a POSIX record lock, which conflicts with OFD locks).
+pub const LOCK_FAILED_LINE: &str = "Failed to acquire lock on file .lock";
 
 /// What running a broker needs, found once per test process.
 #[derive(Debug)]
@@ -301,6 +313,21 @@ impl Broker {
     /// # Panics
     /// If the broker is running, or it exits or is not ready within [`READY_TIMEOUT`].
     pub fn restart(&mut self) {
+        if let Err(exited) = self.try_restart() {
+            panic!(
+                "the broker exited during startup ({}); its log ends:\n{}",
+                exited.status, exited.log_tail
+            );
+        }
+    }
+
+    /// Like [`Broker::restart`], but a broker that exits during startup is an `Err`, for tests
+    /// that expect Kafka to refuse to start: for example while another process holds the log
+    /// dir's `.lock` (see [`LOCK_FAILED_LINE`]). [`Broker::server_log`] then has its whole log.
+    ///
+    /// # Panics
+    /// If the broker is running, or it neither exits nor is ready within [`READY_TIMEOUT`].
+    pub fn try_restart(&mut self) -> Result<(), StartupExit> {
         assert!(!self.is_running(), "restart of a broker that is running");
         self.starts += 1;
         let log_path = self.server_log_path();
@@ -319,14 +346,16 @@ impl Broker {
         let deadline = Instant::now() + READY_TIMEOUT;
         loop {
             if let Some(status) = self.child_mut().try_wait().expect("poll the broker") {
+                let pid = self.child_mut().id();
                 self.child = None;
-                panic!(
-                    "the broker exited during startup ({status}); its log ends:\n{}",
-                    self.server_log_tail(60)
-                );
+                forget_pid(pid);
+                return Err(StartupExit {
+                    status,
+                    log_tail: self.server_log_tail(60),
+                });
             }
             if self.server_log().contains(STARTED_LINE) && self.answers() {
-                return;
+                return Ok(());
             }
             if Instant::now() >= deadline {
                 self.kill();
@@ -597,6 +626,15 @@ impl Drop for Broker {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+/// A broker that exited during startup ([`Broker::try_restart`]).
+#[derive(Debug)]
+pub struct StartupExit {
+    /// Its exit status.
+    pub status: ExitStatus,
+    /// The last 60 lines of its log.
+    pub log_tail: String,
 }
 
 /// A partition's leadership, from [`Broker::leaders`].
