@@ -183,6 +183,7 @@ fn broker_starts_serves_and_shuts_down_clean_and_unclean() {
         broker::UNCLEAN_LOAD_LINE,
         broker::UNCLEAN_DIRS_LINE,
         broker::UNCLEAN_REGISTRATION_LINE,
+        broker::UNCLEAN_ELECTION_LINE,
     ] {
         assert!(
             log.contains(unclean),

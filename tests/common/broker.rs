@@ -377,7 +377,9 @@ impl Broker {
         match self.child.as_mut().map(Child::try_wait) {
             Some(Ok(None)) => true,
             Some(Ok(Some(_))) => {
-                self.child = None;
+                if let Some(child) = self.child.take() {
+                    forget_pid(child.id());
+                }
                 false
             }
             Some(Err(error)) => panic!("cannot poll the broker: {error}"),
