@@ -68,7 +68,7 @@ cleanup() {
     [ -e "$pid_file" ] || continue
     pid="$(basename "$pid_file")"
     # Only a broker the harness recorded, and only while that pid still is a Kafka broker.
-    if tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q 'kafka\.Kafka'; then
+    if grep -qa 'kafka\.Kafka' "/proc/$pid/cmdline" 2>/dev/null; then
       echo "tests/kafka/run.sh: killing leftover broker $pid" >&2
       kill -KILL "$pid" 2>/dev/null || true
     fi
