@@ -462,3 +462,11 @@ fn preallocated_segments_are_trimmed_at_roll_and_close_and_recover_after_a_crash
     // Crash recovery of a preallocated log (zeros after the data read as a torn tail) is
     // exercised by tests/log_crash.rs, which preallocates in a share of its seeds.
 }
+
+#[test]
+fn log_is_send_and_sync_and_shared_by_arc() {
+    fn assert_send_sync<T: Send + Sync + 'static>() {}
+    assert_send_sync::<Log>();
+    assert_send_sync::<partlog::FetchData>();
+    assert_send_sync::<LogConfig>();
+}
