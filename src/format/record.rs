@@ -43,7 +43,23 @@ pub struct Record<'a> {
 }
 
 impl<'a> Record<'a> {
-    /// The record's headers, in order (keys may repeat).
+    /// A record without headers: what a legacy (magic 0 or 1) message holds.
+    pub(crate) fn without_headers(
+        offset: i64,
+        timestamp: i64,
+        key: Option<&'a [u8]>,
+        value: Option<&'a [u8]>,
+    ) -> Record<'a> {
+        Record {
+            offset,
+            timestamp,
+            key,
+            value,
+            headers: HeaderIter::empty(),
+        }
+    }
+
+    /// The record's headers, in order (keys may repeat); none for a legacy message.
     pub fn headers(&self) -> HeaderIter<'a> {
         self.headers
     }
