@@ -277,8 +277,7 @@ impl<'a> LegacyBatchView<'a> {
         if !frame.is_legacy() {
             return Err(Corruption::BadMagic(frame.magic));
         }
-        let header = LegacyHeader::parse(bytes)?;
-        let total = header.total_size();
+        let total = frame.total_size();
         if bytes.len() < total {
             return Err(Corruption::Truncated {
                 needed: total as u64,
@@ -290,6 +289,8 @@ impl<'a> LegacyBatchView<'a> {
                 "bytes follow the message: the buffer holds more than one message",
             ));
         }
+        // The frame's minimum lengths guarantee the fixed fields are all there.
+        let header = LegacyHeader::parse(bytes)?;
         check_crc(bytes, &header)?;
         let (key, value) = key_and_value(bytes, &header)?;
         if header.is_compressed() && value.is_none() {
@@ -407,7 +408,9 @@ impl<'a> LegacyBatchView<'a> {
                     bound: last_inner_offset,
                 }));
             }
-            _ => Some(header.offset - last_inner_offset),
+            _ => Some(header.offset.checked_sub(last_inner_offset).ok_or(invalid(
+                Corruption::BadRecord("an inner offset puts the batch outside i64"),
+            ))?),
         };
         let log_append_time = (header.magic == 1
             && header.timestamp_type() == TimestampType::LogAppendTime)
