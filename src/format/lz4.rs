@@ -15,6 +15,10 @@
 //! partlog writes exactly Kafka's header, so every lz4 payload starts `04 22 4D 18 60 40 82`, and
 //! stores a block uncompressed when compression would not shrink it, as Kafka does.
 //!
+//! The same frame wraps a legacy lz4 wrapper's message set, with one quirk: Kafka 0.8 and 0.9
+//! computed HC over the frame magic too, so for magic 0 Kafka's reader skips the HC check
+//! ([`HeaderChecksum::IgnoreForMagic0`]).
+//!
 //! The frame envelope is written and parsed here, with lz4_flex's *block* codec doing the
 //! (de)compression, rather than through lz4_flex's frame module. Three reasons: the reader must
 //! accept exactly what Kafka's `Lz4BlockInputStream` accepts (it rejects linked blocks and the

@@ -34,6 +34,8 @@ pub struct Record<'a> {
     pub offset: i64,
     /// Under CreateTime `baseTimestamp + timestampDelta` (also when a delete horizon is set:
     /// the cleaner re-bases the deltas on it); under LogAppendTime the batch `maxTimestamp`.
+    /// A legacy record: its message's timestamp (a LogAppendTime wrapper's, for an inner
+    /// message), or -1 for magic 0.
     pub timestamp: i64,
     /// The key; `None` is a null key (length -1), distinct from an empty one.
     pub key: Option<&'a [u8]>,

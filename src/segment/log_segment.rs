@@ -101,7 +101,8 @@ pub struct SegmentRead {
     pub position: u64,
     /// The number of bytes returned: whole batches only.
     pub len: usize,
-    /// The base offset of the first returned batch.
+    /// The base offset of the first returned batch (for a compressed legacy message: its first
+    /// inner offset).
     pub first_offset: i64,
     /// The offset after the last returned batch.
     pub next_offset: i64,
