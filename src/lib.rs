@@ -1,11 +1,82 @@
 //! partlog: the per-partition commit log of Apache Kafka, as an embeddable Rust library.
 //!
-//! A partlog directory is a Kafka partition directory: RecordBatch v2 `.log` files, `.index` and
-//! `.timeindex` files in Kafka's layouts, and Kafka's 20-digit file names.
+//! A partlog directory is a Kafka partition directory: RecordBatch v2 `.log` files, `.index`
+//! and `.timeindex` files in Kafka's layouts, and Kafka's 20-digit file names, so Kafka's own
+//! tools read what partlog writes. Linux only for 0.x.
 //!
-//! This file is the table of contents: the modules are private, and the stable API is the one
-//! `pub use` block below. [`unstable`] exposes the lower layers (segments, indexes, the storage
-//! seam and the simulator) for users who build on them; it may change before 1.0.
+//! ```
+//! use partlog::{FlushPolicy, Log, LogConfig, NewRecord, ReadBound};
+//!
+//! fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     let dir = tempfile::tempdir()?;
+//!     // Kafka's defaults, except that every append is fsynced before it returns (acks=all).
+//!     let config = LogConfig::builder()
+//!         .flush_policy(FlushPolicy::EveryAppend)
+//!         .build()?;
+//!
+//!     let log = Log::open(dir.path(), config.clone())?;
+//!     let appended = log.append(&[
+//!         NewRecord::new(1_700_000_000_000, Some(b"user-7"), Some(b"signed up")),
+//!         NewRecord::new(1_700_000_000_001, Some(b"user-7"), None), // a tombstone
+//!     ])?;
+//!     assert_eq!((appended.first_offset, appended.last_offset), (0, 1));
+//!     assert!(log.durable_offset() > appended.last_offset);
+//!
+//!     // A read returns whole batches, byte for byte as they lie in the .log file.
+//!     let fetch = log.read(0, 1024 * 1024, ReadBound::Durable)?;
+//!     let mut scratch = Vec::new();
+//!     let mut values = Vec::new();
+//!     for batch in fetch.batches() {
+//!         for record in batch?.records(&mut scratch)? {
+//!             let record = record?;
+//!             values.push((record.offset, record.value.map(<[u8]>::to_vec)));
+//!         }
+//!     }
+//!     assert_eq!(values, [(0, Some(b"signed up".to_vec())), (1, None)]);
+//!     log.close()?; // the final fsync and the clean-shutdown record
+//!     drop(log); // close() released partlog.lock already; the handle only answers Error::Closed
+//!
+//!     // After a clean close, reopening scans nothing and offsets go on where they stopped.
+//!     let log = Log::open(dir.path(), config)?;
+//!     assert!(log.recovery_report().clean_shutdown);
+//!     let next = log.append(&[NewRecord::new(1_700_000_000_002, None, Some(b"hi"))])?;
+//!     assert_eq!(next.first_offset, 2);
+//!     log.close()?;
+//!     Ok(())
+//! }
+//! ```
+//!
+//! # The public API
+//!
+//! The modules are private: the stable API is the one `pub use` block of this file.
+//!
+//! | item | what it is |
+//! | --- | --- |
+//! | [`Log`] | one partition directory: [`open`](Log::open) / [`open_read_only`](Log::open_read_only), [`append`](Log::append) / [`append_batch`](Log::append_batch), [`read`](Log::read) / [`records`](Log::records), [`wait_durable`](Log::wait_durable), [`truncate_to`](Log::truncate_to), [`delete_records_before`](Log::delete_records_before), [`close`](Log::close). `Send + Sync`: share it with an `Arc`. |
+//! | [`LogConfig`], [`LogConfigBuilder`] | every setting, under its Kafka name with Kafka's default; [`CleanupPolicy`], [`CompressionType`], [`RecoveryMode`] |
+//! | [`FlushPolicy`] | when appends are fsynced without being asked (Kafka's `flush.messages` / `flush.ms`); the default leaves it to the OS, as Kafka does |
+//! | [`ReadBound`] | how far a read may go: [`LogEnd`](ReadBound::LogEnd), or only what is [`Durable`](ReadBound::Durable) |
+//! | [`FetchData`], [`FetchBatches`] | what [`Log::read`] returns: whole, CRC-checked batches, with their segment pinned |
+//! | [`LogRecord`], [`LogRecords`] | owned records, and the iterator of [`Log::records`] across segments |
+//! | [`LogAppendInfo`], [`LogStats`], [`RecoveryReport`] | what an append stored, the log's counters, what the last open found and did |
+//! | [`Error`], [`Corruption`], [`Result`] | the one error type, and the kinds of bad bytes |
+//! | [`BatchBuilder`], [`NewRecord`] | records in, one RecordBatch v2 out (none, lz4 or zstd), for [`Log::append_batch`] |
+//! | [`BatchView`], [`BatchHeader`], [`BatchIter`], [`Record`], [`RecordIter`], [`Header`], [`HeaderIter`] | borrowed, validated views of batch bytes; records decode lazily |
+//! | [`Compression`], [`TimestampType`], [`ControlRecordType`], [`EndTransactionMarker`] | the codec, timestamp-type and control-record fields of the format |
+//! | [`unstable`] | the lower layers (segments, indexes, the storage seam, the clock, `partlog.checkpoint`, and with feature `sim` the crash simulator); may change before 1.0 |
+//!
+//! **Durability in one paragraph.** [`Log::append`] returns once its batch is in the file and
+//! visible to readers: it then survives a crash of the process. It survives a crash of the
+//! machine once [`Log::durable_offset`] has passed it, which [`Log::wait_durable`] (acks=all)
+//! or [`FlushPolicy::EveryAppend`] bring about with one shared fsync (group commit). The
+//! README maps Kafka's `acks` to these calls.
+//!
+//! **Which calls block.** `append` blocks on the write (and on the fsync under `EveryAppend`);
+//! `wait_durable` and [`Log::wait_for_data`] block until their condition holds; `close`
+//! blocks on the final fsync. There is no async API yet.
+//!
+//! The file formats, byte by byte, are in `FORMAT.md`; the code map, the data flow and the
+//! lock order in `ARCHITECTURE.md`.
 
 mod clock;
 mod error;
@@ -14,7 +85,9 @@ mod index;
 mod log;
 mod segment;
 mod storage;
+mod verify;
 
+pub use crate::verify::{Finding, SegmentSummary, Severity, VerifyReport, verify_dir};
 pub use crate::{
     error::{Corruption, Error, Result},
     format::{
@@ -51,9 +124,10 @@ pub mod unstable {
     };
     #[cfg(feature = "sim")]
     pub use crate::storage::sim;
+    pub use crate::storage::{
+        CanonicalPath, FileLock, LockMode, Metadata, OpenMode, OsStorage, ReadMapping, Storage,
+        StorageFile,
+    };
     #[cfg(feature = "sim")]
     pub use crate::storage::{CrashConfig, SimStorage};
-    pub use crate::storage::{
-        FileLock, LockMode, Metadata, OpenMode, OsStorage, ReadMapping, Storage, StorageFile,
-    };
 }

@@ -408,3 +408,17 @@ fn readers_see_a_gap_free_prefix_while_one_writer_runs_at_full_speed() {
         reader.join().unwrap();
     }
 }
+
+#[test]
+fn close_releases_the_directory_lock() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::open(dir.path(), small_config()).unwrap();
+    append_n(&log, 0, 3, 3);
+    log.close().unwrap();
+    // The closed handle still exists, but the directory is free again.
+    let reopened = Log::open(dir.path(), small_config()).unwrap();
+    assert_eq!(reopened.log_end_offset(), 3);
+    assert!(matches!(log.append(&[record(3)]), Err(Error::Closed)));
+    drop(log);
+    assert_eq!(reopened.log_end_offset(), 3);
+}

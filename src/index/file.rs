@@ -862,12 +862,13 @@ impl<E: Entry> IndexFile<E> {
         }
     }
 
-    /// Syncs the file and makes the index read-only; the in-memory mirror is dropped and later
-    /// lookups read the file (mapped lazily). Sealing a sealed index only syncs it. Without a
-    /// file, the entries stay in memory and sealing only refuses further appends.
+    /// Makes the index read-only; the in-memory mirror is dropped and later lookups read the file
+    /// (mapped lazily). It does not sync: the log syncs a sealed segment's files off the append
+    /// path (DESIGN §3a), and a mapping sees the page cache either way. Sealing a sealed index
+    /// does nothing. Without a file, the entries stay in memory and sealing only refuses further
+    /// appends.
     pub(crate) fn seal(&self) -> Result<()> {
         let _mutation = self.mutation.lock();
-        self.sync()?;
         let old_view = {
             let mut state = self.state.write();
             match &mut state.view {

@@ -339,8 +339,9 @@ impl OffsetIndex {
         self.file.sync()
     }
 
-    /// Syncs the index and makes it read-only (at roll or close). Lookups then read the file,
-    /// through a mapping made on the first lookup; an in-memory index keeps its entries.
+    /// Makes the index read-only (at roll or close); [`sync`](Self::sync) is separate. Lookups
+    /// then read the file, through a mapping made on the first lookup; an in-memory index keeps
+    /// its entries.
     pub fn seal(&self) -> Result<()> {
         self.file.seal()
     }

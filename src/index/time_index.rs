@@ -296,8 +296,8 @@ impl TimeIndex {
         self.file.sync()
     }
 
-    /// Syncs the index and makes it read-only (at roll or close, after the final entry); an
-    /// in-memory index keeps its entries.
+    /// Makes the index read-only (at roll or close, after the final entry); [`sync`](Self::sync)
+    /// is separate. An in-memory index keeps its entries.
     pub fn seal(&self) -> Result<()> {
         self.file.seal()
     }

@@ -11,6 +11,7 @@ pub mod checkpoint;
 mod config;
 mod fetch;
 mod group_commit;
+mod kafka_dir;
 mod recovery;
 mod snapshot;
 mod stats;
@@ -45,7 +46,7 @@ pub use fetch::{FetchBatches, FetchData, LogRecord, ReadBound};
 pub use stats::{LogStats, RecoveryReport};
 
 /// The name of the lock file in a log directory.
-const LOCK_FILE: &str = "partlog.lock";
+pub(crate) const LOCK_FILE: &str = "partlog.lock";
 
 /// How many sealed segments stay open at most (beyond those readers pin).
 const MAX_OPEN_SEGMENTS: usize = 64;
@@ -107,7 +108,10 @@ struct Shared {
     storage: Arc<dyn Storage>,
     clock: Arc<dyn Clock>,
     read_only: bool,
-    _lock: Option<FileLock>,
+    /// The directory lock, released by `close()` (or the drop of the log).
+    dir_lock: Mutex<Option<FileLock>>,
+    /// This log's share of its Kafka log directory's lock, left at close (DESIGN §4, Opening).
+    kafka_dir: Mutex<Option<kafka_dir::KafkaDirMembership>>,
     snapshot: Snapshot,
     writer: Mutex<Writer>,
     log_end: Watermark,
@@ -123,7 +127,9 @@ struct Shared {
     bytes_at_last_checkpoint: AtomicU64,
 }
 
-/// One partition's log: a directory of segments. See the [module docs](self).
+/// One partition's log: a directory of segments. It owns the active segment and assigns
+/// offsets, serves reads from an immutable snapshot of its segments, makes appends durable
+/// through a group commit, and recovers from a crash when it opens.
 ///
 /// `Log` is `Send + Sync`: share it with an `Arc`. One writer at a time appends (appends from
 /// several threads serialise inside); any number of threads read concurrently.
@@ -144,6 +150,12 @@ impl Log {
     /// removes leftover `.deleted` files and index files that have no `.log`, and recovers: after
     /// a clean shutdown it reads only the checkpoint and the active segment's tail; after a crash
     /// it validates every batch from the recovery point on (see [`RecoveryReport`]).
+    ///
+    /// Inside a Kafka log directory (`dir`'s parent holds `meta.properties`) it first takes the
+    /// broker's lock on the parent's `.lock` ([`Error::Locked`] while a broker runs, before
+    /// anything is created) and sets `.kafka_cleanshutdown` aside, so that a crash of this
+    /// process makes the broker recover; the lock is shared by every log this process has open
+    /// in that directory (DESIGN §4, Opening).
     pub fn open(dir: impl AsRef<Path>, config: LogConfig) -> Result<Log> {
         Log::open_inner(dir.as_ref(), config, false)
     }
@@ -164,18 +176,21 @@ impl Log {
         }
         let storage = Arc::clone(&config.storage);
         let clock = Arc::clone(&config.clock);
-        if !read_only {
-            create_dir_durably(&*storage, dir)?;
-        }
-        let lock_path = dir.join(LOCK_FILE);
-        let lock = if read_only {
-            if storage.exists(&lock_path)? {
-                Some(storage.lock(&lock_path, LockMode::Shared)?)
-            } else {
-                None
-            }
+        // Before anything is created: a running broker must find its directory untouched.
+        let kafka_dir = if read_only {
+            None
         } else {
-            Some(storage.lock(&lock_path, LockMode::Exclusive)?)
+            kafka_dir::enter(&storage, dir)?
+        };
+        let lock = match lock_log_dir(&*storage, dir, read_only) {
+            Ok(lock) => lock,
+            Err(error) => {
+                // No log data changed yet, so this does not spoil the directory's clean close.
+                if let Some(Err(leave_error)) = kafka_dir.map(|m| m.leave(true)) {
+                    log::warn!("{}: {leave_error}", dir.display());
+                }
+                return Err(error);
+            }
         };
         let now_ms = clock.now_ms();
         let mut jitter_state = (now_ms as u64) ^ 0x9E37_79B9_7F4A_7C15;
@@ -202,7 +217,8 @@ impl Log {
             storage,
             clock,
             read_only,
-            _lock: lock,
+            dir_lock: Mutex::new(lock),
+            kafka_dir: Mutex::new(kafka_dir),
             snapshot,
             writer: Mutex::new(Writer {
                 active: recovered.active,
@@ -565,7 +581,12 @@ impl Log {
     pub fn read(&self, offset: i64, max_bytes: usize, bound: ReadBound) -> Result<FetchData> {
         self.check_open()?;
         let shared = &self.shared;
-        let end = shared.log_end.get();
+        let mut end = shared.log_end.get();
+        if shared.commit.is_poisoned() {
+            // A failed fsync may have dropped the pages above the durable offset: serve only
+            // what reached the disk (DESIGN §3.4).
+            end = end.min(self.durable_offset());
+        }
         let start = self.log_start_offset();
         if offset > end {
             let truncated_to = shared.truncated_to.load(Ordering::Acquire);
@@ -732,16 +753,33 @@ impl Log {
     /// Makes everything appended so far durable, then writes the clean-shutdown checkpoint so
     /// that the next open scans nothing. Later calls fail with [`Error::Closed`]. A poisoned log
     /// writes no clean-shutdown fields and returns [`Error::Poisoned`]: the next open recovers.
+    ///
+    /// In a Kafka log directory, when the last log this process has open there closes, and none
+    /// of them was poisoned or failed to close, `.kafka_cleanshutdown` goes back where it was;
+    /// then the broker's lock is released.
     pub fn close(&self) -> Result<()> {
         if self.shared.closed.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
         self.stop_flusher();
         self.shared.log_end.wake_all();
-        if self.shared.read_only {
-            return Ok(());
+        let result = if self.shared.read_only {
+            Ok(())
+        } else {
+            self.shared.close_writable()
+        };
+        // Released even after a failed close: the next open recovers whatever state is left.
+        drop(self.shared.dir_lock.lock().take());
+        // Last: the broker may start once the Kafka log directory is handed back.
+        let membership = self.shared.kafka_dir.lock().take();
+        match membership.map(|m| m.leave(result.is_ok())) {
+            Some(Err(leave_error)) if result.is_ok() => Err(leave_error),
+            Some(Err(leave_error)) => {
+                log::warn!("{}: {leave_error}", self.shared.dir.display());
+                result
+            }
+            _ => result,
         }
-        self.shared.close_writable()
     }
 
     fn stop_flusher(&self) {
@@ -1170,6 +1208,20 @@ fn flusher_tick(config: &LogConfig) -> Duration {
         tick = tick.min(every);
     }
     tick.max(Duration::from_millis(5))
+}
+
+/// Takes the lock on `partlog.lock`: exclusive for a writer (creating `dir` first), shared for
+/// a reader when the file exists, none otherwise.
+fn lock_log_dir(storage: &dyn Storage, dir: &Path, read_only: bool) -> Result<Option<FileLock>> {
+    let lock_path = dir.join(LOCK_FILE);
+    if read_only {
+        if storage.exists(&lock_path)? {
+            return Ok(Some(storage.lock(&lock_path, LockMode::Shared)?));
+        }
+        return Ok(None);
+    }
+    create_dir_durably(storage, dir)?;
+    Ok(Some(storage.lock(&lock_path, LockMode::Exclusive)?))
 }
 
 /// Creates `dir` and any missing ancestors, and syncs the parent of each directory it created:

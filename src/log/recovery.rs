@@ -71,6 +71,10 @@ pub(crate) fn recover(
             now_ms,
         )?);
         storage.sync_dir(dir)?;
+        if let Some(file) = checkpoint.as_mut() {
+            // Every writable open leaves a valid record, even for a brand-new log.
+            file.write(checkpoint_start, checkpoint_start, None, true)?;
+        }
         report.log_end_offset = checkpoint_start;
         report.recovery_point = checkpoint_start;
         report.clean_shutdown = true;

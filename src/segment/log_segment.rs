@@ -154,7 +154,8 @@ struct WriterState {
     broken: bool,
 }
 
-/// A `.log` file and its two indexes. See the [module docs](self).
+/// A `.log` file and its two indexes. One appender and any number of readers share it through
+/// `&self`; a batch becomes readable only once its bytes and index entries are complete.
 #[derive(Debug)]
 pub struct Segment {
     storage: Arc<dyn Storage>,
@@ -270,40 +271,16 @@ impl Segment {
                 },
             });
         }
-        let mut rebuild = false;
-        let (offset_index, created) = open_index(storage, &index_path, role, |create| {
-            if create {
-                OffsetIndex::create(
-                    storage,
-                    &index_path,
-                    base_offset,
-                    config.segment_index_bytes,
-                )
-            } else {
-                OffsetIndex::open(
-                    storage,
-                    &index_path,
-                    base_offset,
-                    config.segment_index_bytes,
-                    writable_indexes,
-                )
-            }
-        })?;
-        rebuild |= created || offset_index.quick_check(size).is_err();
-        let (time_index, created) = open_index(storage, &time_path, role, |create| {
-            if create {
-                TimeIndex::create(storage, &time_path, base_offset, config.segment_index_bytes)
-            } else {
-                TimeIndex::open(
-                    storage,
-                    &time_path,
-                    base_offset,
-                    config.segment_index_bytes,
-                    writable_indexes,
-                )
-            }
-        })?;
-        rebuild |= created || time_index.quick_check().is_err();
+        let (offset_index, time_index, created) = open_indexes(
+            storage,
+            [&index_path, &time_path],
+            base_offset,
+            config.segment_index_bytes,
+            role,
+            writable_indexes,
+        )?;
+        let rebuild =
+            created || offset_index.quick_check(size).is_err() || time_index.quick_check().is_err();
         let segment = Segment::assemble(
             storage,
             base_offset,
@@ -382,37 +359,14 @@ impl Segment {
         }
         let log = storage.open(&log_path, OpenMode::ReadWrite)?;
         let role = SegmentRole::Active;
-        let (offset_index, _) = open_index(storage, &index_path, role, |create| {
-            if create {
-                OffsetIndex::create(
-                    storage,
-                    &index_path,
-                    base_offset,
-                    config.segment_index_bytes,
-                )
-            } else {
-                OffsetIndex::open(
-                    storage,
-                    &index_path,
-                    base_offset,
-                    config.segment_index_bytes,
-                    true,
-                )
-            }
-        })?;
-        let (time_index, _) = open_index(storage, &time_path, role, |create| {
-            if create {
-                TimeIndex::create(storage, &time_path, base_offset, config.segment_index_bytes)
-            } else {
-                TimeIndex::open(
-                    storage,
-                    &time_path,
-                    base_offset,
-                    config.segment_index_bytes,
-                    true,
-                )
-            }
-        })?;
+        let (offset_index, time_index, _) = open_indexes(
+            storage,
+            [&index_path, &time_path],
+            base_offset,
+            config.segment_index_bytes,
+            role,
+            true,
+        )?;
         Ok(Segment::assemble(
             storage,
             base_offset,
@@ -876,7 +830,26 @@ impl Segment {
             .max(first_size)
             .min(usize::try_from(available).unwrap_or(usize::MAX));
         buf.resize(want, 0);
-        self.log.read_exact_at(buf, position)?;
+        // Up to `want` bytes: the file may end before the published size when a failed fsync
+        // dropped its dirty pages (the log is poisoned then, and bounds reads below the loss).
+        let mut read = 0;
+        while read < want {
+            let n = self.log.read_at(&mut buf[read..], position + read as u64)?;
+            if n == 0 {
+                break;
+            }
+            read += n;
+        }
+        if read < first_size {
+            return Err(self.corrupt(
+                position,
+                Corruption::Truncated {
+                    needed: first_size as u64,
+                    available: read as u64,
+                },
+            ));
+        }
+        buf.truncate(read);
         let mut len = 0usize;
         let mut first_offset = first_summary.base_offset;
         let mut next_offset = first_summary.order_floor();
@@ -1289,25 +1262,40 @@ impl Segment {
     }
 }
 
-/// Opens an index file, or creates it when missing and the role allows writing.
-/// Returns the index and whether it was created (and so must be rebuilt).
-fn open_index<I>(
+/// Opens a segment's offset and time indexes (`paths` in that order), creating a missing one
+/// when the role allows writing. Returns them and whether either was created (so the pair must
+/// be rebuilt from the log). A read-only role treats a missing index as corruption.
+fn open_indexes(
     storage: &Arc<dyn Storage>,
-    path: &Path,
+    [index_path, time_path]: [&Path; 2],
+    base_offset: i64,
+    max_index_bytes: u32,
     role: SegmentRole,
-    open: impl Fn(bool) -> Result<I>,
-) -> Result<(I, bool)> {
-    if storage.exists(path)? {
-        return Ok((open(false)?, false));
-    }
-    if role == SegmentRole::ReadOnly {
-        return Err(Error::Corrupt {
-            file: path.to_path_buf(),
-            position: 0,
-            what: Corruption::BadIndexEntry("the index file is missing".into()),
-        });
-    }
-    Ok((open(true)?, true))
+    writable: bool,
+) -> Result<(OffsetIndex, TimeIndex, bool)> {
+    let missing = |path: &Path| -> Result<bool> {
+        let missing = !storage.exists(path)?;
+        if missing && role == SegmentRole::ReadOnly {
+            return Err(Error::Corrupt {
+                file: path.to_path_buf(),
+                position: 0,
+                what: Corruption::BadIndexEntry("the index file is missing".into()),
+            });
+        }
+        Ok(missing)
+    };
+    let (index_missing, time_missing) = (missing(index_path)?, missing(time_path)?);
+    let offset_index = if index_missing {
+        OffsetIndex::create(storage, index_path, base_offset, max_index_bytes)?
+    } else {
+        OffsetIndex::open(storage, index_path, base_offset, max_index_bytes, writable)?
+    };
+    let time_index = if time_missing {
+        TimeIndex::create(storage, time_path, base_offset, max_index_bytes)?
+    } else {
+        TimeIndex::open(storage, time_path, base_offset, max_index_bytes, writable)?
+    };
+    Ok((offset_index, time_index, index_missing || time_missing))
 }
 
 fn note_max_timestamp(max_so_far: &mut Option<TimestampOffset>, batch: &BatchSummary) {

@@ -125,8 +125,33 @@ impl<'f> BatchWalker<'f> {
                 .min(self.end - position);
             let read_len = usize::try_from(read_len).map_err(|_| self.too_large(position))?;
             self.window.resize(read_len, 0);
-            self.file.read_exact_at(&mut self.window, position)?;
+            // Read ahead as far as the file goes, but insist only on the bytes asked for: the
+            // file may end before `end` (a failed fsync can drop dirty pages).
+            let needed =
+                usize::try_from(want_end - position).map_err(|_| self.too_large(position))?;
+            let mut got = 0;
+            while got < read_len {
+                let n = self
+                    .file
+                    .read_at(&mut self.window[got..], position + got as u64)?;
+                if n == 0 {
+                    break;
+                }
+                got += n;
+            }
+            self.window.truncate(got);
             self.window_start = position;
+            if got < needed {
+                return Err(Error::io(
+                    self.path,
+                    std::io::Error::new(
+                        std::io::ErrorKind::UnexpectedEof,
+                        format!(
+                            "wanted {needed} bytes at offset {position}, file ends after {got}"
+                        ),
+                    ),
+                ));
+            }
         }
         let from =
             usize::try_from(position - self.window_start).map_err(|_| self.too_large(position))?;

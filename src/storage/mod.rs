@@ -1,8 +1,8 @@
 //! The storage seam: every byte partlog reads or writes goes through [`Storage`].
 //!
 //! Two implementations exist:
-//! - [`OsStorage`], the real file system (std, plus rustix for `flock` and memmap2 for read-only
-//!   mappings of sealed index files);
+//! - [`OsStorage`], the real file system (std, plus rustix for `flock`, libc for the OFD lock of
+//!   the Kafka hand-off, and memmap2 for read-only mappings of sealed index files);
 //! - `SimStorage` (feature `sim`), an in-memory, seeded file system that can crash: unsynced
 //!   writes survive, vanish or tear, and unsynced directory operations may be undone.
 //!
@@ -16,8 +16,9 @@ pub mod sim;
 
 use std::fmt;
 use std::ops::Deref;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::{Error, Result};
 
@@ -73,6 +74,48 @@ impl FileLock {
 impl fmt::Debug for FileLock {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("FileLock")
+    }
+}
+
+/// A path in canonical form, tagged with the file system that resolves it: what
+/// [`Storage::canonical_path`] returns.
+///
+/// Two spellings of one directory (relative, through `..` or a symbolic link) give equal values,
+/// and paths of two different file systems (two simulators, or one simulator before and after a
+/// crash) never do. partlog keys process-wide state by it: the Kafka log-dir lock, which every
+/// log in one Kafka log directory shares (DESIGN §4, Opening).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct CanonicalPath {
+    file_system: u64,
+    path: PathBuf,
+}
+
+/// The source of [`CanonicalPath::unique_file_system`]; 0 is the OS's own.
+static NEXT_FILE_SYSTEM: AtomicU64 = AtomicU64::new(1);
+
+impl CanonicalPath {
+    /// The tag of the operating system's file system (every [`OsStorage`] shares it).
+    pub const OS_FILE_SYSTEM: u64 = 0;
+
+    /// `path` (already canonical on its file system) tagged with `file_system`.
+    pub fn new(file_system: u64, path: PathBuf) -> Self {
+        CanonicalPath { file_system, path }
+    }
+
+    /// A file-system tag that no other call in this process returns, and that is never
+    /// [`OS_FILE_SYSTEM`](Self::OS_FILE_SYSTEM): for storages whose files are their own.
+    pub fn unique_file_system() -> u64 {
+        NEXT_FILE_SYSTEM.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// The file system's tag.
+    pub fn file_system(&self) -> u64 {
+        self.file_system
+    }
+
+    /// The canonical path, usable with the storage that returned it.
+    pub fn path(&self) -> &Path {
+        &self.path
     }
 }
 
@@ -161,7 +204,8 @@ pub trait StorageFile: Send + Sync + fmt::Debug {
     }
 }
 
-/// The file system partlog runs on. See the [module docs](self).
+/// The file system partlog runs on: [`OsStorage`] in production, the seeded crash simulator
+/// (`SimStorage`, feature `sim`) in tests. All of partlog's file I/O goes through it.
 pub trait Storage: Send + Sync + fmt::Debug + 'static {
     /// Opens (or creates, per `mode`) the file at `path`.
     fn open(&self, path: &Path, mode: OpenMode) -> Result<Arc<dyn StorageFile>>;
@@ -195,5 +239,45 @@ pub trait Storage: Send + Sync + fmt::Debug + 'static {
             Err(e) if e.io_kind() == Some(std::io::ErrorKind::NotFound) => Ok(false),
             Err(e) => Err(e),
         }
+    }
+
+    /// The canonical form of the existing `path` (absolute, with `.`, `..` and symbolic links
+    /// resolved), tagged with the file system that resolves it (see [`CanonicalPath`]).
+    ///
+    /// The default fails with [`Error::Unsupported`]; a log then cannot be opened for writing
+    /// inside a Kafka log directory.
+    fn canonical_path(&self, path: &Path) -> Result<CanonicalPath> {
+        Err(Error::Unsupported {
+            what: format!(
+                "this storage cannot canonicalize paths (asked for {})",
+                path.display()
+            ),
+        })
+    }
+
+    /// Takes an open-file-description write lock (Linux `fcntl(F_OFD_SETLK)`, `F_WRLCK`, the
+    /// whole file) on `path`, a file of another program, creating it empty if it is missing.
+    ///
+    /// This is the lock of the Kafka hand-off (DESIGN §4, Opening): it conflicts with the lock a
+    /// Kafka broker takes on its log directory's `.lock` (Java's `FileChannel.tryLock`, a classic
+    /// POSIX record lock: `fcntl(F_SETLK)` on the whole file, as `strace` shows for OpenJDK 17),
+    /// with `lockf`, and with any other OFD lock on the file, including one this process took
+    /// through another call. Unlike a classic record lock, closing some other descriptor of the
+    /// file does not release it. It is not an `flock` lock and does not conflict with
+    /// [`lock`](Self::lock). Fails at once with [`Error::Locked`] when another holder has the file
+    /// locked; never blocks. Dropping the [`FileLock`] releases it; the file is never removed.
+    ///
+    /// A lock on a file that is no longer at `path` guards nothing, and Kafka's broker deletes
+    /// `.lock` right after unlocking it at shutdown: an implementation must make sure that `path`
+    /// still names the file it locked (the OS one compares device and inode, and retries).
+    ///
+    /// The default fails with [`Error::Unsupported`].
+    fn lock_foreign_ofd(&self, path: &Path) -> Result<FileLock> {
+        Err(Error::Unsupported {
+            what: format!(
+                "this storage cannot take an OFD lock (asked for {})",
+                path.display()
+            ),
+        })
     }
 }

@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::UNIX_EPOCH;
 
-use super::{FileLock, LockMode, Metadata, OpenMode, ReadMapping, Storage, StorageFile};
+use super::{
+    CanonicalPath, FileLock, LockMode, Metadata, OpenMode, ReadMapping, Storage, StorageFile,
+};
 use crate::error::{Error, Result};
 
 /// The operating system's file system, through std and rustix.
@@ -83,8 +85,51 @@ impl StorageFile for OsFile {
     }
 }
 
-struct HeldFlock {
+/// Keeps a lock's descriptor open: closing it releases an `flock` or OFD lock.
+struct HeldLock {
     _file: File,
+}
+
+/// Tries the whole-file OFD write lock on `file`: `Ok(false)` if another holder conflicts.
+#[cfg(target_os = "linux")]
+fn try_ofd_write_lock(file: &File) -> std::io::Result<bool> {
+    use std::os::fd::AsRawFd;
+
+    // SAFETY: `struct flock` is plain integers, for which all-zero bytes are a valid value; OFD
+    // requests must have `l_pid` 0, and zero `l_start`/`l_len` from `SEEK_SET` is the whole file,
+    // however it grows (Java's `tryLock()` asks for the same range).
+    let mut request: libc::flock = unsafe { std::mem::zeroed() };
+    request.l_type = libc::F_WRLCK as libc::c_short;
+    request.l_whence = libc::SEEK_SET as libc::c_short;
+    loop {
+        // SAFETY: `file` keeps its descriptor open for the whole call, and `request` is an
+        // initialised `struct flock` that lives across it; F_OFD_SETLK only reads it.
+        let status = unsafe {
+            libc::fcntl(
+                file.as_raw_fd(),
+                libc::F_OFD_SETLK,
+                &request as *const libc::flock,
+            )
+        };
+        if status == 0 {
+            return Ok(true);
+        }
+        let error = std::io::Error::last_os_error();
+        match error.raw_os_error() {
+            Some(libc::EINTR) => continue,
+            // fcntl(2): a conflicting lock is reported as EAGAIN or EACCES.
+            Some(libc::EAGAIN | libc::EACCES) => return Ok(false),
+            _ => return Err(error),
+        }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn try_ofd_write_lock(_file: &File) -> std::io::Result<bool> {
+    Err(std::io::Error::new(
+        std::io::ErrorKind::Unsupported,
+        "OFD locks (F_OFD_SETLK) exist only on Linux",
+    ))
 }
 
 impl Storage for OsStorage {
@@ -170,12 +215,61 @@ impl Storage for OsStorage {
             LockMode::Shared => rustix::fs::FlockOperation::NonBlockingLockShared,
         };
         match rustix::fs::flock(&file, operation) {
-            Ok(()) => Ok(FileLock::new(Box::new(HeldFlock { _file: file }))),
+            Ok(()) => Ok(FileLock::new(Box::new(HeldLock { _file: file }))),
             Err(rustix::io::Errno::WOULDBLOCK) => Err(Error::Locked {
                 path: path.to_path_buf(),
             }),
             Err(errno) => Err(Error::io(path, errno.into())),
         }
+    }
+
+    fn canonical_path(&self, path: &Path) -> Result<CanonicalPath> {
+        let canonical = fs::canonicalize(path).map_err(|e| Error::io(path, e))?;
+        Ok(CanonicalPath::new(CanonicalPath::OS_FILE_SYSTEM, canonical))
+    }
+
+    fn lock_foreign_ofd(&self, path: &Path) -> Result<FileLock> {
+        // Kafka's broker deletes `.lock` after unlocking it at shutdown. A lock won on a file that
+        // was unlinked (or replaced) meanwhile would guard nothing: the next locker creates a new
+        // file. So the lock counts only if the path still names the locked file; otherwise the
+        // file is opened again. Each retry needs another unlink to race with, so few suffice.
+        const ATTEMPTS: usize = 8;
+        for _ in 0..ATTEMPTS {
+            // A write lock needs a descriptor open for writing.
+            let file = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(path)
+                .map_err(|e| Error::io(path, e))?;
+            if !try_ofd_write_lock(&file).map_err(|e| Error::io(path, e))? {
+                return Err(Error::Locked {
+                    path: path.to_path_buf(),
+                });
+            }
+            if still_named_by(&file, path)? {
+                return Ok(FileLock::new(Box::new(HeldLock { _file: file })));
+            }
+        }
+        Err(Error::io(
+            path,
+            std::io::Error::other(format!(
+                "the file was unlinked or replaced after each of {ATTEMPTS} locks"
+            )),
+        ))
+    }
+}
+
+/// Whether `path` still names the open `file` (same device and inode).
+fn still_named_by(file: &File, path: &Path) -> Result<bool> {
+    use std::os::unix::fs::MetadataExt;
+
+    let held = file.metadata().map_err(|e| Error::io(path, e))?;
+    match fs::metadata(path) {
+        Ok(named) => Ok(named.dev() == held.dev() && named.ino() == held.ino()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(Error::io(path, e)),
     }
 }
 
@@ -225,6 +319,52 @@ mod tests {
             Err(Error::Locked { .. })
         ));
         drop(a);
+    }
+
+    #[test]
+    fn ofd_locks_conflict_across_descriptions_but_not_with_flock() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = OsStorage::new();
+        let path = dir.path().join(".lock");
+        let held = storage.lock_foreign_ofd(&path).unwrap();
+        assert!(path.exists(), "the lock file is created");
+        // Another open file description of this very process conflicts, as another process would.
+        assert!(matches!(
+            storage.lock_foreign_ofd(&path),
+            Err(Error::Locked { .. })
+        ));
+        // flock and fcntl locks do not see each other on Linux.
+        drop(storage.lock(&path, LockMode::Exclusive).unwrap());
+        drop(held);
+        drop(storage.lock_foreign_ofd(&path).unwrap());
+    }
+
+    #[test]
+    fn a_lock_counts_only_while_its_path_names_the_locked_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(".lock");
+        let file = File::create(&path).unwrap();
+        assert!(still_named_by(&file, &path).unwrap());
+        fs::remove_file(&path).unwrap();
+        assert!(!still_named_by(&file, &path).unwrap(), "unlinked");
+        File::create(&path).unwrap();
+        assert!(!still_named_by(&file, &path).unwrap(), "replaced");
+    }
+
+    #[test]
+    fn canonical_paths_resolve_spellings_and_need_an_existing_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = OsStorage::new();
+        std::fs::create_dir(dir.path().join("a")).unwrap();
+        let direct = storage.canonical_path(&dir.path().join("a")).unwrap();
+        let dotted = storage
+            .canonical_path(&dir.path().join("a/./../a"))
+            .unwrap();
+        assert_eq!(direct, dotted);
+        assert_eq!(direct.file_system(), CanonicalPath::OS_FILE_SYSTEM);
+        assert!(direct.path().is_absolute());
+        let missing = storage.canonical_path(&dir.path().join("b")).unwrap_err();
+        assert_eq!(missing.io_kind(), Some(std::io::ErrorKind::NotFound));
     }
 
     #[test]

@@ -85,7 +85,13 @@
 //!   given to [`with_clock`](SimStorage::with_clock); after a crash (other than
 //!   [`CrashMode::KeepUnsynced`]) a file's is the one its last `sync_all` saw, since
 //!   `sync_data` does not persist it.
-//! - Locks are `flock`-like per node: two holders conflict even within one process.
+//! - Locks are `flock`-like per node: two holders conflict even within one process. OFD locks
+//!   ([`Storage::lock_foreign_ofd`]) are a separate table, as `flock` and `fcntl` locks are on
+//!   Linux, and conflict with any other OFD lock on the node. A crash releases both kinds. A test
+//!   plays a Kafka broker (another process) by holding an OFD lock itself.
+//! - [`Storage::canonical_path`] is the lexical absolute path, tagged with a file-system id that
+//!   is unique to this simulator and changes at every crash: state a dead "process" keyed by it
+//!   never matches what the next one sees.
 
 // Without the `sim` feature the simulator is compiled only for the crate's own unit tests,
 // which use part of its API; the rest is dead code there, and only there.
@@ -110,7 +116,9 @@ pub use observe::{PathStats, SimEvent, SimFileState, SimSnapshot, SimStats};
 
 use self::path::SimPath;
 use self::state::{FsState, Handle, NodeId};
-use super::{FileLock, LockMode, Metadata, OpenMode, ReadMapping, Storage, StorageFile};
+use super::{
+    CanonicalPath, FileLock, LockMode, Metadata, OpenMode, ReadMapping, Storage, StorageFile,
+};
 use crate::clock::Clock;
 use crate::error::{Error, Result};
 
@@ -337,6 +345,33 @@ impl Storage for SimStorage {
         match state.lock(&sim_path, mode).map_err(wrap(path))? {
             Some((node, id)) => Ok(FileLock::new(Box::new(SimLock {
                 shared: Arc::clone(&self.shared),
+                kind: SimLockKind::Flock,
+                node,
+                id,
+                generation: state.generation,
+            }))),
+            None => Err(Error::Locked {
+                path: path.to_path_buf(),
+            }),
+        }
+    }
+
+    fn canonical_path(&self, path: &Path) -> Result<CanonicalPath> {
+        let sim_path = parse(path)?;
+        self.shared
+            .state
+            .lock()
+            .canonical_path(&sim_path)
+            .map_err(wrap(path))
+    }
+
+    fn lock_foreign_ofd(&self, path: &Path) -> Result<FileLock> {
+        let sim_path = parse(path)?;
+        let mut state = self.shared.state.lock();
+        match state.lock_ofd(&sim_path).map_err(wrap(path))? {
+            Some((node, id)) => Ok(FileLock::new(Box::new(SimLock {
+                shared: Arc::clone(&self.shared),
+                kind: SimLockKind::Ofd,
                 node,
                 id,
                 generation: state.generation,
@@ -348,9 +383,19 @@ impl Storage for SimStorage {
     }
 }
 
+/// Which lock table a [`SimLock`] is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SimLockKind {
+    /// [`Storage::lock`].
+    Flock,
+    /// [`Storage::lock_foreign_ofd`].
+    Ofd,
+}
+
 /// A held simulated lock; dropping it releases the lock unless a crash already did.
 struct SimLock {
     shared: Arc<Shared>,
+    kind: SimLockKind,
     node: NodeId,
     id: u64,
     generation: u64,
@@ -360,7 +405,10 @@ impl Drop for SimLock {
     fn drop(&mut self) {
         let mut state = self.shared.state.lock();
         if state.generation == self.generation {
-            state.unlock(self.node, self.id);
+            match self.kind {
+                SimLockKind::Flock => state.unlock(self.node, self.id),
+                SimLockKind::Ofd => state.unlock_ofd(self.node, self.id),
+            }
         }
     }
 }
@@ -542,6 +590,55 @@ mod tests {
         // A new handle works.
         let file = sim.open(Path::new("/f"), OpenMode::ReadWrite).unwrap();
         file.write_all_at(b"y", 0).unwrap();
+    }
+
+    #[test]
+    fn ofd_locks_conflict_with_each_other_not_with_flock_and_die_in_a_crash() {
+        let sim = SimStorage::new(4);
+        let path = Path::new("/k/.lock");
+        sim.create_dir_all(Path::new("/k")).unwrap();
+        let held = sim.lock_foreign_ofd(path).unwrap();
+        assert!(sim.exists(path).unwrap(), "the lock file is created");
+        assert!(matches!(
+            sim.lock_foreign_ofd(path),
+            Err(Error::Locked { .. })
+        ));
+        drop(sim.lock(path, LockMode::Exclusive).unwrap());
+        drop(held);
+        let before_crash = sim.lock_foreign_ofd(path).unwrap();
+        sim.crash_with(&CrashConfig::keep_unsynced());
+        let after_crash = sim.lock_foreign_ofd(path).unwrap();
+        // The stale guard must not release the new holder's lock.
+        drop(before_crash);
+        assert!(matches!(
+            sim.lock_foreign_ofd(path),
+            Err(Error::Locked { .. })
+        ));
+        drop(after_crash);
+        drop(sim.lock_foreign_ofd(path).unwrap());
+    }
+
+    #[test]
+    fn canonical_paths_are_lexical_and_tagged_per_simulator_and_boot() {
+        let sim = SimStorage::new(5);
+        sim.create_dir_all(Path::new("/a/b")).unwrap();
+        sim.sync_dir(Path::new("/")).unwrap();
+        sim.sync_dir(Path::new("/a")).unwrap();
+        let direct = sim.canonical_path(Path::new("/a/b")).unwrap();
+        assert_eq!(direct, sim.canonical_path(Path::new("a/./c/../b")).unwrap());
+        assert_eq!(direct.path(), Path::new("/a/b"));
+        assert_ne!(direct.file_system(), CanonicalPath::OS_FILE_SYSTEM);
+        assert_eq!(
+            sim.canonical_path(Path::new("/a/x")).unwrap_err().io_kind(),
+            Some(io::ErrorKind::NotFound)
+        );
+        let other = SimStorage::new(5);
+        other.create_dir_all(Path::new("/a/b")).unwrap();
+        assert_ne!(direct, other.canonical_path(Path::new("/a/b")).unwrap());
+        sim.crash_with(&CrashConfig::keep_unsynced());
+        let after_crash = sim.canonical_path(Path::new("/a/b")).unwrap();
+        assert_eq!(after_crash.path(), direct.path());
+        assert_ne!(after_crash, direct, "a crash starts a new boot");
     }
 
     #[test]

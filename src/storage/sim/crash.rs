@@ -274,6 +274,8 @@ impl FsState {
         };
         self.generation += 1;
         self.locks.clear();
+        self.ofd_locks.clear();
+        self.file_system = crate::storage::CanonicalPath::unique_file_system();
 
         // The tree, from the root down, in name order so that the choices are reproducible.
         let mut reachable = BTreeSet::from([ROOT]);

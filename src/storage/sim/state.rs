@@ -16,7 +16,7 @@ use super::observe::{PathStats, SimEvent, SimFileState, SimSnapshot, SimStats};
 use super::path::SimPath;
 use super::rng::SplitMix64;
 use crate::clock::Clock;
-use crate::storage::{LockMode, Metadata, OpenMode};
+use crate::storage::{CanonicalPath, LockMode, Metadata, OpenMode};
 
 /// The largest file the simulator holds by default (256 MiB): files live in memory, so a caller's
 /// `set_len(u64::MAX)` must be an error (EFBIG), not an allocation failure.
@@ -241,7 +241,13 @@ pub(super) struct FsState {
     /// Bumped by every crash; handles and locks remember the generation they were made in.
     pub(super) generation: u64,
     pub(super) locks: BTreeMap<NodeId, LockHolders>,
+    /// The holder of each node's OFD write lock (`Storage::lock_foreign_ofd`). A table of its
+    /// own: on Linux, `flock` and `fcntl` locks do not see each other.
+    pub(super) ofd_locks: BTreeMap<NodeId, u64>,
     next_lock_id: u64,
+    /// The tag of this file system in `CanonicalPath`s. A crash draws a new one: the process
+    /// that saw the old one is gone, and so must be whatever it keyed by the old paths.
+    pub(super) file_system: u64,
     pub(super) faults: FaultTable,
     pub(super) stats: SimStats,
     pub(super) events: Vec<SimEvent>,
@@ -272,7 +278,9 @@ impl FsState {
             next_node: 1,
             generation: 0,
             locks: BTreeMap::new(),
+            ofd_locks: BTreeMap::new(),
             next_lock_id: 0,
+            file_system: CanonicalPath::unique_file_system(),
             faults: FaultTable::default(),
             stats: SimStats::default(),
             events: Vec::new(),
@@ -643,6 +651,32 @@ impl FsState {
             }
         }
         Ok(Some((node, id)))
+    }
+
+    /// The canonical form of an existing path: its absolute form, tagged with this file system.
+    pub(super) fn canonical_path(&self, path: &SimPath) -> io::Result<CanonicalPath> {
+        self.lookup(path)?;
+        Ok(CanonicalPath::new(self.file_system, path.to_path_buf()))
+    }
+
+    /// Takes the OFD write lock on `path` (creating the file, as the OS twin does); returns the
+    /// node and the holder's id, or `Ok(None)` when anyone holds it. Every call is a new open
+    /// file description, so two calls conflict even within one process, as on Linux.
+    pub(super) fn lock_ofd(&mut self, path: &SimPath) -> io::Result<Option<(NodeId, u64)>> {
+        let node = self.open_node(path, OpenMode::Create)?.0;
+        if self.ofd_locks.contains_key(&node) {
+            return Ok(None);
+        }
+        let id = self.next_lock_id;
+        self.next_lock_id += 1;
+        self.ofd_locks.insert(node, id);
+        Ok(Some((node, id)))
+    }
+
+    pub(super) fn unlock_ofd(&mut self, node: NodeId, id: u64) {
+        if self.ofd_locks.get(&node) == Some(&id) {
+            self.ofd_locks.remove(&node);
+        }
     }
 
     pub(super) fn unlock(&mut self, node: NodeId, id: u64) {

@@ -1,0 +1,196 @@
+//! `partlog`: the command-line tool of the partlog crate (feature `cli`).
+//!
+//! ```text
+//! partlog produce DIR   append the lines of standard input to the log in DIR
+//! partlog dump DIR      print the batches and records of the log in DIR
+//! partlog verify DIR    check every batch and index of the log in DIR
+//! ```
+//!
+//! Exit status: 0 on success; 1 when `verify` finds corruption; 2 for any error (bad
+//! arguments, a missing directory, an I/O error, a locked log...), reported as one line on
+//! standard error: `partlog: <message>`.
+
+mod dump;
+mod produce;
+mod text;
+mod verify;
+
+use std::process::ExitCode;
+
+use clap::error::ErrorKind;
+use clap::{Parser, Subcommand};
+
+/// Exit status of a run that found corruption (`verify`).
+const EXIT_CORRUPT: u8 = 1;
+/// Exit status of any error: bad arguments, I/O, a locked log.
+const EXIT_ERROR: u8 = 2;
+
+const ABOUT: &str = "Write, read and check partlog logs: Kafka partition directories \
+                     (RecordBatch v2 .log files with Kafka's .index and .timeindex)";
+
+const TOP_EXAMPLES: &str = "\
+Examples:
+  printf 'user1=hello\\nuser2=world\\n' | partlog produce /tmp/orders-0 --key-separator =
+  partlog dump /tmp/orders-0 --json
+  partlog verify /tmp/orders-0
+
+Exit status: 0 on success, 1 when verify finds corruption, 2 on any error.";
+
+/// The command line.
+#[derive(Debug, Parser)]
+#[command(
+    name = "partlog",
+    version,
+    about = ABOUT,
+    after_help = TOP_EXAMPLES,
+    arg_required_else_help = true,
+    propagate_version = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Append the lines of standard input to the log in DIR, one record per line.
+    #[command(after_help = produce::EXAMPLES)]
+    Produce(produce::ProduceArgs),
+    /// Print the batches and records of the log in DIR (opened read-only).
+    #[command(after_help = dump::EXAMPLES)]
+    Dump(dump::DumpArgs),
+    /// Check every batch and every index entry of the log in DIR, without writing.
+    #[command(after_help = verify::EXAMPLES)]
+    Verify(verify::VerifyArgs),
+}
+
+/// An error to report as one line, `partlog: <message>`.
+#[derive(Debug)]
+pub struct CliError(String);
+
+impl CliError {
+    /// An error with this message.
+    pub fn new(message: impl Into<String>) -> Self {
+        CliError(message.into())
+    }
+}
+
+impl From<partlog::Error> for CliError {
+    fn from(error: partlog::Error) -> Self {
+        CliError(error.to_string())
+    }
+}
+
+/// What a command reports besides success.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// The command did what it was asked.
+    Done,
+    /// `verify` found corruption.
+    Corrupt,
+}
+
+fn main() -> ExitCode {
+    // A bug must still end in one line, never a backtrace (whatever RUST_BACKTRACE says).
+    std::panic::set_hook(Box::new(|info| {
+        let message = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic".to_owned());
+        let location = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        eprintln!("partlog: internal error{location}: {}", one_line(&message));
+    }));
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => return report_usage_error(&error),
+    };
+    let result = match &cli.command {
+        Command::Produce(args) => produce::run(args),
+        Command::Dump(args) => dump::run(args),
+        Command::Verify(args) => verify::run(args),
+    };
+    match result {
+        Ok(Outcome::Done) => ExitCode::SUCCESS,
+        Ok(Outcome::Corrupt) => ExitCode::from(EXIT_CORRUPT),
+        Err(CliError(message)) => {
+            eprintln!("partlog: {}", one_line(&message));
+            ExitCode::from(EXIT_ERROR)
+        }
+    }
+}
+
+/// Prints help and version as clap renders them (exit 0), and any other parse error as one line.
+fn report_usage_error(error: &clap::Error) -> ExitCode {
+    match error.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            // Printing help cannot usefully fail: a closed stdout just ends the run.
+            let _ = error.print();
+            ExitCode::SUCCESS
+        }
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = error.print();
+            ExitCode::from(EXIT_ERROR)
+        }
+        _ => {
+            eprintln!("partlog: {}", usage_error_line(&error.to_string()));
+            ExitCode::from(EXIT_ERROR)
+        }
+    }
+}
+
+/// Folds clap's multi-line error (message, possible values, tips, usage) into one line that
+/// ends by naming the help to read.
+fn usage_error_line(rendered: &str) -> String {
+    let mut parts = Vec::new();
+    // Errors about a value carry no usage line: name the subcommand from the arguments.
+    let mut command = match std::env::args().nth(1) {
+        Some(name) if ["produce", "dump", "verify"].contains(&name.as_str()) => {
+            format!("partlog {name}")
+        }
+        _ => String::from("partlog"),
+    };
+    for line in rendered.lines().map(str::trim) {
+        if let Some(usage) = line.strip_prefix("Usage:") {
+            command = usage
+                .split_whitespace()
+                .take_while(|word| !word.starts_with(['[', '<']))
+                .collect::<Vec<_>>()
+                .join(" ");
+        } else if !line.is_empty() && !line.starts_with("For more information") {
+            parts.push(line.strip_prefix("error: ").unwrap_or(line).to_owned());
+        }
+    }
+    format!("{} (see '{command} --help')", parts.join(" "))
+}
+
+/// Fails unless `dir` exists and is a directory, with a message that says which: the errors of
+/// opening a missing log name a file inside it, which confuses.
+pub fn require_dir(dir: &std::path::Path) -> Result<(), CliError> {
+    use partlog::unstable::{OsStorage, Storage};
+    match OsStorage::new().metadata(dir) {
+        Ok(metadata) if metadata.is_dir => Ok(()),
+        Ok(_) => Err(CliError::new(format!(
+            "{} is not a directory",
+            dir.display()
+        ))),
+        Err(error) if error.io_kind() == Some(std::io::ErrorKind::NotFound) => Err(CliError::new(
+            format!("no such directory: {}", dir.display()),
+        )),
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// Joins the lines of a message, so that an error is always one line.
+fn one_line(message: &str) -> String {
+    message
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}

@@ -1,0 +1,271 @@
+//! `partlog produce DIR`: standard input, one record per line, into the log.
+
+use std::io::{BufRead, Write};
+use std::num::NonZeroUsize;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+use partlog::unstable::{Clock, OsStorage, Storage, SystemClock};
+use partlog::{CompressionType, FlushPolicy, Log, LogAppendInfo, LogConfig, NewRecord};
+
+use crate::{CliError, Outcome};
+
+pub const EXAMPLES: &str = "\
+Examples:
+  # Three records, keys split off at the first '=' (the line without '=' gets a null key):
+  printf 'user1=hello\\nuser2=world\\nno key here\\n' | partlog produce /tmp/orders-0 --key-separator =
+
+  # Every record fsynced before its offset is printed (acknowledged):
+  seq 1 1000 | partlog produce /tmp/orders-0 --flush always --print-offsets
+
+  # zstd batches of 500 records in 64 MiB segments:
+  partlog produce /tmp/orders-0 --compression zstd --batch 500 --segment-bytes 67108864 < events.txt
+
+Each line of standard input becomes one record: its bytes up to the newline (a '\\r' before the
+newline is kept; a last line without a newline is a record too). The timestamp is the time of
+reading. The log is created if DIR does not exist, and closed cleanly at the end of input.";
+
+/// The codecs `produce` writes batches with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Codec {
+    /// Uncompressed batches.
+    None,
+    /// LZ4 frames, as Kafka writes them.
+    Lz4,
+    /// zstd frames.
+    Zstd,
+}
+
+/// Arguments of `partlog produce`.
+#[derive(Debug, Args)]
+pub struct ProduceArgs {
+    /// The log directory (a Kafka partition directory); created if missing.
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+
+    /// Split each line into key and value at the first SEP; a line without SEP gets a null key
+    /// and the whole line as value.
+    #[arg(long, value_name = "SEP", value_parser = parse_separator)]
+    pub key_separator: Option<String>,
+
+    /// The codec of the batches written (Kafka's compression.type).
+    #[arg(long, value_name = "CODEC", value_enum, default_value_t = Codec::None)]
+    pub compression: Codec,
+
+    /// When appends are fsynced: always (each append, before it is acknowledged), never (the
+    /// OS decides, Kafka's default), or interval:MS (at least every MS milliseconds).
+    #[arg(long, value_name = "POLICY", value_parser = parse_flush, default_value = "never")]
+    pub flush: FlushPolicy,
+
+    /// The size at which a segment rolls (Kafka's segment.bytes; at least 1048576).
+    #[arg(long, value_name = "N")]
+    pub segment_bytes: Option<u32>,
+
+    /// Let --segment-bytes go down to 1024 bytes, below Kafka's 1 MiB floor, to make many small
+    /// segments (for tests, like Kafka's internal.segment.bytes).
+    #[arg(long)]
+    pub allow_small_segments: bool,
+
+    /// Records per batch: each batch is one append. A partial batch is appended at the end of
+    /// input.
+    #[arg(long, value_name = "N", default_value = "1", value_parser = parse_batch)]
+    pub batch: NonZeroUsize,
+
+    /// Print the offset of each line on standard output, one per line, once its append is
+    /// acknowledged: after the fsync with --flush always; otherwise once the batch is written
+    /// to the file (it then survives a crash of this process, not necessarily of the machine).
+    #[arg(long)]
+    pub print_offsets: bool,
+}
+
+fn parse_separator(value: &str) -> Result<String, String> {
+    if value.is_empty() {
+        return Err("the key separator must not be empty".into());
+    }
+    Ok(value.to_owned())
+}
+
+fn parse_batch(value: &str) -> Result<NonZeroUsize, String> {
+    match value.parse::<usize>() {
+        Ok(n) => NonZeroUsize::new(n).ok_or_else(|| "a batch holds at least 1 record".to_owned()),
+        Err(_) => Err(format!("{value:?} is not a number of records")),
+    }
+}
+
+fn parse_flush(value: &str) -> Result<FlushPolicy, String> {
+    match value {
+        "always" => Ok(FlushPolicy::EveryAppend),
+        "never" => Ok(FlushPolicy::OsDecides),
+        _ => {
+            let millis = value
+                .strip_prefix("interval:")
+                .ok_or_else(|| "expected always, never or interval:MS".to_owned())?;
+            match millis.parse::<u64>() {
+                Ok(0) => Err("interval:0 would fsync without pause; use always".into()),
+                Ok(ms) => Ok(FlushPolicy::Interval(Duration::from_millis(ms))),
+                Err(_) => Err(format!(
+                    "{millis:?} is not a number of milliseconds (expected interval:MS)"
+                )),
+            }
+        }
+    }
+}
+
+/// Runs `partlog produce`.
+pub fn run(args: &ProduceArgs) -> Result<Outcome, CliError> {
+    let mut builder = if args.allow_small_segments {
+        LogConfig::builder_for_tests()
+    } else {
+        LogConfig::builder()
+    };
+    builder = builder
+        .compression_type(match args.compression {
+            Codec::None => CompressionType::Uncompressed,
+            Codec::Lz4 => CompressionType::Lz4,
+            Codec::Zstd => CompressionType::Zstd,
+        })
+        .flush_policy(args.flush);
+    if let Some(segment_bytes) = args.segment_bytes {
+        builder = builder.segment_bytes(segment_bytes);
+    }
+    let config = builder.build().map_err(|error| match error {
+        partlog::Error::InvalidConfig {
+            setting: "segment.bytes",
+            ..
+        } if !args.allow_small_segments => CliError::new(format!(
+            "{error} (--allow-small-segments lowers the floor to 1024, for tests)"
+        )),
+        other => other.into(),
+    })?;
+    match OsStorage::new().metadata(&args.dir) {
+        Ok(metadata) if !metadata.is_dir => {
+            return Err(CliError::new(format!(
+                "{} is not a directory",
+                args.dir.display()
+            )));
+        }
+        _ => {}
+    }
+    let log = Log::open(&args.dir, config)?;
+    let mut producer = Producer {
+        log: &log,
+        separator: args.key_separator.as_deref().map(str::as_bytes),
+        print_offsets: args.print_offsets,
+        out: std::io::BufWriter::new(std::io::stdout().lock()),
+        pending: Vec::with_capacity(args.batch.get()),
+        first_pending_line: 1,
+    };
+    let mut input = std::io::stdin().lock();
+    let mut line = Vec::new();
+    let mut line_number = 0u64;
+    loop {
+        line.clear();
+        let read = input
+            .read_until(b'\n', &mut line)
+            .map_err(|e| CliError::new(format!("cannot read standard input: {e}")))?;
+        if read == 0 {
+            break;
+        }
+        line_number += 1;
+        if line.last() == Some(&b'\n') {
+            line.pop();
+        }
+        if producer.pending.is_empty() {
+            producer.first_pending_line = line_number;
+        }
+        producer.push(&line);
+        if producer.pending.len() == args.batch.get() {
+            producer.append()?;
+        }
+    }
+    if !producer.pending.is_empty() {
+        producer.append()?;
+    }
+    drop(producer);
+    log.close()?;
+    Ok(Outcome::Done)
+}
+
+/// Lines waiting to be appended as one batch, and where their offsets go.
+struct Producer<'a, W: Write> {
+    log: &'a Log,
+    separator: Option<&'a [u8]>,
+    print_offsets: bool,
+    out: W,
+    pending: Vec<NewRecord>,
+    /// The input line number of the first pending record, for error messages.
+    first_pending_line: u64,
+}
+
+impl<W: Write> Producer<'_, W> {
+    fn push(&mut self, line: &[u8]) {
+        let (key, value) = match self.separator.and_then(|sep| split_once(line, sep)) {
+            Some((key, value)) => (Some(key), value),
+            None => (None, line),
+        };
+        let timestamp = SystemClock.now_ms();
+        self.pending
+            .push(NewRecord::new(timestamp, key, Some(value)));
+    }
+
+    /// Appends the pending records as one batch, then prints their offsets. The offsets are
+    /// printed and flushed only after `append` returned (under `--flush always`, after its
+    /// fsync), so that no printed offset is ever unacknowledged, even if the process is killed.
+    fn append(&mut self) -> Result<(), CliError> {
+        let info: LogAppendInfo = self.log.append(&self.pending).map_err(|error| {
+            let last_line = self.first_pending_line + self.pending.len() as u64 - 1;
+            let lines = if last_line == self.first_pending_line {
+                format!("line {last_line}")
+            } else {
+                format!("lines {}-{last_line}", self.first_pending_line)
+            };
+            CliError::new(format!("cannot append {lines}: {error}"))
+        })?;
+        self.pending.clear();
+        if self.print_offsets {
+            let write_error =
+                |e: std::io::Error| CliError::new(format!("cannot write to standard output: {e}"));
+            for offset in info.first_offset..=info.last_offset {
+                writeln!(self.out, "{offset}").map_err(write_error)?;
+            }
+            self.out.flush().map_err(write_error)?;
+        }
+        Ok(())
+    }
+}
+
+/// Splits `line` at the first occurrence of `separator`.
+fn split_once<'l>(line: &'l [u8], separator: &[u8]) -> Option<(&'l [u8], &'l [u8])> {
+    let at = line
+        .windows(separator.len())
+        .position(|window| window == separator)?;
+    Some((&line[..at], &line[at + separator.len()..]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_once_splits_at_the_first_separator() {
+        assert_eq!(split_once(b"a=b=c", b"="), Some((&b"a"[..], &b"b=c"[..])));
+        assert_eq!(split_once(b"=v", b"="), Some((&b""[..], &b"v"[..])));
+        assert_eq!(split_once(b"k::v", b"::"), Some((&b"k"[..], &b"v"[..])));
+        assert_eq!(split_once(b"no sep", b"="), None);
+        assert_eq!(split_once(b"", b"="), None);
+    }
+
+    #[test]
+    fn flush_policies_parse() {
+        assert_eq!(parse_flush("always"), Ok(FlushPolicy::EveryAppend));
+        assert_eq!(parse_flush("never"), Ok(FlushPolicy::OsDecides));
+        assert_eq!(
+            parse_flush("interval:250"),
+            Ok(FlushPolicy::Interval(Duration::from_millis(250)))
+        );
+        assert!(parse_flush("interval:0").is_err());
+        assert!(parse_flush("interval:soon").is_err());
+        assert!(parse_flush("sometimes").is_err());
+    }
+}
