@@ -106,6 +106,7 @@ impl Harness {
             .segment_index_bytes(24 + 8 * rng.below(10) as u32)
             .flush_policy(flush_policy)
             .compression_type(compression_type)
+            .preallocate(rng.chance(30))
             .recovery_mode(RecoveryMode::Fail)
             .recovery_point_ms(1)
             .storage(storage)

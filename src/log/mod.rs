@@ -51,6 +51,11 @@ pub(crate) const LOCK_FILE: &str = "partlog.lock";
 /// How many sealed segments stay open at most (beyond those readers pin).
 const MAX_OPEN_SEGMENTS: usize = 64;
 
+/// How many sealed segments may wait for their fsync before an append waits for one: the
+/// flusher syncs them off the append path, but a writer that rolls faster than the disk syncs
+/// must not hold an unbounded number of them (and their descriptors) open.
+const MAX_UNSYNCED_SEALED: usize = 8;
+
 /// What [`Log::append`] and friends stored.
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -168,12 +173,6 @@ impl Log {
 
     fn open_inner(dir: &Path, config: LogConfig, read_only: bool) -> Result<Log> {
         config.validate()?;
-        if config.preallocate {
-            return Err(Error::InvalidConfig {
-                setting: "preallocate",
-                why: "preallocation is not supported yet".into(),
-            });
-        }
         let storage = Arc::clone(&config.storage);
         let clock = Arc::clone(&config.clock);
         // Before anything is created: a running broker must find its directory untouched.
@@ -481,6 +480,18 @@ impl Log {
             .then(|| set_log_append_time(&mut batch, now).map(|()| now))
             .transpose()?;
         let mut writer = shared.writer.lock();
+        while writer.unsynced_sealed.len() >= MAX_UNSYNCED_SEALED {
+            // Back-pressure: rolls outran the flusher's fsyncs. Wait for one covering sync (it
+            // drains the whole backlog) rather than let sealed segments and their descriptors
+            // pile up.
+            let end = writer.log_end_offset;
+            drop(writer);
+            match shared.sync_through(end - 1) {
+                Ok(()) | Err(Error::Truncated { .. }) => {}
+                Err(error) => return Err(error),
+            }
+            writer = shared.writer.lock();
+        }
         self.check_writable()?;
         let base_offset = writer.log_end_offset;
         set_base_offset(&mut batch, base_offset)?;

@@ -216,8 +216,11 @@ impl Snapshot {
         self.opened.load(Ordering::Relaxed)
     }
 
-    /// Records that a handle was opened outside [`pin`](Self::pin) (a new active segment).
+    /// Records that a handle was opened outside [`pin`](Self::pin) (a new active segment), and
+    /// closes idle sealed segments as `pin` does: a writer that only rolls, with no reader,
+    /// would otherwise keep every segment it sealed open, one descriptor per file.
     pub fn note_opened(&self) {
         self.opened.fetch_add(1, Ordering::Relaxed);
+        self.close_idle();
     }
 }

@@ -38,6 +38,10 @@ pub struct SegmentConfig {
     /// This segment's roll jitter, drawn by the log from `[0, min(segment.jitter.ms, segment.ms))`.
     /// Default: 0.
     pub roll_jitter_ms: i64,
+    /// `preallocate`: create the `.log` at its full `segment_bytes` length (a sparse
+    /// `ftruncate`, as Kafka's `RandomAccessFile.setLength`), and trim it to the data at seal.
+    /// Default: false.
+    pub preallocate: bool,
 }
 
 impl Default for SegmentConfig {
@@ -48,6 +52,7 @@ impl Default for SegmentConfig {
             index_interval_bytes: 4096,
             segment_ms: 7 * 24 * 60 * 60 * 1000,
             roll_jitter_ms: 0,
+            preallocate: false,
         }
     }
 }
@@ -197,6 +202,9 @@ impl Segment {
         let result = (|| {
             let log = storage.open(&log_path, OpenMode::CreateNew)?;
             created.push(&log_path);
+            if config.preallocate {
+                log.set_len(u64::from(config.segment_bytes))?;
+            }
             let offset_index = OffsetIndex::create(
                 storage,
                 &index_path,
@@ -1206,6 +1214,10 @@ impl Segment {
         if let Some(max) = writer.max_timestamp_so_far {
             self.time_index
                 .maybe_append(max.timestamp, max.offset, true)?;
+        }
+        if self.config.preallocate && self.log.len()? > writer.size {
+            // Kafka's trim at roll and close: a sealed file ends at its last batch.
+            self.log.set_len(writer.size)?;
         }
         self.offset_index.seal()?;
         self.time_index.seal()?;

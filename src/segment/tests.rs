@@ -403,6 +403,7 @@ fn roll_conditions_follow_kafka() {
         index_interval_bytes: 1,
         segment_ms: 1_000,
         roll_jitter_ms: 100,
+        preallocate: false,
     };
     let segment = Segment::create(&storage(), dir.path(), 0, config, T0).unwrap();
     // Empty: never rolls, not on age and not on size (a fresh segment is the best place even
