@@ -72,8 +72,9 @@ pub enum Error {
         why: String,
     },
 
-    /// A batch uses a compression codec that this build cannot decode or encode.
-    #[error("unsupported compression codec {codec}")]
+    /// A batch uses a compression codec that this build cannot decode or encode: gzip or snappy
+    /// without its feature, either of them for writing (partlog never writes them), or ids 5-7.
+    #[error("unsupported compression codec {codec}{}", codec_hint(*codec))]
     UnsupportedCompression {
         /// The codec id from the batch attributes (1 gzip, 2 snappy, 5..=7 unknown).
         codec: u8,
@@ -204,6 +205,16 @@ impl fmt::Display for Corruption {
             }
             Corruption::BadIndexEntry(why) => write!(f, "bad index entry: {why}"),
         }
+    }
+}
+
+/// Why a codec id is unsupported, for the message of [`Error::UnsupportedCompression`].
+fn codec_hint(codec: u8) -> &'static str {
+    match codec {
+        1 => " (gzip: partlog reads it with the `gzip` feature and never writes it)",
+        2 => " (snappy: partlog reads it with the `snappy` feature and never writes it)",
+        5.. => " (not a Kafka codec)",
+        _ => "",
     }
 }
 

@@ -91,8 +91,9 @@ pub use crate::verify::{Finding, SegmentSummary, Severity, VerifyReport, verify_
 pub use crate::{
     error::{Corruption, Error, Result},
     format::{
-        BatchBuilder, BatchHeader, BatchIter, BatchView, Compression, ControlRecordType,
-        EndTransactionMarker, Header, HeaderIter, NewRecord, Record, RecordIter, TimestampType,
+        AnyBatchIter, Batch, BatchBuilder, BatchHeader, BatchIter, BatchRecords, BatchView,
+        Compression, ControlRecordType, EndTransactionMarker, Header, HeaderIter, LegacyBatchView,
+        LegacyHeader, LegacyRecordIter, NewRecord, Record, RecordIter, TimestampType,
     },
     log::{
         CleanupPolicy, CompressionType, FetchBatches, FetchData, FlushPolicy, Log, LogAppendInfo,
@@ -105,8 +106,8 @@ pub use crate::{
 /// crash simulator. Public so that users can build on partlog's pieces and crash-test their own
 /// code on it; unstable until 1.0.
 pub mod unstable {
-    /// The RecordBatch v2 format layer: header layout constants, frame peeking, in-place header
-    /// edits, control batches, CRC-32C and varints.
+    /// The format layer: RecordBatch v2 header layout constants, frame peeking, in-place header
+    /// edits, control batches, CRC-32C and varints; legacy (magic 0 and 1) message layout.
     pub mod format {
         pub use crate::format::*;
     }

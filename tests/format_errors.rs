@@ -251,12 +251,25 @@ fn unknown_and_unsupported_codecs() {
         let view = BatchView::new(&batch).unwrap();
         let mut scratch = Vec::new();
         let error = view.records(&mut scratch).unwrap_err();
+        assert_eq!(view.header().compression_id(), codec);
+        assert_eq!(view.header().compression().is_err(), codec >= 5);
+        if Compression::from_id(codec).is_ok_and(Compression::is_readable) {
+            // gzip or snappy with its feature on: the records are no such stream.
+            assert!(
+                matches!(
+                    error,
+                    Error::InvalidBatch {
+                        what: Corruption::BadCompression(_)
+                    }
+                ),
+                "codec {codec}: {error}"
+            );
+            continue;
+        }
         assert!(
             matches!(error, Error::UnsupportedCompression { codec: c } if c == codec),
             "codec {codec}: {error}"
         );
-        assert_eq!(view.header().compression_id(), codec);
-        assert_eq!(view.header().compression().is_err(), codec >= 5);
         assert!(error.to_string().contains(&codec.to_string()));
     }
     for codec in [Compression::Gzip, Compression::Snappy] {

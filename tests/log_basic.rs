@@ -97,7 +97,7 @@ fn reads_follow_kafkas_offset_rules() {
     let fetch = log.read(35, 1, ReadBound::LogEnd).unwrap();
     // The batch holding 35 starts at 30 and comes whole, even over max_bytes.
     let first = fetch.batches().next().unwrap().unwrap();
-    assert_eq!(first.header().base_offset, 30);
+    assert_eq!(first.header().unwrap().base_offset, 30);
     assert_eq!(fetch.next_offset(), 40);
     assert!(log.read(100, 100, ReadBound::LogEnd).unwrap().is_empty());
     assert!(matches!(
@@ -279,7 +279,7 @@ fn log_append_time_restamps_and_recompression_follows_the_config() {
     log.append_batch(&lz4.build().unwrap()).unwrap();
     let fetch = log.read(0, 1 << 20, ReadBound::LogEnd).unwrap();
     for batch in fetch.batches() {
-        let header: BatchHeader = *batch.unwrap().header();
+        let header: BatchHeader = *batch.unwrap().header().unwrap();
         assert_eq!(header.compression().unwrap(), Compression::Zstd);
         assert_eq!(header.timestamp_type(), TimestampType::LogAppendTime);
         assert_eq!(header.max_timestamp, T0 + 5_000);

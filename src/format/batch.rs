@@ -24,6 +24,7 @@
 
 use super::compression::{self, Compression};
 use super::crc::crc32c;
+use super::legacy::{LEGACY_V0_MIN_MESSAGE_SIZE, LEGACY_V1_MIN_MESSAGE_SIZE};
 use super::record::{RecordContext, RecordIter};
 use crate::error::{Corruption, Error, Result};
 
@@ -62,11 +63,6 @@ pub(crate) const TIMESTAMP_TYPE_BIT: i16 = 0x08;
 pub(crate) const TRANSACTIONAL_BIT: i16 = 0x10;
 pub(crate) const CONTROL_BIT: i16 = 0x20;
 pub(crate) const DELETE_HORIZON_BIT: i16 = 0x40;
-
-/// Smallest message size (after the 12-byte log overhead) of the legacy formats: v0 has crc,
-/// magic, attributes and two i32 lengths; v1 adds an i64 timestamp.
-const LEGACY_V0_MIN_LENGTH: i32 = 14;
-const LEGACY_V1_MIN_LENGTH: i32 = 22;
 
 /// What the timestamps of a batch mean (attribute bit 3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -326,7 +322,8 @@ impl BatchFrame {
         usize::try_from(self.batch_length).unwrap_or(0) + LOG_OVERHEAD
     }
 
-    /// Whether this is a legacy (magic 0 or 1) message, which partlog does not read yet.
+    /// Whether this is a legacy (magic 0 or 1) message: read it with
+    /// [`LegacyBatchView`](super::LegacyBatchView) or [`Batch`](super::Batch).
     pub fn is_legacy(&self) -> bool {
         self.magic < CURRENT_MAGIC
     }
@@ -353,8 +350,8 @@ pub fn peek_batch_frame(bytes: &[u8]) -> Result<Option<BatchFrame>, Corruption> 
     };
     let min_length = match frame.magic {
         2 => MIN_BATCH_LENGTH,
-        1 => LEGACY_V1_MIN_LENGTH,
-        0 => LEGACY_V0_MIN_LENGTH,
+        1 => LEGACY_V1_MIN_MESSAGE_SIZE,
+        0 => LEGACY_V0_MIN_MESSAGE_SIZE,
         other => return Err(Corruption::BadMagic(other)),
     };
     if frame.batch_length < min_length {
@@ -368,12 +365,14 @@ pub fn peek_magic(bytes: &[u8]) -> Option<i8> {
     bytes.get(MAGIC_AT).map(|&byte| byte as i8)
 }
 
-/// The error for a legacy (magic 0/1) batch, which partlog does not read yet.
+/// The error for a legacy (magic 0/1) message met by a reader of v2 batches only (such as
+/// [`BatchView`] or appends): partlog reads legacy messages through
+/// [`LegacyBatchView`](super::LegacyBatchView) and [`Batch`](super::Batch), and never writes them.
 pub fn legacy_magic_error(magic: i8) -> Error {
     Error::Unsupported {
         what: format!(
-            "legacy message format (magic {magic}, Kafka before 0.11); partlog reads only \
-             RecordBatch v2 (magic 2)"
+            "legacy message format (magic {magic}, Kafka before 0.11) where only RecordBatch v2 \
+             (magic 2) is accepted; partlog reads legacy messages but never writes them"
         ),
     }
 }
@@ -381,8 +380,8 @@ pub fn legacy_magic_error(magic: i8) -> Error {
 /// Checks the CRC-32 (IEEE, as Kafka's magic 0 and 1 messages use) of one whole legacy message:
 /// offset (8 bytes), size (4), crc (4), then the bytes the CRC covers, from the magic byte on.
 ///
-/// Recovery uses it to tell a real legacy message (valid CRC: unsupported for now) from torn
-/// bytes whose magic position happens to read 0 or 1 (invalid CRC: a torn tail).
+/// A quick check that needs no parsing: [`LegacyBatchView::new`](super::LegacyBatchView::new)
+/// checks the same CRC and the message's structure.
 pub fn check_legacy_crc(message: &[u8]) -> Result<(), Corruption> {
     let (Some(stored), Some(covered)) = (array_at::<4>(message, 12), message.get(16..)) else {
         return Err(Corruption::Truncated {
@@ -402,6 +401,7 @@ pub fn check_legacy_crc(message: &[u8]) -> Result<(), Corruption> {
 /// A validated v2 batch borrowed from a buffer: exactly one whole batch with a matching CRC.
 ///
 /// Records are decoded lazily by [`BatchView::records`], which allocates nothing per record.
+/// For buffers that may hold legacy messages too, use [`Batch`](super::Batch).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BatchView<'a> {
     bytes: &'a [u8],
@@ -514,8 +514,8 @@ impl<'a> BatchView<'a> {
     ///
     /// An uncompressed batch is read in place; a compressed one is decompressed once, into
     /// `scratch` (cleared first; reuse it across batches so that steady-state reads allocate
-    /// nothing). Fails up front with [`Error::UnsupportedCompression`] for gzip, snappy and
-    /// codecs 5-7, or [`Error::InvalidBatch`] (`BadCompression`) for a payload that does not
+    /// nothing). Fails up front with [`Error::UnsupportedCompression`] for codecs 5-7 and for
+    /// gzip and snappy without their features, or [`Error::InvalidBatch`] (`BadCompression`) for a payload that does not
     /// decompress. Errors inside the records come from the iterator, as
     /// [`Error::InvalidBatch`]; a caller reading a file re-wraps them as
     /// [`Error::Corrupt`] with the file and position.

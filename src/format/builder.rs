@@ -394,7 +394,8 @@ impl BatchBuilder {
     /// Encodes the batch: header, (compressed) records and CRC.
     ///
     /// Fails with [`Error::InvalidArgument`] for an empty batch or a record that could not be
-    /// encoded, [`Error::UnsupportedCompression`] for gzip and snappy, and
+    /// encoded, [`Error::UnsupportedCompression`] for gzip and snappy (partlog reads them with
+    /// their features, but never writes them), and
     /// [`Error::RecordTooLarge`] when the batch would exceed `i32::MAX` bytes.
     pub fn build(self) -> Result<Vec<u8>> {
         if let Some(error) = self.error {

@@ -8,11 +8,15 @@
 //! | id | codec | partlog |
 //! | --- | --- | --- |
 //! | 0 | none | reads and writes |
-//! | 1 | gzip | not yet: [`Error::UnsupportedCompression`] |
-//! | 2 | snappy (xerial stream format) | not yet: [`Error::UnsupportedCompression`] |
+//! | 1 | gzip | reads with the `gzip` feature, never writes |
+//! | 2 | snappy (xerial stream format) | reads with the `snappy` feature, never writes |
 //! | 3 | lz4 (LZ4 frame, Kafka's header) | reads and writes |
-//! | 4 | zstd (standard frame, level 3 by default) | reads and writes |
+//! | 4 | zstd (standard frame, level 3 by default) | reads and writes (magic 2 only) |
 //! | 5-7 | unknown | [`Error::UnsupportedCompression`] |
+//!
+//! A codec partlog cannot read in this build (gzip or snappy without its feature, ids 5-7) is
+//! [`Error::UnsupportedCompression`]; so is any attempt to write gzip or snappy. The same
+//! streams wrap the inner message set of a legacy (magic 0 or 1) wrapper message.
 
 use std::cell::RefCell;
 use std::fmt;
@@ -20,7 +24,11 @@ use std::str::FromStr;
 
 use zstd::zstd_safe::{self, CCtx, CParameter, DCtx, InBuffer, OutBuffer, ResetDirective};
 
-use super::lz4;
+#[cfg(feature = "gzip")]
+use super::gzip;
+use super::lz4::{self, HeaderChecksum};
+#[cfg(feature = "snappy")]
+use super::snappy;
 use crate::error::{Corruption, Error, Result};
 
 /// Largest plaintext partlog will decompress one batch into.
@@ -40,9 +48,9 @@ pub enum Compression {
     /// Records stored as they are (id 0).
     #[default]
     None,
-    /// gzip (id 1). Recognised, not yet supported.
+    /// gzip (id 1). Read with the `gzip` feature; never written.
     Gzip,
-    /// Snappy in the xerial stream format (id 2). Recognised, not yet supported.
+    /// Snappy in the xerial stream format (id 2). Read with the `snappy` feature; never written.
     Snappy,
     /// The LZ4 frame format with Kafka's header (id 3).
     Lz4,
@@ -86,12 +94,23 @@ impl Compression {
         }
     }
 
-    /// Whether this build of partlog can read and write the codec.
+    /// Whether partlog can write the codec (and read it): none, lz4 and zstd. gzip and snappy
+    /// are never written, whatever the features.
     pub const fn is_supported(self) -> bool {
         matches!(
             self,
             Compression::None | Compression::Lz4 | Compression::Zstd
         )
+    }
+
+    /// Whether this build of partlog can read the codec: [`is_supported`](Self::is_supported)
+    /// plus gzip and snappy when the `gzip` and `snappy` features are on.
+    pub const fn is_readable(self) -> bool {
+        match self {
+            Compression::Gzip => cfg!(feature = "gzip"),
+            Compression::Snappy => cfg!(feature = "snappy"),
+            codec => codec.is_supported(),
+        }
     }
 }
 
@@ -152,19 +171,34 @@ pub(crate) fn decompress(
     payload: &[u8],
     scratch: &mut Vec<u8>,
 ) -> Result<()> {
+    decompress_with(compression, payload, scratch, HeaderChecksum::Verify)
+}
+
+/// [`decompress`] with a choice about the LZ4 frame's header checksum, which a legacy magic 0
+/// wrapper got wrong (see [`HeaderChecksum`]).
+pub(crate) fn decompress_with(
+    compression: Compression,
+    payload: &[u8],
+    scratch: &mut Vec<u8>,
+    lz4_header_checksum: HeaderChecksum,
+) -> Result<()> {
     scratch.clear();
+    let limit = MAX_DECOMPRESSED_BATCH_SIZE;
     let outcome = match compression {
         Compression::None => {
             scratch.extend_from_slice(payload);
             Ok(())
         }
-        Compression::Lz4 => lz4::decompress_frame(payload, scratch, MAX_DECOMPRESSED_BATCH_SIZE),
-        Compression::Zstd => zstd_decompress(payload, scratch, MAX_DECOMPRESSED_BATCH_SIZE),
-        Compression::Gzip | Compression::Snappy => {
-            return Err(Error::UnsupportedCompression {
-                codec: compression.id(),
-            });
-        }
+        Compression::Lz4 => lz4::decompress_frame(payload, scratch, limit, lz4_header_checksum),
+        Compression::Zstd => zstd_decompress(payload, scratch, limit),
+        #[cfg(feature = "gzip")]
+        Compression::Gzip => gzip::decompress(payload, scratch, limit),
+        #[cfg(feature = "snappy")]
+        Compression::Snappy => snappy::decompress(payload, scratch, limit),
+        #[cfg(not(feature = "gzip"))]
+        Compression::Gzip => return Err(Error::UnsupportedCompression { codec: 1 }),
+        #[cfg(not(feature = "snappy"))]
+        Compression::Snappy => return Err(Error::UnsupportedCompression { codec: 2 }),
     };
     outcome.map_err(|what| Error::InvalidBatch { what })
 }
@@ -358,16 +392,71 @@ mod tests {
     }
 
     #[test]
-    fn gzip_and_snappy_are_unsupported() {
+    fn gzip_and_snappy_are_never_written() {
         for codec in [Compression::Gzip, Compression::Snappy] {
-            assert!(matches!(
-                decompress(codec, b"x", &mut Vec::new()),
-                Err(Error::UnsupportedCompression { codec: id }) if id == codec.id()
-            ));
-            assert!(matches!(
-                compress(codec, b"x", &mut Vec::new(), 3),
-                Err(Error::UnsupportedCompression { .. })
-            ));
+            assert!(!codec.is_supported());
+            let error = compress(codec, b"x", &mut Vec::new(), 3).unwrap_err();
+            assert!(matches!(error, Error::UnsupportedCompression { .. }));
+            let message = error.to_string();
+            assert!(
+                message.contains(codec.name()) && message.contains("never writes"),
+                "{message}"
+            );
         }
+    }
+
+    #[cfg(not(feature = "gzip"))]
+    #[test]
+    fn gzip_is_unsupported_without_its_feature() {
+        assert!(!Compression::Gzip.is_readable());
+        assert!(matches!(
+            decompress(Compression::Gzip, b"x", &mut Vec::new()),
+            Err(Error::UnsupportedCompression { codec: 1 })
+        ));
+    }
+
+    #[cfg(not(feature = "snappy"))]
+    #[test]
+    fn snappy_is_unsupported_without_its_feature() {
+        assert!(!Compression::Snappy.is_readable());
+        assert!(matches!(
+            decompress(Compression::Snappy, b"x", &mut Vec::new()),
+            Err(Error::UnsupportedCompression { codec: 2 })
+        ));
+    }
+
+    #[cfg(feature = "gzip")]
+    #[test]
+    fn gzip_is_read_with_its_feature() {
+        use std::io::Write;
+        assert!(Compression::Gzip.is_readable());
+        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        encoder.write_all(b"records").unwrap();
+        let payload = encoder.finish().unwrap();
+        let mut scratch = vec![1, 2];
+        decompress(Compression::Gzip, &payload, &mut scratch).unwrap();
+        assert_eq!(scratch, b"records");
+        assert!(matches!(
+            decompress(Compression::Gzip, b"x", &mut scratch),
+            Err(Error::InvalidBatch {
+                what: Corruption::BadCompression(_)
+            })
+        ));
+    }
+
+    #[cfg(feature = "snappy")]
+    #[test]
+    fn snappy_is_read_with_its_feature() {
+        assert!(Compression::Snappy.is_readable());
+        let payload = snap::raw::Encoder::new().compress_vec(b"records").unwrap();
+        let mut scratch = vec![1, 2];
+        decompress(Compression::Snappy, &payload, &mut scratch).unwrap();
+        assert_eq!(scratch, b"records");
+        assert!(matches!(
+            decompress(Compression::Snappy, b"\xff", &mut scratch),
+            Err(Error::InvalidBatch {
+                what: Corruption::BadCompression(_)
+            })
+        ));
     }
 }

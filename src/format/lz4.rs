@@ -15,6 +15,10 @@
 //! partlog writes exactly Kafka's header, so every lz4 payload starts `04 22 4D 18 60 40 82`, and
 //! stores a block uncompressed when compression would not shrink it, as Kafka does.
 //!
+//! The same frame wraps a legacy lz4 wrapper's message set, with one quirk: Kafka 0.8 and 0.9
+//! computed HC over the frame magic too, so for magic 0 Kafka's reader skips the HC check
+//! ([`HeaderChecksum::IgnoreForMagic0`]).
+//!
 //! The frame envelope is written and parsed here, with lz4_flex's *block* codec doing the
 //! (de)compression, rather than through lz4_flex's frame module. Three reasons: the reader must
 //! accept exactly what Kafka's `Lz4BlockInputStream` accepts (it rejects linked blocks and the
@@ -75,16 +79,28 @@ pub(crate) fn compress_frame(input: &[u8], out: &mut Vec<u8>) -> Result<(), Corr
     Ok(())
 }
 
+/// Whether the frame descriptor's checksum byte (HC) is verified.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum HeaderChecksum {
+    /// Verify it: every frame of magic 1 and 2.
+    Verify,
+    /// Skip it: Kafka's writer for magic 0 (0.8 to 0.9) hashed the 4 magic bytes too, so its HC
+    /// byte is wrong by the spec, and Kafka's reader skips the check for magic 0 messages.
+    IgnoreForMagic0,
+}
+
 /// Decompresses one LZ4 frame, appending the plaintext to `out`.
 ///
 /// Accepts what Kafka's reader accepts: version 01, independent blocks, reserved bits clear,
-/// block size ids 4 to 7, a correct header checksum; an optional content size (skipped), block
-/// checksums (verified) and content checksum (present but, as in Kafka, not verified). Fails if
-/// the plaintext would grow `out` beyond `limit` bytes, or if bytes follow the frame.
+/// block size ids 4 to 7, a correct header checksum (unless `header_checksum` says to skip it);
+/// an optional content size (skipped), block checksums (verified) and content checksum (present
+/// but, as in Kafka, not verified). Fails if the plaintext would grow `out` beyond `limit` bytes,
+/// or if bytes follow the frame.
 pub(crate) fn decompress_frame(
     frame: &[u8],
     out: &mut Vec<u8>,
     limit: usize,
+    header_checksum: HeaderChecksum,
 ) -> Result<(), Corruption> {
     let bad = |why: &str| Corruption::BadCompression(format!("lz4: {why}"));
     let mut reader = Reader {
@@ -128,10 +144,12 @@ pub(crate) fn decompress_frame(
     let descriptor = frame
         .get(descriptor_start..reader.pos)
         .ok_or_else(|| bad("truncated frame descriptor"))?;
-    let header_checksum = reader
+    let stored_checksum = reader
         .u8()
         .ok_or_else(|| bad("truncated frame descriptor"))?;
-    if header_checksum != (xxh32(descriptor, 0) >> 8) as u8 {
+    if header_checksum == HeaderChecksum::Verify
+        && stored_checksum != (xxh32(descriptor, 0) >> 8) as u8
+    {
         return Err(bad("frame descriptor checksum mismatch"));
     }
 
@@ -228,7 +246,7 @@ mod tests {
         compress_frame(input, &mut frame).unwrap();
         assert_eq!(frame.get(..7), Some(&KAFKA_LZ4_FRAME_HEADER[..]));
         let mut plain = Vec::new();
-        decompress_frame(&frame, &mut plain, usize::MAX).unwrap();
+        decompress_frame(&frame, &mut plain, usize::MAX, HeaderChecksum::Verify).unwrap();
         assert_eq!(plain, input);
         frame
     }
@@ -280,7 +298,7 @@ mod tests {
         encoder.write_all(&text).unwrap();
         let frame = encoder.finish().unwrap();
         let mut plain = Vec::new();
-        decompress_frame(&frame, &mut plain, usize::MAX).unwrap();
+        decompress_frame(&frame, &mut plain, usize::MAX, HeaderChecksum::Verify).unwrap();
         assert_eq!(plain, text);
     }
 
@@ -302,7 +320,9 @@ mod tests {
     fn rejects_what_kafka_rejects() {
         let mut frame = Vec::new();
         compress_frame(b"some records some records", &mut frame).unwrap();
-        let decode = |bytes: &[u8]| decompress_frame(bytes, &mut Vec::new(), usize::MAX);
+        let decode = |bytes: &[u8]| {
+            decompress_frame(bytes, &mut Vec::new(), usize::MAX, HeaderChecksum::Verify)
+        };
 
         let mut linked = frame.clone();
         linked[4] &= !FLG_BLOCK_INDEPENDENCE; // HC no longer matters: rejected before it
@@ -311,6 +331,16 @@ mod tests {
         let mut bad_hc = frame.clone();
         bad_hc[6] ^= 1;
         assert!(decode(&bad_hc).is_err());
+        // Magic 0 messages skip the check, as Kafka's reader does.
+        let mut plain = Vec::new();
+        decompress_frame(
+            &bad_hc,
+            &mut plain,
+            usize::MAX,
+            HeaderChecksum::IgnoreForMagic0,
+        )
+        .unwrap();
+        assert_eq!(plain, b"some records some records");
 
         let mut small_blocks = frame.clone();
         small_blocks[5] = 0x30; // id 3
@@ -329,7 +359,7 @@ mod tests {
     fn limit_is_enforced() {
         let mut frame = Vec::new();
         compress_frame(&[7u8; 10_000], &mut frame).unwrap();
-        assert!(decompress_frame(&frame, &mut Vec::new(), 9_999).is_err());
-        assert!(decompress_frame(&frame, &mut Vec::new(), 10_000).is_ok());
+        assert!(decompress_frame(&frame, &mut Vec::new(), 9_999, HeaderChecksum::Verify).is_err());
+        assert!(decompress_frame(&frame, &mut Vec::new(), 10_000, HeaderChecksum::Verify).is_ok());
     }
 }

@@ -1,4 +1,5 @@
-//! The RecordBatch v2 format (magic 2): encoding, decoding, CRC-32C, varints and codecs.
+//! The RecordBatch v2 format (magic 2): encoding, decoding, CRC-32C, varints and codecs; and
+//! reading the legacy message sets (magic 0 and 1) that Kafka wrote before 0.11.
 //! No I/O happens here: everything works on byte slices.
 //!
 //! # The format in one page
@@ -31,24 +32,41 @@
 //! allocating nothing per record. [`BatchIter`] walks a buffer of batches. Writing:
 //! [`BatchBuilder`].
 //!
+//! Legacy messages (magic 0 and 1, CRC-32 IEEE) are read only: [`LegacyBatchView`] validates
+//! one outer message and yields its records (decompressing a wrapper's inner messages), with
+//! Kafka's offset and timestamp rules (see `legacy.rs`). [`Batch`] is either kind behind one
+//! interface, [`Batch::records`] the one way to read records of any batch, and
+//! [`AnyBatchIter`] walks a buffer that may mix them, as a log upgraded over the years does.
+//!
+//! Codecs: none, lz4 and zstd are read and written; gzip and snappy (xerial framing) are read
+//! with the `gzip` and `snappy` features and never written (see `compression.rs`).
+//!
 //! Errors: decoding caller bytes yields [`Error::InvalidBatch`]; a layer that read the bytes
 //! from a file turns that into [`Error::Corrupt`] with the file and position
-//! ([`locate_error`]). Legacy batches (magic 0 and 1) are [`Error::Unsupported`], and gzip and
-//! snappy batches [`Error::UnsupportedCompression`], until partlog reads them.
+//! ([`locate_error`]). A codec this build cannot read is [`Error::UnsupportedCompression`].
+//! The v2-only [`BatchView`] reports a legacy message as `BadMagic(0|1)`
+//! ([`Error::Unsupported`] through [`BatchView::decode`]): use [`Batch`] to accept both.
 
+mod any_batch;
 mod batch;
 mod builder;
 mod compression;
 mod control;
 mod crc;
 mod edit;
+#[cfg(feature = "gzip")]
+mod gzip;
+mod legacy;
 mod lz4;
 mod record;
+#[cfg(feature = "snappy")]
+mod snappy;
 pub mod varint;
 mod xxhash;
 
 use std::path::Path;
 
+pub use any_batch::{AnyBatchIter, Batch, BatchRecords};
 pub use batch::{
     BatchFrame, BatchHeader, BatchIter, BatchView, CURRENT_MAGIC, HEADER_SIZE_UP_TO_MAGIC,
     LOG_OVERHEAD, MIN_BATCH_LENGTH, RECORD_BATCH_OVERHEAD, TimestampType, check_legacy_crc,
@@ -62,6 +80,10 @@ pub use control::{
 };
 pub use crc::crc32c;
 pub use edit::{set_base_offset, set_log_append_time, set_partition_leader_epoch};
+pub use legacy::{
+    LEGACY_V0_HEADER_SIZE, LEGACY_V0_MIN_MESSAGE_SIZE, LEGACY_V1_HEADER_SIZE,
+    LEGACY_V1_MIN_MESSAGE_SIZE, LegacyBatchView, LegacyHeader, LegacyRecordIter,
+};
 pub use lz4::KAFKA_LZ4_FRAME_HEADER;
 pub use record::{Header, HeaderIter, Record, RecordIter};
 
@@ -81,7 +103,8 @@ pub fn locate_error(error: Error, file: &Path, position: u64) -> Error {
 }
 
 /// The error for a [`Corruption`] found at `position` in `file`, except that a legacy magic is
-/// [`Error::Unsupported`] (with the location): such a batch is valid, only not readable yet.
+/// [`Error::Unsupported`] (with the location): it comes from a v2-only reader
+/// ([`BatchView`]) meeting a valid legacy message, which [`Batch`] would have read.
 pub fn corruption_in_file(what: Corruption, file: &Path, position: u64) -> Error {
     match what {
         Corruption::BadMagic(magic @ (0 | 1)) => {

@@ -34,6 +34,8 @@ pub struct Record<'a> {
     pub offset: i64,
     /// Under CreateTime `baseTimestamp + timestampDelta` (also when a delete horizon is set:
     /// the cleaner re-bases the deltas on it); under LogAppendTime the batch `maxTimestamp`.
+    /// A legacy record: its message's timestamp (a LogAppendTime wrapper's, for an inner
+    /// message), or -1 for magic 0.
     pub timestamp: i64,
     /// The key; `None` is a null key (length -1), distinct from an empty one.
     pub key: Option<&'a [u8]>,
@@ -43,7 +45,23 @@ pub struct Record<'a> {
 }
 
 impl<'a> Record<'a> {
-    /// The record's headers, in order (keys may repeat).
+    /// A record without headers: what a legacy (magic 0 or 1) message holds.
+    pub(crate) fn without_headers(
+        offset: i64,
+        timestamp: i64,
+        key: Option<&'a [u8]>,
+        value: Option<&'a [u8]>,
+    ) -> Record<'a> {
+        Record {
+            offset,
+            timestamp,
+            key,
+            value,
+            headers: HeaderIter::empty(),
+        }
+    }
+
+    /// The record's headers, in order (keys may repeat); none for a legacy message.
     pub fn headers(&self) -> HeaderIter<'a> {
         self.headers
     }

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::format::{BatchHeader, BatchView, TimestampType};
+use crate::format::{Batch, TimestampType, peek_batch_frame};
 use crate::segment::Segment;
 
 /// How far a read may go.
@@ -22,7 +22,9 @@ pub enum ReadBound {
 /// Whole record batches read from one segment, with the segment pinned.
 ///
 /// The bytes are exactly the `.log` bytes (Kafka's disk format is its wire format), and every
-/// batch in them has passed its CRC check. Until transactions land, batches of aborted
+/// batch in them has passed its CRC check. A log Kafka wrote before 0.11 may hold legacy
+/// (magic 0 and 1) messages: they come back as they are stored, and [`FetchData::batches`]
+/// reads them too. Until transactions land, batches of aborted
 /// transactions are returned too (`read_uncommitted`); control batches are returned, flagged.
 #[derive(Debug)]
 pub struct FetchData {
@@ -72,8 +74,9 @@ impl FetchData {
         self.log_end_offset
     }
 
-    /// The batches, as borrowed views. Each view's header tells a control batch apart
-    /// (`header().is_control()`).
+    /// The batches, as borrowed views of either kind: v2 batches and legacy messages.
+    /// [`Batch::records`] reads the records of both; [`Batch::is_control`] tells a control batch
+    /// apart, and [`Batch::header`] gives a v2 batch's header.
     pub fn batches(&self) -> FetchBatches<'_> {
         FetchBatches { rest: &self.bytes }
     }
@@ -86,15 +89,16 @@ pub struct FetchBatches<'a> {
 }
 
 impl<'a> Iterator for FetchBatches<'a> {
-    type Item = Result<BatchView<'a>>;
+    type Item = Result<Batch<'a>>;
 
     fn next(&mut self) -> Option<Self::Item> {
         if self.rest.is_empty() {
             return None;
         }
         let rest = self.rest;
-        let size = match BatchHeader::parse(rest) {
-            Ok(header) => header.total_size(),
+        let size = match peek_batch_frame(rest) {
+            Ok(Some(frame)) => frame.total_size(),
+            Ok(None) => rest.len().max(crate::format::HEADER_SIZE_UP_TO_MAGIC),
             Err(what) => {
                 self.rest = &[];
                 return Some(Err(Error::InvalidBatch { what }));
@@ -110,7 +114,7 @@ impl<'a> Iterator for FetchBatches<'a> {
             }));
         };
         self.rest = tail;
-        Some(BatchView::new(batch).map_err(|what| Error::InvalidBatch { what }))
+        Some(Batch::decode(batch))
     }
 }
 
@@ -119,7 +123,8 @@ impl<'a> Iterator for FetchBatches<'a> {
 pub struct LogRecord {
     /// The record's offset.
     pub offset: i64,
-    /// Its timestamp: CreateTime from the producer, or the log's append time under LogAppendTime.
+    /// Its timestamp: CreateTime from the producer, or the log's append time under LogAppendTime;
+    /// -1 for a legacy magic 0 message, which has none.
     pub timestamp: i64,
     /// Which kind of timestamp it is.
     pub timestamp_type: TimestampType,
@@ -127,23 +132,23 @@ pub struct LogRecord {
     pub key: Option<Vec<u8>>,
     /// The value; `None` for a tombstone.
     pub value: Option<Vec<u8>>,
-    /// The headers, in order. Keys are decoded as UTF-8 with replacement, as Kafka's clients do.
+    /// The headers, in order (none for a legacy message). Keys are decoded as UTF-8 with
+    /// replacement, as Kafka's clients do.
     pub headers: Vec<(String, Option<Vec<u8>>)>,
 }
 
-/// Decodes the data records of one batch at or above `from` into `out`. Control batches add
-/// nothing.
+/// Decodes the data records of one batch of any kind at or above `from` into `out`. Control
+/// batches add nothing.
 pub(crate) fn decode_records(
-    batch: &BatchView<'_>,
+    batch: &Batch<'_>,
     from: i64,
     scratch: &mut Vec<u8>,
     out: &mut Vec<LogRecord>,
 ) -> Result<()> {
-    let header = *batch.header();
-    if header.is_control() {
+    if batch.is_control() {
         return Ok(());
     }
-    let timestamp_type = header.timestamp_type();
+    let timestamp_type = batch.timestamp_type();
     for record in batch.records(scratch)? {
         let record = record?;
         if record.offset < from {

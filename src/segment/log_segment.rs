@@ -15,9 +15,9 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use parking_lot::{Mutex, RwLock};
 
 use super::files::{SegmentFileKind, segment_file_path};
-use super::walker::{BatchWalker, Frame, Step};
+use super::walker::{BatchSummary, BatchWalker, Frame, Step};
 use crate::error::{Corruption, Error, Result};
-use crate::format::{BatchHeader, BatchView, check_legacy_crc};
+use crate::format::{Batch, BatchHeader, peek_batch_frame};
 use crate::index::{OffsetIndex, OffsetPosition, TimeIndex, TimestampOffset};
 use crate::storage::{OpenMode, Storage, StorageFile};
 
@@ -106,7 +106,8 @@ pub struct SegmentRead {
     pub position: u64,
     /// The number of bytes returned: whole batches only.
     pub len: usize,
-    /// The base offset of the first returned batch.
+    /// The base offset of the first returned batch (for a compressed legacy message: its first
+    /// inner offset).
     pub first_offset: i64,
     /// The offset after the last returned batch.
     pub next_offset: i64,
@@ -447,9 +448,9 @@ impl Segment {
                     });
                 }
                 Step::Batch(frame) => {
-                    let header = walker.header(&frame)?;
-                    next_offset = header.next_offset();
-                    note_max_timestamp(&mut max_so_far, &header);
+                    let summary = walker.summary(&frame)?;
+                    next_offset = summary.next_offset();
+                    note_max_timestamp(&mut max_so_far, &summary);
                     position += frame.total_size;
                 }
             }
@@ -581,7 +582,7 @@ impl Segment {
             for (relative_position, header) in &headers {
                 let position = start + *relative_position as u64;
                 max_timestamp = max_timestamp.max(header.max_timestamp);
-                note_max_timestamp(&mut max_so_far, header);
+                note_max_timestamp(&mut max_so_far, &BatchSummary::of_v2(header));
                 if bytes_since > u64::from(self.config.index_interval_bytes) {
                     if !self.offset_index.is_full() {
                         // Positions fit: the whole file stays within i32::MAX bytes.
@@ -732,7 +733,7 @@ impl Segment {
         let log_path = self.log_path();
         let mut walker = BatchWalker::new(&self.log, &log_path, size);
         match walker.frame_at(0)? {
-            Step::Batch(frame) => Ok(Some(walker.header(&frame)?.max_timestamp)),
+            Step::Batch(frame) => Ok(Some(walker.summary(&frame)?.max_timestamp)),
             _ => Ok(None),
         }
     }
@@ -742,7 +743,7 @@ impl Segment {
     /// The offset index gives a starting position; its entry is checked against the batch it
     /// names (as Kafka's DumpLogSegments does), and on a mismatch the indexes are rebuilt from the
     /// log and the lookup retried once.
-    fn translate_offset(&self, target: i64, end: u64) -> Result<Option<(Frame, BatchHeader)>> {
+    fn translate_offset(&self, target: i64, end: u64) -> Result<Option<(Frame, BatchSummary)>> {
         for attempt in 0..2 {
             let entry = self.offset_index.lookup(target)?;
             let log_path = self.log_path();
@@ -761,23 +762,23 @@ impl Segment {
                         return Err(self.bad_entry(entry, "points past the end of the log"));
                     }
                 };
-                let header = walker.header(&frame)?;
-                if first && position != 0 && header.last_offset() != entry.offset {
+                let summary = walker.summary(&frame)?;
+                if first && position != 0 && summary.last_offset != entry.offset {
                     if attempt == 0 && self.can_rebuild() {
                         log::warn!(
                             "index entry ({}, {}) of {} names a batch ending at {}; rebuilding",
                             entry.offset,
                             entry.position,
                             log_path.display(),
-                            header.last_offset()
+                            summary.last_offset
                         );
                         break;
                     }
                     return Err(self.bad_entry(entry, "does not name the batch at its position"));
                 }
                 first = false;
-                if header.last_offset() >= target {
-                    return Ok(Some((frame, header)));
+                if summary.last_offset >= target {
+                    return Ok(Some((frame, summary)));
                 }
                 position += frame.total_size;
             }
@@ -826,13 +827,13 @@ impl Segment {
     ) -> Result<Option<SegmentRead>> {
         buf.clear();
         let end = self.size();
-        let Some((frame, header)) = self.translate_offset(start_offset, end)? else {
+        let Some((frame, first_summary)) = self.translate_offset(start_offset, end)? else {
             return Ok(None);
         };
         let position = frame.position;
         let available = end - position;
         let first_size = usize::try_from(frame.total_size)
-            .map_err(|_| self.corrupt(position, Corruption::BadBatchLength(header.batch_length)))?;
+            .map_err(|_| self.corrupt(position, Corruption::BadBatchLength(i32::MAX)))?;
         let want = max_bytes
             .max(first_size)
             .min(usize::try_from(available).unwrap_or(usize::MAX));
@@ -858,45 +859,55 @@ impl Segment {
         }
         buf.truncate(read);
         let mut len = 0usize;
-        let mut next_offset = header.base_offset;
+        let mut first_offset = first_summary.base_offset;
+        let mut next_offset = first_summary.order_floor();
         while len < buf.len() {
             let rest = &buf[len..];
-            let batch_header = match BatchHeader::parse(rest) {
-                Ok(header) => header,
-                // A header cut off by `max_bytes` ends the read after the first batch.
+            let at = position + len as u64;
+            let frame = match peek_batch_frame(rest) {
+                Ok(Some(frame)) => frame,
+                // A frame cut off by `max_bytes` ends the read after the first batch.
+                Ok(None) => break,
                 Err(_) if len > 0 => break,
                 Err(what) => return Err(self.corrupt(position, what)),
             };
-
-            let size = batch_header.total_size();
-            if size > rest.len() {
+            let size = frame.total_size();
+            let Some(bytes) = rest.get(..size) else {
+                break;
+            };
+            let summary =
+                BatchSummary::parse(bytes, frame.magic).map_err(|what| self.corrupt(at, what))?;
+            if upper_bound.is_some_and(|bound| summary.last_offset >= bound) {
                 break;
             }
-            if upper_bound.is_some_and(|bound| batch_header.last_offset() >= bound) {
-                break;
-            }
-            BatchView::new(&rest[..size])
-                .map_err(|what| self.corrupt(position + len as u64, what))?;
-            if len > 0 && batch_header.base_offset < next_offset {
+            let batch = Batch::new(bytes).map_err(|what| self.corrupt(at, what))?;
+            if len > 0 && summary.order_floor() < next_offset {
                 return Err(self.corrupt(
-                    position + len as u64,
+                    at,
                     Corruption::OffsetOrder {
-                        offset: batch_header.base_offset,
+                        offset: summary.order_floor(),
                         bound: next_offset,
                     },
                 ));
             }
-            next_offset = batch_header.next_offset();
+            if first_offset.is_none() {
+                // A compressed legacy wrapper: its first offset is inside it.
+                let base_offset = batch
+                    .base_offset(&mut Vec::new())
+                    .map_err(|error| self.relocate(error, at))?;
+                first_offset = Some(base_offset);
+            }
+            next_offset = summary.next_offset();
             len += size;
         }
         buf.truncate(len);
-        if len == 0 {
+        let (true, Some(first_offset)) = (len > 0, first_offset) else {
             return Ok(None);
-        }
+        };
         Ok(Some(SegmentRead {
             position,
             len,
-            first_offset: header.base_offset,
+            first_offset,
             next_offset,
         }))
     }
@@ -923,12 +934,15 @@ impl Segment {
                 Step::Batch(frame) => frame,
                 Step::End | Step::Partial { .. } => return Ok(None),
             };
-            let header = walker.header(&frame)?;
-            if header.max_timestamp >= timestamp && header.last_offset() >= start_offset {
+            let summary = walker.summary(&frame)?;
+            if summary.max_timestamp >= timestamp && summary.last_offset >= start_offset {
                 let bytes = walker.batch_bytes(&frame)?;
-                let view = BatchView::new(bytes).map_err(|what| self.corrupt(position, what))?;
-                if !view.header().is_control() {
-                    for record in view.records(&mut scratch)? {
+                let batch = Batch::new(bytes).map_err(|what| self.corrupt(position, what))?;
+                if !batch.is_control() {
+                    let records = batch
+                        .records(&mut scratch)
+                        .map_err(|e| self.relocate(e, position))?;
+                    for record in records {
                         let record = record.map_err(|e| self.relocate(e, position))?;
                         if record.timestamp >= timestamp && record.offset >= start_offset {
                             return Ok(Some(TimestampOffset {
@@ -994,13 +1008,10 @@ impl Segment {
         let Ok(Step::Batch(frame)) = walker.frame_at(position) else {
             return Ok(None);
         };
-        if frame.magic != 2 {
-            return Ok(None);
-        }
         let named = walker
             .batch_bytes(&frame)
             .ok()
-            .and_then(|bytes| BatchView::new(bytes).ok().map(|view| view.last_offset()));
+            .and_then(|bytes| Batch::new(bytes).ok().map(|batch| batch.last_offset()));
         Ok((named == Some(entry.offset)).then_some(entry))
     }
 
@@ -1049,57 +1060,42 @@ impl Segment {
                 Err(Error::Corrupt { what, .. }) => break Some(InvalidBytes { position, what }),
                 Err(other) => return Err(other),
             };
-            if frame.magic != 2 {
-                // A legacy message with a valid CRC-32 is real (and read by a later version);
-                // with a bad one, these are torn bytes whose magic position reads 0 or 1.
-                let bytes = walker.batch_bytes(&frame)?;
-                match check_legacy_crc(bytes) {
-                    Ok(()) => {
-                        return Err(Error::Unsupported {
-                            what: format!(
-                                "legacy message format (magic {}) at byte {position} of {}",
-                                frame.magic,
-                                log_path.display()
-                            ),
-                        });
-                    }
-                    Err(what) => break Some(InvalidBytes { position, what }),
-                }
-            }
+            // A v2 batch (CRC-32C) or a legacy message (CRC-32, Kafka before 0.11): both are
+            // validated and indexed alike, by their last offset, as Kafka does. A legacy
+            // message with a bad CRC is what torn bytes whose magic reads 0 or 1 look like.
             let bytes = walker.batch_bytes(&frame)?;
-            let view = match BatchView::new(bytes) {
-                Ok(view) => view,
+            let summary = match Batch::new(bytes) {
+                Ok(batch) => BatchSummary::of(&batch),
                 Err(what) => break Some(InvalidBytes { position, what }),
             };
-            let header = *view.header();
-            if header.base_offset < next_offset {
+            if summary.order_floor() < next_offset {
                 break Some(InvalidBytes {
                     position,
                     what: Corruption::OffsetOrder {
-                        offset: header.base_offset,
+                        offset: summary.order_floor(),
                         bound: next_offset,
                     },
                 });
             }
-            if header.last_offset() - self.base_offset > i32::MAX as i64 {
+            if summary.last_offset - self.base_offset > i32::MAX as i64 {
                 break Some(InvalidBytes {
                     position,
                     what: Corruption::OffsetOrder {
-                        offset: header.last_offset(),
+                        offset: summary.last_offset,
                         bound: self.base_offset + i32::MAX as i64,
                     },
                 });
             }
             if position == 0 {
-                first_max_timestamp = Some(Some(header.max_timestamp));
+                first_max_timestamp = Some(Some(summary.max_timestamp));
             }
-            note_max_timestamp(&mut max_so_far, &header);
+            note_max_timestamp(&mut max_so_far, &summary);
             if indexed_position.take() == Some(position) {
                 // The trusted entry's own batch: its entries exist already.
             } else if bytes_since > u64::from(self.config.index_interval_bytes) {
                 if !self.offset_index.is_full() {
                     self.offset_index
-                        .append(header.last_offset(), position as u32)?;
+                        .append(summary.last_offset, position as u32)?;
                 }
                 if let (Some(max), false) = (max_so_far, self.time_index.is_full()) {
                     self.time_index
@@ -1108,7 +1104,7 @@ impl Segment {
                 bytes_since = 0;
             }
             bytes_since += frame.total_size;
-            next_offset = header.next_offset();
+            next_offset = summary.next_offset();
             batches += 1;
             position += frame.total_size;
         };
@@ -1134,9 +1130,10 @@ impl Segment {
     /// whole, as in Kafka) and the index entries that point at them. Returns the bytes removed.
     pub fn truncate_to(&self, offset: i64) -> Result<u64> {
         let end = self.size();
-        let Some((frame, header)) = self.translate_offset(offset, end)? else {
+        let Some((frame, summary)) = self.translate_offset(offset, end)? else {
             return Ok(0);
         };
+        let first_offset = self.first_offset_of(&frame, &summary)?;
         let mut writer = self.writer.lock();
         let position = frame.position;
         self.offset_index.truncate_to(offset)?;
@@ -1145,7 +1142,7 @@ impl Segment {
         let removed = writer.size - position;
         writer.size = position;
         // Below `offset` when a batch straddled it; `offset` itself when it fell in a gap.
-        writer.next_offset = header.base_offset.min(offset);
+        writer.next_offset = first_offset.min(offset);
         // The largest timestamp so far: the time index's last entry, or a batch after the last
         // offset-index entry (entries are added together, so nothing before it is missing).
         let last_entry = self.offset_index.last_entry()?;
@@ -1154,7 +1151,7 @@ impl Segment {
         let mut walker = BatchWalker::new(&self.log, &log_path, position);
         let mut at = u64::from(last_entry.position);
         while let Step::Batch(frame) = walker.frame_at(at)? {
-            note_max_timestamp(&mut max_so_far, &walker.header(&frame)?);
+            note_max_timestamp(&mut max_so_far, &walker.summary(&frame)?);
             at += frame.total_size;
         }
         writer.max_timestamp_so_far = max_so_far;
@@ -1168,9 +1165,25 @@ impl Segment {
     /// base of a batch that straddles `offset`, else `offset` (or the current end, if lower).
     pub fn truncation_point(&self, offset: i64) -> Result<i64> {
         Ok(match self.translate_offset(offset, self.size())? {
-            Some((_, header)) => header.base_offset.min(offset),
+            Some((frame, summary)) => self.first_offset_of(&frame, &summary)?.min(offset),
             None => self.next_offset().min(offset),
         })
+    }
+
+    /// The first offset of the batch framed by `frame`: from its summary, except for a
+    /// compressed legacy wrapper, which is decompressed to find it (Kafka's `baseOffset()` of a
+    /// legacy batch does the same).
+    fn first_offset_of(&self, frame: &Frame, summary: &BatchSummary) -> Result<i64> {
+        if let Some(base_offset) = summary.base_offset {
+            return Ok(base_offset);
+        }
+        let log_path = self.log_path();
+        let mut walker = BatchWalker::new(&self.log, &log_path, frame.position + frame.total_size);
+        let bytes = walker.batch_bytes(frame)?;
+        let batch = Batch::new(bytes).map_err(|what| self.corrupt(frame.position, what))?;
+        batch
+            .base_offset(&mut Vec::new())
+            .map_err(|error| self.relocate(error, frame.position))
     }
 
     /// Removes the bytes at and after `valid_bytes` (a torn tail found by [`scan`](Self::scan)).
@@ -1297,11 +1310,11 @@ fn open_indexes(
     Ok((offset_index, time_index, index_missing || time_missing))
 }
 
-fn note_max_timestamp(max_so_far: &mut Option<TimestampOffset>, header: &BatchHeader) {
-    if max_so_far.is_none_or(|max| header.max_timestamp > max.timestamp) {
+fn note_max_timestamp(max_so_far: &mut Option<TimestampOffset>, batch: &BatchSummary) {
+    if max_so_far.is_none_or(|max| batch.max_timestamp > max.timestamp) {
         *max_so_far = Some(TimestampOffset {
-            timestamp: header.max_timestamp,
-            offset: header.last_offset(),
+            timestamp: batch.max_timestamp,
+            offset: batch.last_offset,
         });
     }
 }

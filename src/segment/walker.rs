@@ -8,7 +8,8 @@ use std::sync::Arc;
 
 use crate::error::{Corruption, Error, Result};
 use crate::format::{
-    BatchHeader, HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, peek_batch_frame,
+    Batch, BatchHeader, HEADER_SIZE_UP_TO_MAGIC, LEGACY_V1_HEADER_SIZE, LOG_OVERHEAD, LegacyHeader,
+    RECORD_BATCH_OVERHEAD, peek_batch_frame,
 };
 use crate::storage::StorageFile;
 
@@ -22,6 +23,65 @@ pub(crate) struct Frame {
     pub position: u64,
     pub total_size: u64,
     pub magic: i8,
+}
+
+/// What a segment needs of a batch of any magic, read from its first bytes (no CRC check, no
+/// records decoded).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BatchSummary {
+    /// The first offset, when known without decompressing: v2's baseOffset, an uncompressed
+    /// legacy message's offset; `None` for a compressed legacy wrapper.
+    pub base_offset: Option<i64>,
+    /// The last offset (v2: base + lastOffsetDelta; legacy: the outer offset).
+    pub last_offset: i64,
+    /// v2's maxTimestamp; a legacy outer message's timestamp (-1 for magic 0).
+    pub max_timestamp: i64,
+}
+
+impl BatchSummary {
+    pub fn of_v2(header: &BatchHeader) -> BatchSummary {
+        BatchSummary {
+            base_offset: Some(header.base_offset),
+            last_offset: header.last_offset(),
+            max_timestamp: header.max_timestamp,
+        }
+    }
+
+    pub fn of_legacy(header: &LegacyHeader) -> BatchSummary {
+        BatchSummary {
+            base_offset: (!header.is_compressed()).then_some(header.offset),
+            last_offset: header.last_offset(),
+            max_timestamp: header.max_timestamp(),
+        }
+    }
+
+    /// Reads the summary from the start of a batch whose frame says `magic`.
+    pub fn parse(bytes: &[u8], magic: i8) -> Result<BatchSummary, Corruption> {
+        if magic == 2 {
+            BatchHeader::parse(bytes).map(|header| BatchSummary::of_v2(&header))
+        } else {
+            LegacyHeader::parse(bytes).map(|header| BatchSummary::of_legacy(&header))
+        }
+    }
+
+    pub fn of(batch: &Batch<'_>) -> BatchSummary {
+        match batch {
+            Batch::V2(view) => BatchSummary::of_v2(view.header()),
+            Batch::Legacy(view) => BatchSummary::of_legacy(view.header()),
+        }
+    }
+
+    /// The offset after the batch.
+    pub fn next_offset(&self) -> i64 {
+        self.last_offset.wrapping_add(1)
+    }
+
+    /// The lowest offset the batch is known to hold without decompressing it: what offset-order
+    /// checks compare with the previous batch's next offset. For a compressed legacy wrapper
+    /// only its last offset is known, so the check is weaker there.
+    pub fn order_floor(&self) -> i64 {
+        self.base_offset.unwrap_or(self.last_offset)
+    }
 }
 
 /// What the walker found at a position.
@@ -158,21 +218,17 @@ impl<'f> BatchWalker<'f> {
         }))
     }
 
-    /// The 61-byte v2 header of the batch framed by `frame`.
-    pub fn header(&mut self, frame: &Frame) -> Result<BatchHeader> {
-        if frame.magic != 2 {
-            return Err(Error::Unsupported {
-                what: format!(
-                    "legacy message format (magic {}) at byte {} of {}",
-                    frame.magic,
-                    frame.position,
-                    self.path.display()
-                ),
-            });
-        }
+    /// The summary of the batch framed by `frame`, from its 61-byte v2 header or a legacy
+    /// message's fixed fields.
+    pub fn summary(&mut self, frame: &Frame) -> Result<BatchSummary> {
         let position = frame.position;
-        let bytes = self.ensure(position, RECORD_BATCH_OVERHEAD)?;
-        BatchHeader::parse(bytes).map_err(|what| self.corrupt(position, what))
+        let fixed_fields = if frame.magic == 2 {
+            RECORD_BATCH_OVERHEAD
+        } else {
+            LEGACY_V1_HEADER_SIZE
+        };
+        let bytes = self.ensure(position, fixed_fields)?;
+        BatchSummary::parse(bytes, frame.magic).map_err(|what| self.corrupt(position, what))
     }
 
     /// The whole batch framed by `frame`.

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use partlog::unstable::format::control_record_type;
 use partlog::unstable::{SegmentFileKind, parse_segment_file_name};
-use partlog::{BatchView, Log, LogConfig, ReadBound, TimestampType};
+use partlog::{Batch, BatchHeader, Log, LogConfig, ReadBound, TimestampType};
 
 use crate::text::{human, json_bytes};
 use crate::{CliError, Outcome};
@@ -150,9 +150,11 @@ impl<W: Write> Dumper<'_, W> {
             }
             for batch in fetch.batches() {
                 let batch = batch?;
+                // A batch lies wholly inside one segment, so its last offset tells the segment
+                // as well as its base (which a compressed legacy message hides inside it).
                 while bases
                     .get(segment + 1)
-                    .is_some_and(|&next| batch.base_offset() >= next)
+                    .is_some_and(|&next| batch.last_offset() >= next)
                 {
                     segment += 1;
                     position = Some(0);
@@ -181,8 +183,34 @@ impl<W: Write> Dumper<'_, W> {
         Ok(())
     }
 
-    fn batch(&mut self, batch: &BatchView<'_>, position: Option<u64>) -> Result<(), DumpError> {
-        let header = *batch.header();
+    fn batch(&mut self, batch: &Batch<'_>, position: Option<u64>) -> Result<(), DumpError> {
+        let header = match batch {
+            Batch::V2(view) => *view.header(),
+            Batch::Legacy(view) => {
+                // Kafka's DumpLogSegments line for a legacy (magic 0 or 1) message.
+                let legacy = *view.header();
+                if !self.json {
+                    let codec = legacy.compression().map_or_else(
+                        |_| format!("unknown({})", legacy.compression_id()),
+                        |c| c.name().to_owned(),
+                    );
+                    writeln!(
+                        self.out,
+                        "offset: {} position: {} {}: {} size: {} magic: {} compresscodec: {} \
+                         crc: {} isvalid: true",
+                        legacy.last_offset(),
+                        position.map_or_else(|| "unknown".to_owned(), |p| p.to_string()),
+                        legacy.timestamp_type(),
+                        legacy.max_timestamp(),
+                        batch.total_size(),
+                        legacy.magic,
+                        codec,
+                        legacy.crc,
+                    )?;
+                }
+                return self.records(batch, None);
+            }
+        };
         if !self.json {
             let last_sequence = if header.base_sequence < 0 {
                 -1
@@ -224,6 +252,16 @@ impl<W: Write> Dumper<'_, W> {
         if self.json && header.is_control() {
             return Ok(());
         }
+        self.records(batch, Some(&header))
+    }
+
+    /// The record lines of a batch; `header` is `None` for a legacy message.
+    fn records(
+        &mut self,
+        batch: &Batch<'_>,
+        header: Option<&BatchHeader>,
+    ) -> Result<(), DumpError> {
+        let timestamp_type = batch.timestamp_type();
         let records = batch.records(&mut self.scratch)?;
         for record in records {
             let record = record?;
@@ -234,7 +272,7 @@ impl<W: Write> Dumper<'_, W> {
             if self.json {
                 json_record(&mut self.line, &record);
             } else {
-                human_record(&mut self.line, &record, &header);
+                human_record(&mut self.line, &record, header, timestamp_type);
             }
             self.line.push(b'\n');
             self.out.write_all(&self.line)?;
@@ -269,14 +307,20 @@ fn json_record(out: &mut Vec<u8>, record: &partlog::Record<'_>) {
 
 /// Kafka's `| offset: .. CreateTime: .. keySize: .. valueSize: .. sequence: .. headerKeys: [..]
 /// key: .. payload: ..`, or the control record type for a control batch.
-fn human_record(out: &mut Vec<u8>, record: &partlog::Record<'_>, header: &partlog::BatchHeader) {
+fn human_record(
+    out: &mut Vec<u8>,
+    record: &partlog::Record<'_>,
+    header: Option<&BatchHeader>,
+    timestamp_type: TimestampType,
+) {
     let size = |bytes: Option<&[u8]>| bytes.map_or(-1, |b| i64::try_from(b.len()).unwrap_or(-1));
-    let sequence = if header.base_sequence < 0 {
-        -1
-    } else {
-        i64::from(header.base_sequence) + (record.offset - header.base_offset)
+    let sequence = match header {
+        Some(header) if header.base_sequence >= 0 => {
+            i64::from(header.base_sequence) + (record.offset - header.base_offset)
+        }
+        _ => -1,
     };
-    let timestamp_type = match header.timestamp_type() {
+    let timestamp_type = match timestamp_type {
         TimestampType::CreateTime => "CreateTime",
         TimestampType::LogAppendTime => "LogAppendTime",
     };
@@ -290,7 +334,7 @@ fn human_record(out: &mut Vec<u8>, record: &partlog::Record<'_>, header: &partlo
         size(record.value),
         header_keys.join(","),
     );
-    if header.is_control() {
+    if header.is_some_and(BatchHeader::is_control) {
         match control_record_type(record) {
             Ok(kind) => line.push_str(&format!(" control: {kind:?}")),
             Err(error) => line.push_str(&format!(" control: unreadable ({error})")),
@@ -311,7 +355,7 @@ fn human_record(out: &mut Vec<u8>, record: &partlog::Record<'_>, header: &partlo
 #[cfg(test)]
 mod tests {
     use super::*;
-    use partlog::{BatchBuilder, Compression, NewRecord};
+    use partlog::{BatchBuilder, BatchView, Compression, NewRecord};
 
     #[test]
     fn json_records_carry_every_field() {
