@@ -149,7 +149,7 @@ fn read_batches(log: &Log) -> Vec<BatchSummary> {
         );
         for batch in fetch.batches() {
             let batch = batch.unwrap();
-            let header = *batch.header();
+            let header = *batch.header().expect("a broker writes v2 batches");
             let control = header.is_control().then(|| {
                 let mut records = batch.records(&mut scratch).unwrap();
                 let record = records.next().expect("a control record").unwrap();
