@@ -6,7 +6,8 @@
 //! directory `<log dir>/<topic>-0`, append, `close`, restart the broker. The tests check the
 //! contract of DESIGN §4, Opening, against the broker itself:
 //! - while the broker runs, opening its partition for writing fails with `Error::Locked` and
-//!   creates nothing (the OFD lock on `.lock` conflicts with the broker's `FileChannel.tryLock`);
+//!   creates nothing, and while partlog writes, the broker cannot start (the OFD lock on `.lock`
+//!   conflicts with the broker's `FileChannel.tryLock`);
 //! - after a clean hand-off the broker starts as after its own clean shutdown (the clean-load
 //!   line; no recovery of the log dir, no unclean registration), the partition has a leader, and a
 //!   real consumer reads the broker's records and partlog's, with their offsets, keys, values,
@@ -524,7 +525,8 @@ fn crash_record(offset: i64) -> NewRecord {
 }
 
 /// Contract point 3: partlog killed mid-append leaves the marker aside, and the broker
-/// recovers, truncating the torn tail rather than serving it.
+/// recovers, truncating the torn tail rather than serving it. Also the other side of point 1:
+/// while partlog writes, the broker cannot start.
 #[test]
 fn a_partlog_crash_mid_append_makes_the_broker_recover_and_cut_the_torn_tail() {
     let Some(env) = broker::broker_env() else {
@@ -572,6 +574,14 @@ fn a_partlog_crash_mid_append_makes_the_broker_recover_and_cut_the_torn_tail() {
             acked.push(offset);
         }
     }
+    // While partlog writes, the broker cannot start: partlog's lock on `.lock` keeps it out.
+    let refused = kafka
+        .try_restart()
+        .expect_err("the broker started while partlog was writing");
+    assert!(!refused.status.success());
+    assert_logged(&kafka, broker::LOCK_FAILED_LINE);
+    assert_eq!(read(&log_dir, MARKER), None);
+
     child.kill().unwrap(); // SIGKILL: no close, no destructor, mid-append.
     assert!(!child.wait().unwrap().success());
     // What it printed before it died was acknowledged too.
