@@ -21,15 +21,15 @@
 //!   aside, the broker recovers the log dir and truncates the torn tail instead of serving it,
 //!   and a consumer reads every record partlog acknowledged and nothing past the tear.
 //!
-//! **Leader epochs.** The batches partlog builds carry `partitionLeaderEpoch` -1, Kafka's
-//! `NO_PARTITION_LEADER_EPOCH` (a producer's batch carries it too, until a leader stamps it). The
-//! broker needs no epoch from partlog: its epoch cache (`leader-epoch-checkpoint`) is loaded
-//! from the file, and a recovery adds an entry only for a batch whose epoch is >= 0 and above
-//! the latest; when the broker becomes leader again it starts a new epoch at its log end offset,
-//! which is partlog's. So partlog's records fall in the last epoch before the hand-off, and
-//! consumers read them. The clean hand-off test asserts exactly that. (A writer that stamped an
-//! epoch would have to stamp that latest one: a higher epoch would enter the cache at the next
-//! recovery, as if a leader election had happened at partlog's first batch.)
+//! **Leader epochs.** Every batch the log appends carries `partitionLeaderEpoch` -1, Kafka's
+//! `NO_PARTITION_LEADER_EPOCH`, even a producer's batch that came with an epoch (a Kafka leader
+//! overwrites it with its own). The broker needs no epoch from partlog: its epoch cache
+//! (`leader-epoch-checkpoint`) is loaded from the file, a recovery adds an entry only for a batch
+//! whose epoch is >= 0 and above the latest, and when the broker becomes leader again it starts a
+//! new epoch at its log end offset, which is partlog's. So partlog's records fall in the last
+//! epoch before the hand-off, and consumers read them. The clean hand-off test asserts exactly
+//! that. An epoch passed through would instead enter the cache at the broker's next recovery, as
+//! an election that never happened.
 //!
 //! Runs only with `PARTLOG_BROKER=1` (`tests/kafka/run.sh`); skipped otherwise, with the reason
 //! printed. Each test starts its own broker (about 5 s, and 4 s a restart).
@@ -322,7 +322,8 @@ fn a_clean_hand_off_is_served_by_the_restarted_broker_which_leaves_partlogs_file
     assert_eq!(log.log_end_offset(), 3);
 
     // One batch built by `append`, and one built as a producer builds it (zstd, through
-    // `append_batch`); both carry no leader epoch (-1), as partlog builds them.
+    // `append_batch`), carrying an epoch this broker never had (from another cluster, say). Both
+    // are stored with no leader epoch (-1): partlog leads no epoch, and must not pass one on.
     let appended = [
         NewRecord::new(T0 + 10, Some(b"user-2"), Some(b"written by partlog"))
             .with_header("source", Some(b"partlog")),
@@ -335,7 +336,8 @@ fn a_clean_hand_off_is_served_by_the_restarted_broker_which_leaves_partlogs_file
         NewRecord::new(T0 + 13, Some(b"user-3"), Some(&[0, 255, 7][..])),
         NewRecord::new(T0 + 14, Some(b"user-3"), Some(b"last")).with_header("n", None),
     ];
-    let mut builder = BatchBuilder::new(Compression::Zstd);
+    let mut builder =
+        BatchBuilder::new(Compression::Zstd).partition_leader_epoch(last_epoch_before + 7);
     for record in &produced {
         builder.push(record);
     }
