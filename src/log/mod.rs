@@ -29,7 +29,7 @@ use crate::clock::Clock;
 use crate::error::{Error, Result};
 use crate::format::{
     BatchBuilder, BatchHeader, BatchView, Compression, NewRecord, TimestampType, set_base_offset,
-    set_log_append_time,
+    set_log_append_time, set_partition_leader_epoch,
 };
 use crate::segment::{DELETED_SUFFIX, Segment, SegmentRole, rename_segment_files};
 use crate::storage::{FileLock, LockMode, Storage};
@@ -47,6 +47,12 @@ pub use stats::{LogStats, RecoveryReport};
 
 /// The name of the lock file in a log directory.
 pub(crate) const LOCK_FILE: &str = "partlog.lock";
+
+/// The `partitionLeaderEpoch` of every batch the log appends: Kafka's `NO_PARTITION_LEADER_EPOCH`.
+/// A Kafka leader stamps its own epoch over whatever a producer sent; partlog leads no epoch, and
+/// an epoch it passed through could enter a broker's epoch cache at its next recovery (after a
+/// hand-off) as an election that never happened.
+const NO_PARTITION_LEADER_EPOCH: i32 = -1;
 
 /// How many sealed segments stay open at most (beyond those readers pin).
 const MAX_OPEN_SEGMENTS: usize = 64;
@@ -358,7 +364,8 @@ impl Log {
     /// LogAppendTime bits, keys in a compacted log, the size limit, the timestamp bounds, and
     /// the record framing (checked by decompressing every record).
     ///
-    /// The batch's base offset and leader epoch are ignored: the log assigns the offsets.
+    /// The batch's base offset and leader epoch are ignored: the log assigns the offsets, and
+    /// stores the epoch as -1 (no epoch), since it is no Kafka leader.
     pub fn append_batch(&self, batch: &[u8]) -> Result<LogAppendInfo> {
         self.check_writable()?;
         let batch = self.validate_producer_batch(batch, true)?;
@@ -495,6 +502,7 @@ impl Log {
         self.check_writable()?;
         let base_offset = writer.log_end_offset;
         set_base_offset(&mut batch, base_offset)?;
+        set_partition_leader_epoch(&mut batch, NO_PARTITION_LEADER_EPOCH)?;
         let header = BatchHeader::parse(&batch).map_err(|what| Error::InvalidBatch { what })?;
         let last_offset = header.last_offset();
         if writer
