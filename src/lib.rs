@@ -96,9 +96,9 @@ pub use crate::{
         LegacyHeader, LegacyRecordIter, NewRecord, Record, RecordIter, TimestampType,
     },
     log::{
-        CleanupPolicy, CompressionType, FetchBatches, FetchData, FlushPolicy, Log, LogAppendInfo,
-        LogConfig, LogConfigBuilder, LogRecord, LogRecords, LogStats, ReadBound, RecoveryMode,
-        RecoveryReport,
+        CleanupPolicy, CompactionOptions, CompactionStats, CompressionType, FetchBatches,
+        FetchData, FlushPolicy, Log, LogAppendInfo, LogConfig, LogConfigBuilder, LogRecord,
+        LogRecords, LogStats, ReadBound, RecoveryMode, RecoveryReport,
     },
 };
 

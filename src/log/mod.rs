@@ -8,6 +8,7 @@
 //! segment's own locks. The group commit holds none of them while it syncs.
 
 pub mod checkpoint;
+mod compaction;
 mod config;
 mod fetch;
 mod group_commit;
@@ -39,6 +40,7 @@ use group_commit::GroupCommit;
 use snapshot::{SegmentHandle, SegmentList, Snapshot};
 use watermark::Watermark;
 
+pub use compaction::{CompactionOptions, CompactionStats};
 pub use config::{
     CleanupPolicy, CompressionType, FlushPolicy, LogConfig, LogConfigBuilder, RecoveryMode,
 };
@@ -136,6 +138,11 @@ struct Shared {
     flusher: Mutex<FlusherSignal>,
     flusher_wake: Condvar,
     bytes_at_last_checkpoint: AtomicU64,
+    /// Held by a compaction pass: one pass at a time.
+    compaction: Mutex<()>,
+    /// Counts truncations, so that a compaction pass never swaps in a copy of a segment that a
+    /// truncation changed meanwhile.
+    truncations: AtomicU64,
 }
 
 /// One partition's log: a directory of segments. It owns the active segment and assigns
@@ -247,6 +254,8 @@ impl Log {
             flusher: Mutex::new(FlusherSignal::default()),
             flusher_wake: Condvar::new(),
             bytes_at_last_checkpoint: AtomicU64::new(0),
+            compaction: Mutex::new(()),
+            truncations: AtomicU64::new(0),
             config,
         });
         let flusher = if read_only {
@@ -971,6 +980,7 @@ impl Shared {
     }
 
     fn truncate_locked(&self, writer: &mut Writer, offset: i64) -> Result<i64> {
+        self.truncations.fetch_add(1, Ordering::AcqRel);
         let list = self.snapshot.load();
         let handles = list.handles();
         let mut keep = handles.partition_point(|h| h.base_offset() < offset);

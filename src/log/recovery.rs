@@ -193,6 +193,10 @@ fn tidy_directory(
     read_only: bool,
     report: &mut RecoveryReport,
 ) -> Result<Vec<i64>> {
+    if !read_only {
+        // An interrupted compaction: finish or undo it before anything reads the segments.
+        super::compaction::complete_swaps(storage, dir)?;
+    }
     let names = storage.list(dir)?;
     let mut bases = Vec::new();
     let mut indexes: Vec<(String, i64)> = Vec::new();
@@ -213,8 +217,8 @@ fn tidy_directory(
             (Some(TransientSuffix::Swap), _) => {
                 return Err(Error::Unsupported {
                     what: format!(
-                        "{} holds {name}, an unfinished compaction swap; this version of partlog \
-                         cannot complete it",
+                        "{} holds {name}, an unfinished compaction swap; a read-only open \
+                         cannot complete it (open the log for writing once)",
                         dir.display()
                     ),
                 });

@@ -157,6 +157,36 @@ impl Snapshot {
         *current = list;
     }
 
+    /// Replaces `old` by `new` in the current list, running `on_disk` (the file renames) under
+    /// the write lock first, so that no reader opens either handle by path half-way. Returns
+    /// `Ok(None)` when `old` is no longer a sealed segment of the list (nothing runs then), and
+    /// otherwise the old segment if it was open (readers may still pin it). If `on_disk` fails,
+    /// the list is left unchanged and its error returned.
+    pub fn replace(
+        &self,
+        old: &Arc<SegmentHandle>,
+        new: Arc<SegmentHandle>,
+        on_disk: impl FnOnce() -> Result<()>,
+    ) -> Result<Option<Option<Arc<Segment>>>> {
+        let mut current = self.current.write();
+        let Some((_, sealed)) = current.handles().split_last() else {
+            return Ok(None);
+        };
+        let Some(index) = sealed.iter().position(|h| Arc::ptr_eq(h, old)) else {
+            return Ok(None);
+        };
+        on_disk()?;
+        let mut handles = current.handles().to_vec();
+        handles[index] = new;
+        old.mark_removed();
+        let old_segment = old.open.lock().take();
+        if old_segment.is_some() {
+            self.opened.fetch_sub(1, Ordering::Relaxed);
+        }
+        *current = SegmentList::new(handles);
+        Ok(Some(old_segment))
+    }
+
     /// Pins the segment of `handle`, opening it if needed. `Ok(None)` means the handle has left
     /// the log: the caller retries on the current list.
     pub fn pin(&self, handle: &SegmentHandle) -> Result<Option<Arc<Segment>>> {

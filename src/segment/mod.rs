@@ -5,8 +5,8 @@ mod log_segment;
 mod walker;
 
 pub use files::{
-    DELETED_SUFFIX, SegmentFileKind, SegmentFileName, TransientSuffix, parse_segment_file_name,
-    rename_segment_files, segment_file_name, segment_file_path,
+    CLEANED_SUFFIX, DELETED_SUFFIX, SWAP_SUFFIX, SegmentFileKind, SegmentFileName, TransientSuffix,
+    parse_segment_file_name, rename_segment_files, segment_file_name, segment_file_path,
 };
 pub use log_segment::{
     AppendInfo, InvalidBytes, RollReason, ScanReport, Segment, SegmentConfig, SegmentRead,

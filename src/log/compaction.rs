@@ -1,0 +1,562 @@
+//! Log compaction (`cleanup.policy` compact): for every key, only the record with the highest
+//! offset stays (DESIGN §3.8; kafka-storage.md §1.8 and §5).
+//!
+//! One pass runs in two phases over the sealed segments (never the active one):
+//!
+//! 1. **Map.** Walk the cleanable range from the first segment, recording for every key the
+//!    highest offset it has. The map holds at most [`CompactionOptions::max_map_keys`] keys;
+//!    when it fills, the mapped range ends at the first record it could not take, and the pass
+//!    cleans only that far (a record above the mapped range is always kept).
+//! 2. **Rewrite.** Each segment that holds a record to drop (or a tombstone that needs its
+//!    delete horizon) is copied, batch by batch, into `<base>.log.cleaned`. A batch whose
+//!    records all stay is copied byte for byte; one that loses records is rebuilt at its own
+//!    base offset, keeping its last offset, producer fields, transactional flag, timestamp type,
+//!    codec and leader epoch, with each kept record at its own offset (gaps remain); a batch
+//!    that loses all its records goes.
+//!
+//! Crash safety follows Kafka's cleaner: the `.cleaned` file is fsynced and renamed `.swap`,
+//! the directory is fsynced, and then, under the writer mutex and the snapshot write lock, the
+//! old segment's files are renamed `.deleted` and the `.swap` becomes the `.log`, followed by a
+//! directory fsync. Open ([`complete_swaps`]) deletes a leftover `.cleaned` and completes a
+//! leftover `.swap`, so a crash leaves each segment either wholly old or wholly new. Readers on
+//! the old segment keep its descriptor and finish on it: the old handle leaves the snapshot and
+//! is never reopened by path.
+//!
+//! Tombstones: the pass that first recopies a tombstone writes `now + delete.retention.ms`
+//! into its batch as the delete horizon (attribute bit 6); a pass at or after that horizon
+//! drops the tombstone.
+//!
+//! Not yet done: transactions (a pass stops at the base of the first segment that holds a
+//! transactional or control batch, or has a `.txnindex`), Kafka's RETAIN_EMPTY producer
+//! headers, merging small segments into groups, and scheduling by dirty ratio and lags.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, Result};
+use crate::format::{AnyBatchIter, Batch, BatchBuilder, BatchView, TimestampType};
+use crate::segment::{
+    CLEANED_SUFFIX, DELETED_SUFFIX, SWAP_SUFFIX, Segment, SegmentFileKind, TransientSuffix,
+    parse_segment_file_name, rename_segment_files, segment_file_name, segment_file_path,
+};
+use crate::storage::{OpenMode, Storage};
+
+use super::snapshot::SegmentHandle;
+use super::{Log, PendingDelete};
+
+/// How many bytes of a segment one read brings in while a pass walks it.
+const READ_CHUNK_BYTES: usize = 1 << 20;
+
+/// Settings of one compaction pass that are not topic configs.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CompactionOptions {
+    /// The most keys the pass's key map holds (Kafka bounds it by
+    /// `log.cleaner.dedupe.buffer.size`). Each key costs its length plus about 40 bytes. When
+    /// the map fills, the pass cleans only the range it mapped. Default: 1,000,000.
+    pub max_map_keys: usize,
+}
+
+impl Default for CompactionOptions {
+    fn default() -> Self {
+        CompactionOptions {
+            max_map_keys: 1_000_000,
+        }
+    }
+}
+
+impl CompactionOptions {
+    /// Options with a key map of at most `max_map_keys` keys (at least one).
+    pub fn with_max_map_keys(max_map_keys: usize) -> CompactionOptions {
+        CompactionOptions {
+            max_map_keys: max_map_keys.max(1),
+        }
+    }
+}
+
+/// What one compaction pass did.
+#[non_exhaustive]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CompactionStats {
+    /// Bytes of segment data the pass read, both phases counted.
+    pub bytes_read: u64,
+    /// Bytes of cleaned segment data the pass wrote.
+    pub bytes_written: u64,
+    /// Records dropped, tombstones included.
+    pub records_removed: u64,
+    /// Tombstones dropped because their delete horizon had passed.
+    pub tombstones_removed: u64,
+    /// Segments replaced by a cleaned copy.
+    pub segments_cleaned: u64,
+    /// The end of the range the pass cleaned: every record below it was compared with the
+    /// latest record of its key below it.
+    pub cleaned_up_to: i64,
+    /// Where the uncleanable range starts when a transactional or control batch (or a
+    /// `.txnindex`) stopped the pass, until transactions are supported.
+    pub uncleanable_from: Option<i64>,
+    /// How long the pass took.
+    pub duration: Duration,
+}
+
+/// The key map of phase 1: for each key, the highest offset it has in the mapped range.
+struct KeyMap {
+    latest: HashMap<Vec<u8>, i64>,
+    capacity: usize,
+    /// The end of the mapped range: every record below it is in the map.
+    mapped_end: i64,
+    full: bool,
+}
+
+impl Log {
+    /// Runs one compaction pass with the default [`CompactionOptions`]: see
+    /// [`compact_with`](Self::compact_with).
+    pub fn compact(&self) -> Result<CompactionStats> {
+        self.compact_with(CompactionOptions::default())
+    }
+
+    /// Runs one compaction pass over the sealed segments (the active segment is never
+    /// cleaned): for every key only the record with the highest offset stays, offsets never
+    /// change, and tombstones go once their delete horizon has passed (see the module docs of
+    /// `compaction` in the source for the steps and the crash-safety protocol).
+    ///
+    /// Segments newer than `min.compaction.lag.ms` (by their largest timestamp) are left alone.
+    /// Until transactions are supported, the pass stops at the first segment that holds a
+    /// transactional or control batch, or has a `.txnindex`, and reports that offset in
+    /// [`CompactionStats::uncleanable_from`].
+    ///
+    /// Blocks on the reads, writes and fsyncs of the pass. Appends wait only while a cleaned
+    /// segment is swapped in (a few renames and one directory fsync); readers never wait on
+    /// I/O. Fails with [`Error::InvalidArgument`] unless `cleanup.policy` includes compact.
+    /// If the swap of a segment fails half-way, the log poisons itself, and reopening it
+    /// completes the swap.
+    pub fn compact_with(&self, options: CompactionOptions) -> Result<CompactionStats> {
+        self.check_writable()?;
+        let shared = &self.shared;
+        if !shared.config.cleanup_policy.compact {
+            return Err(Error::InvalidArgument {
+                why: "compaction needs cleanup.policy compact".into(),
+            });
+        }
+        let _pass = shared.compaction.lock();
+        let started = Instant::now();
+        let now_ms = shared.clock.now_ms();
+        let mut stats = CompactionStats::default();
+        let truncations_at_start = shared.truncations.load(Ordering::Acquire);
+
+        let list = shared.snapshot.load();
+        let Some((_, sealed)) = list.handles().split_last() else {
+            return Ok(stats);
+        };
+        let mut map = KeyMap {
+            latest: HashMap::new(),
+            capacity: options.max_map_keys.max(1),
+            mapped_end: sealed.first().map_or(0, |h| h.base_offset()),
+            full: false,
+        };
+        // Phase 1: map the cleanable range.
+        let mut mapped: Vec<(Arc<SegmentHandle>, Arc<Segment>)> = Vec::new();
+        for handle in sealed {
+            let Some(segment) = shared.snapshot.pin(handle)? else {
+                // A truncation or retention changed the list: clean what was mapped so far.
+                break;
+            };
+            if let Some(max) = segment.max_timestamp()
+                && now_ms.saturating_sub(max.timestamp) < shared.config.min_compaction_lag_ms
+            {
+                break;
+            }
+            let txn_index =
+                segment_file_path(&shared.dir, handle.base_offset(), SegmentFileKind::TxnIndex);
+            if shared.storage.exists(&txn_index)? {
+                stats.uncleanable_from = Some(handle.base_offset());
+                break;
+            }
+            let mut entries: Vec<(Vec<u8>, i64)> = Vec::new();
+            let mut transactional = false;
+            let next_offset = segment.next_offset();
+            stats.bytes_read += for_each_batch(&segment, |batch| {
+                if batch.is_control() || batch.header().is_some_and(|h| h.is_transactional()) {
+                    transactional = true;
+                    return Ok(false);
+                }
+                if let Some(view) = batch.as_v2() {
+                    let mut scratch = Vec::new();
+                    for record in view.records(&mut scratch)? {
+                        let record = record?;
+                        if let Some(key) = record.key {
+                            entries.push((key.to_vec(), record.offset));
+                        }
+                    }
+                }
+                Ok(true)
+            })?;
+            if transactional {
+                stats.uncleanable_from = Some(handle.base_offset());
+                break;
+            }
+            map.take_segment(entries, next_offset);
+            mapped.push((Arc::clone(handle), segment));
+            if map.full {
+                break;
+            }
+        }
+        if let Some(from) = stats.uncleanable_from {
+            log::info!(
+                "{}: compaction stops at offset {from}: transactional data is not compacted yet",
+                shared.dir.display()
+            );
+        }
+        stats.cleaned_up_to = map.mapped_end;
+
+        // Phase 2: rewrite each mapped segment that has something to drop.
+        let horizon_ms = now_ms.saturating_add(shared.config.delete_retention_ms);
+        for (handle, segment) in mapped {
+            if segment.base_offset() >= map.mapped_end {
+                break;
+            }
+            let cleaned = self.clean_segment(&segment, &map, now_ms, horizon_ms, &mut stats)?;
+            let Some(written) = cleaned else {
+                continue;
+            };
+            drop(segment);
+            if self.swap_in(&handle, truncations_at_start)? {
+                stats.bytes_written += written;
+                stats.segments_cleaned += 1;
+            }
+        }
+        stats.duration = started.elapsed();
+        log::debug!("{}: compaction pass: {stats:?}", shared.dir.display());
+        Ok(stats)
+    }
+
+    /// Writes the cleaned copy of `segment` as `<base>.log.cleaned`, fsyncs it, renames it
+    /// `.swap` and fsyncs the directory. `None` when nothing in the segment changes.
+    fn clean_segment(
+        &self,
+        segment: &Segment,
+        map: &KeyMap,
+        now_ms: i64,
+        horizon_ms: i64,
+        stats: &mut CompactionStats,
+    ) -> Result<Option<u64>> {
+        let shared = &self.shared;
+        let base = segment.base_offset();
+        let cleaned_path = transient_log_path(&shared.dir, base, CLEANED_SUFFIX);
+        if shared.storage.exists(&cleaned_path)? {
+            // Left by an earlier pass that failed: never part of the log.
+            shared.storage.remove(&cleaned_path)?;
+        }
+        let file = shared.storage.open(&cleaned_path, OpenMode::CreateNew)?;
+        let mut position = 0u64;
+        let mut changed = false;
+        let mut removed = 0u64;
+        let mut tombstones = 0u64;
+        let result = for_each_batch(segment, |batch| {
+            let out = match batch.as_v2() {
+                Some(view) => {
+                    let (out, batch_removed, batch_tombstones) =
+                        clean_batch(view, map, now_ms, horizon_ms)?;
+                    removed += batch_removed;
+                    tombstones += batch_tombstones;
+                    out
+                }
+                // Legacy batches are copied whole: compaction keeps them as they are.
+                None => CleanedBatch::Unchanged,
+            };
+            let bytes: &[u8] = match &out {
+                CleanedBatch::Unchanged => batch.as_bytes(),
+                CleanedBatch::Rebuilt(bytes) => {
+                    changed = true;
+                    bytes
+                }
+                CleanedBatch::Dropped => {
+                    changed = true;
+                    return Ok(true);
+                }
+            };
+            file.write_all_at(bytes, position)?;
+            position += bytes.len() as u64;
+            Ok(true)
+        });
+        let outcome = result.and_then(|read| {
+            stats.bytes_read += read;
+            if changed {
+                file.sync_all()?;
+            }
+            Ok(())
+        });
+        drop(file);
+        if let Err(error) = outcome {
+            remove_quietly(&*shared.storage, &cleaned_path);
+            return Err(error);
+        }
+        if !changed {
+            shared.storage.remove(&cleaned_path)?;
+            return Ok(None);
+        }
+        let swap_path = transient_log_path(&shared.dir, base, SWAP_SUFFIX);
+        shared.storage.rename(&cleaned_path, &swap_path)?;
+        shared.storage.sync_dir(&shared.dir)?;
+        stats.records_removed += removed;
+        stats.tombstones_removed += tombstones;
+        Ok(Some(position))
+    }
+
+    /// Swaps `<base>.log.swap` in for the segment of `handle`. `false` when the segment left
+    /// the log meanwhile (a truncation or retention took it): the swap file is then removed.
+    fn swap_in(&self, handle: &Arc<SegmentHandle>, truncations_at_start: u64) -> Result<bool> {
+        let shared = &self.shared;
+        let base = handle.base_offset();
+        let dir = &shared.dir;
+        let swap_path = transient_log_path(dir, base, SWAP_SUFFIX);
+        let mut writer = shared.writer.lock();
+        if shared.truncations.load(Ordering::Acquire) != truncations_at_start {
+            // The segment may have been cut (and refilled) since it was read.
+            drop(writer);
+            remove_quietly(&*shared.storage, &swap_path);
+            shared.storage.sync_dir(dir)?;
+            return Ok(false);
+        }
+        let new_handle = SegmentHandle::closed(base);
+        let mut renamed = Vec::new();
+        let replaced = shared
+            .snapshot
+            .replace(handle, Arc::clone(&new_handle), || {
+                renamed = rename_segment_files(&*shared.storage, dir, base, DELETED_SUFFIX)?;
+                shared.storage.rename(
+                    &swap_path,
+                    &segment_file_path(dir, base, SegmentFileKind::Log),
+                )
+            });
+        let old_segment = match replaced {
+            Ok(Some(old_segment)) => old_segment,
+            Ok(None) => {
+                drop(writer);
+                remove_quietly(&*shared.storage, &swap_path);
+                shared.storage.sync_dir(dir)?;
+                return Ok(false);
+            }
+            Err(error) => {
+                // The files may be half swapped while the snapshot still names the old
+                // segment: stop writing; reopening completes the swap.
+                log::error!(
+                    "{}: swapping in the compacted segment {base} failed: {error}",
+                    dir.display()
+                );
+                shared.commit.poison();
+                return Err(error);
+            }
+        };
+        writer.pending_deletes.push(PendingDelete {
+            paths: renamed,
+            segment: old_segment,
+        });
+        if let Err(error) = shared.storage.sync_dir(dir) {
+            shared.commit.poison();
+            return Err(error);
+        }
+        shared.reap_deleted(&mut writer, false);
+        Ok(true)
+    }
+}
+
+/// What cleaning did to one batch.
+enum CleanedBatch {
+    /// Copied byte for byte.
+    Unchanged,
+    /// Rebuilt with fewer records or a new delete horizon.
+    Rebuilt(Vec<u8>),
+    /// Every record went.
+    Dropped,
+}
+
+/// Decides the fate of one v2 batch: returns it with the records it dropped and the
+/// tombstones among them that went because their horizon had passed.
+fn clean_batch(
+    view: &BatchView<'_>,
+    map: &KeyMap,
+    now_ms: i64,
+    horizon_ms: i64,
+) -> Result<(CleanedBatch, u64, u64)> {
+    let header = view.header();
+    let horizon = header.delete_horizon_ms();
+    let mut scratch = Vec::new();
+    let mut kept = Vec::new();
+    let mut total = 0u64;
+    let mut expired_tombstones = 0u64;
+    let mut keeps_tombstone = false;
+    for record in view.records(&mut scratch)? {
+        let record = record?;
+        total += 1;
+        let keep = if record.offset >= map.mapped_end {
+            true
+        } else {
+            match record.key {
+                // Kafka's cleaner drops records without a key: nothing can look them up.
+                None => false,
+                Some(key) => match map.latest.get(key) {
+                    Some(&latest) if record.offset < latest => false,
+                    _ if record.value.is_none() && horizon.is_some_and(|h| h <= now_ms) => {
+                        expired_tombstones += 1;
+                        false
+                    }
+                    _ => true,
+                },
+            }
+        };
+        if keep {
+            keeps_tombstone |= record.value.is_none();
+            kept.push(record);
+        }
+    }
+    let removed = total - kept.len() as u64;
+    if kept.is_empty() {
+        return Ok((CleanedBatch::Dropped, removed, expired_tombstones));
+    }
+    let needs_horizon = keeps_tombstone && horizon.is_none();
+    if removed == 0 && !needs_horizon {
+        return Ok((CleanedBatch::Unchanged, 0, 0));
+    }
+    let mut builder = BatchBuilder::new(header.compression()?)
+        .base_offset(header.base_offset)
+        .partition_leader_epoch(header.partition_leader_epoch)
+        .producer(
+            header.producer_id,
+            header.producer_epoch,
+            header.base_sequence,
+        )
+        .transactional(header.is_transactional())
+        .last_offset_delta(header.last_offset_delta);
+    builder = match header.timestamp_type() {
+        TimestampType::LogAppendTime => builder.log_append_time(header.max_timestamp),
+        TimestampType::CreateTime => builder,
+    };
+    if keeps_tombstone {
+        builder = builder.delete_horizon_ms(horizon.unwrap_or(horizon_ms));
+    }
+    for record in &kept {
+        builder.push_record_at_offset(record);
+    }
+    Ok((
+        CleanedBatch::Rebuilt(builder.build()?),
+        removed,
+        expired_tombstones,
+    ))
+}
+
+impl KeyMap {
+    /// Adds one segment's keyed records (in offset order). When a new key does not fit, the
+    /// mapped range ends just below that record.
+    fn take_segment(&mut self, entries: Vec<(Vec<u8>, i64)>, segment_end: i64) {
+        for (key, offset) in entries {
+            if let Some(latest) = self.latest.get_mut(&key) {
+                *latest = offset;
+                continue;
+            }
+            if self.latest.len() >= self.capacity {
+                self.full = true;
+                self.mapped_end = offset;
+                return;
+            }
+            self.latest.insert(key, offset);
+        }
+        self.mapped_end = segment_end;
+    }
+}
+
+/// Calls `visit` on every batch of `segment` in order, until it returns `false`. Returns the
+/// bytes read.
+fn for_each_batch(
+    segment: &Segment,
+    mut visit: impl FnMut(&Batch<'_>) -> Result<bool>,
+) -> Result<u64> {
+    let mut buf = Vec::new();
+    let mut offset = segment.base_offset();
+    let mut bytes_read = 0u64;
+    while let Some(read) = segment.read(offset, READ_CHUNK_BYTES, None, &mut buf)? {
+        bytes_read += read.len as u64;
+        let mut batches = AnyBatchIter::new(buf.get(..read.len).unwrap_or_default());
+        for (position, batch) in batches.by_ref() {
+            let batch = batch.map_err(|what| Error::Corrupt {
+                file: segment.log_path(),
+                position: read.position + position as u64,
+                what,
+            })?;
+            if !visit(&batch)? {
+                return Ok(bytes_read);
+            }
+        }
+        if read.next_offset <= offset {
+            break;
+        }
+        offset = read.next_offset;
+    }
+    Ok(bytes_read)
+}
+
+fn transient_log_path(dir: &Path, base_offset: i64, suffix: &str) -> PathBuf {
+    dir.join(format!(
+        "{}{suffix}",
+        segment_file_name(base_offset, SegmentFileKind::Log)
+    ))
+}
+
+fn remove_quietly(storage: &dyn Storage, path: &Path) {
+    match storage.remove(path) {
+        Ok(()) => {}
+        Err(error) if error.io_kind() == Some(std::io::ErrorKind::NotFound) => {}
+        Err(error) => log::warn!("could not remove {}: {error}", path.display()),
+    }
+}
+
+/// Resolves what an interrupted compaction left in `dir`, as Kafka's log loader does: a
+/// `.cleaned` file is deleted (the swap never began), and a `<base>.log.swap` replaces
+/// `<base>.log`, whose index files go with it (they are rebuilt from the new log on first
+/// use). Index `.swap` files are deleted: partlog never writes them. Returns whether anything
+/// changed (the directory is then fsynced).
+pub(crate) fn complete_swaps(storage: &Arc<dyn Storage>, dir: &Path) -> Result<bool> {
+    let mut changed = false;
+    for name in storage.list(dir)? {
+        let Some(parsed) = parse_segment_file_name(&name) else {
+            continue;
+        };
+        let path = dir.join(&name);
+        match (parsed.transient, parsed.kind) {
+            (Some(TransientSuffix::Cleaned), _) => {
+                storage.remove(&path)?;
+                changed = true;
+            }
+            (Some(TransientSuffix::Swap), SegmentFileKind::Log) => {
+                let base = parsed.base_offset;
+                for kind in [
+                    SegmentFileKind::Log,
+                    SegmentFileKind::OffsetIndex,
+                    SegmentFileKind::TimeIndex,
+                ] {
+                    let old = segment_file_path(dir, base, kind);
+                    if storage.exists(&old)? {
+                        storage.remove(&old)?;
+                    }
+                }
+                storage.rename(&path, &segment_file_path(dir, base, SegmentFileKind::Log))?;
+                log::info!(
+                    "{}: completed the compaction swap of segment {base}",
+                    dir.display()
+                );
+                changed = true;
+            }
+            (Some(TransientSuffix::Swap), _) => {
+                storage.remove(&path)?;
+                changed = true;
+            }
+            _ => {}
+        }
+    }
+    if changed {
+        storage.sync_dir(dir)?;
+    }
+    Ok(changed)
+}

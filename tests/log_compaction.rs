@@ -1,0 +1,467 @@
+//! Log compaction (issue 5, DESIGN §3.8): what stays, offsets and gaps, tombstones and their
+//! delete horizon, crash leftovers, and readers and appenders during a pass.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use partlog::unstable::ManualClock;
+use partlog::{
+    BatchBuilder, CleanupPolicy, CompactionOptions, Compression, Error, Log, LogConfig, LogRecord,
+    NewRecord, ReadBound,
+};
+use proptest::prelude::*;
+
+const T0: i64 = 1_700_000_000_000;
+const SEGMENT_MS: i64 = 1_000;
+const DELETE_RETENTION_MS: i64 = 10_000;
+
+fn config(clock: &Arc<ManualClock>) -> LogConfig {
+    LogConfig::builder_for_tests()
+        .segment_bytes(64 * 1024)
+        .segment_ms(SEGMENT_MS)
+        .cleanup_policy(CleanupPolicy::COMPACT)
+        .delete_retention_ms(DELETE_RETENTION_MS)
+        .clock(Arc::clone(clock) as Arc<dyn partlog::unstable::Clock>)
+        .build()
+        .unwrap()
+}
+
+/// Appends one record in its own segment: the clock moves past `segment.ms` first, so the
+/// append rolls the previous segment (which holds the previous record) to sealed.
+fn put(log: &Log, clock: &ManualClock, key: &str, value: Option<&str>) -> i64 {
+    clock.advance(SEGMENT_MS + 1);
+    let now = clock.now();
+    let info = log
+        .append(&[NewRecord::new(
+            now,
+            Some(key.as_bytes()),
+            value.map(str::as_bytes),
+        )])
+        .unwrap();
+    info.first_offset
+}
+
+fn all_records(log: &Log) -> Vec<LogRecord> {
+    log.records(log.log_start_offset(), ReadBound::LogEnd)
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap()
+}
+
+fn key_value_offsets(log: &Log) -> Vec<(String, Option<String>, i64)> {
+    all_records(log)
+        .into_iter()
+        .map(|r| {
+            (
+                String::from_utf8(r.key.unwrap()).unwrap(),
+                r.value.map(|v| String::from_utf8(v).unwrap()),
+                r.offset,
+            )
+        })
+        .collect()
+}
+
+trait Now {
+    fn now(&self) -> i64;
+}
+
+impl Now for ManualClock {
+    fn now(&self) -> i64 {
+        partlog::unstable::Clock::now_ms(self)
+    }
+}
+
+fn kv(key: &str, value: &str, offset: i64) -> (String, Option<String>, i64) {
+    (key.to_owned(), Some(value.to_owned()), offset)
+}
+
+#[test]
+fn the_seeds_example_keeps_the_latest_value_of_each_key_at_its_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let log = Log::open(dir.path(), config(&clock)).unwrap();
+    for (key, value) in [
+        ("user:1", "v1"),
+        ("user:2", "v1"),
+        ("user:1", "v2"),
+        ("user:3", "v1"),
+        ("user:2", "v2"),
+    ] {
+        put(&log, &clock, key, Some(value));
+    }
+    // A last record, so that `user:2 v2` sits in a sealed segment too.
+    put(&log, &clock, "other", Some("x"));
+    let stats = log.compact().unwrap();
+    assert_eq!(stats.records_removed, 2);
+    assert_eq!(stats.tombstones_removed, 0);
+    assert_eq!(stats.segments_cleaned, 2);
+    assert_eq!(stats.cleaned_up_to, 5);
+    assert!(stats.bytes_read > stats.bytes_written);
+    assert_eq!(stats.uncleanable_from, None);
+    let expected = vec![
+        kv("user:1", "v2", 2),
+        kv("user:3", "v1", 3),
+        kv("user:2", "v2", 4),
+        kv("other", "x", 5),
+    ];
+    assert_eq!(key_value_offsets(&log), expected);
+    // A read that lands in a gap returns the next record.
+    let data = log.read(0, 1 << 20, ReadBound::LogEnd).unwrap();
+    let first = data.batches().next().unwrap().unwrap();
+    assert_eq!(first.last_offset(), 2);
+    // A second pass finds nothing more to do.
+    let again = log.compact().unwrap();
+    assert_eq!((again.records_removed, again.segments_cleaned), (0, 0));
+    log.close().unwrap();
+    let log = Log::open(dir.path(), config(&clock)).unwrap();
+    assert_eq!(key_value_offsets(&log), expected);
+}
+
+#[test]
+fn a_batch_keeps_its_offsets_producer_fields_and_codec() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let log = Log::open(dir.path(), config(&clock)).unwrap();
+    let now = clock.now();
+    let mut builder = BatchBuilder::new(Compression::Lz4).producer(77, 3, 10);
+    for (key, value) in [("a", "1"), ("b", "1"), ("a", "2"), ("c", "1")] {
+        builder.push(&NewRecord::new(
+            now,
+            Some(key.as_bytes()),
+            Some(value.as_bytes()),
+        ));
+    }
+    log.append_batch(&builder.build().unwrap()).unwrap();
+    // `c` comes again later: the batch loses its last record, and keeps its last offset.
+    put(&log, &clock, "c", Some("2"));
+    put(&log, &clock, "z", Some("end"));
+    let stats = log.compact().unwrap();
+    assert_eq!(stats.records_removed, 2);
+    let data = log.read(0, 1 << 20, ReadBound::LogEnd).unwrap();
+    let batch = data.batches().next().unwrap().unwrap();
+    let header = *batch.header().unwrap();
+    assert_eq!(header.base_offset, 0);
+    assert_eq!(header.last_offset_delta, 3);
+    assert_eq!(header.records_count, 2);
+    assert_eq!(
+        (
+            header.producer_id,
+            header.producer_epoch,
+            header.base_sequence
+        ),
+        (77, 3, 10)
+    );
+    assert_eq!(header.compression().unwrap(), Compression::Lz4);
+    assert_eq!(
+        key_value_offsets(&log),
+        vec![
+            kv("b", "1", 1),
+            kv("a", "2", 2),
+            kv("c", "2", 4),
+            kv("z", "end", 5)
+        ]
+    );
+}
+
+#[test]
+fn a_tombstone_gets_its_horizon_then_goes_after_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let log = Log::open(dir.path(), config(&clock)).unwrap();
+    put(&log, &clock, "k", Some("v"));
+    put(&log, &clock, "k", None);
+    put(&log, &clock, "other", Some("x"));
+    let first = log.compact().unwrap();
+    let pass_time = clock.now();
+    assert_eq!((first.records_removed, first.tombstones_removed), (1, 0));
+    let data = log.read(1, 1 << 20, ReadBound::LogEnd).unwrap();
+    let batch = data.batches().next().unwrap().unwrap();
+    let header = *batch.header().unwrap();
+    assert_eq!(
+        header.delete_horizon_ms(),
+        Some(pass_time + DELETE_RETENTION_MS)
+    );
+    assert_eq!(
+        key_value_offsets(&log),
+        vec![("k".to_owned(), None, 1), kv("other", "x", 2)]
+    );
+    // Before the horizon the tombstone stays.
+    clock.advance(DELETE_RETENTION_MS - 1);
+    let early = log.compact().unwrap();
+    assert_eq!(early.tombstones_removed, 0);
+    assert_eq!(all_records(&log).len(), 2);
+    clock.advance(1);
+    let late = log.compact().unwrap();
+    assert_eq!((late.records_removed, late.tombstones_removed), (1, 1));
+    assert_eq!(key_value_offsets(&log), vec![kv("other", "x", 2)]);
+}
+
+#[test]
+fn a_log_without_compact_policy_refuses_a_pass() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::open(dir.path(), LogConfig::for_tests()).unwrap();
+    assert!(matches!(log.compact(), Err(Error::InvalidArgument { .. })));
+}
+
+#[test]
+fn a_full_key_map_cleans_only_what_it_mapped() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let log = Log::open(dir.path(), config(&clock)).unwrap();
+    for (key, value) in [("a", "1"), ("a", "2"), ("b", "1"), ("a", "3"), ("b", "2")] {
+        put(&log, &clock, key, Some(value));
+    }
+    put(&log, &clock, "end", Some("x"));
+    // One key fits: the map covers offsets 0..2 (where `b` would need a second slot).
+    let stats = log
+        .compact_with(CompactionOptions::with_max_map_keys(1))
+        .unwrap();
+    assert_eq!(stats.cleaned_up_to, 2);
+    assert_eq!(stats.records_removed, 1);
+    assert_eq!(
+        key_value_offsets(&log),
+        vec![
+            kv("a", "2", 1),
+            kv("b", "1", 2),
+            kv("a", "3", 3),
+            kv("b", "2", 4),
+            kv("end", "x", 5)
+        ]
+    );
+    let full = log.compact().unwrap();
+    assert_eq!(full.records_removed, 2);
+    assert_eq!(
+        key_value_offsets(&log),
+        vec![kv("a", "3", 3), kv("b", "2", 4), kv("end", "x", 5)]
+    );
+}
+
+#[test]
+fn a_reader_on_an_old_segment_finishes_on_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let log = Log::open(dir.path(), config(&clock)).unwrap();
+    put(&log, &clock, "k", Some("old"));
+    put(&log, &clock, "k", Some("new"));
+    put(&log, &clock, "end", Some("x"));
+    // The fetch pins segment 0 and holds its bytes' source.
+    let before = log.read(0, 1 << 20, ReadBound::LogEnd).unwrap();
+    log.compact().unwrap();
+    let batch = before.batches().next().unwrap().unwrap();
+    assert_eq!(batch.last_offset(), 0);
+    let mut scratch = Vec::new();
+    let records: Vec<_> = batch
+        .records(&mut scratch)
+        .unwrap()
+        .map(|r| r.unwrap().value.map(<[u8]>::to_vec))
+        .collect();
+    assert_eq!(records, vec![Some(b"old".to_vec())]);
+    drop(before);
+    // A new read skips the gap.
+    let after = log.read(0, 1 << 20, ReadBound::LogEnd).unwrap();
+    assert_eq!(after.batches().next().unwrap().unwrap().last_offset(), 1);
+}
+
+#[test]
+fn appenders_and_readers_keep_going_during_passes() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let config = LogConfig::builder_for_tests()
+        .segment_bytes(1024)
+        .cleanup_policy(CleanupPolicy::COMPACT)
+        .clock(Arc::clone(&clock) as Arc<dyn partlog::unstable::Clock>)
+        .build()
+        .unwrap();
+    let log = Arc::new(Log::open(dir.path(), config).unwrap());
+    const N: i64 = 400;
+    let appender = {
+        let log = Arc::clone(&log);
+        std::thread::spawn(move || {
+            for i in 0..N {
+                let key = format!("key-{}", i % 7);
+                let value = format!("value-{i}-{}", "x".repeat(40));
+                log.append(&[NewRecord::new(
+                    T0,
+                    Some(key.as_bytes()),
+                    Some(value.as_bytes()),
+                )])
+                .unwrap();
+            }
+        })
+    };
+    let reader = {
+        let log = Arc::clone(&log);
+        std::thread::spawn(move || {
+            let mut reads = 0;
+            while log.log_end_offset() < N {
+                let mut last = -1;
+                for record in log.records(0, ReadBound::LogEnd) {
+                    let record = record.unwrap();
+                    assert!(record.offset > last, "offsets go up");
+                    last = record.offset;
+                }
+                reads += 1;
+            }
+            reads
+        })
+    };
+    let mut passes = 0;
+    while log.log_end_offset() < N {
+        log.compact().unwrap();
+        passes += 1;
+    }
+    appender.join().unwrap();
+    assert!(reader.join().unwrap() > 0);
+    assert!(passes > 0);
+    log.compact().unwrap();
+    // Each key's last value is there, at its offset.
+    let mut latest = BTreeMap::new();
+    for record in all_records(&log) {
+        latest.insert(record.key.unwrap(), (record.offset, record.value.unwrap()));
+    }
+    assert_eq!(latest.len(), 7);
+    for (key, (offset, value)) in latest {
+        let key = String::from_utf8(key).unwrap();
+        let expected_last = (0..N)
+            .rev()
+            .find(|i| format!("key-{}", i % 7) == key)
+            .unwrap();
+        assert_eq!(offset, expected_last);
+        assert!(
+            String::from_utf8(value)
+                .unwrap()
+                .starts_with(&format!("value-{expected_last}-"))
+        );
+    }
+}
+
+#[test]
+fn open_completes_a_swap_and_drops_a_cleaned_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let log = Log::open(dir.path(), config(&clock)).unwrap();
+    put(&log, &clock, "k", Some("old"));
+    put(&log, &clock, "k", Some("new"));
+    put(&log, &clock, "end", Some("x"));
+    log.close().unwrap();
+    drop(log);
+    let name = |suffix: &str| dir.path().join(format!("{:020}.log{suffix}", 0));
+    // An interrupted pass: segment 0's cleaned copy (empty: its record was superseded) reached
+    // `.swap`, and the old segment was already renamed `.deleted`; a `.cleaned` of segment 1
+    // never got further.
+    std::fs::write(name(".swap"), b"").unwrap();
+    std::fs::rename(name(""), name(".deleted")).unwrap();
+    std::fs::write(dir.path().join(format!("{:020}.log.cleaned", 1)), b"junk").unwrap();
+    let log = Log::open(dir.path(), config(&clock)).unwrap();
+    assert_eq!(
+        key_value_offsets(&log),
+        vec![kv("k", "new", 1), kv("end", "x", 2)]
+    );
+    let names = leftover_names(dir.path());
+    assert!(names.is_empty(), "{names:?}");
+}
+
+fn leftover_names(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.ends_with(".swap") || n.ends_with(".cleaned") || n.ends_with(".deleted"))
+        .collect()
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Put(u8, u8),
+    Delete(u8),
+    Compact,
+    Reopen,
+    Advance(i64),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        5 => (0u8..6, any::<u8>()).prop_map(|(k, v)| Op::Put(k, v)),
+        2 => (0u8..6).prop_map(Op::Delete),
+        2 => Just(Op::Compact),
+        1 => Just(Op::Reopen),
+        1 => (0..DELETE_RETENTION_MS * 2).prop_map(Op::Advance),
+    ]
+}
+
+/// The latest record per key in the log, in offset order.
+fn latest_per_key(log: &Log) -> BTreeMap<String, (i64, Option<String>)> {
+    let mut latest = BTreeMap::new();
+    let mut last = -1;
+    for (key, value, offset) in key_value_offsets(log) {
+        assert!(offset > last);
+        last = offset;
+        latest.insert(key, (offset, value));
+    }
+    latest
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    #[test]
+    fn compaction_agrees_with_a_model(ops in proptest::collection::vec(op(), 1..40)) {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = Arc::new(ManualClock::new(T0));
+        let mut log = Log::open(dir.path(), config(&clock)).unwrap();
+        // key -> (offset, value) of its last put or delete
+        let mut model: BTreeMap<String, (i64, Option<String>)> = BTreeMap::new();
+        for op in ops {
+            match op {
+                Op::Put(k, v) => {
+                    let key = format!("k{k}");
+                    let value = format!("v{v}");
+                    let offset = put(&log, &clock, &key, Some(&value));
+                    model.insert(key, (offset, Some(value)));
+                }
+                Op::Delete(k) => {
+                    let key = format!("k{k}");
+                    let offset = put(&log, &clock, &key, None);
+                    model.insert(key, (offset, None));
+                }
+                Op::Compact => {
+                    log.compact().unwrap();
+                }
+                Op::Reopen => {
+                    log.close().unwrap();
+                    drop(log);
+                    log = Log::open(dir.path(), config(&clock)).unwrap();
+                }
+                Op::Advance(ms) => {
+                    clock.advance(ms);
+                }
+            }
+            let in_log = latest_per_key(&log);
+            for (key, (offset, value)) in &model {
+                match (value, in_log.get(key)) {
+                    (Some(_), found) => prop_assert_eq!(found, Some(&(*offset, value.clone()))),
+                    // A deleted key: its tombstone, or nothing once the tombstone went.
+                    (None, Some(found)) => prop_assert_eq!(found, &(*offset, None)),
+                    (None, None) => {}
+                }
+            }
+            prop_assert!(in_log.keys().all(|k| model.contains_key(k)));
+        }
+        // Settle: a last record seals everything, a pass sets the horizons, and a pass after
+        // them removes every tombstone and every superseded record.
+        let end = put(&log, &clock, "end", Some("x"));
+        model.insert("end".into(), (end, Some("x".into())));
+        log.compact().unwrap();
+        clock.advance(DELETE_RETENTION_MS);
+        log.compact().unwrap();
+        let records = key_value_offsets(&log);
+        let expected: Vec<_> = {
+            let mut live: Vec<_> = model
+                .iter()
+                .filter_map(|(k, (o, v))| v.as_ref().map(|v| (k.clone(), Some(v.clone()), *o)))
+                .collect();
+            live.sort_by_key(|(_, _, o)| *o);
+            live
+        };
+        prop_assert_eq!(records, expected);
+    }
+}
