@@ -359,6 +359,20 @@ impl Log {
             return Err(error);
         }
         shared.reap_deleted(&mut writer, false);
+        drop(writer);
+        // The new segment has only its `.log`: opening it now builds its indexes (off the
+        // writer mutex), so that they are on disk for Kafka's tools and the next open. They are
+        // derived data, so a failure here only costs a rebuild later.
+        let indexed = shared
+            .snapshot
+            .pin(&new_handle)
+            .and_then(|segment| segment.map_or(Ok(()), |segment| segment.flush()));
+        if let Err(error) = indexed {
+            log::warn!(
+                "{}: indexing the compacted segment {base} failed: {error}",
+                dir.display()
+            );
+        }
         Ok(true)
     }
 }
