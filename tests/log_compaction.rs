@@ -2,7 +2,6 @@
 //! delete horizon, crash leftovers, and readers and appenders during a pass.
 
 #[path = "common/kafka.rs"]
-#[allow(dead_code, reason = "the harness serves several test files")]
 mod kafka;
 
 use std::collections::BTreeMap;
