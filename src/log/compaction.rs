@@ -26,6 +26,10 @@
 //! into its batch as the delete horizon (attribute bit 6); a pass at or after that horizon
 //! drops the tombstone.
 //!
+//! Batches in the legacy formats (magic 0 and 1) or in a codec partlog does not write (gzip,
+//! snappy) are copied whole, and their keys are not mapped: the pass then keeps more than Kafka
+//! would, never less.
+//!
 //! Not yet done: transactions (a pass stops at the base of the first segment that holds a
 //! transactional or control batch, or has a `.txnindex`), Kafka's RETAIN_EMPTY producer
 //! headers, merging small segments into groups, and scheduling by dirty ratio and lags.
@@ -37,7 +41,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
-use crate::format::{AnyBatchIter, Batch, BatchBuilder, BatchView, TimestampType};
+use crate::format::{AnyBatchIter, Batch, BatchBuilder, BatchView, Compression, TimestampType};
 use crate::segment::{
     CLEANED_SUFFIX, DELETED_SUFFIX, SWAP_SUFFIX, Segment, SegmentFileKind, TransientSuffix,
     parse_segment_file_name, rename_segment_files, segment_file_name, segment_file_path,
@@ -108,6 +112,9 @@ struct KeyMap {
     /// The end of the mapped range: every record below it is in the map.
     mapped_end: i64,
     full: bool,
+    /// The mapped range holds batches copied whole (legacy, gzip, snappy), whose keys the map
+    /// lacks: no tombstone may go in this pass.
+    holds_unmapped_records: bool,
 }
 
 impl Log {
@@ -155,6 +162,7 @@ impl Log {
             capacity: options.max_map_keys.max(1),
             mapped_end: sealed.first().map_or(0, |h| h.base_offset()),
             full: false,
+            holds_unmapped_records: false,
         };
         // Phase 1: map the cleanable range.
         let mut mapped: Vec<(Arc<SegmentHandle>, Arc<Segment>)> = Vec::new();
@@ -182,7 +190,11 @@ impl Log {
                     transactional = true;
                     return Ok(false);
                 }
-                if let Some(view) = batch.as_v2() {
+                let view = batch.as_v2().filter(|v| rewritable(v));
+                // Records the pass copies whole are not mapped: a tombstone must then outlive
+                // them, or an older value of its key in them would come back.
+                map.holds_unmapped_records |= view.is_none();
+                if let Some(view) = view {
                     let mut scratch = Vec::new();
                     for record in view.records(&mut scratch)? {
                         let record = record?;
@@ -255,7 +267,7 @@ impl Log {
         let mut removed = 0u64;
         let mut tombstones = 0u64;
         let result = for_each_batch(segment, |batch| {
-            let out = match batch.as_v2() {
+            let out = match batch.as_v2().filter(|v| rewritable(v)) {
                 Some(view) => {
                     let (out, batch_removed, batch_tombstones) =
                         clean_batch(view, map, now_ms, horizon_ms)?;
@@ -263,7 +275,8 @@ impl Log {
                     tombstones += batch_tombstones;
                     out
                 }
-                // Legacy batches are copied whole: compaction keeps them as they are.
+                // Legacy batches, and batches in a codec partlog does not write (gzip,
+                // snappy), are copied whole.
                 None => CleanedBatch::Unchanged,
             };
             let bytes: &[u8] = match &out {
@@ -387,6 +400,16 @@ enum CleanedBatch {
     Dropped,
 }
 
+/// Whether a pass may rebuild this batch: partlog writes none, lz4 and zstd, never gzip or
+/// snappy, so batches in those codecs stay as they are (and their keys stay out of the map,
+/// which only ever keeps more records).
+fn rewritable(view: &BatchView<'_>) -> bool {
+    matches!(
+        view.header().compression(),
+        Ok(Compression::None | Compression::Lz4 | Compression::Zstd)
+    )
+}
+
 /// Decides the fate of one v2 batch: returns it with the records it dropped and the
 /// tombstones among them that went because their horizon had passed.
 fn clean_batch(
@@ -413,7 +436,10 @@ fn clean_batch(
                 None => false,
                 Some(key) => match map.latest.get(key) {
                     Some(&latest) if record.offset < latest => false,
-                    _ if record.value.is_none() && horizon.is_some_and(|h| h <= now_ms) => {
+                    _ if record.value.is_none()
+                        && !map.holds_unmapped_records
+                        && horizon.is_some_and(|h| h <= now_ms) =>
+                    {
                         expired_tombstones += 1;
                         false
                     }
