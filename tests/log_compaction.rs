@@ -597,6 +597,10 @@ fn dump_log_segments_reads_compacted_segments() {
     let clock = Arc::new(ManualClock::new(T0));
     let log = Log::open(dir.path(), config(&clock)).unwrap();
     let now = clock.now();
+    // A producer batch whose records all go: it stays as an empty header.
+    let mut producer = BatchBuilder::new(Compression::None).producer(9, 0, 0);
+    producer.push(&NewRecord::new(now, Some(b"key-1"), Some(b"first")));
+    log.append_batch(&producer.build().unwrap()).unwrap();
     // Batches of several records, some compressed, so that gaps fall inside batches.
     for (round, codec) in [Compression::None, Compression::Lz4, Compression::None]
         .into_iter()
@@ -617,6 +621,7 @@ fn dump_log_segments_reads_compacted_segments() {
         put(&log, &clock, &format!("single-{round}"), Some("x"));
     }
     put(&log, &clock, "key-1", Some("last"));
+    put(&log, &clock, "gone", None);
     put(&log, &clock, "end", Some("x"));
     let stats = log.compact().unwrap();
     assert!(stats.records_removed >= 16, "{stats:?}");
@@ -630,8 +635,77 @@ fn dump_log_segments_reads_compacted_segments() {
         !kafka::non_consecutive_offsets(&dump).is_empty(),
         "{dump:?}"
     );
+    let batches = kafka::parse_batches(&dump);
+    let empty = batches
+        .iter()
+        .find(|b| b.producer_id == 9)
+        .expect("the empty header");
+    assert_eq!(
+        (empty.base_offset, empty.last_offset, empty.count),
+        (0, 0, Some(0))
+    );
+    assert!(empty.is_valid);
+    // Tombstones kept by this first pass carry their delete horizon.
+    assert!(
+        batches.iter().any(|b| b.delete_horizon_ms.is_some()),
+        "{dump:?}"
+    );
     let records = kafka::parse_records(&dump);
     let log = Log::open_read_only(dir.path(), config(&clock)).unwrap();
     let ours = all_records(&log);
     assert_eq!(records.len(), ours.len(), "{dump:?}");
+}
+
+/// Kafka's RETAIN_EMPTY: the last batch of a producer id whose records all went stays as an
+/// empty header (same offsets and producer fields, no records) until it is a day old.
+#[test]
+fn a_producers_last_batch_stays_as_an_empty_header_for_a_day() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let log = Log::open(dir.path(), config(&clock)).unwrap();
+    let now = clock.now();
+    let producer_batch = |base_sequence: i32| {
+        let mut builder = BatchBuilder::new(Compression::Lz4).producer(42, 7, base_sequence);
+        for key in ["a", "b"] {
+            builder.push(&NewRecord::new(now, Some(key.as_bytes()), Some(b"old")));
+        }
+        builder.build().unwrap()
+    };
+    log.append_batch(&producer_batch(0)).unwrap();
+    clock.advance(SEGMENT_MS + 1);
+    log.append_batch(&producer_batch(2)).unwrap();
+    put(&log, &clock, "a", Some("new"));
+    put(&log, &clock, "b", Some("new"));
+    put(&log, &clock, "end", Some("x"));
+    let first_header = |log: &Log| {
+        let data = log.read(0, 1 << 20, ReadBound::LogEnd).unwrap();
+        *data.batches().next().unwrap().unwrap().header().unwrap()
+    };
+    let stats = log.compact().unwrap();
+    assert_eq!(stats.records_removed, 4);
+    // The producer's first batch went; its last one (offsets 2..=3) is an empty header.
+    let header = first_header(&log);
+    assert_eq!(header.base_offset, 2);
+    assert_eq!(header.last_offset_delta, 1);
+    assert_eq!(header.records_count, 0);
+    assert_eq!(
+        (
+            header.producer_id,
+            header.producer_epoch,
+            header.base_sequence
+        ),
+        (42, 7, 2)
+    );
+    assert_eq!(header.compression().unwrap(), Compression::None);
+    assert_eq!(
+        key_value_offsets(&log),
+        vec![kv("a", "new", 4), kv("b", "new", 5), kv("end", "x", 6)]
+    );
+    // Kept as it is by the next pass ...
+    assert_eq!(log.compact().unwrap().segments_cleaned, 0);
+    assert_eq!(first_header(&log).base_offset, 2);
+    // ... until it is older than producer.id.expiration.ms (1 day).
+    clock.advance(24 * 60 * 60 * 1000);
+    assert_eq!(log.compact().unwrap().segments_cleaned, 1);
+    assert_eq!(first_header(&log).base_offset, 4);
 }

@@ -30,9 +30,12 @@
 //! snappy) are copied whole, and their keys are not mapped: the pass then keeps more than Kafka
 //! would, never less.
 //!
+//! The last batch of each producer id in the cleaned range stays as an empty header when all its
+//! records go (Kafka's RETAIN_EMPTY), until its max timestamp is a day old
+//! (`producer.id.expiration.ms`'s default).
+//!
 //! Not yet done: transactions (a pass stops at the base of the first segment that holds a
-//! transactional or control batch, or has a `.txnindex`), Kafka's RETAIN_EMPTY producer
-//! headers, merging small segments into groups, and scheduling by dirty ratio and lags.
+//! transactional or control batch, or has a `.txnindex`), merging small segments into groups, and scheduling by dirty ratio and lags.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -41,7 +44,10 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
-use crate::format::{AnyBatchIter, Batch, BatchBuilder, BatchView, Compression, TimestampType};
+use crate::format::{
+    AnyBatchIter, Batch, BatchBuilder, BatchHeader, BatchView, Compression, MIN_BATCH_LENGTH,
+    TimestampType, crc32c,
+};
 use crate::segment::{
     CLEANED_SUFFIX, DELETED_SUFFIX, SWAP_SUFFIX, Segment, SegmentFileKind, TransientSuffix,
     parse_segment_file_name, rename_segment_files, segment_file_name, segment_file_path,
@@ -115,6 +121,9 @@ struct KeyMap {
     /// The mapped range holds batches copied whole (legacy, gzip, snappy), whose keys the map
     /// lacks: no tombstone may go in this pass.
     holds_unmapped_records: bool,
+    /// For each producer id, the last offset of its last batch in the mapped range: that batch
+    /// survives as an empty header when all its records go (Kafka's RETAIN_EMPTY).
+    producer_last_offset: HashMap<i64, i64>,
 }
 
 impl Log {
@@ -163,6 +172,7 @@ impl Log {
             mapped_end: sealed.first().map_or(0, |h| h.base_offset()),
             full: false,
             holds_unmapped_records: false,
+            producer_last_offset: HashMap::new(),
         };
         // Phase 1: map the cleanable range.
         let mut mapped: Vec<(Arc<SegmentHandle>, Arc<Segment>)> = Vec::new();
@@ -183,6 +193,7 @@ impl Log {
                 break;
             }
             let mut entries: Vec<(Vec<u8>, i64)> = Vec::new();
+            let mut producer_last: Vec<(i64, i64)> = Vec::new();
             let mut transactional = false;
             let next_offset = segment.next_offset();
             stats.bytes_read += for_each_batch(&segment, |batch| {
@@ -194,6 +205,9 @@ impl Log {
                 // Records the pass copies whole are not mapped: a tombstone must then outlive
                 // them, or an older value of its key in them would come back.
                 map.holds_unmapped_records |= view.is_none();
+                if let Some(header) = batch.header().filter(|h| h.producer_id >= 0) {
+                    producer_last.push((header.producer_id, header.last_offset()));
+                }
                 if let Some(view) = view {
                     let mut scratch = Vec::new();
                     for record in view.records(&mut scratch)? {
@@ -210,6 +224,11 @@ impl Log {
                 break;
             }
             map.take_segment(entries, next_offset);
+            for (producer_id, last_offset) in producer_last {
+                if last_offset < map.mapped_end {
+                    map.producer_last_offset.insert(producer_id, last_offset);
+                }
+            }
             mapped.push((Arc::clone(handle), segment));
             if map.full {
                 break;
@@ -400,6 +419,40 @@ enum CleanedBatch {
     Dropped,
 }
 
+/// Kafka's default `producer.id.expiration.ms` (1 day): an empty header kept for a producer id
+/// goes once its batch's max timestamp is older than this.
+const PRODUCER_ID_EXPIRATION_MS: i64 = 24 * 60 * 60 * 1000;
+
+/// The empty batch Kafka's cleaner keeps for the last batch of a producer id whose records all
+/// went (RETAIN_EMPTY, `DefaultRecordBatch.writeEmptyHeader`): the same base offset, last
+/// offset, producer id, epoch and base sequence, leader epoch, timestamp type and transactional
+/// flag, no codec, the batch's max timestamp as both timestamps, and no records, so that the
+/// producer's last sequence survives for idempotent dedupe.
+fn empty_header(header: &BatchHeader) -> Vec<u8> {
+    /// Attribute bit 3: LogAppendTime.
+    const LOG_APPEND_TIME_BIT: i16 = 1 << 3;
+    /// Attribute bit 4: transactional.
+    const TRANSACTIONAL_BIT: i16 = 1 << 4;
+    let empty = BatchHeader {
+        batch_length: MIN_BATCH_LENGTH,
+        crc: 0,
+        attributes: header.attributes & (LOG_APPEND_TIME_BIT | TRANSACTIONAL_BIT),
+        base_timestamp: header.max_timestamp,
+        records_count: 0,
+        ..*header
+    };
+    let mut bytes = empty.encode().to_vec();
+    let crc = crc32c(bytes.get(CRC_COVERED_FROM..).unwrap_or_default());
+    if let Some(slot) = bytes.get_mut(CRC_AT..CRC_COVERED_FROM) {
+        slot.copy_from_slice(&crc.to_be_bytes());
+    }
+    bytes
+}
+
+/// Where a v2 batch's CRC field sits, and where the bytes it covers start.
+const CRC_AT: usize = 17;
+const CRC_COVERED_FROM: usize = 21;
+
 /// Whether a pass may rebuild this batch: partlog writes none, lz4 and zstd, never gzip or
 /// snappy, so batches in those codecs stay as they are (and their keys stay out of the map,
 /// which only ever keeps more records).
@@ -454,6 +507,19 @@ fn clean_batch(
     }
     let removed = total - kept.len() as u64;
     if kept.is_empty() {
+        let last_of_producer = header.producer_id >= 0
+            && map.producer_last_offset.get(&header.producer_id) == Some(&header.last_offset());
+        let expired = header.max_timestamp < now_ms.saturating_sub(PRODUCER_ID_EXPIRATION_MS);
+        if last_of_producer && !expired {
+            if header.records_count == 0 {
+                return Ok((CleanedBatch::Unchanged, 0, 0));
+            }
+            return Ok((
+                CleanedBatch::Rebuilt(empty_header(header)),
+                removed,
+                expired_tombstones,
+            ));
+        }
         return Ok((CleanedBatch::Dropped, removed, expired_tombstones));
     }
     let needs_horizon = keeps_tombstone && horizon.is_none();
