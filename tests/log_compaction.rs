@@ -709,3 +709,39 @@ fn a_producers_last_batch_stays_as_an_empty_header_for_a_day() {
     assert_eq!(log.compact().unwrap().segments_cleaned, 1);
     assert_eq!(first_header(&log).base_offset, 4);
 }
+
+/// A key map that holds one key still cleans the whole log: each pass maps from where the last
+/// one stopped, and the result is what one unbounded pass gives.
+#[test]
+fn a_one_key_map_makes_progress_until_the_log_is_clean() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let log = Log::open(dir.path(), config(&clock)).unwrap();
+    let mut expected = BTreeMap::new();
+    for i in 0..30i64 {
+        let key = format!("k{}", (i * 7) % 5);
+        let value = format!("v{i}");
+        let offset = put(&log, &clock, &key, Some(&value));
+        expected.insert(key, (offset, Some(value)));
+    }
+    let end = put(&log, &clock, "end", Some("x"));
+    expected.insert("end".to_owned(), (end, Some("x".to_owned())));
+    let mut passes = 0;
+    let mut cleaned_up_to = 0;
+    while cleaned_up_to < end {
+        let stats = log
+            .compact_with(CompactionOptions::with_max_map_keys(1))
+            .unwrap();
+        assert!(
+            stats.cleaned_up_to > cleaned_up_to,
+            "no progress: {stats:?}"
+        );
+        cleaned_up_to = stats.cleaned_up_to;
+        passes += 1;
+        assert!(passes <= 30, "too many passes");
+    }
+    assert!(passes > 1);
+    let records = key_value_offsets(&log);
+    assert_eq!(records.len(), expected.len(), "{records:?}");
+    assert_eq!(latest_per_key(&log), expected);
+}

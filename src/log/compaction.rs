@@ -3,8 +3,9 @@
 //!
 //! One pass runs in two phases over the sealed segments (never the active one):
 //!
-//! 1. **Map.** Walk the cleanable range from the first segment, recording for every key the
-//!    highest offset it has. The map holds at most [`CompactionOptions::max_map_keys`] keys;
+//! 1. **Map.** Walk the cleanable range from the first dirty offset (the end of what earlier
+//!    passes of this open mapped whole; Kafka's cleaner checkpoint, kept in memory here),
+//!    recording for every key the highest offset it has. The map holds at most [`CompactionOptions::max_map_keys`] keys;
 //!    when it fills, the mapped range ends at the first record it could not take, and the pass
 //!    cleans only that far (a record above the mapped range is always kept).
 //! 2. **Rewrite.** Each segment that holds a record to drop (or a tombstone that needs its
@@ -111,6 +112,17 @@ pub struct CompactionStats {
     pub duration: Duration,
 }
 
+/// What the cleaner remembers between passes (in memory: after a reopen the whole log counts
+/// as dirty once, which costs a pass, never a record).
+#[derive(Debug, Default)]
+pub(crate) struct CleanerState {
+    /// Every record below it has been compared with every later record below it (Kafka's
+    /// cleaner checkpoint): a pass maps only from here on.
+    first_dirty_offset: i64,
+    /// The log's truncation count when `first_dirty_offset` was last valid.
+    truncations_seen: u64,
+}
+
 /// The key map of phase 1: for each key, the highest offset it has in the mapped range.
 struct KeyMap {
     latest: HashMap<Vec<u8>, i64>,
@@ -156,11 +168,17 @@ impl Log {
                 why: "compaction needs cleanup.policy compact".into(),
             });
         }
-        let _pass = shared.compaction.lock();
+        let mut cleaner = shared.compaction.lock();
         let started = Instant::now();
         let now_ms = shared.clock.now_ms();
         let mut stats = CompactionStats::default();
         let truncations_at_start = shared.truncations.load(Ordering::Acquire);
+        if cleaner.truncations_seen != truncations_at_start {
+            // Offsets above the truncation point were reused: all of it is dirty again.
+            cleaner.first_dirty_offset = 0;
+            cleaner.truncations_seen = truncations_at_start;
+        }
+        let first_dirty = cleaner.first_dirty_offset;
 
         let list = shared.snapshot.load();
         let Some((_, sealed)) = list.handles().split_last() else {
@@ -212,7 +230,9 @@ impl Log {
                     let mut scratch = Vec::new();
                     for record in view.records(&mut scratch)? {
                         let record = record?;
-                        if let Some(key) = record.key {
+                        // Below the first dirty offset every record has already been compared
+                        // with every later one there: only the dirty part is mapped.
+                        if let Some(key) = record.key.filter(|_| record.offset >= first_dirty) {
                             entries.push((key.to_vec(), record.offset));
                         }
                     }
@@ -244,6 +264,7 @@ impl Log {
 
         // Phase 2: rewrite each mapped segment that has something to drop.
         let horizon_ms = now_ms.saturating_add(shared.config.delete_retention_ms);
+        let mut every_segment_cleaned = true;
         for (handle, segment) in mapped {
             if segment.base_offset() >= map.mapped_end {
                 break;
@@ -256,7 +277,13 @@ impl Log {
             if self.swap_in(&handle, truncations_at_start)? {
                 stats.bytes_written += written;
                 stats.segments_cleaned += 1;
+            } else {
+                every_segment_cleaned = false;
             }
+        }
+        if every_segment_cleaned {
+            // The next pass maps from here on, so that a small key map still makes progress.
+            cleaner.first_dirty_offset = cleaner.first_dirty_offset.max(map.mapped_end);
         }
         stats.duration = started.elapsed();
         log::debug!("{}: compaction pass: {stats:?}", shared.dir.display());

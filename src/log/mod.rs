@@ -138,8 +138,8 @@ struct Shared {
     flusher: Mutex<FlusherSignal>,
     flusher_wake: Condvar,
     bytes_at_last_checkpoint: AtomicU64,
-    /// Held by a compaction pass: one pass at a time.
-    compaction: Mutex<()>,
+    /// Held by a compaction pass (one pass at a time), with what passes remember.
+    compaction: Mutex<compaction::CleanerState>,
     /// Counts truncations, so that a compaction pass never swaps in a copy of a segment that a
     /// truncation changed meanwhile.
     truncations: AtomicU64,
@@ -254,7 +254,7 @@ impl Log {
             flusher: Mutex::new(FlusherSignal::default()),
             flusher_wake: Condvar::new(),
             bytes_at_last_checkpoint: AtomicU64::new(0),
-            compaction: Mutex::new(()),
+            compaction: Mutex::new(compaction::CleanerState::default()),
             truncations: AtomicU64::new(0),
             config,
         });
