@@ -745,3 +745,31 @@ fn a_one_key_map_makes_progress_until_the_log_is_clean() {
     assert_eq!(records.len(), expected.len(), "{records:?}");
     assert_eq!(latest_per_key(&log), expected);
 }
+
+/// After a truncation the offsets above it are reused, so the next pass maps them again.
+#[test]
+fn a_truncation_makes_the_reused_offsets_dirty_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let log = Log::open(dir.path(), config(&clock)).unwrap();
+    for key in ["a", "c", "d", "e", "end"] {
+        put(&log, &clock, key, Some("1"));
+    }
+    assert_eq!(log.compact().unwrap().cleaned_up_to, 4);
+    assert_eq!(log.truncate_to(1).unwrap(), 1);
+    for key in ["b", "b", "x", "y", "end"] {
+        put(&log, &clock, key, Some("2"));
+    }
+    let stats = log.compact().unwrap();
+    assert_eq!(stats.records_removed, 1);
+    assert_eq!(
+        key_value_offsets(&log),
+        vec![
+            kv("a", "1", 0),
+            kv("b", "2", 2),
+            kv("x", "2", 3),
+            kv("y", "2", 4),
+            kv("end", "2", 5)
+        ]
+    );
+}
