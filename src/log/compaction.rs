@@ -193,7 +193,8 @@ impl Log {
             producer_last_offset: HashMap::new(),
         };
         // Phase 1: map the cleanable range.
-        let mut mapped: Vec<(Arc<SegmentHandle>, Arc<Segment>)> = Vec::new();
+        // Handles only: holding every segment open would cost a descriptor per segment.
+        let mut mapped: Vec<Arc<SegmentHandle>> = Vec::new();
         for handle in sealed {
             let Some(segment) = shared.snapshot.pin(handle)? else {
                 // A truncation or retention changed the list: clean what was mapped so far.
@@ -249,7 +250,7 @@ impl Log {
                     map.producer_last_offset.insert(producer_id, last_offset);
                 }
             }
-            mapped.push((Arc::clone(handle), segment));
+            mapped.push(Arc::clone(handle));
             if map.full {
                 break;
             }
@@ -265,10 +266,14 @@ impl Log {
         // Phase 2: rewrite each mapped segment that has something to drop.
         let horizon_ms = now_ms.saturating_add(shared.config.delete_retention_ms);
         let mut every_segment_cleaned = true;
-        for (handle, segment) in mapped {
-            if segment.base_offset() >= map.mapped_end {
+        for handle in mapped {
+            if handle.base_offset() >= map.mapped_end {
                 break;
             }
+            let Some(segment) = shared.snapshot.pin(&handle)? else {
+                every_segment_cleaned = false;
+                continue;
+            };
             let cleaned = self.clean_segment(&segment, &map, now_ms, horizon_ms, &mut stats)?;
             let Some(written) = cleaned else {
                 continue;
