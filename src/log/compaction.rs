@@ -146,9 +146,19 @@ impl Log {
     }
 
     /// Runs one compaction pass over the sealed segments (the active segment is never
-    /// cleaned): for every key only the record with the highest offset stays, offsets never
-    /// change, and tombstones go once their delete horizon has passed (see the module docs of
-    /// `compaction` in the source for the steps and the crash-safety protocol).
+    /// cleaned): for every key only the record with the highest offset stays, and offsets
+    /// never change (gaps remain). A batch keeps its base and last offset, producer fields,
+    /// transactional flag, timestamp type and codec; the last batch of a producer id whose
+    /// records all go stays as an empty header for a day (Kafka's RETAIN_EMPTY).
+    ///
+    /// Tombstones: the pass that first recopies one writes its delete horizon
+    /// (now + `delete.retention.ms`) into the batch; a pass at or after the horizon drops it.
+    ///
+    /// Crash safety: each segment's cleaned copy is written as `<base>.log.cleaned`, fsynced,
+    /// renamed `.swap`, and swapped in (old files renamed `.deleted`, `.swap` renamed `.log`)
+    /// with a directory fsync after each step; [`Log::open`] completes or discards what a
+    /// crash left, so each segment is wholly old or wholly new. A reader on an old segment
+    /// finishes on it.
     ///
     /// Segments newer than `min.compaction.lag.ms` (by their largest timestamp) are left alone.
     /// Until transactions are supported, the pass stops at the first segment that holds a
