@@ -11,8 +11,8 @@
 
 use std::path::Path;
 use std::process::Command;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use partlog::unstable::{
     FileLock, LockMode, Metadata, OpenMode, ReadMapping, Storage, StorageFile,

@@ -13,6 +13,7 @@ mod fetch;
 mod group_commit;
 mod kafka_dir;
 mod recovery;
+mod retention;
 mod snapshot;
 mod stats;
 mod watermark;
@@ -43,6 +44,7 @@ pub use config::{
     CleanupPolicy, CompressionType, FlushPolicy, LogConfig, LogConfigBuilder, RecoveryMode,
 };
 pub use fetch::{FetchBatches, FetchData, LogRecord, ReadBound};
+pub use retention::{DeletedSegment, RetentionReport, RetentionRule};
 pub use stats::{LogStats, RecoveryReport};
 
 /// The name of the lock file in a log directory.
@@ -130,6 +132,11 @@ struct Shared {
     flusher: Mutex<FlusherSignal>,
     flusher_wake: Condvar,
     bytes_at_last_checkpoint: AtomicU64,
+    /// Held for a whole retention pass: passes run one at a time.
+    retention_pass: Mutex<()>,
+    /// Set by `close()` to stop the maintenance thread.
+    maintenance_stop: Mutex<bool>,
+    maintenance_wake: Condvar,
 }
 
 /// One partition's log: a directory of segments. It owns the active segment and assigns
@@ -146,6 +153,8 @@ struct Shared {
 pub struct Log {
     shared: Arc<Shared>,
     flusher: Mutex<Option<JoinHandle<()>>>,
+    /// The maintenance thread, when `retention.check.interval.ms` is set.
+    maintenance: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl Log {
@@ -241,6 +250,9 @@ impl Log {
             flusher: Mutex::new(FlusherSignal::default()),
             flusher_wake: Condvar::new(),
             bytes_at_last_checkpoint: AtomicU64::new(0),
+            retention_pass: Mutex::new(()),
+            maintenance_stop: Mutex::new(false),
+            maintenance_wake: Condvar::new(),
             config,
         });
         let flusher = if read_only {
@@ -254,10 +266,21 @@ impl Log {
                     .map_err(|e| Error::io(dir, e))?,
             )
         };
-        Ok(Log {
+        let log = Log {
             shared,
             flusher: Mutex::new(flusher),
-        })
+            maintenance: Mutex::new(None),
+        };
+        if !read_only && log.shared.config.retention_check_interval_ms > 0 {
+            let shared = Arc::clone(&log.shared);
+            // On failure the log drops, which closes it and stops the flusher.
+            let maintenance = std::thread::Builder::new()
+                .name(format!("partlog-maintenance:{}", dir.display()))
+                .spawn(move || retention::maintenance_loop(&shared))
+                .map_err(|e| Error::io(dir, e))?;
+            *log.maintenance.lock() = Some(maintenance);
+        }
+        Ok(log)
     }
 
     /// The directory of the log.
@@ -622,6 +645,16 @@ impl Log {
         let mut buf = Vec::new();
         'retry: loop {
             let list = shared.snapshot.load();
+            // Retention moves the start before it swaps segments out: a list without the
+            // segment holding `offset` comes with a start above it.
+            let start = self.log_start_offset();
+            if offset < start {
+                return Err(Error::OffsetOutOfRange {
+                    requested: offset,
+                    start,
+                    end,
+                });
+            }
             let mut index = list.floor_index(offset);
             while let Some(handle) = list.handles().get(index) {
                 if handle.base_offset() >= upper {
@@ -707,6 +740,22 @@ impl Log {
         result
     }
 
+    /// Runs one retention pass now: deletes the oldest segments that lie wholly below the log
+    /// start offset, then (when `cleanup.policy` has `delete`) those over `retention.bytes`, then
+    /// those older than `retention.ms`, each rule walking from the oldest segment and stopping at
+    /// the first one it keeps. If the active segment goes too, the log first rolls a new, empty
+    /// one at the log end offset. The new log start offset is in a synced checkpoint before any
+    /// file is touched.
+    ///
+    /// Appends wait at most for that checkpoint fsync and one directory fsync; readers never
+    /// wait, and a reader holding data of a deleted segment keeps reading it: the files are
+    /// renamed `*.deleted` and removed once no reader pins them. Set
+    /// [`LogConfig::retention_check_interval_ms`] to have a background thread run this.
+    pub fn enforce_retention(&self) -> Result<RetentionReport> {
+        self.check_writable()?;
+        self.shared.enforce_retention()
+    }
+
     /// Moves the log start offset up to `offset`, durably: reads below it fail from then on,
     /// and the new start is in an fsynced checkpoint before this returns. Whole segments below
     /// it are deleted by retention. Fails if `offset` is above the log end offset.
@@ -772,6 +821,8 @@ impl Log {
         if self.shared.closed.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
+        // A retention pass may still sync through the group commit: the flusher stops after it.
+        self.stop_maintenance();
         self.stop_flusher();
         self.shared.log_end.wake_all();
         let result = if self.shared.read_only {
@@ -790,6 +841,19 @@ impl Log {
                 result
             }
             _ => result,
+        }
+    }
+
+    fn stop_maintenance(&self) {
+        *self.shared.maintenance_stop.lock() = true;
+        self.shared.maintenance_wake.notify_all();
+        if let Some(handle) = self.maintenance.lock().take()
+            && handle.join().is_err()
+        {
+            log::error!(
+                "the maintenance thread of {} panicked",
+                self.shared.dir.display()
+            );
         }
     }
 
@@ -901,7 +965,8 @@ impl Shared {
         // segment before it is complete on disk, so a crash can only cut the log's tail.
         let result = (|| {
             for segment in &sealed {
-                segment.flush()?;
+                // With its metadata: the `.log` mtime set at roll is what time retention reads.
+                segment.flush_sealed()?;
             }
             if dir_dirty {
                 self.storage.sync_dir(&self.dir)?;
@@ -946,6 +1011,16 @@ impl Shared {
                 self.commit.poison();
             }
             return Err(error);
+        }
+        // The sealed `.log`'s mtime is its append time for time retention, from the log's clock;
+        // the flusher's sync of the sealed segment makes it durable.
+        match self.storage.set_mtime(&old.log_path(), now_ms) {
+            Ok(()) => {}
+            Err(Error::Unsupported { .. }) => {}
+            Err(error) => log::warn!(
+                "{}: could not set its mtime (time retention falls back to the file system's): {error}",
+                old.log_path().display()
+            ),
         }
         let list = self.snapshot.load();
         let mut handles = list.handles().to_vec();
@@ -1060,15 +1135,27 @@ impl Shared {
     /// Removes `.deleted` files whose segment no reader pins any more (all of them when
     /// `force`, at close: a reader's descriptor outlives the unlink anyway).
     fn reap_deleted(&self, writer: &mut Writer, force: bool) {
-        writer.pending_deletes.retain_mut(|pending| {
-            let pinned = pending
-                .segment
-                .as_ref()
-                .is_some_and(|s| Arc::strong_count(s) > 1);
-            if pinned && !force {
-                return true;
-            }
-            pending.segment = None;
+        let ready = take_unpinned(writer, force);
+        let failed = self.remove_pending(ready);
+        writer.pending_deletes.extend(failed);
+    }
+
+    /// [`reap_deleted`](Self::reap_deleted) without `force`, unlinking outside the writer lock:
+    /// unlinking a large file can take a while, and appends must not wait for it.
+    fn reap_unpinned(&self) {
+        let ready = take_unpinned(&mut self.writer.lock(), false);
+        if ready.is_empty() {
+            return;
+        }
+        let failed = self.remove_pending(ready);
+        if !failed.is_empty() {
+            self.writer.lock().pending_deletes.extend(failed);
+        }
+    }
+
+    /// Removes the files of `pending`; returns what could not be removed, to retry later.
+    fn remove_pending(&self, mut pending: Vec<PendingDelete>) -> Vec<PendingDelete> {
+        pending.retain_mut(|pending| {
             pending
                 .paths
                 .retain(|path| match self.storage.remove(path) {
@@ -1081,6 +1168,7 @@ impl Shared {
                 });
             !pending.paths.is_empty()
         });
+        pending
     }
 
     /// Writes a recovery-point checkpoint slot (not fsynced: DESIGN §3a) once the durable
@@ -1207,7 +1295,7 @@ fn flusher_loop(shared: &Shared) {
                 shared.dir.display()
             );
         }
-        shared.reap_deleted(&mut shared.writer.lock(), false);
+        shared.reap_unpinned();
     }
 }
 
@@ -1219,6 +1307,27 @@ fn flusher_tick(config: &LogConfig) -> Duration {
         tick = tick.min(every);
     }
     tick.max(Duration::from_millis(5))
+}
+
+/// Takes out of `writer` the pending deletions whose segment no reader pins (every one when
+/// `force`), dropping the log's own reference to each segment.
+fn take_unpinned(writer: &mut Writer, force: bool) -> Vec<PendingDelete> {
+    let mut ready = Vec::new();
+    let mut index = 0;
+    while let Some(pending) = writer.pending_deletes.get(index) {
+        let pinned = pending
+            .segment
+            .as_ref()
+            .is_some_and(|s| Arc::strong_count(s) > 1);
+        if pinned && !force {
+            index += 1;
+            continue;
+        }
+        let mut pending = writer.pending_deletes.swap_remove(index);
+        pending.segment = None;
+        ready.push(pending);
+    }
+    ready
 }
 
 /// Takes the lock on `partlog.lock`: exclusive for a writer (creating `dir` first), shared for
