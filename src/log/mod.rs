@@ -4,8 +4,9 @@
 //! serves reads from an immutable snapshot of its segments; it makes appends durable through a
 //! group commit; and at open it recovers from whatever a crash left behind.
 //!
-//! Locks, in the order they may be taken: the writer mutex, then the snapshot lock, then a
-//! segment's own locks. The group commit holds none of them while it syncs.
+//! Locks, in the order they may be taken: a retention pass's lock, the lock of reaping
+//! `.deleted` files, the writer mutex, then the snapshot lock, then a segment's own locks. The
+//! group commit holds none of them while it syncs.
 
 pub mod checkpoint;
 mod config;
@@ -134,6 +135,10 @@ struct Shared {
     bytes_at_last_checkpoint: AtomicU64,
     /// Held for a whole retention pass: passes run one at a time.
     retention_pass: Mutex<()>,
+    /// Held while unlinking `.deleted` files outside the writer lock, so that a caller who reaps
+    /// finds every unpinned file gone when it returns, whichever thread took it. Taken before
+    /// the writer lock.
+    reaping: Mutex<()>,
     /// Set by `close()` to stop the maintenance thread.
     maintenance_stop: Mutex<bool>,
     maintenance_wake: Condvar,
@@ -251,6 +256,7 @@ impl Log {
             flusher_wake: Condvar::new(),
             bytes_at_last_checkpoint: AtomicU64::new(0),
             retention_pass: Mutex::new(()),
+            reaping: Mutex::new(()),
             maintenance_stop: Mutex::new(false),
             maintenance_wake: Condvar::new(),
             config,
@@ -1143,6 +1149,7 @@ impl Shared {
     /// [`reap_deleted`](Self::reap_deleted) without `force`, unlinking outside the writer lock:
     /// unlinking a large file can take a while, and appends must not wait for it.
     fn reap_unpinned(&self) {
+        let _reaping = self.reaping.lock();
         let ready = take_unpinned(&mut self.writer.lock(), false);
         if ready.is_empty() {
             return;

@@ -364,6 +364,16 @@ impl Shared {
             }
         }
 
+        let reaches_active = rules.is_live() && plan.deleted.len() == sealed_count;
+        if plan.deleted.is_empty() && !reaches_active {
+            // Nothing is due: no need to stop appends even for a moment.
+            self.reap_unpinned();
+            return Ok(Attempt::Done(RetentionReport {
+                log_start_offset: self.log_start.load(Ordering::Acquire),
+                ..RetentionReport::default()
+            }));
+        }
+
         // 2. Under the writer lock: check the plan, finish the walk, delete.
         let mut writer = self.writer.lock();
         if self.closed.load(Ordering::Acquire) {
@@ -386,7 +396,7 @@ impl Shared {
         if !unchanged {
             return Ok(Attempt::Replan);
         }
-        if rules.is_live() && plan.deleted.len() == sealed_count {
+        if reaches_active {
             // The walk reached what was the active segment when it began: that one (and any
             // segment rolled since) is judged now, with nothing appended behind the judge's back.
             self.decide_under_lock(&mut rules, &writer, &current, &mut plan)?;
@@ -559,9 +569,11 @@ impl Shared {
             .unsynced_sealed
             .retain(|segment| segment.base_offset() >= first_kept_base);
 
-        // 3. Rename every file to `*.deleted`. A failure leaves that segment's files under
-        // their names, below the log start: the next open removes them.
-        let mut first_error = None;
+        // 3. Rename every file to `*.deleted`, oldest segment first, stopping at the first
+        // failure: the segments left on disk must stay contiguous, since recovery cuts the log
+        // where a segment ends before the next one begins. What a failure leaves under its
+        // name lies below the log start, and the next open's first pass deletes it.
+        let mut rename_error = None;
         for (handle, segment) in removed.iter().zip(taken) {
             match self.rename_to_deleted(handle.base_offset()) {
                 Ok(paths) => writer
@@ -569,20 +581,23 @@ impl Shared {
                     .push(PendingDelete { paths, segment }),
                 Err(error) => {
                     log::error!(
-                        "{}: could not rename the segment at {} for deletion: {error}",
+                        "{}: could not rename the segment at {} for deletion; it and the ones \
+                         after it stay on disk until the log reopens: {error}",
                         self.dir.display(),
                         handle.base_offset()
                     );
-                    first_error.get_or_insert(error);
+                    rename_error = Some(error);
+                    break;
                 }
             }
         }
 
         // 4. The directory, so that the renames hold.
-        self.sync_dir_after_renames(writer)?;
-        if let Some(error) = first_error {
+        let synced = self.sync_dir_after_renames(writer);
+        if let Some(error) = rename_error {
             return Err(error);
         }
+        synced?;
         let report = RetentionReport {
             deleted: plan.deleted,
             rolled_active_segment: rolled,
