@@ -172,7 +172,11 @@ fn time_rule_deletes_old_segments_oldest_first_then_rolls_the_active_one() {
     assert_eq!(report.log_start_offset, 4);
     check_records(&log, 4, 13);
     assert_eq!(segment_bases(&sim, dir), [4, 8, 12]);
-    assert!(deleted_files(&sim, dir).is_empty(), "no reader pinned it");
+    // No reader pinned it: its files go when the pass reaps, or, if a sync in flight held the
+    // segment a moment longer, at the flusher's next tick.
+    wait_until("[0, 4)'s files are gone", || {
+        deleted_files(&sim, dir).is_empty()
+    });
 
     // Nothing more is due: a second pass deletes nothing.
     assert_eq!(log.enforce_retention().unwrap().segments_deleted(), 0);
@@ -422,17 +426,18 @@ fn a_reader_in_a_deleted_segment_finishes_and_its_files_go_when_it_lets_go() {
     assert_eq!(report.segments_deleted(), 2);
     assert_eq!(report.log_start_offset, 8);
     check_records(&log, 8, 13);
-    // [4, 8) was never pinned: its files are gone. [0, 4) is pinned by both readers.
-    assert_eq!(
-        deleted_files(&sim, dir),
-        [
-            "00000000000000000000.index.deleted",
-            "00000000000000000000.log.deleted",
-            "00000000000000000000.snapshot.deleted",
-            "00000000000000000000.timeindex.deleted",
-            "00000000000000000000.txnindex.deleted",
-        ]
-    );
+    // [4, 8) was never pinned: its files go. [0, 4) is pinned by both readers: its files stay,
+    // all five of them.
+    let pinned = [
+        "00000000000000000000.index.deleted",
+        "00000000000000000000.log.deleted",
+        "00000000000000000000.snapshot.deleted",
+        "00000000000000000000.timeindex.deleted",
+        "00000000000000000000.txnindex.deleted",
+    ];
+    wait_until("only [0, 4)'s files are left", || {
+        deleted_files(&sim, dir) == pinned
+    });
     assert_eq!(segment_bases(&sim, dir), [8, 12]);
 
     // Both readers finish [0, 4).
@@ -469,7 +474,9 @@ fn a_reader_in_a_deleted_segment_finishes_and_its_files_go_when_it_lets_go() {
     // Let go: the next pass removes them.
     drop(fetch);
     assert_eq!(log.enforce_retention().unwrap().segments_deleted(), 0);
-    assert!(deleted_files(&sim, dir).is_empty());
+    wait_until("[0, 4)'s files are gone", || {
+        deleted_files(&sim, dir).is_empty()
+    });
     let names = sim.list(dir).unwrap();
     assert!(
         !names
@@ -500,6 +507,98 @@ fn the_new_start_is_durable_when_the_pass_returns() {
     check_records(&log, 8, 13);
     assert_eq!(segment_bases(&sim, dir), [8, 12]);
     assert!(deleted_files(&sim, dir).is_empty());
+}
+
+/// Appends, reads and retention passes at once: appends never fail, readers see only whole,
+/// correct records and, when retention overtakes them, `OffsetOutOfRange` below the new start,
+/// from which they go on.
+#[test]
+fn appends_and_readers_go_on_while_retention_deletes() {
+    const RECORDS: i64 = 600;
+    let clock = Arc::new(ManualClock::new(T0));
+    let sim = simulator(9, &clock);
+    let dir = Path::new("/logs/concurrent-0");
+    let segment = PER_SEGMENT as u64 * batch_bytes();
+    let log = Arc::new(
+        Log::open(
+            dir,
+            builder(Arc::new(sim.clone()), &clock)
+                .retention_bytes(i64::try_from(3 * segment).unwrap())
+                .build()
+                .unwrap(),
+        )
+        .unwrap(),
+    );
+    let appender = {
+        let log = Arc::clone(&log);
+        std::thread::spawn(move || append(&log, &[T0; RECORDS as usize]))
+    };
+    let readers: Vec<_> = (0..2)
+        .map(|_| {
+            let log = Arc::clone(&log);
+            std::thread::spawn(move || {
+                let (mut position, mut read, mut overtaken) = (0, 0u64, 0u64);
+                let mut scratch = Vec::new();
+                while position < RECORDS {
+                    match log.read(position, 2 * batch_bytes() as usize, ReadBound::LogEnd) {
+                        Ok(fetch) if fetch.is_empty() => {
+                            log.wait_for_data(position, Duration::from_millis(50))
+                                .unwrap();
+                        }
+                        Ok(fetch) => {
+                            for batch in fetch.batches() {
+                                for record in batch.unwrap().records(&mut scratch).unwrap() {
+                                    let record = record.unwrap();
+                                    assert_eq!(record.offset, position);
+                                    assert_eq!(record.value, Some(&value(record.offset)[..]));
+                                    position += 1;
+                                    read += 1;
+                                }
+                            }
+                        }
+                        Err(Error::OffsetOutOfRange {
+                            requested, start, ..
+                        }) if requested < start => {
+                            overtaken += 1;
+                            position = start;
+                        }
+                        Err(error) => panic!("read at {position}: {error}"),
+                    }
+                }
+                (read, overtaken)
+            })
+        })
+        .collect();
+    let mut deleted = 0;
+    while !appender.is_finished() {
+        deleted += log.enforce_retention().unwrap().segments_deleted();
+    }
+    appender.join().unwrap();
+    for reader in readers {
+        let (read, _overtaken) = reader.join().unwrap();
+        assert!(read > 0);
+    }
+    // With no reader left and no sync in flight holding a sealed segment, the last pass leaves
+    // no `*.deleted` file behind.
+    log.wait_durable(RECORDS - 1).unwrap();
+    deleted += log.enforce_retention().unwrap().segments_deleted();
+    // 600 batches in segments of 4: the size rule keeps 3 segments' worth plus less than one.
+    let start = log.log_start_offset();
+    assert_eq!(deleted as i64, start / PER_SEGMENT);
+    assert!(
+        (RECORDS - start) as u64 * batch_bytes() < 4 * segment,
+        "start {start}"
+    );
+    check_records(&log, start, RECORDS);
+    wait_until("every deleted file is gone", || {
+        deleted_files(&sim, dir).is_empty()
+    });
+    assert_eq!(
+        segment_bases(&sim, dir),
+        (start..RECORDS)
+            .step_by(PER_SEGMENT as usize)
+            .collect::<Vec<_>>()
+    );
 }
 
 /// What a crash test expects of one pass: the start before and after it, and the segments left.
@@ -695,7 +794,7 @@ fn the_maintenance_thread_runs_retention_on_its_interval_and_stops_with_the_log(
         log.log_start_offset() == 13
     });
     check_records(&log, 13, 13);
-    assert_eq!(segment_bases(&sim, dir), [13]);
+    wait_until("the files are gone", || segment_bases(&sim, dir) == [13]);
 
     log.close().unwrap();
     assert_eq!(maintenance_threads(), 0, "close() joins the thread");
@@ -743,11 +842,15 @@ fn on_the_os_file_system_mtimes_come_from_the_log_clock() {
     let report = log.enforce_retention().unwrap();
     assert_eq!(report.segments_deleted_by(RetentionRule::Time), 2);
     assert_eq!(segment_bases(&*storage, dir), [8, 12]);
-    assert_eq!(deleted_files(&*storage, dir).len(), 3, "[0, 4) is pinned");
+    wait_until("only pinned [0, 4)'s three files are left", || {
+        deleted_files(&*storage, dir).len() == 3
+    });
     assert_eq!(fetch.batches().count(), PER_SEGMENT as usize);
     drop(fetch);
     log.enforce_retention().unwrap();
-    assert!(deleted_files(&*storage, dir).is_empty());
+    wait_until("[0, 4)'s files are gone", || {
+        deleted_files(&*storage, dir).is_empty()
+    });
     check_records(&log, 8, 13);
     log.close().unwrap();
 }
