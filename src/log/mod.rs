@@ -1102,8 +1102,9 @@ impl Shared {
         let active_handle = Arc::clone(kept.last().ok_or_else(|| Error::InvalidArgument {
             why: "a truncation left no segment".into(),
         })?);
-        let open_removed: Vec<Option<Arc<Segment>>> = removed.iter().map(|h| h.if_open()).collect();
-        self.snapshot.swap(SegmentList::new(kept), &removed);
+        // The segments the handles had open, taken under the snapshot lock: no reader can pin
+        // another instance from now on.
+        let open_removed = self.snapshot.swap(SegmentList::new(kept), &removed);
         for (handle, segment) in removed.iter().zip(open_removed) {
             let paths = rename_segment_files(
                 &*self.storage,

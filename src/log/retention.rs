@@ -55,6 +55,10 @@
 //!    left behind.
 //!
 //! Appends wait only for step 2's checkpoint fsync and directory fsync; readers never wait.
+//!
+//! The time rule reads mtimes from the storage and the time from the log's clock, so the two must
+//! agree: on the simulator, pass the log's clock to `SimStorage::with_clock`, or its mtimes count
+//! from 1970 and every active segment looks ancient.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
