@@ -52,13 +52,14 @@
 //!
 //! | item | what it is |
 //! | --- | --- |
-//! | [`Log`] | one partition directory: [`open`](Log::open) / [`open_read_only`](Log::open_read_only), [`append`](Log::append) / [`append_batch`](Log::append_batch), [`read`](Log::read) / [`records`](Log::records), [`wait_durable`](Log::wait_durable), [`truncate_to`](Log::truncate_to), [`delete_records_before`](Log::delete_records_before), [`close`](Log::close). `Send + Sync`: share it with an `Arc`. |
+//! | [`Log`] | one partition directory: [`open`](Log::open) / [`open_read_only`](Log::open_read_only), [`append`](Log::append) / [`append_batch`](Log::append_batch), [`read`](Log::read) / [`records`](Log::records), [`wait_durable`](Log::wait_durable), [`truncate_to`](Log::truncate_to), [`delete_records_before`](Log::delete_records_before), [`enforce_retention`](Log::enforce_retention), [`close`](Log::close). `Send + Sync`: share it with an `Arc`. |
 //! | [`LogConfig`], [`LogConfigBuilder`] | every setting, under its Kafka name with Kafka's default; [`CleanupPolicy`], [`CompressionType`], [`RecoveryMode`] |
 //! | [`FlushPolicy`] | when appends are fsynced without being asked (Kafka's `flush.messages` / `flush.ms`); the default leaves it to the OS, as Kafka does |
 //! | [`ReadBound`] | how far a read may go: [`LogEnd`](ReadBound::LogEnd), or only what is [`Durable`](ReadBound::Durable) |
 //! | [`FetchData`], [`FetchBatches`] | what [`Log::read`] returns: whole, CRC-checked batches, with their segment pinned |
 //! | [`LogRecord`], [`LogRecords`] | owned records, and the iterator of [`Log::records`] across segments |
 //! | [`LogAppendInfo`], [`LogStats`], [`RecoveryReport`] | what an append stored, the log's counters, what the last open found and did |
+//! | [`RetentionReport`], [`DeletedSegment`], [`RetentionRule`] | what a retention pass deleted, and by which rule |
 //! | [`Error`], [`Corruption`], [`Result`] | the one error type, and the kinds of bad bytes |
 //! | [`BatchBuilder`], [`NewRecord`] | records in, one RecordBatch v2 out (none, lz4 or zstd), for [`Log::append_batch`] |
 //! | [`BatchView`], [`BatchHeader`], [`BatchIter`], [`Record`], [`RecordIter`], [`Header`], [`HeaderIter`] | borrowed, validated views of batch bytes; records decode lazily |
@@ -96,9 +97,9 @@ pub use crate::{
         LegacyHeader, LegacyRecordIter, NewRecord, Record, RecordIter, TimestampType,
     },
     log::{
-        CleanupPolicy, CompressionType, FetchBatches, FetchData, FlushPolicy, Log, LogAppendInfo,
-        LogConfig, LogConfigBuilder, LogRecord, LogRecords, LogStats, ReadBound, RecoveryMode,
-        RecoveryReport,
+        CleanupPolicy, CompressionType, DeletedSegment, FetchBatches, FetchData, FlushPolicy, Log,
+        LogAppendInfo, LogConfig, LogConfigBuilder, LogRecord, LogRecords, LogStats, ReadBound,
+        RecoveryMode, RecoveryReport, RetentionReport, RetentionRule,
     },
 };
 
