@@ -85,8 +85,12 @@ mod index;
 mod log;
 mod segment;
 mod storage;
+mod upgrade;
 mod verify;
 
+pub use crate::upgrade::{
+    GROUPED_RECORDS_BYTES, UpgradeOptions, UpgradeReport, UpgradedSegment, upgrade_dir,
+};
 pub use crate::verify::{Finding, SegmentSummary, Severity, VerifyReport, verify_dir};
 pub use crate::{
     error::{Corruption, Error, Result},
