@@ -730,3 +730,153 @@ fn no_inner_messages() -> Error {
         what: crate::error::Corruption::BadRecord("a legacy message holds no records"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::NewRecord;
+    use crate::storage::OsStorage;
+
+    fn small_segments() -> LogConfig {
+        LogConfig::builder_for_tests()
+            .segment_bytes(4096)
+            .index_interval_bytes(256)
+            .build()
+            .unwrap()
+    }
+
+    /// A closed partlog log of 120 one-record batches over several segments.
+    fn write_log(dir: &Path) -> Vec<i64> {
+        let log = Log::open(dir, small_segments()).unwrap();
+        for i in 0..120i64 {
+            let key = format!("key-{i}");
+            let record = NewRecord::new(1_000 + i, Some(key.as_bytes()), Some(&[b'v'; 100]))
+                .with_header("n", Some(key.as_bytes()));
+            log.append(&[record]).unwrap();
+        }
+        log.close().unwrap();
+        let mut bases: Vec<i64> = OsStorage::new()
+            .list(dir)
+            .unwrap()
+            .iter()
+            .filter_map(|name| parse_segment_file_name(name))
+            .filter(|p| p.kind == SegmentFileKind::Log)
+            .map(|p| p.base_offset)
+            .collect();
+        bases.sort_unstable();
+        bases
+    }
+
+    fn read_all(dir: &Path) -> Vec<(i64, i64, Vec<u8>)> {
+        let log = Log::open_read_only(dir, small_segments()).unwrap();
+        log.records(log.log_start_offset(), ReadBound::LogEnd)
+            .map(|r| {
+                let r = r.unwrap();
+                (r.offset, r.timestamp, r.value.unwrap())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn codecs_default_to_the_source_where_partlog_writes_it() {
+        let mut options = UpgradeOptions::default();
+        let pairs = [
+            (Compression::None, Compression::None),
+            (Compression::Lz4, Compression::Lz4),
+            (Compression::Gzip, Compression::Zstd),
+            (Compression::Snappy, Compression::Lz4),
+        ];
+        for (source, target) in pairs {
+            assert_eq!(options.codec_for(source), target);
+        }
+        options.compression = Some(Compression::None);
+        for (source, _) in pairs {
+            assert_eq!(options.codec_for(source), Compression::None);
+        }
+    }
+
+    #[test]
+    fn a_partlog_log_is_copied_batch_for_batch_with_its_segments() {
+        let temp = tempfile::tempdir().unwrap();
+        let (src, dst) = (temp.path().join("src"), temp.path().join("dst"));
+        let bases = write_log(&src);
+        assert!(bases.len() >= 3, "{bases:?}");
+        let options = UpgradeOptions::default();
+        let report = upgrade_dir(&src, &dst, &options).unwrap();
+        assert_eq!((report.log_start_offset, report.log_end_offset), (0, 120));
+        let upgraded: Vec<i64> = report.segments.iter().map(|s| s.base_offset).collect();
+        assert_eq!(upgraded, bases);
+        for segment in &report.segments {
+            // Nothing to rewrite: the files are the same bytes.
+            assert_eq!(segment.batches_copied, segment.batches_written);
+            assert_eq!(segment.bytes, segment.source_bytes);
+            let name = format!("{:020}.log", segment.base_offset);
+            assert_eq!(
+                std::fs::read(dst.join(&name)).unwrap(),
+                std::fs::read(src.join(&name)).unwrap()
+            );
+        }
+        assert_eq!(read_all(&dst), read_all(&src));
+        let log = Log::open(&dst, small_segments()).unwrap();
+        assert!(log.recovery_report().clean_shutdown);
+        assert_eq!(log.log_end_offset(), 120);
+    }
+
+    #[test]
+    fn the_log_start_offset_is_kept_and_segments_below_it_left_out() {
+        let temp = tempfile::tempdir().unwrap();
+        let (src, dst) = (temp.path().join("src"), temp.path().join("dst"));
+        let bases = write_log(&src);
+        // Inside the third segment: the first two lie wholly below it.
+        let start = bases[2] + 1;
+        let log = Log::open(&src, small_segments()).unwrap();
+        log.delete_records_before(start).unwrap();
+        log.close().unwrap();
+        drop(log);
+
+        let report = upgrade_dir(&src, &dst, &UpgradeOptions::default()).unwrap();
+        assert_eq!(report.log_start_offset, start);
+        let upgraded: Vec<i64> = report.segments.iter().map(|s| s.base_offset).collect();
+        assert_eq!(upgraded, bases[2..]);
+        for base in &bases[..2] {
+            assert!(
+                report.skipped_files.contains(&format!("{base:020}.log")),
+                "{report:?}"
+            );
+            assert!(!dst.join(format!("{base:020}.log")).exists());
+        }
+        let after = read_all(&dst);
+        assert_eq!(after.first().map(|r| r.0), Some(start));
+        assert_eq!(after, read_all(&src));
+        let log = Log::open(&dst, small_segments()).unwrap();
+        assert!(log.recovery_report().clean_shutdown);
+        assert_eq!(log.log_start_offset(), start);
+    }
+
+    #[test]
+    fn a_destination_that_is_not_empty_is_refused_untouched() {
+        let temp = tempfile::tempdir().unwrap();
+        let (src, dst) = (temp.path().join("src"), temp.path().join("dst"));
+        write_log(&src);
+        write_log(&dst);
+        let before = OsStorage::new().list(&dst).unwrap().len();
+        match upgrade_dir(&src, &dst, &UpgradeOptions::default()) {
+            Err(Error::InvalidArgument { why }) => assert!(why.contains("is not empty"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(OsStorage::new().list(&dst).unwrap().len(), before);
+    }
+
+    #[test]
+    fn a_source_held_by_a_writer_is_refused() {
+        let temp = tempfile::tempdir().unwrap();
+        let (src, dst) = (temp.path().join("src"), temp.path().join("dst"));
+        write_log(&src);
+        let _writer = Log::open(&src, small_segments()).unwrap();
+        assert!(matches!(
+            upgrade_dir(&src, &dst, &UpgradeOptions::default()),
+            Err(Error::Locked { .. })
+        ));
+        assert!(!dst.exists());
+    }
+}

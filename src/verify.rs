@@ -1491,6 +1491,7 @@ mod tests {
     }
 
     /// A magic 0 message: offset, size, CRC-32, magic, attributes, key, value.
+    #[cfg(feature = "gzip")]
     fn legacy_v0_message(offset: i64, codec: u8, key: Option<&[u8]>, value: &[u8]) -> Vec<u8> {
         let mut body = vec![0u8, codec];
         for field in [key, Some(value)] {
