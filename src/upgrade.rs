@@ -854,6 +854,57 @@ mod tests {
     }
 
     #[test]
+    fn a_torn_tail_of_the_source_is_not_copied() {
+        let temp = tempfile::tempdir().unwrap();
+        let (src, dst) = (temp.path().join("src"), temp.path().join("dst"));
+        let bases = write_log(&src);
+        let storage = OsStorage::new();
+        let last = segment_file_path(&src, bases[bases.len() - 1], SegmentFileKind::Log);
+        let last_bytes = storage.metadata(&last).unwrap().len;
+        // Half a batch at the end, as a crash while appending leaves it.
+        let file = storage.open(&last, OpenMode::ReadWrite).unwrap();
+        let mut head = vec![0u8; 80];
+        file.read_exact_at(&mut head, 0).unwrap();
+        file.write_all_at(&head, last_bytes).unwrap();
+        drop(file);
+
+        let report = upgrade_dir(&src, &dst, &UpgradeOptions::default()).unwrap();
+        assert_eq!(report.source_bytes_not_copied, 80);
+        let torn = report.segments.last().unwrap();
+        assert_eq!(
+            (torn.source_bytes, torn.bytes),
+            (last_bytes + 80, last_bytes)
+        );
+        assert_eq!(read_all(&dst), read_all(&src));
+        assert_eq!(report.log_end_offset, 120);
+    }
+
+    #[test]
+    fn an_empty_last_segment_is_kept() {
+        let temp = tempfile::tempdir().unwrap();
+        let (src, dst) = (temp.path().join("src"), temp.path().join("dst"));
+        let bases = write_log(&src);
+        // What a roll leaves when nothing is appended after it.
+        OsStorage::new()
+            .open(
+                &segment_file_path(&src, 120, SegmentFileKind::Log),
+                OpenMode::CreateNew,
+            )
+            .unwrap();
+
+        let report = upgrade_dir(&src, &dst, &UpgradeOptions::default()).unwrap();
+        let upgraded: Vec<i64> = report.segments.iter().map(|s| s.base_offset).collect();
+        assert_eq!(upgraded.len(), bases.len() + 1);
+        assert_eq!(upgraded.last(), Some(&120));
+        assert_eq!(report.segments.last().unwrap().bytes, 0);
+        assert_eq!(read_all(&dst), read_all(&src));
+        let log = Log::open(&dst, small_segments()).unwrap();
+        assert!(log.recovery_report().clean_shutdown);
+        assert_eq!(log.log_end_offset(), 120);
+        assert_eq!(log.stats().segments, bases.len() + 1);
+    }
+
+    #[test]
     fn a_destination_that_is_not_empty_is_refused_untouched() {
         let temp = tempfile::tempdir().unwrap();
         let (src, dst) = (temp.path().join("src"), temp.path().join("dst"));

@@ -267,7 +267,19 @@ const LEGACY_CASES: &[(&str, &[(i64, &str)])] = &[
     ),
     // A log upgraded in place from Kafka 0.9 to 0.10: two segments.
     ("v0_then_v1", &[(0, "legacy/v0.log"), (25, "legacy/v1.log")]),
+    // A gap between segments, as compaction leaves it.
+    (
+        "v0_then_gap",
+        &[
+            (0, "legacy/v0.log"),
+            (5_000_000_000, "legacy/v1_high_offsets.log"),
+        ],
+    ),
 ];
+
+/// `partlog verify` takes a log to be uncompacted, so it reports a gap between segments as
+/// corruption, in the source as in the destination: the cases with one are not verified.
+const GAP_BETWEEN_SEGMENTS: &[&str] = &["v0_then_gap"];
 
 const FOREIGN_CASES: &[(&str, &[(i64, &str)])] = &[
     ("kafka_python", &[(0, "foreign/kafka_python.log")]),
@@ -295,7 +307,9 @@ fn every_fixture_upgrades_to_what_partlog_kafka_and_the_validators_read() {
                     read_log(&src).batches.iter().all(|b| b.magic < 2),
                     "{name} is a legacy fixture"
                 );
-                assert_verifies(&src);
+                if !GAP_BETWEEN_SEGMENTS.contains(name) {
+                    assert_verifies(&src);
+                }
             } else {
                 assert!(
                     read_log(&src)
@@ -305,7 +319,9 @@ fn every_fixture_upgrades_to_what_partlog_kafka_and_the_validators_read() {
                     "{name} holds gzip or snappy"
                 );
             }
-            assert_verifies(&dst);
+            if !GAP_BETWEEN_SEGMENTS.contains(name) {
+                assert_verifies(&dst);
+            }
             upgraded.push((dst, after.records()));
         }
     }
