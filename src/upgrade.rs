@@ -174,7 +174,18 @@ pub struct UpgradeReport {
 
 /// Rewrites the partition directory `src` into `dst` as RecordBatch v2 in codecs partlog writes,
 /// keeping offsets (gaps included), timestamps and their type, keys, values and headers, and the
-/// segment layout; see the [module docs](self) for every rule.
+/// segment layout (`FORMAT.md` §3.11 has every rule):
+///
+/// - v2 batches in none, lz4 or zstd are copied byte for byte; gzip and snappy ones are
+///   recompressed, every other header field and the records' bytes kept;
+/// - a legacy compressed wrapper becomes one v2 batch ending at the wrapper's offset (a
+///   LogAppendTime wrapper, a LogAppendTime batch); uncompressed legacy messages in a row are
+///   grouped into batches of up to [`GROUPED_RECORDS_BYTES`] of records;
+/// - segments keep their base offsets; indexes are built anew; `partition.metadata`,
+///   `leader-epoch-checkpoint`, `*.snapshot` and `.txnindex` files are copied as they are;
+/// - everything is synced, then `partlog.checkpoint` gets a clean-shutdown record, last, so the
+///   destination opens without a scan; inside a Kafka log directory the broker's lock is held
+///   and its clean-shutdown marker set aside meanwhile, as by [`Log::open`].
 ///
 /// `dst` must not exist or be an empty directory. `src` is opened read-only
 /// ([`Log::open_read_only`]), so a partlog writer holding it makes this fail with
