@@ -64,6 +64,8 @@
 //! | [`BatchBuilder`], [`NewRecord`] | records in, one RecordBatch v2 out (none, lz4 or zstd), for [`Log::append_batch`] |
 //! | [`BatchView`], [`BatchHeader`], [`BatchIter`], [`Record`], [`RecordIter`], [`Header`], [`HeaderIter`] | borrowed, validated views of batch bytes; records decode lazily |
 //! | [`Compression`], [`TimestampType`], [`ControlRecordType`], [`EndTransactionMarker`] | the codec, timestamp-type and control-record fields of the format |
+//! | [`verify_dir`], [`VerifyReport`] | a full, read-only check of a directory, legacy messages included (what `partlog verify` runs) |
+//! | [`upgrade_dir`], [`UpgradeOptions`], [`UpgradeReport`] | rewrites a directory of legacy (magic 0/1) messages or gzip/snappy batches as v2, same offsets (what `partlog upgrade` runs) |
 //! | [`unstable`] | the lower layers (segments, indexes, the storage seam, the clock, `partlog.checkpoint`, and with feature `sim` the crash simulator); may change before 1.0 |
 //!
 //! **Durability in one paragraph.** [`Log::append`] returns once its batch is in the file and
@@ -86,8 +88,12 @@ mod index;
 mod log;
 mod segment;
 mod storage;
+mod upgrade;
 mod verify;
 
+pub use crate::upgrade::{
+    GROUPED_RECORDS_BYTES, UpgradeOptions, UpgradeReport, UpgradedSegment, upgrade_dir,
+};
 pub use crate::verify::{Finding, SegmentSummary, Severity, VerifyReport, verify_dir};
 pub use crate::{
     error::{Corruption, Error, Result},

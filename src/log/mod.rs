@@ -12,7 +12,7 @@ pub mod checkpoint;
 mod config;
 mod fetch;
 mod group_commit;
-mod kafka_dir;
+pub(crate) mod kafka_dir;
 mod recovery;
 mod retention;
 mod snapshot;

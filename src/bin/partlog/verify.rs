@@ -11,7 +11,8 @@ pub const EXAMPLES: &str = "\
 Examples:
   partlog verify /tmp/orders-0 && echo sound
 
-Checks every batch of every segment (frame, CRC-32C, offsets, every record decoded) and every
+Checks every batch of every segment (frame, CRC-32C, offsets, every record decoded; a legacy
+magic 0 or 1 message, as Kafka wrote before 0.11, by its CRC-32 and its inner messages) and every
 .index and .timeindex entry against the batch it names, like Kafka's DumpLogSegments, and says
 what it found. It never writes: the log may be checked after a crash, before anything opens it.
 
