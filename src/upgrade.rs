@@ -515,8 +515,14 @@ impl<'a> Upgrade<'a> {
             return Ok(None);
         };
         // As at a roll or close: the final time-index entry, then data and indexes to disk.
+        // The `.log` keeps the source's mtime: time retention counts a segment's age from it
+        // (legacy magic 0 segments carry no timestamps at all). `flush_sealed` fsyncs, so the
+        // mtime is durable too.
         segment.seal()?;
-        segment.flush()?;
+        let source_log = segment_file_path(self.src, segment.base_offset(), SegmentFileKind::Log);
+        let source_mtime = self.storage.metadata(&source_log)?.modified_ms;
+        self.storage.set_mtime(&segment.log_path(), source_mtime)?;
+        segment.flush_sealed()?;
         self.summary.bytes = segment.size();
         self.done.push(std::mem::take(&mut self.summary));
         Ok(Some(segment))

@@ -250,6 +250,26 @@ fn partition(parent: &Path, name: &str, segments: &[(i64, &str)]) -> PathBuf {
 }
 
 /// `partlog verify DIR` exits 0 and says the log is ok.
+/// Every upgraded `.log` keeps its source's mtime (time retention counts age from it).
+fn assert_same_log_mtimes(src: &Path, dst: &Path) {
+    for entry in std::fs::read_dir(dst).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "log") {
+            continue;
+        }
+        let source = src.join(path.file_name().unwrap());
+        // Milliseconds: the storage seam's unit, as Kafka's.
+        let mtime_ms = |p: &Path| {
+            let modified = std::fs::metadata(p).unwrap().modified().unwrap();
+            modified
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_millis()
+        };
+        assert_eq!(mtime_ms(&path), mtime_ms(&source), "{}", path.display());
+    }
+}
+
 fn assert_verifies(dir: &Path, extra: &[&str]) {
     let output = run(partlog().arg("verify").arg(dir).args(extra));
     let stdout = String::from_utf8(output.stdout).unwrap();
@@ -327,6 +347,7 @@ fn every_fixture_upgrades_to_what_partlog_kafka_and_the_validators_read() {
                 );
             }
             assert_verifies(&dst, verify_flags(name));
+            assert_same_log_mtimes(&src, &dst);
             if GAP_BETWEEN_SEGMENTS.contains(name) {
                 // DST closed cleanly, so without the flag its gap cannot be a lost tail.
                 let strict = partlog().arg("verify").arg(&dst).output().unwrap();
