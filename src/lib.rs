@@ -52,17 +52,20 @@
 //!
 //! | item | what it is |
 //! | --- | --- |
-//! | [`Log`] | one partition directory: [`open`](Log::open) / [`open_read_only`](Log::open_read_only), [`append`](Log::append) / [`append_batch`](Log::append_batch), [`read`](Log::read) / [`records`](Log::records), [`wait_durable`](Log::wait_durable), [`truncate_to`](Log::truncate_to), [`delete_records_before`](Log::delete_records_before), [`close`](Log::close). `Send + Sync`: share it with an `Arc`. |
+//! | [`Log`] | one partition directory: [`open`](Log::open) / [`open_read_only`](Log::open_read_only), [`append`](Log::append) / [`append_batch`](Log::append_batch), [`read`](Log::read) / [`records`](Log::records), [`wait_durable`](Log::wait_durable), [`truncate_to`](Log::truncate_to), [`delete_records_before`](Log::delete_records_before), [`enforce_retention`](Log::enforce_retention), [`close`](Log::close). `Send + Sync`: share it with an `Arc`. |
 //! | [`LogConfig`], [`LogConfigBuilder`] | every setting, under its Kafka name with Kafka's default; [`CleanupPolicy`], [`CompressionType`], [`RecoveryMode`] |
 //! | [`FlushPolicy`] | when appends are fsynced without being asked (Kafka's `flush.messages` / `flush.ms`); the default leaves it to the OS, as Kafka does |
 //! | [`ReadBound`] | how far a read may go: [`LogEnd`](ReadBound::LogEnd), or only what is [`Durable`](ReadBound::Durable) |
 //! | [`FetchData`], [`FetchBatches`] | what [`Log::read`] returns: whole, CRC-checked batches, with their segment pinned |
 //! | [`LogRecord`], [`LogRecords`] | owned records, and the iterator of [`Log::records`] across segments |
 //! | [`LogAppendInfo`], [`LogStats`], [`RecoveryReport`] | what an append stored, the log's counters, what the last open found and did |
+//! | [`RetentionReport`], [`DeletedSegment`], [`RetentionRule`] | what a retention pass deleted, and by which rule |
 //! | [`Error`], [`Corruption`], [`Result`] | the one error type, and the kinds of bad bytes |
 //! | [`BatchBuilder`], [`NewRecord`] | records in, one RecordBatch v2 out (none, lz4 or zstd), for [`Log::append_batch`] |
 //! | [`BatchView`], [`BatchHeader`], [`BatchIter`], [`Record`], [`RecordIter`], [`Header`], [`HeaderIter`] | borrowed, validated views of batch bytes; records decode lazily |
 //! | [`Compression`], [`TimestampType`], [`ControlRecordType`], [`EndTransactionMarker`] | the codec, timestamp-type and control-record fields of the format |
+//! | [`verify_dir`], [`VerifyReport`] | a full, read-only check of a directory, legacy messages included (what `partlog verify` runs) |
+//! | [`upgrade_dir`], [`UpgradeOptions`], [`UpgradeReport`] | rewrites a directory of legacy (magic 0/1) messages or gzip/snappy batches as v2, same offsets (what `partlog upgrade` runs) |
 //! | [`unstable`] | the lower layers (segments, indexes, the storage seam, the clock, `partlog.checkpoint`, and with feature `sim` the crash simulator); may change before 1.0 |
 //!
 //! **Durability in one paragraph.** [`Log::append`] returns once its batch is in the file and
@@ -85,8 +88,12 @@ mod index;
 mod log;
 mod segment;
 mod storage;
+mod upgrade;
 mod verify;
 
+pub use crate::upgrade::{
+    GROUPED_RECORDS_BYTES, UpgradeOptions, UpgradeReport, UpgradedSegment, upgrade_dir,
+};
 pub use crate::verify::{Finding, SegmentSummary, Severity, VerifyReport, verify_dir};
 pub use crate::{
     error::{Corruption, Error, Result},
@@ -96,9 +103,10 @@ pub use crate::{
         LegacyHeader, LegacyRecordIter, NewRecord, Record, RecordIter, TimestampType,
     },
     log::{
-        CleanupPolicy, CompactionOptions, CompactionStats, CompressionType, FetchBatches,
-        FetchData, FlushPolicy, Log, LogAppendInfo, LogConfig, LogConfigBuilder, LogRecord,
-        LogRecords, LogStats, ReadBound, RecoveryMode, RecoveryReport,
+        CleanupPolicy, CompactionOptions, CompactionStats, CompressionType, DeletedSegment,
+        FetchBatches, FetchData, FlushPolicy, Log, LogAppendInfo, LogConfig, LogConfigBuilder,
+        LogRecord, LogRecords, LogStats, ReadBound, RecoveryMode, RecoveryReport, RetentionReport,
+        RetentionRule,
     },
 };
 

@@ -8,9 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::error::{Corruption, Error, Result};
-use crate::format::{
-    BatchHeader, BatchView, HEADER_SIZE_UP_TO_MAGIC, TimestampType, peek_batch_frame,
-};
+use crate::format::{Batch, BatchHeader, HEADER_SIZE_UP_TO_MAGIC, TimestampType, peek_batch_frame};
 use crate::index::{OffsetIndex, OffsetPosition, TimeIndex, TimestampOffset};
 use crate::log::LOCK_FILE;
 use crate::log::LogConfig;
@@ -90,7 +88,9 @@ pub struct SegmentSummary {
     pub valid_bytes: u64,
     /// Batches that passed the frame checks.
     pub batches: u64,
-    /// Records in those batches (their `recordsCount`).
+    /// Records in those batches: a v2 batch's `recordsCount`; for a legacy (magic 0 or 1)
+    /// message, the records it holds (a compressed wrapper's inner messages), counted as they
+    /// decode, so 0 for a wrapper this build cannot decompress or whose records are corrupt.
     pub records: u64,
     /// The offset after the last valid batch (the base offset when there is none).
     pub next_offset: i64,
@@ -153,7 +153,11 @@ impl VerifyReport {
 /// - every batch of every segment: frame, magic, length, CRC-32C, offsets increasing across
 ///   batches and segments, and every record decoded (decompressed when the codec says so), with
 ///   its offset inside its batch and, under CreateTime, its timestamp not above the batch's
-///   `maxTimestamp`;
+///   `maxTimestamp`. A legacy message (magic 0 or 1, which a log Kafka wrote before 0.11 may
+///   hold) gets the same checks by its own rules: its CRC-32, its framing, and for a compressed
+///   wrapper every inner message (CRC, offsets increasing, above the batch before and not past
+///   the wrapper's offset); the index checks below use its offset and timestamp, as Kafka's
+///   indexes do;
 /// - every `.index`: a whole number of entries, the O(entries) `full_check`, and each entry
 ///   against the batch it names (the batch starting at its position must have its offset as
 ///   last offset), as Kafka's `DumpLogSegments` checks;
@@ -591,48 +595,45 @@ fn walk_segment(
     let mut position = 0u64;
     let mut running_max: Option<i64> = None;
     while position < log_bytes {
-        let batch = match next_batch(&mut reader, position, walk.summary.next_offset, base)? {
+        let expected_next = walk.summary.next_offset;
+        let bytes = match next_batch(&mut reader, position, expected_next, base)? {
             Next::Batch(bytes) => bytes,
             Next::Invalid(what) => {
                 walk.invalid = Some(InvalidAt { position, what });
                 break;
             }
-            Next::Legacy(magic) => {
-                // Recovery cannot read these either (`Segment::scan` refuses them), so there is
-                // nothing to grade: the check itself cannot go on.
-                return Err(Error::Unsupported {
-                    what: format!(
-                        "legacy message format (magic {magic}) at byte {position} of {}: this \
-                         version of partlog reads only RecordBatch v2",
-                        log_path.display()
-                    ),
-                });
-            }
         };
-        let view = match BatchView::new(batch) {
-            Ok(view) => view,
+        // A v2 batch (CRC-32C) or a legacy magic 0/1 message (CRC-32), which a log Kafka
+        // wrote before 0.11 may hold: each is checked by its own rules.
+        let batch = match Batch::new(bytes) {
+            Ok(batch) => batch,
             Err(what) => {
                 walk.invalid = Some(InvalidAt { position, what });
                 break;
             }
         };
-        let header = *view.header();
-        match check_records(&view, &mut scratch) {
-            Ok(()) => {}
-            Err(RecordsProblem::Corrupt(what)) => walk.content_problems.push((position, what)),
-            Err(RecordsProblem::Unreadable(what)) => walk.notes.push(Finding {
-                severity: Severity::Note,
-                file: log_path.clone(),
-                position: Some(position),
-                what: format!("records not checked: {what}"),
-            }),
-        }
-        running_max =
-            Some(running_max.map_or(header.max_timestamp, |m| m.max(header.max_timestamp)));
+        let records = match check_records(&batch, expected_next, &mut scratch) {
+            Ok(records) => records,
+            Err(RecordsProblem::Corrupt(what)) => {
+                walk.content_problems.push((position, what));
+                0
+            }
+            Err(RecordsProblem::Unreadable(what)) => {
+                walk.notes.push(Finding {
+                    severity: Severity::Note,
+                    file: log_path.clone(),
+                    position: Some(position),
+                    what: format!("records not checked: {what}"),
+                });
+                0
+            }
+        };
+        let max_timestamp = batch.max_timestamp();
+        running_max = Some(running_max.map_or(max_timestamp, |m| m.max(max_timestamp)));
         let at = BatchAt {
             position,
-            last_offset: header.last_offset(),
-            max_timestamp: header.max_timestamp,
+            last_offset: batch.last_offset(),
+            max_timestamp,
         };
         if let Some(check) = offset_check.as_mut() {
             check.see_batch(at);
@@ -640,10 +641,14 @@ fn walk_segment(
         if let Some(check) = time_check.as_mut() {
             check.see_batch(at);
         }
-        position += view.total_size() as u64;
+        position += batch.total_size() as u64;
         walk.summary.batches += 1;
-        walk.summary.records += u64::try_from(header.records_count).unwrap_or(0);
-        walk.summary.next_offset = header.next_offset();
+        walk.summary.records += match batch.header() {
+            Some(header) => u64::try_from(header.records_count).unwrap_or(0),
+            // A legacy message states no count: its records are counted as they decode.
+            None => records,
+        };
+        walk.summary.next_offset = batch.next_offset();
         walk.summary.valid_bytes = position;
     }
     walk.summary.max_timestamp = running_max;
@@ -680,11 +685,14 @@ fn walk_segment(
 enum Next<'a> {
     Batch(&'a [u8]),
     Invalid(Corruption),
-    Legacy(i8),
 }
 
 /// Reads the batch at `position`: its frame, its whole bytes, and its offsets against what
 /// came before (`expected_next`) and the segment's 32-bit relative range.
+///
+/// A legacy message's frame holds its own offset where a v2 batch holds its base offset; for
+/// a compressed wrapper that is its last offset, so the order check here is weaker for it, and
+/// [`check_records`] checks its first record against `expected_next` once decompressed.
 fn next_batch<'r>(
     reader: &'r mut ChunkReader,
     position: u64,
@@ -703,9 +711,6 @@ fn next_batch<'r>(
         }
         Err(what) => return Ok(Next::Invalid(what)),
     };
-    if frame.is_legacy() {
-        return Ok(Next::Legacy(frame.magic));
-    }
     let size = frame.total_size() as u64;
     if size > available {
         return Ok(Next::Invalid(Corruption::Truncated {
@@ -720,11 +725,18 @@ fn next_batch<'r>(
         }));
     }
     let bytes = reader.bytes(position, frame.total_size())?;
-    if let Ok(header) = BatchHeader::parse(bytes)
-        && header.last_offset().saturating_sub(base) > i64::from(i32::MAX)
+    let last_offset = if frame.is_legacy() {
+        Some(frame.base_offset)
+    } else {
+        BatchHeader::parse(bytes)
+            .ok()
+            .map(|header| header.last_offset())
+    };
+    if let Some(last_offset) = last_offset
+        && last_offset.saturating_sub(base) > i64::from(i32::MAX)
     {
         return Ok(Next::Invalid(Corruption::OffsetOrder {
-            offset: header.last_offset(),
+            offset: last_offset,
             bound: base.saturating_add(i64::from(i32::MAX)),
         }));
     }
@@ -738,41 +750,60 @@ enum RecordsProblem {
     Unreadable(String),
 }
 
-/// Decodes every record of a batch whose CRC held, and checks each record's offset and (under
-/// CreateTime) timestamp against the header.
-fn check_records(view: &BatchView<'_>, scratch: &mut Vec<u8>) -> Result<(), RecordsProblem> {
-    let header = *view.header();
-    let records = match view.records(scratch) {
+/// Decodes every record of a batch whose CRC held, and checks each record's offset against the
+/// batch and, under CreateTime, a v2 record's timestamp against the batch's `maxTimestamp`.
+/// Returns how many records it decoded.
+///
+/// A v2 record's offset must lie in `[baseOffset, lastOffset]`. A legacy message states only
+/// its last offset, so its records must lie in `[expected_next, last offset]`: above the end of
+/// the batch before, which for a compressed wrapper is checked only here. Legacy timestamps are
+/// not compared with the wrapper's: Kafka never checked them against each other either.
+fn check_records(
+    batch: &Batch<'_>,
+    expected_next: i64,
+    scratch: &mut Vec<u8>,
+) -> Result<u64, RecordsProblem> {
+    let records = match batch.records(scratch) {
         Ok(records) => records,
         Err(error @ (Error::UnsupportedCompression { .. } | Error::Unsupported { .. })) => {
             return Err(RecordsProblem::Unreadable(error.to_string()));
         }
         Err(error) => return Err(RecordsProblem::Corrupt(error.to_string())),
     };
-    let create_time = header.timestamp_type() == TimestampType::CreateTime;
+    let (first_allowed, last_allowed) = match batch.header() {
+        Some(header) => (header.base_offset, header.last_offset()),
+        None => (expected_next, batch.last_offset()),
+    };
+    let timestamp_bound = batch.header().and_then(|header| {
+        (header.timestamp_type() == TimestampType::CreateTime && !header.is_control())
+            .then_some(header.max_timestamp)
+    });
     let mut previous: Option<i64> = None;
+    let mut count = 0u64;
     for record in records {
         let record = record.map_err(|e| RecordsProblem::Corrupt(e.to_string()))?;
-        if record.offset < header.base_offset
-            || record.offset > header.last_offset()
+        if record.offset < first_allowed
+            || record.offset > last_allowed
             || previous.is_some_and(|p| record.offset <= p)
         {
             return Err(RecordsProblem::Corrupt(format!(
-                "record offset {} is outside its batch [{}, {}] or not above the record before",
+                "record offset {} is outside its batch [{first_allowed}, {last_allowed}] or not \
+                 above the record before",
                 record.offset,
-                header.base_offset,
-                header.last_offset()
             )));
         }
-        if create_time && !header.is_control() && record.timestamp > header.max_timestamp {
+        if let Some(max_timestamp) = timestamp_bound
+            && record.timestamp > max_timestamp
+        {
             return Err(RecordsProblem::Corrupt(format!(
-                "record {} has timestamp {}, above the batch's maxTimestamp {}",
-                record.offset, record.timestamp, header.max_timestamp
+                "record {} has timestamp {}, above the batch's maxTimestamp {max_timestamp}",
+                record.offset, record.timestamp
             )));
         }
         previous = Some(record.offset);
+        count += 1;
     }
-    Ok(())
+    Ok(count)
 }
 
 /// Reads a file forward in large chunks, so that walking small batches costs few reads.
@@ -1386,5 +1417,132 @@ mod tests {
             verify_dir(temp.path(), &config()),
             Err(Error::Locked { .. })
         ));
+    }
+
+    /// A partition directory holding `v0.log` then `v1.log` of the legacy fixtures as two
+    /// segments (offsets 0-24 and 25-59), as Kafka 0.9 then 0.10 wrote them: no indexes, no
+    /// checkpoint.
+    fn write_legacy_log(dir: &Path) {
+        for (base, bytes) in [
+            (0, &include_bytes!("../tests/fixtures/legacy/v0.log")[..]),
+            (25, &include_bytes!("../tests/fixtures/legacy/v1.log")[..]),
+        ] {
+            let path = segment_file_path(dir, base, SegmentFileKind::Log);
+            storage()
+                .open(&path, OpenMode::CreateNew)
+                .unwrap()
+                .write_all_at(bytes, 0)
+                .unwrap();
+        }
+    }
+
+    #[test]
+    fn legacy_messages_are_checked_not_refused() {
+        let temp = tempfile::tempdir().unwrap();
+        write_legacy_log(temp.path());
+        let report = verify(temp.path());
+        assert!(!report.is_corrupt(), "{:#?}", report.findings);
+        assert_eq!(report.log_end_offset, 60);
+        let batches: Vec<u64> = report.segments.iter().map(|s| s.batches).collect();
+        assert_eq!(batches, [10, 15]);
+        for segment in &report.segments {
+            assert_eq!(segment.valid_bytes, segment.log_bytes);
+        }
+        if cfg!(all(feature = "gzip", feature = "snappy")) {
+            // Every inner message decoded: the fixture's 22 + 32 records.
+            let records: Vec<u64> = report.segments.iter().map(|s| s.records).collect();
+            assert_eq!(records, [22, 32]);
+            assert_eq!(report.worst(), Some(Severity::Note));
+        } else {
+            assert!(
+                report
+                    .findings_of(Severity::Note)
+                    .any(|f| f.what.starts_with("records not checked")),
+                "{:#?}",
+                report.findings
+            );
+        }
+        // Missing indexes are notes; nothing else is.
+        assert!(
+            report
+                .findings
+                .iter()
+                .all(|f| f.what.starts_with("missing") || f.what.starts_with("records not")),
+            "{:#?}",
+            report.findings
+        );
+    }
+
+    #[test]
+    fn a_legacy_message_with_a_bad_crc_is_invalid_bytes() {
+        let temp = tempfile::tempdir().unwrap();
+        write_legacy_log(temp.path());
+        let v1 = segment_file_path(temp.path(), 25, SegmentFileKind::Log);
+        // A byte of the second message's value (it starts at byte 44).
+        let byte = read_file(&v1)[80];
+        write_at(&v1, 80, &[byte ^ 0x40]);
+        let report = verify(temp.path());
+        // No checkpoint: the recovery point is the first base, so it is a torn tail.
+        let torn = only(&report, Severity::CrashState);
+        assert_eq!(torn.len(), 1, "{:#?}", report.findings);
+        assert_eq!((&torn[0].file, torn[0].position), (&v1, Some(44)));
+        assert!(torn[0].what.contains("crc mismatch"), "{torn:?}");
+        assert_eq!(report.log_end_offset, 26);
+    }
+
+    /// A magic 0 message: offset, size, CRC-32, magic, attributes, key, value.
+    #[cfg(feature = "gzip")]
+    fn legacy_v0_message(offset: i64, codec: u8, key: Option<&[u8]>, value: &[u8]) -> Vec<u8> {
+        let mut body = vec![0u8, codec];
+        for field in [key, Some(value)] {
+            match field {
+                Some(bytes) => {
+                    body.extend_from_slice(&i32::try_from(bytes.len()).unwrap().to_be_bytes());
+                    body.extend_from_slice(bytes);
+                }
+                None => body.extend_from_slice(&(-1i32).to_be_bytes()),
+            }
+        }
+        let mut message = offset.to_be_bytes().to_vec();
+        message.extend_from_slice(&i32::try_from(body.len() + 4).unwrap().to_be_bytes());
+        message.extend_from_slice(&crc32fast::hash(&body).to_be_bytes());
+        message.extend_from_slice(&body);
+        message
+    }
+
+    #[cfg(feature = "gzip")]
+    #[test]
+    fn a_legacy_wrapper_reaching_below_the_message_before_is_corruption() {
+        use std::io::Write as _;
+        let temp = tempfile::tempdir().unwrap();
+        // Offset 0, then a gzip wrapper (magic 0: absolute inner offsets) whose outer offset 5
+        // passes the frame check but whose first inner message reuses offset 0.
+        let mut inner = legacy_v0_message(0, 0, None, b"again");
+        inner.extend(legacy_v0_message(5, 0, None, b"five"));
+        let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gzip.write_all(&inner).unwrap();
+        let mut log = legacy_v0_message(0, 0, Some(b"k"), b"zero");
+        let wrapper_at = log.len() as u64;
+        log.extend(legacy_v0_message(5, 1, None, &gzip.finish().unwrap()));
+        let path = segment_file_path(temp.path(), 0, SegmentFileKind::Log);
+        storage()
+            .open(&path, OpenMode::CreateNew)
+            .unwrap()
+            .write_all_at(&log, 0)
+            .unwrap();
+        let report = verify(temp.path());
+        let corrupt = only(&report, Severity::Corruption);
+        assert_eq!(corrupt.len(), 1, "{:#?}", report.findings);
+        assert_eq!(
+            (&corrupt[0].file, corrupt[0].position),
+            (&path, Some(wrapper_at))
+        );
+        assert!(
+            corrupt[0]
+                .what
+                .contains("record offset 0 is outside its batch [1, 5]"),
+            "{corrupt:?}"
+        );
+        assert_eq!(report.log_end_offset, 6);
     }
 }

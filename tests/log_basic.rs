@@ -1,5 +1,6 @@
 //! The log's contract on the real file system: appends, reads, rolls, reopen, truncation,
 //! the log start offset, producer-batch checks, locks, timestamps and waits.
+#![cfg(feature = "sim")] // the simulator and the manual clock: `cargo test --all-features`
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -773,3 +773,23 @@ fn a_truncation_makes_the_reused_offsets_dirty_again() {
         ]
     );
 }
+
+/// The cleaned `.log` keeps the old one's mtime: time retention counts a segment's age from it.
+#[test]
+fn a_cleaned_segment_keeps_its_mtime() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let log = Log::open(dir.path(), config(&clock)).unwrap();
+    put(&log, &clock, "k", Some("old"));
+    put(&log, &clock, "k", Some("new"));
+    put(&log, &clock, "end", Some("x"));
+    let path = dir.path().join(format!("{:020}.log", 0));
+    let before = std::fs::metadata(&path).unwrap().modified().unwrap();
+    clock.advance(60_000);
+    assert_eq!(log.compact().unwrap().segments_cleaned, 1);
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), 0);
+    assert_eq!(
+        std::fs::metadata(&path).unwrap().modified().unwrap(),
+        before
+    );
+}

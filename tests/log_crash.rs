@@ -12,6 +12,7 @@
 //!
 //! `PARTLOG_CRASH_SEEDS=N` runs N seeds (default 128; seeds 66, 70, 75, 98 and 103 once found bugs); a failure prints its seed, and
 //! `PARTLOG_CRASH_SEED=S` replays that one.
+#![cfg(feature = "sim")] // the simulator and the manual clock: `cargo test --all-features`
 
 use std::collections::BTreeMap;
 use std::num::NonZeroU64;

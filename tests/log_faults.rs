@@ -4,6 +4,7 @@
 //! - any other write error (EIO, ENOSPC, a short write) truncates the active segment back to the
 //!   last published end, and the log goes on;
 //! - a poisoned log writes no clean-shutdown record, so the next open recovers.
+#![cfg(feature = "sim")] // the simulator and the manual clock: `cargo test --all-features`
 
 use std::path::Path;
 use std::sync::Arc;

@@ -6,7 +6,7 @@
 //! records have no headers), so that readers, and tools that rewrite old logs as v2, need not
 //! care which kind they hold.
 
-use super::batch::{BatchHeader, BatchView, TimestampType, peek_batch_frame};
+use super::batch::{BatchHeader, BatchView, FrameSplitter, TimestampType, peek_batch_frame};
 use super::legacy::{LegacyBatchView, LegacyRecordIter};
 use super::record::{Record, RecordIter};
 use crate::error::{Corruption, Error, Result};
@@ -187,30 +187,26 @@ impl<'a> Iterator for BatchRecords<'a> {
 /// batch it steps over it and goes on.
 #[derive(Debug, Clone)]
 pub struct AnyBatchIter<'a> {
-    bytes: &'a [u8],
-    position: usize,
-    stopped: bool,
+    frames: FrameSplitter<'a>,
 }
 
 impl<'a> AnyBatchIter<'a> {
     /// Iterates the batches in `bytes`, starting at position 0.
     pub fn new(bytes: &'a [u8]) -> AnyBatchIter<'a> {
         AnyBatchIter {
-            bytes,
-            position: 0,
-            stopped: false,
+            frames: FrameSplitter::new(bytes),
         }
     }
 
     /// The position of the next batch to be read (after the iteration ends: where the valid
     /// prefix stops).
     pub fn position(&self) -> usize {
-        self.position
+        self.frames.position
     }
 
     /// The bytes from [`AnyBatchIter::position`] on.
     pub fn remainder(&self) -> &'a [u8] {
-        self.bytes.get(self.position..).unwrap_or_default()
+        self.frames.remainder()
     }
 }
 
@@ -218,27 +214,7 @@ impl<'a> Iterator for AnyBatchIter<'a> {
     type Item = (usize, Result<Batch<'a>, Corruption>);
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.stopped {
-            return None;
-        }
-        let rest = self.remainder();
-        let start = self.position;
-        let frame = match peek_batch_frame(rest) {
-            Ok(Some(frame)) => frame,
-            Ok(None) => {
-                self.stopped = true;
-                return None;
-            }
-            Err(what) => {
-                self.stopped = true;
-                return Some((start, Err(what)));
-            }
-        };
-        let Some(batch) = rest.get(..frame.total_size()) else {
-            self.stopped = true;
-            return None;
-        };
-        self.position = start + batch.len();
-        Some((start, Batch::new(batch)))
+        let (start, frame) = self.frames.next()?;
+        Some((start, frame.and_then(Batch::new)))
     }
 }

@@ -548,36 +548,65 @@ impl<'a> BatchView<'a> {
 /// after any other invalid batch (a CRC mismatch, a legacy magic) it steps over it and goes on.
 #[derive(Debug, Clone)]
 pub struct BatchIter<'a> {
-    bytes: &'a [u8],
-    position: usize,
-    stopped: bool,
+    frames: FrameSplitter<'a>,
 }
 
 impl<'a> BatchIter<'a> {
     /// Iterates the batches in `bytes`, starting at position 0.
     pub fn new(bytes: &'a [u8]) -> BatchIter<'a> {
         BatchIter {
-            bytes,
-            position: 0,
-            stopped: false,
+            frames: FrameSplitter::new(bytes),
         }
     }
 
     /// The position of the next batch to be read (after the iteration ends: where the valid
     /// prefix stops).
     pub fn position(&self) -> usize {
-        self.position
+        self.frames.position
     }
 
     /// The bytes from [`BatchIter::position`] on: a partial trailing batch once the iteration
     /// has ended, empty if the buffer ended on a batch boundary.
     pub fn remainder(&self) -> &'a [u8] {
-        self.bytes.get(self.position..).unwrap_or_default()
+        self.frames.remainder()
     }
 }
 
 impl<'a> Iterator for BatchIter<'a> {
     type Item = (usize, Result<BatchView<'a>, Corruption>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let (start, frame) = self.frames.next()?;
+        Some((start, frame.and_then(BatchView::new)))
+    }
+}
+
+/// Splits a buffer of back-to-back batches (of any magic) into whole frames: the walking that
+/// [`BatchIter`] and `AnyBatchIter` share. It stops at a trailing partial batch, and after a
+/// frame that cannot be read (bad magic or length), which it yields as an error.
+#[derive(Debug, Clone)]
+pub(crate) struct FrameSplitter<'a> {
+    bytes: &'a [u8],
+    pub(crate) position: usize,
+    stopped: bool,
+}
+
+impl<'a> FrameSplitter<'a> {
+    pub(crate) fn new(bytes: &'a [u8]) -> FrameSplitter<'a> {
+        FrameSplitter {
+            bytes,
+            position: 0,
+            stopped: false,
+        }
+    }
+
+    pub(crate) fn remainder(&self) -> &'a [u8] {
+        self.bytes.get(self.position..).unwrap_or_default()
+    }
+}
+
+impl<'a> Iterator for FrameSplitter<'a> {
+    type Item = (usize, Result<&'a [u8], Corruption>);
 
     fn next(&mut self) -> Option<Self::Item> {
         if self.stopped {
@@ -601,7 +630,7 @@ impl<'a> Iterator for BatchIter<'a> {
             return None;
         };
         self.position = start + batch.len();
-        Some((start, BatchView::new(batch)))
+        Some((start, Ok(batch)))
     }
 }
 

@@ -364,7 +364,7 @@ impl<'a> LegacyBatchView<'a> {
     }
 
     /// Iterates the records: the message itself, or a wrapper's inner messages with absolute
-    /// offsets and Kafka's timestamps (see the [module docs](self)). Legacy records have no
+    /// offsets and Kafka's timestamps (this module's docs give the rules). Legacy records have no
     /// headers.
     ///
     /// A wrapper is decompressed once, into `scratch` (cleared first), and its inner messages'

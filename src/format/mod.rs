@@ -58,6 +58,7 @@ mod edit;
 mod gzip;
 mod legacy;
 mod lz4;
+mod recompress;
 mod record;
 #[cfg(feature = "snappy")]
 mod snappy;
@@ -85,6 +86,7 @@ pub use legacy::{
     LEGACY_V1_MIN_MESSAGE_SIZE, LegacyBatchView, LegacyHeader, LegacyRecordIter,
 };
 pub use lz4::KAFKA_LZ4_FRAME_HEADER;
+pub(crate) use recompress::recompress;
 pub use record::{Header, HeaderIter, Record, RecordIter};
 
 use crate::error::{Corruption, Error};

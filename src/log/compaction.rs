@@ -15,10 +15,11 @@
 //!    codec and leader epoch, with each kept record at its own offset (gaps remain); a batch
 //!    that loses all its records goes.
 //!
-//! Crash safety follows Kafka's cleaner: the `.cleaned` file is fsynced and renamed `.swap`,
-//! the directory is fsynced, and then, under the writer mutex and the snapshot write lock, the
-//! old segment's files are renamed `.deleted` and the `.swap` becomes the `.log`, followed by a
-//! directory fsync. Open ([`complete_swaps`]) deletes a leftover `.cleaned` and completes a
+//! Crash safety follows Kafka's cleaner: the `.cleaned` file is fsynced; then, under the writer
+//! mutex (so that no truncation or retention deletes the segment meanwhile), it is renamed
+//! `.swap`, the directory is fsynced, and under the snapshot write lock the old segment's files
+//! are renamed `.deleted` and the `.swap` becomes the `.log`, followed by a directory fsync.
+//! The new `.log` keeps the old one's mtime (time retention's append time). Open ([`complete_swaps`]) deletes a leftover `.cleaned` and completes a
 //! leftover `.swap`, so a crash leaves each segment either wholly old or wholly new. Readers on
 //! the old segment keep its descriptor and finish on it: the old handle leaves the snapshot and
 //! is never reopened by path.
@@ -306,7 +307,8 @@ impl Log {
     }
 
     /// Writes the cleaned copy of `segment` as `<base>.log.cleaned`, fsyncs it, renames it
-    /// `.swap` and fsyncs the directory. `None` when nothing in the segment changes.
+    /// The rename to `.swap` waits for [`swap_in`](Self::swap_in). `None` when nothing in the
+    /// segment changes.
     fn clean_segment(
         &self,
         segment: &Segment,
@@ -358,6 +360,13 @@ impl Log {
         let outcome = result.and_then(|read| {
             stats.bytes_read += read;
             if changed {
+                // The old `.log`'s mtime is the segment's append time for time retention:
+                // the cleaned copy keeps it (issue 5), and the fsync below makes it durable.
+                let mtime_ms = shared.storage.metadata(&segment.log_path())?.modified_ms;
+                match shared.storage.set_mtime(&cleaned_path, mtime_ms) {
+                    Ok(()) | Err(Error::Unsupported { .. }) => {}
+                    Err(error) => return Err(error),
+                }
                 file.sync_all()?;
             }
             Ok(())
@@ -371,28 +380,41 @@ impl Log {
             shared.storage.remove(&cleaned_path)?;
             return Ok(None);
         }
-        let swap_path = transient_log_path(&shared.dir, base, SWAP_SUFFIX);
-        shared.storage.rename(&cleaned_path, &swap_path)?;
-        shared.storage.sync_dir(&shared.dir)?;
         stats.records_removed += removed;
         stats.tombstones_removed += tombstones;
         Ok(Some(position))
     }
 
-    /// Swaps `<base>.log.swap` in for the segment of `handle`. `false` when the segment left
+    /// Swaps `<base>.log.cleaned` in for the segment of `handle`: renames it `.swap`, fsyncs the
+    /// directory, renames the old files `.deleted` and the `.swap` to `.log`, and fsyncs the
+    /// directory again, all under the writer mutex. A `.swap` therefore exists only for a
+    /// segment that is still in the log: a truncation or retention (which take the writer
+    /// mutex) can never delete a segment whose `.swap` a crash would then bring back. `false` when the segment left
     /// the log meanwhile (a truncation or retention took it): the swap file is then removed.
     fn swap_in(&self, handle: &Arc<SegmentHandle>, truncations_at_start: u64) -> Result<bool> {
         let shared = &self.shared;
         let base = handle.base_offset();
         let dir = &shared.dir;
+        let cleaned_path = transient_log_path(dir, base, CLEANED_SUFFIX);
         let swap_path = transient_log_path(dir, base, SWAP_SUFFIX);
         let mut writer = shared.writer.lock();
-        if shared.truncations.load(Ordering::Acquire) != truncations_at_start {
-            // The segment may have been cut (and refilled) since it was read.
+        let still_there = shared
+            .snapshot
+            .load()
+            .handles()
+            .split_last()
+            .is_some_and(|(_, sealed)| sealed.iter().any(|h| Arc::ptr_eq(h, handle)));
+        // A truncation may have cut (and refilled) the segment since it was read.
+        if !still_there || shared.truncations.load(Ordering::Acquire) != truncations_at_start {
             drop(writer);
-            remove_quietly(&*shared.storage, &swap_path);
-            shared.storage.sync_dir(dir)?;
+            remove_quietly(&*shared.storage, &cleaned_path);
             return Ok(false);
+        }
+        shared.storage.rename(&cleaned_path, &swap_path)?;
+        if let Err(error) = shared.storage.sync_dir(dir) {
+            // Whether the rename is durable is unknown: stop writing; reopening resolves it.
+            shared.commit.poison();
+            return Err(error);
         }
         let new_handle = SegmentHandle::closed(base);
         let mut renamed = Vec::new();
@@ -408,7 +430,7 @@ impl Log {
         let old_segment = match replaced {
             Ok(Some(old_segment)) => old_segment,
             Ok(None) => {
-                drop(writer);
+                // Checked above under the same writer mutex: nothing can have removed it.
                 remove_quietly(&*shared.storage, &swap_path);
                 shared.storage.sync_dir(dir)?;
                 return Ok(false);
@@ -432,8 +454,9 @@ impl Log {
             shared.commit.poison();
             return Err(error);
         }
-        shared.reap_deleted(&mut writer, false);
         drop(writer);
+        // Unlinks outside the writer lock, as retention does.
+        shared.reap_unpinned();
         // The new segment has only its `.log`: opening it now builds its indexes (off the
         // writer mutex), so that they are on disk for Kafka's tools and the next open. They are
         // derived data, so a failure here only costs a rebuild later.

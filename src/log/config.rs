@@ -86,6 +86,26 @@ pub struct LogConfig {
     /// Range: -1 (no size limit) or at least 0. Default: -1.
     pub retention_bytes: i64,
 
+    /// `retention.timestamp.skew.ms`, partlog's own setting (Kafka has none like it): how far a
+    /// segment's largest record timestamp may lie after its append time before time retention
+    /// stops trusting it. A sealed segment's age counts from the smaller of its largest
+    /// timestamp and its append time (the `.log` file's mtime, set at roll) plus this skew, so a
+    /// record stamped far in the future cannot keep its segment, and every later one, forever
+    /// (Kafka's KAFKA-20609). A segment without timestamps ages from its mtime, as in Kafka.
+    ///
+    /// The default equals `message.timestamp.after.max.ms`'s: a timestamp that passed that check
+    /// is at most that far after its append time, so its segment ages exactly as in Kafka.
+    ///
+    /// Range: at least 0. Default: 3600000 (1 hour).
+    pub retention_timestamp_skew_ms: i64,
+
+    /// `retention.check.interval.ms` (broker: `log.retention.check.interval.ms`, 300000 in Kafka):
+    /// how often a background maintenance thread runs retention (`Log::enforce_retention`). partlog
+    /// runs no such thread unless this is set: by default retention runs only when called.
+    ///
+    /// Range: -1 (no maintenance thread) or at least 1. Default: -1.
+    pub retention_check_interval_ms: i64,
+
     /// `cleanup.policy` (broker: `log.cleanup.policy`): whether old segments are deleted, compacted,
     /// both, or neither. See [`CleanupPolicy`]. Default: `delete`.
     pub cleanup_policy: CleanupPolicy,
@@ -215,6 +235,8 @@ impl Default for LogConfig {
             index_interval_bytes: 4096,
             retention_ms: 7 * 24 * 60 * 60 * 1000,
             retention_bytes: -1,
+            retention_timestamp_skew_ms: 60 * 60 * 1000,
+            retention_check_interval_ms: -1,
             cleanup_policy: CleanupPolicy::DELETE,
             delete_retention_ms: 24 * 60 * 60 * 1000,
             min_compaction_lag_ms: 0,
@@ -342,6 +364,20 @@ impl LogConfig {
             "to keep segments forever",
         )?;
         minus_one_or_at_least_zero("retention.bytes", self.retention_bytes, "for no size limit")?;
+        at_least(
+            "retention.timestamp.skew.ms",
+            self.retention_timestamp_skew_ms,
+            0,
+        )?;
+        if self.retention_check_interval_ms != -1 && self.retention_check_interval_ms < 1 {
+            return Err(invalid(
+                "retention.check.interval.ms",
+                format!(
+                    "{} is invalid: use -1 for no maintenance thread, or a value of at least 1",
+                    self.retention_check_interval_ms
+                ),
+            ));
+        }
         at_least("delete.retention.ms", self.delete_retention_ms, 0)?;
         at_least("min.compaction.lag.ms", self.min_compaction_lag_ms, 0)?;
         at_least("max.compaction.lag.ms", self.max_compaction_lag_ms, 1)?;
@@ -524,6 +560,11 @@ impl LogConfigBuilder {
         retention_ms: i64;
         /// Sets [`LogConfig::retention_bytes`] (`retention.bytes`; -1 sets no size limit).
         retention_bytes: i64;
+        /// Sets [`LogConfig::retention_timestamp_skew_ms`] (partlog's `retention.timestamp.skew.ms`).
+        retention_timestamp_skew_ms: i64;
+        /// Sets [`LogConfig::retention_check_interval_ms`] (`retention.check.interval.ms`; -1
+        /// runs no maintenance thread).
+        retention_check_interval_ms: i64;
         /// Sets [`LogConfig::cleanup_policy`] (`cleanup.policy`).
         cleanup_policy: CleanupPolicy;
         /// Sets [`LogConfig::delete_retention_ms`] (`delete.retention.ms`).
@@ -568,6 +609,11 @@ impl LogConfigBuilder {
         retention_duration => retention_ms;
         /// Sets [`LogConfig::delete_retention_ms`] from a `Duration`.
         delete_retention_duration => delete_retention_ms;
+        /// Sets [`LogConfig::retention_timestamp_skew_ms`] from a `Duration`.
+        retention_timestamp_skew_duration => retention_timestamp_skew_ms;
+        /// Sets [`LogConfig::retention_check_interval_ms`] from a `Duration` (use
+        /// `retention_check_interval_ms(-1)` for no maintenance thread).
+        retention_check_interval_duration => retention_check_interval_ms;
         /// Sets [`LogConfig::min_compaction_lag_ms`] from a `Duration`.
         min_compaction_lag_duration => min_compaction_lag_ms;
         /// Sets [`LogConfig::max_compaction_lag_ms`] from a `Duration`.
@@ -988,6 +1034,8 @@ mod tests {
         assert_eq!(config.index_interval_bytes, 4096);
         assert_eq!(config.retention_ms, 604_800_000);
         assert_eq!(config.retention_bytes, -1);
+        assert_eq!(config.retention_timestamp_skew_ms, 3_600_000);
+        assert_eq!(config.retention_check_interval_ms, -1);
         assert_eq!(
             config.cleanup_policy,
             CleanupPolicy {
@@ -1249,6 +1297,27 @@ mod tests {
             LogConfig::builder().retention_bytes(i64::MIN),
             "retention.bytes",
         );
+        accepts(LogConfig::builder().retention_timestamp_skew_ms(0));
+        rejects(
+            LogConfig::builder().retention_timestamp_skew_ms(-1),
+            "retention.timestamp.skew.ms",
+        );
+        for interval in [-1, 1, i64::MAX] {
+            accepts(LogConfig::builder().retention_check_interval_ms(interval));
+        }
+        for interval in [0, -2, i64::MIN] {
+            rejects(
+                LogConfig::builder().retention_check_interval_ms(interval),
+                "retention.check.interval.ms",
+            );
+        }
+        let config = accepts(
+            LogConfig::builder()
+                .retention_timestamp_skew_duration(Duration::from_secs(2))
+                .retention_check_interval_duration(Duration::from_millis(250)),
+        );
+        assert_eq!(config.retention_timestamp_skew_ms, 2_000);
+        assert_eq!(config.retention_check_interval_ms, 250);
     }
 
     #[test]

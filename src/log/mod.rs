@@ -4,16 +4,18 @@
 //! serves reads from an immutable snapshot of its segments; it makes appends durable through a
 //! group commit; and at open it recovers from whatever a crash left behind.
 //!
-//! Locks, in the order they may be taken: the writer mutex, then the snapshot lock, then a
-//! segment's own locks. The group commit holds none of them while it syncs.
+//! Locks, in the order they may be taken: a retention pass's lock, the lock of reaping
+//! `.deleted` files, the writer mutex, then the snapshot lock, then a segment's own locks. The
+//! group commit holds none of them while it syncs.
 
 pub mod checkpoint;
 mod compaction;
 mod config;
 mod fetch;
 mod group_commit;
-mod kafka_dir;
+pub(crate) mod kafka_dir;
 mod recovery;
+mod retention;
 mod snapshot;
 mod stats;
 mod watermark;
@@ -45,6 +47,7 @@ pub use config::{
     CleanupPolicy, CompressionType, FlushPolicy, LogConfig, LogConfigBuilder, RecoveryMode,
 };
 pub use fetch::{FetchBatches, FetchData, LogRecord, ReadBound};
+pub use retention::{DeletedSegment, RetentionReport, RetentionRule};
 pub use stats::{LogStats, RecoveryReport};
 
 /// The name of the lock file in a log directory.
@@ -143,6 +146,15 @@ struct Shared {
     /// Counts truncations, so that a compaction pass never swaps in a copy of a segment that a
     /// truncation changed meanwhile.
     truncations: AtomicU64,
+    /// Held for a whole retention pass: passes run one at a time.
+    retention_pass: Mutex<()>,
+    /// Held while unlinking `.deleted` files outside the writer lock, so that a caller who reaps
+    /// finds every unpinned file gone when it returns, whichever thread took it. Taken before
+    /// the writer lock.
+    reaping: Mutex<()>,
+    /// Set by `close()` to stop the maintenance thread.
+    maintenance_stop: Mutex<bool>,
+    maintenance_wake: Condvar,
 }
 
 /// One partition's log: a directory of segments. It owns the active segment and assigns
@@ -159,6 +171,8 @@ struct Shared {
 pub struct Log {
     shared: Arc<Shared>,
     flusher: Mutex<Option<JoinHandle<()>>>,
+    /// The maintenance thread, when `retention.check.interval.ms` is set.
+    maintenance: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl Log {
@@ -256,6 +270,10 @@ impl Log {
             bytes_at_last_checkpoint: AtomicU64::new(0),
             compaction: Mutex::new(compaction::CleanerState::default()),
             truncations: AtomicU64::new(0),
+            retention_pass: Mutex::new(()),
+            reaping: Mutex::new(()),
+            maintenance_stop: Mutex::new(false),
+            maintenance_wake: Condvar::new(),
             config,
         });
         let flusher = if read_only {
@@ -269,10 +287,21 @@ impl Log {
                     .map_err(|e| Error::io(dir, e))?,
             )
         };
-        Ok(Log {
+        let log = Log {
             shared,
             flusher: Mutex::new(flusher),
-        })
+            maintenance: Mutex::new(None),
+        };
+        if !read_only && log.shared.config.retention_check_interval_ms > 0 {
+            let shared = Arc::clone(&log.shared);
+            // On failure the log drops, which closes it and stops the flusher.
+            let maintenance = std::thread::Builder::new()
+                .name(format!("partlog-maintenance:{}", dir.display()))
+                .spawn(move || retention::maintenance_loop(&shared))
+                .map_err(|e| Error::io(dir, e))?;
+            *log.maintenance.lock() = Some(maintenance);
+        }
+        Ok(log)
     }
 
     /// The directory of the log.
@@ -639,6 +668,16 @@ impl Log {
         let mut buf = Vec::new();
         'retry: loop {
             let list = shared.snapshot.load();
+            // Retention moves the start before it swaps segments out: a list without the
+            // segment holding `offset` comes with a start above it.
+            let start = self.log_start_offset();
+            if offset < start {
+                return Err(Error::OffsetOutOfRange {
+                    requested: offset,
+                    start,
+                    end,
+                });
+            }
             let mut index = list.floor_index(offset);
             while let Some(handle) = list.handles().get(index) {
                 if handle.base_offset() >= upper {
@@ -724,6 +763,22 @@ impl Log {
         result
     }
 
+    /// Runs one retention pass now: deletes the oldest segments that lie wholly below the log
+    /// start offset, then (when `cleanup.policy` has `delete`) those over `retention.bytes`, then
+    /// those older than `retention.ms`, each rule walking from the oldest segment and stopping at
+    /// the first one it keeps. If the active segment goes too, the log first rolls a new, empty
+    /// one at the log end offset. The new log start offset is in a synced checkpoint before any
+    /// file is touched.
+    ///
+    /// Appends wait at most for that checkpoint fsync and one directory fsync; readers never
+    /// wait, and a reader holding data of a deleted segment keeps reading it: the files are
+    /// renamed `*.deleted` and removed once no reader pins them. Set
+    /// [`LogConfig::retention_check_interval_ms`] to have a background thread run this.
+    pub fn enforce_retention(&self) -> Result<RetentionReport> {
+        self.check_writable()?;
+        self.shared.enforce_retention()
+    }
+
     /// Moves the log start offset up to `offset`, durably: reads below it fail from then on,
     /// and the new start is in an fsynced checkpoint before this returns. Whole segments below
     /// it are deleted by retention. Fails if `offset` is above the log end offset.
@@ -789,6 +844,8 @@ impl Log {
         if self.shared.closed.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
+        // A retention pass may still sync through the group commit: the flusher stops after it.
+        self.stop_maintenance();
         self.stop_flusher();
         self.shared.log_end.wake_all();
         let result = if self.shared.read_only {
@@ -807,6 +864,19 @@ impl Log {
                 result
             }
             _ => result,
+        }
+    }
+
+    fn stop_maintenance(&self) {
+        *self.shared.maintenance_stop.lock() = true;
+        self.shared.maintenance_wake.notify_all();
+        if let Some(handle) = self.maintenance.lock().take()
+            && handle.join().is_err()
+        {
+            log::error!(
+                "the maintenance thread of {} panicked",
+                self.shared.dir.display()
+            );
         }
     }
 
@@ -918,7 +988,8 @@ impl Shared {
         // segment before it is complete on disk, so a crash can only cut the log's tail.
         let result = (|| {
             for segment in &sealed {
-                segment.flush()?;
+                // With its metadata: the `.log` mtime set at roll is what time retention reads.
+                segment.flush_sealed()?;
             }
             if dir_dirty {
                 self.storage.sync_dir(&self.dir)?;
@@ -963,6 +1034,16 @@ impl Shared {
                 self.commit.poison();
             }
             return Err(error);
+        }
+        // The sealed `.log`'s mtime is its append time for time retention, from the log's clock;
+        // the flusher's sync of the sealed segment makes it durable.
+        match self.storage.set_mtime(&old.log_path(), now_ms) {
+            Ok(()) => {}
+            Err(Error::Unsupported { .. }) => {}
+            Err(error) => log::warn!(
+                "{}: could not set its mtime (time retention falls back to the file system's): {error}",
+                old.log_path().display()
+            ),
         }
         let list = self.snapshot.load();
         let mut handles = list.handles().to_vec();
@@ -1039,8 +1120,9 @@ impl Shared {
         let active_handle = Arc::clone(kept.last().ok_or_else(|| Error::InvalidArgument {
             why: "a truncation left no segment".into(),
         })?);
-        let open_removed: Vec<Option<Arc<Segment>>> = removed.iter().map(|h| h.if_open()).collect();
-        self.snapshot.swap(SegmentList::new(kept), &removed);
+        // The segments the handles had open, taken under the snapshot lock: no reader can pin
+        // another instance from now on.
+        let open_removed = self.snapshot.swap(SegmentList::new(kept), &removed);
         for (handle, segment) in removed.iter().zip(open_removed) {
             let paths = rename_segment_files(
                 &*self.storage,
@@ -1078,15 +1160,28 @@ impl Shared {
     /// Removes `.deleted` files whose segment no reader pins any more (all of them when
     /// `force`, at close: a reader's descriptor outlives the unlink anyway).
     fn reap_deleted(&self, writer: &mut Writer, force: bool) {
-        writer.pending_deletes.retain_mut(|pending| {
-            let pinned = pending
-                .segment
-                .as_ref()
-                .is_some_and(|s| Arc::strong_count(s) > 1);
-            if pinned && !force {
-                return true;
-            }
-            pending.segment = None;
+        let ready = take_unpinned(writer, force);
+        let failed = self.remove_pending(ready);
+        writer.pending_deletes.extend(failed);
+    }
+
+    /// [`reap_deleted`](Self::reap_deleted) without `force`, unlinking outside the writer lock:
+    /// unlinking a large file can take a while, and appends must not wait for it.
+    fn reap_unpinned(&self) {
+        let _reaping = self.reaping.lock();
+        let ready = take_unpinned(&mut self.writer.lock(), false);
+        if ready.is_empty() {
+            return;
+        }
+        let failed = self.remove_pending(ready);
+        if !failed.is_empty() {
+            self.writer.lock().pending_deletes.extend(failed);
+        }
+    }
+
+    /// Removes the files of `pending`; returns what could not be removed, to retry later.
+    fn remove_pending(&self, mut pending: Vec<PendingDelete>) -> Vec<PendingDelete> {
+        pending.retain_mut(|pending| {
             pending
                 .paths
                 .retain(|path| match self.storage.remove(path) {
@@ -1099,6 +1194,7 @@ impl Shared {
                 });
             !pending.paths.is_empty()
         });
+        pending
     }
 
     /// Writes a recovery-point checkpoint slot (not fsynced: DESIGN §3a) once the durable
@@ -1225,7 +1321,7 @@ fn flusher_loop(shared: &Shared) {
                 shared.dir.display()
             );
         }
-        shared.reap_deleted(&mut shared.writer.lock(), false);
+        shared.reap_unpinned();
     }
 }
 
@@ -1237,6 +1333,27 @@ fn flusher_tick(config: &LogConfig) -> Duration {
         tick = tick.min(every);
     }
     tick.max(Duration::from_millis(5))
+}
+
+/// Takes out of `writer` the pending deletions whose segment no reader pins (every one when
+/// `force`), dropping the log's own reference to each segment.
+fn take_unpinned(writer: &mut Writer, force: bool) -> Vec<PendingDelete> {
+    let mut ready = Vec::new();
+    let mut index = 0;
+    while let Some(pending) = writer.pending_deletes.get(index) {
+        let pinned = pending
+            .segment
+            .as_ref()
+            .is_some_and(|s| Arc::strong_count(s) > 1);
+        if pinned && !force {
+            index += 1;
+            continue;
+        }
+        let mut pending = writer.pending_deletes.swap_remove(index);
+        pending.segment = None;
+        ready.push(pending);
+    }
+    ready
 }
 
 /// Takes the lock on `partlog.lock`: exclusive for a writer (creating `dir` first), shared for

@@ -145,16 +145,25 @@ impl Snapshot {
     }
 
     /// Swaps in a new list. `removed` are the handles that leave the log for good: they are
-    /// marked under the write lock, so no reader can open them afterwards.
-    pub fn swap(&self, list: Arc<SegmentList>, removed: &[Arc<SegmentHandle>]) {
+    /// marked under the write lock, so no reader can open them afterwards. Returns, for each of
+    /// them, the segment it had open: a reader may pin that one still, and no other.
+    pub fn swap(
+        &self,
+        list: Arc<SegmentList>,
+        removed: &[Arc<SegmentHandle>],
+    ) -> Vec<Option<Arc<Segment>>> {
         let mut current = self.current.write();
+        let mut taken = Vec::with_capacity(removed.len());
         for handle in removed {
             handle.mark_removed();
-            if handle.open.lock().take().is_some() {
+            let segment = handle.open.lock().take();
+            if segment.is_some() {
                 self.opened.fetch_sub(1, Ordering::Relaxed);
             }
+            taken.push(segment);
         }
         *current = list;
+        taken
     }
 
     /// Replaces `old` by `new` in the current list, running `on_disk` (the file renames) under

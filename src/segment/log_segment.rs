@@ -1247,6 +1247,15 @@ impl Segment {
         self.time_index.sync()
     }
 
+    /// Makes a sealed segment durable with its metadata: `fsync` of the `.log`, not `fdatasync`,
+    /// because its mtime (set at roll: the append time that time retention reads) is inode
+    /// metadata that `fdatasync` may skip; then the indexes.
+    pub fn flush_sealed(&self) -> Result<()> {
+        self.log.sync_all()?;
+        self.offset_index.sync()?;
+        self.time_index.sync()
+    }
+
     /// Makes only the `.log` data durable: the acknowledgement path needs nothing else, since
     /// the indexes are derived data that recovery rebuilds.
     pub fn flush_log(&self) -> Result<()> {

@@ -255,6 +255,25 @@ pub trait Storage: Send + Sync + fmt::Debug + 'static {
         })
     }
 
+    /// Sets the modification time of the file at `path` to `mtime_ms` milliseconds since the Unix
+    /// epoch (negative: before it), leaving its access time alone.
+    ///
+    /// Time retention reads a sealed segment's `.log` mtime as its append time, and the log sets
+    /// it at roll from its own clock (FORMAT.md §8: restores must preserve mtimes). Like any
+    /// inode change, the new time is durable only after [`StorageFile::sync_all`] of the file
+    /// (`fdatasync` does not persist it).
+    ///
+    /// The default fails with [`Error::Unsupported`]; the log then leaves the mtime as the file
+    /// system set it (the time of the last write, close to the roll).
+    fn set_mtime(&self, path: &Path, mtime_ms: i64) -> Result<()> {
+        Err(Error::Unsupported {
+            what: format!(
+                "this storage cannot set modification times (asked for {} at {mtime_ms})",
+                path.display()
+            ),
+        })
+    }
+
     /// Takes an open-file-description write lock (Linux `fcntl(F_OFD_SETLK)`, `F_WRLCK`, the
     /// whole file) on `path`, a file of another program, creating it empty if it is missing.
     ///

@@ -4,7 +4,7 @@ use std::fs::{self, File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::UNIX_EPOCH;
+use std::time::{Duration, UNIX_EPOCH};
 
 use super::{
     CanonicalPath, FileLock, LockMode, Metadata, OpenMode, ReadMapping, Storage, StorageFile,
@@ -228,6 +228,22 @@ impl Storage for OsStorage {
         Ok(CanonicalPath::new(CanonicalPath::OS_FILE_SYSTEM, canonical))
     }
 
+    fn set_mtime(&self, path: &Path, mtime_ms: i64) -> Result<()> {
+        let since_epoch = Duration::from_millis(mtime_ms.unsigned_abs());
+        let mtime = if mtime_ms >= 0 {
+            UNIX_EPOCH.checked_add(since_epoch)
+        } else {
+            UNIX_EPOCH.checked_sub(since_epoch)
+        }
+        .ok_or_else(|| Error::InvalidArgument {
+            why: format!("modification time {mtime_ms} ms is out of the system's range"),
+        })?;
+        // futimens(2) with explicit times needs the file's owner, not write access, so a
+        // read-only descriptor is enough; the access time is left as it is (UTIME_OMIT).
+        let file = File::open(path).map_err(|e| Error::io(path, e))?;
+        file.set_modified(mtime).map_err(|e| Error::io(path, e))
+    }
+
     fn lock_foreign_ofd(&self, path: &Path) -> Result<FileLock> {
         // Kafka's broker deletes `.lock` after unlocking it at shutdown. A lock won on a file that
         // was unlinked (or replaced) meanwhile would guard nothing: the next locker creates a new
@@ -276,6 +292,23 @@ fn still_named_by(file: &File, path: &Path) -> Result<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn set_mtime_sets_what_metadata_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = OsStorage::new();
+        let path = dir.path().join("00000000000000000000.log");
+        let file = storage.open(&path, OpenMode::CreateNew).unwrap();
+        file.write_all_at(b"batch", 0).unwrap();
+        for mtime_ms in [1_600_000_000_123, 86_400_000, 0] {
+            storage.set_mtime(&path, mtime_ms).unwrap();
+            assert_eq!(storage.metadata(&path).unwrap().modified_ms, mtime_ms);
+        }
+        let missing = storage
+            .set_mtime(&dir.path().join("missing.log"), 1)
+            .unwrap_err();
+        assert_eq!(missing.io_kind(), Some(std::io::ErrorKind::NotFound));
+    }
 
     #[test]
     fn write_read_and_lengths_round_trip() {

@@ -82,9 +82,9 @@
 //! - Files live in memory, so a length above a limit (256 MiB unless
 //!   [`set_max_file_len`](SimStorage::set_max_file_len) says otherwise) fails with EFBIG.
 //! - Modification times come from a counter that ticks once per change, or from the clock
-//!   given to [`with_clock`](SimStorage::with_clock); after a crash (other than
-//!   [`CrashMode::KeepUnsynced`]) a file's is the one its last `sync_all` saw, since
-//!   `sync_data` does not persist it.
+//!   given to [`with_clock`](SimStorage::with_clock), or from [`Storage::set_mtime`]; after a
+//!   crash (other than [`CrashMode::KeepUnsynced`]) a file's is the one its last `sync_all` saw,
+//!   since `sync_data` does not persist it.
 //! - Locks are `flock`-like per node: two holders conflict even within one process. OFD locks
 //!   ([`Storage::lock_foreign_ofd`]) are a separate table, as `flock` and `fcntl` locks are on
 //!   Linux, and conflict with any other OFD lock on the node. A crash releases both kinds. A test
@@ -322,6 +322,15 @@ impl Storage for SimStorage {
             .state
             .lock()
             .remove(&sim_path)
+            .map_err(wrap(path))
+    }
+
+    fn set_mtime(&self, path: &Path, mtime_ms: i64) -> Result<()> {
+        let sim_path = parse(path)?;
+        self.shared
+            .state
+            .lock()
+            .set_mtime(&sim_path, mtime_ms)
             .map_err(wrap(path))
     }
 
@@ -639,6 +648,46 @@ mod tests {
         let after_crash = sim.canonical_path(Path::new("/a/b")).unwrap();
         assert_eq!(after_crash.path(), direct.path());
         assert_ne!(after_crash, direct, "a crash starts a new boot");
+    }
+
+    #[test]
+    fn set_mtime_is_live_at_once_and_durable_after_sync_all() {
+        let sim = SimStorage::new(6);
+        let path = Path::new("/d/00000000000000000000.log");
+        sim.create_dir_all(Path::new("/d")).unwrap();
+        let file = sim.open(path, OpenMode::CreateNew).unwrap();
+        file.write_all_at(b"batch", 0).unwrap();
+        file.sync_all().unwrap();
+        sim.sync_dir(Path::new("/d")).unwrap();
+        sim.sync_dir(Path::new("/")).unwrap();
+        let synced_mtime = sim.metadata(path).unwrap().modified_ms;
+
+        sim.set_mtime(path, 1_700_000_000_000).unwrap();
+        assert_eq!(sim.metadata(path).unwrap().modified_ms, 1_700_000_000_000);
+        assert_eq!(sim.stats().set_mtimes, 1);
+        file.sync_data().unwrap();
+        sim.crash_with(&CrashConfig::lose_unsynced());
+        assert_eq!(
+            sim.metadata(path).unwrap().modified_ms,
+            synced_mtime,
+            "fdatasync does not persist the mtime"
+        );
+
+        sim.set_mtime(path, 1_700_000_000_000).unwrap();
+        let file = sim.open(path, OpenMode::ReadWrite).unwrap();
+        file.sync_all().unwrap();
+        sim.crash_with(&CrashConfig::lose_unsynced());
+        assert_eq!(sim.metadata(path).unwrap().modified_ms, 1_700_000_000_000);
+
+        assert_eq!(
+            sim.set_mtime(Path::new("/d/missing"), 1)
+                .unwrap_err()
+                .io_kind(),
+            Some(io::ErrorKind::NotFound)
+        );
+        sim.fail_nth(FaultOp::SetMtime, 1, FaultError::Eio);
+        assert!(sim.set_mtime(path, 5).is_err());
+        assert_eq!(sim.metadata(path).unwrap().modified_ms, 1_700_000_000_000);
     }
 
     #[test]

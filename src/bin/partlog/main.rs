@@ -4,6 +4,7 @@
 //! partlog produce DIR   append the lines of standard input to the log in DIR
 //! partlog dump DIR      print the batches and records of the log in DIR
 //! partlog verify DIR    check every batch and index of the log in DIR
+//! partlog upgrade SRC DST  rewrite a legacy or gzip/snappy partition directory as v2
 //! ```
 //!
 //! Exit status: 0 on success; 1 when `verify` finds corruption; 2 for any error (bad
@@ -13,6 +14,7 @@
 mod dump;
 mod produce;
 mod text;
+mod upgrade;
 mod verify;
 
 use std::process::ExitCode;
@@ -25,7 +27,7 @@ const EXIT_CORRUPT: u8 = 1;
 /// Exit status of any error: bad arguments, I/O, a locked log.
 const EXIT_ERROR: u8 = 2;
 
-const ABOUT: &str = "Write, read and check partlog logs: Kafka partition directories \
+const ABOUT: &str = "Write, read, check and upgrade partlog logs: Kafka partition directories \
                      (RecordBatch v2 .log files with Kafka's .index and .timeindex)";
 
 const TOP_EXAMPLES: &str = "\
@@ -33,6 +35,7 @@ Examples:
   printf 'user1=hello\\nuser2=world\\n' | partlog produce /tmp/orders-0 --key-separator =
   partlog dump /tmp/orders-0 --json
   partlog verify /tmp/orders-0
+  partlog upgrade /var/kafka-0.10/orders-0 /tmp/orders-0
 
 Exit status: 0 on success, 1 when verify finds corruption, 2 on any error.";
 
@@ -62,6 +65,10 @@ enum Command {
     /// Check every batch and every index entry of the log in DIR, without writing.
     #[command(after_help = verify::EXAMPLES)]
     Verify(verify::VerifyArgs),
+    /// Rewrite the partition directory SRC (legacy messages, gzip or snappy batches) into DST
+    /// as RecordBatch v2, with the same offsets, timestamps, keys, values and headers.
+    #[command(after_help = upgrade::EXAMPLES)]
+    Upgrade(upgrade::UpgradeArgs),
 }
 
 /// An error to report as one line, `partlog: <message>`.
@@ -113,6 +120,7 @@ fn main() -> ExitCode {
         Command::Produce(args) => produce::run(args),
         Command::Dump(args) => dump::run(args),
         Command::Verify(args) => verify::run(args),
+        Command::Upgrade(args) => upgrade::run(args),
     };
     match result {
         Ok(Outcome::Done) => ExitCode::SUCCESS,
@@ -149,7 +157,7 @@ fn usage_error_line(rendered: &str) -> String {
     let mut parts = Vec::new();
     // Errors about a value carry no usage line: name the subcommand from the arguments.
     let mut command = match std::env::args().nth(1) {
-        Some(name) if ["produce", "dump", "verify"].contains(&name.as_str()) => {
+        Some(name) if ["produce", "dump", "verify", "upgrade"].contains(&name.as_str()) => {
             format!("partlog {name}")
         }
         _ => String::from("partlog"),

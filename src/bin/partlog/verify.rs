@@ -3,15 +3,17 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use partlog::{LogConfig, Severity, VerifyReport, verify_dir};
+use partlog::{CleanupPolicy, LogConfig, Severity, VerifyReport, verify_dir};
 
 use crate::{CliError, Outcome};
 
 pub const EXAMPLES: &str = "\
 Examples:
   partlog verify /tmp/orders-0 && echo sound
+  partlog verify /tmp/users-0 --cleanup-policy compact   # offset gaps are legal in a compacted log
 
-Checks every batch of every segment (frame, CRC-32C, offsets, every record decoded) and every
+Checks every batch of every segment (frame, CRC-32C, offsets, every record decoded; a legacy
+magic 0 or 1 message, as Kafka wrote before 0.11, by its CRC-32 and its inner messages) and every
 .index and .timeindex entry against the batch it names, like Kafka's DumpLogSegments, and says
 what it found. It never writes: the log may be checked after a crash, before anything opens it.
 
@@ -25,12 +27,21 @@ pub struct VerifyArgs {
     /// The log directory.
     #[arg(value_name = "DIR")]
     pub dir: PathBuf,
+
+    /// The log's `cleanup.policy` (Kafka's syntax: delete, compact, or compact,delete). In a
+    /// compacted log offset gaps are legal; in any other, a gap between segments is a lost tail
+    /// or corruption.
+    #[arg(long, value_name = "POLICY", default_value = "delete")]
+    pub cleanup_policy: String,
 }
 
 /// Runs `partlog verify`.
 pub fn run(args: &VerifyArgs) -> Result<Outcome, CliError> {
     crate::require_dir(&args.dir)?;
-    let report = verify_dir(&args.dir, &LogConfig::default())?;
+    let config = LogConfig::builder()
+        .cleanup_policy(CleanupPolicy::from_kafka_str(&args.cleanup_policy)?)
+        .build()?;
+    let report = verify_dir(&args.dir, &config)?;
     print_report(&report);
     Ok(if report.is_corrupt() {
         Outcome::Corrupt

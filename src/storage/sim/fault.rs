@@ -36,6 +36,8 @@ pub enum FaultOp {
     Rename,
     /// `remove`.
     Remove,
+    /// `set_mtime`.
+    SetMtime,
 }
 
 /// The error an injected fault returns.

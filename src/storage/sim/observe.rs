@@ -42,6 +42,8 @@ pub struct SimStats {
     pub renames: u64,
     /// `remove` calls.
     pub removes: u64,
+    /// `set_mtime` calls.
+    pub set_mtimes: u64,
     /// Simulated crashes.
     pub crashes: u64,
     /// Injected faults that fired.
@@ -125,6 +127,13 @@ pub enum SimEvent {
     Remove {
         /// The removed name.
         path: PathBuf,
+    },
+    /// `set_mtime` set a file's modification time (durable only after a `sync_all` of it).
+    SetMtime {
+        /// The file's name.
+        path: PathBuf,
+        /// The new modification time, in milliseconds since the Unix epoch.
+        mtime_ms: i64,
     },
     /// An injected fault fired on an operation, which did not happen (or, for a short write,
     /// happened in part: a `Write` event for the stored prefix follows this one).

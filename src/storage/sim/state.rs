@@ -572,6 +572,27 @@ impl FsState {
         Ok(())
     }
 
+    /// Sets a file's modification time. Like any metadata change it is live at once and durable
+    /// only after a `sync_all` of the file: a crash before that brings back the synced one.
+    pub(super) fn set_mtime(&mut self, path: &SimPath, mtime_ms: i64) -> io::Result<()> {
+        let id = self.lookup(path)?;
+        if self.is_dir(id) {
+            // The OS twin could, but partlog never sets a directory's time: a caller's bug.
+            return Err(errno(Errno::ISDIR));
+        }
+        let absolute = path.to_path_buf();
+        self.check(FaultOp::SetMtime, &absolute)?;
+        if let Some(file) = self.file_mut(id) {
+            file.modified_ms = mtime_ms;
+        }
+        self.stats.set_mtimes += 1;
+        self.record(SimEvent::SetMtime {
+            path: absolute,
+            mtime_ms,
+        });
+        Ok(())
+    }
+
     pub(super) fn remove(&mut self, path: &SimPath) -> io::Result<()> {
         let Some((parent_names, name)) = path.split_last() else {
             return Err(errno(Errno::ISDIR));
