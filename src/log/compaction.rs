@@ -167,8 +167,8 @@ impl Log {
     /// [`CompactionStats::uncleanable_from`].
     ///
     /// Blocks on the reads, writes and fsyncs of the pass. Appends wait only while a cleaned
-    /// segment is swapped in (a few renames and one directory fsync); readers never wait on
-    /// I/O. Fails with [`Error::InvalidArgument`] unless `cleanup.policy` includes compact.
+    /// segment is swapped in (a few renames and two directory fsyncs); readers wait only for
+    /// the renames, never for an fsync. Fails with [`Error::InvalidArgument`] unless `cleanup.policy` includes compact.
     /// If the swap of a segment fails half-way, the log poisons itself, and reopening it
     /// completes the swap.
     pub fn compact_with(&self, options: CompactionOptions) -> Result<CompactionStats> {
