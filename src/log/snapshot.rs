@@ -186,7 +186,9 @@ impl Snapshot {
         };
         on_disk()?;
         let mut handles = current.handles().to_vec();
-        handles[index] = new;
+        if let Some(slot) = handles.get_mut(index) {
+            *slot = new;
+        }
         old.mark_removed();
         let old_segment = old.open.lock().take();
         if old_segment.is_some() {
