@@ -445,7 +445,7 @@ proptest! {
                 Op::Reopen => {
                     log.close().unwrap();
                     drop(log);
-                    log = Log::open(dir.path(), config(&clock)).unwrap();
+                    log = Log::open(dir.path(), config(&clock)).unwrap_or_else(|e| panic!("reopen: {e:?}"));
                 }
                 Op::Advance(ms) => {
                     clock.advance(ms);
