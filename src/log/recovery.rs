@@ -234,7 +234,11 @@ fn tidy_directory(
     }
     if !read_only && !strays.is_empty() {
         for name in &strays {
-            storage.remove(&dir.join(name))?;
+            match storage.remove(&dir.join(name)) {
+                // Already gone (a reaper of this process finished it): the goal is met.
+                Err(error) if error.io_kind() == Some(std::io::ErrorKind::NotFound) => {}
+                other => other?,
+            }
         }
         storage.sync_dir(dir)?;
         report.stray_files_removed = strays;

@@ -85,21 +85,52 @@ impl StorageFile for OsFile {
     }
 }
 
-/// Keeps a lock's descriptor open: closing it releases an `flock` or OFD lock.
+/// Which kind of lock a [`HeldLock`] holds.
+#[derive(Clone, Copy)]
+enum LockKind {
+    Flock,
+    Ofd,
+}
+
+/// Holds a lock's descriptor. Dropping it unlocks explicitly before the descriptor closes:
+/// both kinds belong to the open file description, which a child forked by another thread
+/// shares until it execs, so a mere close could leave the lock held for a moment (a reopen in
+/// this process would then see `Error::Locked`). Unlocking releases it for every sharer.
 struct HeldLock {
-    _file: File,
+    file: File,
+    kind: LockKind,
+}
+
+impl Drop for HeldLock {
+    fn drop(&mut self) {
+        let result = match self.kind {
+            LockKind::Flock => rustix::fs::flock(&self.file, rustix::fs::FlockOperation::Unlock)
+                .map_err(std::io::Error::from),
+            LockKind::Ofd => ofd_lock(&self.file, libc::F_UNLCK).map(drop),
+        };
+        if let Err(error) = result {
+            log::warn!("unlocking a lock file failed (closing it releases the lock): {error}");
+        }
+    }
 }
 
 /// Tries the whole-file OFD write lock on `file`: `Ok(false)` if another holder conflicts.
 #[cfg(target_os = "linux")]
 fn try_ofd_write_lock(file: &File) -> std::io::Result<bool> {
+    ofd_lock(file, libc::F_WRLCK)
+}
+
+/// Sets (`F_WRLCK`) or releases (`F_UNLCK`) the whole-file OFD lock on `file`: `Ok(false)` if
+/// another holder conflicts.
+#[cfg(target_os = "linux")]
+fn ofd_lock(file: &File, lock_type: libc::c_int) -> std::io::Result<bool> {
     use std::os::fd::AsRawFd;
 
     // SAFETY: `struct flock` is plain integers, for which all-zero bytes are a valid value; OFD
     // requests must have `l_pid` 0, and zero `l_start`/`l_len` from `SEEK_SET` is the whole file,
     // however it grows (Java's `tryLock()` asks for the same range).
     let mut request: libc::flock = unsafe { std::mem::zeroed() };
-    request.l_type = libc::F_WRLCK as libc::c_short;
+    request.l_type = lock_type as libc::c_short;
     request.l_whence = libc::SEEK_SET as libc::c_short;
     loop {
         // SAFETY: `file` keeps its descriptor open for the whole call, and `request` is an
@@ -125,7 +156,12 @@ fn try_ofd_write_lock(file: &File) -> std::io::Result<bool> {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn try_ofd_write_lock(_file: &File) -> std::io::Result<bool> {
+fn try_ofd_write_lock(file: &File) -> std::io::Result<bool> {
+    ofd_lock(file, 0)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn ofd_lock(_file: &File, _lock_type: i32) -> std::io::Result<bool> {
     Err(std::io::Error::new(
         std::io::ErrorKind::Unsupported,
         "OFD locks (F_OFD_SETLK) exist only on Linux",
@@ -215,7 +251,10 @@ impl Storage for OsStorage {
             LockMode::Shared => rustix::fs::FlockOperation::NonBlockingLockShared,
         };
         match rustix::fs::flock(&file, operation) {
-            Ok(()) => Ok(FileLock::new(Box::new(HeldLock { _file: file }))),
+            Ok(()) => Ok(FileLock::new(Box::new(HeldLock {
+                file,
+                kind: LockKind::Flock,
+            }))),
             Err(rustix::io::Errno::WOULDBLOCK) => Err(Error::Locked {
                 path: path.to_path_buf(),
             }),
@@ -265,7 +304,10 @@ impl Storage for OsStorage {
                 });
             }
             if still_named_by(&file, path)? {
-                return Ok(FileLock::new(Box::new(HeldLock { _file: file })));
+                return Ok(FileLock::new(Box::new(HeldLock {
+                    file,
+                    kind: LockKind::Ofd,
+                })));
             }
         }
         Err(Error::io(
