@@ -302,6 +302,14 @@ impl Segment {
         );
         // Loaded lazily from the first batch when a roll check needs it.
         segment.writer.lock().rolling_based_timestamp = None;
+        // The tail is found from the last index entry: if what lies there is no valid batch,
+        // the entry may be what is wrong, and a full scan (which rebuilds the indexes) tells.
+        let rebuild = rebuild
+            || match segment.load_tail(size) {
+                Ok(()) => false,
+                Err(Error::Corrupt { .. }) if role != SegmentRole::ReadOnly => true,
+                Err(error) => return Err(error),
+            };
         if rebuild {
             if role == SegmentRole::ReadOnly {
                 return Err(Error::Corrupt {
@@ -322,8 +330,6 @@ impl Segment {
                     what: invalid.what,
                 });
             }
-        } else {
-            segment.load_tail(size)?;
         }
         Ok(segment)
     }
@@ -760,14 +766,34 @@ impl Segment {
     /// log and the lookup retried once.
     fn translate_offset(&self, target: i64, end: u64) -> Result<Option<(Frame, BatchSummary)>> {
         for attempt in 0..2 {
-            let entry = self.offset_index.lookup(target)?;
+            let entry = match self.offset_index.lookup(target) {
+                Ok(entry) => entry,
+                // An entry that fails its own range check: the index is derived, so rebuild it.
+                Err(Error::Corrupt { .. }) if attempt == 0 && self.can_rebuild() => {
+                    self.rebuild_indexes()?;
+                    continue;
+                }
+                Err(error) => return Err(error),
+            };
             let log_path = self.log_path();
             let mut walker = BatchWalker::new(&self.log, &log_path, end);
             let mut position = u64::from(entry.position);
             let mut first = true;
             let mut order_floor = self.base_offset;
             loop {
-                let frame = match walker.frame_at(position)? {
+                // What lies at an index entry's position is only as good as the entry: bytes
+                // there that are no batch header mean a bad entry, not a corrupt log.
+                let at_entry = first && position != 0;
+                let step = match walker.frame_at(position) {
+                    Err(Error::Corrupt { .. }) if at_entry => {
+                        if attempt == 0 && self.can_rebuild() {
+                            break;
+                        }
+                        return Err(self.bad_entry(entry, "does not point at a batch"));
+                    }
+                    step => step?,
+                };
+                let frame = match step {
                     Step::Batch(frame) => frame,
                     Step::End if !first || position == 0 => return Ok(None),
                     // The published end lies on a batch boundary, so a frame that runs past it
@@ -785,7 +811,15 @@ impl Segment {
                         return Err(self.bad_entry(entry, "points past the end of the log"));
                     }
                 };
-                let summary = walker.summary(&frame)?;
+                let summary = match walker.summary(&frame) {
+                    Err(Error::Corrupt { .. }) if at_entry => {
+                        if attempt == 0 && self.can_rebuild() {
+                            break;
+                        }
+                        return Err(self.bad_entry(entry, "does not point at a batch"));
+                    }
+                    summary => summary?,
+                };
                 // Offsets lie outside the CRC: a damaged baseOffset that leaves the batch below
                 // the one before it, outside the segment's range, or past the segment's end
                 // would be returned under wrong offsets. The end is read after `end` was (the
@@ -997,7 +1031,15 @@ impl Segment {
         let end = self.size();
         let mut attempt = 0;
         let frame = loop {
-            let time_entry = self.time_index.lookup(timestamp)?;
+            let time_entry = match self.time_index.lookup(timestamp) {
+                Ok(entry) => entry,
+                Err(Error::Corrupt { .. }) if attempt == 0 && self.can_rebuild() => {
+                    attempt += 1;
+                    self.rebuild_indexes()?;
+                    continue;
+                }
+                Err(error) => return Err(error),
+            };
             let from = time_entry.offset.max(start_offset);
             let found = self.translate_offset(from, end)?;
             // The entry is used like an offset-index entry (DESIGN §3 inv. 6): it must name the
