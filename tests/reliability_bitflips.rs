@@ -14,6 +14,9 @@
 //! - **unprotected**: the flip lies in a field FORMAT.md §7 leaves unprotected
 //!   (partitionLeaderEpoch; baseOffset), and only that field's answers changed.
 //!
+//! `PARTLOG_FLIP=<file>:<byte>:<bit>` replays one flip; `PARTLOG_FLIP_VERBOSE=1` prints what
+//! each renumbering flip returned.
+//!
 //! Nothing may return wrong data silently. The summary line printed at the end is quoted by the
 //! README.
 #![cfg(feature = "sim")] // the simulator and the manual clock: `cargo test --all-features`
@@ -267,7 +270,13 @@ fn classify(
     let changed = check_answers(&seen, pristine, flip, field_in_batch, &what);
     match result {
         Err(error) => check_corrupt(error),
-        Ok(()) if changed && field_in_batch < 8 => Class::UnprotectedBaseOffset,
+        Ok(()) if changed && field_in_batch < 8 => {
+            if std::env::var_os("PARTLOG_FLIP_VERBOSE").is_some() {
+                let read: Vec<i64> = seen.records.iter().map(|r| r.offset).collect();
+                eprintln!("{what}: renumbered to {read:?}");
+            }
+            Class::UnprotectedBaseOffset
+        }
         Ok(()) if changed => Class::UnprotectedEpoch,
         Ok(()) => {
             assert_eq!(seen, *pristine, "{what}");
