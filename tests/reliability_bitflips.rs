@@ -163,6 +163,8 @@ struct Flip<'a> {
     file: &'a str,
     byte: usize,
     bit: u8,
+    /// Reopen with `Log::open_read_only`, which may not rebuild an index.
+    read_only: bool,
 }
 
 fn segment_base(name: &str) -> &str {
@@ -225,6 +227,15 @@ fn classify(
         let error_text = error.to_string();
         match error {
             Error::Corrupt { file, position, .. } => {
+                if flip.read_only && !flip.file.ends_with(".log") {
+                    // A read-only log may not rebuild: it names the index (FORMAT.md §7).
+                    assert_eq!(
+                        file,
+                        Path::new(DIR).join(flip.file),
+                        "{what}: read-only, reported in another file ({error_text})"
+                    );
+                    return Class::Reported;
+                }
                 // Indexes are derived data and the checkpoint has two CRC'd slots: in a
                 // writable log their damage is repaired or harmless, never an error.
                 assert!(
@@ -246,7 +257,12 @@ fn classify(
         }
     };
     let mut seen = Observed::default();
-    let log = match Log::open(DIR, config(&sim, &clock)) {
+    let opened = if flip.read_only {
+        Log::open_read_only(DIR, config(&sim, &clock))
+    } else {
+        Log::open(DIR, config(&sim, &clock))
+    };
+    let log = match opened {
         Ok(log) => log,
         Err(error) => return check_corrupt(error),
     };
@@ -422,6 +438,7 @@ fn every_bit_flip_is_repaired_reported_harmless_or_in_an_unprotected_field() {
                     file: name,
                     byte,
                     bit,
+                    read_only: false,
                 };
                 let class = classify(&files, &pristine, &offsets, &probes, &flip);
                 *counts.entry(class).or_default() += 1;
@@ -442,4 +459,47 @@ fn every_bit_flip_is_repaired_reported_harmless_or_in_an_unprotected_field() {
     // The checks must bite: CRC-covered bytes are reported, and the epoch escapes.
     assert!(counts.get(&Class::Reported).copied().unwrap_or(0) > 0);
     assert!(counts.get(&Class::UnprotectedEpoch).copied().unwrap_or(0) > 0);
+}
+
+#[test]
+fn a_read_only_log_reports_a_bad_index_entry_it_may_not_rebuild() {
+    let files = build_log();
+    let sim = SimStorage::new(1);
+    let clock = Arc::new(ManualClock::new(T0 + 10 * SEGMENT_MS));
+    sim.create_dir_all(Path::new(DIR)).unwrap();
+    for (name, bytes) in &files {
+        let file = sim
+            .open(&Path::new(DIR).join(name), OpenMode::CreateNew)
+            .unwrap();
+        file.write_all_at(bytes, 0).unwrap();
+    }
+    let log = Log::open_read_only(DIR, config(&sim, &clock)).unwrap();
+    let all = log
+        .records(0, ReadBound::LogEnd)
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap();
+    let offsets: Vec<i64> = all.iter().map(|r| r.offset).collect();
+    let mut probes: Vec<i64> = all.iter().map(|r| r.timestamp).collect();
+    probes.sort_unstable();
+    probes.dedup();
+    let mut pristine = Observed::default();
+    observe(&log, &offsets, &probes, &mut pristine).unwrap();
+    drop(log);
+
+    let mut counts: BTreeMap<Class, u64> = BTreeMap::new();
+    for (name, bytes) in files.iter().filter(|(name, _)| name.ends_with("index")) {
+        for byte in 0..bytes.len() {
+            let flip = Flip {
+                file: name,
+                byte,
+                bit: (byte % 8) as u8,
+                read_only: true,
+            };
+            let class = classify(&files, &pristine, &offsets, &probes, &flip);
+            assert_ne!(class, Class::Repaired, "a read-only log rewrote {name}");
+            *counts.entry(class).or_default() += 1;
+        }
+    }
+    println!("read-only index flips: {counts:?}");
+    assert!(counts.get(&Class::Reported).copied().unwrap_or(0) > 0);
 }

@@ -287,8 +287,9 @@ impl Segment {
             role,
             writable_indexes,
         )?;
-        let rebuild =
-            created || offset_index.quick_check(size).is_err() || time_index.quick_check().is_err();
+        let offset_index_ok = offset_index.quick_check(size).is_ok();
+        let time_index_ok = time_index.quick_check().is_ok();
+        let rebuild = created || !offset_index_ok || !time_index_ok;
         let segment = Segment::assemble(
             storage,
             base_offset,
@@ -312,8 +313,14 @@ impl Segment {
             };
         if rebuild {
             if role == SegmentRole::ReadOnly {
+                // Name the index that failed, so that the user knows which file to look at.
+                let bad_index = if created || !offset_index_ok {
+                    segment.offset_index.path()
+                } else {
+                    segment.time_index.path()
+                };
                 return Err(Error::Corrupt {
-                    file: segment.offset_index.path(),
+                    file: bad_index,
                     position: 0,
                     what: Corruption::BadIndexEntry(
                         "the index is missing or fails its check, and a read-only open may not rebuild it"
