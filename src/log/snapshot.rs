@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use parking_lot::{Mutex, RwLock};
 
-use crate::error::Result;
+use crate::error::{Corruption, Error, Result};
 use crate::segment::{Segment, SegmentConfig, SegmentRole};
 use crate::storage::Storage;
 
@@ -204,7 +204,7 @@ impl Snapshot {
         let tick = self.use_clock.fetch_add(1, Ordering::Relaxed);
         handle.last_used.store(tick, Ordering::Relaxed);
         let newly_opened = {
-            let _list = self.current.read();
+            let list = self.current.read();
             if handle.removed.load(Ordering::Acquire) {
                 return Ok(None);
             }
@@ -220,6 +220,26 @@ impl Snapshot {
                 self.opener.role,
                 0,
             )?);
+            // A sealed segment's end comes from its own last batches, whose offsets no CRC
+            // covers: one that runs into the next segment's base would hide that segment's
+            // first offsets behind wrong ones (FORMAT.md §7).
+            let next_base = list
+                .handles()
+                .iter()
+                .find(|h| h.base_offset > handle.base_offset)
+                .map(|h| h.base_offset);
+            if let Some(next_base) = next_base
+                && segment.next_offset() > next_base
+            {
+                return Err(Error::Corrupt {
+                    file: segment.log_path(),
+                    position: 0,
+                    what: Corruption::OffsetOrder {
+                        offset: segment.next_offset() - 1,
+                        bound: next_base,
+                    },
+                });
+            }
             *open = Some(Arc::clone(&segment));
             self.opened.fetch_add(1, Ordering::Relaxed);
             segment

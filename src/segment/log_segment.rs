@@ -287,8 +287,9 @@ impl Segment {
             role,
             writable_indexes,
         )?;
-        let rebuild =
-            created || offset_index.quick_check(size).is_err() || time_index.quick_check().is_err();
+        let offset_index_ok = offset_index.quick_check(size).is_ok();
+        let time_index_ok = time_index.quick_check().is_ok();
+        let rebuild = created || !offset_index_ok || !time_index_ok;
         let segment = Segment::assemble(
             storage,
             base_offset,
@@ -302,10 +303,24 @@ impl Segment {
         );
         // Loaded lazily from the first batch when a roll check needs it.
         segment.writer.lock().rolling_based_timestamp = None;
+        // The tail is found from the last index entry: if what lies there is no valid batch,
+        // the entry may be what is wrong, and a full scan (which rebuilds the indexes) tells.
+        let rebuild = rebuild
+            || match segment.load_tail(size) {
+                Ok(()) => false,
+                Err(Error::Corrupt { .. }) if role != SegmentRole::ReadOnly => true,
+                Err(error) => return Err(error),
+            };
         if rebuild {
             if role == SegmentRole::ReadOnly {
+                // Name the index that failed, so that the user knows which file to look at.
+                let bad_index = if created || !offset_index_ok {
+                    segment.offset_index.path()
+                } else {
+                    segment.time_index.path()
+                };
                 return Err(Error::Corrupt {
-                    file: segment.offset_index.path(),
+                    file: bad_index,
                     position: 0,
                     what: Corruption::BadIndexEntry(
                         "the index is missing or fails its check, and a read-only open may not rebuild it"
@@ -314,7 +329,7 @@ impl Segment {
                 });
             }
             log::info!("rebuilding the indexes of {}", segment.log_path().display());
-            let report = segment.scan()?;
+            let report = segment.rescan()?;
             if let Some(invalid) = report.first_invalid {
                 return Err(Error::Corrupt {
                     file: segment.log_path(),
@@ -322,8 +337,6 @@ impl Segment {
                     what: invalid.what,
                 });
             }
-        } else {
-            segment.load_tail(size)?;
         }
         Ok(segment)
     }
@@ -449,6 +462,21 @@ impl Segment {
                 }
                 Step::Batch(frame) => {
                     let summary = walker.summary(&frame)?;
+                    // The tail sets the segment's end: a damaged baseOffset or lastOffsetDelta
+                    // here would move it, and hide or invent offsets without an error.
+                    if summary.order_floor() < next_offset
+                        || summary.last_offset < summary.order_floor()
+                        || summary.last_offset - self.base_offset > i32::MAX as i64
+                    {
+                        return Err(Error::Corrupt {
+                            file: log_path,
+                            position,
+                            what: Corruption::OffsetOrder {
+                                offset: summary.order_floor(),
+                                bound: next_offset,
+                            },
+                        });
+                    }
                     next_offset = summary.next_offset();
                     note_max_timestamp(&mut max_so_far, &summary);
                     position += frame.total_size;
@@ -745,15 +773,43 @@ impl Segment {
     /// log and the lookup retried once.
     fn translate_offset(&self, target: i64, end: u64) -> Result<Option<(Frame, BatchSummary)>> {
         for attempt in 0..2 {
-            let entry = self.offset_index.lookup(target)?;
+            let entry = match self.offset_index.lookup(target) {
+                Ok(entry) => entry,
+                // An entry that fails its own range check: the index is derived, so rebuild it.
+                Err(Error::Corrupt { .. }) if attempt == 0 && self.can_rebuild() => {
+                    self.rebuild_indexes()?;
+                    continue;
+                }
+                Err(error) => return Err(error),
+            };
             let log_path = self.log_path();
             let mut walker = BatchWalker::new(&self.log, &log_path, end);
             let mut position = u64::from(entry.position);
             let mut first = true;
+            let mut order_floor = self.base_offset;
             loop {
-                let frame = match walker.frame_at(position)? {
+                // What lies at an index entry's position is only as good as the entry: bytes
+                // there that are no batch header mean a bad entry, not a corrupt log.
+                let at_entry = first && position != 0;
+                let step = match walker.frame_at(position) {
+                    Err(Error::Corrupt { .. }) if at_entry => {
+                        if attempt == 0 && self.can_rebuild() {
+                            break;
+                        }
+                        return Err(self.bad_entry(entry, "does not point at a batch"));
+                    }
+                    step => step?,
+                };
+                let frame = match step {
                     Step::Batch(frame) => frame,
-                    Step::End | Step::Partial { .. } if !first || position == 0 => return Ok(None),
+                    Step::End if !first || position == 0 => return Ok(None),
+                    // The published end lies on a batch boundary, so a frame that runs past it
+                    // is a damaged length, never a batch still being written.
+                    Step::Partial { available, needed } if !first || position == 0 => {
+                        return Err(
+                            self.corrupt(position, Corruption::Truncated { needed, available })
+                        );
+                    }
                     Step::End | Step::Partial { .. } => {
                         // The entry points past the published end: it cannot be trusted.
                         if attempt == 0 && self.can_rebuild() {
@@ -762,7 +818,35 @@ impl Segment {
                         return Err(self.bad_entry(entry, "points past the end of the log"));
                     }
                 };
-                let summary = walker.summary(&frame)?;
+                let summary = match walker.summary(&frame) {
+                    Err(Error::Corrupt { .. }) if at_entry => {
+                        if attempt == 0 && self.can_rebuild() {
+                            break;
+                        }
+                        return Err(self.bad_entry(entry, "does not point at a batch"));
+                    }
+                    summary => summary?,
+                };
+                // Offsets lie outside the CRC: a damaged baseOffset that leaves the batch below
+                // the one before it, outside the segment's range, or past the segment's end
+                // would be returned under wrong offsets. The end is read after `end` was (the
+                // writer publishes it first); a truncation meanwhile shrinks the size, and then
+                // the end says nothing about this batch.
+                let past_end = summary.last_offset >= self.next_offset() && self.size() >= end;
+                if summary.order_floor() < order_floor
+                    || summary.last_offset < summary.order_floor()
+                    || summary.last_offset - self.base_offset > i32::MAX as i64
+                    || past_end
+                {
+                    return Err(self.corrupt(
+                        frame.position,
+                        Corruption::OffsetOrder {
+                            offset: summary.order_floor(),
+                            bound: order_floor,
+                        },
+                    ));
+                }
+                order_floor = summary.next_offset();
                 if first && position != 0 && summary.last_offset != entry.offset {
                     if attempt == 0 && self.can_rebuild() {
                         log::warn!(
@@ -779,6 +863,12 @@ impl Segment {
                 first = false;
                 if summary.last_offset >= target {
                     return Ok(Some((frame, summary)));
+                }
+                // A batch is skipped on its lastOffsetDelta, which only its CRC protects: a
+                // damaged one would hide the batch's records without an error.
+                let bytes = walker.batch_bytes(&frame)?;
+                if let Err(what) = Batch::new(bytes) {
+                    return Err(self.corrupt(frame.position, what));
                 }
                 position += frame.total_size;
             }
@@ -804,11 +894,37 @@ impl Segment {
 
     /// Rebuilds both indexes from the log (used when an entry fails its check).
     fn rebuild_indexes(&self) -> Result<()> {
-        let report = self.scan()?;
+        let report = self.rescan()?;
         if let Some(invalid) = report.first_invalid {
             return Err(self.corrupt(invalid.position, invalid.what));
         }
         Ok(())
+    }
+
+    /// [`scan`](Self::scan) for a segment of any role. A sealed segment's indexes refuse
+    /// appends, so they are made writable for the scan, get back the final time-index entry
+    /// that [`seal`](Self::seal) wrote, and are synced and sealed again: a bad entry found in a
+    /// sealed index by a read or at open must be rebuilt, not turned into an error.
+    fn rescan(&self) -> Result<ScanReport> {
+        let sealed = self.offset_index.is_sealed() || self.time_index.is_sealed();
+        if !sealed {
+            return self.scan();
+        }
+        self.offset_index.make_writable()?;
+        self.time_index.make_writable()?;
+        let report = self.scan()?;
+        if report.first_invalid.is_none() {
+            let writer = self.writer.lock();
+            if let Some(max) = writer.max_timestamp_so_far {
+                self.time_index
+                    .maybe_append(max.timestamp, max.offset, true)?;
+            }
+        }
+        self.offset_index.sync()?;
+        self.time_index.sync()?;
+        self.offset_index.seal()?;
+        self.time_index.seal()?;
+        Ok(report)
     }
 
     /// Reads whole batches starting with the one that holds `start_offset` (or the next one, if
@@ -920,10 +1036,47 @@ impl Segment {
         start_offset: i64,
     ) -> Result<Option<TimestampOffset>> {
         let end = self.size();
-        let time_entry = self.time_index.lookup(timestamp)?;
-        let from = time_entry.offset.max(start_offset);
-        let Some((frame, _)) = self.translate_offset(from, end)? else {
-            return Ok(None);
+        let mut attempt = 0;
+        let frame = loop {
+            let time_entry = match self.time_index.lookup(timestamp) {
+                Ok(entry) => entry,
+                Err(Error::Corrupt { .. }) if attempt == 0 && self.can_rebuild() => {
+                    attempt += 1;
+                    self.rebuild_indexes()?;
+                    continue;
+                }
+                Err(error) => return Err(error),
+            };
+            let from = time_entry.offset.max(start_offset);
+            let found = self.translate_offset(from, end)?;
+            // The entry is used like an offset-index entry (DESIGN §3 inv. 6): it must name the
+            // batch that holds its timestamp, or records before a damaged entry would be
+            // skipped. `(-1, base)` is the lookup's answer when no entry applies.
+            let is_entry = (time_entry.timestamp, time_entry.offset) != (-1, self.base_offset);
+            let names_its_batch = found.as_ref().is_some_and(|(_, summary)| {
+                summary.last_offset == time_entry.offset
+                    && summary.max_timestamp == time_entry.timestamp
+            });
+            // An entry below `start_offset` is not used, so it needs no check.
+            let unused = !is_entry || from != time_entry.offset;
+            match found {
+                Some((frame, _)) if unused || names_its_batch => break frame,
+                None if unused => return Ok(None),
+                _ => {}
+            }
+            if attempt == 0 && self.can_rebuild() {
+                attempt += 1;
+                self.rebuild_indexes()?;
+                continue;
+            }
+            return Err(Error::Corrupt {
+                file: self.time_index.path(),
+                position: 0,
+                what: Corruption::BadIndexEntry(format!(
+                    "entry (timestamp {}, offset {}) does not name the batch holding it",
+                    time_entry.timestamp, time_entry.offset
+                )),
+            });
         };
         let log_path = self.log_path();
         let mut walker = BatchWalker::new(&self.log, &log_path, end);
@@ -932,24 +1085,30 @@ impl Segment {
         loop {
             let frame = match walker.frame_at(position)? {
                 Step::Batch(frame) => frame,
-                Step::End | Step::Partial { .. } => return Ok(None),
+                Step::End => return Ok(None),
+                Step::Partial { available, needed } => {
+                    return Err(self.corrupt(position, Corruption::Truncated { needed, available }));
+                }
             };
             let summary = walker.summary(&frame)?;
-            if summary.max_timestamp >= timestamp && summary.last_offset >= start_offset {
-                let bytes = walker.batch_bytes(&frame)?;
-                let batch = Batch::new(bytes).map_err(|what| self.corrupt(position, what))?;
-                if !batch.is_control() {
-                    let records = batch
-                        .records(&mut scratch)
-                        .map_err(|e| self.relocate(e, position))?;
-                    for record in records {
-                        let record = record.map_err(|e| self.relocate(e, position))?;
-                        if record.timestamp >= timestamp && record.offset >= start_offset {
-                            return Ok(Some(TimestampOffset {
-                                timestamp: record.timestamp,
-                                offset: record.offset,
-                            }));
-                        }
+            // Every walked batch is CRC-checked: a batch is skipped on its maxTimestamp and
+            // lastOffset, which only the CRC protects.
+            let bytes = walker.batch_bytes(&frame)?;
+            let batch = Batch::new(bytes).map_err(|what| self.corrupt(position, what))?;
+            if summary.max_timestamp >= timestamp
+                && summary.last_offset >= start_offset
+                && !batch.is_control()
+            {
+                let records = batch
+                    .records(&mut scratch)
+                    .map_err(|e| self.relocate(e, position))?;
+                for record in records {
+                    let record = record.map_err(|e| self.relocate(e, position))?;
+                    if record.timestamp >= timestamp && record.offset >= start_offset {
+                        return Ok(Some(TimestampOffset {
+                            timestamp: record.timestamp,
+                            offset: record.offset,
+                        }));
                     }
                 }
             }
