@@ -1,0 +1,4 @@
+//! partlog's fuzz target bodies, shared by the libFuzzer targets in `fuzz_targets/` and by the
+//! main crate's `tests/fuzz_replay.rs` (which includes `bodies.rs` by path).
+
+pub mod bodies;
