@@ -572,8 +572,8 @@ fn walk_segment(
     let mut offset_check =
         OffsetIndexCheck::open(storage, dir, base, config, mapping_allowed, log_bytes)?;
     let mut time_check = TimeIndexCheck::open(storage, dir, base, config, mapping_allowed)?;
-    walk.summary.offset_index_entries = offset_check.as_ref().map(|c| c.entries.len());
-    walk.summary.time_index_entries = time_check.as_ref().map(|c| c.entries.len());
+    walk.summary.offset_index_entries = offset_check.as_ref().map(|c| c.0.entries.len());
+    walk.summary.time_index_entries = time_check.as_ref().map(|c| c.0.entries.len());
     for (kind, present) in [
         (SegmentFileKind::OffsetIndex, offset_check.is_some()),
         (SegmentFileKind::TimeIndex, time_check.is_some()),
@@ -845,11 +845,12 @@ impl ChunkReader {
     }
 }
 
-/// Checks an offset index: its length, its `full_check`, and each entry against the batch at
-/// its position, merged with the walk (entries are sorted by position).
-struct OffsetIndexCheck {
+/// What the offset- and time-index checks share: the entries, where the merge with the walk
+/// stands, and the tally of problems and mismatched entries.
+struct IndexTally<E> {
     path: PathBuf,
-    entries: Vec<OffsetPosition>,
+    entry_size: u64,
+    entries: Vec<E>,
     next: usize,
     problems: Vec<IndexProblem>,
     mismatches: Vec<String>,
@@ -858,6 +859,89 @@ struct OffsetIndexCheck {
     /// Whether `full_check` failed: then the entries are not matched one by one.
     broken: bool,
 }
+
+impl<E: Copy> IndexTally<E> {
+    /// Records the file's length check and `full_check`'s verdict, then reads the entries.
+    fn new(
+        storage: &Arc<dyn Storage>,
+        path: PathBuf,
+        entry_size: u64,
+        full_check: Result<()>,
+        entry_count: usize,
+        entry: impl Fn(usize) -> Result<E>,
+    ) -> Result<Self> {
+        let mut tally = IndexTally {
+            entries: Vec::with_capacity(entry_count),
+            next: 0,
+            problems: Vec::new(),
+            mismatches: Vec::new(),
+            mismatch_count: 0,
+            first_mismatch_entry: None,
+            broken: false,
+            entry_size,
+            path,
+        };
+        let file_len = storage.metadata(&tally.path)?.len;
+        if file_len % entry_size != 0 {
+            tally.problems.push(IndexProblem {
+                file: tally.path.clone(),
+                position: Some(file_len - file_len % entry_size),
+                what: format!(
+                    "{file_len} bytes is not a whole number of {entry_size}-byte entries: a torn \
+                     entry"
+                ),
+            });
+        }
+        if let Err(error) = full_check {
+            tally.broken = true;
+            tally.problems.push(index_error(&tally.path, error)?);
+        }
+        for n in 0..entry_count {
+            tally.entries.push(entry(n)?);
+        }
+        Ok(tally)
+    }
+
+    fn mismatch(&mut self, what: String) {
+        self.first_mismatch_entry.get_or_insert(self.next);
+        self.mismatch_count += 1;
+        if self.mismatches.len() < MISMATCHES_DESCRIBED {
+            self.mismatches.push(what);
+        }
+    }
+
+    /// Every entry not yet matched is one past the last valid batch (when the walk reached the
+    /// end); `describe` names it.
+    fn entries_past_the_end(&mut self, walked_to_end: bool, describe: impl Fn(usize, E) -> String) {
+        if self.broken || !walked_to_end {
+            return;
+        }
+        while let Some(&entry) = self.entries.get(self.next) {
+            self.mismatch(describe(self.next, entry));
+            self.next += 1;
+        }
+    }
+
+    /// The problems found, the mismatches summed up as one.
+    fn into_problems(mut self) -> (Vec<IndexProblem>, Vec<E>) {
+        if let Some(first) = self.first_mismatch_entry {
+            self.problems.push(IndexProblem {
+                file: self.path.clone(),
+                position: Some(first as u64 * self.entry_size),
+                what: describe_mismatches(
+                    self.mismatch_count,
+                    self.entries.len(),
+                    &self.mismatches,
+                ),
+            });
+        }
+        (self.problems, self.entries)
+    }
+}
+
+/// Checks an offset index: its length, its `full_check`, and each entry against the batch at
+/// its position, merged with the walk (entries are sorted by position).
+struct OffsetIndexCheck(IndexTally<OffsetPosition>);
 
 impl OffsetIndexCheck {
     fn open(
@@ -874,109 +958,60 @@ impl OffsetIndexCheck {
         }
         let index = OffsetIndex::open(storage, &path, base, config.segment_index_bytes, false)?;
         index.set_mapping_allowed(mapping_allowed);
-        let mut check = OffsetIndexCheck {
-            path: path.clone(),
-            entries: Vec::new(),
-            next: 0,
-            problems: Vec::new(),
-            mismatches: Vec::new(),
-            mismatch_count: 0,
-            first_mismatch_entry: None,
-            broken: false,
-        };
-        let file_len = storage.metadata(&path)?.len;
-        if file_len % 8 != 0 {
-            check.problems.push(IndexProblem {
-                file: path.clone(),
-                position: Some(file_len - file_len % 8),
-                what: format!(
-                    "{file_len} bytes is not a whole number of 8-byte entries: a torn entry"
-                ),
-            });
-        }
-        if let Err(error) = index.full_check(log_bytes) {
-            check.broken = true;
-            check.problems.push(index_error(&path, error)?);
-        }
-        for n in 0..index.entries() {
-            check.entries.push(index.entry(n)?);
-        }
-        Ok(Some(check))
+        let tally = IndexTally::new(
+            storage,
+            path,
+            8,
+            index.full_check(log_bytes),
+            index.entries(),
+            |n| index.entry(n),
+        )?;
+        Ok(Some(OffsetIndexCheck(tally)))
     }
 
     fn see_batch(&mut self, batch: BatchAt) {
-        if self.broken {
+        let tally = &mut self.0;
+        if tally.broken {
             return;
         }
-        while let Some(&entry) = self.entries.get(self.next) {
+        while let Some(&entry) = tally.entries.get(tally.next) {
             let position = u64::from(entry.position);
             if position > batch.position {
                 break;
             }
             if position < batch.position {
-                self.mismatch(format!(
+                tally.mismatch(format!(
                     "entry {} (offset {}) points at byte {position}, which is not the start of \
                      a batch",
-                    self.next, entry.offset
+                    tally.next, entry.offset
                 ));
             } else if entry.offset != batch.last_offset {
-                self.mismatch(format!(
+                tally.mismatch(format!(
                     "entry {} holds offset {}, but the batch at byte {position} has last offset \
                      {}",
-                    self.next, entry.offset, batch.last_offset
+                    tally.next, entry.offset, batch.last_offset
                 ));
             }
-            self.next += 1;
-        }
-    }
-
-    fn mismatch(&mut self, what: String) {
-        self.first_mismatch_entry.get_or_insert(self.next);
-        self.mismatch_count += 1;
-        if self.mismatches.len() < MISMATCHES_DESCRIBED {
-            self.mismatches.push(what);
+            tally.next += 1;
         }
     }
 
     /// The problems found; entries past the last batch are one unless the walk stopped early.
     fn finish(mut self, valid_bytes: u64, walked_to_end: bool) -> Vec<IndexProblem> {
-        if !self.broken && walked_to_end {
-            while let Some(&entry) = self.entries.get(self.next) {
-                self.mismatch(format!(
-                    "entry {} (offset {}, byte {}) points past the last valid batch, which ends \
-                     at byte {valid_bytes}",
-                    self.next, entry.offset, entry.position
-                ));
-                self.next += 1;
-            }
-        }
-        if let Some(first) = self.first_mismatch_entry {
-            self.problems.push(IndexProblem {
-                file: self.path.clone(),
-                position: Some(first as u64 * 8),
-                what: describe_mismatches(
-                    self.mismatch_count,
-                    self.entries.len(),
-                    &self.mismatches,
-                ),
-            });
-        }
-        self.problems
+        self.0.entries_past_the_end(walked_to_end, |n, entry| {
+            format!(
+                "entry {n} (offset {}, byte {}) points past the last valid batch, which ends at \
+                 byte {valid_bytes}",
+                entry.offset, entry.position
+            )
+        });
+        self.0.into_problems().0
     }
 }
 
 /// Checks a time index: its length, its `full_check`, and each entry against the batch whose
 /// last offset it holds (entries are sorted by offset, merged with the walk).
-struct TimeIndexCheck {
-    path: PathBuf,
-    entries: Vec<TimestampOffset>,
-    next: usize,
-    problems: Vec<IndexProblem>,
-    mismatches: Vec<String>,
-    mismatch_count: usize,
-    first_mismatch_entry: Option<usize>,
-    broken: bool,
-}
+struct TimeIndexCheck(IndexTally<TimestampOffset>);
 
 impl TimeIndexCheck {
     fn open(
@@ -992,93 +1027,53 @@ impl TimeIndexCheck {
         }
         let index = TimeIndex::open(storage, &path, base, config.segment_index_bytes, false)?;
         index.set_mapping_allowed(mapping_allowed);
-        let mut check = TimeIndexCheck {
-            path: path.clone(),
-            entries: Vec::new(),
-            next: 0,
-            problems: Vec::new(),
-            mismatches: Vec::new(),
-            mismatch_count: 0,
-            first_mismatch_entry: None,
-            broken: false,
-        };
-        let file_len = storage.metadata(&path)?.len;
-        if file_len % 12 != 0 {
-            check.problems.push(IndexProblem {
-                file: path.clone(),
-                position: Some(file_len - file_len % 12),
-                what: format!(
-                    "{file_len} bytes is not a whole number of 12-byte entries: a torn entry"
-                ),
-            });
-        }
-        if let Err(error) = index.full_check() {
-            check.broken = true;
-            check.problems.push(index_error(&path, error)?);
-        }
-        for n in 0..index.entries() {
-            check.entries.push(index.entry(n)?);
-        }
-        Ok(Some(check))
+        let tally = IndexTally::new(
+            storage,
+            path,
+            12,
+            index.full_check(),
+            index.entries(),
+            |n| index.entry(n),
+        )?;
+        Ok(Some(TimeIndexCheck(tally)))
     }
 
     fn see_batch(&mut self, batch: BatchAt) {
-        if self.broken {
+        let tally = &mut self.0;
+        if tally.broken {
             return;
         }
-        while let Some(&entry) = self.entries.get(self.next) {
+        while let Some(&entry) = tally.entries.get(tally.next) {
             if entry.offset > batch.last_offset {
                 break;
             }
             if entry.offset < batch.last_offset {
-                self.mismatch(format!(
+                tally.mismatch(format!(
                     "entry {} holds offset {}, which is not the last offset of a batch",
-                    self.next, entry.offset
+                    tally.next, entry.offset
                 ));
             } else if entry.timestamp != batch.max_timestamp {
-                self.mismatch(format!(
+                tally.mismatch(format!(
                     "entry {} holds timestamp {} for offset {}, but that batch's maxTimestamp \
                      is {}",
-                    self.next, entry.timestamp, entry.offset, batch.max_timestamp
+                    tally.next, entry.timestamp, entry.offset, batch.max_timestamp
                 ));
             }
-            self.next += 1;
-        }
-    }
-
-    fn mismatch(&mut self, what: String) {
-        self.first_mismatch_entry.get_or_insert(self.next);
-        self.mismatch_count += 1;
-        if self.mismatches.len() < MISMATCHES_DESCRIBED {
-            self.mismatches.push(what);
+            tally.next += 1;
         }
     }
 
     /// The problems found (entries past the last batch are one unless the walk stopped
     /// early), and the last entry, for the final-entry note.
     fn finish(mut self, walked_to_end: bool) -> (Vec<IndexProblem>, Option<TimestampOffset>) {
-        if !self.broken && walked_to_end {
-            while let Some(&entry) = self.entries.get(self.next) {
-                self.mismatch(format!(
-                    "entry {} (timestamp {}, offset {}) names an offset past the last valid \
-                     batch",
-                    self.next, entry.timestamp, entry.offset
-                ));
-                self.next += 1;
-            }
-        }
-        if let Some(first) = self.first_mismatch_entry {
-            self.problems.push(IndexProblem {
-                file: self.path.clone(),
-                position: Some(first as u64 * 12),
-                what: describe_mismatches(
-                    self.mismatch_count,
-                    self.entries.len(),
-                    &self.mismatches,
-                ),
-            });
-        }
-        (self.problems, self.entries.last().copied())
+        self.0.entries_past_the_end(walked_to_end, |n, entry| {
+            format!(
+                "entry {n} (timestamp {}, offset {}) names an offset past the last valid batch",
+                entry.timestamp, entry.offset
+            )
+        });
+        let (problems, entries) = self.0.into_problems();
+        (problems, entries.last().copied())
     }
 }
 
