@@ -105,8 +105,8 @@ pub use crate::{
     log::{
         CleanupPolicy, CompactionOptions, CompactionStats, CompressionType, DeletedSegment,
         FetchBatches, FetchData, FlushPolicy, Log, LogAppendInfo, LogConfig, LogConfigBuilder,
-        LogRecord, LogRecords, LogStats, ReadBound, RecoveryMode, RecoveryReport, RetentionReport,
-        RetentionRule,
+        LogEvent, LogRecord, LogRecords, LogStats, Observer, ReadBound, RecoveryMode,
+        RecoveryReport, RetentionReport, RetentionRule,
     },
 };
 

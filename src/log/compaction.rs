@@ -172,6 +172,17 @@ impl Log {
     /// If the swap of a segment fails half-way, the log poisons itself, and reopening it
     /// completes the swap.
     pub fn compact_with(&self, options: CompactionOptions) -> Result<CompactionStats> {
+        let result = self.compaction_pass(options);
+        super::observer::notify(
+            self.shared.config.observer.as_ref(),
+            super::LogEvent::Compaction {
+                result: result.as_ref(),
+            },
+        );
+        result
+    }
+
+    fn compaction_pass(&self, options: CompactionOptions) -> Result<CompactionStats> {
         self.check_writable()?;
         let shared = &self.shared;
         if !shared.config.cleanup_policy.compact {

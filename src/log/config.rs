@@ -19,6 +19,8 @@ use crate::format::{Compression, TimestampType};
 use crate::segment::SegmentConfig;
 use crate::storage::{OsStorage, Storage};
 
+use super::observer::Observer;
+
 /// Kafka's `max.message.bytes` default: 1 MiB of batch plus the 12-byte log overhead.
 const DEFAULT_MAX_MESSAGE_BYTES: u32 = 1_048_588;
 
@@ -218,6 +220,10 @@ pub struct LogConfig {
     /// `ManualClock` (feature `sim`) instead of sleeping. Default: `SystemClock`.
     pub clock: Arc<dyn Clock>,
 
+    /// partlog's own setting: an [`Observer`] that hears the log's events (roll, fsync,
+    /// recovery, retention, compaction), for metrics or to aim faults in tests. Default: none.
+    pub observer: Option<Arc<dyn Observer>>,
+
     /// The smallest `segment_bytes` that [`validate`](Self::validate) accepts: 1 MiB, or 1 KiB for
     /// a config made by [`for_tests`](Self::for_tests). Private so that only those constructors
     /// choose it.
@@ -254,6 +260,7 @@ impl Default for LogConfig {
             recovery_mode: RecoveryMode::Fail,
             storage: Arc::new(OsStorage::new()),
             clock: Arc::new(SystemClock),
+            observer: None,
             segment_bytes_floor: LogConfig::MIN_SEGMENT_BYTES,
         }
     }
@@ -622,6 +629,12 @@ impl LogConfigBuilder {
         message_timestamp_before_max_duration => message_timestamp_before_max_ms;
         /// Sets [`LogConfig::message_timestamp_after_max_ms`] from a `Duration`.
         message_timestamp_after_max_duration => message_timestamp_after_max_ms;
+    }
+
+    /// Sets [`LogConfig::observer`].
+    pub fn observer(mut self, observer: Arc<dyn Observer>) -> Self {
+        self.config.observer = Some(observer);
+        self
     }
 
     /// Sets [`LogConfig::recovery_point_ms`] from a `Duration`, in whole milliseconds (rounded

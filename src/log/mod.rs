@@ -14,6 +14,7 @@ mod config;
 mod fetch;
 mod group_commit;
 pub(crate) mod kafka_dir;
+mod observer;
 mod recovery;
 mod retention;
 mod snapshot;
@@ -47,6 +48,7 @@ pub use config::{
     CleanupPolicy, CompressionType, FlushPolicy, LogConfig, LogConfigBuilder, RecoveryMode,
 };
 pub use fetch::{FetchBatches, FetchData, LogRecord, ReadBound};
+pub use observer::{LogEvent, Observer};
 pub use retention::{DeletedSegment, RetentionReport, RetentionRule};
 pub use stats::{LogStats, RecoveryReport};
 
@@ -287,6 +289,12 @@ impl Log {
                     .map_err(|e| Error::io(dir, e))?,
             )
         };
+        observer::notify(
+            shared.config.observer.as_ref(),
+            LogEvent::Recovery {
+                report: &shared.report,
+            },
+        );
         let log = Log {
             shared,
             flusher: Mutex::new(flusher),
@@ -974,6 +982,7 @@ impl Shared {
     /// The leader's sync: sealed segments not yet synced (data and indexes), the directory if a
     /// segment was created, then the active `.log` (data only: indexes are derived).
     fn sync_published(&self) -> Result<i64> {
+        let durable_before = self.commit.durable_offset();
         let (target, sealed, dir_dirty, active) = {
             let mut writer = self.writer.lock();
             (
@@ -996,8 +1005,17 @@ impl Shared {
             }
             active.flush_log()
         })();
-        let nanos = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        let duration = started.elapsed();
+        let nanos = u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX);
         self.counters.note_fsync(nanos);
+        observer::notify(
+            self.config.observer.as_ref(),
+            LogEvent::Fsync {
+                offsets: durable_before.min(target)..target,
+                duration,
+                result: result.as_ref().map(|_| ()),
+            },
+        );
         result.map(|()| target)
     }
 
@@ -1050,10 +1068,18 @@ impl Shared {
         handles.push(SegmentHandle::opened(Arc::clone(&new)));
         self.snapshot.swap(SegmentList::new(handles), &[]);
         self.snapshot.note_opened();
+        let old_base = old.base_offset();
         writer.unsynced_sealed.push(old);
         writer.dir_dirty = true;
         writer.active = new;
         self.counters.rolls.fetch_add(1, Ordering::Relaxed);
+        observer::notify(
+            self.config.observer.as_ref(),
+            LogEvent::Roll {
+                old_base,
+                new_base: base,
+            },
+        );
         self.flusher.lock().roll_pending = true;
         self.flusher_wake.notify_all();
         log::debug!("rolled {} to a new segment at {base}", self.dir.display());

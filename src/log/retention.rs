@@ -320,6 +320,17 @@ enum Attempt {
 impl Shared {
     /// Runs one retention pass. See the [module docs](self).
     pub(super) fn enforce_retention(&self) -> Result<RetentionReport> {
+        let result = self.retention_pass();
+        super::observer::notify(
+            self.config.observer.as_ref(),
+            super::LogEvent::Retention {
+                result: result.as_ref(),
+            },
+        );
+        result
+    }
+
+    fn retention_pass(&self) -> Result<RetentionReport> {
         // One pass at a time: a second one would only find the first one's work undone.
         let _pass = self.retention_pass.lock();
         for _ in 0..MAX_PLANS {

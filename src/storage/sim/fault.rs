@@ -94,6 +94,8 @@ pub struct FaultRule {
     nth: u64,
     path_suffix: Option<String>,
     effect: FaultEffect,
+    /// Fires at every matching operation from the Nth on, until cancelled.
+    persistent: bool,
 }
 
 impl FaultRule {
@@ -103,6 +105,7 @@ impl FaultRule {
             op,
             nth: nth.max(1),
             path_suffix: None,
+            persistent: false,
             effect: FaultEffect::Fail(FaultError::Eio),
         }
     }
@@ -113,6 +116,7 @@ impl FaultRule {
             op: FaultOp::Write,
             nth: nth.max(1),
             path_suffix: None,
+            persistent: false,
             effect: FaultEffect::ShortWrite {
                 written,
                 error: FaultError::Enospc,
@@ -129,6 +133,7 @@ impl FaultRule {
             op,
             nth: nth.max(1),
             path_suffix: None,
+            persistent: false,
             effect: FaultEffect::Crash(CrashConfig::default()),
         }
     }
@@ -155,6 +160,14 @@ impl FaultRule {
     /// the absolute form of the path the file was opened at (for a rename, the source).
     pub fn on_paths_ending_with(mut self, suffix: impl Into<String>) -> Self {
         self.path_suffix = Some(suffix.into());
+        self
+    }
+
+    /// Keeps firing at every matching operation from the Nth on, until
+    /// `SimStorage::cancel_fault` or `SimStorage::clear_faults`: a disk that stays full until
+    /// space is freed, rather than one failed call.
+    pub fn until_cancelled(mut self) -> Self {
+        self.persistent = true;
         self
     }
 
@@ -221,6 +234,9 @@ impl FaultTable {
             }
         }
         let index = fired?;
+        if self.armed.get(index)?.rule.persistent {
+            return self.armed.get(index).map(|armed| armed.rule.effect.clone());
+        }
         let armed = self.armed.remove(index);
         Some(armed.rule.effect)
     }
@@ -254,6 +270,19 @@ mod tests {
             "a fired rule is spent"
         );
         assert_eq!(table.armed(), 0);
+    }
+
+    #[test]
+    fn a_persistent_rule_fires_until_cancelled() {
+        let mut table = FaultTable::default();
+        let id = table.arm(FaultRule::fail(FaultOp::Write, 2).until_cancelled());
+        assert!(!fires(&mut table, FaultOp::Write, "/a"));
+        for _ in 0..3 {
+            assert!(fires(&mut table, FaultOp::Write, "/a"));
+        }
+        assert!(!fires(&mut table, FaultOp::Sync, "/a"));
+        assert!(table.cancel(id));
+        assert!(!fires(&mut table, FaultOp::Write, "/a"));
     }
 
     #[test]
