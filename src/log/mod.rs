@@ -861,6 +861,11 @@ impl Log {
         } else {
             self.shared.close_writable()
         };
+        if result.is_err() {
+            // Its final fsyncs may have failed: nothing more may be reported durable, and the
+            // stats say why the clean-shutdown record is missing.
+            self.shared.commit.poison();
+        }
         // Released even after a failed close: the next open recovers whatever state is left.
         drop(self.shared.dir_lock.lock().take());
         // Last: the broker may start once the Kafka log directory is handed back.
@@ -1118,7 +1123,7 @@ impl Shared {
         writer.recovery_point = recovery_point;
         self.log_start.store(log_start, Ordering::Release);
 
-        let (kept, removed) = match holder {
+        let (kept, removed) = match &holder {
             None => {
                 // Everything lies above `offset`: start over with an empty segment there (no
                 // existing segment has that base, so no file name collides).
@@ -1132,24 +1137,21 @@ impl Shared {
                 writer.dir_dirty = true;
                 (vec![SegmentHandle::opened(segment)], handles.to_vec())
             }
-            Some(segment) => {
-                // 2. Truncate the segment that holds the new end, and sync it.
-                segment.truncate_to(new_end)?;
-                if segment.is_sealed() {
-                    segment.unseal()?;
-                }
-                segment.flush()?;
-                (handles[..keep].to_vec(), handles[keep..].to_vec())
-            }
+            Some(_) => (handles[..keep].to_vec(), handles[keep..].to_vec()),
         };
-        // 3. Later segments leave the snapshot and are renamed `.deleted`.
+        // 2. Later segments leave the snapshot and are renamed `.deleted`, the last one first,
+        //    and the directory is synced, all before the segment holding the new end is cut.
+        //    A crash part-way then leaves a prefix of the old log: with the renames durable in
+        //    order, the segments that remain are contiguous. Cutting the holder first could
+        //    leave it ending below the next segment's base, a gap that recovery of a compacted
+        //    log must accept (compaction makes gaps), so the later segments would come back.
         let active_handle = Arc::clone(kept.last().ok_or_else(|| Error::InvalidArgument {
             why: "a truncation left no segment".into(),
         })?);
         // The segments the handles had open, taken under the snapshot lock: no reader can pin
         // another instance from now on.
         let open_removed = self.snapshot.swap(SegmentList::new(kept), &removed);
-        for (handle, segment) in removed.iter().zip(open_removed) {
+        for (handle, segment) in removed.iter().zip(open_removed).rev() {
             let paths = rename_segment_files(
                 &*self.storage,
                 &self.dir,
@@ -1160,9 +1162,16 @@ impl Shared {
                 .pending_deletes
                 .push(PendingDelete { paths, segment });
         }
-        // 4. The directory, so that the renames hold.
         self.storage.sync_dir(&self.dir)?;
         writer.dir_dirty = false;
+        // 3. Truncate the segment that holds the new end, and sync it.
+        if let Some(segment) = &holder {
+            segment.truncate_to(new_end)?;
+            if segment.is_sealed() {
+                segment.unseal()?;
+            }
+            segment.flush()?;
+        }
 
         let active = self
             .snapshot
