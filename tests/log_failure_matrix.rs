@@ -32,12 +32,15 @@ const DIR: &str = "/matrix/p-0";
 /// Records written before the operation under test: several segments of 1 KiB.
 const SETUP_RECORDS: i64 = 30;
 
-/// What the log holds: offset -> (key, value), and the log start offset.
+/// Records by offset: (key, value).
+type Records = BTreeMap<i64, (Vec<u8>, Vec<u8>)>;
+
+/// What the log holds: its records, its start and its end.
 #[derive(Debug, Clone, PartialEq)]
 struct Expect {
     start: i64,
     end: i64,
-    records: BTreeMap<i64, (Vec<u8>, Vec<u8>)>,
+    records: Records,
 }
 
 impl Expect {
@@ -269,7 +272,7 @@ fn run_step(step: Step, log: &Log, before: &Expect) -> (partlog::Result<()>, Exp
 }
 
 /// What the log shows: offset -> (key, value) from the log start.
-fn contents(log: &Log) -> partlog::Result<BTreeMap<i64, (Vec<u8>, Vec<u8>)>> {
+fn contents(log: &Log) -> partlog::Result<Records> {
     log.records(log.log_start_offset(), ReadBound::LogEnd)
         .map(|r| {
             r.map(|r| {
