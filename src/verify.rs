@@ -253,8 +253,9 @@ pub fn verify_dir(dir: impl AsRef<Path>, config: &LogConfig) -> Result<VerifyRep
     let first_rescanned = if clean_shutdown {
         bases.len()
     } else {
+        // As recovery: from the segment holding the offset before the recovery point.
         bases
-            .partition_point(|&b| b <= recovery_point)
+            .partition_point(|&b| b < recovery_point)
             .saturating_sub(1)
     };
     let mut log_end_offset = walks.last().map_or(first_base, |w| w.summary.next_offset);

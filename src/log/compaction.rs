@@ -203,9 +203,13 @@ impl Log {
         let first_dirty = cleaner.first_dirty_offset;
 
         let list = shared.snapshot.load();
-        let Some((_, sealed)) = list.handles().split_last() else {
+        let Some((active, sealed)) = list.handles().split_last() else {
             return Ok(stats);
         };
+        // Clean only what is durable and below a recorded recovery point: a pass then never
+        // drops a durable record for a later one that a crash could still lose, and recovery
+        // can tell the gaps it leaves (below the point) from a lost tail (above it).
+        shared.record_recovery_point_through(active.base_offset())?;
         let mut map = KeyMap {
             latest: HashMap::new(),
             capacity: options.max_map_keys.max(1),

@@ -1271,6 +1271,35 @@ impl Shared {
         Ok(())
     }
 
+    /// Makes every offset below `offset` durable and records a recovery point at or above it in
+    /// a synced checkpoint slot. Compaction calls it before a pass, with the active segment's
+    /// base: every segment it cleans then lies below the recorded point, even after a crash.
+    /// (The flusher's recovery-point slots are not synced, so the point held in memory may not
+    /// be on disk yet: this always syncs one.)
+    fn record_recovery_point_through(&self, offset: i64) -> Result<()> {
+        if offset <= 0 {
+            return Ok(());
+        }
+        if self.commit.durable_offset() < offset {
+            self.sync_through(offset - 1)?;
+        }
+        let mut writer = self.writer.lock();
+        if writer.log_end_offset < offset {
+            // A truncation went below it meanwhile; the pass finds its segments changed.
+            return Ok(());
+        }
+        // `offset` is a segment's base, so no index entry of any segment straddles it, and
+        // the sealed segments below it had their indexes synced with their data. The point
+        // held in memory never exceeds the durable offset.
+        let recovery_point = writer.recovery_point.max(offset);
+        let log_start = self.log_start.load(Ordering::Acquire);
+        if let Some(checkpoint) = writer.checkpoint.as_mut() {
+            checkpoint.write(recovery_point, log_start, None, true)?;
+        }
+        writer.recovery_point = recovery_point;
+        Ok(())
+    }
+
     fn close_writable(&self) -> Result<()> {
         if self.commit.is_poisoned() {
             return Err(Error::Poisoned);

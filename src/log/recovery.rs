@@ -296,12 +296,19 @@ fn recover_unclean(
     mut report: RecoveryReport,
 ) -> Result<Recovered> {
     let first_base = bases[0];
+    // Compaction leaves gaps only below a recovery point it recorded first, so in a log with
+    // partlog's checkpoint a gap at or above the point is a lost tail, as in any log. Without
+    // one (a Kafka directory opened for the first time) a gap may be Kafka's cleaner's work.
+    let gaps_below_recovery_point_only = record.is_some();
     let recovery_point = record
         .map_or(first_base, |r| r.recovery_point)
         .max(first_base);
     report.recovery_point = recovery_point;
+    // From the segment holding the offset before the recovery point: a segment that ends
+    // exactly at the point was sealed after it was recorded (its final time-index entry and
+    // trimmed index lengths may not have reached the disk), so it is checked too.
     let start = bases
-        .partition_point(|&b| b <= recovery_point)
+        .partition_point(|&b| b < recovery_point)
         .saturating_sub(1);
     let mut scanned: Vec<Arc<Segment>> = Vec::new();
     let mut deleted_from = None;
@@ -361,10 +368,14 @@ fn recover_unclean(
         let gap_before_next = bases
             .get(i + 1)
             .is_some_and(|&next| scan.next_offset < next);
-        if gap_before_next && !config.cleanup_policy.compact {
-            // Offsets are assigned without gaps outside a compacted log, so a segment that ends
-            // before the next one begins lost its unsynced tail while the next segment's name
-            // reached the disk: what follows is not a continuation of this log. Cut it off.
+        let gap_is_lost_tail = !config.cleanup_policy.compact
+            || (gaps_below_recovery_point_only && scan.next_offset >= recovery_point);
+        if gap_before_next && gap_is_lost_tail {
+            // Offsets are assigned without gaps outside a compacted log (and compaction's gaps
+            // lie below the recovery point), so a segment that ends before the next one begins
+            // lost its unsynced tail while the next segment's name (and some of its unsynced
+            // data) reached the disk: what follows is not a continuation of this log, and
+            // keeping it would leave a hole. Cut it off.
             log::info!(
                 "{}: ends at offset {} but the next segment starts at {}; dropping what follows",
                 segment.log_path().display(),

@@ -1171,7 +1171,37 @@ impl Segment {
             .batch_bytes(&frame)
             .ok()
             .and_then(|bytes| Batch::new(bytes).ok().map(|batch| batch.last_offset()));
-        Ok((named == Some(entry.offset)).then_some(entry))
+        if named != Some(entry.offset) {
+            return Ok(None);
+        }
+        // So must the last kept time-index entry, with the batch's max timestamp. Its offset
+        // alone proves nothing: a crash can keep an index file's length but not the entry
+        // written into it, and an all-zero entry reads as (timestamp 0, the base offset),
+        // which lies below any recovery point and passes the monotonic check.
+        if self.time_index.entries() > 0 {
+            let time_entry = self.time_index.last_entry()?;
+            let mut position = u64::from(self.offset_index.lookup(time_entry.offset)?.position);
+            let named = loop {
+                let Ok(Step::Batch(frame)) = walker.frame_at(position) else {
+                    break None;
+                };
+                let Ok(summary) = walker.summary(&frame) else {
+                    break None;
+                };
+                if summary.last_offset >= time_entry.offset {
+                    break Some(summary);
+                }
+                position = frame.position.saturating_add(frame.total_size);
+            };
+            let matches = named.is_some_and(|batch| {
+                batch.last_offset == time_entry.offset
+                    && batch.max_timestamp == time_entry.timestamp
+            });
+            if !matches {
+                return Ok(None);
+            }
+        }
+        Ok(Some(entry))
     }
 
     /// Validates batches from `start` (a trusted index entry) or from the file's beginning,
