@@ -447,7 +447,7 @@ fn dump_starts_at_the_log_start_offset_and_shows_every_field() {
         r#"{"offset":5,"timestamp":1002,"key":{"base64":"/wI="},"value":"v","headers":[["h","x"],["h",null]]}"#
     );
     // Bytes below the start offset cannot be read, so the first segment's positions are not known.
-    let dumped = run(partlog().arg("dump").arg(&dir));
+    let dumped = run(partlog().arg("dump").arg(&dir).arg("--records"));
     let human = text(&dumped.stdout);
     assert!(
         human.contains("baseOffset: 4 lastOffset: 5 count: 2"),
