@@ -210,8 +210,8 @@ impl Log {
     /// use partlog::{FlushPolicy, Log, LogConfig, NewRecord, ReadBound};
     /// use std::time::Duration;
     ///
-    /// # fn main() -> partlog::Result<()> {
-    /// # let temp = tempfile::tempdir().map_err(|e| partlog::Error::io("tempdir", e))?;
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let temp = tempfile::tempdir()?;
     /// # let dir = temp.path();
     /// let writer = Log::open(dir, LogConfig::default())?; // in practice: another process
     /// let reader = Log::open_read_only(
