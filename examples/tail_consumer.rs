@@ -55,8 +55,7 @@ fn consume(log: &Log, position_file: &Path, until: i64) -> Result<u64, Box<dyn s
     while position < until {
         // Long poll: block until the log holds `position` (or a second passes), then read
         // what is durable. A record that is written but not yet fsynced waits for the flush.
-        if !log.wait_for_data(position, Duration::from_secs(1))?
-            || log.durable_offset() <= position
+        if !log.wait_for_data(position, Duration::from_secs(1))? || log.durable_offset() <= position
         {
             std::thread::sleep(Duration::from_millis(1));
             continue;
@@ -91,9 +90,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let producer = {
         let log = Arc::clone(&log);
-        std::thread::Builder::new()
-            .name("producer".into())
-            .spawn(move || -> partlog::Result<()> {
+        std::thread::Builder::new().name("producer".into()).spawn(
+            move || -> partlog::Result<()> {
                 for n in 0..records {
                     let value = n.to_string();
                     log.append(&[NewRecord::new(
@@ -103,7 +101,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     )])?;
                 }
                 Ok(())
-            })?
+            },
+        )?
     };
     let consumer = {
         let log = Arc::clone(&log);
@@ -116,7 +115,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     producer.join().map_err(|_| "the producer panicked")??;
     let sum = consumer.join().map_err(|_| "the consumer panicked")??;
-    assert_eq!(sum, records * records.saturating_sub(1) / 2, "a record was skipped or repeated");
+    assert_eq!(
+        sum,
+        records * records.saturating_sub(1) / 2,
+        "a record was skipped or repeated"
+    );
     println!(
         "consumed {records} durable records; position {} committed in {}",
         load_position(&position_file)?,
