@@ -376,3 +376,46 @@ fn stats_perf_delete_records_and_retention() {
     assert!(human.starts_with("10 records sent, "), "{human}");
     assert!(human.contains("ms 99.9th."), "{human}");
 }
+
+#[test]
+fn produce_reads_headers_and_tombstones() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("users-0");
+    let mut child = partlog()
+        .arg("produce")
+        .arg(&dir)
+        .args(["--header-separator", "\t", "--key-separator", "="])
+        .args(["--null-marker", "NULL", "--header", "env=prod"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"src:web,trace\tuser1=hello\nsrc:app\tuser1=NULL\nplain=x\n")
+        .unwrap();
+    ok(child.wait_with_output().unwrap());
+    let json = ok(run(partlog()
+        .arg("consume")
+        .arg(&dir)
+        .args(["--format", "json"])));
+    let lines: Vec<&str> = json.lines().collect();
+    assert_eq!(lines.len(), 3, "{json}");
+    assert!(lines[0].ends_with(
+        r#""key":"user1","value":"hello","headers":[["env","prod"],["src","web"],["trace",null]]}"#
+    ));
+    assert!(
+        lines[1]
+            .ends_with(r#""key":"user1","value":null,"headers":[["env","prod"],["src","app"]]}"#)
+    );
+    assert!(lines[2].ends_with(r#""key":"plain","value":"x","headers":[["env","prod"]]}"#));
+    let output = run(partlog()
+        .arg("produce")
+        .arg(&dir)
+        .args(["--header", "novalue"]));
+    assert_eq!(output.status.code(), Some(2));
+    assert!(text(&output.stderr).contains("is not KEY=VALUE"));
+}
