@@ -330,3 +330,37 @@ fn a_reader_tails_a_writer_in_another_process() {
     assert_eq!(position, LINES as i64);
     assert!(reader.stats().segments > 2, "the writer never rolled");
 }
+
+#[test]
+fn a_segment_deleted_between_polls_is_looked_up_again_not_an_io_error() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("t-0");
+    let writer = Log::open(&dir, writer_config()).unwrap();
+    for n in 0..200 {
+        append(&writer, n);
+    }
+    // A clean close and a reopen: the reader's recovery then opens only the last segment, and
+    // holds the others as names to open on first use.
+    writer.close().unwrap();
+    drop(writer);
+    let writer = Log::open(&dir, writer_config()).unwrap();
+    let never_polls = LogConfig::builder_for_tests()
+        .allow_live_writer(true)
+        .poll_interval(Duration::from_secs(3600))
+        .build()
+        .unwrap();
+    let reader = Log::open_read_only(&dir, never_polls).unwrap();
+    assert_eq!(reader.log_start_offset(), 0);
+    writer.delete_records_before(120).unwrap();
+    writer.enforce_retention().unwrap();
+    writer.close().unwrap();
+    assert!(!dir.join(format!("{:020}.log", 0)).exists());
+    // The reader's view still starts at 0; the read finds the file gone, looks again, and
+    // answers from the directory as it is now.
+    assert!(matches!(
+        reader.read(0, 1 << 20, ReadBound::LogEnd),
+        Err(Error::OffsetOutOfRange { start: 120, .. })
+    ));
+    assert_eq!(reader.log_start_offset(), 120);
+    assert_eq!(values(&reader, 120, ReadBound::LogEnd).len(), 80);
+}

@@ -752,6 +752,22 @@ impl Log {
     pub fn read(&self, offset: i64, max_bytes: usize, bound: ReadBound) -> Result<FetchData> {
         self.check_open()?;
         self.poll_live();
+        match self.read_current(offset, max_bytes, bound) {
+            // A live writer deleted a segment this view still lists (retention, a truncation)
+            // since the last poll: look again, and answer from what is there now.
+            Err(error)
+                if self.shared.live.is_some()
+                    && error.io_kind() == Some(std::io::ErrorKind::NotFound) =>
+            {
+                self.refresh()?;
+                self.read_current(offset, max_bytes, bound)
+            }
+            other => other,
+        }
+    }
+
+    /// [`read`](Self::read) on the log's current view.
+    fn read_current(&self, offset: i64, max_bytes: usize, bound: ReadBound) -> Result<FetchData> {
         let shared = &self.shared;
         let mut end = shared.log_end.get();
         if shared.commit.is_poisoned() {
