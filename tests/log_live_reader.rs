@@ -364,3 +364,45 @@ fn a_segment_deleted_between_polls_is_looked_up_again_not_an_io_error() {
     assert_eq!(reader.log_start_offset(), 120);
     assert_eq!(values(&reader, 120, ReadBound::LogEnd).len(), 80);
 }
+
+#[test]
+fn reader_threads_tail_a_writer_that_rolls_fast() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("t-0");
+    const RECORDS: u64 = 3000;
+    let writer = Log::open(&dir, writer_config()).unwrap();
+    append(&writer, 0);
+    let reader = std::sync::Arc::new(Log::open_read_only(&dir, live_config()).unwrap());
+    let tails: Vec<_> = (0..2)
+        .map(|_| {
+            let reader = std::sync::Arc::clone(&reader);
+            std::thread::spawn(move || {
+                let mut next = 0i64;
+                while next < RECORDS as i64 {
+                    assert!(
+                        reader.wait_for_data(next, TIMEOUT).unwrap(),
+                        "stuck at {next}"
+                    );
+                    for r in reader.records(next, ReadBound::LogEnd) {
+                        let r = r.unwrap();
+                        assert_eq!(r.offset, next);
+                        assert_eq!(r.value.unwrap(), record(next as u64));
+                        next += 1;
+                    }
+                }
+            })
+        })
+        .collect();
+    for n in 1..RECORDS {
+        append(&writer, n);
+    }
+    for tail in tails {
+        tail.join().unwrap();
+    }
+    assert!(
+        writer.stats().rolls > 50,
+        "the writer rolled {} times",
+        writer.stats().rolls
+    );
+    assert_eq!(reader.stats().segments, writer.stats().segments);
+}
