@@ -406,3 +406,30 @@ fn reader_threads_tail_a_writer_that_rolls_fast() {
     );
     assert_eq!(reader.stats().segments, writer.stats().segments);
 }
+
+#[test]
+fn retention_of_every_segment_including_the_active_one_is_no_truncation() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("t-0");
+    let writer = Log::open(&dir, writer_config()).unwrap();
+    for n in 0..50 {
+        append(&writer, n);
+    }
+    let reader = Log::open_read_only(&dir, live_config()).unwrap();
+    writer.delete_records_before(50).unwrap();
+    let report = writer.enforce_retention().unwrap();
+    assert!(report.rolled_active_segment);
+    reader.refresh().unwrap();
+    assert_eq!(
+        (reader.log_start_offset(), reader.log_end_offset()),
+        (50, 50)
+    );
+    append(&writer, 50);
+    assert!(reader.wait_for_data(50, TIMEOUT).unwrap());
+    assert_eq!(values(&reader, 50, ReadBound::LogEnd), [(50, record(50))]);
+    // Above the end is out of range, not "truncated": nothing was cut.
+    assert!(matches!(
+        reader.read(60, 1 << 20, ReadBound::LogEnd),
+        Err(Error::OffsetOutOfRange { .. })
+    ));
+}

@@ -1191,16 +1191,21 @@ impl Shared {
             self.snapshot
                 .swap(SegmentList::new(recovered.handles), old_list.handles()),
         );
+        let old_end = writer.log_end_offset;
         let new_end = recovered.active.next_offset();
         writer.active = recovered.active;
         writer.log_end_offset = new_end;
-        self.truncated_to.fetch_min(new_end, Ordering::AcqRel);
+        if new_end < old_end {
+            // Readers above the new end learn that it was cut, not that it is out of range.
+            self.truncated_to.fetch_min(new_end, Ordering::AcqRel);
+        }
         self.log_start
             .store(recovered.log_start_offset, Ordering::Release);
         self.commit.observe(recovered.durable_offset.min(new_end));
         self.log_end.set(new_end);
         log::info!(
-            "{}: the writer truncated the log; it now ends at {new_end}",
+            "{}: the active segment shrank or left the directory; view rebuilt, the log \
+             ends at {new_end} (was {old_end})",
             self.dir.display()
         );
         Ok(())
