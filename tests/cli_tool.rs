@@ -116,6 +116,17 @@ fn consume_from_an_offset_a_timestamp_or_the_end() {
         .args(["--timestamp", "99999999999999"])));
     assert_eq!(future, "");
     assert_eq!(ok(run(partlog().arg("consume").arg(&dir).arg("--end"))), "");
+    // kcat's -o -N: N records before the end, never before the start.
+    let last_two = ok(run(partlog()
+        .arg("consume")
+        .arg(&dir)
+        .args(["--offset", "-2"])));
+    assert_eq!(last_two, "value-98\nvalue-99\n");
+    let all_again = ok(run(partlog()
+        .arg("consume")
+        .arg(&dir)
+        .args(["--offset", "-1000"])));
+    assert_eq!(all_again, expected);
     // Out of range, and two starting points at once: one line, exit 2.
     let output = run(partlog().arg("consume").arg(&dir).args(["--offset", "101"]));
     assert_eq!(output.status.code(), Some(2));
@@ -418,4 +429,58 @@ fn produce_reads_headers_and_tombstones() {
         .args(["--header", "novalue"]));
     assert_eq!(output.status.code(), Some(2));
     assert!(text(&output.stderr).contains("is not KEY=VALUE"));
+}
+
+/// `consume --follow` whose position retention deleted goes on from the new log start, with a
+/// note on standard error, as a consumer with `auto.offset.reset=earliest` does. The writer is
+/// this process; the consumer polls every 3 s, so the deletion almost always lands between two
+/// of its polls; if it saw the records first, it must simply have printed them.
+#[test]
+fn consume_follow_goes_on_from_the_new_start_after_a_deletion() {
+    use partlog::{Log, LogConfig, NewRecord};
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("t-0");
+    let log = Log::open(&dir, LogConfig::default()).unwrap();
+    let append = |n: usize| {
+        let value = format!("value-{n}");
+        log.append(&[NewRecord::new(
+            1_700_000_000_000,
+            None,
+            Some(value.as_bytes()),
+        )])
+        .unwrap();
+    };
+    (0..5).for_each(append);
+    let mut consumer = partlog()
+        .arg("consume")
+        .arg(&dir)
+        .args(["--follow", "--poll-ms", "3000", "--count", "7"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(consumer.stdout.take().unwrap()).lines();
+    for n in 0..5 {
+        assert_eq!(lines.next().unwrap().unwrap(), format!("value-{n}"));
+    }
+    (5..10).for_each(append);
+    log.delete_records_before(8).unwrap();
+    let rest: Vec<String> = lines.map(Result::unwrap).collect();
+    assert!(consumer.wait().unwrap().success());
+    let mut stderr = String::new();
+    consumer
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    if rest == ["value-8", "value-9"] {
+        assert_eq!(
+            stderr,
+            "partlog: offsets [5, 8) were deleted meanwhile; going on from 8\n"
+        );
+    } else {
+        assert_eq!(rest, ["value-5", "value-6"], "{stderr}");
+    }
+    log.close().unwrap();
 }

@@ -15,6 +15,7 @@ pub const EXAMPLES: &str = "\
 Examples:
   partlog consume /tmp/orders-0                       # every record, values only, then exit
   partlog consume /tmp/orders-0 --offset 1000 --count 10 --format json
+  partlog consume /tmp/orders-0 --offset -5          # the last five records
   partlog consume /tmp/orders-0 --timestamp 1700000000000   # from the first record at/after it
   partlog consume /tmp/orders-0 --end --follow        # like kcat -o end: new records as they come
   partlog consume /tmp/orders-0 --follow --durable-only --key-separator =
@@ -47,7 +48,8 @@ pub struct ConsumeArgs {
     #[arg(value_name = "DIR")]
     pub dir: PathBuf,
 
-    /// Start at this offset (default: the log start offset).
+    /// Start at this offset (default: the log start offset); a negative N starts N records
+    /// before the end, as kcat's -o -N does.
     #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub offset: Option<i64>,
 
@@ -98,6 +100,11 @@ pub fn run(args: &ConsumeArgs) -> Result<Outcome, CliError> {
     let start = log.log_start_offset();
     let end = log.log_end_offset();
     let mut position = if let Some(offset) = args.offset {
+        let offset = if offset < 0 {
+            end.saturating_add(offset).max(start)
+        } else {
+            offset
+        };
         if offset < start || offset > end {
             return Err(CliError::new(format!(
                 "--offset {offset} is out of range: the log holds offsets [{start}, {end})"
@@ -123,7 +130,23 @@ pub fn run(args: &ConsumeArgs) -> Result<Outcome, CliError> {
         while printed < limit {
             let mut progressed = false;
             for record in log.records(position, bound) {
-                let record = record?;
+                let record = match record {
+                    Ok(record) => record,
+                    // Retention moved the start past us while we followed: go on from there,
+                    // as a consumer with auto.offset.reset=earliest does, and say so.
+                    Err(partlog::Error::OffsetOutOfRange { start, .. })
+                        if args.follow && position < start =>
+                    {
+                        out.flush()?;
+                        eprintln!(
+                            "partlog: offsets [{position}, {start}) were deleted meanwhile; going on from {start}"
+                        );
+                        position = start;
+                        progressed = true;
+                        break;
+                    }
+                    Err(error) => return Err(error.into()),
+                };
                 position = record.offset + 1;
                 progressed = true;
                 line.clear();
