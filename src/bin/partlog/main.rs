@@ -5,12 +5,14 @@
 //! partlog dump DIR      print the batches and records of the log in DIR
 //! partlog verify DIR    check every batch and index of the log in DIR
 //! partlog upgrade SRC DST  rewrite a legacy or gzip/snappy partition directory as v2
+//! partlog compact DIR   run one compaction pass over the log in DIR
 //! ```
 //!
 //! Exit status: 0 on success; 1 when `verify` finds corruption; 2 for any error (bad
 //! arguments, a missing directory, an I/O error, a locked log...), reported as one line on
 //! standard error: `partlog: <message>`.
 
+mod compact;
 mod dump;
 mod produce;
 mod text;
@@ -69,6 +71,9 @@ enum Command {
     /// as RecordBatch v2, with the same offsets, timestamps, keys, values and headers.
     #[command(after_help = upgrade::EXAMPLES)]
     Upgrade(upgrade::UpgradeArgs),
+    /// Run one compaction pass over the log in DIR: only the latest record of each key stays.
+    #[command(after_help = compact::EXAMPLES)]
+    Compact(compact::CompactArgs),
 }
 
 /// An error to report as one line, `partlog: <message>`.
@@ -121,6 +126,7 @@ fn main() -> ExitCode {
         Command::Dump(args) => dump::run(args),
         Command::Verify(args) => verify::run(args),
         Command::Upgrade(args) => upgrade::run(args),
+        Command::Compact(args) => compact::run(args),
     };
     match result {
         Ok(Outcome::Done) => ExitCode::SUCCESS,
@@ -157,7 +163,9 @@ fn usage_error_line(rendered: &str) -> String {
     let mut parts = Vec::new();
     // Errors about a value carry no usage line: name the subcommand from the arguments.
     let mut command = match std::env::args().nth(1) {
-        Some(name) if ["produce", "dump", "verify", "upgrade"].contains(&name.as_str()) => {
+        Some(name)
+            if ["produce", "dump", "verify", "upgrade", "compact"].contains(&name.as_str()) =>
+        {
             format!("partlog {name}")
         }
         _ => String::from("partlog"),

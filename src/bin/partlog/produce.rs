@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 use partlog::unstable::{Clock, OsStorage, Storage, SystemClock};
-use partlog::{CompressionType, FlushPolicy, Log, LogAppendInfo, LogConfig, NewRecord};
+use partlog::{
+    CleanupPolicy, CompressionType, FlushPolicy, Log, LogAppendInfo, LogConfig, NewRecord,
+};
 
 use crate::{CliError, Outcome};
 
@@ -18,6 +20,10 @@ Examples:
 
   # Every record fsynced before its offset is printed (acknowledged):
   seq 1 1000 | partlog produce /tmp/orders-0 --flush always --print-offsets
+
+  # A compacted log (every line needs a key):
+  printf 'user1=a\nuser2=b\nuser1=c\nuser2=DELETE\n' | partlog produce /tmp/users-0 \\
+      --key-separator = --cleanup-policy compact --tombstone-value DELETE
 
   # zstd batches of 500 records in 64 MiB segments:
   partlog produce /tmp/orders-0 --compression zstd --batch 500 --segment-bytes 67108864 < events.txt
@@ -72,6 +78,16 @@ pub struct ProduceArgs {
     #[arg(long, value_name = "N", default_value = "1", value_parser = parse_batch)]
     pub batch: NonZeroUsize,
 
+    /// The log's cleanup.policy (Kafka's syntax: delete, compact, or compact,delete). A
+    /// compacted log takes only keyed records: use --key-separator, and give every line a key.
+    #[arg(long, value_name = "POLICY", default_value = "delete", value_parser = parse_cleanup_policy)]
+    pub cleanup_policy: CleanupPolicy,
+
+    /// A line whose value (after the key separator) is exactly TEXT becomes a tombstone: a
+    /// record with a null value, which deletes its key from a compacted log.
+    #[arg(long, value_name = "TEXT")]
+    pub tombstone_value: Option<String>,
+
     /// Print the offset of each line on standard output, one per line, once its append is
     /// acknowledged: after the fsync with --flush always; otherwise once the batch is written
     /// to the file (it then survives a crash of this process, not necessarily of the machine).
@@ -84,6 +100,10 @@ fn parse_separator(value: &str) -> Result<String, String> {
         return Err("the key separator must not be empty".into());
     }
     Ok(value.to_owned())
+}
+
+fn parse_cleanup_policy(value: &str) -> Result<CleanupPolicy, String> {
+    CleanupPolicy::from_kafka_str(value).map_err(|error| error.to_string())
 }
 
 fn parse_batch(value: &str) -> Result<NonZeroUsize, String> {
@@ -125,7 +145,8 @@ pub fn run(args: &ProduceArgs) -> Result<Outcome, CliError> {
             Codec::Lz4 => CompressionType::Lz4,
             Codec::Zstd => CompressionType::Zstd,
         })
-        .flush_policy(args.flush);
+        .flush_policy(args.flush)
+        .cleanup_policy(args.cleanup_policy);
     if let Some(segment_bytes) = args.segment_bytes {
         builder = builder.segment_bytes(segment_bytes);
     }
@@ -151,6 +172,7 @@ pub fn run(args: &ProduceArgs) -> Result<Outcome, CliError> {
     let mut producer = Producer {
         log: &log,
         separator: args.key_separator.as_deref().map(str::as_bytes),
+        tombstone: args.tombstone_value.as_deref().map(str::as_bytes),
         print_offsets: args.print_offsets,
         out: std::io::BufWriter::new(std::io::stdout().lock()),
         pending: Vec::with_capacity(args.batch.get()),
@@ -191,6 +213,7 @@ pub fn run(args: &ProduceArgs) -> Result<Outcome, CliError> {
 struct Producer<'a, W: Write> {
     log: &'a Log,
     separator: Option<&'a [u8]>,
+    tombstone: Option<&'a [u8]>,
     print_offsets: bool,
     out: W,
     pending: Vec<NewRecord>,
@@ -205,8 +228,8 @@ impl<W: Write> Producer<'_, W> {
             None => (None, line),
         };
         let timestamp = SystemClock.now_ms();
-        self.pending
-            .push(NewRecord::new(timestamp, key, Some(value)));
+        let value = Some(value).filter(|value| Some(*value) != self.tombstone);
+        self.pending.push(NewRecord::new(timestamp, key, value));
     }
 
     /// Appends the pending records as one batch, then prints their offsets. The offsets are
