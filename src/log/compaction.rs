@@ -1468,6 +1468,13 @@ mod tests {
             let bytes = encode_cleaner_checkpoint(first_dirty);
             assert_eq!(decode_cleaner_checkpoint(&bytes), Some(first_dirty));
         }
+        // FORMAT.md §6.3's worked example.
+        assert_eq!(
+            encode_cleaner_checkpoint(4),
+            [
+                0x50, 0x4c, 0x43, 0x43, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0x8e, 0x2a, 0x3e, 0x7c
+            ]
+        );
         let bytes = encode_cleaner_checkpoint(42);
         assert_eq!(&bytes[..8], b"PLCC\x00\x01\x00\x00");
         assert_eq!(&bytes[8..16], &42i64.to_be_bytes());
