@@ -316,6 +316,40 @@ fn transactional_data_stops_compaction_and_is_reported_once() {
     assert!(!log.compaction_due().unwrap());
 }
 
+/// A segment whose transactional batch comes after plain records: the pass stops at its base,
+/// and the plain records there supersede nothing (their keys were mapped before the walk met the
+/// transactional batch).
+#[test]
+fn a_transactional_batch_part_way_through_a_segment_stops_the_pass_at_its_base() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let log = Log::open(dir.path(), config(&clock)).unwrap();
+    put(&log, &clock, "a", b"1");
+    put(&log, &clock, "b", b"1");
+    // Segment 2: a@2, then a transactional batch.
+    put(&log, &clock, "a", b"2");
+    let mut builder = BatchBuilder::new(Compression::None)
+        .producer(7, 0, 0)
+        .transactional(true);
+    builder.push(&NewRecord::new(clock.now_ms(), Some(b"t"), Some(b"txn")));
+    log.append_batch(&builder.build().unwrap()).unwrap();
+    put(&log, &clock, "end", b"x");
+    let stats = log.compact().unwrap();
+    assert_eq!(stats.uncleanable_from, Some(2));
+    assert_eq!(stats.cleaned_up_to, 2);
+    assert_eq!(stats.records_removed, 0);
+    assert_eq!(
+        key_offsets(&log),
+        [
+            ("a".into(), 0),
+            ("b".into(), 1),
+            ("a".into(), 2),
+            ("t".into(), 3),
+            ("end".into(), 4)
+        ]
+    );
+}
+
 #[test]
 fn a_txnindex_file_makes_its_segment_uncleanable() {
     let dir = tempfile::tempdir().unwrap();

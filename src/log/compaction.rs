@@ -573,6 +573,8 @@ impl Shared {
         };
         // Phase 1: map the cleanable range.
         let mut mapped: Vec<Planned> = Vec::new();
+        // Decompressed records, reused from batch to batch.
+        let mut scratch = Vec::new();
         for planned in &plan.segments {
             let handle = &planned.handle;
             let Some(segment) = self.snapshot.pin(handle)? else {
@@ -582,7 +584,6 @@ impl Shared {
             let txn_index =
                 segment_file_path(&self.dir, handle.base_offset(), SegmentFileKind::TxnIndex);
             let mut transactional = self.storage.exists(&txn_index)?;
-            let mut entries: Vec<(Vec<u8>, i64)> = Vec::new();
             let mut producer_last: Vec<(i64, i64)> = Vec::new();
             let next_offset = segment.next_offset();
             if !transactional {
@@ -599,14 +600,15 @@ impl Shared {
                         producer_last.push((header.producer_id, header.last_offset()));
                     }
                     if let Some(view) = view {
-                        let mut scratch = Vec::new();
                         for record in view.records(&mut scratch)? {
                             let record = record?;
                             // Below the first dirty offset every record has already been
                             // compared with every later one there: only the dirty part is
                             // mapped.
-                            if let Some(key) = record.key.filter(|_| record.offset >= first_dirty) {
-                                entries.push((key.to_vec(), record.offset));
+                            if let Some(key) = record.key.filter(|_| record.offset >= first_dirty)
+                                && !map.put(key, record.offset)
+                            {
+                                return Ok(false);
                             }
                         }
                     }
@@ -624,7 +626,9 @@ impl Shared {
                 cleaner.uncleanable = Some(Arc::clone(handle));
                 break;
             }
-            map.take_segment(entries, next_offset);
+            if !map.full {
+                map.mapped_end = next_offset;
+            }
             for (producer_id, last_offset) in producer_last {
                 if last_offset < map.mapped_end {
                     map.producer_last_offset.insert(producer_id, last_offset);
@@ -759,6 +763,7 @@ impl Shared {
             removed: 0,
             tombstones: 0,
             pending_drop: None,
+            scratch: Vec::new(),
         };
         let result = (|| -> Result<Option<PathBuf>> {
             let mut last_log_path = None;
@@ -967,6 +972,8 @@ struct GroupWriter<'f> {
     /// The last batch seen, when it is to go: it stays as an empty header if it turns out to
     /// be the group's last batch (its header and its bytes as they were).
     pending_drop: Option<(BatchHeader, Vec<u8>)>,
+    /// Decompressed records, reused from batch to batch.
+    scratch: Vec<u8>,
 }
 
 impl GroupWriter<'_> {
@@ -979,7 +986,8 @@ impl GroupWriter<'_> {
     ) -> Result<()> {
         let out = match batch.as_v2().filter(|v| rewritable(v)) {
             Some(view) => {
-                let (out, removed, tombstones) = clean_batch(view, map, now_ms, horizon_ms)?;
+                let (out, removed, tombstones) =
+                    clean_batch(view, map, now_ms, horizon_ms, &mut self.scratch)?;
                 self.removed += removed;
                 self.tombstones += tombstones;
                 if matches!(out, CleanedBatch::Dropped) {
@@ -1223,15 +1231,15 @@ fn clean_batch(
     map: &KeyMap,
     now_ms: i64,
     horizon_ms: i64,
+    scratch: &mut Vec<u8>,
 ) -> Result<(CleanedBatch, u64, u64)> {
     let header = view.header();
     let horizon = header.delete_horizon_ms();
-    let mut scratch = Vec::new();
     let mut kept = Vec::new();
     let mut total = 0u64;
     let mut expired_tombstones = 0u64;
     let mut keeps_tombstone = false;
-    for record in view.records(&mut scratch)? {
+    for record in view.records(scratch)? {
         let record = record?;
         total += 1;
         let keep = if record.offset >= map.mapped_end {
@@ -1241,6 +1249,10 @@ fn clean_batch(
                 // Kafka's cleaner drops records without a key: nothing can look them up.
                 None => false,
                 Some(key) => match map.latest.get(key) {
+                    // A later record of the key outside the cleaned range (in a segment the
+                    // pass stopped at part-way): the older values may not go, nor may a
+                    // tombstone whose older values stay.
+                    Some(&latest) if latest >= map.mapped_end => true,
                     Some(&latest) if record.offset < latest => false,
                     _ if record.value.is_none()
                         && !map.holds_unmapped_records
@@ -1307,22 +1319,25 @@ fn clean_batch(
 }
 
 impl KeyMap {
-    /// Adds one segment's keyed records (in offset order). When a new key does not fit, the
-    /// mapped range ends just below that record.
-    fn take_segment(&mut self, entries: Vec<(Vec<u8>, i64)>, segment_end: i64) {
-        for (key, offset) in entries {
-            if let Some(latest) = self.latest.get_mut(&key) {
-                *latest = offset;
-                continue;
-            }
-            if self.latest.len() >= self.capacity {
-                self.full = true;
-                self.mapped_end = offset;
-                return;
-            }
-            self.latest.insert(key, offset);
+    /// Records `offset` as the latest of `key` (records come in offset order), allocating only
+    /// for a new key. When a new key does not fit, the mapped range ends just below this record
+    /// and `false` says to stop.
+    ///
+    /// Keys are put as a segment is walked, before the walk knows whether the segment is
+    /// cleanable: a segment found to hold transactional data part-way leaves offsets at or above
+    /// `mapped_end` in the map, which [`clean_batch`] reads as "keep" (never as "superseded").
+    fn put(&mut self, key: &[u8], offset: i64) -> bool {
+        if let Some(latest) = self.latest.get_mut(key) {
+            *latest = offset;
+            return true;
         }
-        self.mapped_end = segment_end;
+        if self.latest.len() >= self.capacity {
+            self.full = true;
+            self.mapped_end = offset;
+            return false;
+        }
+        self.latest.insert(key.to_vec(), offset);
+        true
     }
 }
 
