@@ -124,10 +124,10 @@ pub use crate::{
         LegacyHeader, LegacyRecordIter, NewRecord, Record, RecordIter, TimestampType,
     },
     log::{
-        CleanupPolicy, CompactionOptions, CompactionStats, CompressionType, DeletedSegment,
-        FetchBatches, FetchData, FlushPolicy, Log, LogAppendInfo, LogConfig, LogConfigBuilder,
-        LogRecord, LogRecords, LogStats, ReadBound, RecoveryMode, RecoveryReport, RetentionReport,
-        RetentionRule,
+        CleanupPolicy, CompactionOptions, CompactionSchedule, CompactionStats, CompressionType,
+        DeletedSegment, FetchBatches, FetchData, FlushPolicy, Log, LogAppendInfo, LogConfig,
+        LogConfigBuilder, LogRecord, LogRecords, LogStats, PRODUCER_ID_EXPIRATION_MS, ReadBound,
+        RecoveryMode, RecoveryReport, RetentionReport, RetentionRule,
     },
 };
 

@@ -42,7 +42,9 @@ use group_commit::GroupCommit;
 use snapshot::{SegmentHandle, SegmentList, Snapshot};
 use watermark::Watermark;
 
-pub use compaction::{CompactionOptions, CompactionStats};
+pub use compaction::{
+    CompactionOptions, CompactionSchedule, CompactionStats, PRODUCER_ID_EXPIRATION_MS,
+};
 pub use config::{
     CleanupPolicy, CompressionType, FlushPolicy, LogConfig, LogConfigBuilder, RecoveryMode,
 };
@@ -143,6 +145,8 @@ struct Shared {
     bytes_at_last_checkpoint: AtomicU64,
     /// Held by a compaction pass (one pass at a time), with what passes remember.
     compaction: Mutex<compaction::CleanerState>,
+    /// Compaction's counters and persisted checkpoint, readable while a pass runs.
+    compaction_status: compaction::CompactionStatus,
     /// Counts truncations, so that a compaction pass never swaps in a copy of a segment that a
     /// truncation changed meanwhile.
     truncations: AtomicU64,
@@ -273,6 +277,8 @@ impl Log {
             MAX_OPEN_SEGMENTS,
         );
         let log_end_offset = recovered.active.next_offset();
+        let (cleaner, compaction_status) =
+            compaction::load_cleaner_state(&*storage, dir, log_end_offset, read_only);
         let shared = Arc::new(Shared {
             dir: dir.to_path_buf(),
             storage,
@@ -303,7 +309,8 @@ impl Log {
             flusher: Mutex::new(FlusherSignal::default()),
             flusher_wake: Condvar::new(),
             bytes_at_last_checkpoint: AtomicU64::new(0),
-            compaction: Mutex::new(compaction::CleanerState::default()),
+            compaction: Mutex::new(cleaner),
+            compaction_status,
             truncations: AtomicU64::new(0),
             retention_pass: Mutex::new(()),
             reaping: Mutex::new(()),
@@ -948,6 +955,7 @@ impl Log {
             .active()
             .and_then(|h| h.if_open())
             .map_or(0, |s| s.size());
+        let compaction = shared.compaction_counters();
         LogStats {
             segments: list.len(),
             open_segments: shared.snapshot.open_count(),
@@ -963,6 +971,10 @@ impl Log {
             fsync_nanos: counters.fsync_nanos.load(Ordering::Relaxed),
             max_fsync_nanos: counters.max_fsync_nanos.load(Ordering::Relaxed),
             poisoned: shared.commit.is_poisoned(),
+            compaction_passes: compaction.passes,
+            compaction_failed_passes: compaction.failed_passes,
+            compaction_uncleanable_from: compaction.uncleanable_from,
+            compaction_uncleanable_bytes: compaction.uncleanable_bytes,
         }
     }
 
@@ -1349,6 +1361,9 @@ impl Shared {
             None => offset,
         };
 
+        // Offsets from the new end on will be reused: compaction's persisted first dirty
+        // offset must not cover them, even after a crash from here on.
+        self.lower_cleaner_checkpoint(new_end)?;
         // 1. The checkpoint first: recovery must never trust bytes above the new end.
         let recovery_point = writer.recovery_point.min(new_end);
         let log_start = self.log_start.load(Ordering::Acquire).min(new_end);

@@ -170,36 +170,46 @@ impl Snapshot {
         taken
     }
 
-    /// Replaces `old` by `new` in the current list, running `on_disk` (the file renames) under
-    /// the write lock first, so that no reader opens either handle by path half-way. Returns
-    /// `Ok(None)` when `old` is no longer a sealed segment of the list (nothing runs then), and
-    /// otherwise the old segment if it was open (readers may still pin it). If `on_disk` fails,
-    /// the list is left unchanged and its error returned.
+    /// Replaces `old`, a run of consecutive sealed segments of the current list, by the one
+    /// segment `new`, running `on_disk` (the file renames) under the write lock first, so that
+    /// no reader opens any of the handles by path half-way. Returns `Ok(None)` when `old` is no
+    /// longer such a run (nothing runs then), and otherwise, for each old handle, the segment it
+    /// had open (readers may still pin those). If `on_disk` fails, the list is left unchanged
+    /// and its error returned.
     pub fn replace(
         &self,
-        old: &Arc<SegmentHandle>,
+        old: &[Arc<SegmentHandle>],
         new: Arc<SegmentHandle>,
         on_disk: impl FnOnce() -> Result<()>,
-    ) -> Result<Option<Option<Arc<Segment>>>> {
+    ) -> Result<Option<Vec<Option<Arc<Segment>>>>> {
         let mut current = self.current.write();
         let Some((_, sealed)) = current.handles().split_last() else {
             return Ok(None);
         };
-        let Some(index) = sealed.iter().position(|h| Arc::ptr_eq(h, old)) else {
+        let Some(index) = (!old.is_empty())
+            .then(|| {
+                sealed
+                    .windows(old.len())
+                    .position(|run| run.iter().zip(old).all(|(now, was)| Arc::ptr_eq(now, was)))
+            })
+            .flatten()
+        else {
             return Ok(None);
         };
         on_disk()?;
         let mut handles = current.handles().to_vec();
-        if let Some(slot) = handles.get_mut(index) {
-            *slot = new;
-        }
-        old.mark_removed();
-        let old_segment = old.open.lock().take();
-        if old_segment.is_some() {
-            self.opened.fetch_sub(1, Ordering::Relaxed);
+        handles.splice(index..index + old.len(), [new]);
+        let mut taken = Vec::with_capacity(old.len());
+        for handle in old {
+            handle.mark_removed();
+            let segment = handle.open.lock().take();
+            if segment.is_some() {
+                self.opened.fetch_sub(1, Ordering::Relaxed);
+            }
+            taken.push(segment);
         }
         *current = SegmentList::new(handles);
-        Ok(Some(old_segment))
+        Ok(Some(taken))
     }
 
     /// Pins the segment of `handle`, opening it if needed. `Ok(None)` means the handle has left

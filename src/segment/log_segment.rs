@@ -912,7 +912,11 @@ impl Segment {
     /// that [`seal`](Self::seal) wrote, and are synced and sealed again: a bad entry found in a
     /// sealed index by a read or at open must be rebuilt, not turned into an error.
     fn rescan(&self) -> Result<ScanReport> {
-        let sealed = self.offset_index.is_sealed() || self.time_index.is_sealed();
+        // A sealed segment whose index files were missing has new, writable ones: they too get
+        // the final time-index entry and the seal (a compacted segment's indexes are built so).
+        let sealed = self.offset_index.is_sealed()
+            || self.time_index.is_sealed()
+            || *self.role.read() == SegmentRole::Sealed;
         if !sealed {
             return self.scan();
         }

@@ -11,6 +11,7 @@
 //! partlog delete-records DIR --before N   move the log start offset up
 //! partlog retention DIR        apply retention now
 //! partlog upgrade SRC DST      rewrite a legacy or gzip/snappy partition directory as v2
+//! partlog compact DIR        run one compaction pass (--delete-retention-ms, --min-lag-ms)
 //! ```
 //!
 //! Reading commands (consume, dump, stats, perf-consume) open the log read-only without a lock
@@ -20,6 +21,7 @@
 //! arguments, a missing directory, an I/O error, a locked log...), reported as one line on
 //! standard error: `partlog: <message>`.
 
+mod compact;
 mod consume;
 mod dump;
 mod dump_index;
@@ -113,6 +115,9 @@ enum Command {
     /// as RecordBatch v2, with the same offsets, timestamps, keys, values and headers.
     #[command(after_help = upgrade::EXAMPLES)]
     Upgrade(upgrade::UpgradeArgs),
+    /// Run one compaction pass over the log in DIR: only the latest record of each key stays.
+    #[command(after_help = compact::EXAMPLES)]
+    Compact(compact::CompactArgs),
 }
 
 /// An error to report as one line, `partlog: <message>`.
@@ -171,6 +176,7 @@ fn main() -> ExitCode {
         Command::DeleteRecords(args) => maint::run_delete_records(args),
         Command::Retention(args) => maint::run_retention(args),
         Command::Upgrade(args) => upgrade::run(args),
+        Command::Compact(args) => compact::run(args),
     };
     match result {
         Ok(Outcome::Done) => ExitCode::SUCCESS,

@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 use partlog::unstable::{Clock, OsStorage, Storage, SystemClock};
-use partlog::{CompressionType, FlushPolicy, Log, LogAppendInfo, LogConfig, NewRecord};
+use partlog::{
+    CleanupPolicy, CompressionType, FlushPolicy, Log, LogAppendInfo, LogConfig, NewRecord,
+};
 
 use crate::{CliError, Outcome};
 
@@ -22,6 +24,10 @@ Examples:
 
   # Every record fsynced before its offset is printed (acknowledged):
   seq 1 1000 | partlog produce /tmp/orders-0 --flush always --print-offsets
+
+  # A compacted log (every line needs a key):
+  printf 'user1=a\nuser2=b\nuser1=c\nuser2=DELETE\n' | partlog produce /tmp/users-0 \\
+      --key-separator = --cleanup-policy compact --tombstone-value DELETE
 
   # zstd batches of 500 records in 64 MiB segments:
   partlog produce /tmp/orders-0 --compression zstd --batch 500 --segment-bytes 67108864 < events.txt
@@ -64,7 +70,8 @@ pub struct ProduceArgs {
 
     /// A value equal to MARKER is a tombstone (a null value), like kafka-console-producer's
     /// null.marker.
-    #[arg(long, value_name = "MARKER")]
+    /// `--tombstone-value` is another name for it.
+    #[arg(long, value_name = "MARKER", alias = "tombstone-value")]
     pub null_marker: Option<String>,
 
     /// The codec of the batches written (Kafka's compression.type).
@@ -90,6 +97,11 @@ pub struct ProduceArgs {
     #[arg(long, value_name = "N", default_value = "1", value_parser = parse_batch)]
     pub batch: NonZeroUsize,
 
+    /// The log's cleanup.policy (Kafka's syntax: delete, compact, or compact,delete). A
+    /// compacted log takes only keyed records: use --key-separator, and give every line a key.
+    #[arg(long, value_name = "POLICY", default_value = "delete", value_parser = parse_cleanup_policy)]
+    pub cleanup_policy: CleanupPolicy,
+
     /// Print the offset of each line on standard output, one per line, once its append is
     /// acknowledged: after the fsync with --flush always; otherwise once the batch is written
     /// to the file (it then survives a crash of this process, not necessarily of the machine).
@@ -109,6 +121,10 @@ fn parse_header(value: &str) -> Result<(String, Vec<u8>), String> {
         Some((key, value)) if !key.is_empty() => Ok((key.to_owned(), value.as_bytes().to_vec())),
         _ => Err(format!("{value:?} is not KEY=VALUE")),
     }
+}
+
+fn parse_cleanup_policy(value: &str) -> Result<CleanupPolicy, String> {
+    CleanupPolicy::from_kafka_str(value).map_err(|error| error.to_string())
 }
 
 fn parse_batch(value: &str) -> Result<NonZeroUsize, String> {
@@ -150,7 +166,8 @@ pub fn run(args: &ProduceArgs) -> Result<Outcome, CliError> {
             Codec::Lz4 => CompressionType::Lz4,
             Codec::Zstd => CompressionType::Zstd,
         })
-        .flush_policy(args.flush);
+        .flush_policy(args.flush)
+        .cleanup_policy(args.cleanup_policy);
     if let Some(segment_bytes) = args.segment_bytes {
         builder = builder.segment_bytes(segment_bytes);
     }
