@@ -97,7 +97,9 @@ fn the_seeds_example_keeps_the_latest_value_of_each_key_at_its_offset() {
     let stats = log.compact().unwrap();
     assert_eq!(stats.records_removed, 2);
     assert_eq!(stats.tombstones_removed, 0);
-    assert_eq!(stats.segments_cleaned, 2);
+    // The five sealed segments are merged into one: none is left as an empty file.
+    assert_eq!(stats.segments_cleaned, 5);
+    assert_eq!(stats.segments_written, 1);
     assert_eq!(stats.cleaned_up_to, 5);
     assert!(stats.bytes_read > stats.bytes_written);
     assert_eq!(stats.uncleanable_from, None);
@@ -124,7 +126,9 @@ fn the_seeds_example_keeps_the_latest_value_of_each_key_at_its_offset() {
     for base in 0..6 {
         for suffix in ["log", "index", "timeindex"] {
             let name = format!("{base:020}.{suffix}");
-            assert!(names.contains(&name), "{name} missing from {names:?}");
+            // The merged segment at 0 and the active one at 5; the merged-away ones are gone.
+            let expected = base == 0 || base == 5;
+            assert_eq!(names.contains(&name), expected, "{name} in {names:?}");
         }
     }
     let report = partlog::verify_dir(dir.path(), &config(&clock)).unwrap();
@@ -525,15 +529,41 @@ fn a_crash_at_any_step_of_a_pass_keeps_every_latest_value() {
             assert_eq!(offset, i as i64);
             model.insert(key.to_owned(), (offset, value.map(str::to_owned)));
         }
-        log.wait_durable(log.log_end_offset() - 1).unwrap();
         if late {
+            log.wait_durable(log.log_end_offset() - 1).unwrap();
             log.compact().unwrap();
             clock.advance(DELETE_RETENTION_MS);
+            // Two more sealed segments, so that the later pass merges three segments (the
+            // first pass's merged one among them) into one.
+            for key in ["e", "end2"] {
+                let offset = put(&log, &clock, key, Some("1"));
+                model.insert(key.to_owned(), (offset, Some("1".to_owned())));
+            }
         }
+        log.wait_durable(log.log_end_offset() - 1).unwrap();
         (sim, config, log, model)
+    };
+    let segment_bases = |sim: &SimStorage| -> Vec<i64> {
+        let mut bases: Vec<i64> = sim
+            .list(dir)
+            .unwrap()
+            .into_iter()
+            .filter_map(|n| n.strip_suffix(".log").and_then(|b| b.parse().ok()))
+            .collect();
+        bases.sort_unstable();
+        bases
     };
     let mut crashes = 0;
     for late in [false, true] {
+        // Each group of the pass is wholly old or wholly new after any crash.
+        let (sim, _, log, _) = setup(0, late);
+        let old_bases = segment_bases(&sim);
+        let stats = log.compact().unwrap();
+        assert!(stats.segments_cleaned >= 3, "{stats:?}");
+        assert_eq!(stats.segments_written, 1, "{stats:?}");
+        let new_bases = segment_bases(&sim);
+        assert!(new_bases.len() < old_bases.len());
+        drop(log);
         for lose_unsynced in [false, true] {
             for nth in 1.. {
                 let (sim, config, log, model) = setup(nth, late);
@@ -557,6 +587,12 @@ fn a_crash_at_any_step_of_a_pass_keeps_every_latest_value() {
                 let log = Log::open(dir, config).unwrap_or_else(|e| {
                     panic!("late {late}, crash before operation {nth}: reopen failed: {e}")
                 });
+                let bases = segment_bases(&sim);
+                assert!(
+                    bases == old_bases || bases == new_bases,
+                    "late {late}, crash before operation {nth}: segments {bases:?}, \
+                     neither {old_bases:?} nor {new_bases:?}"
+                );
                 let in_log = latest_per_key(&log);
                 for (key, (offset, value)) in &model {
                     match (value, in_log.get(key)) {
@@ -783,13 +819,17 @@ fn a_cleaned_segment_keeps_its_mtime() {
     put(&log, &clock, "k", Some("old"));
     put(&log, &clock, "k", Some("new"));
     put(&log, &clock, "end", Some("x"));
-    let path = dir.path().join(format!("{:020}.log", 0));
-    let before = std::fs::metadata(&path).unwrap().modified().unwrap();
+    let path = |base: i64| dir.path().join(format!("{base:020}.log"));
+    // The merged segment takes the mtime of the group's last `.log`, as Kafka's cleaner does.
+    let first = std::fs::metadata(path(0)).unwrap().modified().unwrap();
+    let last = std::fs::metadata(path(1)).unwrap().modified().unwrap();
+    assert!(first < last);
     clock.advance(60_000);
-    assert_eq!(log.compact().unwrap().segments_cleaned, 1);
-    assert_eq!(std::fs::metadata(&path).unwrap().len(), 0);
+    let stats = log.compact().unwrap();
+    assert_eq!((stats.segments_cleaned, stats.segments_written), (2, 1));
+    assert!(!path(1).exists());
     assert_eq!(
-        std::fs::metadata(&path).unwrap().modified().unwrap(),
-        before
+        std::fs::metadata(path(0)).unwrap().modified().unwrap(),
+        last
     );
 }

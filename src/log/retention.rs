@@ -704,7 +704,7 @@ fn deleted(candidate: &Candidate, rule: RetentionRule) -> DeletedSegment {
 }
 
 /// The maintenance thread: a retention pass every `retention.check.interval.ms` of the log's
-/// clock, until the log closes (DESIGN §4, "Observability and threads").
+/// clock, then, on a compacted log, a compaction pass if one is due, until the log closes (DESIGN §4, "Observability and threads").
 pub(super) fn maintenance_loop(shared: &Shared) {
     let interval_ms = shared.config.retention_check_interval_ms.max(1);
     // Wake often enough to notice the interval on the log's clock (a manual one in tests), never
@@ -734,6 +734,18 @@ pub(super) fn maintenance_loop(shared: &Shared) {
                 "{}: retention pass failed (retried in {interval_ms} ms): {error}",
                 shared.dir.display()
             ),
+        }
+        if shared.config.cleanup_policy.compact {
+            // A pass only when one is due (dirty ratio or max lag); a failed one is counted in
+            // the stats and retried at the next interval.
+            match shared.compact_if_due() {
+                Ok(()) => {}
+                Err(Error::Closed | Error::Poisoned) => return,
+                Err(error) => log::warn!(
+                    "{}: compaction failed (retried in {interval_ms} ms): {error}",
+                    shared.dir.display()
+                ),
+            }
         }
     }
 }

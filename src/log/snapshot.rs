@@ -111,6 +111,10 @@ pub(crate) struct SegmentOpener {
     pub dir: PathBuf,
     pub config: SegmentConfig,
     pub role: SegmentRole,
+    /// A read-only log following a writer in another process: a segment whose indexes the
+    /// writer has not trimmed yet (it is sealing it right now) is scanned, and indexed in
+    /// memory, instead of being refused.
+    pub live: bool,
 }
 
 /// The current segment list plus the machinery to pin and lazily open segments.
@@ -166,36 +170,46 @@ impl Snapshot {
         taken
     }
 
-    /// Replaces `old` by `new` in the current list, running `on_disk` (the file renames) under
-    /// the write lock first, so that no reader opens either handle by path half-way. Returns
-    /// `Ok(None)` when `old` is no longer a sealed segment of the list (nothing runs then), and
-    /// otherwise the old segment if it was open (readers may still pin it). If `on_disk` fails,
-    /// the list is left unchanged and its error returned.
+    /// Replaces `old`, a run of consecutive sealed segments of the current list, by the one
+    /// segment `new`, running `on_disk` (the file renames) under the write lock first, so that
+    /// no reader opens any of the handles by path half-way. Returns `Ok(None)` when `old` is no
+    /// longer such a run (nothing runs then), and otherwise, for each old handle, the segment it
+    /// had open (readers may still pin those). If `on_disk` fails, the list is left unchanged
+    /// and its error returned.
     pub fn replace(
         &self,
-        old: &Arc<SegmentHandle>,
+        old: &[Arc<SegmentHandle>],
         new: Arc<SegmentHandle>,
         on_disk: impl FnOnce() -> Result<()>,
-    ) -> Result<Option<Option<Arc<Segment>>>> {
+    ) -> Result<Option<Vec<Option<Arc<Segment>>>>> {
         let mut current = self.current.write();
         let Some((_, sealed)) = current.handles().split_last() else {
             return Ok(None);
         };
-        let Some(index) = sealed.iter().position(|h| Arc::ptr_eq(h, old)) else {
+        let Some(index) = (!old.is_empty())
+            .then(|| {
+                sealed
+                    .windows(old.len())
+                    .position(|run| run.iter().zip(old).all(|(now, was)| Arc::ptr_eq(now, was)))
+            })
+            .flatten()
+        else {
             return Ok(None);
         };
         on_disk()?;
         let mut handles = current.handles().to_vec();
-        if let Some(slot) = handles.get_mut(index) {
-            *slot = new;
-        }
-        old.mark_removed();
-        let old_segment = old.open.lock().take();
-        if old_segment.is_some() {
-            self.opened.fetch_sub(1, Ordering::Relaxed);
+        handles.splice(index..index + old.len(), [new]);
+        let mut taken = Vec::with_capacity(old.len());
+        for handle in old {
+            handle.mark_removed();
+            let segment = handle.open.lock().take();
+            if segment.is_some() {
+                self.opened.fetch_sub(1, Ordering::Relaxed);
+            }
+            taken.push(segment);
         }
         *current = SegmentList::new(handles);
-        Ok(Some(old_segment))
+        Ok(Some(taken))
     }
 
     /// Pins the segment of `handle`, opening it if needed. `Ok(None)` means the handle has left
@@ -212,14 +226,7 @@ impl Snapshot {
             if let Some(segment) = open.as_ref() {
                 return Ok(Some(Arc::clone(segment)));
             }
-            let segment = Arc::new(Segment::open(
-                &self.opener.storage,
-                &self.opener.dir,
-                handle.base_offset,
-                self.opener.config.clone(),
-                self.opener.role,
-                0,
-            )?);
+            let segment = Arc::new(self.open_segment(handle.base_offset)?);
             // A sealed segment's end comes from its own last batches, whose offsets no CRC
             // covers: one that runs into the next segment's base would hide that segment's
             // first offsets behind wrong ones (FORMAT.md §7).
@@ -246,6 +253,34 @@ impl Snapshot {
         };
         self.close_idle();
         Ok(Some(newly_opened))
+    }
+
+    /// Opens the sealed segment at `base_offset` from its files.
+    fn open_segment(&self, base_offset: i64) -> Result<Segment> {
+        let opener = &self.opener;
+        match Segment::open(
+            &opener.storage,
+            &opener.dir,
+            base_offset,
+            opener.config.clone(),
+            opener.role,
+            0,
+        ) {
+            Err(Error::Corrupt { .. }) if opener.live => {
+                let segment = Segment::open_for_recovery(
+                    &opener.storage,
+                    &opener.dir,
+                    base_offset,
+                    opener.config.clone(),
+                    0,
+                    true,
+                )?;
+                // Only the valid prefix is published; the rest is the writer's to finish.
+                segment.scan()?;
+                Ok(segment)
+            }
+            other => other,
+        }
     }
 
     /// Closes least recently used sealed segments while more than `max_open` are open. A

@@ -37,6 +37,17 @@ pub struct LogStats {
     pub max_fsync_nanos: u64,
     /// Whether a failed fsync has poisoned the log.
     pub poisoned: bool,
+    /// Compaction passes that completed since open.
+    pub compaction_passes: u64,
+    /// Compaction passes that failed since open (an I/O error, say); the next pass retries.
+    pub compaction_failed_passes: u64,
+    /// Where the last pass found transactional data, which compaction does not clean until
+    /// transactions are supported: the base of the first segment holding a transactional or
+    /// control batch, or a `.txnindex`.
+    pub compaction_uncleanable_from: Option<i64>,
+    /// The bytes from [`compaction_uncleanable_from`](Self::compaction_uncleanable_from) to the
+    /// log end when the last pass ran.
+    pub compaction_uncleanable_bytes: u64,
 }
 
 #[derive(Debug, Default)]

@@ -12,5 +12,6 @@ pub use log_segment::{
     AppendInfo, InvalidBytes, RollReason, ScanReport, Segment, SegmentConfig, SegmentRead,
     SegmentRole,
 };
+pub(crate) use walker::{BatchWalker, Step};
 #[cfg(test)]
 mod tests;

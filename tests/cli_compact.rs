@@ -1,0 +1,305 @@
+//! `partlog produce --cleanup-policy compact` and `partlog compact` (issue 5, "Running a pass"):
+//! a log with repeating keys and tombstones in small segments, one pass that keeps the latest
+//! record of each key and merges segments, a second that removes the tombstones whose horizon
+//! passed, `--min-lag-ms` leaving young records alone, unkeyed lines refused, and independent
+//! readers (`check.sh`, Kafka's DumpLogSegments) on every compacted segment.
+//!
+//! Under `CI=true`, a missing validator kit, Python package or Java fails the test; elsewhere it
+//! skips that part with a `skipping:` line.
+#![cfg(feature = "cli")]
+
+#[path = "common/kafka.rs"]
+mod kafka;
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use partlog::{CleanupPolicy, Log, LogConfig, ReadBound};
+
+const LINES: usize = 3_000;
+const KEYS: usize = 30;
+
+fn partlog() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_partlog"))
+}
+
+/// Runs `partlog` with `stdin` as its input.
+fn run_with_input(args: &[&str], stdin: &[u8]) -> Output {
+    let mut child = partlog()
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run partlog");
+    child.stdin.take().unwrap().write_all(stdin).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn run_ok(args: &[&str]) -> String {
+    let output = partlog().args(args).output().expect("run partlog");
+    assert!(
+        output.status.success(),
+        "partlog {args:?} failed ({}):\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap()
+}
+
+/// The input: `user<i % 30>=v<i>`, and after every seventh line a tombstone of that key.
+/// Returns the lines and, per key, its last value (`None`: deleted).
+fn input() -> (Vec<u8>, BTreeMap<String, Option<String>>) {
+    let mut text = String::new();
+    let mut latest = BTreeMap::new();
+    for i in 0..LINES {
+        let key = format!("user{}", i % KEYS);
+        text.push_str(&format!("{key}=v{i}\n"));
+        latest.insert(key.clone(), Some(format!("v{i}")));
+        if i % 7 == 6 {
+            text.push_str(&format!("{key}=DELETE\n"));
+            latest.insert(key, None);
+        }
+    }
+    (text.into_bytes(), latest)
+}
+
+fn produce(dir: &Path) {
+    let (text, _) = input();
+    let output = run_with_input(
+        &[
+            "produce",
+            dir.to_str().unwrap(),
+            "--key-separator",
+            "=",
+            "--cleanup-policy",
+            "compact",
+            "--tombstone-value",
+            "DELETE",
+            "--batch",
+            "10",
+            "--segment-bytes",
+            "8192",
+            "--allow-small-segments",
+        ],
+        &text,
+    );
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// The figure `name: N` of `partlog compact`'s report.
+fn figure(report: &str, name: &str) -> u64 {
+    report
+        .lines()
+        .find_map(|line| line.strip_prefix(&format!("{name}: ")))
+        .unwrap_or_else(|| panic!("no {name} in:\n{report}"))
+        .parse()
+        .unwrap()
+}
+
+/// Every record of the log: (key, value, offset).
+fn records(dir: &Path) -> Vec<(String, Option<String>, i64)> {
+    let config = LogConfig::builder()
+        .cleanup_policy(CleanupPolicy::COMPACT)
+        .build()
+        .unwrap();
+    let log = Log::open(dir, config).unwrap();
+    let records = log
+        .records(log.log_start_offset(), ReadBound::LogEnd)
+        .map(|r| {
+            let r = r.unwrap();
+            (
+                String::from_utf8(r.key.unwrap()).unwrap(),
+                r.value.map(|v| String::from_utf8(v).unwrap()),
+                r.offset,
+            )
+        })
+        .collect();
+    log.close().unwrap();
+    records
+}
+
+fn log_files(dir: &Path) -> Vec<PathBuf> {
+    let mut logs: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .collect();
+    logs.sort();
+    logs
+}
+
+#[test]
+fn produce_then_compact_keeps_the_latest_record_of_each_key() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("users-0");
+    let dir_arg = dir.to_str().unwrap();
+    produce(&dir);
+    let (_, latest) = input();
+    let before = records(&dir);
+    assert_eq!(before.len(), LINES + LINES / 7);
+    let segments_before = log_files(&dir).len();
+    assert!(segments_before > 5, "{segments_before} segments");
+
+    let compact = [
+        "compact",
+        dir_arg,
+        "--delete-retention-ms",
+        "0",
+        "--allow-small-segments",
+        "--segment-bytes",
+        "32768",
+    ];
+    let report = run_ok(&compact);
+    assert!(
+        report.starts_with(&format!("compacted {dir_arg}\n")),
+        "{report}"
+    );
+    assert!(figure(&report, "records removed") > 0, "{report}");
+    assert_eq!(figure(&report, "tombstones removed"), 0, "{report}");
+    assert!(figure(&report, "bytes read") > figure(&report, "bytes written"));
+    assert!(report.contains("uncleanable: none"), "{report}");
+    assert!(log_files(&dir).len() < segments_before);
+
+    // Offsets are those of the input; in the cleaned range each key appears once, with its
+    // last record there; every key's last record of all is still its last in the log.
+    let after = records(&dir);
+    let cleaned_up_to = figure(&report, "cleaned up to offset") as i64;
+    let mut seen = BTreeMap::new();
+    for (key, value, offset) in &after {
+        let original = before.iter().find(|(_, _, o)| o == offset).unwrap();
+        assert_eq!(original, &(key.clone(), value.clone(), *offset));
+        if *offset < cleaned_up_to {
+            assert!(seen.insert(key.clone(), ()).is_none(), "{key} twice");
+        }
+    }
+    let last_in_log: BTreeMap<String, Option<String>> = after
+        .iter()
+        .map(|(k, v, _)| (k.clone(), v.clone()))
+        .collect();
+    assert_eq!(last_in_log, latest);
+
+    // The second pass: the tombstones' horizon (now + 0 ms) has passed.
+    let report = run_ok(&compact);
+    assert!(figure(&report, "tombstones removed") > 0, "{report}");
+    let after = records(&dir);
+    let cleaned_up_to = figure(&report, "cleaned up to offset") as i64;
+    assert!(
+        after
+            .iter()
+            .all(|(_, value, offset)| value.is_some() || *offset >= cleaned_up_to)
+    );
+    for (key, value) in &latest {
+        let found = after.iter().rev().find(|(k, _, _)| k == key);
+        match value {
+            Some(value) => assert_eq!(found.map(|(_, v, _)| v.as_ref()), Some(Some(value))),
+            // Gone, or a tombstone still in the active segment.
+            None => assert!(found.is_none_or(|(_, v, _)| v.is_none())),
+        }
+    }
+    let verify = run_ok(&["verify", dir_arg, "--cleanup-policy", "compact"]);
+    assert!(verify.contains("result: ok"), "{verify}");
+
+    validators_check(&log_files(&dir));
+    if let Some(deep) = kafka::dump_deep(&dir) {
+        kafka::assert_clean_deep_dump(&deep);
+    }
+}
+
+#[test]
+fn min_lag_leaves_young_records_and_unkeyed_lines_are_refused() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("users-1");
+    let dir_arg = dir.to_str().unwrap();
+    produce(&dir);
+    // Everything was written just now: an hour's lag leaves it all.
+    let report = run_ok(&["compact", dir_arg, "--min-lag-ms", "3600000"]);
+    assert_eq!(figure(&report, "records removed"), 0, "{report}");
+    assert_eq!(figure(&report, "bytes written"), 0, "{report}");
+
+    let output = run_with_input(
+        &[
+            "produce",
+            dir_arg,
+            "--key-separator",
+            "=",
+            "--cleanup-policy",
+            "compact",
+        ],
+        b"k=v\nno key here\n",
+    );
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.starts_with("partlog: cannot append line 2"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("key"), "{stderr}");
+
+    let output = partlog()
+        .args(["compact", "/nonexistent/partlog-compact"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr),
+        "partlog: no such directory: /nonexistent/partlog-compact\n"
+    );
+}
+
+/// The shared validators (kafka-python and the Rust kafka-protocol crate) on every `.log` file.
+fn validators_check(logs: &[PathBuf]) {
+    let shared = std::env::var_os("PARTLOG_SHARED").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared"),
+        PathBuf::from,
+    );
+    let check = shared.join("validators/check.sh");
+    if !check.exists() {
+        skip_or_fail(&format!("no validator kit at {}", check.display()));
+        return;
+    }
+    let python_ready = Command::new("python3")
+        .args(["-c", "import kafka, lz4, zstandard, crc32c"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success());
+    if !python_ready {
+        skip_or_fail("python3 with kafka-python, lz4, zstandard and crc32c is not installed");
+        return;
+    }
+    // kp-dump builds where .ci/run builds it, outside the target dir `cargo test` holds locked.
+    let cache = std::env::var_os("PARTLOG_CACHE").map_or_else(
+        || PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cache/partlog"),
+        PathBuf::from,
+    );
+    let output = Command::new("bash")
+        .arg(&check)
+        .args(logs)
+        .env("CARGO_TARGET_DIR", cache.join("kp-dump-target"))
+        .output()
+        .expect("run check.sh");
+    let printed = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "check.sh failed ({}):\n{printed}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(
+        printed.lines().filter(|l| l.starts_with("PASS ")).count(),
+        logs.len(),
+        "{printed}"
+    );
+}
+
+fn skip_or_fail(why: &str) {
+    assert!(!kafka::running_in_ci(), "required under CI=true: {why}");
+    eprintln!("skipping: {why}");
+}

@@ -1,0 +1,487 @@
+//! Compaction's scheduling and bookkeeping (issue 5, DESIGN §3.8; kafka-storage.md §5): the
+//! dirty ratio, `min.compaction.lag.ms` and `max.compaction.lag.ms` on the manual clock, the
+//! maintenance thread, segment grouping within `segment.bytes`, the uncleanable range of
+//! transactional data, failed passes, and the persisted first dirty offset.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use partlog::unstable::{Clock, ManualClock};
+use partlog::{
+    BatchBuilder, CleanupPolicy, CompactionOptions, Compression, Log, LogConfig, LogConfigBuilder,
+    NewRecord, ReadBound,
+};
+
+const T0: i64 = 1_700_000_000_000;
+const SEGMENT_MS: i64 = 1_000;
+const SEGMENT_BYTES: u32 = 64 * 1024;
+
+fn builder(clock: &Arc<ManualClock>) -> LogConfigBuilder {
+    LogConfig::builder_for_tests()
+        .segment_bytes(SEGMENT_BYTES)
+        .segment_ms(SEGMENT_MS)
+        .cleanup_policy(CleanupPolicy::COMPACT)
+        .clock(Arc::clone(clock) as Arc<dyn Clock>)
+}
+
+fn config(clock: &Arc<ManualClock>) -> LogConfig {
+    builder(clock).build().unwrap()
+}
+
+/// Appends one record in its own segment: the clock moves past `segment.ms` first, so the
+/// append rolls the segment that holds the previous record.
+fn put(log: &Log, clock: &ManualClock, key: &str, value: &[u8]) -> i64 {
+    clock.advance(SEGMENT_MS + 1);
+    log.append(&[NewRecord::new(
+        clock.now_ms(),
+        Some(key.as_bytes()),
+        Some(value),
+    )])
+    .unwrap()
+    .first_offset
+}
+
+fn key_offsets(log: &Log) -> Vec<(String, i64)> {
+    log.records(log.log_start_offset(), ReadBound::LogEnd)
+        .map(|r| {
+            let r = r.unwrap();
+            (String::from_utf8(r.key.unwrap()).unwrap(), r.offset)
+        })
+        .collect()
+}
+
+fn log_files(dir: &Path) -> Vec<(i64, u64)> {
+    let mut files: Vec<(i64, u64)> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| {
+            let e = e.unwrap();
+            let name = e.file_name().into_string().unwrap();
+            let base = name.strip_suffix(".log")?.parse().ok()?;
+            Some((base, e.metadata().unwrap().len()))
+        })
+        .collect();
+    files.sort_unstable();
+    files
+}
+
+/// Waits (without asserting anything about time) until `done` holds; fails after a minute.
+fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !done() {
+        assert!(Instant::now() < deadline, "gave up waiting until {what}");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+#[test]
+fn the_dirty_ratio_decides_when_a_pass_is_due() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let log = Log::open(dir.path(), config(&clock)).unwrap();
+    // Nothing sealed: nothing to clean.
+    put(&log, &clock, "a", b"1");
+    let schedule = log.compaction_schedule().unwrap();
+    assert_eq!((schedule.clean_bytes, schedule.dirty_bytes), (0, 0));
+    assert!(!schedule.due);
+    for key in ["b", "c", "d", "end"] {
+        put(&log, &clock, key, b"1");
+    }
+    // Four dirty segments, nothing clean: ratio 1.
+    let schedule = log.compaction_schedule().unwrap();
+    assert_eq!(schedule.clean_bytes, 0);
+    assert!(schedule.dirty_bytes > 0);
+    assert_eq!(schedule.dirty_ratio, 1.0);
+    assert_eq!(schedule.first_uncleanable_offset, 4, "the active segment");
+    assert!(schedule.due && log.compaction_due().unwrap());
+    let stats = log.compact().unwrap();
+    assert_eq!(stats.cleaned_up_to, 4);
+    // All clean now.
+    let schedule = log.compaction_schedule().unwrap();
+    assert_eq!(schedule.first_dirty_offset, 4);
+    assert_eq!(schedule.dirty_bytes, 0);
+    assert!(schedule.clean_bytes > 0);
+    assert!(!schedule.due);
+    // One small dirty segment against four records' worth of clean ones: below 0.5.
+    put(&log, &clock, "e", b"1");
+    let schedule = log.compaction_schedule().unwrap();
+    assert!(schedule.dirty_bytes > 0);
+    assert!(schedule.dirty_ratio < 0.5, "{schedule:?}");
+    assert_eq!(
+        schedule.dirty_ratio,
+        schedule.dirty_bytes as f64 / (schedule.clean_bytes + schedule.dirty_bytes) as f64
+    );
+    assert!(!schedule.due);
+    // As many dirty bytes as clean ones: due.
+    for key in ["f", "g", "h", "i"] {
+        put(&log, &clock, key, b"1");
+    }
+    let schedule = log.compaction_schedule().unwrap();
+    assert!(schedule.dirty_ratio >= 0.5, "{schedule:?}");
+    assert!(schedule.due);
+    // A log without the compact policy is never due.
+    let plain_dir = tempfile::tempdir().unwrap();
+    let plain = Log::open(
+        plain_dir.path(),
+        builder(&clock)
+            .cleanup_policy(CleanupPolicy::DELETE)
+            .build()
+            .unwrap(),
+    )
+    .unwrap();
+    for key in ["a", "b", "c"] {
+        put(&plain, &clock, key, b"1");
+    }
+    assert!(!plain.compaction_due().unwrap());
+}
+
+#[test]
+fn min_compaction_lag_keeps_young_segments_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    // Records are SEGMENT_MS + 1 apart: a lag of 2.5 segments keeps the last two sealed
+    // segments out of the cleanable range.
+    let lag = 5 * SEGMENT_MS / 2;
+    let log = Log::open(
+        dir.path(),
+        builder(&clock).min_compaction_lag_ms(lag).build().unwrap(),
+    )
+    .unwrap();
+    for key in ["k", "k", "k", "k", "k", "end"] {
+        put(&log, &clock, key, b"v");
+    }
+    let schedule = log.compaction_schedule().unwrap();
+    assert_eq!(schedule.first_uncleanable_offset, 3, "{schedule:?}");
+    let stats = log.compact().unwrap();
+    assert_eq!(stats.cleaned_up_to, 3);
+    // Only k@2 survives below 3: k@3 and k@4 are too young to count.
+    assert_eq!(
+        key_offsets(&log),
+        [
+            ("k".into(), 2),
+            ("k".into(), 3),
+            ("k".into(), 4),
+            ("end".into(), 5)
+        ]
+    );
+    // The option overrides the config for one pass.
+    let stats = log
+        .compact_with(CompactionOptions::default().min_compaction_lag_ms(0))
+        .unwrap();
+    assert_eq!(stats.cleaned_up_to, 5);
+    assert_eq!(key_offsets(&log), [("k".into(), 4), ("end".into(), 5)]);
+}
+
+#[test]
+fn max_compaction_lag_forces_a_pass_below_the_ratio() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let max_lag = 60_000;
+    let log = Log::open(
+        dir.path(),
+        builder(&clock)
+            .min_cleanable_dirty_ratio(1.0)
+            .max_compaction_lag_ms(max_lag)
+            .build()
+            .unwrap(),
+    )
+    .unwrap();
+    for key in ["a", "b", "c", "d"] {
+        put(&log, &clock, key, b"1");
+    }
+    log.compact().unwrap();
+    put(&log, &clock, "a", b"2");
+    put(&log, &clock, "end", b"x");
+    // Some clean bytes: the ratio is below 1, and the dirty record is young.
+    let schedule = log.compaction_schedule().unwrap();
+    assert!(schedule.dirty_bytes > 0 && schedule.dirty_ratio < 1.0);
+    assert!(!schedule.max_lag_exceeded && !schedule.due, "{schedule:?}");
+    clock.advance(max_lag);
+    let schedule = log.compaction_schedule().unwrap();
+    assert!(schedule.max_lag_exceeded && schedule.due, "{schedule:?}");
+    log.compact().unwrap();
+    assert!(!log.compaction_due().unwrap());
+}
+
+/// The only test here that configures a maintenance thread.
+#[test]
+fn the_maintenance_thread_compacts_when_a_pass_is_due() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let log = Log::open(
+        dir.path(),
+        builder(&clock)
+            .min_cleanable_dirty_ratio(0.0)
+            .retention_check_interval_ms(60_000)
+            .build()
+            .unwrap(),
+    )
+    .unwrap();
+    for key in ["a", "b", "a", "b", "a", "end"] {
+        put(&log, &clock, key, b"v");
+    }
+    assert_eq!(log.stats().compaction_passes, 0, "no interval passed yet");
+    clock.advance(60_000);
+    let expected = [("b".into(), 3), ("a".into(), 4), ("end".into(), 5)];
+    wait_until("the thread compacts the log", || {
+        key_offsets(&log) == expected && !log.compaction_due().unwrap()
+    });
+    let passes = log.stats().compaction_passes;
+    assert!(passes >= 1);
+    // Nothing is due: further intervals run no pass.
+    clock.advance(60_000);
+    clock.advance(60_000);
+    log.close().unwrap();
+    assert_eq!(log.stats().compaction_passes, passes);
+    assert_eq!(log.stats().compaction_failed_passes, 0);
+}
+
+#[test]
+fn segments_are_merged_within_segment_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let log = Log::open(dir.path(), config(&clock)).unwrap();
+    // Six segments of about 20 KiB with distinct keys: three fit in 64 KiB, four do not.
+    let value = vec![7u8; 20 * 1024];
+    for i in 0..6 {
+        put(&log, &clock, &format!("k{i}"), &value);
+    }
+    put(&log, &clock, "end", b"x");
+    let stats = log.compact().unwrap();
+    assert_eq!((stats.segments_cleaned, stats.segments_written), (6, 2));
+    assert_eq!(stats.records_removed, 0);
+    let files = log_files(dir.path());
+    assert_eq!(
+        files.iter().map(|(base, _)| *base).collect::<Vec<_>>(),
+        [0, 3, 6]
+    );
+    for (base, bytes) in &files {
+        assert!(*bytes <= u64::from(SEGMENT_BYTES), "{base}: {bytes} bytes");
+    }
+    let offsets: Vec<i64> = key_offsets(&log).into_iter().map(|(_, o)| o).collect();
+    assert_eq!(offsets, [0, 1, 2, 3, 4, 5, 6]);
+    // The two groups cannot merge: the next pass leaves them alone.
+    let stats = log.compact().unwrap();
+    assert_eq!((stats.segments_cleaned, stats.segments_written), (0, 0));
+    assert_eq!(stats.bytes_written, 0);
+    // Every merged segment reads back whole through a fresh open, indexes included.
+    log.close().unwrap();
+    drop(log);
+    let report = partlog::verify_dir(dir.path(), &config(&clock)).unwrap();
+    assert!(report.findings.is_empty(), "{:?}", report.findings);
+}
+
+#[test]
+fn transactional_data_stops_compaction_and_is_reported_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let log = Log::open(dir.path(), config(&clock)).unwrap();
+    for key in ["a", "a", "b"] {
+        put(&log, &clock, key, b"1");
+    }
+    // A transactional batch in its own segment at 3.
+    clock.advance(SEGMENT_MS + 1);
+    let mut builder = BatchBuilder::new(Compression::None)
+        .producer(7, 0, 0)
+        .transactional(true);
+    builder.push(&NewRecord::new(clock.now_ms(), Some(b"a"), Some(b"txn")));
+    log.append_batch(&builder.build().unwrap()).unwrap();
+    for key in ["a", "b", "end"] {
+        put(&log, &clock, key, b"2");
+    }
+    let stats = log.compact().unwrap();
+    assert_eq!(stats.uncleanable_from, Some(3));
+    assert_eq!(stats.cleaned_up_to, 3);
+    assert!(stats.uncleanable_bytes > 0);
+    let log_stats = log.stats();
+    assert_eq!(log_stats.compaction_uncleanable_from, Some(3));
+    assert_eq!(
+        log_stats.compaction_uncleanable_bytes,
+        stats.uncleanable_bytes
+    );
+    // Below 3 only a@1 went; nothing from 3 on was touched.
+    let keys = key_offsets(&log);
+    assert_eq!(keys.first(), Some(&("a".into(), 1)));
+    assert_eq!(keys.len(), 6);
+    // The next pass does not read the transactional segment again: it reads only what lies
+    // below it (once to map it, once to find that nothing there changes).
+    let below: u64 = log_files(dir.path())
+        .iter()
+        .filter(|(base, _)| *base < 3)
+        .map(|(_, bytes)| bytes)
+        .sum();
+    let again = log.compact().unwrap();
+    assert_eq!(again.uncleanable_from, Some(3));
+    assert_eq!(again.bytes_read, 2 * below);
+    assert!(!log.compaction_due().unwrap());
+}
+
+/// A segment whose transactional batch comes after plain records: the pass stops at its base,
+/// and the plain records there supersede nothing (their keys were mapped before the walk met the
+/// transactional batch).
+#[test]
+fn a_transactional_batch_part_way_through_a_segment_stops_the_pass_at_its_base() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let log = Log::open(dir.path(), config(&clock)).unwrap();
+    put(&log, &clock, "a", b"1");
+    put(&log, &clock, "b", b"1");
+    // Segment 2: a@2, then a transactional batch.
+    put(&log, &clock, "a", b"2");
+    let mut builder = BatchBuilder::new(Compression::None)
+        .producer(7, 0, 0)
+        .transactional(true);
+    builder.push(&NewRecord::new(clock.now_ms(), Some(b"t"), Some(b"txn")));
+    log.append_batch(&builder.build().unwrap()).unwrap();
+    put(&log, &clock, "end", b"x");
+    let stats = log.compact().unwrap();
+    assert_eq!(stats.uncleanable_from, Some(2));
+    assert_eq!(stats.cleaned_up_to, 2);
+    assert_eq!(stats.records_removed, 0);
+    assert_eq!(
+        key_offsets(&log),
+        [
+            ("a".into(), 0),
+            ("b".into(), 1),
+            ("a".into(), 2),
+            ("t".into(), 3),
+            ("end".into(), 4)
+        ]
+    );
+}
+
+#[test]
+fn a_txnindex_file_makes_its_segment_uncleanable() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let log = Log::open(dir.path(), config(&clock)).unwrap();
+    for key in ["a", "a", "a", "a", "end"] {
+        put(&log, &clock, key, b"1");
+    }
+    std::fs::write(dir.path().join(format!("{:020}.txnindex", 2)), b"").unwrap();
+    let stats = log.compact().unwrap();
+    assert_eq!(stats.uncleanable_from, Some(2));
+    assert_eq!(stats.cleaned_up_to, 2);
+    assert_eq!(
+        key_offsets(&log),
+        [
+            ("a".into(), 1),
+            ("a".into(), 2),
+            ("a".into(), 3),
+            ("end".into(), 4)
+        ]
+    );
+}
+
+#[cfg(feature = "sim")]
+#[test]
+fn a_failed_pass_is_counted_and_the_next_one_cleans() {
+    use partlog::unstable::sim::{FaultOp, FaultRule};
+    use partlog::unstable::{SimStorage, Storage};
+
+    let sim = SimStorage::new(3);
+    let clock = Arc::new(ManualClock::new(T0));
+    let config = builder(&clock)
+        .storage(Arc::new(sim.clone()) as Arc<dyn Storage>)
+        .build()
+        .unwrap();
+    let dir = Path::new("/data/failing-pass");
+    let log = Log::open(dir, config).unwrap();
+    for key in ["a", "a", "b", "end"] {
+        put(&log, &clock, key, b"1");
+    }
+    sim.inject(FaultRule::fail(FaultOp::Write, 1).on_paths_ending_with(".cleaned"));
+    assert!(log.compact().is_err());
+    sim.clear_faults();
+    let stats = log.stats();
+    assert_eq!(
+        (stats.compaction_passes, stats.compaction_failed_passes),
+        (0, 1)
+    );
+    assert!(!stats.poisoned);
+    // Nothing of the failed pass is left, and the next pass cleans as if it never ran.
+    assert!(
+        sim.list(dir)
+            .unwrap()
+            .iter()
+            .all(|n| !n.ends_with(".cleaned") && !n.ends_with(".swap"))
+    );
+    assert!(log.compaction_due().unwrap());
+    let cleaned = log.compact().unwrap();
+    assert_eq!(cleaned.records_removed, 1);
+    assert_eq!(log.stats().compaction_passes, 1);
+    assert!(!log.compaction_due().unwrap());
+}
+
+/// `partlog.cleaner-checkpoint` as FORMAT.md describes it, written from that description.
+fn cleaner_checkpoint_bytes(first_dirty: i64) -> Vec<u8> {
+    let mut bytes = b"PLCC".to_vec();
+    bytes.extend_from_slice(&1u16.to_be_bytes());
+    bytes.extend_from_slice(&0u16.to_be_bytes());
+    bytes.extend_from_slice(&first_dirty.to_be_bytes());
+    let crc = crc32c::crc32c(&bytes);
+    bytes.extend_from_slice(&crc.to_be_bytes());
+    bytes
+}
+
+#[test]
+fn the_first_dirty_offset_survives_a_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let log = Log::open(dir.path(), config(&clock)).unwrap();
+    for key in ["a", "b", "a", "c", "end"] {
+        put(&log, &clock, key, b"1");
+    }
+    assert_eq!(log.compact().unwrap().cleaned_up_to, 4);
+    let checkpoint = dir.path().join("partlog.cleaner-checkpoint");
+    assert_eq!(
+        std::fs::read(&checkpoint).unwrap(),
+        cleaner_checkpoint_bytes(4)
+    );
+    log.close().unwrap();
+    drop(log);
+
+    // Reopened: what was clean stays clean, so no pass is due.
+    let log = Log::open(dir.path(), config(&clock)).unwrap();
+    let schedule = log.compaction_schedule().unwrap();
+    assert_eq!(schedule.first_dirty_offset, 4);
+    assert_eq!(schedule.dirty_bytes, 0);
+    assert!(!schedule.due);
+
+    // A truncation below it lowers it on disk before the offsets are reused.
+    assert_eq!(log.truncate_to(2).unwrap(), 2);
+    assert_eq!(
+        std::fs::read(&checkpoint).unwrap(),
+        cleaner_checkpoint_bytes(2)
+    );
+    for key in ["c", "c", "end"] {
+        put(&log, &clock, key, b"2");
+    }
+    log.close().unwrap();
+    drop(log);
+    let log = Log::open(dir.path(), config(&clock)).unwrap();
+    assert_eq!(log.compaction_schedule().unwrap().first_dirty_offset, 2);
+    // c@2 is a reused offset the pass must map: it is superseded by c@3.
+    log.compact().unwrap();
+    assert_eq!(
+        key_offsets(&log),
+        [("b".into(), 1), ("c".into(), 3), ("end".into(), 4)]
+    );
+    log.close().unwrap();
+    drop(log);
+
+    // A file that names an offset above the log end is not trusted, and goes.
+    std::fs::write(&checkpoint, cleaner_checkpoint_bytes(1_000)).unwrap();
+    let log = Log::open(dir.path(), config(&clock)).unwrap();
+    assert_eq!(log.compaction_schedule().unwrap().first_dirty_offset, 0);
+    assert!(!checkpoint.exists());
+    log.close().unwrap();
+    drop(log);
+
+    // A damaged file counts as none.
+    let mut damaged = cleaner_checkpoint_bytes(3);
+    damaged[10] ^= 1;
+    std::fs::write(&checkpoint, damaged).unwrap();
+    let log = Log::open(dir.path(), config(&clock)).unwrap();
+    assert_eq!(log.compaction_schedule().unwrap().first_dirty_offset, 0);
+}
