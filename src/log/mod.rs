@@ -346,10 +346,12 @@ impl Log {
         };
         if !read_only && log.shared.config.retention_check_interval_ms > 0 {
             let shared = Arc::clone(&log.shared);
+            // The first interval counts from the open, not from whenever the thread first runs.
+            let opened_ms = shared.clock.now_ms();
             // On failure the log drops, which closes it and stops the flusher.
             let maintenance = std::thread::Builder::new()
                 .name(format!("partlog-maintenance:{}", dir.display()))
-                .spawn(move || retention::maintenance_loop(&shared))
+                .spawn(move || retention::maintenance_loop(&shared, opened_ms))
                 .map_err(|e| Error::io(dir, e))?;
             *log.maintenance.lock() = Some(maintenance);
         }
