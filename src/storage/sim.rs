@@ -56,7 +56,8 @@
 //! [`SimStorage::fail_nth`] and [`SimStorage::inject`] arm a [`FaultRule`]: the Nth operation of a
 //! [`FaultOp`] kind, counted from when the rule is armed (optionally only on some paths), fails
 //! with EIO, ENOSPC or another error, stores only part of a write, or crashes the machine just
-//! before the operation. A **failed sync drops the file's unsynced data**: its contents and
+//! before the operation; [`FaultRule::until_cancelled`] keeps a rule firing (a disk that stays
+//! full until space is freed). A **failed sync drops the file's unsynced data**: its contents and
 //! length revert to the synced image at once, as Linux marks the pages it failed to write clean
 //! (and forgets them) after an fsync error. A caller that retries the sync and succeeds has made
 //! durable only what was durable before, and reads show it.
