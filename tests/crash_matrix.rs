@@ -608,7 +608,7 @@ fn crash_at_every_write_sync_and_directory_operation() {
             Config {
                 cases: 1,
                 failure_persistence: None,
-                max_shrink_iters: 200,
+                max_shrink_iters: 2000,
                 ..Config::default()
             },
             TestRng::from_seed(RngAlgorithm::ChaCha, &seed_bytes),

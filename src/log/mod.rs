@@ -1518,11 +1518,17 @@ impl Shared {
     /// Writes a recovery-point checkpoint slot (not fsynced: DESIGN §3a) once the durable
     /// offset has moved far enough, after syncing the active indexes it relies on.
     fn maybe_write_recovery_point(&self, now_ms: i64, last_checkpoint_ms: &mut i64) -> Result<()> {
-        let durable = self.commit.durable_offset();
         let appended = self.counters.appended_bytes.load(Ordering::Relaxed);
-        let (recovery_point, active) = {
+        // Under the writer lock, which a truncation holds throughout: the durable offset and
+        // the truncation count are read between truncations, never in the middle of one.
+        let (recovery_point, active, durable, truncations) = {
             let writer = self.writer.lock();
-            (writer.recovery_point, Arc::clone(&writer.active))
+            (
+                writer.recovery_point,
+                Arc::clone(&writer.active),
+                self.commit.durable_offset(),
+                self.truncations.load(Ordering::Acquire),
+            )
         };
         if durable <= recovery_point {
             return Ok(());
@@ -1538,7 +1544,15 @@ impl Shared {
         active.offset_index().sync()?;
         active.time_index().sync()?;
         let mut writer = self.writer.lock();
-        // A truncation may have run meanwhile; never record a point above the current end.
+        // A truncation (or a roll) since `durable` was read makes it stale: the log may since
+        // have appended new, unsynced data below it, and the indexes synced above may no
+        // longer be the active ones. Try again at the next tick (found by tests/crash_matrix.rs:
+        // a point recorded over re-appended data that a crash then lost).
+        if self.truncations.load(Ordering::Acquire) != truncations
+            || !Arc::ptr_eq(&writer.active, &active)
+        {
+            return Ok(());
+        }
         let recovery_point = durable.min(writer.log_end_offset);
         if recovery_point <= writer.recovery_point {
             return Ok(());
