@@ -48,6 +48,11 @@ impl GroupCommit {
         self.durable.get()
     }
 
+    /// The durable watermark itself, for the future forms of the waits to register on.
+    pub fn durable_watermark(&self) -> &Watermark {
+        &self.durable
+    }
+
     /// Whether a sync has failed.
     pub fn is_poisoned(&self) -> bool {
         self.leader.lock().poisoned
