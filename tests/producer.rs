@@ -73,6 +73,7 @@ fn read_all(log: &Log) -> Vec<(i64, Vec<u8>)> {
 }
 
 /// Every batch of the log as (records, bytes).
+#[cfg(feature = "sim")]
 fn batches(log: &Log) -> Vec<(i32, usize)> {
     let mut out = Vec::new();
     let mut offset = log.log_start_offset();
