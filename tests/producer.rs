@@ -140,6 +140,15 @@ fn acks_all_resolves_only_once_the_offset_is_durable() {
 }
 
 #[test]
+fn handles_and_futures_can_move_between_threads_and_tasks() {
+    fn movable<T: Send + Sync + Unpin + 'static>() {}
+    movable::<SendHandle>();
+    movable::<partlog::WaitDurable>();
+    movable::<partlog::WaitForData>();
+    movable::<Producer>();
+}
+
+#[test]
 fn acks_one_resolves_once_appended_and_readable() {
     let dir = tempfile::tempdir().unwrap();
     let log = open_log(dir.path());

@@ -131,7 +131,9 @@ impl SendHandle {
 
     /// Polls with a waker that unparks this thread, parking between polls.
     fn wait_until(&mut self, deadline: Option<Instant>) -> Option<Result<i64>> {
-        let waker = Waker::from(Arc::new(ThreadWaker(std::thread::current())));
+        // One waker per thread, so that a thread that waits again (say, `wait_timeout` in a
+        // loop) is recognised by `Waker::will_wake` and registered once, not once per call.
+        let waker = THREAD_WAKER.with(Waker::clone);
         let mut cx = Context::from_waker(&waker);
         loop {
             if let Poll::Ready(result) = Pin::new(&mut *self).poll(&mut cx) {
@@ -188,6 +190,10 @@ impl Future for SendHandle {
     }
 }
 
+thread_local! {
+    static THREAD_WAKER: Waker = Waker::from(Arc::new(ThreadWaker(std::thread::current())));
+}
+
 /// Wakes a thread blocked in [`SendHandle::wait`].
 struct ThreadWaker(Thread);
 
@@ -198,5 +204,47 @@ impl Wake for ThreadWaker {
 
     fn wake_by_ref(self: &Arc<Self>) {
         self.0.unpark();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Error;
+
+    #[test]
+    fn a_thread_waiting_again_and_again_registers_once() {
+        let slot = BatchSlot::new(None);
+        let mut handle = SendHandle::queued(Arc::clone(&slot), 3);
+        for _ in 0..100 {
+            assert!(handle.wait_timeout(Duration::ZERO).is_none());
+        }
+        assert_eq!(slot.state.lock().wakers.len(), 1);
+        slot.complete(Ok(40));
+        assert!(slot.state.lock().wakers.is_empty());
+        assert_eq!(handle.wait_timeout(Duration::ZERO).unwrap().unwrap(), 43);
+    }
+
+    #[test]
+    fn a_failed_batch_fails_every_handle_with_its_error() {
+        let slot = BatchSlot::new(None);
+        let handles: Vec<SendHandle> = (0..5)
+            .map(|index| SendHandle::queued(Arc::clone(&slot), index))
+            .collect();
+        slot.complete(Err(Error::Io {
+            path: "/log/00000000000000000000.log".into(),
+            source: std::io::Error::from_raw_os_error(5),
+        }));
+        // A later outcome changes nothing: a batch is appended or failed once.
+        slot.complete(Ok(0));
+        for handle in handles {
+            match handle.wait() {
+                Err(Error::Io { path, source }) => {
+                    assert!(path.ends_with("00000000000000000000.log"));
+                    assert_eq!(source.raw_os_error(), Some(5));
+                }
+                other => panic!("expected the batch's i/o error, got {other:?}"),
+            }
+        }
     }
 }

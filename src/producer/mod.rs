@@ -55,8 +55,10 @@ pub(crate) struct Inner {
     progress: Condvar,
 }
 
-/// A batching writer for one [`Log`]: Kafka's producer path, embedded (see the module docs of
-/// the crate's README section "The batching writer").
+/// A batching writer for one [`Log`]: Kafka's producer path (`RecordAccumulator` and `Sender`),
+/// embedded. [`send`](Self::send) queues one record and returns a [`SendHandle`]; a background
+/// thread appends whole batches, sealed at `batch.size` or after `linger.ms`
+/// ([`ProducerConfig`]).
 ///
 /// `Producer` is `Send + Sync`: share it between threads with an `Arc`. Records sent from one
 /// thread are appended in the order they were sent; records from several threads in the order
