@@ -306,6 +306,28 @@ fn log_durable_future_resolves_after_the_group_commit() {
 }
 
 #[test]
+fn log_durable_future_reports_a_truncation_and_a_read_only_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = open_log(dir.path());
+    for i in 0..10 {
+        log.append(&[record(i)]).unwrap();
+    }
+    let removed = log.durable(8);
+    let kept = log.durable(2);
+    assert_eq!(log.truncate_to(5).unwrap(), 5);
+    assert!(matches!(block_on(removed), Err(Error::Truncated { at: 5 })));
+    // truncate_to is durable when it returns, and offset 2 is below the cut.
+    block_on(kept).unwrap();
+    log.close().unwrap();
+    drop(log);
+    let read_only = Log::open_read_only(dir.path(), LogConfig::default()).unwrap();
+    assert!(matches!(
+        block_on(read_only.durable(0)),
+        Err(Error::Unsupported { .. })
+    ));
+}
+
+#[test]
 fn log_data_available_future_wakes_on_append_and_on_close() {
     let dir = tempfile::tempdir().unwrap();
     let log = open_log(dir.path());
