@@ -149,6 +149,65 @@ fn handles_and_futures_can_move_between_threads_and_tasks() {
 }
 
 #[test]
+fn send_parts_stores_keys_headers_and_tombstones_as_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = open_log(dir.path());
+    let producer = producer(&log, Acks::One);
+    let first = producer
+        .send_parts(
+            T0,
+            Some(b"k1"),
+            Some(b"v1"),
+            &[("trace", Some(&b"abc"[..]))],
+        )
+        .unwrap();
+    let second = producer
+        .send_parts::<&str>(T0 + 1, Some(b"k1"), None, &[])
+        .unwrap();
+    assert_eq!((first.wait().unwrap(), second.wait().unwrap()), (0, 1));
+    let records: Vec<_> = log
+        .records(0, ReadBound::LogEnd)
+        .collect::<partlog::Result<_>>()
+        .unwrap();
+    assert_eq!(records.len(), 2);
+    assert_eq!(records[0].timestamp, T0);
+    assert_eq!(records[0].key.as_deref(), Some(&b"k1"[..]));
+    assert_eq!(records[0].value.as_deref(), Some(&b"v1"[..]));
+    assert_eq!(
+        records[0].headers,
+        vec![("trace".to_string(), Some(b"abc".to_vec()))]
+    );
+    assert_eq!(
+        (records[1].timestamp, records[1].value.as_deref()),
+        (T0 + 1, None)
+    );
+}
+
+#[test]
+fn records_append_would_refuse_are_refused_at_send() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = LogConfig::builder()
+        .cleanup_policy(partlog::CleanupPolicy::COMPACT)
+        .build()
+        .unwrap();
+    let log = Arc::new(Log::open(dir.path(), config).unwrap());
+    let producer = producer(&log, Acks::One);
+    assert!(matches!(
+        producer.send(&NewRecord::new(T0, None, Some(b"no key"))),
+        Err(Error::InvalidArgument { .. })
+    ));
+    assert!(matches!(
+        producer.send(&NewRecord::new(-5, Some(b"k"), Some(b"v"))),
+        Err(Error::InvalidTimestamp { timestamp: -5, .. })
+    ));
+    // The refused records took no place: the next one gets offset 0.
+    let handle = producer
+        .send(&NewRecord::new(T0, Some(b"k"), Some(b"v")))
+        .unwrap();
+    assert_eq!(handle.wait().unwrap(), 0);
+}
+
+#[test]
 fn acks_one_resolves_once_appended_and_readable() {
     let dir = tempfile::tempdir().unwrap();
     let log = open_log(dir.path());

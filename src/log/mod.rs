@@ -380,7 +380,7 @@ impl Log {
         }
         let now = self.shared.clock.now_ms();
         for record in records {
-            self.check_new_record(record, now)?;
+            self.check_new_record(record.timestamp, record.key.is_some(), now)?;
         }
         let mut builder = BatchBuilder::new(self.records_codec());
         for record in records {
@@ -392,13 +392,18 @@ impl Log {
 
     /// The checks [`append`](Self::append) makes of each record: a key in a compacted log, and
     /// the timestamp bounds under CreateTime, against the log's time `now_ms`.
-    pub(crate) fn check_new_record(&self, record: &NewRecord, now_ms: i64) -> Result<()> {
+    pub(crate) fn check_new_record(
+        &self,
+        timestamp: i64,
+        has_key: bool,
+        now_ms: i64,
+    ) -> Result<()> {
         let config = &self.shared.config;
-        if config.cleanup_policy.compact && record.key.is_none() {
+        if config.cleanup_policy.compact && !has_key {
             return Err(compacted_without_key());
         }
         if config.message_timestamp_type == TimestampType::CreateTime {
-            check_timestamp(config, record.timestamp, now_ms)?;
+            check_timestamp(config, timestamp, now_ms)?;
         }
         Ok(())
     }

@@ -124,6 +124,22 @@ pub(crate) fn max_uncompressed_batch(codec: Compression, max_message_bytes: u32)
 /// Fails with [`Error::InvalidArgument`] for a field longer than `i32::MAX` bytes, which the
 /// format cannot encode: rejecting it here keeps one bad record from failing its whole batch.
 pub(crate) fn record_size_upper_bound(record: &NewRecord) -> Result<usize> {
+    record_parts_size_upper_bound(
+        record.key.as_deref(),
+        record.value.as_deref(),
+        record
+            .headers
+            .iter()
+            .map(|(key, value)| (key.as_bytes(), value.as_deref())),
+    )
+}
+
+/// [`record_size_upper_bound`] of a record given as borrowed parts.
+pub(crate) fn record_parts_size_upper_bound<'h>(
+    key: Option<&[u8]>,
+    value: Option<&[u8]>,
+    headers: impl ExactSizeIterator<Item = (&'h [u8], Option<&'h [u8]>)>,
+) -> Result<usize> {
     let too_long = |what: &str| Error::InvalidArgument {
         why: format!("a record's {what} is longer than i32::MAX bytes"),
     };
@@ -136,22 +152,18 @@ pub(crate) fn record_size_upper_bound(record: &NewRecord) -> Result<usize> {
             }
         }
     };
-    let header_count = i32::try_from(record.headers.len()).map_err(|_| too_long("headers"))?;
+    let header_count = i32::try_from(headers.len()).map_err(|_| too_long("headers"))?;
     let mut body = 1 // attributes
         + varlong_size(i64::MIN) // the widest timestamp delta
         + varint_size(i32::MIN) // the widest offset delta
-        + length_prefixed(record.key.as_deref(), "key")?
-        + length_prefixed(record.value.as_deref(), "value")?
+        + length_prefixed(key, "key")?
+        + length_prefixed(value, "value")?
         + varint_size(header_count);
-    for (key, value) in &record.headers {
-        body = body
-            .checked_add(length_prefixed(Some(key.as_bytes()), "header key")?)
-            .and_then(|body| {
-                length_prefixed(value.as_deref(), "header value")
-                    .ok()
-                    .and_then(|size| body.checked_add(size))
-            })
+    for (header_key, header_value) in headers {
+        let header = length_prefixed(Some(header_key), "header key")?
+            .checked_add(length_prefixed(header_value, "header value")?)
             .ok_or_else(|| too_long("header"))?;
+        body = body.checked_add(header).ok_or_else(|| too_long("header"))?;
     }
     let body_len = i32::try_from(body).map_err(|_| too_long("encoding"))?;
     Ok(varint_size(body_len) + body)

@@ -25,11 +25,12 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 
 use crate::error::{Error, Result};
-use crate::format::{Compression, NewRecord};
+use crate::format::{BatchBuilder, Compression, NewRecord};
 use crate::log::Log;
 
 use accumulator::{
-    Accumulator, BATCH_HEADER_BYTES, max_uncompressed_batch, record_size_upper_bound,
+    Accumulator, BATCH_HEADER_BYTES, max_uncompressed_batch, record_parts_size_upper_bound,
+    record_size_upper_bound,
 };
 use handle::BatchSlot;
 
@@ -149,11 +150,52 @@ impl Producer {
     /// Blocks only when `buffer.memory` is full: then up to `max.block.ms`, after which it fails
     /// with [`Error::BufferExhausted`] and the record is not queued.
     pub fn send(&self, record: &NewRecord) -> Result<SendHandle> {
+        self.enqueue(
+            record.timestamp,
+            record.key.is_some(),
+            || record_size_upper_bound(record),
+            |builder| builder.push(record),
+        )
+    }
+
+    /// [`send`](Self::send) for a record given as borrowed parts, as
+    /// [`BatchBuilder::push_parts`](crate::BatchBuilder::push_parts) takes them: no
+    /// [`NewRecord`] to build, the bytes are copied once, into the batch. Header keys may be
+    /// `&str`, `String` or `&[u8]`.
+    pub fn send_parts<K: AsRef<[u8]>>(
+        &self,
+        timestamp: i64,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+        headers: &[(K, Option<&[u8]>)],
+    ) -> Result<SendHandle> {
+        self.enqueue(
+            timestamp,
+            key.is_some(),
+            || {
+                record_parts_size_upper_bound(
+                    key,
+                    value,
+                    headers.iter().map(|(k, v)| (k.as_ref(), *v)),
+                )
+            },
+            |builder| builder.push_parts(timestamp, key, value, headers),
+        )
+    }
+
+    /// The body of `send`: checks, waits for memory, and pushes the record with `push`.
+    fn enqueue(
+        &self,
+        timestamp: i64,
+        has_key: bool,
+        size_upper_bound: impl FnOnce() -> Result<usize>,
+        push: impl FnOnce(&mut BatchBuilder),
+    ) -> Result<SendHandle> {
         let inner = &*self.inner;
         inner.log.writable()?;
         let now_ms = inner.log.clock().now_ms();
-        inner.log.check_new_record(record, now_ms)?;
-        let estimate = record_size_upper_bound(record)?;
+        inner.log.check_new_record(timestamp, has_key, now_ms)?;
+        let estimate = size_upper_bound()?;
         let alone = BATCH_HEADER_BYTES.saturating_add(estimate);
         if alone > inner.max_batch {
             return Err(Error::RecordTooLarge {
@@ -219,7 +261,7 @@ impl Producer {
             }
         };
         let before = open.builder.uncompressed_size();
-        open.builder.push(record);
+        push(&mut open.builder);
         let encoded = (open.builder.uncompressed_size() - before) as u64;
         open.reserved += encoded;
         let index = open.builder.record_count() as i64 - 1;
