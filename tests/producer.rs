@@ -490,6 +490,17 @@ mod sim {
     }
 
     #[test]
+    fn a_clock_stepped_back_sends_the_lingering_batch_instead_of_holding_it() {
+        let (log, clock, _sim) = sim_log();
+        let producer = Producer::new(Arc::clone(&log), config().build().unwrap()).unwrap();
+        let handle = producer.send(&record(0)).unwrap();
+        // An hour back: the batch goes out without waiting for the clock to come back to
+        // where the batch was opened.
+        clock.advance(-3_600_000);
+        assert_eq!(handle.wait().unwrap(), 0);
+    }
+
+    #[test]
     fn acks_zero_is_done_when_queued() {
         let (log, _clock, _sim) = sim_log();
         let producer =

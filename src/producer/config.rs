@@ -73,7 +73,8 @@ pub struct ProducerConfig {
     pub batch_size: u32,
 
     /// `linger.ms`: how long a batch that is not full waits for more records after its first one,
-    /// measured on the log's clock (`LogConfig::clock`). Kafka 4 raised the default from 0 to 5
+    /// measured on the log's clock (`LogConfig::clock`; if that clock is stepped back below a
+    /// batch's start, the batch is sent at once). Kafka 4 raised the default from 0 to 5
     /// (KIP-1030): a few milliseconds of waiting buy larger batches and fewer appends.
     ///
     /// Range: at least 0. Default: 5.

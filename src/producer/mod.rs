@@ -214,7 +214,7 @@ impl Producer {
 
         let mut acc = inner.accumulator.lock();
         let mut deadline = None;
-        while acc.used_memory + reserve > buffer_memory {
+        while acc.used_memory.saturating_add(reserve) > buffer_memory {
             if acc.closing {
                 return Err(Error::Closed);
             }

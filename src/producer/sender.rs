@@ -33,15 +33,20 @@ fn next_batch(inner: &Inner) -> Option<PendingBatch> {
         if let Some(batch) = acc.sealed.pop_front() {
             return Some(batch);
         }
+        let (closing, memory_wanted) = (acc.closing, acc.memory_waiters > 0);
         let Some(open) = acc.open.as_ref() else {
-            if acc.closing {
+            if closing {
                 return None;
             }
             inner.work.wait(&mut acc);
             continue;
         };
-        let age_ms = inner.log.clock().now_ms().saturating_sub(open.created_ms);
-        if acc.closing || acc.memory_waiters > 0 || age_ms >= linger_ms {
+        let now_ms = inner.log.clock().now_ms();
+        // A wall clock stepped back below the batch's start makes its age unknowable: send the
+        // batch now rather than hold it until the clock is back where it was.
+        let stepped_back = now_ms < open.created_ms;
+        let age_ms = now_ms.saturating_sub(open.created_ms);
+        if closing || memory_wanted || stepped_back || age_ms >= linger_ms {
             return acc.open.take();
         }
         let remaining =
