@@ -67,6 +67,21 @@ fn bench(c: &mut Criterion) {
                 }
             });
         });
+        if acks == Acks::One {
+            // The borrowed form: no NewRecord per record, one copy into the batch.
+            let values: Vec<&[u8]> = records.iter().filter_map(|r| r.value.as_deref()).collect();
+            group.bench_function("send_parts_acks_1", |b| {
+                b.iter(|| {
+                    for (i, value) in values.iter().enumerate() {
+                        let handle = producer
+                            .send_parts::<&str>(T0 + i as i64, None, Some(value), &[])
+                            .expect("send");
+                        drop(handle);
+                    }
+                    producer.flush().expect("flush");
+                });
+            });
+        }
         producer.close().expect("close");
     }
 

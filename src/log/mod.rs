@@ -171,7 +171,9 @@ struct Shared {
 ///
 /// Blocking calls: [`append`](Self::append) blocks on the disk write (and, under
 /// [`FlushPolicy::EveryAppend`], on an fsync); [`wait_durable`](Self::wait_durable) and
-/// [`wait_for_data`](Self::wait_for_data) block until their condition holds.
+/// [`wait_for_data`](Self::wait_for_data) block until their condition holds;
+/// [`durable`](Self::durable) and [`data_available`](Self::data_available) are their future
+/// forms, which never block.
 #[derive(Debug)]
 pub struct Log {
     shared: Arc<Shared>,
