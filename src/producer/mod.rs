@@ -265,7 +265,8 @@ impl Producer {
         let encoded = (open.builder.uncompressed_size() - before) as u64;
         open.reserved += encoded;
         let index = open.builder.record_count() as i64 - 1;
-        let slot = Arc::clone(&open.slot);
+        // Under acks=0 the handle is done already and needs no share of the batch's outcome.
+        let slot = (inner.config.acks != Acks::Zero).then(|| Arc::clone(&open.slot));
         let full = open.builder.uncompressed_size() >= inner.batch_limit;
         // Give back what the upper bound over-reserved.
         acc.used_memory -= reserve.saturating_sub(encoded);
@@ -276,9 +277,9 @@ impl Producer {
         if wake_sender {
             inner.work.notify_one();
         }
-        Ok(match inner.config.acks {
-            Acks::Zero => SendHandle::done(Ok(-1)),
-            Acks::One | Acks::All => SendHandle::queued(slot, index),
+        Ok(match slot {
+            None => SendHandle::done(Ok(-1)),
+            Some(slot) => SendHandle::queued(slot, index),
         })
     }
 
