@@ -257,7 +257,19 @@ impl Producer {
                 wake_sender = true;
                 let durable_log = (inner.config.acks == Acks::All).then(|| Arc::clone(&inner.log));
                 let capacity = inner.batch_limit.max(estimate);
-                acc.open_batch(inner.codec, capacity, BatchSlot::new(durable_log), now_ms)
+                // Read again: the wait for memory may have taken a while, and linger.ms counts
+                // from the batch's first record.
+                let opened_ms = if deadline.is_some() {
+                    inner.log.clock().now_ms()
+                } else {
+                    now_ms
+                };
+                acc.open_batch(
+                    inner.codec,
+                    capacity,
+                    BatchSlot::new(durable_log),
+                    opened_ms,
+                )
             }
         };
         let before = open.builder.uncompressed_size();
