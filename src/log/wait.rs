@@ -69,8 +69,11 @@ impl Log {
 /// What [`Log::durable`] returns: a future that resolves once an offset is durable.
 ///
 /// It holds a reference to the log's shared state, not a borrow of the [`Log`], so it may outlive
-/// the call (it is `'static`, `Send` and `Unpin`). Dropping it early leaves at most one stale
-/// waker registered, which is dropped the next time the durable offset moves.
+/// the call (it is `'static`, `Send` and `Unpin`). Dropping it early leaves its waker registered
+/// until the durable offset passes its offset (or a truncation, poison or close wakes every
+/// waiter): a task that waits again with the same waker reuses that registration. The
+/// registration is not removed on drop because the waiter list merges the registrations of one
+/// waker, which another future of the same task may still rely on.
 #[derive(Debug)]
 #[must_use = "futures do nothing unless polled"]
 pub struct WaitDurable {
@@ -150,8 +153,9 @@ impl Future for WaitDurable {
 
 /// What [`Log::data_available`] returns: a future that resolves once the log holds an offset.
 ///
-/// Like [`WaitDurable`] it is `'static`, `Send` and `Unpin`, and dropping it early leaves at most
-/// one stale waker registered until the log end offset next moves.
+/// Like [`WaitDurable`] it is `'static`, `Send` and `Unpin`, and dropping it early leaves its
+/// waker registered until the log end offset passes its offset (or the log closes or is
+/// truncated).
 #[derive(Debug)]
 #[must_use = "futures do nothing unless polled"]
 pub struct WaitForData {
