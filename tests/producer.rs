@@ -310,6 +310,58 @@ fn a_record_too_large_for_the_log_fails_at_send() {
 }
 
 #[test]
+fn batches_take_the_logs_codec_and_never_exceed_max_message_bytes() {
+    for (codec, id) in [
+        (partlog::CompressionType::Lz4, 3),
+        (partlog::CompressionType::Zstd, 4),
+        (partlog::CompressionType::Producer, 0),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let config = LogConfig::builder()
+            .compression_type(codec)
+            .max_message_bytes(4096)
+            .build()
+            .unwrap();
+        let log = Arc::new(Log::open(dir.path(), config).unwrap());
+        // batch.size (16384) above max.message.bytes (4096): the log's limit wins.
+        let producer = producer(&log, Acks::One);
+        // Incompressible values (an LCG), the worst case for a codec's framing.
+        let mut state = 0x9e37_79b9_u32;
+        let handles: Vec<SendHandle> = (0..300)
+            .map(|_| {
+                let value: Vec<u8> = (0..100)
+                    .map(|_| {
+                        state = state.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                        (state >> 24) as u8
+                    })
+                    .collect();
+                producer
+                    .send(&NewRecord::new(T0, None, Some(&value)))
+                    .unwrap()
+            })
+            .collect();
+        producer.flush().unwrap();
+        for (i, handle) in handles.into_iter().enumerate() {
+            assert_eq!(handle.wait().unwrap(), i as i64);
+        }
+        let fetch = log.read(0, 1 << 20, ReadBound::LogEnd).unwrap();
+        let mut batches = 0;
+        for batch in fetch.batches() {
+            let batch = batch.unwrap();
+            assert_eq!(batch.compression_id(), id, "{codec:?}");
+            assert!(
+                batch.total_size() <= 4096,
+                "{codec:?}: {}",
+                batch.total_size()
+            );
+            batches += 1;
+        }
+        assert!(batches > 1 && batches < 300, "{codec:?}: {batches} batches");
+        assert_eq!(read_all(&log).len(), 300);
+    }
+}
+
+#[test]
 fn a_read_only_log_takes_no_producer() {
     let dir = tempfile::tempdir().unwrap();
     drop(Log::open(dir.path(), LogConfig::default()).unwrap());
