@@ -18,6 +18,7 @@ mod recovery;
 mod retention;
 mod snapshot;
 mod stats;
+mod wait;
 mod watermark;
 
 use std::path::{Path, PathBuf};
@@ -51,6 +52,7 @@ pub use config::{
 pub use fetch::{FetchBatches, FetchData, LogRecord, ReadBound};
 pub use retention::{DeletedSegment, RetentionReport, RetentionRule};
 pub use stats::{LogStats, RecoveryReport};
+pub use wait::{WaitDurable, WaitForData};
 
 /// The name of the lock file in a log directory.
 pub(crate) const LOCK_FILE: &str = "partlog.lock";
@@ -116,6 +118,9 @@ struct PendingDelete {
 struct FlusherSignal {
     stop: bool,
     roll_pending: bool,
+    /// A future form of `wait_durable` (or the batching writer) asked for a group-commit sync:
+    /// futures must not block their executor's thread, so the flusher leads the sync for them.
+    sync_requested: bool,
 }
 
 /// Everything the log's threads share.
@@ -174,7 +179,9 @@ struct Shared {
 ///
 /// Blocking calls: [`append`](Self::append) blocks on the disk write (and, under
 /// [`FlushPolicy::EveryAppend`], on an fsync); [`wait_durable`](Self::wait_durable) and
-/// [`wait_for_data`](Self::wait_for_data) block until their condition holds.
+/// [`wait_for_data`](Self::wait_for_data) block until their condition holds;
+/// [`durable`](Self::durable) and [`data_available`](Self::data_available) are their future
+/// forms, which never block.
 #[derive(Debug)]
 pub struct Log {
     shared: Arc<Shared>,
@@ -468,27 +475,67 @@ impl Log {
                 why: "an append needs at least one record".into(),
             });
         }
-        let config = &self.shared.config;
         let now = self.shared.clock.now_ms();
         for record in records {
-            if config.cleanup_policy.compact && record.key.is_none() {
-                return Err(compacted_without_key());
-            }
-            if config.message_timestamp_type == TimestampType::CreateTime {
-                check_timestamp(config, record.timestamp, now)?;
-            }
+            self.check_new_record(record.timestamp, record.key.is_some(), now)?;
         }
-        let codec = match config.compression_type {
-            CompressionType::Producer | CompressionType::Uncompressed => Compression::None,
-            CompressionType::Lz4 => Compression::Lz4,
-            CompressionType::Zstd => Compression::Zstd,
-        };
-        let mut builder = BatchBuilder::new(codec);
+        let mut builder = BatchBuilder::new(self.records_codec());
         for record in records {
             builder.push(record);
         }
         let batch = builder.build()?;
         self.append_built(batch)
+    }
+
+    /// The checks [`append`](Self::append) makes of each record: a key in a compacted log, and
+    /// the timestamp bounds under CreateTime, against the log's time `now_ms`.
+    pub(crate) fn check_new_record(
+        &self,
+        timestamp: i64,
+        has_key: bool,
+        now_ms: i64,
+    ) -> Result<()> {
+        let config = &self.shared.config;
+        if config.cleanup_policy.compact && !has_key {
+            return Err(compacted_without_key());
+        }
+        if config.message_timestamp_type == TimestampType::CreateTime {
+            check_timestamp(config, timestamp, now_ms)?;
+        }
+        Ok(())
+    }
+
+    /// The codec batches built from records get: `compression.type`, with `producer` meaning
+    /// none (there is no producer codec to keep).
+    pub(crate) fn records_codec(&self) -> Compression {
+        match self.shared.config.compression_type {
+            CompressionType::Producer | CompressionType::Uncompressed => Compression::None,
+            CompressionType::Lz4 => Compression::Lz4,
+            CompressionType::Zstd => Compression::Zstd,
+        }
+    }
+
+    /// The clock the log reads time from (`LogConfig::clock`).
+    pub(crate) fn clock(&self) -> &Arc<dyn Clock> {
+        &self.shared.clock
+    }
+
+    /// Appends a batch that partlog's batching writer built from records it already checked
+    /// with [`check_new_record`](Self::check_new_record), with the log's codec: the rest of
+    /// [`append`](Self::append)'s path (size limit, offsets, roll, flush policy).
+    pub(crate) fn append_checked_batch(&self, batch: Vec<u8>) -> Result<LogAppendInfo> {
+        self.check_writable()?;
+        self.append_built(batch)
+    }
+
+    /// Asks the flusher thread to run a group-commit sync now, without waiting for it.
+    pub(crate) fn request_sync(&self) {
+        self.shared.request_sync();
+    }
+
+    /// Whether appends would fail now: the log is closed, read-only or poisoned.
+    pub(crate) fn writable(&self) -> Result<()> {
+        self.check_writable()
     }
 
     /// Appends one batch a producer built, after Kafka's leader checks (DESIGN §4, Appending):
@@ -1244,6 +1291,12 @@ impl Shared {
         }
     }
 
+    /// See [`Log::request_sync`].
+    fn request_sync(&self) {
+        self.flusher.lock().sync_requested = true;
+        self.flusher_wake.notify_all();
+    }
+
     /// Syncs everything published so far, through the group commit, until `offset` is durable.
     fn sync_through(&self, offset: i64) -> Result<()> {
         self.commit.wait_durable(offset, || self.sync_published())
@@ -1434,6 +1487,9 @@ impl Shared {
         self.commit.truncate(new_end);
         self.log_end.set(new_end);
         self.truncated_to.fetch_min(new_end, Ordering::AcqRel);
+        // Futures waiting for durability of a removed offset must look again; the durable
+        // watermark only wakes them by itself if it moves down.
+        self.commit.durable_watermark().wake_all();
         self.reap_deleted(writer, false);
         Ok(new_end)
     }
@@ -1558,15 +1614,16 @@ fn flusher_loop(shared: &Shared) {
     let mut last_flush_ms = shared.clock.now_ms();
     let mut last_checkpoint_ms = last_flush_ms;
     loop {
-        let roll_pending = {
+        let sync_due = {
             let mut signal = shared.flusher.lock();
-            if !signal.stop && !signal.roll_pending {
+            if !signal.stop && !signal.roll_pending && !signal.sync_requested {
                 shared.flusher_wake.wait_for(&mut signal, tick);
             }
             if signal.stop {
                 return;
             }
-            std::mem::take(&mut signal.roll_pending)
+            let sync_requested = std::mem::take(&mut signal.sync_requested);
+            std::mem::take(&mut signal.roll_pending) || sync_requested
         };
         if shared.commit.is_poisoned() {
             continue;
@@ -1580,7 +1637,7 @@ fn flusher_loop(shared: &Shared) {
             }
             _ => false,
         };
-        if (roll_pending || interval_due) && end > shared.commit.durable_offset() {
+        if (sync_due || interval_due) && end > shared.commit.durable_offset() {
             match shared.sync_through(end - 1) {
                 // A truncation overtook the flush: nothing is left to sync.
                 Ok(()) | Err(Error::Truncated { .. }) => {}
