@@ -271,6 +271,36 @@ fn segments_are_merged_within_segment_bytes() {
     assert!(report.findings.is_empty(), "{:?}", report.findings);
 }
 
+/// The group's index files must also fit `segment.index.bytes` together: here each sealed
+/// segment's `.timeindex` holds one 12-byte entry, and 36 bytes allow three.
+#[test]
+fn segments_are_merged_within_segment_index_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let log = Log::open(
+        dir.path(),
+        builder(&clock).segment_index_bytes(36).build().unwrap(),
+    )
+    .unwrap();
+    for i in 0..6 {
+        put(&log, &clock, &format!("k{i}"), b"v");
+    }
+    put(&log, &clock, "end", b"x");
+    let timeindex = |base: i64| {
+        std::fs::metadata(dir.path().join(format!("{base:020}.timeindex")))
+            .unwrap()
+            .len()
+    };
+    assert_eq!(timeindex(0), 12);
+    let stats = log.compact().unwrap();
+    assert_eq!((stats.segments_cleaned, stats.segments_written), (6, 2));
+    let bases: Vec<i64> = log_files(dir.path()).iter().map(|(b, _)| *b).collect();
+    assert_eq!(bases, [0, 3, 6]);
+    assert!(timeindex(0) <= 36 && timeindex(3) <= 36);
+    let offsets: Vec<i64> = key_offsets(&log).into_iter().map(|(_, o)| o).collect();
+    assert_eq!(offsets, [0, 1, 2, 3, 4, 5, 6]);
+}
+
 #[test]
 fn transactional_data_stops_compaction_and_is_reported_once() {
     let dir = tempfile::tempdir().unwrap();
