@@ -764,22 +764,29 @@ impl Shared {
             tombstones: 0,
             pending_drop: None,
             scratch: Vec::new(),
+            // A lone segment is written only from its first change on (the unchanged batches
+            // before it are copied then): most segments of a pass, the clean ones, never change.
+            deferred_bytes: (group.len() == 1).then_some(0),
+            bytes_reread: 0,
         };
         let result = (|| -> Result<Option<PathBuf>> {
             let mut last_log_path = None;
-            for planned in group {
+            for (index, planned) in group.iter().enumerate() {
                 let Some(segment) = self.snapshot.pin(&planned.handle)? else {
                     return Ok(None);
                 };
                 stats.bytes_read += for_each_batch(&segment, |batch| {
-                    writer.take(batch, map, now_ms, horizon_ms)?;
+                    writer.take(&segment, batch, map, now_ms, horizon_ms)?;
                     Ok(true)
                 })?;
+                if index + 1 == group.len() {
+                    writer.finish(&segment)?;
+                }
                 last_log_path = Some(segment.log_path());
             }
-            writer.finish()?;
             Ok(last_log_path)
         })();
+        stats.bytes_read += writer.bytes_reread;
         let outcome = result.and_then(|last_log_path| {
             let Some(last_log_path) = last_log_path else {
                 return Ok(false);
@@ -974,11 +981,18 @@ struct GroupWriter<'f> {
     pending_drop: Option<(BatchHeader, Vec<u8>)>,
     /// Decompressed records, reused from batch to batch.
     scratch: Vec<u8>,
+    /// While the group (one segment) has not changed: the bytes of the unchanged batches seen so
+    /// far, not written yet. They are the file's first bytes, whole batches.
+    deferred_bytes: Option<u64>,
+    /// Bytes read again to copy a deferred prefix.
+    bytes_reread: u64,
 }
 
 impl GroupWriter<'_> {
+    /// Takes the next batch of `segment`, the group's current segment.
     fn take(
         &mut self,
+        segment: &Segment,
         batch: &Batch<'_>,
         map: &KeyMap,
         now_ms: i64,
@@ -993,7 +1007,7 @@ impl GroupWriter<'_> {
                 if matches!(out, CleanedBatch::Dropped) {
                     if self.pending_drop.is_some() {
                         // The batch before did not end the group: it goes for good.
-                        self.changed = true;
+                        self.change(segment)?;
                     }
                     self.pending_drop = Some((*view.header(), batch.as_bytes().to_vec()));
                     return Ok(());
@@ -1005,28 +1019,76 @@ impl GroupWriter<'_> {
             None => CleanedBatch::Unchanged,
         };
         if self.pending_drop.take().is_some() {
-            self.changed = true;
+            self.change(segment)?;
         }
         match &out {
-            CleanedBatch::Unchanged => self.write(batch.as_bytes()),
+            CleanedBatch::Unchanged => self.keep(batch.as_bytes()),
             CleanedBatch::Rebuilt(bytes) => {
-                self.changed = true;
+                self.change(segment)?;
                 self.write(bytes)
             }
             CleanedBatch::Dropped => Ok(()),
         }
     }
 
-    /// Ends the group: a last batch that was to go stays as an empty header, so that the
-    /// cleaned segment ends at the group's last offset (open's swap completion relies on it).
-    fn finish(&mut self) -> Result<()> {
+    /// Ends the group after its last segment, `segment`: a last batch that was to go stays as
+    /// an empty header, so that the cleaned segment ends at the group's last offset (open's
+    /// swap completion relies on it).
+    fn finish(&mut self, segment: &Segment) -> Result<()> {
         if let Some((header, original)) = self.pending_drop.take() {
             if header.records_count == 0 {
                 // Already an empty header: it stays as it is.
-                return self.write(&original);
+                return self.keep(&original);
             }
-            self.changed = true;
+            self.change(segment)?;
             return self.write(&empty_header(&header));
+        }
+        Ok(())
+    }
+
+    /// An unchanged batch: written, or counted while the group has not changed.
+    fn keep(&mut self, bytes: &[u8]) -> Result<()> {
+        match &mut self.deferred_bytes {
+            Some(deferred) => {
+                *deferred += bytes.len() as u64;
+                Ok(())
+            }
+            None => self.write(bytes),
+        }
+    }
+
+    /// The group changes: from here on every batch is written, after the unchanged batches
+    /// deferred so far, which are copied from the start of `segment`.
+    fn change(&mut self, segment: &Segment) -> Result<()> {
+        self.changed = true;
+        let Some(mut remaining) = self.deferred_bytes.take() else {
+            return Ok(());
+        };
+        let mut buf = Vec::new();
+        let mut offset = segment.base_offset();
+        while remaining > 0 {
+            let want = usize::try_from(remaining)
+                .unwrap_or(usize::MAX)
+                .min(READ_CHUNK_BYTES);
+            let read = segment.read(offset, want, None, &mut buf)?;
+            // Whole batches from position 0 on: the deferred bytes end on a batch boundary.
+            let Some(read) =
+                read.filter(|r| r.position == self.position && r.len as u64 <= remaining)
+            else {
+                return Err(Error::Corrupt {
+                    file: segment.log_path(),
+                    position: self.position,
+                    what: crate::error::Corruption::BadHeader(
+                        "the segment changed while compaction copied it",
+                    ),
+                });
+            };
+            let bytes = buf.get(..read.len).unwrap_or_default();
+            self.file.write_all_at(bytes, self.position)?;
+            self.position += read.len as u64;
+            self.bytes_reread += read.len as u64;
+            remaining -= read.len as u64;
+            offset = read.next_offset;
         }
         Ok(())
     }
