@@ -37,8 +37,9 @@
 //!    type, codec and leader epoch, with each kept record at its own offset (gaps remain); a
 //!    batch that loses all its records goes, except the group's last batch, which stays as an
 //!    empty header, so that the cleaned segment ends where the group ended (Kafka keeps the
-//!    last batch of a round for the same reason). A group of one segment in which nothing
-//!    changes is left alone.
+//!    last batch of a round for the same reason). A group of one segment is written only from
+//!    its first change on (the unchanged batches before it are copied then), and not at all
+//!    when nothing in it changes: the clean segments a pass walks cost reads, not writes.
 //!
 //! # Crash safety
 //!
