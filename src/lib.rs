@@ -5,6 +5,27 @@
 //! tools read what partlog writes. Linux only for 0.x.
 //!
 //! ```
+//! use partlog::{Log, LogConfig, NewRecord, ReadBound};
+//!
+//! fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     let dir = tempfile::tempdir()?;
+//!     let log = Log::open(dir.path(), LogConfig::default())?;
+//!     let record = NewRecord::new(1_700_000_000_000, Some(b"user-7"), Some(b"signed up"));
+//!     let appended = log.append(&[record])?; // in the file: survives a crash of this process
+//!     log.wait_durable(appended.last_offset)?; // fsynced: survives a crash of the machine
+//!     let read: Vec<_> = log.records(0, ReadBound::Durable).collect::<Result<_, _>>()?;
+//!     assert_eq!(read[0].value.as_deref(), Some(&b"signed up"[..]));
+//!     log.close()?; // the final fsync and the clean-shutdown record
+//!     Ok(())
+//! }
+//! ```
+//!
+//! # A fuller example
+//!
+//! Durability on every append (acks=all), a batch read byte for byte, a tombstone, and a reopen
+//! after a clean close:
+//!
+//! ```
 //! use partlog::{FlushPolicy, Log, LogConfig, NewRecord, ReadBound};
 //!
 //! fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -69,7 +69,19 @@ fn assert_one_line_error(output: &Output, expected: &str, context: &str) {
 
 #[test]
 fn every_command_has_help_with_an_example() {
-    for command in [None, Some("produce"), Some("dump"), Some("verify")] {
+    for command in [
+        None,
+        Some("produce"),
+        Some("consume"),
+        Some("dump"),
+        Some("verify"),
+        Some("stats"),
+        Some("perf-produce"),
+        Some("perf-consume"),
+        Some("delete-records"),
+        Some("retention"),
+        Some("upgrade"),
+    ] {
         let mut args: Vec<&str> = command.into_iter().collect();
         args.push("--help");
         let output = run(partlog().args(&args));
@@ -162,12 +174,22 @@ fn a_log_another_process_writes_is_refused_in_one_line() {
     let log = Log::open(&dir, LogConfig::default()).unwrap();
     log.append(&[NewRecord::new(0, None, Some(b"held"))])
         .unwrap();
-    for command in ["dump", "verify"] {
-        let output = run(partlog().arg(command).arg(&dir));
-        assert_one_line_error(&output, "locked", command);
-    }
+    // verify needs the shared lock; writing commands the exclusive one.
+    let output = run(partlog().arg("verify").arg(&dir));
+    assert_one_line_error(&output, "locked", "verify");
     let output = run_with_input(partlog().arg("produce").arg(&dir), b"x\n");
     assert_one_line_error(&output, "locked", "produce");
+    for command in [&["retention"][..], &["delete-records", "--before", "1"]] {
+        let output = run(partlog().arg(command[0]).arg(&dir).args(&command[1..]));
+        assert_one_line_error(&output, "locked", command[0]);
+    }
+    // Reading commands take no lock: they read what the live writer appended.
+    let output = run(partlog().arg("consume").arg(&dir));
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert_eq!(text(&output.stdout), "held\n");
+    let output = run(partlog().arg("dump").arg(&dir));
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(text(&output.stdout).contains("baseOffset: 0 lastOffset: 0 count: 1"));
     log.close().unwrap();
 }
 
@@ -447,7 +469,7 @@ fn dump_starts_at_the_log_start_offset_and_shows_every_field() {
         r#"{"offset":5,"timestamp":1002,"key":{"base64":"/wI="},"value":"v","headers":[["h","x"],["h",null]]}"#
     );
     // Bytes below the start offset cannot be read, so the first segment's positions are not known.
-    let dumped = run(partlog().arg("dump").arg(&dir));
+    let dumped = run(partlog().arg("dump").arg(&dir).arg("--records"));
     let human = text(&dumped.stdout);
     assert!(
         human.contains("baseOffset: 4 lastOffset: 5 count: 2"),

@@ -174,7 +174,7 @@ fn check_json_dump(dir: &Path, lines: &[Vec<u8>], before: i64, after: i64) {
 /// per record, and batch positions that are the real byte positions: they start at 0 in each
 /// file, each is the previous one plus its size, and the last batch ends at the file's end.
 fn check_human_dump(dir: &Path, codec: &str, logs: &[PathBuf]) {
-    let dumped = run(partlog().arg("dump").arg(dir));
+    let dumped = run(partlog().arg("dump").arg(dir).arg("--records"));
     let text = String::from_utf8(dumped.stdout).unwrap();
     let mut files = Vec::new();
     let mut next_position = 0u64;

@@ -209,6 +209,22 @@ pub struct LogConfig {
     /// recovery point. See [`RecoveryMode`]. Default: [`RecoveryMode::Fail`].
     pub recovery_mode: RecoveryMode,
 
+    /// partlog's own setting, for [`Log::open_read_only`](crate::Log::open_read_only) only: the
+    /// log may be written meanwhile by another process (DESIGN §4, Opening). The read-only open
+    /// then takes no lock at all (the writer holds `partlog.lock` exclusively), never trusts the
+    /// clean-shutdown record, and follows the writer: at most every
+    /// [`poll_interval`](Self::poll_interval) it re-reads `partlog.checkpoint`, re-lists the
+    /// directory and re-checks the active segment's length, and reads up to the last complete
+    /// batch. A batch still being written is not an error, and `ReadBound::Durable` reads stop at
+    /// the recovery point the writer last recorded. A writable open ignores it. Default: false.
+    pub allow_live_writer: bool,
+
+    /// partlog's own setting: how often a read-only log opened with
+    /// [`allow_live_writer`](Self::allow_live_writer) looks for what the writer added. Reads,
+    /// `stats`, the offset getters and `wait_for_data` poll when this much time has passed since
+    /// the last look, and never more often. Range: at least 1 ms. Default: 100 ms.
+    pub poll_interval: Duration,
+
     /// partlog's own setting: the file system the log lives on. Tests pass a simulator
     /// (`SimStorage`, feature `sim`) to crash the log at chosen points. Default: `OsStorage`.
     pub storage: Arc<dyn Storage>,
@@ -252,6 +268,8 @@ impl Default for LogConfig {
             recovery_point_bytes: 16 * 1024 * 1024,
             recovery_point_ms: 1000,
             recovery_mode: RecoveryMode::Fail,
+            allow_live_writer: false,
+            poll_interval: Duration::from_millis(100),
             storage: Arc::new(OsStorage::new()),
             clock: Arc::new(SystemClock),
             segment_bytes_floor: LogConfig::MIN_SEGMENT_BYTES,
@@ -413,6 +431,12 @@ impl LogConfig {
         }
         if self.recovery_point_ms == 0 {
             return Err(invalid("recovery.point.ms", "0 is below the minimum of 1"));
+        }
+        if self.poll_interval < Duration::from_millis(1) {
+            return Err(invalid(
+                "poll.interval",
+                format!("{:?} is below the minimum of 1 ms", self.poll_interval),
+            ));
         }
 
         // Rules between settings come last, so that a bad value on its own is reported as such.
@@ -593,6 +617,11 @@ impl LogConfigBuilder {
         recovery_point_ms: u64;
         /// Sets [`LogConfig::recovery_mode`].
         recovery_mode: RecoveryMode;
+        /// Sets [`LogConfig::allow_live_writer`] (read-only opens of a log another process
+        /// writes).
+        allow_live_writer: bool;
+        /// Sets [`LogConfig::poll_interval`] (how often a live read-only log looks for new data).
+        poll_interval: Duration;
         /// Sets [`LogConfig::storage`].
         storage: Arc<dyn Storage>;
         /// Sets [`LogConfig::clock`].

@@ -114,6 +114,16 @@ impl GroupCommit {
         self.durable.wake_all();
     }
 
+    /// Sets the watermark to what another process made durable (a live read-only log follows
+    /// its writer's recovery point, which may also move down after a truncation).
+    pub fn observe(&self, durable: i64) {
+        if durable > self.durable.get() {
+            self.durable.advance(durable);
+        } else if durable < self.durable.get() {
+            self.durable.set(durable);
+        }
+    }
+
     /// After a truncation to `end`: nothing at or above `end` is durable any more (it is gone),
     /// and a sync in flight must not advance the watermark past it.
     pub fn truncate(&self, end: i64) {

@@ -156,6 +156,10 @@ struct Shared {
     /// finds every unpinned file gone when it returns, whichever thread took it. Taken before
     /// the writer lock.
     reaping: Mutex<()>,
+    /// For a read-only log that follows a writer in another process (`allow_live_writer`):
+    /// when it may look at the directory next. Held for a whole poll, so that concurrent
+    /// readers never poll twice.
+    live: Option<Mutex<Instant>>,
     /// Set by `close()` to stop the maintenance thread.
     maintenance_stop: Mutex<bool>,
     maintenance_wake: Condvar,
@@ -198,6 +202,36 @@ impl Log {
 
     /// Opens the log in `dir` for reading only. It never writes, truncates or creates a file;
     /// it takes a shared lock when `partlog.lock` exists and runs unlocked otherwise.
+    ///
+    /// With [`LogConfig::allow_live_writer`] it takes no lock at all and coexists with a writer
+    /// in another process: at most every [`LogConfig::poll_interval`] (when a read, a getter,
+    /// `stats` or `wait_for_data` runs) it re-reads the checkpoint, re-lists the directory and
+    /// reads what the writer appended, up to the last complete batch. [`ReadBound::Durable`]
+    /// then stops at the recovery point the writer last recorded in `partlog.checkpoint`. See
+    /// [`refresh`](Self::refresh).
+    ///
+    /// ```
+    /// use partlog::{FlushPolicy, Log, LogConfig, NewRecord, ReadBound};
+    /// use std::time::Duration;
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let temp = tempfile::tempdir()?;
+    /// # let dir = temp.path();
+    /// let writer = Log::open(dir, LogConfig::default())?; // in practice: another process
+    /// let reader = Log::open_read_only(
+    ///     dir,
+    ///     LogConfig::builder()
+    ///         .allow_live_writer(true)
+    ///         .poll_interval(Duration::from_millis(10))
+    ///         .build()?,
+    /// )?;
+    /// writer.append(&[NewRecord::new(1_700_000_000_000, None, Some(b"hello"))])?;
+    /// // The reader sees the record at its next poll, within about 10 ms.
+    /// assert!(reader.wait_for_data(0, Duration::from_secs(10))?);
+    /// assert_eq!(reader.read(0, 1 << 20, ReadBound::LogEnd)?.next_offset(), 1);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn open_read_only(dir: impl AsRef<Path>, config: LogConfig) -> Result<Log> {
         Log::open_inner(dir.as_ref(), config, true)
     }
@@ -212,7 +246,7 @@ impl Log {
         } else {
             kafka_dir::enter(&storage, dir)?
         };
-        let lock = match lock_log_dir(&*storage, dir, read_only) {
+        let lock = match lock_log_dir(&*storage, dir, read_only, config.allow_live_writer) {
             Ok(lock) => lock,
             Err(error) => {
                 // No log data changed yet, so this does not spoil the directory's clean close.
@@ -235,6 +269,7 @@ impl Log {
             } else {
                 SegmentRole::Sealed
             },
+            live: read_only && config.allow_live_writer,
         };
         let snapshot = Snapshot::new(
             SegmentList::new(recovered.handles),
@@ -279,6 +314,8 @@ impl Log {
             truncations: AtomicU64::new(0),
             retention_pass: Mutex::new(()),
             reaping: Mutex::new(()),
+            live: (read_only && config.allow_live_writer)
+                .then(|| Mutex::new(Instant::now() + config.poll_interval)),
             maintenance_stop: Mutex::new(false),
             maintenance_wake: Condvar::new(),
             config,
@@ -323,18 +360,69 @@ impl Log {
 
     /// The first offset a read may ask for.
     pub fn log_start_offset(&self) -> i64 {
+        self.poll_live();
         self.shared.log_start.load(Ordering::Acquire)
     }
 
     /// The offset the next appended record will get: one past the last record.
     pub fn log_end_offset(&self) -> i64 {
+        self.poll_live();
         self.shared.log_end.get()
     }
 
     /// The durable watermark: every offset below it has been fsynced (with its directory
-    /// entry) and survives a crash of the machine.
+    /// entry) and survives a crash of the machine. For a read-only log, it is the recovery
+    /// point recorded in `partlog.checkpoint` (the whole log after a clean shutdown).
     pub fn durable_offset(&self) -> i64 {
+        self.poll_live();
         self.shared.commit.durable_offset()
+    }
+
+    /// For a read-only log opened with [`LogConfig::allow_live_writer`]: looks now (whatever
+    /// the poll interval) for what the writer did, and returns whether the log's view changed.
+    ///
+    /// It re-reads `partlog.checkpoint` (the recovery point bounds
+    /// [`ReadBound::Durable`], and the log start offset), re-lists the directory (new segments
+    /// after a roll; segments gone to retention or replaced by compaction) and reads the
+    /// active segment's new batches, up to the last complete one: a batch still being written
+    /// is left for the next look. When the active segment shrank or vanished (the writer
+    /// truncated the log, or recovered from a crash), the view is rebuilt from the directory,
+    /// and reads above the new end fail with [`Error::Truncated`]. A truncation that the
+    /// writer re-filled past the old end between two looks is not detected; such a reader sees
+    /// CRC-checked batches either way.
+    ///
+    /// Any other log: `Ok(false)`, nothing done.
+    pub fn refresh(&self) -> Result<bool> {
+        self.check_open()?;
+        let Some(live) = &self.shared.live else {
+            return Ok(false);
+        };
+        let mut next_poll = live.lock();
+        *next_poll = Instant::now() + self.shared.config.poll_interval;
+        self.shared.refresh_live()
+    }
+
+    /// [`refresh`](Self::refresh) when the poll interval has passed and no other thread is
+    /// polling. A failed poll keeps the old view (the next one tries again): a reader must not
+    /// fail because the writer was half-way through a roll when it looked.
+    fn poll_live(&self) {
+        let Some(live) = &self.shared.live else {
+            return;
+        };
+        let Some(mut next_poll) = live.try_lock() else {
+            return;
+        };
+        let now = Instant::now();
+        if now < *next_poll || self.shared.closed.load(Ordering::Acquire) {
+            return;
+        }
+        *next_poll = now + self.shared.config.poll_interval;
+        if let Err(error) = self.shared.refresh_live() {
+            log::debug!(
+                "{}: polling the live writer's files: {error}",
+                self.shared.dir.display()
+            );
+        }
     }
 
     /// What the last open found and did.
@@ -630,10 +718,36 @@ impl Log {
         self.check_open()?;
         let deadline = Instant::now().checked_add(timeout);
         let shared = &self.shared;
+        if shared.live.is_some() {
+            return Ok(self.wait_for_live_data(offset, deadline));
+        }
         let end = shared
             .log_end
             .wait_above(offset, deadline, || shared.closed.load(Ordering::Acquire));
         Ok(end > offset)
+    }
+
+    /// [`wait_for_data`](Self::wait_for_data) on a log another process writes: no append here
+    /// moves the log end, so the wait polls, once per poll interval.
+    fn wait_for_live_data(&self, offset: i64, deadline: Option<Instant>) -> bool {
+        let shared = &self.shared;
+        loop {
+            self.poll_live();
+            let end = shared.log_end.get();
+            if end > offset || shared.closed.load(Ordering::Acquire) {
+                return end > offset;
+            }
+            let now = Instant::now();
+            if deadline.is_some_and(|deadline| now >= deadline) {
+                return false;
+            }
+            let next_poll = now + shared.config.poll_interval;
+            let wake = deadline.map_or(next_poll, |deadline| deadline.min(next_poll));
+            // Woken early only by close (or a truncation the poll saw).
+            shared
+                .log_end
+                .wait_above(offset, Some(wake), || shared.closed.load(Ordering::Acquire));
+        }
     }
 
     /// Reads whole batches from `offset` (the batch holding it comes first; a read in a gap
@@ -644,6 +758,23 @@ impl Log {
     /// truncation took the log back below `offset`.
     pub fn read(&self, offset: i64, max_bytes: usize, bound: ReadBound) -> Result<FetchData> {
         self.check_open()?;
+        self.poll_live();
+        match self.read_current(offset, max_bytes, bound) {
+            // A live writer deleted a segment this view still lists (retention, a truncation)
+            // since the last poll: look again, and answer from what is there now.
+            Err(error)
+                if self.shared.live.is_some()
+                    && error.io_kind() == Some(std::io::ErrorKind::NotFound) =>
+            {
+                self.refresh()?;
+                self.read_current(offset, max_bytes, bound)
+            }
+            other => other,
+        }
+    }
+
+    /// [`read`](Self::read) on the log's current view.
+    fn read_current(&self, offset: i64, max_bytes: usize, bound: ReadBound) -> Result<FetchData> {
         let shared = &self.shared;
         let mut end = shared.log_end.get();
         if shared.commit.is_poisoned() {
@@ -721,6 +852,7 @@ impl Log {
     /// `timestamp`, as `(offset, timestamp)`, or `None` when every record is older.
     pub fn offset_for_timestamp(&self, timestamp: i64) -> Result<Option<(i64, i64)>> {
         self.check_open()?;
+        self.poll_live();
         let shared = &self.shared;
         let start = self.log_start_offset();
         'retry: loop {
@@ -815,6 +947,7 @@ impl Log {
 
     /// A snapshot of the log's counters.
     pub fn stats(&self) -> LogStats {
+        self.poll_live();
         let shared = &self.shared;
         let counters = &shared.counters;
         let list = shared.snapshot.load();
@@ -978,6 +1111,139 @@ impl Iterator for LogRecords<'_> {
 }
 
 impl Shared {
+    /// One look at a live writer's directory; see [`Log::refresh`]. Runs under the writer
+    /// mutex, which a read-only log uses for nothing else.
+    fn refresh_live(&self) -> Result<bool> {
+        let mut writer = self.writer.lock();
+        let record = CheckpointFile::read(&self.storage, &self.dir)?;
+        let bases = recovery::list_segment_bases(&*self.storage, &self.dir)?;
+        let Some(&last_base) = bases.last() else {
+            // Between a writer's deletion and its creation of a segment: look again later.
+            return Ok(false);
+        };
+        let active = Arc::clone(&writer.active);
+        let active_base = active.base_offset();
+        let shrank = match active.file_len() {
+            Ok(len) => len < active.size(),
+            Err(error) if error.io_kind() == Some(std::io::ErrorKind::NotFound) => true,
+            Err(error) => return Err(error),
+        };
+        if shrank || bases.binary_search(&active_base).is_err() || last_base < active_base {
+            self.reload_live(&mut writer)?;
+            return Ok(true);
+        }
+        let old_end = writer.log_end_offset;
+        // The segments listed after the active one were created after its last batch was
+        // written, so catching up now reads it to its end.
+        active.catch_up()?;
+
+        let list = self.snapshot.load();
+        let mut changed = false;
+        let mut handles = Vec::with_capacity(bases.len());
+        let mut new_active = None;
+        for &base in &bases {
+            if let Some(handle) = list.handles().iter().find(|h| h.base_offset() == base) {
+                handles.push(Arc::clone(handle));
+                continue;
+            }
+            changed = true;
+            if base == last_base {
+                let segment = Segment::open_for_recovery(
+                    &self.storage,
+                    &self.dir,
+                    base,
+                    self.config.segment_config(0),
+                    self.clock.now_ms(),
+                    true,
+                )?;
+                // Up to the last complete batch: the rest is being written.
+                segment.scan()?;
+                let segment = Arc::new(segment);
+                handles.push(SegmentHandle::opened(Arc::clone(&segment)));
+                new_active = Some(segment);
+            } else {
+                // A segment sealed since the last look, or a compaction's output: opened on use.
+                handles.push(SegmentHandle::closed(base));
+            }
+        }
+        let removed: Vec<_> = list
+            .handles()
+            .iter()
+            .filter(|h| bases.binary_search(&h.base_offset()).is_err())
+            .cloned()
+            .collect();
+        if changed || !removed.is_empty() {
+            drop(self.snapshot.swap(SegmentList::new(handles), &removed));
+            if let Some(segment) = new_active {
+                self.snapshot.note_opened();
+                writer.active = segment;
+            }
+        }
+        let new_end = writer.active.next_offset();
+        writer.log_end_offset = new_end;
+        self.publish_live_offsets(record, bases.first().copied(), new_end);
+        Ok(changed || !removed.is_empty() || new_end != old_end)
+    }
+
+    /// Rebuilds a live read-only log's view from the directory, after its writer truncated the
+    /// log (or crashed and recovered) under it.
+    fn reload_live(&self, writer: &mut Writer) -> Result<()> {
+        let now_ms = self.clock.now_ms();
+        let mut jitter_state = writer.jitter_state;
+        let recovered = recovery::recover(
+            &self.storage,
+            &self.dir,
+            &self.config,
+            true,
+            now_ms,
+            &mut jitter_state,
+        )?;
+        let old_list = self.snapshot.load();
+        drop(
+            self.snapshot
+                .swap(SegmentList::new(recovered.handles), old_list.handles()),
+        );
+        let old_end = writer.log_end_offset;
+        let new_end = recovered.active.next_offset();
+        writer.active = recovered.active;
+        writer.log_end_offset = new_end;
+        if new_end < old_end {
+            // Readers above the new end learn that it was cut, not that it is out of range.
+            self.truncated_to.fetch_min(new_end, Ordering::AcqRel);
+        }
+        self.log_start
+            .store(recovered.log_start_offset, Ordering::Release);
+        self.commit.observe(recovered.durable_offset.min(new_end));
+        self.log_end.set(new_end);
+        log::info!(
+            "{}: the active segment shrank or left the directory; view rebuilt, the log \
+             ends at {new_end} (was {old_end})",
+            self.dir.display()
+        );
+        Ok(())
+    }
+
+    /// Publishes what a live poll found: the log start offset and the durable offset from the
+    /// writer's checkpoint, and the new log end offset.
+    fn publish_live_offsets(
+        &self,
+        record: Option<checkpoint::CheckpointRecord>,
+        first_base: Option<i64>,
+        end: i64,
+    ) {
+        if let Some(record) = record {
+            let start = record.log_start_offset.max(first_base.unwrap_or(0));
+            self.log_start.store(start.min(end), Ordering::Release);
+            self.commit.observe(record.recovery_point.clamp(0, end));
+        }
+        if end != self.log_end.get() {
+            if end < self.log_end.get() {
+                self.truncated_to.fetch_min(end, Ordering::AcqRel);
+            }
+            self.log_end.set(end);
+        }
+    }
+
     /// Syncs everything published so far, through the group commit, until `offset` is durable.
     fn sync_through(&self, offset: i64) -> Result<()> {
         self.commit.wait_durable(offset, || self.sync_published())
@@ -1373,8 +1639,17 @@ fn take_unpinned(writer: &mut Writer, force: bool) -> Vec<PendingDelete> {
 
 /// Takes the lock on `partlog.lock`: exclusive for a writer (creating `dir` first), shared for
 /// a reader when the file exists, none otherwise.
-fn lock_log_dir(storage: &dyn Storage, dir: &Path, read_only: bool) -> Result<Option<FileLock>> {
+/// A reader that allows a live writer takes no lock: the writer holds it exclusively.
+fn lock_log_dir(
+    storage: &dyn Storage,
+    dir: &Path,
+    read_only: bool,
+    allow_live_writer: bool,
+) -> Result<Option<FileLock>> {
     let lock_path = dir.join(LOCK_FILE);
+    if read_only && allow_live_writer {
+        return Ok(None);
+    }
     if read_only {
         if storage.exists(&lock_path)? {
             return Ok(Some(storage.lock(&lock_path, LockMode::Shared)?));

@@ -47,7 +47,8 @@ pub(crate) fn recover(
     jitter_state: &mut u64,
 ) -> Result<Recovered> {
     let mut report = RecoveryReport::default();
-    let bases = tidy_directory(storage, dir, read_only, &mut report)?;
+    let live = read_only && config.allow_live_writer;
+    let bases = tidy_directory(storage, dir, read_only, live, &mut report)?;
     let (mut checkpoint, record) = if read_only {
         (None, CheckpointFile::read(storage, dir)?)
     } else {
@@ -95,22 +96,28 @@ pub(crate) fn recover(
         SegmentRole::Active
     };
 
-    let clean_active = match clean_shutdown_active(
-        storage,
-        dir,
-        record,
-        last_base,
-        role,
-        &active_config,
-        now_ms,
-    ) {
-        Ok(active) => active,
-        Err(error) => {
-            log::warn!(
-                "{}: the clean-shutdown record does not hold ({error}); recovering",
-                dir.display()
-            );
-            None
+    // A live writer may append to the segment that the clean-shutdown record names: its tail
+    // must be indexed in memory, which only the recovery scan does.
+    let clean_active = if live {
+        None
+    } else {
+        match clean_shutdown_active(
+            storage,
+            dir,
+            record,
+            last_base,
+            role,
+            &active_config,
+            now_ms,
+        ) {
+            Ok(active) => active,
+            Err(error) => {
+                log::warn!(
+                    "{}: the clean-shutdown record does not hold ({error}); recovering",
+                    dir.display()
+                );
+                None
+            }
         }
     };
     let mut recovered = if let Some(active) = clean_active {
@@ -191,6 +198,7 @@ fn tidy_directory(
     storage: &Arc<dyn Storage>,
     dir: &Path,
     read_only: bool,
+    live: bool,
     report: &mut RecoveryReport,
 ) -> Result<Vec<i64>> {
     if !read_only {
@@ -214,6 +222,8 @@ fn tidy_directory(
             (None, SegmentFileKind::Log) => bases.push(parsed.base_offset),
             (None, _) => indexes.push((name.clone(), parsed.base_offset)),
             (Some(TransientSuffix::Cleaned), _) => strays.push(name.clone()),
+            // A live writer is completing its compaction swap: the old segments are still there.
+            (Some(TransientSuffix::Swap), _) if live => {}
             (Some(TransientSuffix::Swap), _) => {
                 return Err(Error::Unsupported {
                     what: format!(
@@ -430,6 +440,20 @@ fn recover_unclean(
         durable_offset: durable,
         report,
     })
+}
+
+/// The base offsets of the `.log` files in `dir`, sorted, leaving out every transient file (a
+/// live read-only log re-lists its writer's directory with this).
+pub(crate) fn list_segment_bases(storage: &dyn Storage, dir: &Path) -> Result<Vec<i64>> {
+    let mut bases: Vec<i64> = storage
+        .list(dir)?
+        .iter()
+        .filter_map(|name| parse_segment_file_name(name))
+        .filter(|parsed| parsed.transient.is_none() && parsed.kind == SegmentFileKind::Log)
+        .map(|parsed| parsed.base_offset)
+        .collect();
+    bases.sort_unstable();
+    Ok(bases)
 }
 
 /// Removes every file of the segment at `base` (recovery only: no reader can hold it yet).

@@ -111,6 +111,10 @@ pub(crate) struct SegmentOpener {
     pub dir: PathBuf,
     pub config: SegmentConfig,
     pub role: SegmentRole,
+    /// A read-only log following a writer in another process: a segment whose indexes the
+    /// writer has not trimmed yet (it is sealing it right now) is scanned, and indexed in
+    /// memory, instead of being refused.
+    pub live: bool,
 }
 
 /// The current segment list plus the machinery to pin and lazily open segments.
@@ -222,14 +226,7 @@ impl Snapshot {
             if let Some(segment) = open.as_ref() {
                 return Ok(Some(Arc::clone(segment)));
             }
-            let segment = Arc::new(Segment::open(
-                &self.opener.storage,
-                &self.opener.dir,
-                handle.base_offset,
-                self.opener.config.clone(),
-                self.opener.role,
-                0,
-            )?);
+            let segment = Arc::new(self.open_segment(handle.base_offset)?);
             // A sealed segment's end comes from its own last batches, whose offsets no CRC
             // covers: one that runs into the next segment's base would hide that segment's
             // first offsets behind wrong ones (FORMAT.md §7).
@@ -256,6 +253,34 @@ impl Snapshot {
         };
         self.close_idle();
         Ok(Some(newly_opened))
+    }
+
+    /// Opens the sealed segment at `base_offset` from its files.
+    fn open_segment(&self, base_offset: i64) -> Result<Segment> {
+        let opener = &self.opener;
+        match Segment::open(
+            &opener.storage,
+            &opener.dir,
+            base_offset,
+            opener.config.clone(),
+            opener.role,
+            0,
+        ) {
+            Err(Error::Corrupt { .. }) if opener.live => {
+                let segment = Segment::open_for_recovery(
+                    &opener.storage,
+                    &opener.dir,
+                    base_offset,
+                    opener.config.clone(),
+                    0,
+                    true,
+                )?;
+                // Only the valid prefix is published; the rest is the writer's to finish.
+                segment.scan()?;
+                Ok(segment)
+            }
+            other => other,
+        }
     }
 
     /// Closes least recently used sealed segments while more than `max_open` are open. A

@@ -517,6 +517,12 @@ impl Segment {
         self.published_next_offset.load(Ordering::Acquire)
     }
 
+    /// The length of the `.log` file now, through the segment's own descriptor: for a live
+    /// read-only log, a file shorter than [`size`](Self::size) means the writer truncated it.
+    pub fn file_len(&self) -> Result<u64> {
+        self.log.len()
+    }
+
     /// The path of the `.log` file.
     pub fn log_path(&self) -> PathBuf {
         self.log_path.read().clone()
@@ -1133,7 +1139,22 @@ impl Segment {
     /// first invalid position with its reason. It does not truncate: the log decides. Readers
     /// see only the valid prefix afterwards.
     pub fn scan(&self) -> Result<ScanReport> {
-        self.scan_from(None)
+        self.scan_from(ScanStart::Beginning)
+    }
+
+    /// For a [`SegmentRole::ReadOnly`] segment that another process appends to (a live log
+    /// opened read-only): validates and indexes (in memory) the batches written after what the
+    /// segment has published so far, and publishes them. It stops, without error, at the first
+    /// incomplete or invalid batch, which may be one the writer has not finished; the report says
+    /// where. Fails with [`Error::Unsupported`] on a segment of any other role, whose appender is
+    /// this process.
+    pub fn catch_up(&self) -> Result<ScanReport> {
+        if *self.role.read() != SegmentRole::ReadOnly {
+            return Err(Error::Unsupported {
+                what: "catching up on a segment this process writes".into(),
+            });
+        }
+        self.scan_from(ScanStart::Published)
     }
 
     /// Recovery's scan (DESIGN §3a): index entries below `recovery_point` were synced before
@@ -1143,7 +1164,7 @@ impl Segment {
     /// the whole segment is scanned as by [`scan`](Self::scan).
     pub fn recover_from(&self, recovery_point: i64) -> Result<ScanReport> {
         let start = self.trusted_index_prefix(recovery_point)?;
-        self.scan_from(start)
+        self.scan_from(start.map_or(ScanStart::Beginning, ScanStart::Trusted))
     }
 
     /// The last offset-index entry below `recovery_point` that can be trusted, with both
@@ -1180,7 +1201,7 @@ impl Segment {
 
     /// Validates batches from `start` (a trusted index entry) or from the file's beginning,
     /// rebuilding index entries from there on.
-    fn scan_from(&self, start: Option<OffsetPosition>) -> Result<ScanReport> {
+    fn scan_from(&self, start: ScanStart) -> Result<ScanReport> {
         let mut writer = self.writer.lock();
         let file_bytes = self.log.len()?;
         let log_path = self.log_path();
@@ -1192,7 +1213,7 @@ impl Segment {
         // the largest timestamp up to it, and the first batch's timestamp is loaded lazily.
         let (mut position, mut max_so_far, mut first_max_timestamp, mut indexed_position) =
             match start {
-                Some(entry) => {
+                ScanStart::Trusted(entry) => {
                     let max = (self.time_index.entries() > 0)
                         .then(|| self.time_index.last_entry())
                         .transpose()?;
@@ -1203,7 +1224,18 @@ impl Segment {
                         Some(u64::from(entry.position)),
                     )
                 }
-                None => {
+                ScanStart::Published => {
+                    // Everything published was validated and indexed: go on from its end.
+                    next_offset = writer.next_offset;
+                    bytes_since = writer.bytes_since_last_index_entry;
+                    (
+                        writer.size,
+                        writer.max_timestamp_so_far,
+                        writer.rolling_based_timestamp,
+                        None,
+                    )
+                }
+                ScanStart::Beginning => {
                     self.offset_index.reset()?;
                     self.time_index.reset()?;
                     (0, None, Some(None), None)
@@ -1480,6 +1512,17 @@ fn open_indexes(
         TimeIndex::open(storage, time_path, base_offset, max_index_bytes, writable)?
     };
     Ok((offset_index, time_index, index_missing || time_missing))
+}
+
+/// Where [`Segment::scan_from`] starts validating.
+#[derive(Debug, Clone, Copy)]
+enum ScanStart {
+    /// From byte 0, rebuilding both indexes.
+    Beginning,
+    /// From a trusted offset-index entry, keeping the entries up to it.
+    Trusted(OffsetPosition),
+    /// From the end of what the segment has published (a read-only segment catching up).
+    Published,
 }
 
 fn note_max_timestamp(max_so_far: &mut Option<TimestampOffset>, batch: &BatchSummary) {

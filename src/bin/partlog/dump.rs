@@ -13,12 +13,20 @@ use crate::{CliError, Outcome};
 
 pub const EXAMPLES: &str = "\
 Examples:
-  partlog dump /tmp/orders-0                     # batches and records, like kafka-dump-log
+  partlog dump /tmp/orders-0                     # the batches, like kafka-dump-log
+  partlog dump /tmp/orders-0 --records           # and their records (--print-data-log)
+  partlog dump /tmp/orders-0 --index             # and every index entry, checked
   partlog dump /tmp/orders-0 --from 1000 --json  # one JSON object per record from offset 1000
+
+The log is opened read-only without a lock: a process may be writing it meanwhile.
 
 The human format prints, per segment, 'Dumping <file>', then one line per batch (its offsets,
 count, producer fields, leader epoch, flags, file position, timestamp, size, magic, codec and
-CRC) and one '| offset: ...' line per record. Keys and payloads are shown as UTF-8 with invalid
+CRC) and, with --records, one '| offset: ...' line per record. --index prints, per segment,
+'offset: O position: P' for each .index entry and 'timestamp: T offset: O' for each .timeindex
+entry, with a 'Mismatches in' line (kafka-dump-log's words) for an entry that does not name the
+batch at its position (offset index) or the batch ending at its offset with that largest
+timestamp (time index), and ends with a summary; a mismatch makes the exit status 1. Keys and payloads are shown as UTF-8 with invalid
 bytes replaced by U+FFFD and control characters escaped; use --json for the exact bytes.
 
 --json prints one object per data record (control records are skipped, as consumers skip them):
@@ -41,8 +49,18 @@ pub struct DumpArgs {
     pub from: Option<i64>,
 
     /// One JSON object per record instead of the human format.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "index")]
     pub json: bool,
+
+    /// In the human format, print each record under its batch (kafka-dump-log's
+    /// --print-data-log); without it, batches only.
+    #[arg(long, visible_alias = "print-data-log")]
+    pub records: bool,
+
+    /// Also print every .index and .timeindex entry, and check that each names the right
+    /// batch (exit status 1 on a mismatch).
+    #[arg(long)]
+    pub index: bool,
 }
 
 /// How much one read asks for.
@@ -53,7 +71,7 @@ pub fn run(args: &DumpArgs) -> Result<Outcome, CliError> {
     crate::require_dir(&args.dir)?;
     let config = LogConfig::default();
     let bases = segment_bases(&config, &args.dir)?;
-    let log = Log::open_read_only(&args.dir, config)?;
+    let log = crate::open_live_reader(&args.dir, std::time::Duration::from_millis(100))?;
     let start = log.log_start_offset();
     let end = log.log_end_offset();
     let from = args.from.unwrap_or(start);
@@ -66,6 +84,7 @@ pub fn run(args: &DumpArgs) -> Result<Outcome, CliError> {
     let mut dumper = Dumper {
         out: std::io::BufWriter::with_capacity(1 << 16, stdout),
         json: args.json,
+        records: args.records,
         dir: &args.dir,
         from,
         line: Vec::new(),
@@ -83,6 +102,25 @@ pub fn run(args: &DumpArgs) -> Result<Outcome, CliError> {
             )));
         }
         Err(DumpError::Log(e)) => return Err(e.into()),
+    }
+    if args.index {
+        let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+        let mut tally = crate::dump_index::IndexTally::default();
+        for &base in &bases {
+            crate::dump_index::dump_segment_indexes(&mut out, &args.dir, base, &mut tally)?;
+        }
+        let summary = format!(
+            "index check: {} entries, {} mismatches",
+            tally.entries, tally.mismatches
+        );
+        match writeln!(out, "{summary}").and_then(|()| out.flush()) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+            Err(e) => return Err(CliError::new(format!("cannot write: {e}"))),
+        }
+        if tally.mismatches > 0 {
+            return Ok(Outcome::Corrupt);
+        }
     }
     Ok(Outcome::Done)
 }
@@ -121,6 +159,8 @@ impl From<std::io::Error> for DumpError {
 struct Dumper<'a, W: Write> {
     out: W,
     json: bool,
+    /// Whether the human format prints records.
+    records: bool,
     dir: &'a Path,
     from: i64,
     /// One output line, reused.
@@ -208,6 +248,9 @@ impl<W: Write> Dumper<'_, W> {
                         legacy.crc,
                     )?;
                 }
+                if !self.records {
+                    return Ok(());
+                }
                 return self.records(batch, None);
             }
         };
@@ -249,7 +292,7 @@ impl<W: Write> Dumper<'_, W> {
                 header.crc,
             )?;
         }
-        if self.json && header.is_control() {
+        if (self.json && header.is_control()) || !(self.json || self.records) {
             return Ok(());
         }
         self.records(batch, Some(&header))

@@ -1,20 +1,34 @@
 //! `partlog`: the command-line tool of the partlog crate (feature `cli`).
 //!
 //! ```text
-//! partlog produce DIR   append the lines of standard input to the log in DIR
-//! partlog dump DIR      print the batches and records of the log in DIR
-//! partlog verify DIR    check every batch and index of the log in DIR
-//! partlog upgrade SRC DST  rewrite a legacy or gzip/snappy partition directory as v2
-//! partlog compact DIR   run one compaction pass over the log in DIR
+//! partlog produce DIR          append the lines of standard input to the log in DIR
+//! partlog consume DIR          print its records (kcat-like; --follow tails a live writer)
+//! partlog dump DIR             print its batches (--records, --index), like kafka-dump-log
+//! partlog verify DIR           check every batch and index (--repair fixes what it can)
+//! partlog stats DIR            segments, sizes, offsets, the durable offset, the time range
+//! partlog perf-produce DIR     kafka-producer-perf-test's figures for appends
+//! partlog perf-consume DIR     kafka-consumer-perf-test's figures for reads
+//! partlog delete-records DIR --before N   move the log start offset up
+//! partlog retention DIR        apply retention now
+//! partlog upgrade SRC DST      rewrite a legacy or gzip/snappy partition directory as v2
+//! partlog compact DIR        run one compaction pass (--delete-retention-ms, --min-lag-ms)
 //! ```
 //!
-//! Exit status: 0 on success; 1 when `verify` finds corruption; 2 for any error (bad
+//! Reading commands (consume, dump, stats, perf-consume) open the log read-only without a lock
+//! (`allow_live_writer`), so they work while an application writes it.
+//!
+//! Exit status: 0 on success; 1 when `verify` (or `dump --index`) finds corruption; 2 for any error (bad
 //! arguments, a missing directory, an I/O error, a locked log...), reported as one line on
 //! standard error: `partlog: <message>`.
 
 mod compact;
+mod consume;
 mod dump;
+mod dump_index;
+mod maint;
+mod perf;
 mod produce;
+mod stats;
 mod text;
 mod upgrade;
 mod verify;
@@ -35,11 +49,19 @@ const ABOUT: &str = "Write, read, check and upgrade partlog logs: Kafka partitio
 const TOP_EXAMPLES: &str = "\
 Examples:
   printf 'user1=hello\\nuser2=world\\n' | partlog produce /tmp/orders-0 --key-separator =
-  partlog dump /tmp/orders-0 --json
+  partlog consume /tmp/orders-0 --key-separator =
+  partlog consume /tmp/orders-0 --end --follow --format json
+  partlog dump /tmp/orders-0 --records --index
   partlog verify /tmp/orders-0
+  partlog stats /tmp/orders-0
+  partlog perf-produce /tmp/perf-0 --records 1000000 --record-size 100
+  partlog delete-records /tmp/orders-0 --before 1000
   partlog upgrade /var/kafka-0.10/orders-0 /tmp/orders-0
 
-Exit status: 0 on success, 1 when verify finds corruption, 2 on any error.";
+Reading commands (consume, dump, stats, perf-consume) take no lock: they work on a log that a
+running application writes. Writing commands take the log's exclusive lock.
+
+Exit status: 0 on success, 1 when verify (or dump --index) finds corruption, 2 on any error.";
 
 /// The command line.
 #[derive(Debug, Parser)]
@@ -61,12 +83,34 @@ enum Command {
     /// Append the lines of standard input to the log in DIR, one record per line.
     #[command(after_help = produce::EXAMPLES)]
     Produce(produce::ProduceArgs),
-    /// Print the batches and records of the log in DIR (opened read-only).
+    /// Print the records of the log in DIR, kcat-like: from an offset, a timestamp or the end;
+    /// --follow tails a log another process writes.
+    #[command(after_help = consume::EXAMPLES)]
+    Consume(consume::ConsumeArgs),
+    /// Print the batches (and records, and index entries) of the log in DIR, like
+    /// kafka-dump-log (opened read-only).
     #[command(after_help = dump::EXAMPLES)]
     Dump(dump::DumpArgs),
-    /// Check every batch and every index entry of the log in DIR, without writing.
+    /// Check every batch and every index entry of the log in DIR, without writing; --repair
+    /// fixes what a crash left.
     #[command(after_help = verify::EXAMPLES)]
     Verify(verify::VerifyArgs),
+    /// Segments, sizes, offsets, the durable offset and the time range of the log in DIR.
+    #[command(after_help = stats::EXAMPLES)]
+    Stats(stats::StatsArgs),
+    /// Append generated records and print kafka-producer-perf-test's figures.
+    #[command(after_help = perf::PRODUCE_EXAMPLES)]
+    PerfProduce(perf::PerfProduceArgs),
+    /// Read the log and print kafka-consumer-perf-test's figures.
+    #[command(after_help = perf::CONSUME_EXAMPLES)]
+    PerfConsume(perf::PerfConsumeArgs),
+    /// Delete every record below an offset (move the log start offset up), like
+    /// kafka-delete-records.
+    #[command(after_help = maint::DELETE_RECORDS_EXAMPLES)]
+    DeleteRecords(maint::DeleteRecordsArgs),
+    /// Apply retention (retention.ms, retention.bytes) now and print what went.
+    #[command(after_help = maint::RETENTION_EXAMPLES)]
+    Retention(maint::RetentionArgs),
     /// Rewrite the partition directory SRC (legacy messages, gzip or snappy batches) into DST
     /// as RecordBatch v2, with the same offsets, timestamps, keys, values and headers.
     #[command(after_help = upgrade::EXAMPLES)]
@@ -123,8 +167,14 @@ fn main() -> ExitCode {
     };
     let result = match &cli.command {
         Command::Produce(args) => produce::run(args),
+        Command::Consume(args) => consume::run(args),
         Command::Dump(args) => dump::run(args),
         Command::Verify(args) => verify::run(args),
+        Command::Stats(args) => stats::run(args),
+        Command::PerfProduce(args) => perf::run_produce(args),
+        Command::PerfConsume(args) => perf::run_consume(args),
+        Command::DeleteRecords(args) => maint::run_delete_records(args),
+        Command::Retention(args) => maint::run_retention(args),
         Command::Upgrade(args) => upgrade::run(args),
         Command::Compact(args) => compact::run(args),
     };
@@ -163,9 +213,7 @@ fn usage_error_line(rendered: &str) -> String {
     let mut parts = Vec::new();
     // Errors about a value carry no usage line: name the subcommand from the arguments.
     let mut command = match std::env::args().nth(1) {
-        Some(name)
-            if ["produce", "dump", "verify", "upgrade", "compact"].contains(&name.as_str()) =>
-        {
+        Some(name) if COMMANDS.contains(&name.as_str()) => {
             format!("partlog {name}")
         }
         _ => String::from("partlog"),
@@ -182,6 +230,48 @@ fn usage_error_line(rendered: &str) -> String {
         }
     }
     format!("{} (see '{command} --help')", parts.join(" "))
+}
+
+/// Every subcommand's name, for error messages that name the help to read.
+const COMMANDS: &[&str] = &[
+    "produce",
+    "consume",
+    "dump",
+    "verify",
+    "stats",
+    "perf-produce",
+    "perf-consume",
+    "delete-records",
+    "retention",
+    "upgrade",
+    "compact",
+];
+
+/// Opens `dir` read-only without a lock, following a writer in another process if there is
+/// one (`allow_live_writer`): what every reading command does.
+pub fn open_live_reader(
+    dir: &std::path::Path,
+    poll_interval: std::time::Duration,
+) -> Result<partlog::Log, CliError> {
+    let config = partlog::LogConfig::builder()
+        .allow_live_writer(true)
+        .poll_interval(poll_interval)
+        .build()?;
+    Ok(partlog::Log::open_read_only(dir, config)?)
+}
+
+/// The base offsets of the directory's segments, from their `.log` file names, in order.
+pub fn segment_bases(dir: &std::path::Path) -> Result<Vec<i64>, CliError> {
+    use partlog::unstable::{OsStorage, SegmentFileKind, Storage, parse_segment_file_name};
+    let mut bases: Vec<i64> = OsStorage::new()
+        .list(dir)?
+        .iter()
+        .filter_map(|name| parse_segment_file_name(name))
+        .filter(|parsed| parsed.transient.is_none() && parsed.kind == SegmentFileKind::Log)
+        .map(|parsed| parsed.base_offset)
+        .collect();
+    bases.sort_unstable();
+    Ok(bases)
 }
 
 /// Fails unless `dir` exists and is a directory, with a message that says which: the errors of

@@ -18,6 +18,10 @@ Examples:
   # Three records, keys split off at the first '=' (the line without '=' gets a null key):
   printf 'user1=hello\\nuser2=world\\nno key here\\n' | partlog produce /tmp/orders-0 --key-separator =
 
+  # Headers and tombstones: 'h1:v1,h2:v2<TAB>key=value'; a value 'NULL' is a tombstone:
+  printf 'src:web\tuser1=hello\nsrc:app\tuser1=NULL\n' | partlog produce /tmp/users-0 \
+    --header-separator $'\t' --key-separator = --null-marker NULL --header env=prod
+
   # Every record fsynced before its offset is printed (acknowledged):
   seq 1 1000 | partlog produce /tmp/orders-0 --flush always --print-offsets
 
@@ -55,6 +59,21 @@ pub struct ProduceArgs {
     #[arg(long, value_name = "SEP", value_parser = parse_separator)]
     pub key_separator: Option<String>,
 
+    /// Each line starts with its headers, up to the first SEP: 'k1:v1,k2:v2' (a header without
+    /// ':' has a null value), as kafka-console-producer's parse.headers reads them.
+    #[arg(long, value_name = "SEP", value_parser = parse_separator)]
+    pub header_separator: Option<String>,
+
+    /// A header for every record, KEY=VALUE (repeatable), like kcat -H.
+    #[arg(long = "header", value_name = "KEY=VALUE", value_parser = parse_header)]
+    pub headers: Vec<(String, Vec<u8>)>,
+
+    /// A value equal to MARKER is a tombstone (a null value), like kafka-console-producer's
+    /// null.marker.
+    /// `--tombstone-value` is another name for it.
+    #[arg(long, value_name = "MARKER", alias = "tombstone-value")]
+    pub null_marker: Option<String>,
+
     /// The codec of the batches written (Kafka's compression.type).
     #[arg(long, value_name = "CODEC", value_enum, default_value_t = Codec::None)]
     pub compression: Codec,
@@ -83,11 +102,6 @@ pub struct ProduceArgs {
     #[arg(long, value_name = "POLICY", default_value = "delete", value_parser = parse_cleanup_policy)]
     pub cleanup_policy: CleanupPolicy,
 
-    /// A line whose value (after the key separator) is exactly TEXT becomes a tombstone: a
-    /// record with a null value, which deletes its key from a compacted log.
-    #[arg(long, value_name = "TEXT")]
-    pub tombstone_value: Option<String>,
-
     /// Print the offset of each line on standard output, one per line, once its append is
     /// acknowledged: after the fsync with --flush always; otherwise once the batch is written
     /// to the file (it then survives a crash of this process, not necessarily of the machine).
@@ -100,6 +114,13 @@ fn parse_separator(value: &str) -> Result<String, String> {
         return Err("the key separator must not be empty".into());
     }
     Ok(value.to_owned())
+}
+
+fn parse_header(value: &str) -> Result<(String, Vec<u8>), String> {
+    match value.split_once('=') {
+        Some((key, value)) if !key.is_empty() => Ok((key.to_owned(), value.as_bytes().to_vec())),
+        _ => Err(format!("{value:?} is not KEY=VALUE")),
+    }
 }
 
 fn parse_cleanup_policy(value: &str) -> Result<CleanupPolicy, String> {
@@ -172,7 +193,9 @@ pub fn run(args: &ProduceArgs) -> Result<Outcome, CliError> {
     let mut producer = Producer {
         log: &log,
         separator: args.key_separator.as_deref().map(str::as_bytes),
-        tombstone: args.tombstone_value.as_deref().map(str::as_bytes),
+        header_separator: args.header_separator.as_deref().map(str::as_bytes),
+        static_headers: &args.headers,
+        null_marker: args.null_marker.as_deref().map(str::as_bytes),
         print_offsets: args.print_offsets,
         out: std::io::BufWriter::new(std::io::stdout().lock()),
         pending: Vec::with_capacity(args.batch.get()),
@@ -213,7 +236,12 @@ pub fn run(args: &ProduceArgs) -> Result<Outcome, CliError> {
 struct Producer<'a, W: Write> {
     log: &'a Log,
     separator: Option<&'a [u8]>,
-    tombstone: Option<&'a [u8]>,
+    /// Where a line's headers end (`--header-separator`).
+    header_separator: Option<&'a [u8]>,
+    /// Headers for every record (`--header`).
+    static_headers: &'a [(String, Vec<u8>)],
+    /// The value that means a tombstone (`--null-marker`).
+    null_marker: Option<&'a [u8]>,
     print_offsets: bool,
     out: W,
     pending: Vec<NewRecord>,
@@ -223,13 +251,32 @@ struct Producer<'a, W: Write> {
 
 impl<W: Write> Producer<'_, W> {
     fn push(&mut self, line: &[u8]) {
+        let (headers, line) = match self.header_separator.and_then(|sep| split_once(line, sep)) {
+            Some((headers, rest)) => (Some(headers), rest),
+            None => (None, line),
+        };
         let (key, value) = match self.separator.and_then(|sep| split_once(line, sep)) {
             Some((key, value)) => (Some(key), value),
             None => (None, line),
         };
+        let value = (self.null_marker != Some(value)).then_some(value);
         let timestamp = SystemClock.now_ms();
-        let value = Some(value).filter(|value| Some(*value) != self.tombstone);
-        self.pending.push(NewRecord::new(timestamp, key, value));
+        let mut record = NewRecord::new(timestamp, key, value);
+        for (key, value) in self.static_headers {
+            record = record.with_header(key.as_str(), Some(value.as_slice()));
+        }
+        for header in headers
+            .into_iter()
+            .flat_map(|h| h.split(|&b| b == b','))
+            .filter(|h| !h.is_empty())
+        {
+            let (key, value) = match split_once(header, b":") {
+                Some((key, value)) => (key, Some(value)),
+                None => (header, None),
+            };
+            record = record.with_header(String::from_utf8_lossy(key), value);
+        }
+        self.pending.push(record);
     }
 
     /// Appends the pending records as one batch, then prints their offsets. The offsets are

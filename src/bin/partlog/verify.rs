@@ -3,7 +3,9 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use partlog::{CleanupPolicy, LogConfig, Severity, VerifyReport, verify_dir};
+use partlog::unstable::checkpoint::CheckpointFile;
+use partlog::unstable::{LockMode, OsStorage, Storage, parse_segment_file_name};
+use partlog::{CleanupPolicy, Log, LogConfig, RecoveryMode, Severity, VerifyReport, verify_dir};
 
 use crate::{CliError, Outcome};
 
@@ -11,6 +13,7 @@ pub const EXAMPLES: &str = "\
 Examples:
   partlog verify /tmp/orders-0 && echo sound
   partlog verify /tmp/users-0 --cleanup-policy compact   # offset gaps are legal in a compacted log
+  partlog verify /tmp/orders-0 --repair                    # fix what a crash or a bad index left
 
 Checks every batch of every segment (frame, CRC-32C, offsets, every record decoded; a legacy
 magic 0 or 1 message, as Kafka wrote before 0.11, by its CRC-32 and its inner messages) and every
@@ -19,7 +22,13 @@ what it found. It never writes: the log may be checked after a crash, before any
 
 Exit status: 0 when the log is sound, and also when it holds only what a crash normally leaves
 (a torn tail above the recovery point, which the next open truncates; it says so); 1 when it
-finds corruption; 2 when it cannot check (no such directory, a writer holds the log, ...).";
+finds corruption; 2 when it cannot check (no such directory, a writer holds the log, ...).
+
+--repair takes the log's exclusive lock (it fails while a writer runs), rebuilds every index
+from the first segment with a bad .index or .timeindex on, truncates a torn tail, removes
+leftover files, says what it did, and verifies again: the exit status is that of the second
+check. Corruption inside a .log file is not repaired unless --truncate-at-corruption is given
+too: the log is then cut at the first corrupt batch, and every record after it is lost.";
 
 /// Arguments of `partlog verify`.
 #[derive(Debug, Args)]
@@ -33,6 +42,16 @@ pub struct VerifyArgs {
     /// or corruption.
     #[arg(long, value_name = "POLICY", default_value = "delete")]
     pub cleanup_policy: String,
+
+    /// Repair: rebuild bad indexes, truncate a torn tail, remove leftovers (takes the
+    /// exclusive lock), then verify again.
+    #[arg(long)]
+    pub repair: bool,
+
+    /// With --repair: cut the log at the first corrupt batch of a .log file, losing every
+    /// record after it.
+    #[arg(long, requires = "repair")]
+    pub truncate_at_corruption: bool,
 }
 
 /// Runs `partlog verify`.
@@ -43,11 +62,106 @@ pub fn run(args: &VerifyArgs) -> Result<Outcome, CliError> {
         .build()?;
     let report = verify_dir(&args.dir, &config)?;
     print_report(&report);
+    let report = if args.repair {
+        repair(args, &config, &report)?;
+        let again = verify_dir(&args.dir, &config)?;
+        println!("after the repair:");
+        print_report(&again);
+        again
+    } else {
+        report
+    };
     Ok(if report.is_corrupt() {
         Outcome::Corrupt
     } else {
         Outcome::Done
     })
+}
+
+/// Repairs what `report` found; see the command's help.
+fn repair(args: &VerifyArgs, config: &LogConfig, report: &VerifyReport) -> Result<(), CliError> {
+    let is_index = |path: &std::path::Path| {
+        path.extension()
+            .is_some_and(|e| e == "index" || e == "timeindex")
+    };
+    let log_corruption = report
+        .findings_of(Severity::Corruption)
+        .find(|f| !is_index(&f.file));
+    if let Some(finding) = log_corruption
+        && !args.truncate_at_corruption
+    {
+        return Err(CliError::new(format!(
+            "not repairing: {finding}; a repair would cut the log there and lose every record              after it (add --truncate-at-corruption to do so)"
+        )));
+    }
+    // The first segment with a bad index: recovery rebuilds every index from its base on.
+    let bad_index_base = report
+        .findings
+        .iter()
+        .filter(|f| is_index(&f.file))
+        .filter_map(|f| {
+            let name = f.file.file_name()?.to_str()?;
+            Some(parse_segment_file_name(name)?.base_offset)
+        })
+        .min();
+    let storage: std::sync::Arc<dyn Storage> = std::sync::Arc::new(OsStorage::new());
+    if let Some(base) = bad_index_base {
+        // Under the exclusive lock, so that no writer is running while the point moves.
+        let lock = storage.lock(&args.dir.join("partlog.lock"), LockMode::Exclusive)?;
+        let (mut checkpoint, record) = CheckpointFile::open(&storage, &args.dir)?;
+        if let Some(record) = record {
+            checkpoint.write(
+                record.recovery_point.min(base),
+                record.log_start_offset,
+                None,
+                true,
+            )?;
+        }
+        drop(checkpoint);
+        drop(lock);
+        println!("repair: the indexes from {base:020} on will be rebuilt");
+    }
+    let mode = if args.truncate_at_corruption {
+        RecoveryMode::TruncateAtCorruption
+    } else {
+        RecoveryMode::Fail
+    };
+    let mut repair_config = config.clone();
+    repair_config.recovery_mode = mode;
+    let log = Log::open(&args.dir, repair_config)?;
+    let recovery = log.recovery_report().clone();
+    log.close()?;
+    if recovery.clean_shutdown {
+        println!("repair: the last shutdown was clean; nothing to recover");
+    } else {
+        println!(
+            "repair: scanned {} segments ({} bytes) from offset {}, rebuilding their indexes",
+            recovery.segments_scanned, recovery.bytes_scanned, recovery.recovery_point
+        );
+    }
+    if let Some((file, position, what)) = &recovery.corruption {
+        println!(
+            "repair: cut {} at byte {position}, where it is corrupt ({what})",
+            file.display()
+        );
+    }
+    if recovery.bytes_truncated > 0 {
+        println!(
+            "repair: truncated {} bytes at the end of the log",
+            recovery.bytes_truncated
+        );
+    }
+    if recovery.segments_deleted > 0 {
+        println!(
+            "repair: deleted {} segments after the truncation point",
+            recovery.segments_deleted
+        );
+    }
+    for name in &recovery.stray_files_removed {
+        println!("repair: removed leftover file {name}");
+    }
+    println!("repair: the log ends at offset {}", recovery.log_end_offset);
+    Ok(())
 }
 
 fn print_report(report: &VerifyReport) {

@@ -1,0 +1,203 @@
+//! `partlog stats DIR`: what a log holds, at a glance, through a read-only open that tolerates a
+//! live writer.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clap::Args;
+use partlog::unstable::{OsStorage, SegmentFileKind, Storage, segment_file_path};
+use partlog::{Log, ReadBound};
+
+use crate::{CliError, Outcome};
+
+pub const EXAMPLES: &str = "\
+Examples:
+  partlog stats /tmp/orders-0
+  partlog stats /tmp/users-0 --superseded --json
+
+Prints the segments (base offset, offsets, .log/.index/.timeindex sizes), the log start and end
+offsets, the durable offset (the recovery point the writer recorded; the whole log after a clean
+close), and the time range (the first batch's first timestamp, the last batch's largest).
+
+Compaction dirtiness: partlog keeps no cleaner checkpoint on disk, so Kafka's dirty ratio (bytes
+after the last cleaned offset) is not known from the files. --superseded reads every record
+instead and counts those whose key appears again later: what a compaction would remove now, as a
+share of the records (keys are held in memory: one entry per distinct key).";
+
+/// Arguments of `partlog stats`.
+#[derive(Debug, Args)]
+pub struct StatsArgs {
+    /// The log directory.
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+
+    /// Also read every record and count those a compaction would remove (keys seen again
+    /// later, and tombstones' older records).
+    #[arg(long)]
+    pub superseded: bool,
+
+    /// One JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+struct SegmentLine {
+    base: i64,
+    end: i64,
+    log_bytes: u64,
+    index_bytes: u64,
+    time_index_bytes: u64,
+}
+
+/// Runs `partlog stats`.
+pub fn run(args: &StatsArgs) -> Result<Outcome, CliError> {
+    crate::require_dir(&args.dir)?;
+    let log = crate::open_live_reader(&args.dir, Duration::from_millis(100))?;
+    let stats = log.stats();
+    let bases = crate::segment_bases(&args.dir)?;
+    let storage = OsStorage::new();
+    let size = |path: &Path| storage.metadata(path).map_or(0, |m| m.len);
+    let mut segments = Vec::new();
+    for (n, &base) in bases.iter().enumerate() {
+        segments.push(SegmentLine {
+            base,
+            end: bases
+                .get(n + 1)
+                .copied()
+                .unwrap_or(stats.log_end_offset)
+                .max(base),
+            log_bytes: size(&segment_file_path(&args.dir, base, SegmentFileKind::Log)),
+            index_bytes: size(&segment_file_path(
+                &args.dir,
+                base,
+                SegmentFileKind::OffsetIndex,
+            )),
+            time_index_bytes: size(&segment_file_path(
+                &args.dir,
+                base,
+                SegmentFileKind::TimeIndex,
+            )),
+        });
+    }
+    let (first_timestamp, last_timestamp) = time_range(&log)?;
+    let superseded = if args.superseded {
+        Some(superseded(&log)?)
+    } else {
+        None
+    };
+    let total_bytes: u64 = segments.iter().map(|s| s.log_bytes).sum();
+    if args.json {
+        let mut out = String::from("{");
+        out.push_str(&format!(
+            "\"dir\":{},\"segments\":[",
+            json_text(&args.dir.display().to_string())
+        ));
+        for (n, s) in segments.iter().enumerate() {
+            if n > 0 {
+                out.push(',');
+            }
+            out.push_str(&format!(
+                "{{\"base_offset\":{},\"end_offset\":{},\"log_bytes\":{},\"index_bytes\":{},\"timeindex_bytes\":{}}}",
+                s.base, s.end, s.log_bytes, s.index_bytes, s.time_index_bytes
+            ));
+        }
+        out.push_str(&format!(
+            "],\"log_bytes\":{total_bytes},\"log_start_offset\":{},\"log_end_offset\":{},\"durable_offset\":{},\"first_timestamp\":{},\"last_timestamp\":{}",
+            stats.log_start_offset,
+            stats.log_end_offset,
+            stats.durable_offset,
+            json_option(first_timestamp),
+            json_option(last_timestamp),
+        ));
+        if let Some((records, gone)) = superseded {
+            out.push_str(&format!(
+                ",\"records\":{records},\"superseded_records\":{gone}"
+            ));
+        }
+        out.push('}');
+        println!("{out}");
+        return Ok(Outcome::Done);
+    }
+    println!("log {}", args.dir.display());
+    println!("{} segments, {total_bytes} bytes of .log", segments.len());
+    for s in &segments {
+        println!(
+            "  {:020}.log  offsets [{}, {})  {} bytes  (.index {} bytes, .timeindex {} bytes)",
+            s.base, s.base, s.end, s.log_bytes, s.index_bytes, s.time_index_bytes
+        );
+    }
+    println!(
+        "offsets: log start {}, log end {}, durable {}",
+        stats.log_start_offset, stats.log_end_offset, stats.durable_offset
+    );
+    match (first_timestamp, last_timestamp) {
+        (Some(first), Some(last)) => println!("timestamps: {first} .. {last} (ms since the epoch)"),
+        _ => println!("timestamps: none (the log is empty)"),
+    }
+    if let Some((records, gone)) = superseded {
+        let share = if records == 0 {
+            0.0
+        } else {
+            gone as f64 * 100.0 / records as f64
+        };
+        println!(
+            "compaction: {gone} of {records} records are superseded by a later record with their key ({share:.1}%)"
+        );
+    }
+    Ok(Outcome::Done)
+}
+
+/// The first batch's first timestamp and the last batch's largest, when the log holds any.
+fn time_range(log: &Log) -> Result<(Option<i64>, Option<i64>), CliError> {
+    let start = log.log_start_offset();
+    let end = log.log_end_offset();
+    if end <= start {
+        return Ok((None, None));
+    }
+    let first = log.read(start, 1, ReadBound::LogEnd)?;
+    let first_timestamp = match first.batches().next() {
+        Some(batch) => {
+            let batch = batch?;
+            Some(
+                batch
+                    .header()
+                    .map_or_else(|| batch.max_timestamp(), |h| h.base_timestamp),
+            )
+        }
+        None => None,
+    };
+    let last = log.read(end - 1, 1, ReadBound::LogEnd)?;
+    let last_timestamp = match last.batches().next() {
+        Some(batch) => Some(batch?.max_timestamp()),
+        None => None,
+    };
+    Ok((first_timestamp, last_timestamp))
+}
+
+/// How many records there are, and how many a later record with the same key supersedes.
+fn superseded(log: &Log) -> Result<(u64, u64), CliError> {
+    let mut last_offset_of_key: HashMap<Vec<u8>, i64> = HashMap::new();
+    let mut records = 0u64;
+    let mut keyed = 0u64;
+    for record in log.records(log.log_start_offset(), ReadBound::LogEnd) {
+        let record = record?;
+        records += 1;
+        if let Some(key) = record.key {
+            keyed += 1;
+            last_offset_of_key.insert(key, record.offset);
+        }
+    }
+    let gone = keyed - last_offset_of_key.len() as u64;
+    Ok((records, gone))
+}
+
+fn json_option(value: Option<i64>) -> String {
+    value.map_or_else(|| "null".to_owned(), |v| v.to_string())
+}
+
+fn json_text(text: &str) -> String {
+    let mut out = Vec::new();
+    crate::text::json_string(&mut out, text);
+    String::from_utf8_lossy(&out).into_owned()
+}
