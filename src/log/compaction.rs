@@ -273,6 +273,12 @@ struct KeyMap {
     /// For each producer id, the last offset of its last batch in the mapped range: that batch
     /// survives as an empty header when all its records go (Kafka's RETAIN_EMPTY).
     producer_last_offset: HashMap<i64, i64>,
+    /// The records from here on were mapped (those below were not: they were clean).
+    first_dirty: i64,
+    /// Every key's latest offset, sorted, once phase 1 is done; `None` when some lies at or
+    /// above `mapped_end` (a segment the pass stopped at part-way), where the shortcut of
+    /// [`superseded_batch`](KeyMap::superseded_batch) does not hold.
+    latest_sorted: Option<Vec<i64>>,
 }
 
 /// One sealed segment of the cleanable range.
@@ -571,6 +577,8 @@ impl Shared {
             full: false,
             holds_unmapped_records: false,
             producer_last_offset: HashMap::new(),
+            first_dirty,
+            latest_sorted: None,
         };
         // Phase 1: map the cleanable range.
         let mut mapped: Vec<Planned> = Vec::new();
@@ -641,6 +649,7 @@ impl Shared {
             }
         }
         stats.cleaned_up_to = map.mapped_end;
+        map.sort_latest();
         stats.uncleanable_bytes = match stats.uncleanable_from {
             Some(from) => self.bytes_from(from)?,
             None => 0,
@@ -1001,8 +1010,12 @@ impl GroupWriter<'_> {
     ) -> Result<()> {
         let out = match batch.as_v2().filter(|v| rewritable(v)) {
             Some(view) => {
-                let (out, removed, tombstones) =
-                    clean_batch(view, map, now_ms, horizon_ms, &mut self.scratch)?;
+                let (out, removed, tombstones) = if map.superseded_batch(view.header()) {
+                    let count = u64::try_from(view.header().records_count).unwrap_or(0);
+                    (CleanedBatch::Dropped, count, 0)
+                } else {
+                    clean_batch(view, map, now_ms, horizon_ms, &mut self.scratch)?
+                };
                 self.removed += removed;
                 self.tombstones += tombstones;
                 if matches!(out, CleanedBatch::Dropped) {
@@ -1382,6 +1395,38 @@ fn clean_batch(
 }
 
 impl KeyMap {
+    /// Phase 1 is done: sorts the latest offsets for [`superseded_batch`](Self::superseded_batch).
+    fn sort_latest(&mut self) {
+        let mut sorted: Vec<i64> = self.latest.values().copied().collect();
+        sorted.sort_unstable();
+        self.latest_sorted = sorted
+            .last()
+            .is_none_or(|&last| last < self.mapped_end)
+            .then_some(sorted);
+    }
+
+    /// Whether every record of the batch `header` goes because a later record of its key exists,
+    /// decided from the header alone (no decompression): all its records were mapped, and no
+    /// key's latest offset lies in the batch, so none of its records is the latest of its key
+    /// (a record without a key goes anyway). A producer's last batch, which may stay as an empty
+    /// header, is left to [`clean_batch`].
+    fn superseded_batch(&self, header: &BatchHeader) -> bool {
+        let Some(sorted) = &self.latest_sorted else {
+            return false;
+        };
+        let last_offset = header.last_offset();
+        let last_of_producer = header.producer_id >= 0
+            && self.producer_last_offset.get(&header.producer_id) == Some(&last_offset);
+        let first_latest_in_or_after = sorted.partition_point(|&o| o < header.base_offset);
+        header.records_count > 0
+            && header.base_offset >= self.first_dirty
+            && last_offset < self.mapped_end
+            && !last_of_producer
+            && sorted
+                .get(first_latest_in_or_after)
+                .is_none_or(|&latest| latest > last_offset)
+    }
+
     /// Records `offset` as the latest of `key` (records come in offset order), allocating only
     /// for a new key. When a new key does not fit, the mapped range ends just below this record
     /// and `false` says to stop.
