@@ -39,7 +39,9 @@
 //!    empty header, so that the cleaned segment ends where the group ended (Kafka keeps the
 //!    last batch of a round for the same reason). A group of one segment is written only from
 //!    its first change on (the unchanged batches before it are copied then), and not at all
-//!    when nothing in it changes: the clean segments a pass walks cost reads, not writes.
+//!    when nothing in it changes: the clean segments a pass walks cost reads, not writes. A
+//!    batch none of whose records is the latest of its key (no key's latest offset lies in its
+//!    offset range, and all its records were mapped) goes on its header alone, undecompressed.
 //!
 //! # Crash safety
 //!
