@@ -636,6 +636,22 @@ impl Log {
     /// end offset it fails with [`Error::OffsetOutOfRange`], or [`Error::Truncated`] when a
     /// truncation took the log back below `offset`.
     pub fn read(&self, offset: i64, max_bytes: usize, bound: ReadBound) -> Result<FetchData> {
+        let mut fetch = FetchData::new();
+        self.read_into(offset, max_bytes, bound, &mut fetch)?;
+        Ok(fetch)
+    }
+
+    /// [`read`](Self::read) into `fetch`, reusing its buffer: a reader that keeps one
+    /// [`FetchData`] allocates nothing per read once the buffer has grown to its largest read.
+    /// Whatever `fetch` held is replaced (on an error it is left empty).
+    pub fn read_into(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        bound: ReadBound,
+        fetch: &mut FetchData,
+    ) -> Result<()> {
+        fetch.clear_at(offset, 0);
         self.check_open()?;
         let shared = &self.shared;
         let mut end = shared.log_end.get();
@@ -662,10 +678,10 @@ impl Log {
             ReadBound::LogEnd => end,
             ReadBound::Durable => self.durable_offset().min(end),
         };
+        fetch.clear_at(offset, end);
         if offset >= upper {
-            return Ok(FetchData::empty(offset, end));
+            return Ok(());
         }
-        let mut buf = Vec::new();
         'retry: loop {
             let list = shared.snapshot.load();
             // Retention moves the start before it swaps segments out: a list without the
@@ -687,12 +703,15 @@ impl Log {
                     continue 'retry;
                 };
                 let from = offset.max(handle.base_offset());
-                if let Some(read) = segment.read(from, max_bytes, Some(upper), &mut buf)? {
-                    return Ok(FetchData::new(buf, read.next_offset, end, Some(segment)));
+                let found =
+                    segment.read_in_place(from, max_bytes, Some(upper), fetch.buffer_mut())?;
+                if let Some((read, at)) = found {
+                    fetch.fill(&read, at, end, segment);
+                    return Ok(());
                 }
                 index += 1;
             }
-            return Ok(FetchData::empty(offset, end));
+            return Ok(());
         }
     }
 
@@ -706,6 +725,7 @@ impl Log {
             bound,
             buffered: Vec::new().into_iter(),
             scratch: Vec::new(),
+            fetch: FetchData::new(),
             failed: false,
         }
     }
@@ -913,6 +933,8 @@ pub struct LogRecords<'a> {
     bound: ReadBound,
     buffered: std::vec::IntoIter<LogRecord>,
     scratch: Vec<u8>,
+    /// Reused by every fetch, so that the iterator's reads allocate no new buffers.
+    fetch: FetchData,
     failed: bool,
 }
 
@@ -935,13 +957,14 @@ impl Iterator for LogRecords<'_> {
             if self.failed {
                 return None;
             }
-            let fetch = match self.log.read(self.position, 1 << 20, self.bound) {
-                Ok(fetch) => fetch,
-                Err(error) => {
-                    self.failed = true;
-                    return Some(Err(error));
-                }
-            };
+            let fetch = &mut self.fetch;
+            if let Err(error) = self
+                .log
+                .read_into(self.position, 1 << 20, self.bound, fetch)
+            {
+                self.failed = true;
+                return Some(Err(error));
+            }
             if fetch.is_empty() {
                 return None;
             }

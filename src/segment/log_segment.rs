@@ -21,6 +21,10 @@ use crate::format::{Batch, BatchHeader, peek_batch_frame};
 use crate::index::{OffsetIndex, OffsetPosition, TimeIndex, TimestampOffset};
 use crate::storage::{OpenMode, Storage, StorageFile};
 
+/// The most a read reads ahead past the index interval in one system call, whatever its
+/// `max_bytes`: a caller asking for "everything" must not make each read allocate gigabytes.
+const MAX_READ_AHEAD_BYTES: usize = 8 << 20;
+
 /// The settings a segment needs. The log derives them from its `LogConfig`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SegmentConfig {
@@ -175,6 +179,8 @@ pub struct Segment {
     published_size: AtomicU64,
     published_next_offset: AtomicI64,
     sealed: AtomicBool,
+    /// Bumped by every truncation, before the file is cut (see [`Segment::truncations`]).
+    truncations: AtomicU64,
     writer: Mutex<WriterState>,
 }
 
@@ -429,6 +435,7 @@ impl Segment {
             published_size: AtomicU64::new(0),
             published_next_offset: AtomicI64::new(base_offset),
             sealed: AtomicBool::new(role != SegmentRole::Active),
+            truncations: AtomicU64::new(0),
             writer: Mutex::new(WriterState {
                 size: 0,
                 next_offset: base_offset,
@@ -772,6 +779,19 @@ impl Segment {
     /// names (as Kafka's DumpLogSegments does), and on a mismatch the indexes are rebuilt from the
     /// log and the lookup retried once.
     fn translate_offset(&self, target: i64, end: u64) -> Result<Option<(Frame, BatchSummary)>> {
+        let log_path = self.log_path();
+        let mut walker = BatchWalker::new(&self.log, &log_path, end);
+        self.translate_offset_in(target, end, &mut walker)
+    }
+
+    /// [`translate_offset`](Self::translate_offset) through the caller's walker, whose window
+    /// then holds the bytes read (a read goes on from there without another system call).
+    fn translate_offset_in(
+        &self,
+        target: i64,
+        end: u64,
+        walker: &mut BatchWalker<'_>,
+    ) -> Result<Option<(Frame, BatchSummary)>> {
         for attempt in 0..2 {
             let entry = match self.offset_index.lookup(target) {
                 Ok(entry) => entry,
@@ -782,8 +802,6 @@ impl Segment {
                 }
                 Err(error) => return Err(error),
             };
-            let log_path = self.log_path();
-            let mut walker = BatchWalker::new(&self.log, &log_path, end);
             let mut position = u64::from(entry.position);
             let mut first = true;
             let mut order_floor = self.base_offset;
@@ -853,7 +871,7 @@ impl Segment {
                             "index entry ({}, {}) of {} names a batch ending at {}; rebuilding",
                             entry.offset,
                             entry.position,
-                            log_path.display(),
+                            self.log_path().display(),
                             summary.last_offset
                         );
                         break;
@@ -941,9 +959,64 @@ impl Segment {
         upper_bound: Option<i64>,
         buf: &mut Vec<u8>,
     ) -> Result<Option<SegmentRead>> {
-        buf.clear();
+        let found = self.read_in_place(start_offset, max_bytes, upper_bound, buf);
+        match found {
+            Ok(Some((read, at))) => {
+                buf.copy_within(at..at + read.len, 0);
+                buf.truncate(read.len);
+                Ok(Some(read))
+            }
+            other => {
+                buf.clear();
+                other.map(|_| None)
+            }
+        }
+    }
+
+    /// [`read`](Self::read) without moving the bytes: they are `buf[at..at + read.len]`, where
+    /// `at` is returned beside the [`SegmentRead`]. `buf` is the reads' reusable window: its
+    /// contents are overwritten and its length only grows, so a caller that keeps it across
+    /// reads allocates and zero-fills nothing in the steady state.
+    ///
+    /// The offset index lookup, the walk from the entry to the batch, and the batches returned
+    /// are served by one positional read in the common case: it reads `max_bytes` plus
+    /// `index.interval.bytes` from the index entry on.
+    pub fn read_in_place(
+        &self,
+        start_offset: i64,
+        max_bytes: usize,
+        upper_bound: Option<i64>,
+        buf: &mut Vec<u8>,
+    ) -> Result<Option<(SegmentRead, usize)>> {
         let end = self.size();
-        let Some((frame, first_summary)) = self.translate_offset(start_offset, end)? else {
+        let read_ahead = max_bytes
+            .min(MAX_READ_AHEAD_BYTES)
+            .saturating_add(self.config.index_interval_bytes as usize)
+            .saturating_add(crate::format::RECORD_BATCH_OVERHEAD);
+        let log_path = self.log_path();
+        let mut walker =
+            BatchWalker::with_buffer(&self.log, &log_path, end, std::mem::take(buf), read_ahead);
+        let result = self.read_with(&mut walker, start_offset, max_bytes, upper_bound, end);
+        let window_start = walker.window_start();
+        *buf = walker.into_buffer().0;
+        let Some(read) = result? else {
+            return Ok(None);
+        };
+        let at = usize::try_from(read.position - window_start)
+            .map_err(|_| self.corrupt(read.position, Corruption::BadBatchLength(i32::MAX)))?;
+        Ok(Some((read, at)))
+    }
+
+    fn read_with(
+        &self,
+        walker: &mut BatchWalker<'_>,
+        start_offset: i64,
+        max_bytes: usize,
+        upper_bound: Option<i64>,
+        end: u64,
+    ) -> Result<Option<SegmentRead>> {
+        let Some((frame, first_summary)) = self.translate_offset_in(start_offset, end, walker)?
+        else {
             return Ok(None);
         };
         let position = frame.position;
@@ -953,17 +1026,10 @@ impl Segment {
         let want = max_bytes
             .max(first_size)
             .min(usize::try_from(available).unwrap_or(usize::MAX));
-        buf.resize(want, 0);
         // Up to `want` bytes: the file may end before the published size when a failed fsync
         // dropped its dirty pages (the log is poisoned then, and bounds reads below the loss).
-        let mut read = 0;
-        while read < want {
-            let n = self.log.read_at(&mut buf[read..], position + read as u64)?;
-            if n == 0 {
-                break;
-            }
-            read += n;
-        }
+        let window = walker.fill(position, want)?;
+        let read = window.len().min(want);
         if read < first_size {
             return Err(self.corrupt(
                 position,
@@ -973,7 +1039,7 @@ impl Segment {
                 },
             ));
         }
-        buf.truncate(read);
+        let buf = window.get(..read).unwrap_or_default();
         let mut len = 0usize;
         let mut first_offset = first_summary.base_offset;
         let mut next_offset = first_summary.order_floor();
@@ -1016,7 +1082,6 @@ impl Segment {
             next_offset = summary.next_offset();
             len += size;
         }
-        buf.truncate(len);
         let (true, Some(first_offset)) = (len > 0, first_offset) else {
             return Ok(None);
         };
@@ -1026,6 +1091,19 @@ impl Segment {
             first_offset,
             next_offset,
         }))
+    }
+
+    /// The number of times this segment's file was cut back ([`truncate_to`](Self::truncate_to),
+    /// [`truncate_tail`](Self::truncate_tail)). A reader that sends file bytes it checked
+    /// earlier compares it before and after: bytes below the published size change only
+    /// through a truncation followed by new appends.
+    pub fn truncations(&self) -> u64 {
+        self.truncations.load(Ordering::Acquire)
+    }
+
+    /// The `.log` file, for zero-copy transfers of bytes a read has checked.
+    pub(crate) fn log_file(&self) -> &Arc<dyn StorageFile> {
+        &self.log
     }
 
     /// Kafka's `findOffsetByTimestamp`: the first record at or after `start_offset` whose
@@ -1295,6 +1373,7 @@ impl Segment {
         let first_offset = self.first_offset_of(&frame, &summary)?;
         let mut writer = self.writer.lock();
         let position = frame.position;
+        self.truncations.fetch_add(1, Ordering::AcqRel);
         self.offset_index.truncate_to(offset)?;
         self.time_index.truncate_to(offset)?;
         self.log.set_len(position)?;
@@ -1358,6 +1437,7 @@ impl Segment {
         }
         let file_bytes = self.log.len()?;
         if file_bytes > valid_bytes {
+            self.truncations.fetch_add(1, Ordering::AcqRel);
             self.log.set_len(valid_bytes)?;
         }
         Ok(file_bytes.saturating_sub(valid_bytes))

@@ -6,8 +6,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, UNIX_EPOCH};
 
+use std::num::NonZeroU64;
+use std::os::fd::{AsFd, BorrowedFd};
+
 use super::{
-    CanonicalPath, FileLock, LockMode, Metadata, OpenMode, ReadMapping, Storage, StorageFile,
+    Advice, CanonicalPath, FileLock, LockMode, Metadata, OpenMode, ReadMapping, Storage,
+    StorageFile,
 };
 use crate::error::{Error, Result};
 
@@ -66,6 +70,21 @@ impl StorageFile for OsFile {
 
     fn sync_all(&self) -> Result<()> {
         self.file.sync_all().map_err(|e| Error::io(&self.path, e))
+    }
+
+    fn advise(&self, offset: u64, len: u64, advice: Advice) -> Result<()> {
+        let advice = match advice {
+            Advice::Sequential => rustix::fs::Advice::Sequential,
+            Advice::Random => rustix::fs::Advice::Random,
+            Advice::WillNeed => rustix::fs::Advice::WillNeed,
+            Advice::DontNeed => rustix::fs::Advice::DontNeed,
+        };
+        rustix::fs::fadvise(&self.file, offset, NonZeroU64::new(len), advice)
+            .map_err(|errno| Error::io(&self.path, std::io::Error::from(errno)))
+    }
+
+    fn as_fd(&self) -> Option<BorrowedFd<'_>> {
+        Some(self.file.as_fd())
     }
 
     fn map_read(&self) -> Result<Option<ReadMapping>> {
