@@ -46,7 +46,9 @@ const ROWS: &[(&str, RowFn)] = &[
     ("batching_writer", row_batching_writer),
     ("append_records_100", row_append_records_100),
     ("sequential_read", row_sequential_read),
+    ("sequential_read_mapped", row_sequential_read_mapped),
     ("random_read", row_random_read),
+    ("random_read_mapped", row_random_read_mapped),
     ("durable_1_thread", row_durable_one_thread),
     ("durable_8_threads", row_durable_eight_threads),
     ("open_1000_segments", row_open),
@@ -569,9 +571,34 @@ fn row_append_records_100(ctx: &Ctx) -> Outcome {
 // Row 6: sequential read of row 1's log.
 
 fn row_sequential_read(ctx: &Ctx) -> Outcome {
+    sequential_read(ctx, false)
+}
+
+/// The sequential-read row with `map_sealed_segments`: sealed segments are read from a
+/// mapping (the option's measurement; DESIGN §7's row is the default above).
+fn row_sequential_read_mapped(ctx: &Ctx) -> Outcome {
+    sequential_read(ctx, true)
+}
+
+fn mapped_config(segment_bytes: u32) -> LogConfig {
+    LogConfig::builder()
+        .segment_bytes(segment_bytes)
+        .map_sealed_segments(true)
+        .build()
+        .expect("a valid config")
+}
+
+fn sequential_read(ctx: &Ctx, mapped: bool) -> Outcome {
     // Row 1's log: pre-built 100 x 1 KiB batches, written once and read from the page cache.
     let dir = ctx.fresh_dir("sequential");
     let batch = one_kib_batch();
+    let read_config = || {
+        if mapped {
+            mapped_config(SEGMENT_BYTES)
+        } else {
+            config(FlushPolicy::OsDecides)
+        }
+    };
     {
         let log = Log::open(&dir, config(FlushPolicy::OsDecides)).expect("open");
         for _ in 0..write_rep_batches() {
@@ -579,7 +606,7 @@ fn row_sequential_read(ctx: &Ctx) -> Outcome {
         }
         log.close().expect("close");
     }
-    let log = Log::open(&dir, config(FlushPolicy::OsDecides)).expect("reopen");
+    let log = Log::open(&dir, read_config()).expect("reopen");
     let mut segment_files: Vec<PathBuf> = fs::read_dir(&dir)
         .expect("list")
         .map(|entry| entry.expect("entry").path())
@@ -651,7 +678,11 @@ fn row_sequential_read(ctx: &Ctx) -> Outcome {
     );
     assert_eq!(a.records, expected_records, "the read saw every record");
     let mut outcome = throughput_row(
-        "sequential read of row 1's log, CRC per batch, key+value lengths summed",
+        if mapped {
+            "sequential read, map_sealed_segments (option)"
+        } else {
+            "sequential read of row 1's log, CRC per batch, key+value lengths summed"
+        },
         "raw read() + CRC-32C",
         a,
         b,
@@ -696,10 +727,29 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 }
 
 fn row_random_read(ctx: &Ctx) -> Outcome {
+    random_read(ctx, None)
+}
+
+/// The random-read row with `map_sealed_segments` and 8 MiB segments on both sides, so that
+/// most reads hit sealed segments (the option's measurement).
+fn row_random_read_mapped(ctx: &Ctx) -> Outcome {
+    random_read(ctx, Some(8 << 20))
+}
+
+/// `mapped_segment_bytes`: `None` for the default (pread) path with `SEGMENT_BYTES` segments;
+/// `Some(n)` for `map_sealed_segments` with `n`-byte segments, on both sides.
+fn random_read(ctx: &Ctx, mapped_segment_bytes: Option<u32>) -> Outcome {
     let partlog_dir = ctx.fresh_dir("random-partlog");
     let commitlog_dir = ctx.fresh_dir("random-commitlog");
+    let partlog_config =
+        || mapped_segment_bytes.map_or_else(|| config(FlushPolicy::OsDecides), mapped_config);
+    let commitlog_options = |dir: &Path| {
+        let mut options = commitlog::LogOptions::new(dir);
+        options.segment_max_bytes(mapped_segment_bytes.unwrap_or(SEGMENT_BYTES) as usize);
+        options
+    };
     {
-        let log = Log::open(&partlog_dir, config(FlushPolicy::OsDecides)).expect("open");
+        let log = Log::open(&partlog_dir, partlog_config()).expect("open");
         for _ in 0..RANDOM_LOG_RECORDS {
             log.append(&[NewRecord::new(TIMESTAMP, None, Some(&SMALL_VALUE))])
                 .expect("append");
@@ -711,7 +761,7 @@ fn row_random_read(ctx: &Ctx) -> Outcome {
         }
         log.flush().expect("flush");
     }
-    let log = Log::open(&partlog_dir, config(FlushPolicy::OsDecides)).expect("reopen");
+    let log = Log::open(&partlog_dir, partlog_config()).expect("reopen");
     let reference = commitlog::CommitLog::new(commitlog_options(&commitlog_dir)).expect("reopen");
     // commitlog returns whole messages up to the limit: one message's size reads exactly one.
     let first_messages = reference
@@ -787,7 +837,11 @@ fn row_random_read(ctx: &Ctx) -> Outcome {
     r_lat.sort_by(f64::total_cmp);
     let micros = 1e6;
     let mut outcome = throughput_row(
-        "random read: the batch holding a random offset, 100 B records",
+        if mapped_segment_bytes.is_some() {
+            "random read, map_sealed_segments, 8 MiB segments (option)"
+        } else {
+            "random read: the batch holding a random offset, 100 B records"
+        },
         "commitlog 0.2, single-message read",
         a,
         b,
@@ -1134,6 +1188,7 @@ fn main() {
         }
     }
     let jsonl = target_dir.join("compare.jsonl");
+    fs::create_dir_all(&target_dir).expect("create the target directory");
     let mut file = File::create(&jsonl).expect("create compare.jsonl");
     for line in &lines {
         writeln!(file, "{line}").expect("write compare.jsonl");

@@ -59,7 +59,7 @@ fn segment(c: &mut Criterion) {
             state ^= state << 17;
             let offset = (state % (batches as u64 * 100)) as i64;
             segment
-                .read_in_place(offset, 1, None, &mut buf)
+                .read_in_place(offset, 1, None, None, &mut buf)
                 .expect("read")
                 .expect("found")
         })
@@ -68,7 +68,7 @@ fn segment(c: &mut Criterion) {
     group.bench_function("read/1MiB_from_start", |b| {
         b.iter(|| {
             segment
-                .read_in_place(0, 1 << 20, None, &mut buf)
+                .read_in_place(0, 1 << 20, None, None, &mut buf)
                 .expect("read")
                 .expect("found")
         })

@@ -195,3 +195,81 @@ fn advise_is_accepted_by_the_os_storage() {
     }
     assert!(file.as_fd().is_some());
 }
+
+fn small_segments(map_sealed_segments: bool) -> LogConfig {
+    LogConfig::builder_for_tests()
+        .segment_bytes(64 * 1024)
+        .max_message_bytes(64 * 1024)
+        .map_sealed_segments(map_sealed_segments)
+        .build()
+        .unwrap()
+}
+
+/// Every batch from `from` on, read `max_bytes` at a time, as (offset, bytes) per read.
+fn read_all(log: &Log, from: i64, max_bytes: usize) -> Vec<(i64, Vec<u8>)> {
+    let mut fetch = partlog::FetchData::new();
+    let mut offset = from;
+    let mut reads = Vec::new();
+    loop {
+        log.read_into(offset, max_bytes, ReadBound::LogEnd, &mut fetch)
+            .unwrap();
+        if fetch.is_empty() {
+            return reads;
+        }
+        for batch in fetch.batches() {
+            batch.unwrap();
+        }
+        reads.push((offset, fetch.bytes().to_vec()));
+        offset = fetch.next_offset();
+    }
+}
+
+#[test]
+fn mapped_sealed_segments_read_the_same_bytes_and_survive_truncation() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let log = Log::open(dir.path(), small_segments(false)).unwrap();
+        let value = [b'm'; 900];
+        for i in 0..400 {
+            let key = format!("k{i}");
+            log.append(&[
+                NewRecord::new(1_000, Some(key.as_bytes()), Some(&value)),
+                NewRecord::new(1_000, None, Some(&value[..i % 100])),
+            ])
+            .unwrap();
+        }
+        log.close().unwrap();
+    }
+    let plain = {
+        let log = Log::open(dir.path(), small_segments(false)).unwrap();
+        assert!(log.stats().segments > 5);
+        let reads = (
+            read_all(&log, 0, 1),
+            read_all(&log, 0, 20_000),
+            read_all(&log, 333, 5_000),
+        );
+        log.close().unwrap();
+        reads
+    };
+    let log = Log::open(dir.path(), small_segments(true)).unwrap();
+    // Twice: the first read of a segment maps it, the second reads the mapping.
+    for _ in 0..2 {
+        assert_eq!(read_all(&log, 0, 1), plain.0);
+        assert_eq!(read_all(&log, 0, 20_000), plain.1);
+        assert_eq!(read_all(&log, 333, 5_000), plain.2);
+    }
+    // A truncation into a mapped sealed segment drops its mapping before cutting the file;
+    // reads then see the shorter log, and new appends after it.
+    // Batches hold two records: offset 100 starts one.
+    log.truncate_to(100).unwrap();
+    assert_eq!(log.log_end_offset(), 100);
+    let reads = read_all(&log, 0, 20_000);
+    let last = reads.last().unwrap();
+    let fetch = log.read(last.0, 20_000, ReadBound::LogEnd).unwrap();
+    assert_eq!(fetch.next_offset(), 100);
+    log.append(&[NewRecord::new(1_000, Some(b"after"), Some(b"truncation"))])
+        .unwrap();
+    let mut records = log.records(95, ReadBound::LogEnd);
+    let offsets: Vec<i64> = records.by_ref().map(|r| r.unwrap().offset).collect();
+    assert_eq!(offsets, (95..101).collect::<Vec<_>>());
+}

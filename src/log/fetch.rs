@@ -52,7 +52,8 @@ impl FetchData {
         FetchData::default()
     }
 
-    /// Empties the fetch, keeping its buffer, and marks it as found at `at`.
+    /// Empties the fetch, keeping its buffer (and the segment it last read, for
+    /// [`resume_position`](Self::resume_position)), and marks it as found at `at`.
     pub(crate) fn clear_at(&mut self, at: i64, log_end_offset: i64) {
         self.range = 0..0;
         self.position = 0;
@@ -64,6 +65,17 @@ impl FetchData {
     /// The buffer a read fills; [`fill`](Self::fill) says where the batches landed.
     pub(crate) fn buffer_mut(&mut self) -> &mut Vec<u8> {
         &mut self.buffer
+    }
+
+    /// Where the next sequential read may resume: the segment this fetch came from, the offset
+    /// after its batches, and the file position after them. `None` for an empty fetch.
+    pub(crate) fn resume_point(&self) -> Option<ResumePoint> {
+        let (segment, _) = self.segment.as_ref()?;
+        (!self.range.is_empty()).then(|| ResumePoint {
+            segment: Arc::clone(segment),
+            next_offset: self.next_offset,
+            next_position: self.position + self.range.len() as u64,
+        })
     }
 
     /// Records what a segment read put into the buffer.
@@ -139,6 +151,23 @@ impl FetchData {
             });
         }
         Ok(sent)
+    }
+}
+
+/// Where a fetch ended, so that the next read of the same segment at its next offset can start
+/// at the known file position instead of looking the offset up in the index.
+#[derive(Debug)]
+pub(crate) struct ResumePoint {
+    segment: Arc<Segment>,
+    next_offset: i64,
+    next_position: u64,
+}
+
+impl ResumePoint {
+    /// The file position to resume at, when reading `offset` in `segment`.
+    pub(crate) fn position_for(&self, segment: &Arc<Segment>, offset: i64) -> Option<u64> {
+        (Arc::ptr_eq(&self.segment, segment) && offset == self.next_offset)
+            .then_some(self.next_position)
     }
 }
 

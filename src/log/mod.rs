@@ -651,6 +651,7 @@ impl Log {
         bound: ReadBound,
         fetch: &mut FetchData,
     ) -> Result<()> {
+        let resume = fetch.resume_point();
         fetch.clear_at(offset, 0);
         self.check_open()?;
         let shared = &self.shared;
@@ -703,8 +704,16 @@ impl Log {
                     continue 'retry;
                 };
                 let from = offset.max(handle.base_offset());
-                let found =
-                    segment.read_in_place(from, max_bytes, Some(upper), fetch.buffer_mut())?;
+                let resume_at = resume
+                    .as_ref()
+                    .and_then(|point| point.position_for(&segment, from));
+                let found = segment.read_in_place(
+                    from,
+                    max_bytes,
+                    Some(upper),
+                    resume_at,
+                    fetch.buffer_mut(),
+                )?;
                 if let Some((read, at)) = found {
                     fetch.fill(&read, at, end, segment);
                     return Ok(());

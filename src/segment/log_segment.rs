@@ -21,6 +21,17 @@ use crate::format::{Batch, BatchHeader, peek_batch_frame};
 use crate::index::{OffsetIndex, OffsetPosition, TimeIndex, TimestampOffset};
 use crate::storage::{OpenMode, Storage, StorageFile};
 
+/// Whether a sealed segment's `.log` is mapped for reads.
+#[derive(Debug)]
+enum MappingState {
+    /// Not tried yet (or dropped by a truncation or an unseal; a later seal allows a new one).
+    NotYet,
+    /// Mapped: its length is the sealed size.
+    Mapped(crate::storage::ReadMapping),
+    /// The storage cannot map, or mapping failed: positional reads.
+    Unavailable,
+}
+
 /// The most a read reads ahead past the index interval in one system call, whatever its
 /// `max_bytes`: a caller asking for "everything" must not make each read allocate gigabytes.
 const MAX_READ_AHEAD_BYTES: usize = 8 << 20;
@@ -46,6 +57,11 @@ pub struct SegmentConfig {
     /// `ftruncate`, as Kafka's `RandomAccessFile.setLength`), and trim it to the data at seal.
     /// Default: false.
     pub preallocate: bool,
+    /// Serve reads of the segment, once sealed, from a read-only memory mapping of its `.log`
+    /// instead of positional reads: the walk from the index entry to the batch costs no system
+    /// call and no copy, and only the returned batches are copied. partlog's own setting (see
+    /// `LogConfig::map_sealed_segments` for the SIGBUS risk). Default: false.
+    pub map_sealed_reads: bool,
 }
 
 impl Default for SegmentConfig {
@@ -57,6 +73,7 @@ impl Default for SegmentConfig {
             segment_ms: 7 * 24 * 60 * 60 * 1000,
             roll_jitter_ms: 0,
             preallocate: false,
+            map_sealed_reads: false,
         }
     }
 }
@@ -181,6 +198,11 @@ pub struct Segment {
     sealed: AtomicBool,
     /// Bumped by every truncation, before the file is cut (see [`Segment::truncations`]).
     truncations: AtomicU64,
+    /// The read-only mapping of a sealed `.log` (`SegmentConfig::map_sealed_reads`), made at the
+    /// first read after the seal. Readers hold the read lock while they touch the mapped bytes;
+    /// every truncation and unseal takes the write lock and drops the mapping before the file can
+    /// shrink, so partlog never cuts a file under a reader's feet (which would raise SIGBUS).
+    mapping: RwLock<MappingState>,
     writer: Mutex<WriterState>,
 }
 
@@ -436,6 +458,7 @@ impl Segment {
             published_next_offset: AtomicI64::new(base_offset),
             sealed: AtomicBool::new(role != SegmentRole::Active),
             truncations: AtomicU64::new(0),
+            mapping: RwLock::new(MappingState::NotYet),
             writer: Mutex::new(WriterState {
                 size: 0,
                 next_offset: base_offset,
@@ -959,7 +982,7 @@ impl Segment {
         upper_bound: Option<i64>,
         buf: &mut Vec<u8>,
     ) -> Result<Option<SegmentRead>> {
-        let found = self.read_in_place(start_offset, max_bytes, upper_bound, buf);
+        let found = self.read_in_place(start_offset, max_bytes, upper_bound, None, buf);
         match found {
             Ok(Some((read, at))) => {
                 buf.copy_within(at..at + read.len, 0);
@@ -981,14 +1004,51 @@ impl Segment {
     /// The offset index lookup, the walk from the entry to the batch, and the batches returned
     /// are served by one positional read in the common case: it reads `max_bytes` plus
     /// `index.interval.bytes` from the index entry on.
+    ///
+    /// `resume_at` is a hint from a previous read of this segment: the file position where a
+    /// batch starting at `start_offset` should lie (the end of the batches it returned). When
+    /// the batch there does start at `start_offset`, the read starts there, with no index
+    /// lookup and no walk; otherwise the hint is ignored.
     pub fn read_in_place(
         &self,
         start_offset: i64,
         max_bytes: usize,
         upper_bound: Option<i64>,
+        resume_at: Option<u64>,
         buf: &mut Vec<u8>,
     ) -> Result<Option<(SegmentRead, usize)>> {
         let end = self.size();
+        if let Some(state) = self.mapped_for_read()
+            && let MappingState::Mapped(mapping) = &*state
+        {
+            let mapped: &[u8] = mapping;
+            let log_path = self.log_path();
+            let mut walker = BatchWalker::over_mapping(&self.log, &log_path, end, mapped);
+            let Some(read) = self.read_with(
+                &mut walker,
+                start_offset,
+                max_bytes,
+                upper_bound,
+                resume_at,
+                end,
+            )?
+            else {
+                return Ok(None);
+            };
+            // Only the returned batches are copied: into the caller's buffer, which outlives
+            // the read guard.
+            let bytes = usize::try_from(read.position)
+                .ok()
+                .and_then(|from| mapped.get(from..from.checked_add(read.len)?))
+                .ok_or_else(|| self.corrupt(read.position, Corruption::BadBatchLength(i32::MAX)))?;
+            if buf.len() < bytes.len() {
+                buf.resize(bytes.len(), 0);
+            }
+            if let Some(target) = buf.get_mut(..bytes.len()) {
+                target.copy_from_slice(bytes);
+            }
+            return Ok(Some((read, 0)));
+        }
         let read_ahead = max_bytes
             .min(MAX_READ_AHEAD_BYTES)
             .saturating_add(self.config.index_interval_bytes as usize)
@@ -996,7 +1056,14 @@ impl Segment {
         let log_path = self.log_path();
         let mut walker =
             BatchWalker::with_buffer(&self.log, &log_path, end, std::mem::take(buf), read_ahead);
-        let result = self.read_with(&mut walker, start_offset, max_bytes, upper_bound, end);
+        let result = self.read_with(
+            &mut walker,
+            start_offset,
+            max_bytes,
+            upper_bound,
+            resume_at,
+            end,
+        );
         let window_start = walker.window_start();
         *buf = walker.into_buffer().0;
         let Some(read) = result? else {
@@ -1013,10 +1080,18 @@ impl Segment {
         start_offset: i64,
         max_bytes: usize,
         upper_bound: Option<i64>,
+        resume_at: Option<u64>,
         end: u64,
     ) -> Result<Option<SegmentRead>> {
-        let Some((frame, first_summary)) = self.translate_offset_in(start_offset, end, walker)?
-        else {
+        let resumed = match resume_at {
+            Some(position) => self.batch_starting_at(walker, position, start_offset)?,
+            None => None,
+        };
+        let found = match resumed {
+            Some(found) => Some(found),
+            None => self.translate_offset_in(start_offset, end, walker)?,
+        };
+        let Some((frame, first_summary)) = found else {
             return Ok(None);
         };
         let position = frame.position;
@@ -1091,6 +1166,77 @@ impl Segment {
             first_offset,
             next_offset,
         }))
+    }
+
+    /// Drops the `.log` mapping, waiting for the readers that use it, and returns the write
+    /// guard: while it is held no reader maps the file again, so the caller may shrink it.
+    fn drop_mapping(&self) -> parking_lot::RwLockWriteGuard<'_, MappingState> {
+        let mut state = self.mapping.write();
+        *state = MappingState::NotYet;
+        state
+    }
+
+    /// The mapping's read guard when this segment's reads are served from a mapping: the
+    /// segment is sealed, `map_sealed_reads` is set, and the storage can map. Maps the file at
+    /// the first call after the seal.
+    fn mapped_for_read(&self) -> Option<parking_lot::RwLockReadGuard<'_, MappingState>> {
+        if !self.config.map_sealed_reads || !self.is_sealed() {
+            return None;
+        }
+        {
+            let state = self.mapping.read();
+            match &*state {
+                MappingState::Mapped(_) => return Some(state),
+                MappingState::Unavailable => return None,
+                MappingState::NotYet => {}
+            }
+        }
+        let mut state = self.mapping.write();
+        if matches!(*state, MappingState::NotYet) && self.is_sealed() {
+            *state = match self.log.map_read() {
+                Ok(Some(mapping)) if mapping.len() as u64 >= self.size() => {
+                    MappingState::Mapped(mapping)
+                }
+                Ok(_) => MappingState::Unavailable,
+                Err(error) => {
+                    log::warn!(
+                        "mapping {} failed, reading it with pread: {error}",
+                        self.log_path().display()
+                    );
+                    MappingState::Unavailable
+                }
+            };
+        }
+        let state = parking_lot::RwLockWriteGuard::downgrade(state);
+        matches!(*state, MappingState::Mapped(_)).then_some(state)
+    }
+
+    /// The batch at `position` if it is a v2 batch whose base offset is `offset` and whose
+    /// last offset lies inside the segment (a resumed sequential read), else `None`. Damage
+    /// there is no error here: the index path that runs instead reports it (a damaged
+    /// lastOffsetDelta, which only the CRC protects, must not make the read skip the batch).
+    fn batch_starting_at(
+        &self,
+        walker: &mut BatchWalker<'_>,
+        position: u64,
+        offset: i64,
+    ) -> Result<Option<(Frame, BatchSummary)>> {
+        let Ok(Step::Batch(frame)) = walker.frame_at(position) else {
+            return Ok(None);
+        };
+        if frame.magic != 2 {
+            return Ok(None);
+        }
+        match walker.summary(&frame) {
+            Ok(summary)
+                if summary.base_offset == Some(offset)
+                    && summary.last_offset >= offset
+                    && summary.last_offset < self.next_offset() =>
+            {
+                Ok(Some((frame, summary)))
+            }
+            _ => Ok(None),
+        }
     }
 
     /// The number of times this segment's file was cut back ([`truncate_to`](Self::truncate_to),
@@ -1366,6 +1512,9 @@ impl Segment {
     /// Removes every batch that holds an offset at or above `offset` (a batch straddling it goes
     /// whole, as in Kafka) and the index entries that point at them. Returns the bytes removed.
     pub fn truncate_to(&self, offset: i64) -> Result<u64> {
+        // Before the writer lock: a mapped reader may take the writer lock (an index rebuild)
+        // while it holds the mapping's read lock.
+        let _no_readers = self.drop_mapping();
         let end = self.size();
         let Some((frame, summary)) = self.translate_offset(offset, end)? else {
             return Ok(0);
@@ -1426,6 +1575,7 @@ impl Segment {
 
     /// Removes the bytes at and after `valid_bytes` (a torn tail found by [`scan`](Self::scan)).
     pub fn truncate_tail(&self, valid_bytes: u64) -> Result<u64> {
+        let _no_readers = self.drop_mapping();
         let writer = self.writer.lock();
         if valid_bytes != writer.size {
             return Err(Error::InvalidArgument {
@@ -1466,6 +1616,7 @@ impl Segment {
 
     /// Makes a sealed segment take appends again (after the log truncates into it).
     pub fn unseal(&self) -> Result<()> {
+        let _no_readers = self.drop_mapping();
         let _writer = self.writer.lock();
         if *self.role.read() == SegmentRole::ReadOnly {
             return Err(Error::InvalidArgument {

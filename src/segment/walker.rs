@@ -108,6 +108,8 @@ pub(crate) struct BatchWalker<'f> {
     window_start: u64,
     window_len: usize,
     read_ahead: usize,
+    /// The file's bytes mapped in memory: served in place, with no system call and no copy.
+    mapped: Option<&'f [u8]>,
 }
 
 impl<'f> BatchWalker<'f> {
@@ -133,7 +135,31 @@ impl<'f> BatchWalker<'f> {
             window_start: 0,
             window_len: 0,
             read_ahead: read_ahead.max(HEADER_SIZE_UP_TO_MAGIC),
+            mapped: None,
         }
+    }
+
+    /// A walker over `mapped`, the file's bytes mapped in memory (at least `end` of them).
+    pub fn over_mapping(
+        file: &'f Arc<dyn StorageFile>,
+        path: &'f Path,
+        end: u64,
+        mapped: &'f [u8],
+    ) -> Self {
+        let mut walker = BatchWalker::with_buffer(file, path, end, Vec::new(), 0);
+        walker.mapped = Some(mapped);
+        walker
+    }
+
+    /// `[position, min(want_end, end))` of the mapping, or `None` when there is none.
+    fn mapped_range(&self, position: u64, want_end: u64) -> Option<Result<&'f [u8]>> {
+        let mapped = self.mapped?;
+        let to = want_end.min(self.end).min(mapped.len() as u64);
+        let range = usize::try_from(position)
+            .ok()
+            .zip(usize::try_from(to).ok())
+            .and_then(|(from, to)| mapped.get(from..to.max(from)));
+        Some(range.ok_or_else(|| self.too_large(position)))
     }
 
     /// The buffer, and where in it the window's bytes (the file's bytes from
@@ -152,6 +178,9 @@ impl<'f> BatchWalker<'f> {
     /// the bytes it holds from `position` on, which may be fewer than `len` when the file ends
     /// early (a failed fsync can drop dirty pages).
     pub fn fill(&mut self, position: u64, len: usize) -> Result<&[u8]> {
+        if let Some(range) = self.mapped_range(position, position.saturating_add(len as u64)) {
+            return range;
+        }
         let window_end = self.window_start + self.window_len as u64;
         let want_end = position.saturating_add(len as u64).min(self.end);
         if position < self.window_start || want_end > window_end {
@@ -190,6 +219,20 @@ impl<'f> BatchWalker<'f> {
 
     /// Makes the window cover `[position, position + len)` (clamped to the end), reading ahead.
     fn ensure(&mut self, position: u64, len: usize) -> Result<&[u8]> {
+        if let Some(range) = self.mapped_range(position, position.saturating_add(len as u64)) {
+            let range = range?;
+            let needed = position.saturating_add(len as u64).min(self.end) - position.min(self.end);
+            if (range.len() as u64) < needed {
+                return Err(Error::io(
+                    self.path,
+                    std::io::Error::new(
+                        std::io::ErrorKind::UnexpectedEof,
+                        format!("wanted {needed} bytes at offset {position} of the mapping"),
+                    ),
+                ));
+            }
+            return Ok(range);
+        }
         let window_end = self.window_start + self.window_len as u64;
         let want_end = position.saturating_add(len as u64).min(self.end);
         if position < self.window_start || want_end > window_end {

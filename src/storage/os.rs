@@ -93,11 +93,13 @@ impl StorageFile for OsFile {
             // A zero-length mapping is an error on Linux; an empty image needs no mapping.
             return Ok(Some(ReadMapping::new(Box::new(Vec::new()))));
         }
-        // SAFETY: the mapping is read-only, and partlog maps only sealed index files, which it
-        // never writes or shrinks while mapped (DESIGN §2.2: a truncation into a sealed segment
-        // writes new index files instead). A shrink by another process would raise SIGBUS on
-        // access; partlog's lock on the directory excludes other partlog writers, and a foreign
-        // writer of a live Kafka directory is excluded by the Kafka log-dir lock.
+        // SAFETY: the mapping is read-only, and partlog maps only files it never shrinks while
+        // mapped: sealed index files (DESIGN §2.2: a truncation into a sealed segment writes new
+        // index files instead), and, with `map_sealed_segments`, sealed `.log` files, whose
+        // segment drops the mapping under a lock that waits for every reader before any
+        // truncation or unseal. A shrink by another process would raise SIGBUS on access;
+        // partlog's lock on the directory excludes other partlog writers, and a foreign writer of
+        // a live Kafka directory is excluded by the Kafka log-dir lock.
         let map =
             unsafe { memmap2::Mmap::map(&self.file) }.map_err(|e| Error::io(&self.path, e))?;
         Ok(Some(ReadMapping::new(Box::new(map))))
