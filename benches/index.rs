@@ -1,4 +1,6 @@
-//! Offset- and time-index lookups in a full 10 MiB index (Kafka's default `segment.index.bytes`).
+//! Offset- and time-index lookups in the index of a full 1 GiB segment: one entry per 4096 bytes
+//! (Kafka's defaults `segment.bytes` and `index.interval.bytes`), 262,144 entries in a file of
+//! Kafka's default `segment.index.bytes` (10 MiB).
 //!
 //! ```sh
 //! cargo bench --bench index
@@ -21,7 +23,7 @@ fn index(c: &mut Criterion) {
         .expect("time index");
     // Entries as a 4096-byte index interval leaves them: one per ~40 records of 100 B.
     let mut entries = 0i64;
-    while !offsets.is_full() {
+    while entries < (1 << 30) / 4096 && !offsets.is_full() {
         offsets
             .append(entries * 40 + 39, (entries * 4096) as u32)
             .expect("append");
