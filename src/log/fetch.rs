@@ -53,7 +53,7 @@ impl FetchData {
     }
 
     /// Empties the fetch, keeping its buffer (and the segment it last read, for
-    /// [`resume_position`](Self::resume_position)), and marks it as found at `at`.
+    /// [`resume_point`](Self::resume_point)), and marks it as found at `at`.
     pub(crate) fn clear_at(&mut self, at: i64, log_end_offset: i64) {
         self.range = 0..0;
         self.position = 0;
