@@ -273,3 +273,64 @@ fn mapped_sealed_segments_read_the_same_bytes_and_survive_truncation() {
     let offsets: Vec<i64> = records.by_ref().map(|r| r.unwrap().offset).collect();
     assert_eq!(offsets, (95..101).collect::<Vec<_>>());
 }
+
+/// A batch the read walks past on its way from the index entry to the target is skipped on its
+/// lastOffsetDelta, which only its CRC protects. A damaged delta that makes the batch look
+/// shorter must fail the read (the next batch's baseOffset does not continue it, so its CRC is
+/// checked), never skip the records it hides.
+#[test]
+fn a_damaged_last_offset_delta_on_the_walk_fails_the_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut positions = Vec::new();
+    {
+        let log = Log::open(dir.path(), LogConfig::default()).unwrap();
+        for i in 0..40 {
+            let value = format!("value-{i}");
+            let records: Vec<NewRecord> = (0..3)
+                .map(|_| NewRecord::new(1_000, None, Some(value.as_bytes())))
+                .collect();
+            positions.push(log.append(&records).unwrap().first_offset);
+        }
+        log.close().unwrap();
+    }
+    // Every record of batch 5 (offsets 15-17) reads fine before the damage.
+    let log = Log::open(dir.path(), LogConfig::default()).unwrap();
+    let fetch = log.read(16, 1, ReadBound::LogEnd).unwrap();
+    assert_eq!(
+        fetch
+            .batches()
+            .next()
+            .unwrap()
+            .unwrap()
+            .base_offset(&mut Vec::new())
+            .unwrap(),
+        15
+    );
+    log.close().unwrap();
+    drop(log);
+
+    // Batch 5's lastOffsetDelta (bytes 23..27 of the batch) from 2 to 0.
+    let log_path = dir.path().join("00000000000000000000.log");
+    let mut bytes = std::fs::read(&log_path).unwrap();
+    let mut position = 0usize;
+    for _ in 0..5 {
+        let length = i32::from_be_bytes(bytes[position + 8..position + 12].try_into().unwrap());
+        position += 12 + length as usize;
+    }
+    assert_eq!(&bytes[position + 23..position + 27], &2i32.to_be_bytes());
+    bytes[position + 23..position + 27].copy_from_slice(&0i32.to_be_bytes());
+    std::fs::write(&log_path, &bytes).unwrap();
+
+    let log = Log::open(dir.path(), LogConfig::default()).unwrap();
+    // The batch lies before the first index entry: the walk starts at position 0 and skips it
+    // when asked for offset 16 (its damaged last offset is 15).
+    match log.read(16, 1, ReadBound::LogEnd) {
+        Err(partlog::Error::Corrupt { position: at, .. }) => assert_eq!(at, position as u64),
+        other => panic!("a damaged lastOffsetDelta was read past: {other:?}"),
+    }
+    // Any read whose walk crosses it fails the same way; a read before it still works.
+    assert!(log.read(30, 1, ReadBound::LogEnd).is_err());
+    let before = log.read(10, 1, ReadBound::LogEnd).unwrap();
+    assert_eq!(before.next_offset(), 12);
+    assert_eq!(positions.len(), 40);
+}

@@ -828,6 +828,13 @@ impl Segment {
             let mut position = u64::from(entry.position);
             let mut first = true;
             let mut order_floor = self.base_offset;
+            // The batch last skipped on its lastOffsetDelta (and batchLength), which only its
+            // CRC protects: a damaged one would hide the batch's records without an error. The
+            // next batch proves both when its baseOffset is the skipped batch's last offset + 1
+            // (a damaged delta or length would have to be matched by a damaged baseOffset);
+            // otherwise (a gap left by compaction, the end, an error) the skipped batch's CRC
+            // is checked before anything else happens.
+            let mut skipped: Option<Frame> = None;
             loop {
                 // What lies at an index entry's position is only as good as the entry: bytes
                 // there that are no batch header mean a bad entry, not a corrupt log.
@@ -839,14 +846,22 @@ impl Segment {
                         }
                         return Err(self.bad_entry(entry, "does not point at a batch"));
                     }
-                    step => step?,
+                    Err(error) => {
+                        self.check_skipped(walker, skipped.take())?;
+                        return Err(error);
+                    }
+                    Ok(step) => step,
                 };
                 let frame = match step {
                     Step::Batch(frame) => frame,
-                    Step::End if !first || position == 0 => return Ok(None),
+                    Step::End if !first || position == 0 => {
+                        self.check_skipped(walker, skipped.take())?;
+                        return Ok(None);
+                    }
                     // The published end lies on a batch boundary, so a frame that runs past it
                     // is a damaged length, never a batch still being written.
                     Step::Partial { available, needed } if !first || position == 0 => {
+                        self.check_skipped(walker, skipped.take())?;
                         return Err(
                             self.corrupt(position, Corruption::Truncated { needed, available })
                         );
@@ -866,8 +881,17 @@ impl Segment {
                         }
                         return Err(self.bad_entry(entry, "does not point at a batch"));
                     }
-                    summary => summary?,
+                    Err(error) => {
+                        self.check_skipped(walker, skipped.take())?;
+                        return Err(error);
+                    }
+                    Ok(summary) => summary,
                 };
+                // Proven by this batch's baseOffset, or checked now.
+                let unproven = skipped
+                    .take()
+                    .filter(|_| summary.base_offset != Some(order_floor));
+                self.check_skipped(walker, unproven)?;
                 // Offsets lie outside the CRC: a damaged baseOffset that leaves the batch below
                 // the one before it, outside the segment's range, or past the segment's end
                 // would be returned under wrong offsets. The end is read after `end` was (the
@@ -905,17 +929,23 @@ impl Segment {
                 if summary.last_offset >= target {
                     return Ok(Some((frame, summary)));
                 }
-                // A batch is skipped on its lastOffsetDelta, which only its CRC protects: a
-                // damaged one would hide the batch's records without an error.
-                let bytes = walker.batch_bytes(&frame)?;
-                if let Err(what) = Batch::new(bytes) {
-                    return Err(self.corrupt(frame.position, what));
-                }
+                skipped = Some(frame);
                 position += frame.total_size;
             }
             self.rebuild_indexes()?;
         }
         Ok(None)
+    }
+
+    /// Checks the CRC of a batch the walk skipped without proof (see `translate_offset_in`).
+    fn check_skipped(&self, walker: &mut BatchWalker<'_>, skipped: Option<Frame>) -> Result<()> {
+        let Some(frame) = skipped else {
+            return Ok(());
+        };
+        let bytes = walker.batch_bytes(&frame)?;
+        Batch::new(bytes)
+            .map(|_| ())
+            .map_err(|what| self.corrupt(frame.position, what))
     }
 
     fn can_rebuild(&self) -> bool {
