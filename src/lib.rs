@@ -161,8 +161,8 @@ pub mod unstable {
     #[cfg(feature = "sim")]
     pub use crate::storage::sim;
     pub use crate::storage::{
-        CanonicalPath, FileLock, LockMode, Metadata, OpenMode, OsStorage, ReadMapping, Storage,
-        StorageFile,
+        Advice, CanonicalPath, FileLock, LockMode, Metadata, OpenMode, OsStorage, ReadMapping,
+        Storage, StorageFile, transfer_to,
     };
     #[cfg(feature = "sim")]
     pub use crate::storage::{CrashConfig, SimStorage};

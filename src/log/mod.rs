@@ -37,6 +37,7 @@ use crate::format::{
 };
 use crate::segment::{DELETED_SUFFIX, Segment, SegmentRole, rename_segment_files};
 use crate::storage::{FileLock, LockMode, Storage};
+use fetch::ResumePoint;
 
 use checkpoint::{CheckpointFile, CleanShutdown};
 use group_commit::GroupCommit;
@@ -804,24 +805,49 @@ impl Log {
     /// end offset it fails with [`Error::OffsetOutOfRange`], or [`Error::Truncated`] when a
     /// truncation took the log back below `offset`.
     pub fn read(&self, offset: i64, max_bytes: usize, bound: ReadBound) -> Result<FetchData> {
+        let mut fetch = FetchData::new();
+        self.read_into(offset, max_bytes, bound, &mut fetch)?;
+        Ok(fetch)
+    }
+
+    /// [`read`](Self::read) into `fetch`, reusing its buffer: a reader that keeps one
+    /// [`FetchData`] allocates nothing per read once the buffer has grown to its largest read.
+    /// Whatever `fetch` held is replaced (on an error it is left empty).
+    pub fn read_into(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        bound: ReadBound,
+        fetch: &mut FetchData,
+    ) -> Result<()> {
+        let resume = fetch.resume_point();
+        fetch.clear_at(offset, 0);
         self.check_open()?;
         self.poll_live();
-        match self.read_current(offset, max_bytes, bound) {
+        match self.read_current(offset, max_bytes, bound, resume.as_ref(), fetch) {
             // A live writer deleted a segment this view still lists (retention, a truncation)
             // since the last poll: look again, and answer from what is there now.
             Err(error)
                 if self.shared.live.is_some()
                     && error.io_kind() == Some(std::io::ErrorKind::NotFound) =>
             {
+                fetch.clear_at(offset, 0);
                 self.refresh()?;
-                self.read_current(offset, max_bytes, bound)
+                self.read_current(offset, max_bytes, bound, None, fetch)
             }
             other => other,
         }
     }
 
     /// [`read`](Self::read) on the log's current view.
-    fn read_current(&self, offset: i64, max_bytes: usize, bound: ReadBound) -> Result<FetchData> {
+    fn read_current(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        bound: ReadBound,
+        resume: Option<&ResumePoint>,
+        fetch: &mut FetchData,
+    ) -> Result<()> {
         let shared = &self.shared;
         let mut end = shared.log_end.get();
         if shared.commit.is_poisoned() {
@@ -847,10 +873,10 @@ impl Log {
             ReadBound::LogEnd => end,
             ReadBound::Durable => self.durable_offset().min(end),
         };
+        fetch.clear_at(offset, end);
         if offset >= upper {
-            return Ok(FetchData::empty(offset, end));
+            return Ok(());
         }
-        let mut buf = Vec::new();
         'retry: loop {
             let list = shared.snapshot.load();
             // Retention moves the start before it swaps segments out: a list without the
@@ -872,12 +898,21 @@ impl Log {
                     continue 'retry;
                 };
                 let from = offset.max(handle.base_offset());
-                if let Some(read) = segment.read(from, max_bytes, Some(upper), &mut buf)? {
-                    return Ok(FetchData::new(buf, read.next_offset, end, Some(segment)));
+                let resume_at = resume.and_then(|point| point.position_for(&segment, from));
+                let found = segment.read_in_place(
+                    from,
+                    max_bytes,
+                    Some(upper),
+                    resume_at,
+                    fetch.buffer_mut(),
+                )?;
+                if let Some((read, at)) = found {
+                    fetch.fill(&read, at, end, segment);
+                    return Ok(());
                 }
                 index += 1;
             }
-            return Ok(FetchData::empty(offset, end));
+            return Ok(());
         }
     }
 
@@ -891,6 +926,7 @@ impl Log {
             bound,
             buffered: Vec::new().into_iter(),
             scratch: Vec::new(),
+            fetch: FetchData::new(),
             failed: false,
         }
     }
@@ -1105,6 +1141,8 @@ pub struct LogRecords<'a> {
     bound: ReadBound,
     buffered: std::vec::IntoIter<LogRecord>,
     scratch: Vec<u8>,
+    /// Reused by every fetch, so that the iterator's reads allocate no new buffers.
+    fetch: FetchData,
     failed: bool,
 }
 
@@ -1127,13 +1165,14 @@ impl Iterator for LogRecords<'_> {
             if self.failed {
                 return None;
             }
-            let fetch = match self.log.read(self.position, 1 << 20, self.bound) {
-                Ok(fetch) => fetch,
-                Err(error) => {
-                    self.failed = true;
-                    return Some(Err(error));
-                }
-            };
+            let fetch = &mut self.fetch;
+            if let Err(error) = self
+                .log
+                .read_into(self.position, 1 << 20, self.bound, fetch)
+            {
+                self.failed = true;
+                return Some(Err(error));
+            }
             if fetch.is_empty() {
                 return None;
             }
