@@ -124,6 +124,18 @@ pub enum Error {
         /// What was wrong with the argument.
         why: String,
     },
+
+    /// The batching writer's memory (`buffer.memory`) stayed full for `max.block.ms`, so a `send`
+    /// gave up without queueing its record (Kafka's `BufferExhaustedException`).
+    #[error(
+        "buffer.memory ({buffer_memory} bytes) stayed full for max.block.ms ({max_block_ms} ms); the record was not queued"
+    )]
+    BufferExhausted {
+        /// The configured `buffer.memory`.
+        buffer_memory: u64,
+        /// The configured `max.block.ms`.
+        max_block_ms: u64,
+    },
 }
 
 /// What is wrong with a corrupt batch, record or index entry.
@@ -224,6 +236,68 @@ impl Error {
         Error::Io {
             path: path.into(),
             source,
+        }
+    }
+
+    /// A copy of this error, for delivering one failure to many waiters (every record of a
+    /// batch that failed). An I/O error's copy keeps its kind, OS error code and message, but
+    /// not its source chain.
+    pub(crate) fn duplicate(&self) -> Error {
+        match self {
+            Error::Io { path, source } => Error::Io {
+                path: path.clone(),
+                source: match source.raw_os_error() {
+                    Some(code) => std::io::Error::from_raw_os_error(code),
+                    None => std::io::Error::new(source.kind(), source.to_string()),
+                },
+            },
+            Error::Corrupt {
+                file,
+                position,
+                what,
+            } => Error::Corrupt {
+                file: file.clone(),
+                position: *position,
+                what: what.clone(),
+            },
+            Error::InvalidBatch { what } => Error::InvalidBatch { what: what.clone() },
+            Error::OffsetOutOfRange {
+                requested,
+                start,
+                end,
+            } => Error::OffsetOutOfRange {
+                requested: *requested,
+                start: *start,
+                end: *end,
+            },
+            Error::RecordTooLarge { size, max } => Error::RecordTooLarge {
+                size: *size,
+                max: *max,
+            },
+            Error::InvalidTimestamp { timestamp, why } => Error::InvalidTimestamp {
+                timestamp: *timestamp,
+                why: why.clone(),
+            },
+            Error::UnsupportedCompression { codec } => {
+                Error::UnsupportedCompression { codec: *codec }
+            }
+            Error::InvalidConfig { setting, why } => Error::InvalidConfig {
+                setting,
+                why: why.clone(),
+            },
+            Error::Locked { path } => Error::Locked { path: path.clone() },
+            Error::Poisoned => Error::Poisoned,
+            Error::Truncated { at } => Error::Truncated { at: *at },
+            Error::Closed => Error::Closed,
+            Error::Unsupported { what } => Error::Unsupported { what: what.clone() },
+            Error::InvalidArgument { why } => Error::InvalidArgument { why: why.clone() },
+            Error::BufferExhausted {
+                buffer_memory,
+                max_block_ms,
+            } => Error::BufferExhausted {
+                buffer_memory: *buffer_memory,
+                max_block_ms: *max_block_ms,
+            },
         }
     }
 

@@ -81,6 +81,8 @@
 //! | [`LogRecord`], [`LogRecords`] | owned records, and the iterator of [`Log::records`] across segments |
 //! | [`LogAppendInfo`], [`LogStats`], [`RecoveryReport`] | what an append stored, the log's counters, what the last open found and did |
 //! | [`RetentionReport`], [`DeletedSegment`], [`RetentionRule`] | what a retention pass deleted, and by which rule |
+//! | [`Producer`], [`ProducerConfig`], [`ProducerConfigBuilder`], [`Acks`], [`SendHandle`] | the batching writer: `send` one record at a time, appended in batches by a background thread; the handle resolves per `acks` (0, 1, all), blocking or as a future |
+//! | [`WaitDurable`], [`WaitForData`] | the future forms of [`Log::wait_durable`] and [`Log::wait_for_data`]: [`Log::durable`], [`Log::data_available`] |
 //! | [`Error`], [`Corruption`], [`Result`] | the one error type, and the kinds of bad bytes |
 //! | [`BatchBuilder`], [`NewRecord`] | records in, one RecordBatch v2 out (none, lz4 or zstd), for [`Log::append_batch`] |
 //! | [`BatchView`], [`BatchHeader`], [`BatchIter`], [`Record`], [`RecordIter`], [`Header`], [`HeaderIter`] | borrowed, validated views of batch bytes; records decode lazily |
@@ -97,7 +99,10 @@
 //!
 //! **Which calls block.** `append` blocks on the write (and on the fsync under `EveryAppend`);
 //! `wait_durable` and [`Log::wait_for_data`] block until their condition holds; `close`
-//! blocks on the final fsync. There is no async API yet.
+//! blocks on the final fsync. [`Producer::send`] blocks only while `buffer.memory` is full;
+//! [`Producer::flush`] and [`Producer::close`] block until what was sent is stored. The
+//! futures ([`SendHandle`], [`Log::durable`], [`Log::data_available`]) never block: they need
+//! no runtime and wake through the task's `Waker`.
 //!
 //! The file formats, byte by byte, are in `FORMAT.md`; the code map, the data flow and the
 //! lock order in `ARCHITECTURE.md`.
@@ -107,6 +112,7 @@ mod error;
 mod format;
 mod index;
 mod log;
+mod producer;
 mod segment;
 mod storage;
 mod upgrade;
@@ -128,8 +134,9 @@ pub use crate::{
         DeletedSegment, FetchBatches, FetchData, FlushPolicy, Log, LogAppendInfo, LogConfig,
         LogConfigBuilder, LogEvent, LogRecord, LogRecords, LogStats, Observer,
         PRODUCER_ID_EXPIRATION_MS, ReadBound, RecoveryMode, RecoveryReport, RetentionReport,
-        RetentionRule,
+        RetentionRule, WaitDurable, WaitForData,
     },
+    producer::{Acks, Producer, ProducerConfig, ProducerConfigBuilder, SendHandle},
 };
 
 /// The lower layers: segments, indexes, the storage seam, the clock and (feature `sim`) the
@@ -155,8 +162,8 @@ pub mod unstable {
     #[cfg(feature = "sim")]
     pub use crate::storage::sim;
     pub use crate::storage::{
-        CanonicalPath, FileLock, LockMode, Metadata, OpenMode, OsStorage, ReadMapping, Storage,
-        StorageFile,
+        Advice, CanonicalPath, FileLock, LockMode, Metadata, OpenMode, OsStorage, ReadMapping,
+        Storage, StorageFile, transfer_to,
     };
     #[cfg(feature = "sim")]
     pub use crate::storage::{CrashConfig, SimStorage};

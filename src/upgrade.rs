@@ -379,6 +379,7 @@ impl<'a> Upgrade<'a> {
                 segment_ms: config.max_segment_ms(),
                 roll_jitter_ms: 0,
                 preallocate: false,
+                map_sealed_reads: false,
             },
             now_ms: config.clock.now_ms(),
             log_start,

@@ -271,6 +271,92 @@ fn segments_are_merged_within_segment_bytes() {
     assert!(report.findings.is_empty(), "{:?}", report.findings);
 }
 
+/// A segment alone in its group is written from its first change on: the unchanged batches
+/// before that change are copied then, byte for byte; a segment that does not change is not
+/// written at all.
+#[test]
+fn a_lone_segment_is_copied_from_its_first_change_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let log = Log::open(dir.path(), config(&clock)).unwrap();
+    let value = vec![1u8; 10 * 1024];
+    let append = |key: &str| {
+        log.append(&[NewRecord::new(
+            clock.now_ms(),
+            Some(key.as_bytes()),
+            Some(&value),
+        )])
+        .unwrap()
+        .first_offset
+    };
+    // Segment 0: b, c, a (superseded later), d, e: about 50 KiB, so that it cannot share a
+    // group with segment 5 (about 30 KiB) under 64 KiB.
+    clock.advance(SEGMENT_MS + 1);
+    for key in ["b", "c", "a", "d", "e"] {
+        append(key);
+    }
+    clock.advance(SEGMENT_MS + 1);
+    for key in ["a", "f", "g"] {
+        append(key);
+    }
+    put(&log, &clock, "end", b"x");
+    let before = std::fs::read(dir.path().join(format!("{:020}.log", 0))).unwrap();
+    let stats = log.compact().unwrap();
+    assert_eq!((stats.segments_cleaned, stats.segments_written), (1, 1));
+    assert_eq!(stats.records_removed, 1);
+    let after = std::fs::read(dir.path().join(format!("{:020}.log", 0))).unwrap();
+    // b and c as they were, then d and e as they were (a's batch went).
+    let batch = before.len() / 5;
+    assert_eq!(after.len(), 4 * batch);
+    assert_eq!(after[..2 * batch], before[..2 * batch]);
+    assert_eq!(after[2 * batch..], before[3 * batch..]);
+    let keys: Vec<String> = key_offsets(&log).into_iter().map(|(k, _)| k).collect();
+    assert_eq!(keys, ["b", "c", "d", "e", "a", "f", "g", "end"]);
+    // Nothing changes now: nothing is written, and no file is left behind.
+    let again = log.compact().unwrap();
+    assert_eq!((again.segments_written, again.bytes_written), (0, 0));
+    let leftovers: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.ends_with(".cleaned") || n.ends_with(".swap") || n.ends_with(".deleted"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+    log.close().unwrap();
+    drop(log);
+    let report = partlog::verify_dir(dir.path(), &config(&clock)).unwrap();
+    assert!(report.findings.is_empty(), "{:?}", report.findings);
+}
+
+/// The group's index files must also fit `segment.index.bytes` together: here each sealed
+/// segment's `.timeindex` holds one 12-byte entry, and 36 bytes allow three.
+#[test]
+fn segments_are_merged_within_segment_index_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let log = Log::open(
+        dir.path(),
+        builder(&clock).segment_index_bytes(36).build().unwrap(),
+    )
+    .unwrap();
+    for i in 0..6 {
+        put(&log, &clock, &format!("k{i}"), b"v");
+    }
+    put(&log, &clock, "end", b"x");
+    let timeindex = |base: i64| {
+        std::fs::metadata(dir.path().join(format!("{base:020}.timeindex")))
+            .unwrap()
+            .len()
+    };
+    assert_eq!(timeindex(0), 12);
+    let stats = log.compact().unwrap();
+    assert_eq!((stats.segments_cleaned, stats.segments_written), (6, 2));
+    let bases: Vec<i64> = log_files(dir.path()).iter().map(|(b, _)| *b).collect();
+    assert_eq!(bases, [0, 3, 6]);
+    assert!(timeindex(0) <= 36 && timeindex(3) <= 36);
+    let offsets: Vec<i64> = key_offsets(&log).into_iter().map(|(_, o)| o).collect();
+    assert_eq!(offsets, [0, 1, 2, 3, 4, 5, 6]);
+}
+
 #[test]
 fn transactional_data_stops_compaction_and_is_reported_once() {
     let dir = tempfile::tempdir().unwrap();

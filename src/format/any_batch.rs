@@ -37,6 +37,16 @@ impl<'a> Batch<'a> {
         }
     }
 
+    /// [`Batch::new`] for bytes whose CRC this process checked already: a v2 batch skips the
+    /// CRC computation (see `BatchView::new_crc_checked`); a legacy message, rare and small, is
+    /// checked in full.
+    pub(crate) fn new_crc_checked(bytes: &'a [u8]) -> Result<Batch<'a>, Corruption> {
+        match peek_batch_frame(bytes)? {
+            Some(frame) if !frame.is_legacy() => BatchView::new_crc_checked(bytes).map(Batch::V2),
+            _ => Batch::new(bytes),
+        }
+    }
+
     /// [`Batch::new`] for bytes a caller handed in: the error is [`Error::InvalidBatch`].
     pub fn decode(bytes: &'a [u8]) -> Result<Batch<'a>> {
         Batch::new(bytes).map_err(|what| Error::InvalidBatch { what })

@@ -418,6 +418,17 @@ impl<'a> BatchView<'a> {
     /// and `0 <= recordsCount <= lastOffsetDelta + 1` (compaction may shrink the count, never
     /// grow it). Records are not decoded here.
     pub fn new(bytes: &'a [u8]) -> Result<BatchView<'a>, Corruption> {
+        BatchView::validate(bytes, true)
+    }
+
+    /// [`BatchView::new`] without the CRC computation, for bytes whose CRC this process checked
+    /// already (a segment read checks every batch it returns; its fetch's views need not
+    /// check again). Every other check still runs.
+    pub(crate) fn new_crc_checked(bytes: &'a [u8]) -> Result<BatchView<'a>, Corruption> {
+        BatchView::validate(bytes, false)
+    }
+
+    fn validate(bytes: &'a [u8], check_crc: bool) -> Result<BatchView<'a>, Corruption> {
         let frame = peek_batch_frame(bytes)?.ok_or(Corruption::Truncated {
             needed: HEADER_SIZE_UP_TO_MAGIC as u64,
             available: bytes.len() as u64,
@@ -438,7 +449,11 @@ impl<'a> BatchView<'a> {
             ));
         }
         let header = BatchHeader::parse(bytes)?;
-        let computed = crc32c(bytes.get(CRC_COVERED_FROM..).unwrap_or_default());
+        let computed = if check_crc {
+            crc32c(bytes.get(CRC_COVERED_FROM..).unwrap_or_default())
+        } else {
+            header.crc
+        };
         if computed != header.crc {
             return Err(Corruption::CrcMismatch {
                 stored: header.crc,

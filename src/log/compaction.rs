@@ -37,8 +37,11 @@
 //!    type, codec and leader epoch, with each kept record at its own offset (gaps remain); a
 //!    batch that loses all its records goes, except the group's last batch, which stays as an
 //!    empty header, so that the cleaned segment ends where the group ended (Kafka keeps the
-//!    last batch of a round for the same reason). A group of one segment in which nothing
-//!    changes is left alone.
+//!    last batch of a round for the same reason). A group of one segment is written only from
+//!    its first change on (the unchanged batches before it are copied then), and not at all
+//!    when nothing in it changes: the clean segments a pass walks cost reads, not writes. A
+//!    batch none of whose records is the latest of its key (no key's latest offset lies in its
+//!    offset range, and all its records were mapped) goes on its header alone, undecompressed.
 //!
 //! # Crash safety
 //!
@@ -272,6 +275,12 @@ struct KeyMap {
     /// For each producer id, the last offset of its last batch in the mapped range: that batch
     /// survives as an empty header when all its records go (Kafka's RETAIN_EMPTY).
     producer_last_offset: HashMap<i64, i64>,
+    /// The records from here on were mapped (those below were not: they were clean).
+    first_dirty: i64,
+    /// Every key's latest offset, sorted, once phase 1 is done; `None` when some lies at or
+    /// above `mapped_end` (a segment the pass stopped at part-way), where the shortcut of
+    /// [`superseded_batch`](KeyMap::superseded_batch) does not hold.
+    latest_sorted: Option<Vec<i64>>,
 }
 
 /// One sealed segment of the cleanable range.
@@ -588,6 +597,8 @@ impl Shared {
             full: false,
             holds_unmapped_records: false,
             producer_last_offset: HashMap::new(),
+            first_dirty,
+            latest_sorted: None,
         };
         // Phase 1: map the cleanable range.
         let mut mapped: Vec<Planned> = Vec::new();
@@ -658,6 +669,7 @@ impl Shared {
             }
         }
         stats.cleaned_up_to = map.mapped_end;
+        map.sort_latest();
         stats.uncleanable_bytes = match stats.uncleanable_from {
             Some(from) => self.bytes_from(from)?,
             None => 0,
@@ -782,22 +794,29 @@ impl Shared {
             tombstones: 0,
             pending_drop: None,
             scratch: Vec::new(),
+            // A lone segment is written only from its first change on (the unchanged batches
+            // before it are copied then): most segments of a pass, the clean ones, never change.
+            deferred_bytes: (group.len() == 1).then_some(0),
+            bytes_reread: 0,
         };
         let result = (|| -> Result<Option<PathBuf>> {
             let mut last_log_path = None;
-            for planned in group {
+            for (index, planned) in group.iter().enumerate() {
                 let Some(segment) = self.snapshot.pin(&planned.handle)? else {
                     return Ok(None);
                 };
                 stats.bytes_read += for_each_batch(&segment, |batch| {
-                    writer.take(batch, map, now_ms, horizon_ms)?;
+                    writer.take(&segment, batch, map, now_ms, horizon_ms)?;
                     Ok(true)
                 })?;
+                if index + 1 == group.len() {
+                    writer.finish(&segment)?;
+                }
                 last_log_path = Some(segment.log_path());
             }
-            writer.finish()?;
             Ok(last_log_path)
         })();
+        stats.bytes_read += writer.bytes_reread;
         let outcome = result.and_then(|last_log_path| {
             let Some(last_log_path) = last_log_path else {
                 return Ok(false);
@@ -992,11 +1011,18 @@ struct GroupWriter<'f> {
     pending_drop: Option<(BatchHeader, Vec<u8>)>,
     /// Decompressed records, reused from batch to batch.
     scratch: Vec<u8>,
+    /// While the group (one segment) has not changed: the bytes of the unchanged batches seen so
+    /// far, not written yet. They are the file's first bytes, whole batches.
+    deferred_bytes: Option<u64>,
+    /// Bytes read again to copy a deferred prefix.
+    bytes_reread: u64,
 }
 
 impl GroupWriter<'_> {
+    /// Takes the next batch of `segment`, the group's current segment.
     fn take(
         &mut self,
+        segment: &Segment,
         batch: &Batch<'_>,
         map: &KeyMap,
         now_ms: i64,
@@ -1004,14 +1030,18 @@ impl GroupWriter<'_> {
     ) -> Result<()> {
         let out = match batch.as_v2().filter(|v| rewritable(v)) {
             Some(view) => {
-                let (out, removed, tombstones) =
-                    clean_batch(view, map, now_ms, horizon_ms, &mut self.scratch)?;
+                let (out, removed, tombstones) = if map.superseded_batch(view.header()) {
+                    let count = u64::try_from(view.header().records_count).unwrap_or(0);
+                    (CleanedBatch::Dropped, count, 0)
+                } else {
+                    clean_batch(view, map, now_ms, horizon_ms, &mut self.scratch)?
+                };
                 self.removed += removed;
                 self.tombstones += tombstones;
                 if matches!(out, CleanedBatch::Dropped) {
                     if self.pending_drop.is_some() {
                         // The batch before did not end the group: it goes for good.
-                        self.changed = true;
+                        self.change(segment)?;
                     }
                     self.pending_drop = Some((*view.header(), batch.as_bytes().to_vec()));
                     return Ok(());
@@ -1023,28 +1053,76 @@ impl GroupWriter<'_> {
             None => CleanedBatch::Unchanged,
         };
         if self.pending_drop.take().is_some() {
-            self.changed = true;
+            self.change(segment)?;
         }
         match &out {
-            CleanedBatch::Unchanged => self.write(batch.as_bytes()),
+            CleanedBatch::Unchanged => self.keep(batch.as_bytes()),
             CleanedBatch::Rebuilt(bytes) => {
-                self.changed = true;
+                self.change(segment)?;
                 self.write(bytes)
             }
             CleanedBatch::Dropped => Ok(()),
         }
     }
 
-    /// Ends the group: a last batch that was to go stays as an empty header, so that the
-    /// cleaned segment ends at the group's last offset (open's swap completion relies on it).
-    fn finish(&mut self) -> Result<()> {
+    /// Ends the group after its last segment, `segment`: a last batch that was to go stays as
+    /// an empty header, so that the cleaned segment ends at the group's last offset (open's
+    /// swap completion relies on it).
+    fn finish(&mut self, segment: &Segment) -> Result<()> {
         if let Some((header, original)) = self.pending_drop.take() {
             if header.records_count == 0 {
                 // Already an empty header: it stays as it is.
-                return self.write(&original);
+                return self.keep(&original);
             }
-            self.changed = true;
+            self.change(segment)?;
             return self.write(&empty_header(&header));
+        }
+        Ok(())
+    }
+
+    /// An unchanged batch: written, or counted while the group has not changed.
+    fn keep(&mut self, bytes: &[u8]) -> Result<()> {
+        match &mut self.deferred_bytes {
+            Some(deferred) => {
+                *deferred += bytes.len() as u64;
+                Ok(())
+            }
+            None => self.write(bytes),
+        }
+    }
+
+    /// The group changes: from here on every batch is written, after the unchanged batches
+    /// deferred so far, which are copied from the start of `segment`.
+    fn change(&mut self, segment: &Segment) -> Result<()> {
+        self.changed = true;
+        let Some(mut remaining) = self.deferred_bytes.take() else {
+            return Ok(());
+        };
+        let mut buf = Vec::new();
+        let mut offset = segment.base_offset();
+        while remaining > 0 {
+            let want = usize::try_from(remaining)
+                .unwrap_or(usize::MAX)
+                .min(READ_CHUNK_BYTES);
+            let read = segment.read(offset, want, None, &mut buf)?;
+            // Whole batches from position 0 on: the deferred bytes end on a batch boundary.
+            let Some(read) =
+                read.filter(|r| r.position == self.position && r.len as u64 <= remaining)
+            else {
+                return Err(Error::Corrupt {
+                    file: segment.log_path(),
+                    position: self.position,
+                    what: crate::error::Corruption::BadHeader(
+                        "the segment changed while compaction copied it",
+                    ),
+                });
+            };
+            let bytes = buf.get(..read.len).unwrap_or_default();
+            self.file.write_all_at(bytes, self.position)?;
+            self.position += read.len as u64;
+            self.bytes_reread += read.len as u64;
+            remaining -= read.len as u64;
+            offset = read.next_offset;
         }
         Ok(())
     }
@@ -1337,6 +1415,38 @@ fn clean_batch(
 }
 
 impl KeyMap {
+    /// Phase 1 is done: sorts the latest offsets for [`superseded_batch`](Self::superseded_batch).
+    fn sort_latest(&mut self) {
+        let mut sorted: Vec<i64> = self.latest.values().copied().collect();
+        sorted.sort_unstable();
+        self.latest_sorted = sorted
+            .last()
+            .is_none_or(|&last| last < self.mapped_end)
+            .then_some(sorted);
+    }
+
+    /// Whether every record of the batch `header` goes because a later record of its key exists,
+    /// decided from the header alone (no decompression): all its records were mapped, and no
+    /// key's latest offset lies in the batch, so none of its records is the latest of its key
+    /// (a record without a key goes anyway). A producer's last batch, which may stay as an empty
+    /// header, is left to [`clean_batch`].
+    fn superseded_batch(&self, header: &BatchHeader) -> bool {
+        let Some(sorted) = &self.latest_sorted else {
+            return false;
+        };
+        let last_offset = header.last_offset();
+        let last_of_producer = header.producer_id >= 0
+            && self.producer_last_offset.get(&header.producer_id) == Some(&last_offset);
+        let first_latest_in_or_after = sorted.partition_point(|&o| o < header.base_offset);
+        header.records_count > 0
+            && header.base_offset >= self.first_dirty
+            && last_offset < self.mapped_end
+            && !last_of_producer
+            && sorted
+                .get(first_latest_in_or_after)
+                .is_none_or(|&latest| latest > last_offset)
+    }
+
     /// Records `offset` as the latest of `key` (records come in offset order), allocating only
     /// for a new key. When a new key does not fit, the mapped range ends just below this record
     /// and `false` says to stop.

@@ -184,6 +184,19 @@ pub struct LogConfig {
     /// Default: false.
     pub preallocate: bool,
 
+    /// `map.sealed.segments`, partlog's own setting (Kafka has none): serve reads of sealed
+    /// segments from a read-only memory mapping of their `.log` files instead of positional
+    /// reads (`pread`). The walk from an index entry to the batch then costs no system call and
+    /// no copy, and only the returned batches are copied into the [`FetchData`](crate::FetchData).
+    ///
+    /// The risk is SIGBUS: touching a mapped page whose file range no longer exists, or that
+    /// the disk fails to read, kills the process with a signal instead of returning an error.
+    /// partlog never shrinks a mapped file under a reader (truncations wait for readers and drop
+    /// the mapping first), but another process that truncates a segment file, or a media error
+    /// in a sealed segment, brings the process down where a `pread` would have returned `EIO`.
+    /// Default: false.
+    pub map_sealed_segments: bool,
+
     /// `flush.messages` and `flush.ms` (broker: `log.flush.interval.messages`,
     /// `log.flush.interval.ms`): when appended data is fsynced. See [`FlushPolicy`] and
     /// [`FlushPolicy::from_kafka`]. Default: [`FlushPolicy::OsDecides`] (both Kafka settings at
@@ -270,6 +283,7 @@ impl Default for LogConfig {
             message_timestamp_before_max_ms: i64::MAX,
             message_timestamp_after_max_ms: 60 * 60 * 1000,
             preallocate: false,
+            map_sealed_segments: false,
             flush_policy: FlushPolicy::OsDecides,
             recovery_point_bytes: 16 * 1024 * 1024,
             recovery_point_ms: 1000,
@@ -491,6 +505,7 @@ impl LogConfig {
             segment_ms: self.max_segment_ms(),
             roll_jitter_ms,
             preallocate: self.preallocate,
+            map_sealed_reads: self.map_sealed_segments,
         }
     }
 
@@ -616,6 +631,8 @@ impl LogConfigBuilder {
         message_timestamp_after_max_ms: i64;
         /// Sets [`LogConfig::preallocate`] (`preallocate`).
         preallocate: bool;
+        /// Sets [`LogConfig::map_sealed_segments`] (partlog's `map.sealed.segments`).
+        map_sealed_segments: bool;
         /// Sets [`LogConfig::flush_policy`] (`flush.messages` / `flush.ms`).
         flush_policy: FlushPolicy;
         /// Sets [`LogConfig::recovery_point_bytes`] (partlog's `recovery.point.bytes`).
@@ -1706,6 +1723,7 @@ mod tests {
                 segment_ms: 5000,
                 roll_jitter_ms: 123,
                 preallocate: false,
+                map_sealed_reads: false,
             }
         );
     }

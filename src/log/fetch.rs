@@ -1,11 +1,12 @@
 //! What reads return: [`FetchData`] (whole batches, as Kafka's fetch returns them) and the
 //! record iterator [`LogRecords`].
 
+use std::os::fd::BorrowedFd;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::format::{Batch, TimestampType, peek_batch_frame};
-use crate::segment::Segment;
+use crate::segment::{Segment, SegmentRead};
 
 /// How far a read may go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -26,42 +27,81 @@ pub enum ReadBound {
 /// (magic 0 and 1) messages: they come back as they are stored, and [`FetchData::batches`]
 /// reads them too. Until transactions land, batches of aborted
 /// transactions are returned too (`read_uncommitted`); control batches are returned, flagged.
-#[derive(Debug)]
+///
+/// The bytes live in a buffer that [`Log::read_into`](crate::Log::read_into) reuses: a reader
+/// that keeps one `FetchData` and reads into it again and again allocates nothing per read once
+/// the buffer has grown to its largest read. They are read with one positional read (`pread`)
+/// from the segment's index entry in the common case, straight into that buffer.
+#[derive(Debug, Default)]
 pub struct FetchData {
-    bytes: Vec<u8>,
+    /// The reusable window; the returned batches are `buffer[range]`.
+    buffer: Vec<u8>,
+    range: std::ops::Range<usize>,
+    /// The `.log` position of the first returned byte.
+    position: u64,
     next_offset: i64,
     log_end_offset: i64,
-    /// Keeps the segment's descriptor alive for zero-copy transfers added later.
-    _segment: Option<Arc<Segment>>,
+    /// The segment the bytes came from, pinned for [`send_to`](Self::send_to), with its
+    /// truncation count when the bytes were read.
+    segment: Option<(Arc<Segment>, u64)>,
 }
 
 impl FetchData {
-    pub(crate) fn new(
-        bytes: Vec<u8>,
-        next_offset: i64,
-        log_end_offset: i64,
-        segment: Option<Arc<Segment>>,
-    ) -> Self {
-        FetchData {
-            bytes,
-            next_offset,
-            log_end_offset,
-            _segment: segment,
-        }
+    /// An empty fetch whose buffer can be handed to [`Log::read_into`](crate::Log::read_into).
+    pub fn new() -> Self {
+        FetchData::default()
     }
 
-    pub(crate) fn empty(at: i64, log_end_offset: i64) -> Self {
-        FetchData::new(Vec::new(), at, log_end_offset, None)
+    /// Empties the fetch, keeping its buffer (and the segment it last read, for
+    /// [`resume_point`](Self::resume_point)), and marks it as found at `at`.
+    pub(crate) fn clear_at(&mut self, at: i64, log_end_offset: i64) {
+        self.range = 0..0;
+        self.position = 0;
+        self.next_offset = at;
+        self.log_end_offset = log_end_offset;
+        self.segment = None;
+    }
+
+    /// The buffer a read fills; [`fill`](Self::fill) says where the batches landed.
+    pub(crate) fn buffer_mut(&mut self) -> &mut Vec<u8> {
+        &mut self.buffer
+    }
+
+    /// Where the next sequential read may resume: the segment this fetch came from, the offset
+    /// after its batches, and the file position after them. `None` for an empty fetch.
+    pub(crate) fn resume_point(&self) -> Option<ResumePoint> {
+        let (segment, _) = self.segment.as_ref()?;
+        (!self.range.is_empty()).then(|| ResumePoint {
+            segment: Arc::clone(segment),
+            next_offset: self.next_offset,
+            next_position: self.position + self.range.len() as u64,
+        })
+    }
+
+    /// Records what a segment read put into the buffer.
+    pub(crate) fn fill(
+        &mut self,
+        read: &SegmentRead,
+        at: usize,
+        log_end_offset: i64,
+        segment: Arc<Segment>,
+    ) {
+        let truncations = segment.truncations();
+        self.range = at..at + read.len;
+        self.position = read.position;
+        self.next_offset = read.next_offset;
+        self.log_end_offset = log_end_offset;
+        self.segment = Some((segment, truncations));
     }
 
     /// The raw batch bytes.
     pub fn bytes(&self) -> &[u8] {
-        &self.bytes
+        self.buffer.get(self.range.clone()).unwrap_or_default()
     }
 
     /// Whether the read found nothing (it was at the end of what the bound allows).
     pub fn is_empty(&self) -> bool {
-        self.bytes.is_empty()
+        self.range.is_empty()
     }
 
     /// The offset to read next: one past the last returned batch.
@@ -77,8 +117,57 @@ impl FetchData {
     /// The batches, as borrowed views of either kind: v2 batches and legacy messages.
     /// [`Batch::records`] reads the records of both; [`Batch::is_control`] tells a control batch
     /// apart, and [`Batch::header`] gives a v2 batch's header.
+    ///
+    /// The read checked every batch's CRC already; the views do not check it again.
     pub fn batches(&self) -> FetchBatches<'_> {
-        FetchBatches { rest: &self.bytes }
+        FetchBatches { rest: self.bytes() }
+    }
+
+    /// Writes the batch bytes to `out` (a socket, a pipe or a file, in blocking mode) and
+    /// returns how many bytes were written: all of [`bytes`](Self::bytes), in order.
+    ///
+    /// The kernel moves the bytes straight from the segment's file (`sendfile`, or
+    /// `copy_file_range` to a regular file) when the storage has descriptors; otherwise, or when
+    /// the kernel refuses both calls, the bytes this read checked are written.
+    ///
+    /// The file bytes sent are the bytes the read CRC-checked unless the log was truncated below
+    /// them and appended to again in between. The segment's truncation count is compared before
+    /// the transfer (a changed count sends the checked bytes instead) and after it: a truncation
+    /// that raced the transfer fails the call with [`Error::Truncated`], since what was sent
+    /// may differ from what was checked, and the caller must discard it.
+    pub fn send_to(&self, out: BorrowedFd<'_>) -> Result<u64> {
+        let bytes = self.bytes();
+        let Some((segment, truncations)) = &self.segment else {
+            return crate::storage::transfer_to(None, bytes, out);
+        };
+        if segment.truncations() != *truncations {
+            return crate::storage::transfer_to(None, bytes, out);
+        }
+        let source: &dyn crate::storage::StorageFile = &**segment.log_file();
+        let sent = crate::storage::transfer_to(Some((source, self.position)), bytes, out)?;
+        if segment.truncations() != *truncations {
+            return Err(Error::Truncated {
+                at: self.next_offset,
+            });
+        }
+        Ok(sent)
+    }
+}
+
+/// Where a fetch ended, so that the next read of the same segment at its next offset can start
+/// at the known file position instead of looking the offset up in the index.
+#[derive(Debug)]
+pub(crate) struct ResumePoint {
+    segment: Arc<Segment>,
+    next_offset: i64,
+    next_position: u64,
+}
+
+impl ResumePoint {
+    /// The file position to resume at, when reading `offset` in `segment`.
+    pub(crate) fn position_for(&self, segment: &Arc<Segment>, offset: i64) -> Option<u64> {
+        (Arc::ptr_eq(&self.segment, segment) && offset == self.next_offset)
+            .then_some(self.next_position)
     }
 }
 
@@ -114,7 +203,8 @@ impl<'a> Iterator for FetchBatches<'a> {
             }));
         };
         self.rest = tail;
-        Some(Batch::decode(batch))
+        // The segment read checked this batch's CRC moments ago, in this very buffer.
+        Some(Batch::new_crc_checked(batch).map_err(|what| Error::InvalidBatch { what }))
     }
 }
 

@@ -9,6 +9,8 @@
 //! A failed sync poisons the log (DESIGN §3.4): the kernel may have dropped the dirty pages it
 //! failed to write, so nothing later may be reported durable until the log is reopened.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use parking_lot::{Condvar, Mutex};
 
 use super::watermark::Watermark;
@@ -31,6 +33,9 @@ pub(crate) struct GroupCommit {
     durable: Watermark,
     leader: Mutex<LeaderState>,
     handover: Condvar,
+    /// `LeaderState::poisoned`, readable without the lock: every append and every `send` of the
+    /// batching writer asks, and must not contend with a leader for the answer.
+    poisoned: AtomicBool,
 }
 
 impl GroupCommit {
@@ -40,6 +45,7 @@ impl GroupCommit {
             durable: Watermark::new(durable_offset),
             leader: Mutex::new(LeaderState::default()),
             handover: Condvar::new(),
+            poisoned: AtomicBool::new(false),
         }
     }
 
@@ -48,9 +54,14 @@ impl GroupCommit {
         self.durable.get()
     }
 
+    /// The durable watermark itself, for the future forms of the waits to register on.
+    pub fn durable_watermark(&self) -> &Watermark {
+        &self.durable
+    }
+
     /// Whether a sync has failed.
     pub fn is_poisoned(&self) -> bool {
-        self.leader.lock().poisoned
+        self.poisoned.load(Ordering::Acquire)
     }
 
     /// Blocks until `offset` is durable, leading a sync if none is in flight.
@@ -98,6 +109,7 @@ impl GroupCommit {
                 }
                 Err(error) => {
                     state.poisoned = true;
+                    self.poisoned.store(true, Ordering::Release);
                     self.handover.notify_all();
                     drop(state);
                     self.durable.wake_all();
@@ -110,6 +122,7 @@ impl GroupCommit {
     /// Marks the log poisoned (a sync outside [`wait_durable`](Self::wait_durable) failed).
     pub fn poison(&self) {
         self.leader.lock().poisoned = true;
+        self.poisoned.store(true, Ordering::Release);
         self.handover.notify_all();
         self.durable.wake_all();
     }

@@ -19,6 +19,7 @@ mod recovery;
 mod retention;
 mod snapshot;
 mod stats;
+mod wait;
 mod watermark;
 
 use std::path::{Path, PathBuf};
@@ -37,6 +38,7 @@ use crate::format::{
 };
 use crate::segment::{DELETED_SUFFIX, Segment, SegmentRole, rename_segment_files};
 use crate::storage::{FileLock, LockMode, Storage};
+use fetch::ResumePoint;
 
 use checkpoint::{CheckpointFile, CleanShutdown};
 use group_commit::GroupCommit;
@@ -53,6 +55,7 @@ pub use fetch::{FetchBatches, FetchData, LogRecord, ReadBound};
 pub use observer::{LogEvent, Observer};
 pub use retention::{DeletedSegment, RetentionReport, RetentionRule};
 pub use stats::{LogStats, RecoveryReport};
+pub use wait::{WaitDurable, WaitForData};
 
 /// The name of the lock file in a log directory.
 pub(crate) const LOCK_FILE: &str = "partlog.lock";
@@ -118,6 +121,9 @@ struct PendingDelete {
 struct FlusherSignal {
     stop: bool,
     roll_pending: bool,
+    /// A future form of `wait_durable` (or the batching writer) asked for a group-commit sync:
+    /// futures must not block their executor's thread, so the flusher leads the sync for them.
+    sync_requested: bool,
 }
 
 /// Everything the log's threads share.
@@ -176,7 +182,9 @@ struct Shared {
 ///
 /// Blocking calls: [`append`](Self::append) blocks on the disk write (and, under
 /// [`FlushPolicy::EveryAppend`], on an fsync); [`wait_durable`](Self::wait_durable) and
-/// [`wait_for_data`](Self::wait_for_data) block until their condition holds.
+/// [`wait_for_data`](Self::wait_for_data) block until their condition holds;
+/// [`durable`](Self::durable) and [`data_available`](Self::data_available) are their future
+/// forms, which never block.
 #[derive(Debug)]
 pub struct Log {
     shared: Arc<Shared>,
@@ -478,27 +486,67 @@ impl Log {
                 why: "an append needs at least one record".into(),
             });
         }
-        let config = &self.shared.config;
         let now = self.shared.clock.now_ms();
         for record in records {
-            if config.cleanup_policy.compact && record.key.is_none() {
-                return Err(compacted_without_key());
-            }
-            if config.message_timestamp_type == TimestampType::CreateTime {
-                check_timestamp(config, record.timestamp, now)?;
-            }
+            self.check_new_record(record.timestamp, record.key.is_some(), now)?;
         }
-        let codec = match config.compression_type {
-            CompressionType::Producer | CompressionType::Uncompressed => Compression::None,
-            CompressionType::Lz4 => Compression::Lz4,
-            CompressionType::Zstd => Compression::Zstd,
-        };
-        let mut builder = BatchBuilder::new(codec);
+        let mut builder = BatchBuilder::new(self.records_codec());
         for record in records {
             builder.push(record);
         }
         let batch = builder.build()?;
         self.append_built(batch)
+    }
+
+    /// The checks [`append`](Self::append) makes of each record: a key in a compacted log, and
+    /// the timestamp bounds under CreateTime, against the log's time `now_ms`.
+    pub(crate) fn check_new_record(
+        &self,
+        timestamp: i64,
+        has_key: bool,
+        now_ms: i64,
+    ) -> Result<()> {
+        let config = &self.shared.config;
+        if config.cleanup_policy.compact && !has_key {
+            return Err(compacted_without_key());
+        }
+        if config.message_timestamp_type == TimestampType::CreateTime {
+            check_timestamp(config, timestamp, now_ms)?;
+        }
+        Ok(())
+    }
+
+    /// The codec batches built from records get: `compression.type`, with `producer` meaning
+    /// none (there is no producer codec to keep).
+    pub(crate) fn records_codec(&self) -> Compression {
+        match self.shared.config.compression_type {
+            CompressionType::Producer | CompressionType::Uncompressed => Compression::None,
+            CompressionType::Lz4 => Compression::Lz4,
+            CompressionType::Zstd => Compression::Zstd,
+        }
+    }
+
+    /// The clock the log reads time from (`LogConfig::clock`).
+    pub(crate) fn clock(&self) -> &Arc<dyn Clock> {
+        &self.shared.clock
+    }
+
+    /// Appends a batch that partlog's batching writer built from records it already checked
+    /// with [`check_new_record`](Self::check_new_record), with the log's codec: the rest of
+    /// [`append`](Self::append)'s path (size limit, offsets, roll, flush policy).
+    pub(crate) fn append_checked_batch(&self, batch: Vec<u8>) -> Result<LogAppendInfo> {
+        self.check_writable()?;
+        self.append_built(batch)
+    }
+
+    /// Asks the flusher thread to run a group-commit sync now, without waiting for it.
+    pub(crate) fn request_sync(&self) {
+        self.shared.request_sync();
+    }
+
+    /// Whether appends would fail now: the log is closed, read-only or poisoned.
+    pub(crate) fn writable(&self) -> Result<()> {
+        self.check_writable()
     }
 
     /// Appends one batch a producer built, after Kafka's leader checks (DESIGN §4, Appending):
@@ -767,24 +815,49 @@ impl Log {
     /// end offset it fails with [`Error::OffsetOutOfRange`], or [`Error::Truncated`] when a
     /// truncation took the log back below `offset`.
     pub fn read(&self, offset: i64, max_bytes: usize, bound: ReadBound) -> Result<FetchData> {
+        let mut fetch = FetchData::new();
+        self.read_into(offset, max_bytes, bound, &mut fetch)?;
+        Ok(fetch)
+    }
+
+    /// [`read`](Self::read) into `fetch`, reusing its buffer: a reader that keeps one
+    /// [`FetchData`] allocates nothing per read once the buffer has grown to its largest read.
+    /// Whatever `fetch` held is replaced (on an error it is left empty).
+    pub fn read_into(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        bound: ReadBound,
+        fetch: &mut FetchData,
+    ) -> Result<()> {
+        let resume = fetch.resume_point();
+        fetch.clear_at(offset, 0);
         self.check_open()?;
         self.poll_live();
-        match self.read_current(offset, max_bytes, bound) {
+        match self.read_current(offset, max_bytes, bound, resume.as_ref(), fetch) {
             // A live writer deleted a segment this view still lists (retention, a truncation)
             // since the last poll: look again, and answer from what is there now.
             Err(error)
                 if self.shared.live.is_some()
                     && error.io_kind() == Some(std::io::ErrorKind::NotFound) =>
             {
+                fetch.clear_at(offset, 0);
                 self.refresh()?;
-                self.read_current(offset, max_bytes, bound)
+                self.read_current(offset, max_bytes, bound, None, fetch)
             }
             other => other,
         }
     }
 
     /// [`read`](Self::read) on the log's current view.
-    fn read_current(&self, offset: i64, max_bytes: usize, bound: ReadBound) -> Result<FetchData> {
+    fn read_current(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        bound: ReadBound,
+        resume: Option<&ResumePoint>,
+        fetch: &mut FetchData,
+    ) -> Result<()> {
         let shared = &self.shared;
         let mut end = shared.log_end.get();
         if shared.commit.is_poisoned() {
@@ -810,10 +883,10 @@ impl Log {
             ReadBound::LogEnd => end,
             ReadBound::Durable => self.durable_offset().min(end),
         };
+        fetch.clear_at(offset, end);
         if offset >= upper {
-            return Ok(FetchData::empty(offset, end));
+            return Ok(());
         }
-        let mut buf = Vec::new();
         'retry: loop {
             let list = shared.snapshot.load();
             // Retention moves the start before it swaps segments out: a list without the
@@ -835,12 +908,21 @@ impl Log {
                     continue 'retry;
                 };
                 let from = offset.max(handle.base_offset());
-                if let Some(read) = segment.read(from, max_bytes, Some(upper), &mut buf)? {
-                    return Ok(FetchData::new(buf, read.next_offset, end, Some(segment)));
+                let resume_at = resume.and_then(|point| point.position_for(&segment, from));
+                let found = segment.read_in_place(
+                    from,
+                    max_bytes,
+                    Some(upper),
+                    resume_at,
+                    fetch.buffer_mut(),
+                )?;
+                if let Some((read, at)) = found {
+                    fetch.fill(&read, at, end, segment);
+                    return Ok(());
                 }
                 index += 1;
             }
-            return Ok(FetchData::empty(offset, end));
+            return Ok(());
         }
     }
 
@@ -854,6 +936,7 @@ impl Log {
             bound,
             buffered: Vec::new().into_iter(),
             scratch: Vec::new(),
+            fetch: FetchData::new(),
             failed: false,
         }
     }
@@ -1073,6 +1156,8 @@ pub struct LogRecords<'a> {
     bound: ReadBound,
     buffered: std::vec::IntoIter<LogRecord>,
     scratch: Vec<u8>,
+    /// Reused by every fetch, so that the iterator's reads allocate no new buffers.
+    fetch: FetchData,
     failed: bool,
 }
 
@@ -1095,13 +1180,14 @@ impl Iterator for LogRecords<'_> {
             if self.failed {
                 return None;
             }
-            let fetch = match self.log.read(self.position, 1 << 20, self.bound) {
-                Ok(fetch) => fetch,
-                Err(error) => {
-                    self.failed = true;
-                    return Some(Err(error));
-                }
-            };
+            let fetch = &mut self.fetch;
+            if let Err(error) = self
+                .log
+                .read_into(self.position, 1 << 20, self.bound, fetch)
+            {
+                self.failed = true;
+                return Some(Err(error));
+            }
             if fetch.is_empty() {
                 return None;
             }
@@ -1257,6 +1343,12 @@ impl Shared {
             }
             self.log_end.set(end);
         }
+    }
+
+    /// See [`Log::request_sync`].
+    fn request_sync(&self) {
+        self.flusher.lock().sync_requested = true;
+        self.flusher_wake.notify_all();
     }
 
     /// Syncs everything published so far, through the group commit, until `offset` is durable.
@@ -1471,6 +1563,9 @@ impl Shared {
         self.commit.truncate(new_end);
         self.log_end.set(new_end);
         self.truncated_to.fetch_min(new_end, Ordering::AcqRel);
+        // Futures waiting for durability of a removed offset must look again; the durable
+        // watermark only wakes them by itself if it moves down.
+        self.commit.durable_watermark().wake_all();
         self.reap_deleted(writer, false);
         Ok(new_end)
     }
@@ -1638,15 +1733,16 @@ fn flusher_loop(shared: &Shared) {
     let mut last_flush_ms = shared.clock.now_ms();
     let mut last_checkpoint_ms = last_flush_ms;
     loop {
-        let roll_pending = {
+        let sync_due = {
             let mut signal = shared.flusher.lock();
-            if !signal.stop && !signal.roll_pending {
+            if !signal.stop && !signal.roll_pending && !signal.sync_requested {
                 shared.flusher_wake.wait_for(&mut signal, tick);
             }
             if signal.stop {
                 return;
             }
-            std::mem::take(&mut signal.roll_pending)
+            let sync_requested = std::mem::take(&mut signal.sync_requested);
+            std::mem::take(&mut signal.roll_pending) || sync_requested
         };
         if shared.commit.is_poisoned() {
             continue;
@@ -1660,7 +1756,7 @@ fn flusher_loop(shared: &Shared) {
             }
             _ => false,
         };
-        if (roll_pending || interval_due) && end > shared.commit.durable_offset() {
+        if (sync_due || interval_due) && end > shared.commit.durable_offset() {
             match shared.sync_through(end - 1) {
                 // A truncation overtook the flush: nothing is left to sync.
                 Ok(()) | Err(Error::Truncated { .. }) => {}

@@ -21,6 +21,21 @@ use crate::format::{Batch, BatchHeader, peek_batch_frame};
 use crate::index::{OffsetIndex, OffsetPosition, TimeIndex, TimestampOffset};
 use crate::storage::{OpenMode, Storage, StorageFile};
 
+/// Whether a sealed segment's `.log` is mapped for reads.
+#[derive(Debug)]
+enum MappingState {
+    /// Not tried yet (or dropped by a truncation or an unseal; a later seal allows a new one).
+    NotYet,
+    /// Mapped: its length is the sealed size.
+    Mapped(crate::storage::ReadMapping),
+    /// The storage cannot map, or mapping failed: positional reads.
+    Unavailable,
+}
+
+/// The most a read reads ahead past the index interval in one system call, whatever its
+/// `max_bytes`: a caller asking for "everything" must not make each read allocate gigabytes.
+const MAX_READ_AHEAD_BYTES: usize = 8 << 20;
+
 /// The settings a segment needs. The log derives them from its `LogConfig`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SegmentConfig {
@@ -42,6 +57,11 @@ pub struct SegmentConfig {
     /// `ftruncate`, as Kafka's `RandomAccessFile.setLength`), and trim it to the data at seal.
     /// Default: false.
     pub preallocate: bool,
+    /// Serve reads of the segment, once sealed, from a read-only memory mapping of its `.log`
+    /// instead of positional reads: the walk from the index entry to the batch costs no system
+    /// call and no copy, and only the returned batches are copied. partlog's own setting (see
+    /// `LogConfig::map_sealed_segments` for the SIGBUS risk). Default: false.
+    pub map_sealed_reads: bool,
 }
 
 impl Default for SegmentConfig {
@@ -53,6 +73,7 @@ impl Default for SegmentConfig {
             segment_ms: 7 * 24 * 60 * 60 * 1000,
             roll_jitter_ms: 0,
             preallocate: false,
+            map_sealed_reads: false,
         }
     }
 }
@@ -175,6 +196,13 @@ pub struct Segment {
     published_size: AtomicU64,
     published_next_offset: AtomicI64,
     sealed: AtomicBool,
+    /// Bumped by every truncation, before the file is cut (see [`Segment::truncations`]).
+    truncations: AtomicU64,
+    /// The read-only mapping of a sealed `.log` (`SegmentConfig::map_sealed_reads`), made at the
+    /// first read after the seal. Readers hold the read lock while they touch the mapped bytes;
+    /// every truncation and unseal takes the write lock and drops the mapping before the file can
+    /// shrink, so partlog never cuts a file under a reader's feet (which would raise SIGBUS).
+    mapping: RwLock<MappingState>,
     writer: Mutex<WriterState>,
 }
 
@@ -429,6 +457,8 @@ impl Segment {
             published_size: AtomicU64::new(0),
             published_next_offset: AtomicI64::new(base_offset),
             sealed: AtomicBool::new(role != SegmentRole::Active),
+            truncations: AtomicU64::new(0),
+            mapping: RwLock::new(MappingState::NotYet),
             writer: Mutex::new(WriterState {
                 size: 0,
                 next_offset: base_offset,
@@ -778,6 +808,19 @@ impl Segment {
     /// names (as Kafka's DumpLogSegments does), and on a mismatch the indexes are rebuilt from the
     /// log and the lookup retried once.
     fn translate_offset(&self, target: i64, end: u64) -> Result<Option<(Frame, BatchSummary)>> {
+        let log_path = self.log_path();
+        let mut walker = BatchWalker::new(&self.log, &log_path, end);
+        self.translate_offset_in(target, end, &mut walker)
+    }
+
+    /// [`translate_offset`](Self::translate_offset) through the caller's walker, whose window
+    /// then holds the bytes read (a read goes on from there without another system call).
+    fn translate_offset_in(
+        &self,
+        target: i64,
+        end: u64,
+        walker: &mut BatchWalker<'_>,
+    ) -> Result<Option<(Frame, BatchSummary)>> {
         for attempt in 0..2 {
             let entry = match self.offset_index.lookup(target) {
                 Ok(entry) => entry,
@@ -788,11 +831,16 @@ impl Segment {
                 }
                 Err(error) => return Err(error),
             };
-            let log_path = self.log_path();
-            let mut walker = BatchWalker::new(&self.log, &log_path, end);
             let mut position = u64::from(entry.position);
             let mut first = true;
             let mut order_floor = self.base_offset;
+            // The batch last skipped on its lastOffsetDelta (and batchLength), which only its
+            // CRC protects: a damaged one would hide the batch's records without an error. The
+            // next batch proves both when its baseOffset is the skipped batch's last offset + 1
+            // (a damaged delta or length would have to be matched by a damaged baseOffset);
+            // otherwise (a gap left by compaction, the end, an error) the skipped batch's CRC
+            // is checked before anything else happens.
+            let mut skipped: Option<Frame> = None;
             loop {
                 // What lies at an index entry's position is only as good as the entry: bytes
                 // there that are no batch header mean a bad entry, not a corrupt log.
@@ -804,14 +852,22 @@ impl Segment {
                         }
                         return Err(self.bad_entry(entry, "does not point at a batch"));
                     }
-                    step => step?,
+                    Err(error) => {
+                        self.check_skipped(walker, skipped.take())?;
+                        return Err(error);
+                    }
+                    Ok(step) => step,
                 };
                 let frame = match step {
                     Step::Batch(frame) => frame,
-                    Step::End if !first || position == 0 => return Ok(None),
+                    Step::End if !first || position == 0 => {
+                        self.check_skipped(walker, skipped.take())?;
+                        return Ok(None);
+                    }
                     // The published end lies on a batch boundary, so a frame that runs past it
                     // is a damaged length, never a batch still being written.
                     Step::Partial { available, needed } if !first || position == 0 => {
+                        self.check_skipped(walker, skipped.take())?;
                         return Err(
                             self.corrupt(position, Corruption::Truncated { needed, available })
                         );
@@ -831,8 +887,17 @@ impl Segment {
                         }
                         return Err(self.bad_entry(entry, "does not point at a batch"));
                     }
-                    summary => summary?,
+                    Err(error) => {
+                        self.check_skipped(walker, skipped.take())?;
+                        return Err(error);
+                    }
+                    Ok(summary) => summary,
                 };
+                // Proven by this batch's baseOffset, or checked now.
+                let unproven = skipped
+                    .take()
+                    .filter(|_| summary.base_offset != Some(order_floor));
+                self.check_skipped(walker, unproven)?;
                 // Offsets lie outside the CRC: a damaged baseOffset that leaves the batch below
                 // the one before it, outside the segment's range, or past the segment's end
                 // would be returned under wrong offsets. The end is read after `end` was (the
@@ -859,7 +924,7 @@ impl Segment {
                             "index entry ({}, {}) of {} names a batch ending at {}; rebuilding",
                             entry.offset,
                             entry.position,
-                            log_path.display(),
+                            self.log_path().display(),
                             summary.last_offset
                         );
                         break;
@@ -870,17 +935,23 @@ impl Segment {
                 if summary.last_offset >= target {
                     return Ok(Some((frame, summary)));
                 }
-                // A batch is skipped on its lastOffsetDelta, which only its CRC protects: a
-                // damaged one would hide the batch's records without an error.
-                let bytes = walker.batch_bytes(&frame)?;
-                if let Err(what) = Batch::new(bytes) {
-                    return Err(self.corrupt(frame.position, what));
-                }
+                skipped = Some(frame);
                 position += frame.total_size;
             }
             self.rebuild_indexes()?;
         }
         Ok(None)
+    }
+
+    /// Checks the CRC of a batch the walk skipped without proof (see `translate_offset_in`).
+    fn check_skipped(&self, walker: &mut BatchWalker<'_>, skipped: Option<Frame>) -> Result<()> {
+        let Some(frame) = skipped else {
+            return Ok(());
+        };
+        let bytes = walker.batch_bytes(&frame)?;
+        Batch::new(bytes)
+            .map(|_| ())
+            .map_err(|what| self.corrupt(frame.position, what))
     }
 
     fn can_rebuild(&self) -> bool {
@@ -951,9 +1022,116 @@ impl Segment {
         upper_bound: Option<i64>,
         buf: &mut Vec<u8>,
     ) -> Result<Option<SegmentRead>> {
-        buf.clear();
+        let found = self.read_in_place(start_offset, max_bytes, upper_bound, None, buf);
+        match found {
+            Ok(Some((read, at))) => {
+                buf.copy_within(at..at + read.len, 0);
+                buf.truncate(read.len);
+                Ok(Some(read))
+            }
+            other => {
+                buf.clear();
+                other.map(|_| None)
+            }
+        }
+    }
+
+    /// [`read`](Self::read) without moving the bytes: they are `buf[at..at + read.len]`, where
+    /// `at` is returned beside the [`SegmentRead`]. `buf` is the reads' reusable window: its
+    /// contents are overwritten and its length only grows, so a caller that keeps it across
+    /// reads allocates and zero-fills nothing in the steady state.
+    ///
+    /// The offset index lookup, the walk from the entry to the batch, and the batches returned
+    /// are served by one positional read in the common case: it reads `max_bytes` plus
+    /// `index.interval.bytes` from the index entry on.
+    ///
+    /// `resume_at` is a hint from a previous read of this segment: the file position where a
+    /// batch starting at `start_offset` should lie (the end of the batches it returned). When
+    /// the batch there does start at `start_offset`, the read starts there, with no index
+    /// lookup and no walk; otherwise the hint is ignored.
+    pub fn read_in_place(
+        &self,
+        start_offset: i64,
+        max_bytes: usize,
+        upper_bound: Option<i64>,
+        resume_at: Option<u64>,
+        buf: &mut Vec<u8>,
+    ) -> Result<Option<(SegmentRead, usize)>> {
         let end = self.size();
-        let Some((frame, first_summary)) = self.translate_offset(start_offset, end)? else {
+        if let Some(state) = self.mapped_for_read()
+            && let MappingState::Mapped(mapping) = &*state
+        {
+            let mapped: &[u8] = mapping;
+            let log_path = self.log_path();
+            let mut walker = BatchWalker::over_mapping(&self.log, &log_path, end, mapped);
+            let Some(read) = self.read_with(
+                &mut walker,
+                start_offset,
+                max_bytes,
+                upper_bound,
+                resume_at,
+                end,
+            )?
+            else {
+                return Ok(None);
+            };
+            // Only the returned batches are copied: into the caller's buffer, which outlives
+            // the read guard.
+            let bytes = usize::try_from(read.position)
+                .ok()
+                .and_then(|from| mapped.get(from..from.checked_add(read.len)?))
+                .ok_or_else(|| self.corrupt(read.position, Corruption::BadBatchLength(i32::MAX)))?;
+            if buf.len() < bytes.len() {
+                buf.resize(bytes.len(), 0);
+            }
+            if let Some(target) = buf.get_mut(..bytes.len()) {
+                target.copy_from_slice(bytes);
+            }
+            return Ok(Some((read, 0)));
+        }
+        let read_ahead = max_bytes
+            .min(MAX_READ_AHEAD_BYTES)
+            .saturating_add(self.config.index_interval_bytes as usize)
+            .saturating_add(crate::format::RECORD_BATCH_OVERHEAD);
+        let log_path = self.log_path();
+        let mut walker =
+            BatchWalker::with_buffer(&self.log, &log_path, end, std::mem::take(buf), read_ahead);
+        let result = self.read_with(
+            &mut walker,
+            start_offset,
+            max_bytes,
+            upper_bound,
+            resume_at,
+            end,
+        );
+        let window_start = walker.window_start();
+        *buf = walker.into_buffer().0;
+        let Some(read) = result? else {
+            return Ok(None);
+        };
+        let at = usize::try_from(read.position - window_start)
+            .map_err(|_| self.corrupt(read.position, Corruption::BadBatchLength(i32::MAX)))?;
+        Ok(Some((read, at)))
+    }
+
+    fn read_with(
+        &self,
+        walker: &mut BatchWalker<'_>,
+        start_offset: i64,
+        max_bytes: usize,
+        upper_bound: Option<i64>,
+        resume_at: Option<u64>,
+        end: u64,
+    ) -> Result<Option<SegmentRead>> {
+        let resumed = match resume_at {
+            Some(position) => self.batch_starting_at(walker, position, start_offset)?,
+            None => None,
+        };
+        let found = match resumed {
+            Some(found) => Some(found),
+            None => self.translate_offset_in(start_offset, end, walker)?,
+        };
+        let Some((frame, first_summary)) = found else {
             return Ok(None);
         };
         let position = frame.position;
@@ -963,17 +1141,10 @@ impl Segment {
         let want = max_bytes
             .max(first_size)
             .min(usize::try_from(available).unwrap_or(usize::MAX));
-        buf.resize(want, 0);
         // Up to `want` bytes: the file may end before the published size when a failed fsync
         // dropped its dirty pages (the log is poisoned then, and bounds reads below the loss).
-        let mut read = 0;
-        while read < want {
-            let n = self.log.read_at(&mut buf[read..], position + read as u64)?;
-            if n == 0 {
-                break;
-            }
-            read += n;
-        }
+        let window = walker.fill(position, want)?;
+        let read = window.len().min(want);
         if read < first_size {
             return Err(self.corrupt(
                 position,
@@ -983,7 +1154,7 @@ impl Segment {
                 },
             ));
         }
-        buf.truncate(read);
+        let buf = window.get(..read).unwrap_or_default();
         let mut len = 0usize;
         let mut first_offset = first_summary.base_offset;
         let mut next_offset = first_summary.order_floor();
@@ -1026,7 +1197,6 @@ impl Segment {
             next_offset = summary.next_offset();
             len += size;
         }
-        buf.truncate(len);
         let (true, Some(first_offset)) = (len > 0, first_offset) else {
             return Ok(None);
         };
@@ -1036,6 +1206,90 @@ impl Segment {
             first_offset,
             next_offset,
         }))
+    }
+
+    /// Drops the `.log` mapping, waiting for the readers that use it, and returns the write
+    /// guard: while it is held no reader maps the file again, so the caller may shrink it.
+    fn drop_mapping(&self) -> parking_lot::RwLockWriteGuard<'_, MappingState> {
+        let mut state = self.mapping.write();
+        *state = MappingState::NotYet;
+        state
+    }
+
+    /// The mapping's read guard when this segment's reads are served from a mapping: the
+    /// segment is sealed, `map_sealed_reads` is set, and the storage can map. Maps the file at
+    /// the first call after the seal.
+    fn mapped_for_read(&self) -> Option<parking_lot::RwLockReadGuard<'_, MappingState>> {
+        if !self.config.map_sealed_reads || !self.is_sealed() {
+            return None;
+        }
+        {
+            let state = self.mapping.read();
+            match &*state {
+                MappingState::Mapped(_) => return Some(state),
+                MappingState::Unavailable => return None,
+                MappingState::NotYet => {}
+            }
+        }
+        let mut state = self.mapping.write();
+        if matches!(*state, MappingState::NotYet) && self.is_sealed() {
+            *state = match self.log.map_read() {
+                Ok(Some(mapping)) if mapping.len() as u64 >= self.size() => {
+                    MappingState::Mapped(mapping)
+                }
+                Ok(_) => MappingState::Unavailable,
+                Err(error) => {
+                    log::warn!(
+                        "mapping {} failed, reading it with pread: {error}",
+                        self.log_path().display()
+                    );
+                    MappingState::Unavailable
+                }
+            };
+        }
+        let state = parking_lot::RwLockWriteGuard::downgrade(state);
+        matches!(*state, MappingState::Mapped(_)).then_some(state)
+    }
+
+    /// The batch at `position` if it is a v2 batch whose base offset is `offset` and whose
+    /// last offset lies inside the segment (a resumed sequential read), else `None`. Damage
+    /// there is no error here: the index path that runs instead reports it (a damaged
+    /// lastOffsetDelta, which only the CRC protects, must not make the read skip the batch).
+    fn batch_starting_at(
+        &self,
+        walker: &mut BatchWalker<'_>,
+        position: u64,
+        offset: i64,
+    ) -> Result<Option<(Frame, BatchSummary)>> {
+        let Ok(Step::Batch(frame)) = walker.frame_at(position) else {
+            return Ok(None);
+        };
+        if frame.magic != 2 {
+            return Ok(None);
+        }
+        match walker.summary(&frame) {
+            Ok(summary)
+                if summary.base_offset == Some(offset)
+                    && summary.last_offset >= offset
+                    && summary.last_offset < self.next_offset() =>
+            {
+                Ok(Some((frame, summary)))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// The number of times this segment's file was cut back ([`truncate_to`](Self::truncate_to),
+    /// [`truncate_tail`](Self::truncate_tail)). A reader that sends file bytes it checked
+    /// earlier compares it before and after: bytes below the published size change only
+    /// through a truncation followed by new appends.
+    pub fn truncations(&self) -> u64 {
+        self.truncations.load(Ordering::Acquire)
+    }
+
+    /// The `.log` file, for zero-copy transfers of bytes a read has checked.
+    pub(crate) fn log_file(&self) -> &Arc<dyn StorageFile> {
+        &self.log
     }
 
     /// Kafka's `findOffsetByTimestamp`: the first record at or after `start_offset` whose
@@ -1354,6 +1608,9 @@ impl Segment {
     /// Removes every batch that holds an offset at or above `offset` (a batch straddling it goes
     /// whole, as in Kafka) and the index entries that point at them. Returns the bytes removed.
     pub fn truncate_to(&self, offset: i64) -> Result<u64> {
+        // Before the writer lock: a mapped reader may take the writer lock (an index rebuild)
+        // while it holds the mapping's read lock.
+        let _no_readers = self.drop_mapping();
         let end = self.size();
         let Some((frame, summary)) = self.translate_offset(offset, end)? else {
             return Ok(0);
@@ -1361,6 +1618,7 @@ impl Segment {
         let first_offset = self.first_offset_of(&frame, &summary)?;
         let mut writer = self.writer.lock();
         let position = frame.position;
+        self.truncations.fetch_add(1, Ordering::AcqRel);
         self.offset_index.truncate_to(offset)?;
         self.time_index.truncate_to(offset)?;
         self.log.set_len(position)?;
@@ -1413,6 +1671,7 @@ impl Segment {
 
     /// Removes the bytes at and after `valid_bytes` (a torn tail found by [`scan`](Self::scan)).
     pub fn truncate_tail(&self, valid_bytes: u64) -> Result<u64> {
+        let _no_readers = self.drop_mapping();
         let writer = self.writer.lock();
         if valid_bytes != writer.size {
             return Err(Error::InvalidArgument {
@@ -1424,6 +1683,7 @@ impl Segment {
         }
         let file_bytes = self.log.len()?;
         if file_bytes > valid_bytes {
+            self.truncations.fetch_add(1, Ordering::AcqRel);
             self.log.set_len(valid_bytes)?;
         }
         Ok(file_bytes.saturating_sub(valid_bytes))
@@ -1452,6 +1712,7 @@ impl Segment {
 
     /// Makes a sealed segment take appends again (after the log truncates into it).
     pub fn unseal(&self) -> Result<()> {
+        let _no_readers = self.drop_mapping();
         let _writer = self.writer.lock();
         if *self.role.read() == SegmentRole::ReadOnly {
             return Err(Error::InvalidArgument {

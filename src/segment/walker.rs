@@ -96,51 +96,151 @@ pub(crate) enum Step {
 }
 
 /// A buffered reader over `[0, end)` of one file.
+///
+/// The window is a caller's buffer when reads reuse one ([`BatchWalker::with_buffer`]): its
+/// length only grows (the valid bytes are `window_len`), so steady-state reads neither allocate
+/// nor zero-fill.
 pub(crate) struct BatchWalker<'f> {
     file: &'f Arc<dyn StorageFile>,
     path: &'f Path,
     end: u64,
     window: Vec<u8>,
     window_start: u64,
+    window_len: usize,
+    read_ahead: usize,
+    /// The file's bytes mapped in memory: served in place, with no system call and no copy.
+    mapped: Option<&'f [u8]>,
 }
 
 impl<'f> BatchWalker<'f> {
     pub fn new(file: &'f Arc<dyn StorageFile>, path: &'f Path, end: u64) -> Self {
+        BatchWalker::with_buffer(file, path, end, Vec::new(), WINDOW_BYTES)
+    }
+
+    /// A walker whose window is `buffer` (its contents are overwritten), reading at least
+    /// `read_ahead` bytes per system call. Take the buffer back with
+    /// [`into_buffer`](Self::into_buffer).
+    pub fn with_buffer(
+        file: &'f Arc<dyn StorageFile>,
+        path: &'f Path,
+        end: u64,
+        buffer: Vec<u8>,
+        read_ahead: usize,
+    ) -> Self {
         BatchWalker {
             file,
             path,
             end,
-            window: Vec::new(),
+            window: buffer,
             window_start: 0,
+            window_len: 0,
+            read_ahead: read_ahead.max(HEADER_SIZE_UP_TO_MAGIC),
+            mapped: None,
         }
+    }
+
+    /// A walker over `mapped`, the file's bytes mapped in memory (at least `end` of them).
+    pub fn over_mapping(
+        file: &'f Arc<dyn StorageFile>,
+        path: &'f Path,
+        end: u64,
+        mapped: &'f [u8],
+    ) -> Self {
+        let mut walker = BatchWalker::with_buffer(file, path, end, Vec::new(), 0);
+        walker.mapped = Some(mapped);
+        walker
+    }
+
+    /// `[position, min(want_end, end))` of the mapping, or `None` when there is none.
+    fn mapped_range(&self, position: u64, want_end: u64) -> Option<Result<&'f [u8]>> {
+        let mapped = self.mapped?;
+        let to = want_end.min(self.end).min(mapped.len() as u64);
+        let range = usize::try_from(position)
+            .ok()
+            .zip(usize::try_from(to).ok())
+            .and_then(|(from, to)| mapped.get(from..to.max(from)));
+        Some(range.ok_or_else(|| self.too_large(position)))
+    }
+
+    /// The buffer, and where in it the window's bytes (the file's bytes from
+    /// [`window_start`](Self::window_start)) lie: `buffer[..len]`.
+    pub fn into_buffer(self) -> (Vec<u8>, usize) {
+        (self.window, self.window_len)
+    }
+
+    /// The file position of the window's first byte.
+    pub fn window_start(&self) -> u64 {
+        self.window_start
+    }
+
+    /// Makes the window start at `position` and hold up to `len` bytes of the file (clamped to
+    /// the end), reading again only if the current window does not already cover them; returns
+    /// the bytes it holds from `position` on, which may be fewer than `len` when the file ends
+    /// early (a failed fsync can drop dirty pages).
+    pub fn fill(&mut self, position: u64, len: usize) -> Result<&[u8]> {
+        if let Some(range) = self.mapped_range(position, position.saturating_add(len as u64)) {
+            return range;
+        }
+        let window_end = self.window_start + self.window_len as u64;
+        let want_end = position.saturating_add(len as u64).min(self.end);
+        if position < self.window_start || want_end > window_end {
+            self.read_window(position, want_end)?;
+        }
+        let from =
+            usize::try_from(position - self.window_start).map_err(|_| self.too_large(position))?;
+        Ok(self.window.get(from..self.window_len).unwrap_or_default())
+    }
+
+    /// Reads the window anew from `position`: at least up to `want_end`, and `read_ahead`
+    /// bytes if the file has them. Returns how many bytes it got.
+    fn read_window(&mut self, position: u64, want_end: u64) -> Result<usize> {
+        let read_len = (want_end.saturating_sub(position))
+            .max(self.read_ahead as u64)
+            .min(self.end.saturating_sub(position));
+        let read_len = usize::try_from(read_len).map_err(|_| self.too_large(position))?;
+        if self.window.len() < read_len {
+            self.window.resize(read_len, 0);
+        }
+        let mut got = 0;
+        while got < read_len {
+            let Some(target) = self.window.get_mut(got..read_len) else {
+                break;
+            };
+            let n = self.file.read_at(target, position + got as u64)?;
+            if n == 0 {
+                break;
+            }
+            got += n;
+        }
+        self.window_start = position;
+        self.window_len = got;
+        Ok(got)
     }
 
     /// Makes the window cover `[position, position + len)` (clamped to the end), reading ahead.
     fn ensure(&mut self, position: u64, len: usize) -> Result<&[u8]> {
-        let window_end = self.window_start + self.window.len() as u64;
+        if let Some(range) = self.mapped_range(position, position.saturating_add(len as u64)) {
+            let range = range?;
+            let needed = position.saturating_add(len as u64).min(self.end) - position.min(self.end);
+            if (range.len() as u64) < needed {
+                return Err(Error::io(
+                    self.path,
+                    std::io::Error::new(
+                        std::io::ErrorKind::UnexpectedEof,
+                        format!("wanted {needed} bytes at offset {position} of the mapping"),
+                    ),
+                ));
+            }
+            return Ok(range);
+        }
+        let window_end = self.window_start + self.window_len as u64;
         let want_end = position.saturating_add(len as u64).min(self.end);
         if position < self.window_start || want_end > window_end {
-            let read_len = (want_end - position)
-                .max(WINDOW_BYTES as u64)
-                .min(self.end - position);
-            let read_len = usize::try_from(read_len).map_err(|_| self.too_large(position))?;
-            self.window.resize(read_len, 0);
             // Read ahead as far as the file goes, but insist only on the bytes asked for: the
             // file may end before `end` (a failed fsync can drop dirty pages).
             let needed =
                 usize::try_from(want_end - position).map_err(|_| self.too_large(position))?;
-            let mut got = 0;
-            while got < read_len {
-                let n = self
-                    .file
-                    .read_at(&mut self.window[got..], position + got as u64)?;
-                if n == 0 {
-                    break;
-                }
-                got += n;
-            }
-            self.window.truncate(got);
-            self.window_start = position;
+            let got = self.read_window(position, want_end)?;
             if got < needed {
                 return Err(Error::io(
                     self.path,

@@ -16,6 +16,7 @@ pub mod sim;
 
 use std::fmt;
 use std::ops::Deref;
+use std::os::fd::BorrowedFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -147,6 +148,20 @@ impl fmt::Debug for ReadMapping {
     }
 }
 
+/// Access-pattern hints for [`StorageFile::advise`] (`posix_fadvise`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Advice {
+    /// The range will be read front to back: read ahead aggressively.
+    Sequential,
+    /// The range will be read at random positions: do not read ahead.
+    Random,
+    /// The range will be read soon: start reading it into the page cache.
+    WillNeed,
+    /// The range will not be read again soon: its clean pages may be dropped.
+    DontNeed,
+}
+
 /// An open file. Positional I/O only: there is no cursor, so a handle can be shared by threads.
 pub trait StorageFile: Send + Sync + fmt::Debug {
     /// The path the file was opened at (it may since have been renamed).
@@ -202,6 +217,87 @@ pub trait StorageFile: Send + Sync + fmt::Debug {
     fn map_read(&self) -> Result<Option<ReadMapping>> {
         Ok(None)
     }
+
+    /// Tells the implementation how `[offset, offset + len)` will be read (`len` 0: to the end
+    /// of the file). A hint only: the default ignores it, and so may any implementation.
+    fn advise(&self, offset: u64, len: u64, advice: Advice) -> Result<()> {
+        let _ = (offset, len, advice);
+        Ok(())
+    }
+
+    /// The file's descriptor, for zero-copy transfers (`sendfile`, `copy_file_range`) by
+    /// [`transfer_to`]. `None` (the default) means the file has none, and transfers write
+    /// bytes the caller read.
+    fn as_fd(&self) -> Option<BorrowedFd<'_>> {
+        None
+    }
+}
+
+/// Writes `checked` to `out` and returns how many bytes were written, where `checked` holds
+/// the bytes of `source`'s file from the given offset on, as the caller read them.
+///
+/// When there is a source file with a descriptor ([`StorageFile::as_fd`]) the kernel moves the
+/// bytes without copying them through user space: `copy_file_range` to a regular file,
+/// `sendfile` to anything else (a socket, a pipe). Otherwise, or when the kernel refuses both
+/// calls for this pair (`EINVAL`, `ENOSYS`, `EXDEV`, `EOPNOTSUPP`), or when the file ends early,
+/// the rest of `checked` is written instead. Writes go to `out`'s current file position; pass a
+/// blocking descriptor (a non-blocking one that would block fails with kind `WouldBlock`).
+pub fn transfer_to(
+    source: Option<(&dyn StorageFile, u64)>,
+    checked: &[u8],
+    out: BorrowedFd<'_>,
+) -> Result<u64> {
+    use rustix::io::Errno;
+    let path = source.map_or(Path::new(""), |(file, _)| file.path());
+    let io_error = |errno: Errno| Error::io(path, std::io::Error::from(errno));
+    let mut sent = 0usize;
+    if let Some((descriptor, offset)) =
+        source.and_then(|(file, offset)| Some((file.as_fd()?, offset)))
+    {
+        let out_is_file = rustix::fs::fstat(out)
+            .map(|stat| rustix::fs::FileType::from_raw_mode(stat.st_mode).is_file())
+            .unwrap_or(false);
+        let mut use_copy_range = out_is_file;
+        while sent < checked.len() {
+            let mut position = offset + sent as u64;
+            let remaining = checked.len() - sent;
+            let result = if use_copy_range {
+                rustix::fs::copy_file_range(descriptor, Some(&mut position), out, None, remaining)
+            } else {
+                rustix::fs::sendfile(out, descriptor, Some(&mut position), remaining)
+            };
+            match result {
+                // The file ended early (truncated meanwhile): write the checked bytes instead.
+                Ok(0) => break,
+                Ok(n) => sent += n,
+                Err(Errno::INTR) => {}
+                Err(Errno::INVAL | Errno::NOSYS | Errno::XDEV | Errno::OPNOTSUPP)
+                    if use_copy_range =>
+                {
+                    use_copy_range = false;
+                }
+                Err(Errno::INVAL | Errno::NOSYS | Errno::OPNOTSUPP) => break,
+                Err(errno) => return Err(io_error(errno)),
+            }
+        }
+    }
+    while let Some(rest) = checked.get(sent..).filter(|rest| !rest.is_empty()) {
+        match rustix::io::write(out, rest) {
+            Ok(0) => {
+                return Err(Error::io(
+                    path,
+                    std::io::Error::new(
+                        std::io::ErrorKind::WriteZero,
+                        "the output took no more bytes",
+                    ),
+                ));
+            }
+            Ok(n) => sent += n,
+            Err(Errno::INTR) => {}
+            Err(errno) => return Err(io_error(errno)),
+        }
+    }
+    Ok(sent as u64)
 }
 
 /// The file system partlog runs on: [`OsStorage`] in production, the seeded crash simulator

@@ -6,8 +6,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, UNIX_EPOCH};
 
+use std::num::NonZeroU64;
+use std::os::fd::{AsFd, BorrowedFd};
+
 use super::{
-    CanonicalPath, FileLock, LockMode, Metadata, OpenMode, ReadMapping, Storage, StorageFile,
+    Advice, CanonicalPath, FileLock, LockMode, Metadata, OpenMode, ReadMapping, Storage,
+    StorageFile,
 };
 use crate::error::{Error, Result};
 
@@ -68,17 +72,34 @@ impl StorageFile for OsFile {
         self.file.sync_all().map_err(|e| Error::io(&self.path, e))
     }
 
+    fn advise(&self, offset: u64, len: u64, advice: Advice) -> Result<()> {
+        let advice = match advice {
+            Advice::Sequential => rustix::fs::Advice::Sequential,
+            Advice::Random => rustix::fs::Advice::Random,
+            Advice::WillNeed => rustix::fs::Advice::WillNeed,
+            Advice::DontNeed => rustix::fs::Advice::DontNeed,
+        };
+        rustix::fs::fadvise(&self.file, offset, NonZeroU64::new(len), advice)
+            .map_err(|errno| Error::io(&self.path, std::io::Error::from(errno)))
+    }
+
+    fn as_fd(&self) -> Option<BorrowedFd<'_>> {
+        Some(self.file.as_fd())
+    }
+
     fn map_read(&self) -> Result<Option<ReadMapping>> {
         let len = self.len()?;
         if len == 0 {
             // A zero-length mapping is an error on Linux; an empty image needs no mapping.
             return Ok(Some(ReadMapping::new(Box::new(Vec::new()))));
         }
-        // SAFETY: the mapping is read-only, and partlog maps only sealed index files, which it
-        // never writes or shrinks while mapped (DESIGN §2.2: a truncation into a sealed segment
-        // writes new index files instead). A shrink by another process would raise SIGBUS on
-        // access; partlog's lock on the directory excludes other partlog writers, and a foreign
-        // writer of a live Kafka directory is excluded by the Kafka log-dir lock.
+        // SAFETY: the mapping is read-only, and partlog maps only files it never shrinks while
+        // mapped: sealed index files (DESIGN §2.2: a truncation into a sealed segment writes new
+        // index files instead), and, with `map_sealed_segments`, sealed `.log` files, whose
+        // segment drops the mapping under a lock that waits for every reader before any
+        // truncation or unseal. A shrink by another process would raise SIGBUS on access;
+        // partlog's lock on the directory excludes other partlog writers, and a foreign writer of
+        // a live Kafka directory is excluded by the Kafka log-dir lock.
         let map =
             unsafe { memmap2::Mmap::map(&self.file) }.map_err(|e| Error::io(&self.path, e))?;
         Ok(Some(ReadMapping::new(Box::new(map))))

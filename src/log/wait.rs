@@ -1,0 +1,205 @@
+//! The future forms of [`Log::wait_durable`] and [`Log::wait_for_data`].
+//!
+//! Both are built on the waiter lists of the log's two watermarks (the durable offset and the log
+//! end offset), the same lists whose thread-unpark wakers serve the blocking forms: a future
+//! registers its task's [`Waker`](std::task::Waker) and is woken when the watermark passes its
+//! offset. They need no runtime: any executor that polls futures can drive them.
+//!
+//! A blocking `wait_durable` leads a group-commit sync on its own thread when none is in flight.
+//! A future must not block its executor's thread, so [`WaitDurable`] asks the log's flusher thread
+//! to lead that sync instead, and joins it like any follower.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::task::{Context, Poll};
+
+use super::{Log, Shared};
+use crate::error::{Error, Result};
+
+impl Log {
+    /// The future form of [`wait_durable`](Self::wait_durable): resolves once `offset` is durable
+    /// (`durable_offset() > offset`), after a group-commit fsync that the log's flusher thread
+    /// leads on the future's behalf. It never blocks the thread that polls it.
+    ///
+    /// Resolves to [`Error::OffsetOutOfRange`] if `offset` is not below the log end offset when
+    /// this is called, [`Error::Poisoned`] if a sync fails, [`Error::Truncated`] if a truncation
+    /// removes `offset` (or may have: a truncation at or below `offset` since this call), and
+    /// [`Error::Closed`] if the log closes before the future sees the offset durable (close
+    /// itself makes every appended offset durable, so that only happens in a race with close).
+    /// A log opened read-only has no flusher: [`Error::Unsupported`].
+    pub fn durable(&self, offset: i64) -> WaitDurable {
+        let shared = Arc::clone(&self.shared);
+        let early = if shared.read_only {
+            Some(Error::Unsupported {
+                what: "waiting for durability on a log opened read-only".into(),
+            })
+        } else {
+            let end = shared.log_end.get();
+            (offset < 0 || offset >= end).then(|| Error::OffsetOutOfRange {
+                requested: offset,
+                start: shared.log_start.load(Ordering::Acquire),
+                end,
+            })
+        };
+        let truncations = shared.truncations.load(Ordering::Acquire);
+        WaitDurable {
+            shared,
+            offset,
+            early,
+            truncations,
+            sync_requested: false,
+        }
+    }
+
+    /// The future form of [`wait_for_data`](Self::wait_for_data), without a timeout (combine it
+    /// with your runtime's): resolves once the log holds `offset`, that is once the log end
+    /// offset has moved past it, so that a read at `offset` finds data. Resolves to
+    /// [`Error::Closed`] if the log is or becomes closed first. It never blocks the thread that
+    /// polls it.
+    pub fn data_available(&self, offset: i64) -> WaitForData {
+        WaitForData {
+            shared: Arc::clone(&self.shared),
+            offset,
+        }
+    }
+}
+
+/// What [`Log::durable`] returns: a future that resolves once an offset is durable.
+///
+/// It holds a reference to the log's shared state, not a borrow of the [`Log`], so it may outlive
+/// the call (it is `'static`, `Send` and `Unpin`). Dropping it early leaves its waker registered
+/// until the durable offset passes its offset (or a truncation, poison or close wakes every
+/// waiter): a task that waits again with the same waker reuses that registration. The
+/// registration is not removed on drop because the waiter list merges the registrations of one
+/// waker, which another future of the same task may still rely on.
+#[derive(Debug)]
+#[must_use = "futures do nothing unless polled"]
+pub struct WaitDurable {
+    shared: Arc<Shared>,
+    offset: i64,
+    /// An error found when the future was made, returned by the first poll.
+    early: Option<Error>,
+    /// `Shared::truncations` when the future was made.
+    truncations: u64,
+    sync_requested: bool,
+}
+
+impl WaitDurable {
+    /// The offset this future waits for.
+    pub fn offset(&self) -> i64 {
+        self.offset
+    }
+
+    /// The condition, checked without registering: `Some` once the future can resolve.
+    fn check(&self) -> Option<Result<()>> {
+        let shared = &*self.shared;
+        let commit = &shared.commit;
+        if shared.truncations.load(Ordering::Acquire) != self.truncations
+            && shared.truncated_to.load(Ordering::Acquire) <= self.offset
+        {
+            // The offset may hold another record now; whether ours survived cannot be told.
+            return Some(Err(Error::Truncated {
+                at: shared.truncated_to.load(Ordering::Acquire),
+            }));
+        }
+        if commit.durable_offset() > self.offset {
+            return Some(Ok(()));
+        }
+        if commit.is_poisoned() {
+            return Some(Err(Error::Poisoned));
+        }
+        let end = shared.log_end.get();
+        if self.offset >= end {
+            return Some(Err(Error::Truncated { at: end }));
+        }
+        if shared.closed.load(Ordering::Acquire) {
+            return Some(Err(Error::Closed));
+        }
+        None
+    }
+}
+
+impl Future for WaitDurable {
+    type Output = Result<()>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
+        let this = self.get_mut();
+        if let Some(error) = this.early.take() {
+            return Poll::Ready(Err(error));
+        }
+        loop {
+            if let Some(result) = this.check() {
+                return Poll::Ready(result);
+            }
+            let mark = this.shared.commit.durable_watermark();
+            if mark.register(this.offset, cx.waker()).is_some() {
+                break;
+            }
+        }
+        // Checked again after registering: a poison or close that woke every waiter before
+        // the registration is seen here instead.
+        if let Some(result) = this.check() {
+            return Poll::Ready(result);
+        }
+        if !this.sync_requested {
+            this.shared.request_sync();
+            this.sync_requested = true;
+        }
+        Poll::Pending
+    }
+}
+
+/// What [`Log::data_available`] returns: a future that resolves once the log holds an offset.
+///
+/// Like [`WaitDurable`] it is `'static`, `Send` and `Unpin`, and dropping it early leaves its
+/// waker registered until the log end offset passes its offset (or the log closes or is
+/// truncated).
+#[derive(Debug)]
+#[must_use = "futures do nothing unless polled"]
+pub struct WaitForData {
+    shared: Arc<Shared>,
+    offset: i64,
+}
+
+impl WaitForData {
+    /// The offset this future waits for.
+    pub fn offset(&self) -> i64 {
+        self.offset
+    }
+
+    fn check(&self) -> Option<Result<()>> {
+        if self.shared.closed.load(Ordering::Acquire) {
+            return Some(Err(Error::Closed));
+        }
+        (self.shared.log_end.get() > self.offset).then_some(Ok(()))
+    }
+}
+
+impl Future for WaitForData {
+    type Output = Result<()>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
+        let this = self.get_mut();
+        loop {
+            if let Some(result) = this.check() {
+                return Poll::Ready(result);
+            }
+            if this
+                .shared
+                .log_end
+                .register(this.offset, cx.waker())
+                .is_some()
+            {
+                break;
+            }
+        }
+        // `close` sets its flag before it wakes every waiter: either that wake-up finds this
+        // registration, or this check finds the flag.
+        match this.check() {
+            Some(result) => Poll::Ready(result),
+            None => Poll::Pending,
+        }
+    }
+}

@@ -1,0 +1,223 @@
+//! The accumulator: the open batch, the sealed batches waiting for the sender thread, and the
+//! memory they hold (Kafka's `RecordAccumulator` and `BufferPool`, for one log).
+//!
+//! `send` encodes each record straight into the open batch's [`BatchBuilder`], so a batch's
+//! size is known exactly as it grows and the sender thread only compresses, checksums and
+//! appends. Memory is counted in encoded record bytes: a record reserves an upper bound of its
+//! encoded size before it is pushed (so that the wait for memory happens before anything is
+//! touched), and gives back the difference once its real size is known.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::format::varint::{varint_size, varlong_size};
+use crate::format::{BatchBuilder, Compression, NewRecord, RECORD_BATCH_OVERHEAD};
+
+use super::handle::BatchSlot;
+
+/// One batch being filled, or sealed and waiting to be appended.
+#[derive(Debug)]
+pub(crate) struct PendingBatch {
+    /// Batches are numbered in the order they open, which is the order they are appended.
+    pub seq: u64,
+    pub builder: BatchBuilder,
+    pub slot: Arc<BatchSlot>,
+    /// When the first record arrived, on the log's clock (for `linger.ms`).
+    pub created_ms: i64,
+    /// The accumulator memory its records hold.
+    pub reserved: u64,
+}
+
+/// The state `send`, `flush`, `close` and the sender thread share, behind one mutex.
+#[derive(Debug)]
+pub(crate) struct Accumulator {
+    /// The batch records go into now.
+    pub open: Option<PendingBatch>,
+    /// Sealed batches, oldest first; always older than `open`.
+    pub sealed: VecDeque<PendingBatch>,
+    /// Record bytes queued and not yet appended (or failed).
+    pub used_memory: u64,
+    /// `send` calls blocked on `buffer.memory`: while there are any, lingering batches are
+    /// sealed at once, as Kafka's accumulator does when its pool is exhausted.
+    pub memory_waiters: usize,
+    /// The number the next batch will get.
+    pub next_seq: u64,
+    /// Every batch numbered below this is appended or failed.
+    pub completed_seq: u64,
+    /// `close()` was called: `send` fails, and the sender exits once everything is appended.
+    pub closing: bool,
+    /// The sender thread has exited; nothing will be appended any more.
+    pub sender_exited: bool,
+    /// The first batch failure that `flush` or `close` has not reported yet.
+    pub unreported_error: Option<Error>,
+    /// The last offset this producer appended, -1 before the first.
+    pub last_appended_offset: i64,
+}
+
+impl Accumulator {
+    pub fn new() -> Accumulator {
+        Accumulator {
+            open: None,
+            sealed: VecDeque::new(),
+            used_memory: 0,
+            memory_waiters: 0,
+            next_seq: 0,
+            completed_seq: 0,
+            closing: false,
+            sender_exited: false,
+            unreported_error: None,
+            last_appended_offset: -1,
+        }
+    }
+
+    /// Seals the open batch, if any. Returns whether one was sealed.
+    pub fn seal_open(&mut self) -> bool {
+        match self.open.take() {
+            Some(batch) => {
+                self.sealed.push_back(batch);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Opens a new batch.
+    pub fn open_batch(
+        &mut self,
+        codec: Compression,
+        capacity: usize,
+        slot: Arc<BatchSlot>,
+        now_ms: i64,
+    ) -> &mut PendingBatch {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.open.insert(PendingBatch {
+            seq,
+            builder: BatchBuilder::with_capacity(codec, capacity),
+            slot,
+            created_ms: now_ms,
+            reserved: 0,
+        })
+    }
+}
+
+/// The largest uncompressed batch (header and records) whose compressed form stays within
+/// `max_message_bytes`, for `codec`: compressing data it cannot shrink adds framing, and a batch
+/// must never exceed the limit once built.
+pub(crate) fn max_uncompressed_batch(codec: Compression, max_message_bytes: u32) -> usize {
+    let max = max_message_bytes as usize;
+    match codec {
+        // Kafka's LZ4 frame: 7 header bytes and a 4-byte end mark, plus a 4-byte size word per
+        // 64 KiB block; an incompressible block is stored as it is.
+        Compression::Lz4 => max.saturating_sub(11 + 4 * max.div_ceil(64 * 1024)),
+        // ZSTD_compressBound: n + n/256, plus at most 64 bytes below 128 KiB; 8 more for the
+        // frame header's worst case over the bound's own allowance.
+        Compression::Zstd => max.saturating_sub(max / 256 + 72),
+        _ => max,
+    }
+}
+
+/// An upper bound of `record`'s encoded size in a batch, whatever its timestamp and offset
+/// deltas turn out to be (Kafka's `DefaultRecord.estimateSizeInBytesUpperBound`).
+///
+/// Fails with [`Error::InvalidArgument`] for a field longer than `i32::MAX` bytes, which the
+/// format cannot encode: rejecting it here keeps one bad record from failing its whole batch.
+pub(crate) fn record_size_upper_bound(record: &NewRecord) -> Result<usize> {
+    record_parts_size_upper_bound(
+        record.key.as_deref(),
+        record.value.as_deref(),
+        record
+            .headers
+            .iter()
+            .map(|(key, value)| (key.as_bytes(), value.as_deref())),
+    )
+}
+
+/// [`record_size_upper_bound`] of a record given as borrowed parts.
+pub(crate) fn record_parts_size_upper_bound<'h>(
+    key: Option<&[u8]>,
+    value: Option<&[u8]>,
+    headers: impl ExactSizeIterator<Item = (&'h [u8], Option<&'h [u8]>)>,
+) -> Result<usize> {
+    let too_long = |what: &str| Error::InvalidArgument {
+        why: format!("a record's {what} is longer than i32::MAX bytes"),
+    };
+    let length_prefixed = |bytes: Option<&[u8]>, what: &str| -> Result<usize> {
+        match bytes {
+            None => Ok(1),
+            Some(bytes) => {
+                let len = i32::try_from(bytes.len()).map_err(|_| too_long(what))?;
+                Ok(varint_size(len) + bytes.len())
+            }
+        }
+    };
+    let header_count = i32::try_from(headers.len()).map_err(|_| too_long("headers"))?;
+    let mut body = 1 // attributes
+        + varlong_size(i64::MIN) // the widest timestamp delta
+        + varint_size(i32::MIN) // the widest offset delta
+        + length_prefixed(key, "key")?
+        + length_prefixed(value, "value")?
+        + varint_size(header_count);
+    for (header_key, header_value) in headers {
+        let header = length_prefixed(Some(header_key), "header key")?
+            .checked_add(length_prefixed(header_value, "header value")?)
+            .ok_or_else(|| too_long("header"))?;
+        body = body.checked_add(header).ok_or_else(|| too_long("header"))?;
+    }
+    let body_len = i32::try_from(body).map_err(|_| too_long("encoding"))?;
+    Ok(varint_size(body_len) + body)
+}
+
+/// The header every batch starts with.
+pub(crate) const BATCH_HEADER_BYTES: usize = RECORD_BATCH_OVERHEAD;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bound_covers_the_encoded_size() {
+        let records = [
+            NewRecord::new(0, None, None),
+            NewRecord::new(i64::MAX, Some(b"key"), Some(&[7u8; 300])),
+            NewRecord::new(-1, Some(&[1u8; 70_000]), None).with_header("h", Some(b"v")),
+        ];
+        for record in &records {
+            // Pushed second, after a record with a far-off timestamp: the widest deltas.
+            let mut builder = BatchBuilder::new(Compression::None);
+            builder.push(&NewRecord::new(i64::MIN, None, None));
+            let before = builder.uncompressed_size();
+            builder.push(record);
+            let encoded = builder.uncompressed_size() - before;
+            let bound = record_size_upper_bound(record).unwrap();
+            assert!(bound >= encoded, "{bound} < {encoded}");
+            assert!(
+                bound <= encoded + 16,
+                "the bound {bound} is loose for {encoded}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_full_uncompressed_batch_compresses_within_the_limit() {
+        let limit = 100_000u32;
+        for codec in [Compression::None, Compression::Lz4, Compression::Zstd] {
+            let max = max_uncompressed_batch(codec, limit);
+            let mut builder = BatchBuilder::new(codec);
+            // Incompressible bytes (an LCG), the worst case for framing overhead.
+            let mut state = 0x2545_f491_u32;
+            let value: Vec<u8> = (0..max - BATCH_HEADER_BYTES - 11)
+                .map(|_| {
+                    state = state.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                    (state >> 24) as u8
+                })
+                .collect();
+            builder.push(&NewRecord::new(0, None, Some(&value)));
+            // 11 bytes of record framing: the batch is exactly as large as allowed.
+            assert_eq!(builder.uncompressed_size(), max);
+            let batch = builder.build().unwrap();
+            assert!(batch.len() <= limit as usize, "{codec:?}: {}", batch.len());
+        }
+    }
+}

@@ -1,0 +1,380 @@
+//! The batching writer: Kafka's producer path (`RecordAccumulator` and `Sender`), embedded.
+//!
+//! A [`Producer`] writes to one [`Log`]. [`send`](Producer::send) encodes a record into the open
+//! batch of an in-memory accumulator and returns at once with a [`SendHandle`]. A batch is sealed
+//! when the next record would take it past `batch.size`, or `linger.ms` after its first record;
+//! one named background thread (`partlog-sender:<dir>`) then compresses it with the log's codec and
+//! appends it through the log's normal append path, one batch per append, in the order the
+//! batches opened. The handle resolves to the record's offset when the producer's [`Acks`] say
+//! the record is done.
+//!
+//! Threads: the sender thread exists while the producer does; [`close`](Producer::close), or the
+//! drop of the producer, drains the accumulator and joins it. Under `acks=all` the fsyncs are the
+//! log's group commit, led by the log's flusher thread, so the sender appends the next batch while
+//! the previous one syncs.
+
+mod accumulator;
+mod config;
+mod handle;
+mod sender;
+
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+
+use crate::error::{Error, Result};
+use crate::format::{BatchBuilder, Compression, NewRecord};
+use crate::log::Log;
+
+use accumulator::{
+    Accumulator, BATCH_HEADER_BYTES, max_uncompressed_batch, record_parts_size_upper_bound,
+    record_size_upper_bound,
+};
+use handle::BatchSlot;
+
+pub use config::{Acks, ProducerConfig, ProducerConfigBuilder};
+pub use handle::SendHandle;
+
+/// What the producer's callers and its sender thread share.
+#[derive(Debug)]
+pub(crate) struct Inner {
+    log: Arc<Log>,
+    config: ProducerConfig,
+    /// The codec of every batch: the log's `compression.type` (`producer` means none).
+    codec: Compression,
+    /// The size at which a batch is sealed: `batch.size`, or less if `max.message.bytes` (with
+    /// the codec's worst-case framing) is lower.
+    batch_limit: usize,
+    /// The largest uncompressed batch that stays within `max.message.bytes` once built.
+    max_batch: usize,
+    accumulator: Mutex<Accumulator>,
+    /// Wakes the sender thread: a batch sealed or opened, memory wanted, closing.
+    work: Condvar,
+    /// Wakes `send` calls waiting for memory and `flush` / `close` waiting for batches.
+    progress: Condvar,
+}
+
+/// A batching writer for one [`Log`]: Kafka's producer path (`RecordAccumulator` and `Sender`),
+/// embedded. [`send`](Self::send) queues one record and returns a [`SendHandle`]; a background
+/// thread appends whole batches, sealed at `batch.size` or after `linger.ms`
+/// ([`ProducerConfig`]).
+///
+/// `Producer` is `Send + Sync`: share it between threads with an `Arc`. Records sent from one
+/// thread are appended in the order they were sent; records from several threads in the order
+/// their `send` calls took the accumulator.
+///
+/// ```
+/// use std::sync::Arc;
+/// use partlog::{Acks, Log, LogConfig, NewRecord, Producer, ProducerConfig};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let dir = tempfile::tempdir()?;
+/// let log = Arc::new(Log::open(dir.path(), LogConfig::default())?);
+/// let producer = Producer::new(Arc::clone(&log), ProducerConfig::builder().acks(Acks::All).build()?)?;
+/// let handles = (0..100)
+///     .map(|i| producer.send(&NewRecord::new(1_700_000_000_000, None, Some(format!("event {i}").as_bytes()))))
+///     .collect::<Result<Vec<_>, _>>()?;
+/// for (i, handle) in handles.into_iter().enumerate() {
+///     let offset = handle.wait()?; // appended and fsynced (acks=all)
+///     assert_eq!(offset, i as i64);
+///     assert!(log.durable_offset() > offset);
+/// }
+/// producer.close()?;
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct Producer {
+    inner: Arc<Inner>,
+    sender: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Producer {
+    /// Starts a batching writer for `log`, with its sender thread.
+    ///
+    /// Fails with [`Error::InvalidConfig`] for an invalid `config`, with the log's error if it is
+    /// closed, read-only ([`Error::Unsupported`]) or poisoned, and with [`Error::Io`] if the
+    /// thread cannot be spawned.
+    pub fn new(log: Arc<Log>, config: ProducerConfig) -> Result<Producer> {
+        config.validate()?;
+        log.writable()?;
+        let codec = log.records_codec();
+        let max_batch = max_uncompressed_batch(codec, log.config().max_message_bytes);
+        let batch_limit = usize::try_from(config.batch_size)
+            .unwrap_or(usize::MAX)
+            .min(max_batch);
+        let dir = log.dir().to_path_buf();
+        let inner = Arc::new(Inner {
+            log,
+            config,
+            codec,
+            batch_limit,
+            max_batch,
+            accumulator: Mutex::new(Accumulator::new()),
+            work: Condvar::new(),
+            progress: Condvar::new(),
+        });
+        let thread_inner = Arc::clone(&inner);
+        let sender = std::thread::Builder::new()
+            .name(format!("partlog-sender:{}", dir.display()))
+            .spawn(move || sender::run(&thread_inner))
+            .map_err(|e| Error::io(&dir, e))?;
+        Ok(Producer {
+            inner,
+            sender: Mutex::new(Some(sender)),
+        })
+    }
+
+    /// The log this producer writes to.
+    pub fn log(&self) -> &Arc<Log> {
+        &self.inner.log
+    }
+
+    /// The producer's settings.
+    pub fn config(&self) -> &ProducerConfig {
+        &self.inner.config
+    }
+
+    /// Queues `record` in the open batch and returns at once with a handle that resolves to its
+    /// offset (see [`Acks`] for when). The record's bytes are copied: `record` may be reused.
+    ///
+    /// Checks the record as [`Log::append`] does, at once: [`Error::InvalidTimestamp`], and
+    /// [`Error::InvalidArgument`] for a record without a key in a compacted log. Fails with
+    /// [`Error::RecordTooLarge`] for a record whose batch alone would exceed the log's
+    /// `max.message.bytes` (with the codec's worst-case framing), or that is larger than
+    /// `buffer.memory`; with [`Error::Closed`] after [`close`](Self::close) or once the log is
+    /// closed, and [`Error::Poisoned`] once it is poisoned.
+    ///
+    /// Blocks only when `buffer.memory` is full: then up to `max.block.ms`, after which it fails
+    /// with [`Error::BufferExhausted`] and the record is not queued.
+    pub fn send(&self, record: &NewRecord) -> Result<SendHandle> {
+        self.enqueue(
+            record.timestamp,
+            record.key.is_some(),
+            || record_size_upper_bound(record),
+            |builder| builder.push(record),
+        )
+    }
+
+    /// [`send`](Self::send) for a record given as borrowed parts, as
+    /// [`BatchBuilder::push_parts`](crate::BatchBuilder::push_parts) takes them: no
+    /// [`NewRecord`] to build, the bytes are copied once, into the batch. Header keys may be
+    /// `&str`, `String` or `&[u8]`.
+    pub fn send_parts<K: AsRef<[u8]>>(
+        &self,
+        timestamp: i64,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+        headers: &[(K, Option<&[u8]>)],
+    ) -> Result<SendHandle> {
+        self.enqueue(
+            timestamp,
+            key.is_some(),
+            || {
+                record_parts_size_upper_bound(
+                    key,
+                    value,
+                    headers.iter().map(|(k, v)| (k.as_ref(), *v)),
+                )
+            },
+            |builder| builder.push_parts(timestamp, key, value, headers),
+        )
+    }
+
+    /// The body of `send`: checks, waits for memory, and pushes the record with `push`.
+    fn enqueue(
+        &self,
+        timestamp: i64,
+        has_key: bool,
+        size_upper_bound: impl FnOnce() -> Result<usize>,
+        push: impl FnOnce(&mut BatchBuilder),
+    ) -> Result<SendHandle> {
+        let inner = &*self.inner;
+        inner.log.writable()?;
+        let now_ms = inner.log.clock().now_ms();
+        inner.log.check_new_record(timestamp, has_key, now_ms)?;
+        let estimate = size_upper_bound()?;
+        let alone = BATCH_HEADER_BYTES.saturating_add(estimate);
+        if alone > inner.max_batch {
+            return Err(Error::RecordTooLarge {
+                size: alone as u64,
+                max: u64::from(inner.log.config().max_message_bytes),
+            });
+        }
+        let reserve = estimate as u64;
+        let buffer_memory = inner.config.buffer_memory;
+        if reserve > buffer_memory {
+            return Err(Error::RecordTooLarge {
+                size: reserve,
+                max: buffer_memory,
+            });
+        }
+
+        let mut acc = inner.accumulator.lock();
+        let mut deadline = None;
+        while acc.used_memory.saturating_add(reserve) > buffer_memory {
+            if acc.closing {
+                return Err(Error::Closed);
+            }
+            let deadline = *deadline.get_or_insert_with(|| {
+                Instant::now().checked_add(Duration::from_millis(inner.config.max_block_ms))
+            });
+            if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+                return Err(Error::BufferExhausted {
+                    buffer_memory,
+                    max_block_ms: inner.config.max_block_ms,
+                });
+            }
+            // The sender seals lingering batches while anyone waits here, to free memory sooner.
+            acc.memory_waiters += 1;
+            inner.work.notify_one();
+            match deadline {
+                Some(deadline) => {
+                    inner.progress.wait_until(&mut acc, deadline);
+                }
+                None => inner.progress.wait(&mut acc),
+            }
+            acc.memory_waiters -= 1;
+        }
+        if acc.closing {
+            return Err(Error::Closed);
+        }
+        acc.used_memory += reserve;
+
+        let fits = acc.open.as_ref().is_none_or(|open| {
+            open.builder.is_empty()
+                || open.builder.uncompressed_size() + estimate <= inner.batch_limit
+        });
+        let mut wake_sender = false;
+        if !fits {
+            wake_sender |= acc.seal_open();
+        }
+        let open = match acc.open.take() {
+            Some(open) => acc.open.insert(open),
+            None => {
+                wake_sender = true;
+                let durable_log = (inner.config.acks == Acks::All).then(|| Arc::clone(&inner.log));
+                let capacity = inner.batch_limit.max(estimate);
+                // Read again: the wait for memory may have taken a while, and linger.ms counts
+                // from the batch's first record.
+                let opened_ms = if deadline.is_some() {
+                    inner.log.clock().now_ms()
+                } else {
+                    now_ms
+                };
+                acc.open_batch(
+                    inner.codec,
+                    capacity,
+                    BatchSlot::new(durable_log),
+                    opened_ms,
+                )
+            }
+        };
+        let before = open.builder.uncompressed_size();
+        push(&mut open.builder);
+        let encoded = (open.builder.uncompressed_size() - before) as u64;
+        open.reserved += encoded;
+        let index = open.builder.record_count() as i64 - 1;
+        // Under acks=0 the handle is done already and needs no share of the batch's outcome.
+        let slot = (inner.config.acks != Acks::Zero).then(|| Arc::clone(&open.slot));
+        let full = open.builder.uncompressed_size() >= inner.batch_limit;
+        // Give back what the upper bound over-reserved.
+        acc.used_memory -= reserve.saturating_sub(encoded);
+        if full {
+            wake_sender |= acc.seal_open();
+        }
+        drop(acc);
+        if wake_sender {
+            inner.work.notify_one();
+        }
+        Ok(match slot {
+            None => SendHandle::done(Ok(-1)),
+            Some(slot) => SendHandle::queued(slot, index),
+        })
+    }
+
+    /// Seals the open batch and blocks until every record sent before this call is done as
+    /// [`Acks`] `1` defines it (appended), and under `acks=all` also durable. Records sent
+    /// meanwhile by other threads may or may not be covered.
+    ///
+    /// Returns the first batch failure that no earlier `flush` or `close` reported (every record
+    /// of a failed batch also gets the error through its handle, except under `acks=0`), or the
+    /// error of the final durability wait. `Ok` means every record sent before the call is stored.
+    pub fn flush(&self) -> Result<()> {
+        let inner = &*self.inner;
+        let mut acc = inner.accumulator.lock();
+        if acc.seal_open() {
+            inner.work.notify_one();
+        }
+        let target = acc.next_seq;
+        while acc.completed_seq < target && !acc.sender_exited {
+            inner.progress.wait(&mut acc);
+        }
+        let error = acc.unreported_error.take();
+        let last_appended = acc.last_appended_offset;
+        drop(acc);
+        self.finish(error, last_appended)
+    }
+
+    /// Stops accepting records, appends every record accepted before (nothing accepted is
+    /// dropped), waits as [`flush`](Self::flush) does, and joins the sender thread. Later
+    /// [`send`](Self::send) calls, and those blocked for memory, fail with [`Error::Closed`].
+    /// Returns what `flush` would; a second call returns `Ok(())` once the first has drained.
+    ///
+    /// Dropping the producer closes it, logging any error.
+    pub fn close(&self) -> Result<()> {
+        let inner = &*self.inner;
+        {
+            let mut acc = inner.accumulator.lock();
+            acc.closing = true;
+            acc.seal_open();
+        }
+        inner.work.notify_all();
+        inner.progress.notify_all();
+        if let Some(sender) = self.sender.lock().take()
+            && sender.join().is_err()
+        {
+            log::error!(
+                "the sender thread of {} panicked",
+                inner.log.dir().display()
+            );
+        }
+        let mut acc = inner.accumulator.lock();
+        while !acc.sender_exited {
+            inner.progress.wait(&mut acc);
+        }
+        let error = acc.unreported_error.take();
+        let last_appended = acc.last_appended_offset;
+        drop(acc);
+        self.finish(error, last_appended)
+    }
+
+    /// The end of `flush` and `close`: report a failure, or under `acks=all` wait until the
+    /// last appended offset is durable.
+    fn finish(&self, error: Option<Error>, last_appended: i64) -> Result<()> {
+        if let Some(error) = error {
+            return Err(error);
+        }
+        let log = &self.inner.log;
+        if self.inner.config.acks == Acks::All
+            && last_appended >= 0
+            && log.durable_offset() <= last_appended
+        {
+            log.wait_durable(last_appended)?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Producer {
+    fn drop(&mut self) {
+        if let Err(error) = self.close() {
+            log::warn!(
+                "closing the batching writer of {} on drop: {error}",
+                self.inner.log.dir().display()
+            );
+        }
+    }
+}

@@ -1,0 +1,128 @@
+//! The sender thread (Kafka's `Sender`, for one log): takes sealed batches in order, seals the
+//! open one when `linger.ms` has passed (or memory, a flush or close asks for it), builds each
+//! batch (compression and CRC) and appends it through the log's normal append path, then
+//! resolves the batch's handles and gives its memory back.
+
+use std::time::Duration;
+
+use crate::error::Error;
+
+use super::Inner;
+use super::accumulator::PendingBatch;
+use super::config::Acks;
+
+/// The longest the sender sleeps while a batch lingers. Linger is measured on the log's clock,
+/// which need not run with the monotonic clock the sleep uses (a manual clock in tests, a wall
+/// clock that is stepped): the sender looks at it again at least this often.
+const LINGER_RECHECK: Duration = Duration::from_millis(10);
+
+/// The thread's body: runs until `close()` and every batch accepted before it is appended.
+pub(crate) fn run(inner: &Inner) {
+    // Whatever ends this loop, even a panic, no accepted record may be left unresolved.
+    let _exit = FailLeftovers(inner);
+    while let Some(batch) = next_batch(inner) {
+        append(inner, batch);
+    }
+}
+
+/// Blocks until a batch is due, and takes it; `None` once closing and drained.
+fn next_batch(inner: &Inner) -> Option<PendingBatch> {
+    let linger_ms = i64::try_from(inner.config.linger_ms).unwrap_or(i64::MAX);
+    let mut acc = inner.accumulator.lock();
+    loop {
+        if let Some(batch) = acc.sealed.pop_front() {
+            return Some(batch);
+        }
+        let (closing, memory_wanted) = (acc.closing, acc.memory_waiters > 0);
+        let Some(open) = acc.open.as_ref() else {
+            if closing {
+                return None;
+            }
+            inner.work.wait(&mut acc);
+            continue;
+        };
+        let now_ms = inner.log.clock().now_ms();
+        // A wall clock stepped back below the batch's start makes its age unknowable: send the
+        // batch now rather than hold it until the clock is back where it was.
+        let stepped_back = now_ms < open.created_ms;
+        let age_ms = now_ms.saturating_sub(open.created_ms);
+        if closing || memory_wanted || stepped_back || age_ms >= linger_ms {
+            return acc.open.take();
+        }
+        let remaining =
+            Duration::from_millis(u64::try_from(linger_ms - age_ms).unwrap_or(u64::MAX));
+        inner.work.wait_for(&mut acc, remaining.min(LINGER_RECHECK));
+    }
+}
+
+/// Builds and appends one batch, then settles its accounts and its handles.
+fn append(inner: &Inner, batch: PendingBatch) {
+    let PendingBatch {
+        seq,
+        builder,
+        slot,
+        reserved,
+        ..
+    } = batch;
+    let records = builder.record_count();
+    let result = builder
+        .build()
+        .and_then(|bytes| inner.log.append_checked_batch(bytes));
+    if let Ok(info) = &result
+        && inner.config.acks == Acks::All
+        && inner.log.durable_offset() <= info.last_offset
+    {
+        // The fsync runs on the log's flusher while this thread appends the next batch.
+        inner.log.request_sync();
+    }
+    {
+        let mut acc = inner.accumulator.lock();
+        acc.used_memory = acc.used_memory.saturating_sub(reserved);
+        acc.completed_seq = seq + 1;
+        match &result {
+            Ok(info) => {
+                acc.last_appended_offset = acc.last_appended_offset.max(info.last_offset);
+            }
+            Err(error) => {
+                log::warn!(
+                    "batching writer of {}: a batch of {records} records failed: {error}",
+                    inner.log.dir().display()
+                );
+                if acc.unreported_error.is_none() {
+                    acc.unreported_error = Some(error.duplicate());
+                }
+            }
+        }
+    }
+    inner.progress.notify_all();
+    slot.complete(result.map(|info| info.first_offset));
+}
+
+/// Runs when the sender's loop ends: fails whatever is still queued (nothing is, unless the
+/// loop panicked) and tells `flush` and `close` that the thread is gone.
+struct FailLeftovers<'a>(&'a Inner);
+
+impl Drop for FailLeftovers<'_> {
+    fn drop(&mut self) {
+        let inner = self.0;
+        let leftovers: Vec<PendingBatch> = {
+            let mut acc = inner.accumulator.lock();
+            acc.closing = true;
+            acc.seal_open();
+            let leftovers: Vec<PendingBatch> = acc.sealed.drain(..).collect();
+            for batch in &leftovers {
+                acc.used_memory = acc.used_memory.saturating_sub(batch.reserved);
+            }
+            if !leftovers.is_empty() && acc.unreported_error.is_none() {
+                acc.unreported_error = Some(Error::Closed);
+            }
+            acc.completed_seq = acc.next_seq;
+            acc.sender_exited = true;
+            leftovers
+        };
+        inner.progress.notify_all();
+        for batch in leftovers {
+            batch.slot.complete(Err(Error::Closed));
+        }
+    }
+}
