@@ -936,6 +936,47 @@ impl<E: Entry> IndexFile<E> {
         Ok(())
     }
 
+    /// Starts the index over, empty and active, on a new file created at `temp` (a file left
+    /// there earlier is removed first); the old file is left as it is. A rebuild writes its
+    /// entries there and renames the file into place once they are synced
+    /// ([`rename_to`](Self::rename_to)): no write ever reaches the old file's inode, so a crash
+    /// cannot leave the old name holding unsynced entries that read back as zeros. Without a
+    /// file, only empties the entries.
+    pub(crate) fn restart_at(&self, temp: &Path) -> Result<()> {
+        let _mutation = self.mutation.lock();
+        let backing = self.state.read().view.backing().cloned();
+        let Some(backing) = backing else {
+            if let View::InMemory { entries, .. } = &mut self.state.write().view {
+                entries.clear();
+            }
+            return Ok(());
+        };
+        if backing.storage.exists(temp)? {
+            backing.storage.remove(temp)?;
+        }
+        let file = backing.storage.open(temp, OpenMode::CreateNew)?;
+        let fresh = BackingFile {
+            file,
+            writable: true,
+            mapped: false,
+            ..backing
+        };
+        let old_view = {
+            let mut state = self.state.write();
+            state.path = Arc::from(temp);
+            std::mem::replace(
+                &mut state.view,
+                View::Active {
+                    entries: Vec::new(),
+                    backing: fresh,
+                },
+            )
+        };
+        // Drop the old mapping outside the lock.
+        drop(old_view);
+        Ok(())
+    }
+
     /// Renames the file (for example to `<name>.deleted`) and remembers the new path; without a
     /// file, only remembers it. The caller syncs the directory, so that several renames share
     /// one directory sync.

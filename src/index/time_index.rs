@@ -324,6 +324,13 @@ impl TimeIndex {
         self.file.path()
     }
 
+    /// Starts the index over, empty and writable, on a new file at `temp`, leaving the old
+    /// file untouched: how a rebuild writes its entries away from the old name (the caller
+    /// renames the file into place once synced).
+    pub(crate) fn restart_at(&self, temp: &Path) -> Result<()> {
+        self.file.restart_at(temp)
+    }
+
     /// Renames the file to `new_path` and keeps using it there; in memory, only remembers the
     /// new path. The caller syncs the directory.
     pub fn rename_to(&self, new_path: &Path) -> Result<()> {

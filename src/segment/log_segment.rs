@@ -18,7 +18,9 @@ use super::files::{SegmentFileKind, segment_file_path};
 use super::walker::{BatchSummary, BatchWalker, Frame, Step};
 use crate::error::{Corruption, Error, Result};
 use crate::format::{Batch, BatchHeader, peek_batch_frame};
-use crate::index::{OffsetIndex, OffsetPosition, TimeIndex, TimestampOffset};
+use crate::index::{
+    OffsetIndex, OffsetPosition, TRUNCATION_TEMP_SUFFIX, TimeIndex, TimestampOffset,
+};
 use crate::storage::{OpenMode, Storage, StorageFile};
 
 /// Whether a sealed segment's `.log` is mapped for reads.
@@ -991,8 +993,23 @@ impl Segment {
         if !sealed {
             return self.scan();
         }
-        self.offset_index.make_writable()?;
-        self.time_index.make_writable()?;
+        // The rebuilt indexes are written to new files under temporary names and renamed into
+        // place only once synced. A sealed segment below the recovery point is trusted at the
+        // next open after an O(1) check, so a crash must not leave an index whose unsynced
+        // entries read back as zeros (an entry (0, 0) passes that check): it leaves either the
+        // old files, untouched, or the temporary ones, which open deletes unread
+        // (`*.deleted`), and the index is rebuilt again.
+        let on_disk = !self.offset_index.is_in_memory() && !self.time_index.is_in_memory();
+        let final_paths = [self.offset_index.path(), self.time_index.path()];
+        if on_disk {
+            let [offset_path, time_path] = &final_paths;
+            self.offset_index
+                .restart_at(&temp_index_path(offset_path))?;
+            self.time_index.restart_at(&temp_index_path(time_path))?;
+        } else {
+            self.offset_index.make_writable()?;
+            self.time_index.make_writable()?;
+        }
         let report = self.scan()?;
         if report.first_invalid.is_none() {
             let writer = self.writer.lock();
@@ -1003,6 +1020,14 @@ impl Segment {
         }
         self.offset_index.sync()?;
         self.time_index.sync()?;
+        if on_disk {
+            let [offset_path, time_path] = &final_paths;
+            self.offset_index.rename_to(offset_path)?;
+            self.time_index.rename_to(time_path)?;
+            if let Some(dir) = offset_path.parent() {
+                self.storage.sync_dir(dir)?;
+            }
+        }
         self.offset_index.seal()?;
         self.time_index.seal()?;
         Ok(report)
@@ -1857,4 +1882,12 @@ fn validate_config(config: &SegmentConfig) -> Result<()> {
         });
     }
     Ok(())
+}
+
+/// Where [`Segment::rescan`] rebuilds an index before renaming it into place: the index's name
+/// with [`TRUNCATION_TEMP_SUFFIX`], a `*.deleted` name that open removes unread.
+fn temp_index_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_os_string();
+    name.push(TRUNCATION_TEMP_SUFFIX);
+    PathBuf::from(name)
 }
