@@ -6,9 +6,15 @@
 //! followers: they wait, and those the sync did not cover elect the next leader. So at most one
 //! sync runs at a time, and N concurrent waiters cost about two syncs, not N.
 //!
+//! A finished sync wakes only whom it must. When it covers no waiter (they all appended while it
+//! ran, the common case under load), it wakes one of them to lead the next sync and leaves the
+//! rest asleep until a sync covers them: waking all would make every waiter run twice per sync,
+//! which on a small machine costs more than the sync itself.
+//!
 //! A failed sync poisons the log (DESIGN §3.4): the kernel may have dropped the dirty pages it
 //! failed to write, so nothing later may be reported durable until the log is reopened.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use parking_lot::{Condvar, Mutex};
@@ -24,6 +30,31 @@ struct LeaderState {
     /// since its target may lie above the new end of the log.
     generation: u64,
     poisoned: bool,
+    /// The offsets that sleeping waiters wait for, with how many wait for each: a finished sync
+    /// compares the lowest with what it made durable to decide whom to wake.
+    waiting: BTreeMap<i64, usize>,
+}
+
+impl LeaderState {
+    fn start_waiting(&mut self, offset: i64) {
+        *self.waiting.entry(offset).or_insert(0) += 1;
+    }
+
+    fn stop_waiting(&mut self, offset: i64) {
+        if let Some(count) = self.waiting.get_mut(&offset) {
+            *count -= 1;
+            if *count == 0 {
+                self.waiting.remove(&offset);
+            }
+        }
+    }
+
+    /// Whether some sleeping waiter's offset is below `durable`.
+    fn covers_a_waiter(&self, durable: i64) -> bool {
+        self.waiting
+            .first_key_value()
+            .is_some_and(|(&lowest, _)| lowest < durable)
+    }
 }
 
 /// See the [module docs](self).
@@ -81,12 +112,16 @@ impl GroupCommit {
                         return Err(Error::Poisoned);
                     }
                     if self.durable.get() > offset {
+                        // This waiter may have been the one woken to lead: pass that on.
+                        self.wake_a_leader_if_needed(&state);
                         return Ok(());
                     }
                     if !state.in_flight {
                         break;
                     }
+                    state.start_waiting(offset);
                     self.handover.wait(&mut state);
+                    state.stop_waiting(offset);
                 }
                 state.in_flight = true;
                 state.generation
@@ -100,7 +135,13 @@ impl GroupCommit {
                     if current {
                         self.durable.advance(durable_end);
                     }
-                    self.handover.notify_all();
+                    if state.covers_a_waiter(self.durable.get()) {
+                        // Covered waiters must return; the uncovered ones among them find the
+                        // next leader in flight (or become it) and sleep again.
+                        self.handover.notify_all();
+                    } else {
+                        self.wake_a_leader_if_needed(&state);
+                    }
                     if current && durable_end <= offset {
                         // The sync covered everything the log holds, and `offset` is not in it:
                         // a truncation took it away. Waiting longer would spin forever.
@@ -116,6 +157,13 @@ impl GroupCommit {
                     return Err(error);
                 }
             }
+        }
+    }
+
+    /// With no sync in flight and waiters asleep, wakes one of them to lead the next sync.
+    fn wake_a_leader_if_needed(&self, state: &LeaderState) {
+        if !state.in_flight && !state.waiting.is_empty() {
+            self.handover.notify_one();
         }
     }
 
