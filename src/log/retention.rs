@@ -694,12 +694,14 @@ fn deleted(candidate: &Candidate, rule: RetentionRule) -> DeletedSegment {
 
 /// The maintenance thread: a retention pass every `retention.check.interval.ms` of the log's
 /// clock, then, on a compacted log, a compaction pass if one is due, until the log closes (DESIGN §4, "Observability and threads").
-pub(super) fn maintenance_loop(shared: &Shared) {
+///
+/// `opened_ms` is the log's time at open: the first interval counts from it.
+pub(super) fn maintenance_loop(shared: &Shared, opened_ms: i64) {
     let interval_ms = shared.config.retention_check_interval_ms.max(1);
     // Wake often enough to notice the interval on the log's clock (a manual one in tests), never
     // busier than every 5 ms nor lazier than every 100 ms.
     let tick = Duration::from_millis(u64::try_from(interval_ms.clamp(5, 100)).unwrap_or(100));
-    let mut last_pass_ms = shared.clock.now_ms();
+    let mut last_pass_ms = opened_ms;
     loop {
         {
             let mut stop = shared.maintenance_stop.lock();
