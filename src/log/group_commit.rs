@@ -210,7 +210,7 @@ impl GroupCommit {
 mod tests {
     use super::*;
     use std::sync::Arc;
-    use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+    use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
     use std::time::Duration;
 
     #[test]
@@ -243,6 +243,57 @@ mod tests {
         assert_eq!(commit.durable_offset(), 400);
         // Not a timing claim: with 8 writers some syncs must have been shared.
         assert!(syncs.load(Ordering::SeqCst) < 400);
+    }
+
+    #[test]
+    fn waiters_a_sync_does_not_cover_get_one_leader_whose_sync_covers_them_all() {
+        const FOLLOWERS: usize = 6;
+        let commit = Arc::new(GroupCommit::new(0));
+        // Offset 0 is appended; the followers append 1..=FOLLOWERS while its sync runs.
+        let end = Arc::new(AtomicI64::new(1));
+        let syncs = Arc::new(AtomicUsize::new(0));
+        let release = Arc::new(AtomicBool::new(false));
+        let sync = {
+            let (end, syncs, release) =
+                (Arc::clone(&end), Arc::clone(&syncs), Arc::clone(&release));
+            move || {
+                if syncs.fetch_add(1, Ordering::SeqCst) == 0 {
+                    // The first sync read its target (1) before the followers appended.
+                    while !release.load(Ordering::SeqCst) {
+                        std::thread::yield_now();
+                    }
+                    return Ok(1);
+                }
+                Ok(end.load(Ordering::SeqCst))
+            }
+        };
+        let leader = {
+            let (commit, sync) = (Arc::clone(&commit), sync.clone());
+            std::thread::spawn(move || commit.wait_durable(0, sync))
+        };
+        while syncs.load(Ordering::SeqCst) == 0 {
+            std::thread::yield_now();
+        }
+        let followers: Vec<_> = (0..FOLLOWERS)
+            .map(|_| {
+                let offset = end.fetch_add(1, Ordering::SeqCst);
+                let (commit, sync) = (Arc::clone(&commit), sync.clone());
+                std::thread::spawn(move || commit.wait_durable(offset, sync))
+            })
+            .collect();
+        // Every follower is asleep behind the first sync before it ends.
+        while commit.leader.lock().waiting.values().sum::<usize>() < FOLLOWERS {
+            std::thread::yield_now();
+        }
+        release.store(true, Ordering::SeqCst);
+        leader.join().unwrap().unwrap();
+        for follower in followers {
+            follower.join().unwrap().unwrap();
+        }
+        // The first sync covered none of them: one was woken to lead, and its sync covered all.
+        assert_eq!(syncs.load(Ordering::SeqCst), 2);
+        assert_eq!(commit.durable_offset(), 1 + FOLLOWERS as i64);
+        assert!(commit.leader.lock().waiting.is_empty());
     }
 
     #[test]
