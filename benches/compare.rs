@@ -18,9 +18,7 @@
 //! (plus a few extra, such as user bytes per second and latency percentiles).
 //!
 //! Adding a row: write one function `fn row_name(ctx: &Ctx) -> Outcome` and list it in
-//! [`ROWS`]. The batching writer's row and the compaction row are listed there already, as
-//! [`row_batching_writer`] and [`row_compaction`]; until their code is merged they report
-//! "not yet measured" and write no JSON line.
+//! [`ROWS`].
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Write};
@@ -30,7 +28,8 @@ use std::time::Instant;
 
 use commitlog::message::MessageSet;
 use partlog::{
-    BatchBuilder, Compression, FetchData, FlushPolicy, Log, LogConfig, NewRecord, ReadBound,
+    Acks, BatchBuilder, CleanupPolicy, Compression, CompressionType, FetchData, FlushPolicy, Log,
+    LogConfig, NewRecord, Producer, ProducerConfig, ReadBound,
 };
 
 /// One row of DESIGN §7's table: its name, and the function that measures it.
@@ -109,8 +108,8 @@ impl Rep {
 enum Outcome {
     /// A measured row.
     Measured(Measured),
-    /// A row whose code is not merged yet: printed as such, no JSON line.
-    NotYetMeasured { why: &'static str },
+    /// A row measured in several variants (compaction: one per codec), one table line each.
+    MeasuredMany(Vec<Measured>),
 }
 
 struct Measured {
@@ -494,13 +493,64 @@ fn row_unbatched(ctx: &Ctx) -> Outcome {
     )
 }
 
+/// Records a rep of the batching-writer row sends (and commitlog appends in 100-record batches).
+const BATCHING_WRITER_RECORDS: usize = UNBATCHED_RECORDS * 5;
+
 /// The batching writer, one `send()` per 100 B record, against commitlog's pre-built
-/// 100-record batches. Hook: the batching writer is built on another branch; its row replaces
-/// this body once merged (`commitlog_batched_rep` below is its reference side).
-fn row_batching_writer(_ctx: &Ctx) -> Outcome {
-    Outcome::NotYetMeasured {
-        why: "the batching writer is not merged on this branch",
-    }
+/// 100-record batches. Both sides end with the records in the kernel (they survive SIGKILL):
+/// the producer runs at acks=1 and the timed region ends when `flush()` returns, after which
+/// every batch is appended; commitlog's `append` writes before it returns. The producer is
+/// created before and closed after the timed region (commitlog's open and drop are untimed too);
+/// its settings are Kafka 4's defaults (`batch.size` 16384, `linger.ms` 5).
+fn row_batching_writer(ctx: &Ctx) -> Outcome {
+    let records = BATCHING_WRITER_RECORDS;
+    let rep = |ctx: &Ctx| {
+        let dir = ctx.fresh_dir("partlog");
+        let log = Arc::new(Log::open(&dir, config(FlushPolicy::OsDecides)).expect("open"));
+        let producer_config = ProducerConfig::builder()
+            .acks(Acks::One)
+            .build()
+            .expect("a valid producer config");
+        let producer = Producer::new(Arc::clone(&log), producer_config).expect("producer");
+        let record = NewRecord::new(TIMESTAMP, None, Some(&SMALL_VALUE));
+        let started = Instant::now();
+        for _ in 0..records {
+            // acks=1 resolves on append; flush() below waits for every batch, so the handle
+            // itself is not needed.
+            drop(producer.send(&record).expect("send"));
+        }
+        producer.flush().expect("flush");
+        let seconds = started.elapsed().as_secs_f64();
+        producer.close().expect("close");
+        drop(producer);
+        assert_eq!(
+            log.log_end_offset(),
+            records as i64,
+            "every record appended"
+        );
+        drop(log);
+        Rep {
+            seconds,
+            records: records as u64,
+            user_bytes: (records * SMALL_VALUE.len()) as u64,
+        }
+    };
+    let (a, b, ratio, _) = pairs(
+        ctx,
+        || rep(ctx),
+        || commitlog_batched_rep(ctx, records),
+        Rep::records_per_second,
+    );
+    throughput_row(
+        "batching writer, one send() per 100 B record (acks=1, until flush)",
+        "commitlog 0.2, pre-built 100-message batches",
+        a,
+        b,
+        ratio,
+        1.0,
+        ">= 1.0",
+        "no",
+    )
 }
 
 /// commitlog's side of the batching-writer row: pre-built 100-record `MessageBuf`s.
@@ -530,7 +580,7 @@ fn commitlog_batched_rep(ctx: &Ctx, records: usize) -> Rep {
 
 /// partlog's own 100-record `append(records)`, reported beside the batching writer's row.
 fn row_append_records_100(ctx: &Ctx) -> Outcome {
-    let records = UNBATCHED_RECORDS * 5;
+    let records = BATCHING_WRITER_RECORDS;
     let rep = |ctx: &Ctx| {
         let dir = ctx.fresh_dir("partlog");
         let batch: Vec<NewRecord> = (0..100)
@@ -1033,13 +1083,180 @@ fn row_open(ctx: &Ctx) -> Outcome {
     outcome
 }
 
-/// Compaction, codec none and lz4, a few thousand keys, at least 1 GiB, against `read()` of the
-/// same bytes. Hook: the compaction bench is built on another branch (benches/compaction.rs);
-/// its row replaces this body once merged.
-fn row_compaction(_ctx: &Ctx) -> Outcome {
-    Outcome::NotYetMeasured {
-        why: "the compaction bench is not merged on this branch",
+// ---------------------------------------------------------------------------------------------
+// Row 11: compaction, codec none and lz4.
+//
+// The log is benches/compaction.rs's: 100-record batches of 1 KiB values (half random, half a
+// repeated pattern, so lz4 shrinks them to a bit over half) over 4,096 keys, in segments of an
+// eighth of the log, so that each key has hundreds of superseded records. It is built once per
+// codec, untimed; each partlog rep copies it into a fresh directory (untimed) and times one
+// `Log::compact()`. Compaction's input is the bytes of the segments the pass reads, counting both
+// phases (building the key map, then copying the survivors): `CompactionStats::bytes_read`. The
+// reference reads the same segments' files with `read()` in 1 MiB chunks, from the page cache
+// like the pass, and counts the bytes it read.
+
+/// Bytes of `.log` data in the compaction row's log (DESIGN §7: at least 1 GiB), in every mode.
+const COMPACTION_LOG_BYTES: u64 = 1 << 30;
+const COMPACTION_KEYS: u64 = 4_096;
+const COMPACTION_VALUE_BYTES: usize = 1_024;
+
+fn compaction_config(codec: CompressionType) -> LogConfig {
+    LogConfig::builder()
+        .segment_bytes(u32::try_from(COMPACTION_LOG_BYTES / 8).expect("fits a u32"))
+        .cleanup_policy(CleanupPolicy::COMPACT)
+        .compression_type(codec)
+        .build()
+        .expect("a valid config")
+}
+
+/// A value half random, half a repeated pattern.
+fn compaction_value(state: &mut u64) -> Vec<u8> {
+    let mut value = Vec::with_capacity(COMPACTION_VALUE_BYTES);
+    while value.len() < COMPACTION_VALUE_BYTES / 2 {
+        *state ^= *state << 13;
+        *state ^= *state >> 7;
+        *state ^= *state << 17;
+        value.extend_from_slice(&state.to_be_bytes());
     }
+    value.resize(COMPACTION_VALUE_BYTES, b'v');
+    value
+}
+
+/// The `.log` files of `dir`, in offset order.
+fn log_files(dir: &Path) -> Vec<PathBuf> {
+    let mut logs: Vec<PathBuf> = fs::read_dir(dir)
+        .expect("list")
+        .map(|entry| entry.expect("entry").path())
+        .filter(|path| path.extension().is_some_and(|e| e == "log"))
+        .collect();
+    logs.sort();
+    logs
+}
+
+fn log_bytes(dir: &Path) -> u64 {
+    log_files(dir)
+        .iter()
+        .map(|path| fs::metadata(path).map_or(0, |m| m.len()))
+        .sum()
+}
+
+/// Builds the row's log in `dir`: at least `COMPACTION_LOG_BYTES` of `.log` data.
+fn build_compaction_log(dir: &Path, codec: CompressionType) {
+    let log = Log::open(dir, compaction_config(codec)).expect("open");
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let mut record = 0u64;
+    let mut appended = 0u64;
+    while appended < COMPACTION_LOG_BYTES {
+        let keys: Vec<Vec<u8>> = (0..100)
+            .map(|i| format!("key-{:05}", (record + i) % COMPACTION_KEYS).into_bytes())
+            .collect();
+        let values: Vec<Vec<u8>> = (0..100).map(|_| compaction_value(&mut state)).collect();
+        let batch: Vec<NewRecord> = keys
+            .iter()
+            .zip(&values)
+            .map(|(key, value)| NewRecord::new(TIMESTAMP, Some(key), Some(value)))
+            .collect();
+        appended += log.append(&batch).expect("append").bytes as u64;
+        record += 100;
+    }
+    log.close().expect("close");
+}
+
+fn copy_log(from: &Path, to: &Path) {
+    for entry in fs::read_dir(from).expect("list") {
+        let path = entry.expect("entry").path();
+        let name = path.file_name().expect("a file name");
+        if name == "partlog.lock" {
+            continue;
+        }
+        fs::copy(&path, to.join(name)).expect("copy");
+    }
+}
+
+/// Reads every byte of `files` with `read()` in 1 MiB chunks; returns the bytes read.
+fn read_files(files: &[PathBuf]) -> u64 {
+    let mut buf = vec![0u8; READ_CHUNK];
+    let mut total = 0u64;
+    for path in files {
+        let mut file = File::open(path).expect("open");
+        loop {
+            let n = file.read(&mut buf).expect("read");
+            if n == 0 {
+                break;
+            }
+            total += n as u64;
+        }
+        std::hint::black_box(&buf);
+    }
+    total
+}
+
+fn row_compaction(ctx: &Ctx) -> Outcome {
+    let mut rows = Vec::new();
+    for (name, codec) in [
+        ("none", CompressionType::Uncompressed),
+        ("lz4", CompressionType::Lz4),
+    ] {
+        let template = ctx.fresh_dir("compaction-template");
+        build_compaction_log(&template, codec);
+        let template_bytes = log_bytes(&template);
+        // The files the pass reads: every segment but the active one.
+        let mut sealed = log_files(&template);
+        sealed.pop();
+        let mut passes = Vec::new();
+        let compact_rep = || {
+            let dir = ctx.fresh_dir("partlog");
+            copy_log(&template, &dir);
+            let log = Log::open(&dir, compaction_config(codec)).expect("open");
+            let started = Instant::now();
+            let stats = log.compact().expect("compact");
+            let seconds = started.elapsed().as_secs_f64();
+            log.close().expect("close");
+            drop(log);
+            assert!(
+                stats.records_removed > 0,
+                "the pass removed superseded records"
+            );
+            passes.push((stats.bytes_read, stats.bytes_written));
+            Rep {
+                seconds,
+                records: stats.bytes_read,
+                user_bytes: stats.bytes_read,
+            }
+        };
+        let read_rep = || {
+            let started = Instant::now();
+            let bytes = read_files(&sealed);
+            Rep {
+                seconds: started.elapsed().as_secs_f64(),
+                records: bytes,
+                user_bytes: bytes,
+            }
+        };
+        let (a, b, ratio, _) = pairs(ctx, compact_rep, read_rep, Rep::user_bytes_per_second);
+        let (bytes_read, bytes_written) = passes.last().copied().unwrap_or_default();
+        fs::remove_dir_all(&template).ok();
+        rows.push(Measured {
+            workload: format!(
+                "compaction, codec {name}, {COMPACTION_KEYS} keys, {:.2} GiB log",
+                template_bytes as f64 / f64::from(1u32 << 30)
+            ),
+            unit: "MB/s",
+            partlog: a.user_bytes_per_second() / 1e6,
+            reference: b.user_bytes_per_second() / 1e6,
+            reference_name: "read() of the same segments' files".into(),
+            ratio,
+            target: 0.1,
+            target_text: ">= 0.1",
+            roll_and_close_timed: "-",
+            extra: vec![
+                ("log_bytes".into(), template_bytes as f64),
+                ("pass_bytes_read_both_phases".into(), bytes_read as f64),
+                ("pass_bytes_written".into(), bytes_written as f64),
+            ],
+        });
+    }
+    Outcome::MeasuredMany(rows)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1145,21 +1362,19 @@ fn main() {
         let row_started = Instant::now();
         let outcome = row(&ctx);
         let took = row_started.elapsed();
-        match outcome {
-            Outcome::Measured(row) => {
-                println!(
-                    "  {name}: ratio {:.3} (target {}), {:.1} s",
-                    row.ratio,
-                    row.target_text,
-                    took.as_secs_f64()
-                );
-                lines.push(json_line(&row));
-                measured.push((name, Some(row), None));
-            }
-            Outcome::NotYetMeasured { why } => {
-                println!("  {name}: not yet measured ({why})");
-                measured.push((name, None, Some(why)));
-            }
+        let rows = match outcome {
+            Outcome::Measured(row) => vec![row],
+            Outcome::MeasuredMany(rows) => rows,
+        };
+        for row in rows {
+            println!(
+                "  {name}: ratio {:.3} (target {}), {:.1} s",
+                row.ratio,
+                row.target_text,
+                took.as_secs_f64()
+            );
+            lines.push(json_line(&row));
+            measured.push(row);
         }
     }
     println!();
@@ -1167,32 +1382,26 @@ fn main() {
         "| workload | unit | partlog | reference | reference name | ratio (higher is better) | target | met | roll and close timed | notes |"
     );
     println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
-    for (name, row, why) in &measured {
-        match (row, why) {
-            (Some(row), _) => println!(
-                "| {} | {} | {} | {} | {} | {:.3} | {} | {} | {} | {} |",
-                row.workload,
-                row.unit,
-                human(row.partlog),
-                human(row.reference),
-                row.reference_name,
-                row.ratio,
-                row.target_text,
-                if row.target.is_nan() {
-                    "-"
-                } else if row.ratio >= row.target {
-                    "yes"
-                } else {
-                    "NO"
-                },
-                row.roll_and_close_timed,
-                notes(row)
-            ),
-            (None, why) => println!(
-                "| {name} | - | not yet measured | - | - | - | - | - | - | {} |",
-                why.unwrap_or("")
-            ),
-        }
+    for row in &measured {
+        println!(
+            "| {} | {} | {} | {} | {} | {:.3} | {} | {} | {} | {} |",
+            row.workload,
+            row.unit,
+            human(row.partlog),
+            human(row.reference),
+            row.reference_name,
+            row.ratio,
+            row.target_text,
+            if row.target.is_nan() {
+                "-"
+            } else if row.ratio >= row.target {
+                "yes"
+            } else {
+                "NO"
+            },
+            row.roll_and_close_timed,
+            notes(row)
+        );
     }
     let jsonl = target_dir.join("compare.jsonl");
     fs::create_dir_all(&target_dir).expect("create the target directory");

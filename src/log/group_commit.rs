@@ -6,9 +6,15 @@
 //! followers: they wait, and those the sync did not cover elect the next leader. So at most one
 //! sync runs at a time, and N concurrent waiters cost about two syncs, not N.
 //!
+//! A finished sync wakes only whom it must. When it covers no waiter (they all appended while it
+//! ran, the common case under load), it wakes one of them to lead the next sync and leaves the
+//! rest asleep until a sync covers them: waking all would make every waiter run twice per sync,
+//! which on a small machine costs more than the sync itself.
+//!
 //! A failed sync poisons the log (DESIGN §3.4): the kernel may have dropped the dirty pages it
 //! failed to write, so nothing later may be reported durable until the log is reopened.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use parking_lot::{Condvar, Mutex};
@@ -24,6 +30,33 @@ struct LeaderState {
     /// since its target may lie above the new end of the log.
     generation: u64,
     poisoned: bool,
+    /// The offsets that sleeping waiters wait for, with how many wait for each: a finished sync
+    /// compares the lowest with what it made durable to decide whom to wake.
+    waiting: BTreeMap<i64, usize>,
+    /// The last sync woke waiters it covered: the next leader lets them append first.
+    woke_covered: bool,
+}
+
+impl LeaderState {
+    fn start_waiting(&mut self, offset: i64) {
+        *self.waiting.entry(offset).or_insert(0) += 1;
+    }
+
+    fn stop_waiting(&mut self, offset: i64) {
+        if let Some(count) = self.waiting.get_mut(&offset) {
+            *count -= 1;
+            if *count == 0 {
+                self.waiting.remove(&offset);
+            }
+        }
+    }
+
+    /// Whether some sleeping waiter's offset is below `durable`.
+    fn covers_a_waiter(&self, durable: i64) -> bool {
+        self.waiting
+            .first_key_value()
+            .is_some_and(|(&lowest, _)| lowest < durable)
+    }
 }
 
 /// See the [module docs](self).
@@ -74,23 +107,34 @@ impl GroupCommit {
             if self.durable.get() > offset {
                 return Ok(());
             }
-            let generation = {
+            let (generation, woke_covered) = {
                 let mut state = self.leader.lock();
                 loop {
                     if state.poisoned {
                         return Err(Error::Poisoned);
                     }
                     if self.durable.get() > offset {
+                        // This waiter may have been the one woken to lead: pass that on.
+                        self.wake_a_leader_if_needed(&state);
                         return Ok(());
                     }
                     if !state.in_flight {
                         break;
                     }
+                    state.start_waiting(offset);
                     self.handover.wait(&mut state);
+                    state.stop_waiting(offset);
                 }
                 state.in_flight = true;
-                state.generation
+                (state.generation, std::mem::take(&mut state.woke_covered))
             };
+            if woke_covered {
+                // The waiters the last sync covered were just woken and are about to append
+                // again: give them the CPU first, so that this sync covers their next appends
+                // instead of leaving them to the one after (on a 2-core machine the leader
+                // otherwise runs ahead of them and every other sync covers one or two records).
+                std::thread::yield_now();
+            }
             let result = sync();
             let mut state = self.leader.lock();
             state.in_flight = false;
@@ -100,7 +144,14 @@ impl GroupCommit {
                     if current {
                         self.durable.advance(durable_end);
                     }
-                    self.handover.notify_all();
+                    if state.covers_a_waiter(self.durable.get()) {
+                        // Covered waiters must return; the uncovered ones among them find the
+                        // next leader in flight (or become it) and sleep again.
+                        state.woke_covered = true;
+                        self.handover.notify_all();
+                    } else {
+                        self.wake_a_leader_if_needed(&state);
+                    }
                     if current && durable_end <= offset {
                         // The sync covered everything the log holds, and `offset` is not in it:
                         // a truncation took it away. Waiting longer would spin forever.
@@ -116,6 +167,13 @@ impl GroupCommit {
                     return Err(error);
                 }
             }
+        }
+    }
+
+    /// With no sync in flight and waiters asleep, wakes one of them to lead the next sync.
+    fn wake_a_leader_if_needed(&self, state: &LeaderState) {
+        if !state.in_flight && !state.waiting.is_empty() {
+            self.handover.notify_one();
         }
     }
 
@@ -152,7 +210,7 @@ impl GroupCommit {
 mod tests {
     use super::*;
     use std::sync::Arc;
-    use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+    use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
     use std::time::Duration;
 
     #[test]
@@ -185,6 +243,57 @@ mod tests {
         assert_eq!(commit.durable_offset(), 400);
         // Not a timing claim: with 8 writers some syncs must have been shared.
         assert!(syncs.load(Ordering::SeqCst) < 400);
+    }
+
+    #[test]
+    fn waiters_a_sync_does_not_cover_get_one_leader_whose_sync_covers_them_all() {
+        const FOLLOWERS: usize = 6;
+        let commit = Arc::new(GroupCommit::new(0));
+        // Offset 0 is appended; the followers append 1..=FOLLOWERS while its sync runs.
+        let end = Arc::new(AtomicI64::new(1));
+        let syncs = Arc::new(AtomicUsize::new(0));
+        let release = Arc::new(AtomicBool::new(false));
+        let sync = {
+            let (end, syncs, release) =
+                (Arc::clone(&end), Arc::clone(&syncs), Arc::clone(&release));
+            move || {
+                if syncs.fetch_add(1, Ordering::SeqCst) == 0 {
+                    // The first sync read its target (1) before the followers appended.
+                    while !release.load(Ordering::SeqCst) {
+                        std::thread::yield_now();
+                    }
+                    return Ok(1);
+                }
+                Ok(end.load(Ordering::SeqCst))
+            }
+        };
+        let leader = {
+            let (commit, sync) = (Arc::clone(&commit), sync.clone());
+            std::thread::spawn(move || commit.wait_durable(0, sync))
+        };
+        while syncs.load(Ordering::SeqCst) == 0 {
+            std::thread::yield_now();
+        }
+        let followers: Vec<_> = (0..FOLLOWERS)
+            .map(|_| {
+                let offset = end.fetch_add(1, Ordering::SeqCst);
+                let (commit, sync) = (Arc::clone(&commit), sync.clone());
+                std::thread::spawn(move || commit.wait_durable(offset, sync))
+            })
+            .collect();
+        // Every follower is asleep behind the first sync before it ends.
+        while commit.leader.lock().waiting.values().sum::<usize>() < FOLLOWERS {
+            std::thread::yield_now();
+        }
+        release.store(true, Ordering::SeqCst);
+        leader.join().unwrap().unwrap();
+        for follower in followers {
+            follower.join().unwrap().unwrap();
+        }
+        // The first sync covered none of them: one was woken to lead, and its sync covered all.
+        assert_eq!(syncs.load(Ordering::SeqCst), 2);
+        assert_eq!(commit.durable_offset(), 1 + FOLLOWERS as i64);
+        assert!(commit.leader.lock().waiting.is_empty());
     }
 
     #[test]

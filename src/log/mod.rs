@@ -354,7 +354,8 @@ impl Log {
         };
         if !read_only && log.shared.config.retention_check_interval_ms > 0 {
             let shared = Arc::clone(&log.shared);
-            // The first interval counts from the open, not from whenever the thread first runs.
+            // The first interval counts from the open, not from whenever the new thread first
+            // runs: on a loaded machine that can be after the clock has moved on.
             let opened_ms = shared.clock.now_ms();
             // On failure the log drops, which closes it and stops the flusher.
             let maintenance = std::thread::Builder::new()
@@ -495,7 +496,9 @@ impl Log {
             builder.push(record);
         }
         let batch = builder.build()?;
-        self.append_built(batch)
+        // The time the records were checked against serves the append too: a second clock read
+        // per append cost as much as the CRC.
+        self.append_built(batch, now)
     }
 
     /// The checks [`append`](Self::append) makes of each record: a key in a compacted log, and
@@ -536,7 +539,7 @@ impl Log {
     /// [`append`](Self::append)'s path (size limit, offsets, roll, flush policy).
     pub(crate) fn append_checked_batch(&self, batch: Vec<u8>) -> Result<LogAppendInfo> {
         self.check_writable()?;
-        self.append_built(batch)
+        self.append_built(batch, self.shared.clock.now_ms())
     }
 
     /// Asks the flusher thread to run a group-commit sync now, without waiting for it.
@@ -560,7 +563,7 @@ impl Log {
     pub fn append_batch(&self, batch: &[u8]) -> Result<LogAppendInfo> {
         self.check_writable()?;
         let batch = self.validate_producer_batch(batch, true)?;
-        self.append_built(batch)
+        self.append_built(batch, self.shared.clock.now_ms())
     }
 
     /// [`append_batch`](Self::append_batch) without the record-framing check: the records are
@@ -570,7 +573,7 @@ impl Log {
     pub fn append_batch_trusted(&self, batch: &[u8]) -> Result<LogAppendInfo> {
         self.check_writable()?;
         let batch = self.validate_producer_batch(batch, false)?;
-        self.append_built(batch)
+        self.append_built(batch, self.shared.clock.now_ms())
     }
 
     fn validate_producer_batch(&self, bytes: &[u8], check_records: bool) -> Result<Vec<u8>> {
@@ -664,7 +667,10 @@ impl Log {
     }
 
     /// Assigns offsets to a validated batch and appends it under the writer lock.
-    fn append_built(&self, mut batch: Vec<u8>) -> Result<LogAppendInfo> {
+    ///
+    /// `now` is the log's time for this append (rolling by age, LogAppendTime), read by the
+    /// caller.
+    fn append_built(&self, mut batch: Vec<u8>, now: i64) -> Result<LogAppendInfo> {
         let shared = &self.shared;
         let config = &shared.config;
         if batch.len() as u64 > u64::from(config.max_message_bytes) {
@@ -673,7 +679,6 @@ impl Log {
                 max: u64::from(config.max_message_bytes),
             });
         }
-        let now = shared.clock.now_ms();
         let log_append_time = (config.message_timestamp_type == TimestampType::LogAppendTime)
             .then(|| set_log_append_time(&mut batch, now).map(|()| now))
             .transpose()?;

@@ -705,6 +705,8 @@ fn deleted(candidate: &Candidate, rule: RetentionRule) -> DeletedSegment {
 
 /// The maintenance thread: a retention pass every `retention.check.interval.ms` of the log's
 /// clock, then, on a compacted log, a compaction pass if one is due, until the log closes (DESIGN §4, "Observability and threads").
+///
+/// `opened_ms` is the log's time at open: the first interval counts from it.
 pub(super) fn maintenance_loop(shared: &Shared, opened_ms: i64) {
     let interval_ms = shared.config.retention_check_interval_ms.max(1);
     // Wake often enough to notice the interval on the log's clock (a manual one in tests), never

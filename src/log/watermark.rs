@@ -90,6 +90,10 @@ impl Watermark {
     fn wake_satisfied(&self, value: i64) {
         let woken: Vec<Waiter> = {
             let mut waiters = self.waiters.lock();
+            if waiters.iter().all(|w| value <= w.above) {
+                // The common case (often no waiter at all): nothing to wake, nothing to move.
+                return;
+            }
             let (woken, kept) = std::mem::take(&mut *waiters)
                 .into_iter()
                 .partition(|w| value > w.above);

@@ -628,13 +628,8 @@ impl Segment {
                 max: (i32::MAX as u64).saturating_sub(start),
             });
         }
-        let headers = self.check_batches(batches, writer.next_offset)?;
-        let (Some(first), Some(last)) = (headers.first(), headers.last()) else {
-            return Err(Error::InvalidArgument {
-                why: "append of zero batches".into(),
-            });
-        };
-        let (first_offset, last_offset) = (first.1.base_offset, last.1.last_offset());
+        let checked = self.check_batches(batches, writer.next_offset)?;
+        let (first_offset, last_offset) = (checked.first_offset, checked.last_offset);
 
         if let Err(error) = self.log.write_all_at(batches, start) {
             self.undo_write(&mut writer, start);
@@ -645,10 +640,16 @@ impl Segment {
         let mut bytes_since = writer.bytes_since_last_index_entry;
         let mut max_so_far = writer.max_timestamp_so_far;
         let index_result = (|| {
-            for (relative_position, header) in &headers {
-                let position = start + *relative_position as u64;
+            // The headers again, parsed where check_batches parsed them (and cannot fail now):
+            // cheaper than collecting them, which cost an allocation per append.
+            let mut relative_position = 0usize;
+            while let Some(rest) = batches.get(relative_position..).filter(|r| !r.is_empty()) {
+                let header =
+                    BatchHeader::parse(rest).map_err(|what| Error::InvalidBatch { what })?;
+                let position = start + relative_position as u64;
+                relative_position += header.total_size();
                 max_timestamp = max_timestamp.max(header.max_timestamp);
-                note_max_timestamp(&mut max_so_far, &BatchSummary::of_v2(header));
+                note_max_timestamp(&mut max_so_far, &BatchSummary::of_v2(&header));
                 if bytes_since > u64::from(self.config.index_interval_bytes) {
                     if !self.offset_index.is_full() {
                         // Positions fit: the whole file stays within i32::MAX bytes.
@@ -674,7 +675,7 @@ impl Segment {
         }
 
         if start == 0 {
-            writer.rolling_based_timestamp = Some(Some(first.1.max_timestamp));
+            writer.rolling_based_timestamp = Some(Some(checked.first_max_timestamp));
         }
         writer.size = new_size;
         writer.next_offset = last_offset + 1;
@@ -683,21 +684,17 @@ impl Segment {
         self.publish(&writer);
         Ok(AppendInfo {
             position: start,
-            batches: headers.len(),
+            batches: checked.count,
             first_offset,
             last_offset,
             max_timestamp,
         })
     }
 
-    /// Parses and checks the framing and offsets of `batches`; returns each header with its
-    /// position relative to the start of `batches`.
-    fn check_batches(
-        &self,
-        batches: &[u8],
-        mut next_offset: i64,
-    ) -> Result<Vec<(usize, BatchHeader)>> {
-        let mut headers = Vec::new();
+    /// Parses and checks the framing and offsets of `batches`; returns what the append needs
+    /// of them. Fails on zero batches.
+    fn check_batches(&self, batches: &[u8], mut next_offset: i64) -> Result<CheckedBatches> {
+        let mut checked: Option<CheckedBatches> = None;
         let mut position = 0usize;
         while position < batches.len() {
             let rest = &batches[position..];
@@ -731,10 +728,19 @@ impl Segment {
                 });
             }
             next_offset = last + 1;
-            headers.push((position, header));
+            let checked = checked.get_or_insert(CheckedBatches {
+                count: 0,
+                first_offset: header.base_offset,
+                last_offset: last,
+                first_max_timestamp: header.max_timestamp,
+            });
+            checked.count += 1;
+            checked.last_offset = last;
             position += size;
         }
-        Ok(headers)
+        checked.ok_or_else(|| Error::InvalidArgument {
+            why: "append of zero batches".into(),
+        })
     }
 
     /// Truncates the file back to `size` after a failed append; marks the segment broken if
@@ -1890,4 +1896,13 @@ fn temp_index_path(path: &Path) -> PathBuf {
     let mut name = path.as_os_str().to_os_string();
     name.push(TRUNCATION_TEMP_SUFFIX);
     PathBuf::from(name)
+}
+
+/// What [`Segment::append`] needs of the batches it checked.
+struct CheckedBatches {
+    count: usize,
+    first_offset: i64,
+    last_offset: i64,
+    /// The first batch's maxTimestamp: the time rolling counts from, in a new segment.
+    first_max_timestamp: i64,
 }
