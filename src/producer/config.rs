@@ -60,6 +60,25 @@ impl FromStr for Acks {
 /// Build one with [`ProducerConfig::builder`], or start from [`ProducerConfig::default`] and change
 /// fields; [`Producer::new`](crate::Producer::new) validates it again. Invalid values are
 /// [`Error::InvalidConfig`] naming the setting as Kafka spells it.
+///
+/// ```
+/// use std::time::Duration;
+/// use partlog::{Acks, Error, ProducerConfig};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// // Kafka's producer properties, as strings, map onto the builder:
+/// let config = ProducerConfig::builder()
+///     .acks("1".parse::<Acks>()?) // acks=1: resolved once appended
+///     .linger(Duration::from_millis(20))
+///     .batch_size(64 * 1024)
+///     .build()?;
+/// assert_eq!((config.linger_ms, config.buffer_memory), (20, 32 * 1024 * 1024));
+///
+/// let refused = ProducerConfig::builder().buffer_memory(0).build();
+/// assert!(matches!(refused, Err(Error::InvalidConfig { setting: "buffer.memory", .. })));
+/// # Ok(())
+/// # }
+/// ```
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProducerConfig {
