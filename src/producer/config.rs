@@ -16,6 +16,8 @@ use crate::error::{Error, Result};
 /// | `0` | it is queued in the accumulator (the offset is not known yet: -1) | nothing; a crash of the process loses it |
 /// | `1` | its batch is appended: in the file and visible to readers | a crash of the process |
 /// | `all` | its batch is fsynced, through the log's group commit | a crash of the machine |
+///
+/// Default: [`Acks::All`] (Kafka 3.0 and later).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Acks {
     /// `acks=0`: done when queued. Errors reach no handle; [`Producer::flush`](crate::Producer::flush)
