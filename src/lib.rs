@@ -73,7 +73,7 @@
 //!
 //! | item | what it is |
 //! | --- | --- |
-//! | [`Log`] | one partition directory: [`open`](Log::open) / [`open_read_only`](Log::open_read_only), [`append`](Log::append) / [`append_batch`](Log::append_batch), [`read`](Log::read) / [`records`](Log::records), [`wait_durable`](Log::wait_durable), [`truncate_to`](Log::truncate_to), [`delete_records_before`](Log::delete_records_before), [`enforce_retention`](Log::enforce_retention), [`close`](Log::close). `Send + Sync`: share it with an `Arc`. |
+//! | [`Log`] | one partition directory: [`open`](Log::open) / [`open_read_only`](Log::open_read_only), [`append`](Log::append) / [`append_batch`](Log::append_batch), [`read`](Log::read) / [`read_into`](Log::read_into) / [`records`](Log::records), [`wait_durable`](Log::wait_durable), [`truncate_to`](Log::truncate_to), [`delete_records_before`](Log::delete_records_before), [`enforce_retention`](Log::enforce_retention), [`compact`](Log::compact), [`close`](Log::close). `Send + Sync`: share it with an `Arc`. |
 //! | [`LogConfig`], [`LogConfigBuilder`] | every setting, under its Kafka name with Kafka's default; [`CleanupPolicy`], [`CompressionType`], [`RecoveryMode`] |
 //! | [`FlushPolicy`] | when appends are fsynced without being asked (Kafka's `flush.messages` / `flush.ms`); the default leaves it to the OS, as Kafka does |
 //! | [`ReadBound`] | how far a read may go: [`LogEnd`](ReadBound::LogEnd), or only what is [`Durable`](ReadBound::Durable) |
@@ -81,14 +81,17 @@
 //! | [`LogRecord`], [`LogRecords`] | owned records, and the iterator of [`Log::records`] across segments |
 //! | [`LogAppendInfo`], [`LogStats`], [`RecoveryReport`] | what an append stored, the log's counters, what the last open found and did |
 //! | [`RetentionReport`], [`DeletedSegment`], [`RetentionRule`] | what a retention pass deleted, and by which rule |
+//! | [`CompactionOptions`], [`CompactionStats`], [`CompactionSchedule`], [`PRODUCER_ID_EXPIRATION_MS`] | one compaction pass's settings and what it did; whether a pass is due ([`Log::compaction_schedule`]) |
+//! | [`Observer`], [`LogEvent`] | a hook that hears rolls, fsyncs, recoveries, retention and compaction passes as they happen (metrics, aimed fault tests) |
 //! | [`Producer`], [`ProducerConfig`], [`ProducerConfigBuilder`], [`Acks`], [`SendHandle`] | the batching writer: `send` one record at a time, appended in batches by a background thread; the handle resolves per `acks` (0, 1, all), blocking or as a future |
 //! | [`WaitDurable`], [`WaitForData`] | the future forms of [`Log::wait_durable`] and [`Log::wait_for_data`]: [`Log::durable`], [`Log::data_available`] |
 //! | [`Error`], [`Corruption`], [`Result`] | the one error type, and the kinds of bad bytes |
 //! | [`BatchBuilder`], [`NewRecord`] | records in, one RecordBatch v2 out (none, lz4 or zstd), for [`Log::append_batch`] |
 //! | [`BatchView`], [`BatchHeader`], [`BatchIter`], [`Record`], [`RecordIter`], [`Header`], [`HeaderIter`] | borrowed, validated views of batch bytes; records decode lazily |
+//! | [`Batch`], [`AnyBatchIter`], [`BatchRecords`], [`LegacyBatchView`], [`LegacyHeader`], [`LegacyRecordIter`] | either kind of batch a log may hold: v2, or legacy (magic 0/1) messages, as [`FetchData::batches`] yields them |
 //! | [`Compression`], [`TimestampType`], [`ControlRecordType`], [`EndTransactionMarker`] | the codec, timestamp-type and control-record fields of the format |
-//! | [`verify_dir`], [`VerifyReport`] | a full, read-only check of a directory, legacy messages included (what `partlog verify` runs) |
-//! | [`upgrade_dir`], [`UpgradeOptions`], [`UpgradeReport`] | rewrites a directory of legacy (magic 0/1) messages or gzip/snappy batches as v2, same offsets (what `partlog upgrade` runs) |
+//! | [`verify_dir`], [`VerifyReport`], [`Finding`], [`Severity`], [`SegmentSummary`] | a full, read-only check of a directory, legacy messages included (what `partlog verify` runs) |
+//! | [`upgrade_dir`], [`UpgradeOptions`], [`UpgradeReport`], [`UpgradedSegment`], [`GROUPED_RECORDS_BYTES`] | rewrites a directory of legacy (magic 0/1) messages or gzip/snappy batches as v2, same offsets (what `partlog upgrade` runs) |
 //! | [`unstable`] | the lower layers (segments, indexes, the storage seam, the clock, `partlog.checkpoint`, and with feature `sim` the crash simulator); may change before 1.0 |
 //!
 //! **Durability in one paragraph.** [`Log::append`] returns once its batch is in the file and

@@ -205,6 +205,31 @@ pub struct CompactionStats {
 }
 
 /// Whether a compaction pass is due, and why: see [`Log::compaction_schedule`].
+///
+/// ```
+/// use partlog::{CleanupPolicy, Log, LogConfig, NewRecord};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let dir = tempfile::tempdir()?;
+/// // Small segments (a test-only floor) so that a few appends seal some.
+/// let config = LogConfig::builder_for_tests()
+///     .cleanup_policy(CleanupPolicy::COMPACT)
+///     .segment_bytes(4096)
+///     .build()?;
+/// let log = Log::open(dir.path(), config)?;
+/// for i in 0..200_i64 {
+///     let key = format!("user-{}", i % 4);
+///     log.append(&[NewRecord::new(1_700_000_000_000 + i, Some(key.as_bytes()), Some(b"state"))])?;
+/// }
+/// let schedule = log.compaction_schedule()?;
+/// // Nothing was ever compacted: every sealed segment is dirty.
+/// assert_eq!(schedule.clean_bytes, 0);
+/// assert!(schedule.dirty_bytes > 0 && schedule.due);
+/// log.compact()?;
+/// assert!(!log.compaction_due()?); // what the pass cleaned is clean now
+/// # Ok(())
+/// # }
+/// ```
 #[non_exhaustive]
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct CompactionSchedule {

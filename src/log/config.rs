@@ -720,6 +720,8 @@ impl LogConfigBuilder {
 /// leaving it to the OS, as Kafka does by default and recommends (Kafka relies on replication for
 /// durability, which a single partlog log does not have), or after a number of messages, a number
 /// of bytes, a time, or every append.
+///
+/// Default: [`FlushPolicy::OsDecides`] (Kafka's).
 #[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum FlushPolicy {
@@ -818,6 +820,8 @@ impl FlushPolicy {
 /// during a write: it is truncated whatever the mode, and the recovery report says how many bytes
 /// went. Below the recovery point the bytes were synced, so an invalid one means the disk or
 /// something outside partlog damaged them: that is corruption, and this policy decides.
+///
+/// Default: [`RecoveryMode::Fail`].
 #[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum RecoveryMode {
@@ -836,6 +840,8 @@ pub enum RecoveryMode {
 /// Kafka writes it as a comma-separated list ([`CleanupPolicy::from_kafka_str`]). The empty list,
 /// which Kafka also accepts, sets neither: the log keeps every segment, and only
 /// `delete_records_before` and `truncate_to` remove data.
+///
+/// Default: [`CleanupPolicy::DELETE`] (Kafka's).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct CleanupPolicy {
     /// `delete`: segments past `retention.ms` or `retention.bytes` are deleted.
@@ -936,6 +942,8 @@ impl FromStr for CleanupPolicy {
 ///
 /// partlog writes batches uncompressed, with LZ4 or with zstd. Kafka's `gzip` and `snappy` are
 /// not offered, so [`CompressionType::from_kafka_str`] rejects them.
+///
+/// Default: [`CompressionType::Producer`] (Kafka's).
 #[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum CompressionType {

@@ -8,7 +8,7 @@ use crate::error::{Error, Result};
 use crate::format::{Batch, TimestampType, peek_batch_frame};
 use crate::segment::{Segment, SegmentRead};
 
-/// How far a read may go.
+/// How far a read may go. Default: [`ReadBound::LogEnd`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ReadBound {
     /// Up to the log end offset: everything appended, as a Kafka leader serves

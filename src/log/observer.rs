@@ -23,6 +23,40 @@ use super::stats::RecoveryReport;
 /// while the log holds its writer lock. An observer must therefore return quickly and must not
 /// call the log that sent the event: a write or a maintenance call from inside `on_event` can
 /// deadlock. Record what you need and act on it elsewhere.
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::sync::atomic::{AtomicU64, Ordering};
+/// use partlog::{Log, LogConfig, LogEvent, NewRecord, Observer};
+///
+/// /// Counts fsyncs and their total time, as a metrics exporter would.
+/// #[derive(Default)]
+/// struct FsyncMeter {
+///     fsyncs: AtomicU64,
+///     nanos: AtomicU64,
+/// }
+///
+/// impl Observer for FsyncMeter {
+///     fn on_event(&self, event: &LogEvent<'_>) {
+///         if let LogEvent::Fsync { duration, result: Ok(()), .. } = event {
+///             self.fsyncs.fetch_add(1, Ordering::Relaxed);
+///             let nanos = u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX);
+///             self.nanos.fetch_add(nanos, Ordering::Relaxed);
+///         }
+///     }
+/// }
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let dir = tempfile::tempdir()?;
+/// let meter = Arc::new(FsyncMeter::default());
+/// let config = LogConfig::builder().observer(meter.clone()).build()?;
+/// let log = Log::open(dir.path(), config)?;
+/// let appended = log.append(&[NewRecord::new(1_700_000_000_000, None, Some(b"hello"))])?;
+/// log.wait_durable(appended.last_offset)?; // one group-commit sync
+/// assert!(meter.fsyncs.load(Ordering::Relaxed) >= 1);
+/// # Ok(())
+/// # }
+/// ```
 pub trait Observer: Send + Sync {
     /// One event. The default ignores it, so an observer implements only what it watches.
     fn on_event(&self, event: &LogEvent<'_>) {
@@ -37,7 +71,8 @@ impl fmt::Debug for dyn Observer {
     }
 }
 
-/// What an [`Observer`] hears. More kinds may come in later versions.
+/// What an [`Observer`] hears. More kinds may come in later versions, so a `match` on it needs a
+/// wildcard arm (the [`Observer`] example matches one kind with `if let`).
 #[non_exhaustive]
 #[derive(Debug, Clone)]
 pub enum LogEvent<'a> {

@@ -4,10 +4,15 @@
 //! - **After a clean shutdown** the checkpoint's clean-shutdown fields name the active segment,
 //!   its size and the log end offset. If all three match the directory, open reads the active
 //!   segment's tail and nothing else: sealed segments stay closed until a reader needs them.
-//! - **After a crash** every segment from the one holding the recovery point on is validated
-//!   batch by batch, and its indexes are rebuilt. An invalid byte above the recovery point is a
-//!   torn write: the segment is truncated there and later segments are deleted. An invalid byte
-//!   below it is corruption, and [`RecoveryMode`] decides.
+//! - **After a crash** every segment from the one holding the offset before the recovery point
+//!   on is validated batch by batch (index entries below the point are kept after a check), and
+//!   its indexes are rebuilt. An invalid byte above the recovery point is a torn write: the
+//!   segment is truncated there and later segments are deleted. An invalid byte below it is
+//!   corruption, and [`RecoveryMode`] decides. An offset gap between segments is a lost tail
+//!   (the log is cut there) unless the log is compacted and the gap lies below the recovery
+//!   point, or the directory has no partlog checkpoint yet.
+//! - **An interrupted compaction** is finished first: a leftover `.swap` replaces every segment
+//!   whose base lies in `[its base, its next offset)`.
 //!
 //! A read-only open never writes: it validates the same way, but keeps rebuilt indexes in memory
 //! and simply stops reading at the first invalid byte.

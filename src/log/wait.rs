@@ -29,6 +29,42 @@ impl Log {
     /// [`Error::Closed`] if the log closes before the future sees the offset durable (close
     /// itself makes every appended offset durable, so that only happens in a race with close).
     /// A log opened read-only has no flusher: [`Error::Unsupported`].
+    ///
+    /// Any executor can drive it; this one is a dozen lines of std:
+    ///
+    /// ```
+    /// use std::future::Future;
+    /// use std::sync::Arc;
+    /// use std::task::{Context, Poll, Wake, Waker};
+    /// use partlog::{Log, LogConfig, NewRecord};
+    ///
+    /// /// Polls `future` on this thread, parking between wake-ups.
+    /// fn block_on<F: Future>(future: F) -> F::Output {
+    ///     struct Unpark(std::thread::Thread);
+    ///     impl Wake for Unpark {
+    ///         fn wake(self: Arc<Self>) {
+    ///             self.0.unpark();
+    ///         }
+    ///     }
+    ///     let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+    ///     let mut future = std::pin::pin!(future);
+    ///     loop {
+    ///         if let Poll::Ready(output) = future.as_mut().poll(&mut Context::from_waker(&waker)) {
+    ///             return output;
+    ///         }
+    ///         std::thread::park();
+    ///     }
+    /// }
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let dir = tempfile::tempdir()?;
+    /// let log = Log::open(dir.path(), LogConfig::default())?;
+    /// let appended = log.append(&[NewRecord::new(1_700_000_000_000, None, Some(b"hello"))])?;
+    /// block_on(log.durable(appended.last_offset))?; // the flusher thread ran the fsync
+    /// assert!(log.durable_offset() > appended.last_offset);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn durable(&self, offset: i64) -> WaitDurable {
         let shared = Arc::clone(&self.shared);
         let early = if shared.read_only {

@@ -16,6 +16,8 @@ use crate::error::{Error, Result};
 /// | `0` | it is queued in the accumulator (the offset is not known yet: -1) | nothing; a crash of the process loses it |
 /// | `1` | its batch is appended: in the file and visible to readers | a crash of the process |
 /// | `all` | its batch is fsynced, through the log's group commit | a crash of the machine |
+///
+/// Default: [`Acks::All`] (Kafka 3.0 and later).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Acks {
     /// `acks=0`: done when queued. Errors reach no handle; [`Producer::flush`](crate::Producer::flush)
@@ -60,6 +62,25 @@ impl FromStr for Acks {
 /// Build one with [`ProducerConfig::builder`], or start from [`ProducerConfig::default`] and change
 /// fields; [`Producer::new`](crate::Producer::new) validates it again. Invalid values are
 /// [`Error::InvalidConfig`] naming the setting as Kafka spells it.
+///
+/// ```
+/// use std::time::Duration;
+/// use partlog::{Acks, Error, ProducerConfig};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// // Kafka's producer properties, as strings, map onto the builder:
+/// let config = ProducerConfig::builder()
+///     .acks("1".parse::<Acks>()?) // acks=1: resolved once appended
+///     .linger(Duration::from_millis(20))
+///     .batch_size(64 * 1024)
+///     .build()?;
+/// assert_eq!((config.linger_ms, config.buffer_memory), (20, 32 * 1024 * 1024));
+///
+/// let refused = ProducerConfig::builder().buffer_memory(0).build();
+/// assert!(matches!(refused, Err(Error::InvalidConfig { setting: "buffer.memory", .. })));
+/// # Ok(())
+/// # }
+/// ```
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProducerConfig {

@@ -20,10 +20,11 @@ Prints the segments (base offset, offsets, .log/.index/.timeindex sizes), the lo
 offsets, the durable offset (the recovery point the writer recorded; the whole log after a clean
 close), and the time range (the first batch's first timestamp, the last batch's largest).
 
-Compaction dirtiness: partlog keeps no cleaner checkpoint on disk, so Kafka's dirty ratio (bytes
-after the last cleaned offset) is not known from the files. --superseded reads every record
-instead and counts those whose key appears again later: what a compaction would remove now, as a
-share of the records (keys are held in memory: one entry per distinct key).";
+Compaction dirtiness: stats does not print Kafka's dirty ratio (the bytes after the first dirty
+offset, which a compacting writer keeps in partlog.cleaner-checkpoint; the application that writes
+the log gets it from Log::compaction_schedule). --superseded reads every record instead and counts
+those whose key appears again later: what a compaction would remove now, as a share of the
+records (keys are held in memory: one entry per distinct key).";
 
 /// Arguments of `partlog stats`.
 #[derive(Debug, Args)]
