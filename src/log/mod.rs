@@ -980,6 +980,17 @@ impl Log {
     /// (DESIGN §4, Truncation). A batch that straddles `offset` goes whole, so the new log end
     /// offset may be a little below `offset`; it is returned. Readers positioned above it get
     /// [`Error::Truncated`].
+    ///
+    /// In a compacted log, an `offset` in a gap that compaction left ends the log after the last
+    /// batch kept below it, so the new end may be well below `offset`.
+    ///
+    /// Compaction has already removed the records that a later record of
+    /// their key superseded. Truncating below such a later record removes the key's latest
+    /// value without bringing the older ones back: the key then reads as its last record below
+    /// `offset` that compaction kept, or not at all. Kafka avoids this by cleaning only below
+    /// the high watermark and truncating only above it; do the same by truncating only above
+    /// what [`compact`](Self::compact) has cleaned. (A crash after such a truncation can also
+    /// lose durable records: a known bug, see the CHANGELOG.)
     pub fn truncate_to(&self, offset: i64) -> Result<i64> {
         self.check_writable()?;
         if offset < 0 {

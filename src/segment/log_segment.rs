@@ -1679,9 +1679,39 @@ impl Segment {
     /// base of a batch that straddles `offset`, else `offset` (or the current end, if lower).
     pub fn truncation_point(&self, offset: i64) -> Result<i64> {
         Ok(match self.translate_offset(offset, self.size())? {
-            Some((frame, summary)) => self.first_offset_of(&frame, &summary)?.min(offset),
+            Some((frame, summary)) => {
+                let first = self.first_offset_of(&frame, &summary)?;
+                if first <= offset {
+                    first
+                } else {
+                    // `offset` falls in a gap a compaction left, before this batch: the file
+                    // ends after the batch before it, and so must the log. Ending the log at
+                    // `offset` instead would leave a recovery point above the last batch in
+                    // the file, and bytes appended after that batch and torn by a crash would
+                    // look like corruption below the recovery point.
+                    self.next_offset_before(frame.position)?
+                }
+            }
             None => self.next_offset().min(offset),
         })
+    }
+
+    /// The offset after the last batch that ends at or before byte `position` (the segment's
+    /// base offset when none does): a walk from the start of the file, which only a truncation
+    /// into a compaction gap needs.
+    fn next_offset_before(&self, position: u64) -> Result<i64> {
+        let log_path = self.log_path();
+        let mut walker = BatchWalker::new(&self.log, &log_path, position);
+        let mut next_offset = self.base_offset;
+        let mut at = 0;
+        while at < position {
+            let Step::Batch(frame) = walker.frame_at(at)? else {
+                break;
+            };
+            next_offset = walker.summary(&frame)?.next_offset();
+            at = frame.position + frame.total_size;
+        }
+        Ok(next_offset)
     }
 
     /// The first offset of the batch framed by `frame`: from its summary, except for a
