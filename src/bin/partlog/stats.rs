@@ -14,17 +14,17 @@ use crate::{CliError, Outcome};
 pub const EXAMPLES: &str = "\
 Examples:
   partlog stats /tmp/orders-0
-  partlog stats /tmp/users-0 --superseded --json
+  partlog stats /tmp/users-0 --cleanup-policy compact --superseded --json
 
 Prints the segments (base offset, offsets, .log/.index/.timeindex sizes), the log start and end
 offsets, the durable offset (the recovery point the writer recorded; the whole log after a clean
 close), and the time range (the first batch's first timestamp, the last batch's largest).
 
-Compaction dirtiness: stats does not print Kafka's dirty ratio (the bytes after the first dirty
-offset, which a compacting writer keeps in partlog.cleaner-checkpoint; the application that writes
-the log gets it from Log::compaction_schedule). --superseded reads every record instead and counts
-those whose key appears again later: what a compaction would remove now, as a share of the
-records (keys are held in memory: one entry per distinct key).";
+Compaction dirtiness: --cleanup-policy compact prints Kafka's dirty ratio as the writer's
+scheduler sees it (the bytes after the first dirty offset, which a compacting writer keeps in
+partlog.cleaner-checkpoint, over the cleanable bytes; Log::compaction_schedule). --superseded reads
+every record instead and counts those whose key appears again later: what a compaction would
+remove now, as a share of the records (keys are held in memory: one entry per distinct key).";
 
 /// Arguments of `partlog stats`.
 #[derive(Debug, Args)]
@@ -37,6 +37,13 @@ pub struct StatsArgs {
     /// later, and tombstones' older records).
     #[arg(long)]
     pub superseded: bool,
+
+    /// The log's cleanup.policy (delete, compact, or compact,delete). With compact, stats also
+    /// prints Kafka's dirty ratio as the writer's scheduler sees it (Log::compaction_schedule):
+    /// the first dirty offset (from partlog.cleaner-checkpoint), dirty and clean bytes, and
+    /// whether a pass is due at min.cleanable.dirty.ratio 0.5 and the default lags.
+    #[arg(long, value_name = "POLICY", default_value = "delete")]
+    pub cleanup_policy: String,
 
     /// One JSON object instead of text.
     #[arg(long)]
@@ -54,8 +61,19 @@ struct SegmentLine {
 /// Runs `partlog stats`.
 pub fn run(args: &StatsArgs) -> Result<Outcome, CliError> {
     crate::require_dir(&args.dir)?;
-    let log = crate::open_live_reader(&args.dir, Duration::from_millis(100))?;
+    let cleanup_policy = partlog::CleanupPolicy::from_kafka_str(&args.cleanup_policy)?;
+    let config = partlog::LogConfig::builder()
+        .allow_live_writer(true)
+        .poll_interval(Duration::from_millis(100))
+        .cleanup_policy(cleanup_policy)
+        .build()?;
+    let log = Log::open_read_only(&args.dir, config)?;
     let stats = log.stats();
+    let schedule = if cleanup_policy.compact {
+        Some(log.compaction_schedule()?)
+    } else {
+        None
+    };
     let bases = crate::segment_bases(&args.dir)?;
     let storage = OsStorage::new();
     let size = |path: &Path| storage.metadata(path).map_or(0, |m| m.len);
@@ -116,6 +134,21 @@ pub fn run(args: &StatsArgs) -> Result<Outcome, CliError> {
                 ",\"records\":{records},\"superseded_records\":{gone}"
             ));
         }
+        if let Some(schedule) = &schedule {
+            out.push_str(&format!(
+                ",\"first_dirty_offset\":{},\"dirty_bytes\":{},\"clean_bytes\":{},\"dirty_ratio\":{},\"compaction_due\":{}",
+                schedule.first_dirty_offset,
+                schedule.dirty_bytes,
+                schedule.clean_bytes,
+                // JSON has no NaN: an empty cleanable range has no ratio to speak of.
+                if schedule.dirty_ratio.is_finite() {
+                    schedule.dirty_ratio
+                } else {
+                    0.0
+                },
+                schedule.due
+            ));
+        }
         out.push('}');
         println!("{out}");
         return Ok(Outcome::Done);
@@ -144,6 +177,16 @@ pub fn run(args: &StatsArgs) -> Result<Outcome, CliError> {
         };
         println!(
             "compaction: {gone} of {records} records are superseded by a later record with their key ({share:.1}%)"
+        );
+    }
+    if let Some(schedule) = &schedule {
+        println!(
+            "compaction: first dirty offset {}, {} dirty and {} clean bytes in the cleanable range, dirty ratio {:.3}, a pass is {}",
+            schedule.first_dirty_offset,
+            schedule.dirty_bytes,
+            schedule.clean_bytes,
+            schedule.dirty_ratio,
+            if schedule.due { "due" } else { "not due" }
         );
     }
     Ok(Outcome::Done)
