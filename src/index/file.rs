@@ -354,7 +354,8 @@ fn read_entries<E: Entry>(file: &dyn StorageFile, count: usize) -> Result<Vec<E>
     Ok(entries)
 }
 
-/// The temporary path a truncation writes before renaming it over `path`.
+/// The temporary path a truncation, or a sealed segment's index rebuild, writes before renaming
+/// it over `path`.
 pub(crate) fn truncation_temp_path(path: &Path) -> PathBuf {
     let mut name = path.as_os_str().to_os_string();
     name.push(TRUNCATION_TEMP_SUFFIX);

@@ -39,7 +39,7 @@ pub use time_index::{TimeIndex, TimestampOffset};
     unused_imports,
     reason = "for the log's loader, which deletes leftovers at open"
 )]
-pub(crate) use file::TRUNCATION_TEMP_SUFFIX;
+pub(crate) use file::{TRUNCATION_TEMP_SUFFIX, truncation_temp_path};
 
 use crate::error::{Error, Result};
 

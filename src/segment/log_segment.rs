@@ -18,9 +18,7 @@ use super::files::{SegmentFileKind, segment_file_path};
 use super::walker::{BatchSummary, BatchWalker, Frame, Step};
 use crate::error::{Corruption, Error, Result};
 use crate::format::{Batch, BatchHeader, peek_batch_frame};
-use crate::index::{
-    OffsetIndex, OffsetPosition, TRUNCATION_TEMP_SUFFIX, TimeIndex, TimestampOffset,
-};
+use crate::index::{OffsetIndex, OffsetPosition, TimeIndex, TimestampOffset, truncation_temp_path};
 use crate::storage::{OpenMode, Storage, StorageFile};
 
 /// Whether a sealed segment's `.log` is mapped for reads.
@@ -1010,8 +1008,9 @@ impl Segment {
         if on_disk {
             let [offset_path, time_path] = &final_paths;
             self.offset_index
-                .restart_at(&temp_index_path(offset_path))?;
-            self.time_index.restart_at(&temp_index_path(time_path))?;
+                .restart_at(&truncation_temp_path(offset_path))?;
+            self.time_index
+                .restart_at(&truncation_temp_path(time_path))?;
         } else {
             self.offset_index.make_writable()?;
             self.time_index.make_writable()?;
@@ -1918,14 +1917,6 @@ fn validate_config(config: &SegmentConfig) -> Result<()> {
         });
     }
     Ok(())
-}
-
-/// Where [`Segment::rescan`] rebuilds an index before renaming it into place: the index's name
-/// with [`TRUNCATION_TEMP_SUFFIX`], a `*.deleted` name that open removes unread.
-fn temp_index_path(path: &Path) -> PathBuf {
-    let mut name = path.as_os_str().to_os_string();
-    name.push(TRUNCATION_TEMP_SUFFIX);
-    PathBuf::from(name)
 }
 
 /// What [`Segment::append`] needs of the batches it checked.
