@@ -981,16 +981,19 @@ impl Log {
     /// offset may be a little below `offset`; it is returned. Readers positioned above it get
     /// [`Error::Truncated`].
     ///
-    /// In a compacted log, an `offset` in a gap that compaction left ends the log after the last
-    /// batch kept below it, so the new end may be well below `offset`.
+    /// In a compacted log the new end is the offset after the last batch kept, since the files
+    /// are all that record the end: an `offset` in a gap that compaction left, or at a batch that
+    /// follows one, ends the log after the last batch kept below it (the segment's base offset
+    /// if it keeps none), so the new end may be well below `offset`, and the log start offset
+    /// comes down to it if it was higher (nothing below the old start comes back: every batch
+    /// kept ends at or below the new end).
     ///
     /// Compaction has already removed the records that a later record of
     /// their key superseded. Truncating below such a later record removes the key's latest
     /// value without bringing the older ones back: the key then reads as its last record below
     /// `offset` that compaction kept, or not at all. Kafka avoids this by cleaning only below
     /// the high watermark and truncating only above it; do the same by truncating only above
-    /// what [`compact`](Self::compact) has cleaned. (A crash after such a truncation can also
-    /// lose durable records: a known bug, see the CHANGELOG.)
+    /// what [`compact`](Self::compact) has cleaned.
     pub fn truncate_to(&self, offset: i64) -> Result<i64> {
         self.check_writable()?;
         if offset < 0 {

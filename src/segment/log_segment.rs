@@ -1646,16 +1646,20 @@ impl Segment {
             return Ok(0);
         };
         let first_offset = self.first_offset_of(&frame, &summary)?;
+        // The end is what the file will record: after the last batch kept, which in a
+        // compacted segment may lie below both `offset` and the removed batch's first offset.
+        let kept_end = self.next_offset_before(frame.position, first_offset.min(offset))?;
         let mut writer = self.writer.lock();
         let position = frame.position;
         self.truncations.fetch_add(1, Ordering::AcqRel);
-        self.offset_index.truncate_to(offset)?;
-        self.time_index.truncate_to(offset)?;
+        // Every entry at or above the kept end points into a removed batch (a time-index entry
+        // may name an offset below `offset` inside a straddling batch).
+        self.offset_index.truncate_to(kept_end)?;
+        self.time_index.truncate_to(kept_end)?;
         self.log.set_len(position)?;
         let removed = writer.size - position;
         writer.size = position;
-        // Below `offset` when a batch straddled it; `offset` itself when it fell in a gap.
-        writer.next_offset = first_offset.min(offset);
+        writer.next_offset = kept_end;
         // The largest timestamp so far: the time index's last entry, or a batch after the last
         // offset-index entry (entries are added together, so nothing before it is missing).
         let last_entry = self.offset_index.last_entry()?;
@@ -1675,42 +1679,66 @@ impl Segment {
     }
 
     /// Where [`truncate_to`](Self::truncate_to)`(offset)` would leave the segment's end: the
-    /// base of a batch that straddles `offset`, else `offset` (or the current end, if lower).
+    /// offset after the last batch it keeps (the segment's base offset when it keeps none), or
+    /// `offset` (or the current end, if lower) when no batch goes.
+    ///
+    /// Without compaction that is the base of the batch holding `offset`. In a compacted
+    /// segment the last batch kept may end below it (the removed batch followed a gap, or
+    /// `offset` fell in one): the end must then drop to that batch's end, because the file is
+    /// all that records the end. Ending the log higher would claim offsets that no byte on disk
+    /// holds: a reopen (after a crash or not) finds the lower end, below what the log said was
+    /// durable, and a recovery point above the file's last batch makes torn appends after it
+    /// look like corruption.
     pub fn truncation_point(&self, offset: i64) -> Result<i64> {
         Ok(match self.translate_offset(offset, self.size())? {
             Some((frame, summary)) => {
                 let first = self.first_offset_of(&frame, &summary)?;
-                if first <= offset {
-                    first
-                } else {
-                    // `offset` falls in a gap a compaction left, before this batch: the file
-                    // ends after the batch before it, and so must the log. Ending the log at
-                    // `offset` instead would leave a recovery point above the last batch in
-                    // the file, and bytes appended after that batch and torn by a crash would
-                    // look like corruption below the recovery point.
-                    self.next_offset_before(frame.position)?
-                }
+                self.next_offset_before(frame.position, first.min(offset))?
             }
             None => self.next_offset().min(offset),
         })
     }
 
     /// The offset after the last batch that ends at or before byte `position` (the segment's
-    /// base offset when none does): a walk from the start of the file, which only a truncation
-    /// into a compaction gap needs.
-    fn next_offset_before(&self, position: u64) -> Result<i64> {
+    /// base offset when none does). `first_removed` bounds the offsets of the batch at
+    /// `position`: the walk starts at the offset index's entry below it, so it reads only the
+    /// batches between that entry and `position` (the whole file if the entry does not lead
+    /// there exactly: the index is derived data, the `.log` decides).
+    fn next_offset_before(&self, position: u64, first_removed: i64) -> Result<i64> {
+        if position == 0 {
+            return Ok(self.base_offset);
+        }
+        let entry = self
+            .offset_index
+            .lookup(first_removed.saturating_sub(1))
+            .ok()
+            .map(|entry| u64::from(entry.position))
+            .filter(|&at| at < position);
+        if let Some(at) = entry
+            && let Ok(Some(next_offset)) = self.next_offset_between(at, position)
+        {
+            return Ok(next_offset);
+        }
+        Ok(self
+            .next_offset_between(0, position)?
+            .unwrap_or(self.base_offset))
+    }
+
+    /// The offset after the last batch of those that tile the bytes from `from` (a batch
+    /// boundary) to `position` exactly; `None` when they do not (or there are none).
+    fn next_offset_between(&self, from: u64, position: u64) -> Result<Option<i64>> {
         let log_path = self.log_path();
         let mut walker = BatchWalker::new(&self.log, &log_path, position);
-        let mut next_offset = self.base_offset;
-        let mut at = 0;
+        let mut next_offset = None;
+        let mut at = from;
         while at < position {
             let Step::Batch(frame) = walker.frame_at(at)? else {
-                break;
+                return Ok(None);
             };
-            next_offset = walker.summary(&frame)?.next_offset();
+            next_offset = Some(walker.summary(&frame)?.next_offset());
             at = frame.position + frame.total_size;
         }
-        Ok(next_offset)
+        Ok(next_offset.filter(|_| at == position))
     }
 
     /// The first offset of the batch framed by `frame`: from its summary, except for a

@@ -306,6 +306,52 @@ fn truncate_to_removes_whole_batches_and_appends_continue() {
     assert_eq!(segment.truncate_to(1000).unwrap(), 0);
 }
 
+/// In a compacted segment the batch removed may follow a gap: the end must be the offset after
+/// the last batch kept (what a reopen finds in the file), not the removed batch's first offset.
+#[test]
+fn truncate_after_a_gap_ends_after_the_last_batch_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let segment = Segment::create(&storage(), dir.path(), 10, small_config(), T0).unwrap();
+    segment
+        .append(&batch(12, 2, T0, 10, Compression::None))
+        .unwrap(); // 12..=13
+    segment
+        .append(&batch(20, 3, T0, 10, Compression::None))
+        .unwrap(); // 20..=22
+    segment
+        .append(&batch(30, 2, T0, 10, Compression::Lz4))
+        .unwrap(); // 30..=31
+    // At the first offset of a batch after a gap, inside a straddling one, and in a gap.
+    assert_eq!(segment.truncation_point(30).unwrap(), 23);
+    assert_eq!(segment.truncation_point(21).unwrap(), 14);
+    assert_eq!(segment.truncation_point(16).unwrap(), 14);
+    // At the first batch of the segment, after the gap below it: nothing is kept.
+    assert_eq!(segment.truncation_point(12).unwrap(), 10);
+    assert_eq!(segment.truncation_point(40).unwrap(), 32);
+
+    segment.truncate_to(30).unwrap();
+    assert_eq!(segment.next_offset(), 23);
+    segment.truncate_to(20).unwrap();
+    assert_eq!(segment.next_offset(), 14);
+    segment.seal().unwrap();
+    segment.flush().unwrap();
+    let reopened = Segment::open(
+        &storage(),
+        dir.path(),
+        10,
+        small_config(),
+        SegmentRole::Sealed,
+        T0,
+    )
+    .unwrap();
+    assert_eq!(reopened.next_offset(), 14);
+    drop(reopened);
+    segment.unseal().unwrap();
+    segment.truncate_to(12).unwrap();
+    assert_eq!(segment.next_offset(), 10);
+    assert_eq!(segment.size(), 0);
+}
+
 #[test]
 fn reopen_after_seal_restores_state_without_scanning() {
     let dir = tempfile::tempdir().unwrap();
