@@ -988,10 +988,10 @@ impl Log {
     /// comes down to it if it was higher (nothing below the old start comes back: every batch
     /// kept ends at or below the new end).
     ///
-    /// Compaction has already removed the records that a later record of
-    /// their key superseded. Truncating below such a later record removes the key's latest
-    /// value without bringing the older ones back: the key then reads as its last record below
-    /// `offset` that compaction kept, or not at all. Kafka avoids this by cleaning only below
+    /// Compaction has already removed the records that a later record of their key superseded.
+    /// Truncating below such a later record removes the key's latest value without bringing the
+    /// older ones back: the key then reads as its last record below `offset` that compaction
+    /// kept, or not at all. Kafka avoids this by cleaning only below
     /// the high watermark and truncating only above it; do the same by truncating only above
     /// what [`compact`](Self::compact) has cleaned.
     pub fn truncate_to(&self, offset: i64) -> Result<i64> {
