@@ -10,6 +10,8 @@
 
 #[path = "common/kafka.rs"]
 mod kafka;
+#[path = "common/validators.rs"]
+mod validators;
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -206,7 +208,7 @@ fn produce_then_compact_keeps_the_latest_record_of_each_key() {
     let verify = run_ok(&["verify", dir_arg, "--cleanup-policy", "compact"]);
     assert!(verify.contains("result: ok"), "{verify}");
 
-    validators_check(&log_files(&dir));
+    validators::check(&log_files(&dir));
     if let Some(deep) = kafka::dump_deep(&dir) {
         kafka::assert_clean_deep_dump(&deep);
     }
@@ -251,57 +253,6 @@ fn min_lag_leaves_young_records_and_unkeyed_lines_are_refused() {
         String::from_utf8_lossy(&output.stderr),
         "partlog: no such directory: /nonexistent/partlog-compact\n"
     );
-}
-
-/// The shared validators (kafka-python and the Rust kafka-protocol crate) on every `.log` file.
-fn validators_check(logs: &[PathBuf]) {
-    let shared = std::env::var_os("PARTLOG_SHARED").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared"),
-        PathBuf::from,
-    );
-    let check = shared.join("validators/check.sh");
-    if !check.exists() {
-        skip_or_fail(&format!("no validator kit at {}", check.display()));
-        return;
-    }
-    let python_ready = Command::new("python3")
-        .args(["-c", "import kafka, lz4, zstandard, crc32c"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|status| status.success());
-    if !python_ready {
-        skip_or_fail("python3 with kafka-python, lz4, zstandard and crc32c is not installed");
-        return;
-    }
-    // kp-dump builds where .ci/run builds it, outside the target dir `cargo test` holds locked.
-    let cache = std::env::var_os("PARTLOG_CACHE").map_or_else(
-        || PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cache/partlog"),
-        PathBuf::from,
-    );
-    let output = Command::new("bash")
-        .arg(&check)
-        .args(logs)
-        .env("CARGO_TARGET_DIR", cache.join("kp-dump-target"))
-        .output()
-        .expect("run check.sh");
-    let printed = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "check.sh failed ({}):\n{printed}\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert_eq!(
-        printed.lines().filter(|l| l.starts_with("PASS ")).count(),
-        logs.len(),
-        "{printed}"
-    );
-}
-
-fn skip_or_fail(why: &str) {
-    assert!(!kafka::running_in_ci(), "required under CI=true: {why}");
-    eprintln!("skipping: {why}");
 }
 
 /// Reads one JSON number or boolean field of `partlog stats --json`'s object.

@@ -13,6 +13,8 @@
 
 #[path = "common/kafka.rs"]
 mod kafka;
+#[path = "common/validators.rs"]
+mod validators;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -120,7 +122,7 @@ fn round_trip(codec: &str) {
         "{verify_text}"
     );
 
-    validators_check(&logs);
+    validators::check(&logs);
     kafka_check(&dir, &lines);
 
     // Last, since opening for writing rewrites the checkpoint.
@@ -226,58 +228,6 @@ fn check_from(dir: &Path, lines: &[Vec<u8>]) {
     assert_eq!(offsets, (from as i64..LINES as i64).collect::<Vec<_>>());
     let first = Json::parse(text.lines().next().unwrap());
     assert_eq!(first.get("value").bytes(), Some(expected(&lines[from]).1));
-}
-
-/// The shared validators (kafka-python and the Rust kafka-protocol crate) on every `.log` file.
-fn validators_check(logs: &[PathBuf]) {
-    let shared = std::env::var_os("PARTLOG_SHARED").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared"),
-        PathBuf::from,
-    );
-    let check = shared.join("validators/check.sh");
-    if !check.exists() {
-        skip_or_fail(&format!("no validator kit at {}", check.display()));
-        return;
-    }
-    let python_ready = Command::new("python3")
-        .args(["-c", "import kafka, lz4, zstandard, crc32c"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|status| status.success());
-    if !python_ready {
-        skip_or_fail("python3 with kafka-python, lz4, zstandard and crc32c is not installed");
-        return;
-    }
-    // kp-dump builds where .ci/run builds it: a cache outside this test's own target dir, which
-    // the running `cargo test` holds locked.
-    let cache = std::env::var_os("PARTLOG_CACHE").map_or_else(
-        || PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cache/partlog"),
-        PathBuf::from,
-    );
-    let output = Command::new("bash")
-        .arg(&check)
-        .args(logs)
-        .env("CARGO_TARGET_DIR", cache.join("kp-dump-target"))
-        .output()
-        .expect("run check.sh");
-    let printed = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "check.sh failed ({}):\n{printed}\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert_eq!(
-        printed.lines().filter(|l| l.starts_with("PASS ")).count(),
-        logs.len(),
-        "{printed}"
-    );
-}
-
-fn skip_or_fail(why: &str) {
-    assert!(!kafka::running_in_ci(), "required under CI=true: {why}");
-    eprintln!("skipping: {why}");
 }
 
 /// Kafka's DumpLogSegments: a clean deep dump with every record's key and payload as written,

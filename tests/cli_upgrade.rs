@@ -11,10 +11,12 @@
 
 #[path = "common/kafka.rs"]
 mod kafka;
+#[path = "common/validators.rs"]
+mod validators;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 use partlog::unstable::{SegmentFileKind, parse_segment_file_name};
 use partlog::{
@@ -368,7 +370,7 @@ fn every_fixture_upgrades_to_what_partlog_kafka_and_the_validators_read() {
                 .map(|base| dir.join(format!("{base:020}.log")))
         })
         .collect();
-    validators_check(&logs);
+    validators::check(&logs);
 
     // The broker's own directory: Kafka's files travel with it. Its batches are copied byte
     // for byte, repeated header keys included, which kp-dump collapses (a known limit of the
@@ -390,57 +392,6 @@ fn every_fixture_upgrades_to_what_partlog_kafka_and_the_validators_read() {
         assert!(log.log_end_offset() > records.last().unwrap().offset);
         log.close().unwrap();
     }
-}
-
-/// The shared validators (kafka-python and the Rust kafka-protocol crate) on every `.log` file.
-fn validators_check(logs: &[PathBuf]) {
-    let shared = std::env::var_os("PARTLOG_SHARED").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared"),
-        PathBuf::from,
-    );
-    let check = shared.join("validators/check.sh");
-    if !check.exists() {
-        skip_or_fail(&format!("no validator kit at {}", check.display()));
-        return;
-    }
-    let python_ready = Command::new("python3")
-        .args(["-c", "import kafka, lz4, zstandard, crc32c"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|status| status.success());
-    if !python_ready {
-        skip_or_fail("python3 with kafka-python, lz4, zstandard and crc32c is not installed");
-        return;
-    }
-    // kp-dump builds where .ci/run builds it, outside this test's own (locked) target dir.
-    let cache = std::env::var_os("PARTLOG_CACHE").map_or_else(
-        || PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cache/partlog"),
-        PathBuf::from,
-    );
-    let output = Command::new("bash")
-        .arg(&check)
-        .args(logs)
-        .env("CARGO_TARGET_DIR", cache.join("kp-dump-target"))
-        .output()
-        .expect("run check.sh");
-    let printed = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "check.sh failed ({}):\n{printed}\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert_eq!(
-        printed.lines().filter(|l| l.starts_with("PASS ")).count(),
-        logs.len(),
-        "{printed}"
-    );
-}
-
-fn skip_or_fail(why: &str) {
-    assert!(!kafka::running_in_ci(), "required under CI=true: {why}");
-    eprintln!("skipping: {why}");
 }
 
 /// Kafka 4.4's DumpLogSegments, in one JVM over every destination: a clean deep dump whose
