@@ -21,6 +21,9 @@
 //! README.
 #![cfg(feature = "sim")] // the simulator and the manual clock: `cargo test --all-features`
 
+#[path = "common/sim_files.rs"]
+mod sim_files;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -50,7 +53,7 @@ fn config(sim: &SimStorage, clock: &Arc<ManualClock>) -> LogConfig {
 }
 
 /// The files of the pristine log, by name.
-type Files = BTreeMap<String, Vec<u8>>;
+use sim_files::{Files, batch_spans};
 
 /// Builds three time-rolled segments of small batches in none, lz4 and zstd, closes the log
 /// cleanly and returns its files.
@@ -87,17 +90,12 @@ fn build_log() -> Files {
     }
     log.close().unwrap();
     drop(log);
-    let mut files = Files::new();
-    for name in sim.list(Path::new(DIR)).unwrap() {
-        if name == "partlog.lock" {
-            continue;
+    let files = sim_files::snapshot(&sim, DIR);
+    for (name, bytes) in &files {
+        if name.ends_with(".log") {
+            let whole = batch_spans(bytes).last().map_or(0, |&(_, end)| end);
+            assert_eq!(whole, bytes.len(), "the pristine {name} is whole");
         }
-        let file = sim
-            .open(&Path::new(DIR).join(&name), OpenMode::Read)
-            .unwrap();
-        let mut bytes = vec![0; usize::try_from(file.len().unwrap()).unwrap()];
-        file.read_exact_at(&mut bytes, 0).unwrap();
-        files.insert(name, bytes);
     }
     files
 }
@@ -132,20 +130,6 @@ fn observe(log: &Log, offsets: &[i64], probes: &[i64], seen: &mut Observed) -> R
         seen.by_time.push(log.offset_for_timestamp(probe)?);
     }
     Ok(())
-}
-
-/// A batch of a `.log` file: its byte range.
-fn batch_spans(bytes: &[u8]) -> Vec<(usize, usize)> {
-    let mut spans = Vec::new();
-    let mut position = 0;
-    while position + 12 <= bytes.len() {
-        let length = i32::from_be_bytes(bytes[position + 8..position + 12].try_into().unwrap());
-        let end = position + 12 + usize::try_from(length).unwrap();
-        spans.push((position, end));
-        position = end;
-    }
-    assert_eq!(position, bytes.len(), "the pristine log is whole");
-    spans
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

@@ -19,6 +19,9 @@
 //! Nothing may return wrong data silently.
 #![cfg(feature = "sim")] // the simulator and the manual clock: `cargo test --all-features`
 
+#[path = "common/sim_files.rs"]
+mod sim_files;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -34,7 +37,7 @@ const DIR: &str = "/data/topic-0";
 const T0: i64 = 1_700_000_000_000;
 const SEGMENT_MS: i64 = 10_000;
 
-type Files = BTreeMap<String, Vec<u8>>;
+use sim_files::{Files, batch_spans};
 
 fn config(sim: &SimStorage, clock: &Arc<ManualClock>) -> LogConfig {
     let storage: Arc<dyn Storage> = Arc::new(sim.clone());
@@ -109,18 +112,7 @@ fn build_crashed_log() -> (Files, i64) {
     append_batches(&log, &clock, &mut n, 4);
     sim.crash_with(&CrashConfig::keep_unsynced());
     drop(log);
-    let mut files = Files::new();
-    for name in sim.list(Path::new(DIR)).unwrap() {
-        if name == "partlog.lock" {
-            continue;
-        }
-        let file = sim
-            .open(&Path::new(DIR).join(&name), OpenMode::Read)
-            .unwrap();
-        let mut bytes = vec![0; usize::try_from(file.len().unwrap()).unwrap()];
-        file.read_exact_at(&mut bytes, 0).unwrap();
-        files.insert(name, bytes);
-    }
+    let files = sim_files::snapshot(&sim, DIR);
     (files, durable)
 }
 
@@ -137,18 +129,6 @@ enum Class {
     Repaired,
     NoEffect,
     Unprotected,
-}
-
-fn batch_spans(bytes: &[u8]) -> Vec<(usize, usize)> {
-    let mut spans = Vec::new();
-    let mut position = 0;
-    while position + 12 <= bytes.len() {
-        let length = i32::from_be_bytes(bytes[position + 8..position + 12].try_into().unwrap());
-        let end = position + 12 + usize::try_from(length).unwrap();
-        spans.push((position, end));
-        position = end;
-    }
-    spans
 }
 
 /// The first offset of a batch (its baseOffset field).
