@@ -81,6 +81,7 @@ fn every_command_has_help_with_an_example() {
         Some("delete-records"),
         Some("retention"),
         Some("upgrade"),
+        Some("compact"),
     ] {
         let mut args: Vec<&str> = command.into_iter().collect();
         args.push("--help");
@@ -484,4 +485,65 @@ fn dump_starts_at_the_log_start_offset_and_shows_every_field() {
 
     let output = run(partlog().arg("dump").arg(&dir).args(["--from", "3"]));
     assert_one_line_error(&output, "out of range", "dump below the start");
+}
+
+/// Runs `partlog args` with standard output connected to `stdout`.
+fn run_with_stdout(args: &[&str], stdout: Stdio) -> Output {
+    partlog()
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(stdout)
+        .stderr(Stdio::piped())
+        .output()
+        .expect("run partlog")
+}
+
+/// `partlog stats DIR | grep -q ...` closes the pipe after the first match: the tool must finish
+/// quietly with status 0 (as `dump` and `consume` always did), not report an internal error.
+/// A stdout that fails otherwise (`/dev/full`) is one clear line and status 2.
+#[test]
+fn a_closed_or_full_stdout_is_handled_by_every_reporting_command() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("log");
+    produce_lines(&dir, 50);
+    let dir = dir.to_str().unwrap();
+    let commands: &[&[&str]] = &[
+        &["stats", dir],
+        &["stats", dir, "--json"],
+        &["verify", dir],
+        &["dump", dir, "--records"],
+        &["dump", dir, "--index"],
+        &["consume", dir],
+        &["perf-consume", dir],
+        &["retention", dir],
+        &["delete-records", dir, "--before", "0"],
+        &["compact", dir],
+    ];
+    for args in commands {
+        let (reader, writer) = std::io::pipe().unwrap();
+        // The reader is gone before the tool starts: its first write meets EPIPE.
+        drop(reader);
+        let output = run_with_stdout(args, Stdio::from(writer));
+        let stderr = text(&output.stderr);
+        assert!(
+            output.status.success(),
+            "{args:?} with a closed stdout: {:?}, stderr {stderr:?}",
+            output.status
+        );
+        assert!(
+            stderr.is_empty(),
+            "{args:?} with a closed stdout: {stderr:?}"
+        );
+
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .expect("Linux has /dev/full");
+        let output = run_with_stdout(args, Stdio::from(full));
+        assert_one_line_error(
+            &output,
+            "No space left on device",
+            &format!("{args:?} > /dev/full"),
+        );
+    }
 }

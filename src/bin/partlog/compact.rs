@@ -73,10 +73,8 @@ pub fn run(args: &CompactArgs) -> Result<Outcome, CliError> {
     let stats = log.compact_with(options)?;
     let segments_after = log.stats().segments;
     log.close()?;
-    print!(
-        "{}",
-        render(&args.dir, &stats, segments_before, segments_after)
-    );
+    let report = render(&args.dir, &stats, segments_before, segments_after);
+    outln!("{}", report.trim_end_matches('\n'));
     Ok(Outcome::Done)
 }
 

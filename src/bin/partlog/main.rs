@@ -21,6 +21,16 @@
 //! arguments, a missing directory, an I/O error, a locked log...), reported as one line on
 //! standard error: `partlog: <message>`.
 
+/// Prints one line on standard output, as `println!` does, except that a failed write never
+/// panics. A reader that went away (`partlog stats DIR | grep -q ...`) is not an error: the rest
+/// of the output is dropped and the command still finishes its work (a repair, a retention pass).
+/// Any other write error is remembered and reported by `main` as one line, exit status 2.
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        $crate::stdout_line(::std::format_args!($($arg)*))
+    };
+}
+
 mod compact;
 mod consume;
 mod dump;
@@ -33,7 +43,9 @@ mod text;
 mod upgrade;
 mod verify;
 
+use std::io::Write as _;
 use std::process::ExitCode;
+use std::sync::Mutex;
 
 use clap::error::ErrorKind;
 use clap::{Parser, Subcommand};
@@ -120,6 +132,33 @@ enum Command {
     Compact(compact::CompactArgs),
 }
 
+/// The first error from writing standard output other than a closed pipe (see `outln!`).
+static STDOUT_ERROR: Mutex<Option<std::io::Error>> = Mutex::new(None);
+/// Set once standard output's reader has gone away: later lines are dropped.
+static STDOUT_CLOSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Writes `line` and a newline to standard output; see `outln!`.
+fn stdout_line(line: std::fmt::Arguments<'_>) {
+    use std::sync::atomic::Ordering;
+    if STDOUT_CLOSED.load(Ordering::Relaxed) {
+        return;
+    }
+    let mut out = std::io::stdout().lock();
+    let written = out
+        .write_fmt(line)
+        .and_then(|()| out.write_all(b"\n"))
+        .and_then(|()| out.flush());
+    if let Err(error) = written {
+        STDOUT_CLOSED.store(true, Ordering::Relaxed);
+        if error.kind() != std::io::ErrorKind::BrokenPipe {
+            let mut first = STDOUT_ERROR
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            first.get_or_insert(error);
+        }
+    }
+}
+
 /// An error to report as one line, `partlog: <message>`.
 #[derive(Debug)]
 pub struct CliError(String);
@@ -177,6 +216,16 @@ fn main() -> ExitCode {
         Command::Retention(args) => maint::run_retention(args),
         Command::Upgrade(args) => upgrade::run(args),
         Command::Compact(args) => compact::run(args),
+    };
+    let stdout_error = STDOUT_ERROR
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .take();
+    let result = match (result, stdout_error) {
+        (Ok(_), Some(error)) => Err(CliError::new(format!(
+            "cannot write to standard output: {error}"
+        ))),
+        (result, _) => result,
     };
     match result {
         Ok(Outcome::Done) => ExitCode::SUCCESS,

@@ -92,7 +92,7 @@ pub fn run_delete_records(args: &DeleteRecordsArgs) -> Result<Outcome, CliError>
     let report = log.enforce_retention()?;
     let new_start = log.log_start_offset();
     log.close()?;
-    println!("log start offset: {old_start} -> {new_start} (the log ends at {end})");
+    outln!("log start offset: {old_start} -> {new_start} (the log ends at {end})");
     print_deleted(&report);
     Ok(Outcome::Done)
 }
@@ -111,7 +111,7 @@ pub fn run_retention(args: &RetentionArgs) -> Result<Outcome, CliError> {
     let end = log.log_end_offset();
     log.close()?;
     print_deleted(&report);
-    println!("the log now holds offsets [{start}, {end})");
+    outln!("the log now holds offsets [{start}, {end})");
     Ok(Outcome::Done)
 }
 
@@ -123,15 +123,18 @@ fn print_deleted(report: &RetentionReport) {
             RetentionRule::Time => "older than retention.ms",
             _ => "retention",
         };
-        println!(
+        outln!(
             "deleted {:020}.log: offsets [{}, {}), {} bytes ({rule})",
-            segment.base_offset, segment.base_offset, segment.end_offset, segment.bytes
+            segment.base_offset,
+            segment.base_offset,
+            segment.end_offset,
+            segment.bytes
         );
     }
     if report.rolled_active_segment {
-        println!("the active segment went too: the log rolled an empty one at its end");
+        outln!("the active segment went too: the log rolled an empty one at its end");
     }
-    println!(
+    outln!(
         "{} segments deleted, {} bytes",
         report.segments_deleted(),
         report.bytes_deleted()

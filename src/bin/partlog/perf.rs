@@ -217,16 +217,24 @@ pub fn run_produce(args: &PerfProduceArgs) -> Result<Outcome, CliError> {
     let records_per_sec = sent as f64 / secs;
     let mb_per_sec = bytes as f64 / (1024.0 * 1024.0) / secs;
     if args.json {
-        println!(
+        outln!(
             "{{\"records\":{sent},\"record_size\":{},\"batch\":{},\"bytes\":{bytes},\"seconds\":{secs:.6},\"records_per_sec\":{records_per_sec:.1},\"mb_per_sec\":{mb_per_sec:.2},\"avg_latency_ms\":{avg:.4},\"max_latency_ms\":{max:.4},\"p50_ms\":{:.4},\"p95_ms\":{:.4},\"p99_ms\":{:.4},\"p999_ms\":{:.4}}}",
-            args.record_size, args.batch, p[0], p[1], p[2], p[3]
+            args.record_size,
+            args.batch,
+            p[0],
+            p[1],
+            p[2],
+            p[3]
         );
     } else {
-        println!(
+        outln!(
             "{sent} records sent, {records_per_sec:.1} records/sec ({mb_per_sec:.2} MB/sec), \
              {avg:.4} ms avg latency, {max:.4} ms max latency, {:.4} ms 50th, {:.4} ms 95th, \
              {:.4} ms 99th, {:.4} ms 99.9th.",
-            p[0], p[1], p[2], p[3]
+            p[0],
+            p[1],
+            p[2],
+            p[3]
         );
     }
     Ok(Outcome::Done)
@@ -286,7 +294,7 @@ pub fn run_consume(args: &PerfConsumeArgs) -> Result<Outcome, CliError> {
     let secs = elapsed.as_secs_f64().max(1e-9);
     let mb = bytes as f64 / (1024.0 * 1024.0);
     if args.json {
-        println!(
+        outln!(
             "{{\"records\":{records},\"bytes\":{bytes},\"fetches\":{fetches},\"seconds\":{secs:.6},\"records_per_sec\":{:.1},\"mb_per_sec\":{:.2},\"avg_fetch_ms\":{avg:.4},\"max_fetch_ms\":{max:.4},\"p50_ms\":{:.4},\"p95_ms\":{:.4},\"p99_ms\":{:.4},\"p999_ms\":{:.4}}}",
             records as f64 / secs,
             mb / secs,
@@ -296,7 +304,7 @@ pub fn run_consume(args: &PerfConsumeArgs) -> Result<Outcome, CliError> {
             p[3]
         );
     } else {
-        println!(
+        outln!(
             "data.consumed.in.MB: {mb:.4}, MB.sec: {:.4}, data.consumed.in.nMsg: {records}, \
              nMsg.sec: {:.1}, fetches: {fetches}, fetch latency: {avg:.4} ms avg, {max:.4} ms \
              max, {:.4} ms 50th, {:.4} ms 95th, {:.4} ms 99th, {:.4} ms 99.9th.",

@@ -150,24 +150,31 @@ pub fn run(args: &StatsArgs) -> Result<Outcome, CliError> {
             ));
         }
         out.push('}');
-        println!("{out}");
+        outln!("{out}");
         return Ok(Outcome::Done);
     }
-    println!("log {}", args.dir.display());
-    println!("{} segments, {total_bytes} bytes of .log", segments.len());
+    outln!("log {}", args.dir.display());
+    outln!("{} segments, {total_bytes} bytes of .log", segments.len());
     for s in &segments {
-        println!(
+        outln!(
             "  {:020}.log  offsets [{}, {})  {} bytes  (.index {} bytes, .timeindex {} bytes)",
-            s.base, s.base, s.end, s.log_bytes, s.index_bytes, s.time_index_bytes
+            s.base,
+            s.base,
+            s.end,
+            s.log_bytes,
+            s.index_bytes,
+            s.time_index_bytes
         );
     }
-    println!(
+    outln!(
         "offsets: log start {}, log end {}, durable {}",
-        stats.log_start_offset, stats.log_end_offset, stats.durable_offset
+        stats.log_start_offset,
+        stats.log_end_offset,
+        stats.durable_offset
     );
     match (first_timestamp, last_timestamp) {
-        (Some(first), Some(last)) => println!("timestamps: {first} .. {last} (ms since the epoch)"),
-        _ => println!("timestamps: none (the log is empty)"),
+        (Some(first), Some(last)) => outln!("timestamps: {first} .. {last} (ms since the epoch)"),
+        _ => outln!("timestamps: none (the log is empty)"),
     }
     if let Some((records, gone)) = superseded {
         let share = if records == 0 {
@@ -175,12 +182,12 @@ pub fn run(args: &StatsArgs) -> Result<Outcome, CliError> {
         } else {
             gone as f64 * 100.0 / records as f64
         };
-        println!(
+        outln!(
             "compaction: {gone} of {records} records are superseded by a later record with their key ({share:.1}%)"
         );
     }
     if let Some(schedule) = &schedule {
-        println!(
+        outln!(
             "compaction: first dirty offset {}, {} dirty and {} clean bytes in the cleanable range, dirty ratio {:.3}, a pass is {}",
             schedule.first_dirty_offset,
             schedule.dirty_bytes,

@@ -74,13 +74,13 @@ pub fn run(args: &UpgradeArgs) -> Result<Outcome, CliError> {
 }
 
 fn print_report(report: &UpgradeReport) {
-    println!(
+    outln!(
         "upgraded {} into {}",
         report.src.display(),
         report.dst.display()
     );
     for segment in &report.segments {
-        println!(
+        outln!(
             "{:020}.log: {} bytes -> {} bytes; {} legacy messages, {} v2 batches copied, {} \
              recompressed; {} batches, {} records written",
             segment.base_offset,
@@ -94,19 +94,19 @@ fn print_report(report: &UpgradeReport) {
         );
     }
     if !report.copied_files.is_empty() {
-        println!("copied: {}", report.copied_files.join(" "));
+        outln!("copied: {}", report.copied_files.join(" "));
     }
     if !report.skipped_files.is_empty() {
-        println!("not copied: {}", report.skipped_files.join(" "));
+        outln!("not copied: {}", report.skipped_files.join(" "));
     }
     if report.source_bytes_not_copied > 0 {
-        println!(
+        outln!(
             "not copied: {} bytes at the end of the source that do not read (a torn tail)",
             report.source_bytes_not_copied
         );
     }
     let records: u64 = report.segments.iter().map(|s| s.records).sum();
-    println!(
+    outln!(
         "result: ok: offsets [{}, {}), {} segments, {records} records; closed cleanly",
         report.log_start_offset,
         report.log_end_offset,

@@ -65,7 +65,7 @@ pub fn run(args: &VerifyArgs) -> Result<Outcome, CliError> {
     let report = if args.repair {
         repair(args, &config, &report)?;
         let again = verify_dir(&args.dir, &config)?;
-        println!("after the repair:");
+        outln!("after the repair:");
         print_report(&again);
         again
     } else {
@@ -119,7 +119,7 @@ fn repair(args: &VerifyArgs, config: &LogConfig, report: &VerifyReport) -> Resul
         }
         drop(checkpoint);
         drop(lock);
-        println!("repair: the indexes from {base:020} on will be rebuilt");
+        outln!("repair: the indexes from {base:020} on will be rebuilt");
     }
     let mode = if args.truncate_at_corruption {
         RecoveryMode::TruncateAtCorruption
@@ -132,35 +132,37 @@ fn repair(args: &VerifyArgs, config: &LogConfig, report: &VerifyReport) -> Resul
     let recovery = log.recovery_report().clone();
     log.close()?;
     if recovery.clean_shutdown {
-        println!("repair: the last shutdown was clean; nothing to recover");
+        outln!("repair: the last shutdown was clean; nothing to recover");
     } else {
-        println!(
+        outln!(
             "repair: scanned {} segments ({} bytes) from offset {}, rebuilding their indexes",
-            recovery.segments_scanned, recovery.bytes_scanned, recovery.recovery_point
+            recovery.segments_scanned,
+            recovery.bytes_scanned,
+            recovery.recovery_point
         );
     }
     if let Some((file, position, what)) = &recovery.corruption {
-        println!(
+        outln!(
             "repair: cut {} at byte {position}, where it is corrupt ({what})",
             file.display()
         );
     }
     if recovery.bytes_truncated > 0 {
-        println!(
+        outln!(
             "repair: truncated {} bytes at the end of the log",
             recovery.bytes_truncated
         );
     }
     if recovery.segments_deleted > 0 {
-        println!(
+        outln!(
             "repair: deleted {} segments after the truncation point",
             recovery.segments_deleted
         );
     }
     for name in &recovery.stray_files_removed {
-        println!("repair: removed leftover file {name}");
+        outln!("repair: removed leftover file {name}");
     }
-    println!("repair: the log ends at offset {}", recovery.log_end_offset);
+    outln!("repair: the log ends at offset {}", recovery.log_end_offset);
     Ok(())
 }
 
@@ -172,15 +174,16 @@ fn print_report(report: &VerifyReport) {
     } else {
         "unknown (no checkpoint)"
     };
-    println!("verifying {}", report.dir.display());
-    println!(
+    outln!("verifying {}", report.dir.display());
+    outln!(
         "last shutdown: {shutdown}; recovery point {}; log start offset {}",
-        report.recovery_point, report.log_start_offset
+        report.recovery_point,
+        report.log_start_offset
     );
     for segment in &report.segments {
         let entries = |n: Option<usize>| n.map_or_else(|| "missing".to_owned(), |n| n.to_string());
         let invalid = segment.log_bytes - segment.valid_bytes;
-        println!(
+        outln!(
             "{}: {} batches, {} records, offsets [{}, {}), {} bytes{}; .index {} entries, \
              .timeindex {} entries",
             segment.log_path.file_name().map_or_else(
@@ -202,7 +205,7 @@ fn print_report(report: &VerifyReport) {
         );
     }
     for finding in &report.findings {
-        println!("{finding}");
+        outln!("{finding}");
     }
     let corrupt = report.findings_of(Severity::Corruption).count();
     let batches: u64 = report.segments.iter().map(|s| s.batches).sum();
@@ -212,18 +215,19 @@ fn print_report(report: &VerifyReport) {
         report.segments.len()
     );
     match report.worst() {
-        Some(Severity::Corruption) => println!(
+        Some(Severity::Corruption) => outln!(
             "result: CORRUPT: {corrupt} problem{} that no crash explains ({summary})",
             if corrupt == 1 { "" } else { "s" }
         ),
-        Some(Severity::CrashState) => println!(
+        Some(Severity::CrashState) => outln!(
             "result: ok, with what a crash leaves behind: the next open repairs it, and the log \
              will end at offset {} ({summary})",
             report.log_end_offset
         ),
-        _ => println!(
+        _ => outln!(
             "result: ok: offsets [{}, {}) ({summary})",
-            report.log_start_offset, report.log_end_offset
+            report.log_start_offset,
+            report.log_end_offset
         ),
     }
 }
