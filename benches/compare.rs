@@ -24,7 +24,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use commitlog::message::MessageSet;
 use partlog::{
@@ -922,12 +922,44 @@ fn random_read(ctx: &Ctx, mapped_segment_bytes: Option<u32>) -> Outcome {
 
 const DURABLE_APPENDS: usize = 2_000;
 
+/// Counts group-commit syncs and the offsets they covered.
+#[derive(Default)]
+struct SyncMeter {
+    syncs: std::sync::atomic::AtomicU64,
+    offsets: std::sync::atomic::AtomicU64,
+}
+
+impl partlog::Observer for SyncMeter {
+    fn on_event(&self, event: &partlog::LogEvent<'_>) {
+        use std::sync::atomic::Ordering::Relaxed;
+        if let partlog::LogEvent::Fsync {
+            offsets,
+            result: Ok(()),
+            ..
+        } = event
+        {
+            self.syncs.fetch_add(1, Relaxed);
+            self.offsets
+                .fetch_add(offsets.end.saturating_sub(offsets.start) as u64, Relaxed);
+        }
+    }
+}
+
 /// `threads` threads append `DURABLE_APPENDS` 100 B records in all, each append durable before
-/// it returns (group commit). Open, roll and close are timed.
-fn partlog_durable_rep(ctx: &Ctx, threads: usize) -> Rep {
+/// it returns (group commit), with `group.commit.max.gather` at `max_gather`. Open, roll and
+/// close are timed. Also returns the records each sync covered.
+fn partlog_durable_rep(ctx: &Ctx, threads: usize, max_gather: Duration) -> (Rep, f64) {
     let dir = ctx.fresh_dir("partlog");
+    let meter = Arc::new(SyncMeter::default());
+    let config = LogConfig::builder()
+        .segment_bytes(SEGMENT_BYTES)
+        .flush_policy(FlushPolicy::EveryAppend)
+        .group_commit_max_gather(max_gather)
+        .observer(Arc::clone(&meter) as Arc<dyn partlog::Observer>)
+        .build()
+        .expect("a valid config");
     let started = Instant::now();
-    let log = Arc::new(Log::open(&dir, config(FlushPolicy::EveryAppend)).expect("open"));
+    let log = Arc::new(Log::open(&dir, config).expect("open"));
     std::thread::scope(|scope| {
         for _ in 0..threads {
             let log = Arc::clone(&log);
@@ -942,11 +974,16 @@ fn partlog_durable_rep(ctx: &Ctx, threads: usize) -> Rep {
     log.close().expect("close");
     let seconds = started.elapsed().as_secs_f64();
     let records = (DURABLE_APPENDS / threads * threads) as u64;
-    Rep {
-        seconds,
-        records,
-        user_bytes: records * SMALL_VALUE.len() as u64,
-    }
+    let syncs = meter.syncs.load(std::sync::atomic::Ordering::Relaxed);
+    let covered = meter.offsets.load(std::sync::atomic::Ordering::Relaxed);
+    (
+        Rep {
+            seconds,
+            records,
+            user_bytes: records * SMALL_VALUE.len() as u64,
+        },
+        covered as f64 / syncs.max(1) as f64,
+    )
 }
 
 fn raw_durable_rep(ctx: &Ctx, chunk: &[u8]) -> Rep {
@@ -975,7 +1012,7 @@ fn row_durable_one_thread(ctx: &Ctx) -> Outcome {
     let chunk = builder.build().expect("batch");
     let (a, b, ratio, _) = pairs(
         ctx,
-        || partlog_durable_rep(ctx, 1),
+        || partlog_durable_rep(ctx, 1, DEFAULT_MAX_GATHER).0,
         || raw_durable_rep(ctx, &chunk),
         Rep::records_per_second,
     );
@@ -991,23 +1028,57 @@ fn row_durable_one_thread(ctx: &Ctx) -> Outcome {
     )
 }
 
+/// `group.commit.max.gather`'s default.
+const DEFAULT_MAX_GATHER: Duration = Duration::from_millis(1);
+
+/// The DESIGN row (the default config), then the same with gathering off, both against one
+/// thread, with the records each sync covered in the notes.
 fn row_durable_eight_threads(ctx: &Ctx) -> Outcome {
-    let (a, b, ratio, _) = pairs(
-        ctx,
-        || partlog_durable_rep(ctx, 8),
-        || partlog_durable_rep(ctx, 1),
-        Rep::records_per_second,
-    );
-    throughput_row(
-        "durable, 8 threads, every append durable (group commit)",
-        "partlog, 1 thread",
-        a,
-        b,
-        ratio,
-        5.0,
-        ">= 5",
-        "yes",
-    )
+    let variants = [
+        (
+            DEFAULT_MAX_GATHER,
+            "durable, 8 threads, every append durable (group commit)",
+        ),
+        (
+            Duration::ZERO,
+            "durable, 8 threads, group.commit.max.gather 0 (gathering off)",
+        ),
+    ];
+    let mut rows = Vec::new();
+    for (max_gather, workload) in variants {
+        let mut per_sync = (Vec::new(), Vec::new());
+        let (a, b, ratio, _) = pairs(
+            ctx,
+            || {
+                let (rep, records_per_sync) = partlog_durable_rep(ctx, 8, max_gather);
+                per_sync.0.push(records_per_sync);
+                rep
+            },
+            || {
+                let (rep, records_per_sync) = partlog_durable_rep(ctx, 1, max_gather);
+                per_sync.1.push(records_per_sync);
+                rep
+            },
+            Rep::records_per_second,
+        );
+        if let Outcome::Measured(mut row) = throughput_row(
+            workload,
+            "partlog, 1 thread",
+            a,
+            b,
+            ratio,
+            5.0,
+            ">= 5",
+            "yes",
+        ) {
+            row.extra
+                .push(("partlog_records_per_sync".into(), median(&mut per_sync.0)));
+            row.extra
+                .push(("reference_records_per_sync".into(), median(&mut per_sync.1)));
+            rows.push(row);
+        }
+    }
+    Outcome::MeasuredMany(rows)
 }
 
 // ---------------------------------------------------------------------------------------------

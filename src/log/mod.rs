@@ -311,7 +311,7 @@ impl Log {
             }),
             log_end: Watermark::new(log_end_offset),
             log_start: AtomicI64::new(recovered.log_start_offset),
-            commit: GroupCommit::new(recovered.durable_offset),
+            commit: GroupCommit::new(recovered.durable_offset, config.group_commit_max_gather),
             closed: AtomicBool::new(false),
             truncated_to: AtomicI64::new(i64::MAX),
             counters: stats::Counters::default(),
