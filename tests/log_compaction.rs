@@ -833,3 +833,56 @@ fn a_cleaned_segment_keeps_its_mtime() {
         last
     );
 }
+
+/// A `.log` file holding one batch at `base` of `(key, value)` records, one offset each.
+fn write_segment(dir: &Path, base: i64, records: &[(&str, &str)]) {
+    let mut builder = BatchBuilder::new(Compression::None).base_offset(base);
+    for (key, value) in records {
+        builder.push(&NewRecord::new(
+            T0,
+            Some(key.as_bytes()),
+            Some(value.as_bytes()),
+        ));
+    }
+    std::fs::write(
+        dir.join(format!("{base:020}.log")),
+        builder.build().unwrap(),
+    )
+    .unwrap();
+}
+
+/// Kafka's `groupSegmentsBySize` keeps a group's last offset within i32 of its base, since index
+/// entries hold offsets relative to the segment's base. Two tiny segments three billion offsets
+/// apart (a compacted Kafka log can have such a gap) must be cleaned as two groups, not merged.
+#[test]
+fn segments_further_apart_than_the_i32_relative_range_are_not_merged() {
+    const FAR: i64 = 3_000_000_000;
+    let dir = tempfile::tempdir().unwrap();
+    write_segment(dir.path(), 0, &[("a", "a0"), ("b", "b1"), ("a", "a2")]);
+    write_segment(dir.path(), FAR, &[("a", "a3"), ("c", "c4"), ("c", "c5")]);
+    write_segment(dir.path(), FAR + 3, &[("d", "d6")]);
+    let clock = Arc::new(ManualClock::new(T0));
+    let log = Log::open(dir.path(), config(&clock)).unwrap();
+    assert_eq!(log.stats().segments, 3);
+    let stats = log.compact().unwrap();
+    assert_eq!(stats.cleaned_up_to, FAR + 3, "{stats:?}");
+    // Without the range rule the two sealed segments (a few hundred bytes) would be one group.
+    assert_eq!(log.stats().segments, 3, "{stats:?}");
+    assert_eq!(
+        key_value_offsets(&log),
+        vec![
+            kv("b", "b1", 1),
+            kv("a", "a3", FAR),
+            kv("c", "c5", FAR + 2),
+            kv("d", "d6", FAR + 3),
+        ]
+    );
+    log.close().unwrap();
+    let report = partlog::verify_dir(dir.path(), &config(&clock)).unwrap();
+    assert_eq!(report.worst(), None, "{report:?}");
+    let log = Log::open(dir.path(), config(&clock)).unwrap();
+    assert_eq!(
+        key_value_offsets(&log).last(),
+        Some(&kv("d", "d6", FAR + 3))
+    );
+}
