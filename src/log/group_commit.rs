@@ -353,16 +353,23 @@ mod tests {
         assert!(commit.leader.lock().waiting.is_empty());
     }
 
+    /// A group commit (nothing durable yet, gathering for up to an hour) whose last round had
+    /// `writers` writers and a sync of `last_sync`.
+    fn after_a_round(writers: usize, last_sync: Duration) -> GroupCommit {
+        let commit = GroupCommit::new(0, Duration::from_secs(3600));
+        {
+            let mut state = commit.leader.lock();
+            state.last_round_writers = writers;
+            state.last_sync = last_sync;
+        }
+        commit
+    }
+
     #[test]
     fn a_new_leader_gathers_the_last_rounds_writers_into_one_sync() {
-        let commit = Arc::new(GroupCommit::new(0, Duration::from_secs(3600)));
-        {
-            // The last round: three writers, and a sync long enough that the window never ends
-            // before the writers come back.
-            let mut state = commit.leader.lock();
-            state.last_round_writers = 3;
-            state.last_sync = Duration::from_secs(3600);
-        }
+        // The last round: three writers, and a sync long enough that the window never ends
+        // before the writers come back.
+        let commit = Arc::new(after_a_round(3, Duration::from_secs(3600)));
         let end = Arc::new(AtomicI64::new(1));
         let syncs = Arc::new(AtomicUsize::new(0));
         let sync = {
@@ -406,13 +413,8 @@ mod tests {
 
     #[test]
     fn a_leader_stops_gathering_at_the_window_when_writers_do_not_come_back() {
-        let commit = GroupCommit::new(0, Duration::from_secs(3600));
-        {
-            let mut state = commit.leader.lock();
-            state.last_round_writers = 8;
-            // The window is a quarter of the last sync: 5 ms.
-            state.last_sync = Duration::from_millis(20);
-        }
+        // The window is a quarter of the last sync: 5 ms.
+        let commit = after_a_round(8, Duration::from_millis(20));
         commit.wait_durable(0, || Ok(1)).unwrap();
         assert_eq!(commit.durable_offset(), 1);
         let state = commit.leader.lock();
@@ -423,12 +425,7 @@ mod tests {
 
     #[test]
     fn a_poisoned_log_ends_a_gathering_leader() {
-        let commit = Arc::new(GroupCommit::new(0, Duration::from_secs(3600)));
-        {
-            let mut state = commit.leader.lock();
-            state.last_round_writers = 4;
-            state.last_sync = Duration::from_secs(3600);
-        }
+        let commit = Arc::new(after_a_round(4, Duration::from_secs(3600)));
         let leader = {
             let commit = Arc::clone(&commit);
             std::thread::spawn(move || commit.wait_durable(0, || Ok(1)))
