@@ -564,21 +564,6 @@ impl Shared {
         Ok(plan)
     }
 
-    /// The bytes of a segment's `.log`: from memory when it is open, else by `stat`.
-    fn segment_log_bytes(&self, handle: &SegmentHandle) -> Result<u64> {
-        match handle.if_open() {
-            Some(segment) => Ok(segment.size()),
-            None => Ok(self
-                .storage
-                .metadata(&segment_file_path(
-                    &self.dir,
-                    handle.base_offset(),
-                    SegmentFileKind::Log,
-                ))?
-                .len),
-        }
-    }
-
     /// The bytes of a segment's index file of `kind`, 0 when it has none yet.
     fn index_bytes(&self, base_offset: i64, kind: SegmentFileKind) -> Result<u64> {
         let path = segment_file_path(&self.dir, base_offset, kind);

@@ -446,12 +446,14 @@ impl Shared {
     fn total_bytes(&self, list: &SegmentList) -> Result<u64> {
         let mut total = 0u64;
         for handle in list.handles() {
-            total = total.saturating_add(self.segment_bytes(handle)?);
+            total = total.saturating_add(self.segment_log_bytes(handle)?);
         }
         Ok(total)
     }
 
-    fn segment_bytes(&self, handle: &SegmentHandle) -> Result<u64> {
+    /// The bytes of a segment's `.log`: from memory when it is open, else by `stat` (retention
+    /// and compaction both size segments they must not open).
+    pub(super) fn segment_log_bytes(&self, handle: &SegmentHandle) -> Result<u64> {
         match handle.if_open() {
             Some(segment) => Ok(segment.size()),
             None => Ok(self
@@ -475,7 +477,7 @@ impl Shared {
         let candidate = Candidate {
             base_offset: handle.base_offset(),
             end_offset,
-            bytes: self.segment_bytes(handle)?,
+            bytes: self.segment_log_bytes(handle)?,
             is_last: false,
         };
         let times = || {

@@ -894,72 +894,17 @@ fn forget_pid(pid: u32) {
     }
 }
 
-/// Runs `command`, feeding it `stdin`, with stdout and stderr captured; kills it after
-/// `timeout`.
+/// [`kafka::run_with_timeout`], with the output as text.
 fn run_with_timeout(
-    mut command: Command,
+    command: Command,
     stdin: Option<&str>,
     timeout: Duration,
     what: &str,
 ) -> (ExitStatus, String, String) {
-    let mut child = command
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|error| panic!("cannot start {what}: {error}"));
-    // Fed and drained on their own threads: a child blocked on a full pipe would never exit.
-    let feeder = child.stdin.take().map(|mut pipe| {
-        let input = stdin.unwrap_or_default().to_owned();
-        std::thread::spawn(move || {
-            // A child that exits early closes the pipe; its exit status tells why.
-            let _ = pipe.write_all(input.as_bytes());
-        })
-    });
-    let drain = |pipe: Option<Box<dyn Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut bytes = Vec::new();
-            if let Some(mut pipe) = pipe {
-                pipe.read_to_end(&mut bytes)
-                    .expect("read the child's output");
-            }
-            String::from_utf8_lossy(&bytes).into_owned()
-        })
-    };
-    let stdout = drain(
-        child
-            .stdout
-            .take()
-            .map(|p| Box::new(p) as Box<dyn Read + Send>),
-    );
-    let stderr = drain(
-        child
-            .stderr
-            .take()
-            .map(|p| Box::new(p) as Box<dyn Read + Send>),
-    );
-    let deadline = Instant::now() + timeout;
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait for a child process") {
-            break status;
-        }
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{what} ran longer than {timeout:?} and was killed");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    if let Some(feeder) = feeder {
-        feeder.join().expect("stdin feeder");
-    }
+    let (status, stdout, stderr) = kafka::run_with_timeout(command, stdin, timeout, what);
     (
         status,
-        stdout.join().expect("stdout reader"),
-        stderr.join().expect("stderr reader"),
+        String::from_utf8_lossy(&stdout).into_owned(),
+        String::from_utf8_lossy(&stderr).into_owned(),
     )
 }

@@ -60,7 +60,7 @@
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::fmt;
-use std::io::Read;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::OnceLock;
@@ -331,7 +331,8 @@ pub fn dump_log_segments<P: AsRef<Path>>(files: &[P], args: &[&str]) -> Option<O
         tools.main_class,
         args.join(" ")
     );
-    let (status, stdout, stderr) = run_with_timeout(command, &command_line);
+    let (status, stdout, stderr) =
+        run_with_timeout(command, None, DUMP_TIMEOUT, &format!("`{command_line}`"));
     Some(Output {
         command: command_line,
         files,
@@ -341,15 +342,32 @@ pub fn dump_log_segments<P: AsRef<Path>>(files: &[P], args: &[&str]) -> Option<O
     })
 }
 
-/// Runs `command` with stdout and stderr captured, killing it after [`DUMP_TIMEOUT`].
-fn run_with_timeout(mut command: Command, command_line: &str) -> (ExitStatus, Vec<u8>, Vec<u8>) {
+/// Runs `command`, feeding it `stdin` (or nothing), with stdout and stderr captured; kills it
+/// after `timeout` and panics naming `what`. Shared with `common/broker.rs`.
+pub fn run_with_timeout(
+    mut command: Command,
+    stdin: Option<&str>,
+    timeout: Duration,
+    what: &str,
+) -> (ExitStatus, Vec<u8>, Vec<u8>) {
     let mut child = command
-        .stdin(Stdio::null())
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .unwrap_or_else(|error| panic!("cannot start `{command_line}`: {error}"));
-    // Drained on their own threads: a child blocked on a full pipe would never exit.
+        .unwrap_or_else(|error| panic!("cannot start {what}: {error}"));
+    // Fed and drained on their own threads: a child blocked on a full pipe would never exit.
+    let feeder = child.stdin.take().map(|mut pipe| {
+        let input = stdin.unwrap_or_default().to_owned();
+        std::thread::spawn(move || {
+            // A child that exits early closes the pipe; its exit status tells why.
+            let _ = pipe.write_all(input.as_bytes());
+        })
+    });
     let drain = |pipe: Option<Box<dyn Read + Send>>| {
         std::thread::spawn(move || {
             let mut bytes = Vec::new();
@@ -372,21 +390,26 @@ fn run_with_timeout(mut command: Command, command_line: &str) -> (ExitStatus, Ve
             .take()
             .map(|p| Box::new(p) as Box<dyn Read + Send>),
     );
-    let deadline = Instant::now() + DUMP_TIMEOUT;
+    let deadline = Instant::now() + timeout;
     let status = loop {
-        if let Some(status) = child.try_wait().expect("wait for DumpLogSegments") {
+        if let Some(status) = child.try_wait().expect("wait for a child process") {
             break status;
         }
         if Instant::now() >= deadline {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("`{command_line}` ran longer than {DUMP_TIMEOUT:?} and was killed");
+            panic!("{what} ran longer than {timeout:?} and was killed");
         }
         std::thread::sleep(Duration::from_millis(20));
     };
-    let stdout = stdout.join().expect("stdout reader");
-    let stderr = stderr.join().expect("stderr reader");
-    (status, stdout, stderr)
+    if let Some(feeder) = feeder {
+        feeder.join().expect("stdin feeder");
+    }
+    (
+        status,
+        stdout.join().expect("stdout reader"),
+        stderr.join().expect("stderr reader"),
+    )
 }
 
 /// The files of a partition directory with one of `extensions`, ordered as Kafka names them:
