@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
-use crate::clock::Clock;
+use crate::clock::{COARSE_CLOCK_LAG_MS, Clock};
 use crate::error::{Error, Result};
 use crate::format::{
     BatchBuilder, BatchHeader, BatchView, Compression, NewRecord, TimestampType, set_base_offset,
@@ -517,6 +517,38 @@ impl Log {
             check_timestamp(config, timestamp, now_ms)?;
         }
         Ok(())
+    }
+
+    /// [`check_new_record`](Self::check_new_record) against the log's time now, for the
+    /// batching writer's `send`: the same verdict, from the coarse clock
+    /// ([`Clock::now_ms_coarse`]) unless the timestamp is within the coarse clock's lag of a
+    /// bound, where only the precise clock can tell.
+    pub(crate) fn check_record_at_send(&self, timestamp: i64, has_key: bool) -> Result<()> {
+        let config = &self.shared.config;
+        if config.cleanup_policy.compact && !has_key {
+            return Err(compacted_without_key());
+        }
+        // -1 (no timestamp) passes without a look at the clock, as it does in check_timestamp.
+        if config.message_timestamp_type != TimestampType::CreateTime || timestamp == -1 {
+            return Ok(());
+        }
+        let clock = &self.shared.clock;
+        if timestamp >= 0 {
+            // coarse <= now <= coarse + lag. Then timestamp - now <= timestamp - coarse, and
+            // now - timestamp <= coarse + lag - timestamp: both within their bound means the
+            // precise check would pass too.
+            let coarse = clock.now_ms_coarse();
+            let ahead = timestamp.saturating_sub(coarse);
+            let behind = coarse
+                .saturating_add(COARSE_CLOCK_LAG_MS)
+                .saturating_sub(timestamp);
+            if ahead <= config.message_timestamp_after_max_ms
+                && behind <= config.message_timestamp_before_max_ms
+            {
+                return Ok(());
+            }
+        }
+        check_timestamp(config, timestamp, clock.now_ms())
     }
 
     /// The codec batches built from records get: `compression.type`, with `producer` meaning

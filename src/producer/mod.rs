@@ -193,8 +193,7 @@ impl Producer {
     ) -> Result<SendHandle> {
         let inner = &*self.inner;
         inner.log.writable()?;
-        let now_ms = inner.log.clock().now_ms();
-        inner.log.check_new_record(timestamp, has_key, now_ms)?;
+        inner.log.check_record_at_send(timestamp, has_key)?;
         let estimate = size_upper_bound()?;
         let alone = BATCH_HEADER_BYTES.saturating_add(estimate);
         if alone > inner.max_batch {
@@ -251,19 +250,15 @@ impl Producer {
         if !fits {
             wake_sender |= acc.seal_open();
         }
-        let open = match acc.open.take() {
-            Some(open) => acc.open.insert(open),
+        let open = match &mut acc.open {
+            Some(open) => open,
             None => {
                 wake_sender = true;
                 let durable_log = (inner.config.acks == Acks::All).then(|| Arc::clone(&inner.log));
                 let capacity = inner.batch_limit.max(estimate);
-                // Read again: the wait for memory may have taken a while, and linger.ms counts
-                // from the batch's first record.
-                let opened_ms = if deadline.is_some() {
-                    inner.log.clock().now_ms()
-                } else {
-                    now_ms
-                };
+                // linger.ms counts from the batch's first record: the precise clock, once a
+                // batch, read after any wait for memory.
+                let opened_ms = inner.log.clock().now_ms();
                 acc.open_batch(
                     inner.codec,
                     capacity,
