@@ -11,8 +11,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::format::varint::{varint_size, varlong_size};
-use crate::format::{BatchBuilder, Compression, NewRecord, RECORD_BATCH_OVERHEAD};
+use crate::format::{BatchBuilder, Compression, NewRecord, RECORD_BATCH_OVERHEAD, RecordShape};
 
 use super::handle::BatchSlot;
 
@@ -118,13 +117,13 @@ pub(crate) fn max_uncompressed_batch(codec: Compression, max_message_bytes: u32)
     }
 }
 
-/// An upper bound of `record`'s encoded size in a batch, whatever its timestamp and offset
-/// deltas turn out to be (Kafka's `DefaultRecord.estimateSizeInBytesUpperBound`).
+/// The shape of `record` ([`RecordShape::measure`]), whose
+/// [`size_upper_bound`](RecordShape::size_upper_bound) is what `send` reserves.
 ///
 /// Fails with [`Error::InvalidArgument`] for a field longer than `i32::MAX` bytes, which the
 /// format cannot encode: rejecting it here keeps one bad record from failing its whole batch.
-pub(crate) fn record_size_upper_bound(record: &NewRecord) -> Result<usize> {
-    record_parts_size_upper_bound(
+pub(crate) fn record_shape(record: &NewRecord) -> Result<RecordShape> {
+    RecordShape::measure(
         record.key.as_deref(),
         record.value.as_deref(),
         record
@@ -132,41 +131,6 @@ pub(crate) fn record_size_upper_bound(record: &NewRecord) -> Result<usize> {
             .iter()
             .map(|(key, value)| (key.as_bytes(), value.as_deref())),
     )
-}
-
-/// [`record_size_upper_bound`] of a record given as borrowed parts.
-pub(crate) fn record_parts_size_upper_bound<'h>(
-    key: Option<&[u8]>,
-    value: Option<&[u8]>,
-    headers: impl ExactSizeIterator<Item = (&'h [u8], Option<&'h [u8]>)>,
-) -> Result<usize> {
-    let too_long = |what: &str| Error::InvalidArgument {
-        why: format!("a record's {what} is longer than i32::MAX bytes"),
-    };
-    let length_prefixed = |bytes: Option<&[u8]>, what: &str| -> Result<usize> {
-        match bytes {
-            None => Ok(1),
-            Some(bytes) => {
-                let len = i32::try_from(bytes.len()).map_err(|_| too_long(what))?;
-                Ok(varint_size(len) + bytes.len())
-            }
-        }
-    };
-    let header_count = i32::try_from(headers.len()).map_err(|_| too_long("headers"))?;
-    let mut body = 1 // attributes
-        + varlong_size(i64::MIN) // the widest timestamp delta
-        + varint_size(i32::MIN) // the widest offset delta
-        + length_prefixed(key, "key")?
-        + length_prefixed(value, "value")?
-        + varint_size(header_count);
-    for (header_key, header_value) in headers {
-        let header = length_prefixed(Some(header_key), "header key")?
-            .checked_add(length_prefixed(header_value, "header value")?)
-            .ok_or_else(|| too_long("header"))?;
-        body = body.checked_add(header).ok_or_else(|| too_long("header"))?;
-    }
-    let body_len = i32::try_from(body).map_err(|_| too_long("encoding"))?;
-    Ok(varint_size(body_len) + body)
 }
 
 /// The header every batch starts with.
@@ -190,7 +154,7 @@ mod tests {
             let before = builder.uncompressed_size();
             builder.push(record);
             let encoded = builder.uncompressed_size() - before;
-            let bound = record_size_upper_bound(record).unwrap();
+            let bound = record_shape(record).unwrap().size_upper_bound().unwrap();
             assert!(bound >= encoded, "{bound} < {encoded}");
             assert!(
                 bound <= encoded + 16,

@@ -25,13 +25,10 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 
 use crate::error::{Error, Result};
-use crate::format::{BatchBuilder, Compression, NewRecord};
+use crate::format::{BatchBuilder, Compression, NewRecord, RecordShape};
 use crate::log::Log;
 
-use accumulator::{
-    Accumulator, BATCH_HEADER_BYTES, max_uncompressed_batch, record_parts_size_upper_bound,
-    record_size_upper_bound,
-};
+use accumulator::{Accumulator, BATCH_HEADER_BYTES, max_uncompressed_batch, record_shape};
 use handle::BatchSlot;
 
 pub use config::{Acks, ProducerConfig, ProducerConfigBuilder};
@@ -153,8 +150,8 @@ impl Producer {
         self.enqueue(
             record.timestamp,
             record.key.is_some(),
-            || record_size_upper_bound(record),
-            |builder| builder.push(record),
+            || record_shape(record),
+            |builder, shape| builder.push_shaped_record(shape, record),
         )
     }
 
@@ -172,14 +169,8 @@ impl Producer {
         self.enqueue(
             timestamp,
             key.is_some(),
-            || {
-                record_parts_size_upper_bound(
-                    key,
-                    value,
-                    headers.iter().map(|(k, v)| (k.as_ref(), *v)),
-                )
-            },
-            |builder| builder.push_parts(timestamp, key, value, headers),
+            || RecordShape::measure(key, value, headers.iter().map(|(k, v)| (k.as_ref(), *v))),
+            |builder, shape| builder.push_shaped(shape, timestamp, key, value, headers),
         )
     }
 
@@ -188,13 +179,14 @@ impl Producer {
         &self,
         timestamp: i64,
         has_key: bool,
-        size_upper_bound: impl FnOnce() -> Result<usize>,
-        push: impl FnOnce(&mut BatchBuilder),
+        measure: impl FnOnce() -> Result<RecordShape>,
+        push: impl FnOnce(&mut BatchBuilder, &RecordShape),
     ) -> Result<SendHandle> {
         let inner = &*self.inner;
         inner.log.writable()?;
         inner.log.check_record_at_send(timestamp, has_key)?;
-        let estimate = size_upper_bound()?;
+        let shape = measure()?;
+        let estimate = shape.size_upper_bound()?;
         let alone = BATCH_HEADER_BYTES.saturating_add(estimate);
         if alone > inner.max_batch {
             return Err(Error::RecordTooLarge {
@@ -268,7 +260,7 @@ impl Producer {
             }
         };
         let before = open.builder.uncompressed_size();
-        push(&mut open.builder);
+        push(&mut open.builder, &shape);
         let encoded = (open.builder.uncompressed_size() - before) as u64;
         open.reserved += encoded;
         let index = open.builder.record_count() as i64 - 1;
