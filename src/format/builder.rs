@@ -168,7 +168,17 @@ impl BatchBuilder {
 
     /// As [`BatchBuilder::new`], reserving room for about `records_bytes` of encoded records.
     pub fn with_capacity(compression: Compression, records_bytes: usize) -> BatchBuilder {
-        let mut buffer = Vec::with_capacity(RECORD_BATCH_OVERHEAD + records_bytes);
+        BatchBuilder::with_buffer(
+            compression,
+            Vec::with_capacity(RECORD_BATCH_OVERHEAD + records_bytes),
+        )
+    }
+
+    /// As [`BatchBuilder::new`], encoding into `buffer`, a batch buffer used before (the
+    /// batching writer keeps a few). Its old bytes are dropped first: nothing of them can reach
+    /// the new batch, whose header is zeroed until `build` writes it.
+    pub(crate) fn with_buffer(compression: Compression, mut buffer: Vec<u8>) -> BatchBuilder {
+        buffer.clear();
         buffer.resize(RECORD_BATCH_OVERHEAD, 0);
         BatchBuilder {
             compression,
@@ -727,5 +737,24 @@ mod tests {
             builder.build(),
             Err(Error::InvalidArgument { .. })
         ));
+    }
+
+    #[test]
+    fn a_reused_buffer_leaks_nothing_of_its_last_batch() {
+        let record = NewRecord::new(1_700_000_000_000, Some(b"k"), Some(b"v"));
+        let mut fresh = BatchBuilder::new(Compression::None);
+        fresh.push(&record);
+        let fresh = fresh.build().unwrap();
+        // A buffer that held a larger batch, and garbage in its spare capacity.
+        let mut old = BatchBuilder::new(Compression::None);
+        for _ in 0..50 {
+            old.push(&NewRecord::new(7, Some(&[0xab; 100]), Some(&[0xcd; 100])));
+        }
+        let mut buffer = old.build().unwrap();
+        buffer.resize(buffer.capacity(), 0xee);
+        let mut reused = BatchBuilder::with_buffer(Compression::None, buffer);
+        assert_eq!(reused.uncompressed_size(), RECORD_BATCH_OVERHEAD);
+        reused.push(&record);
+        assert_eq!(reused.build().unwrap(), fresh);
     }
 }

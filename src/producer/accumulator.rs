@@ -52,7 +52,15 @@ pub(crate) struct Accumulator {
     pub unreported_error: Option<Error>,
     /// The last offset this producer appended, -1 before the first.
     pub last_appended_offset: i64,
+    /// Buffers of appended batches, for the next batches to encode into (Kafka's `BufferPool`
+    /// keeps its free `batch.size` buffers too): no allocation, and no page faults on fresh
+    /// memory, per batch. At most [`FREE_BUFFERS`].
+    free_buffers: Vec<Vec<u8>>,
 }
+
+/// How many appended batch buffers the accumulator keeps for reuse: one being filled while
+/// the sender appends another is the steady state.
+pub(crate) const FREE_BUFFERS: usize = 2;
 
 impl Accumulator {
     pub fn new() -> Accumulator {
@@ -67,6 +75,17 @@ impl Accumulator {
             sender_exited: false,
             unreported_error: None,
             last_appended_offset: -1,
+            free_buffers: Vec::new(),
+        }
+    }
+
+    /// Keeps an appended batch's buffer for a later batch, if it holds `capacity` bytes (the
+    /// buffer of a compressed batch is usually smaller) and is not far larger (one huge record
+    /// must not pin its memory), and fewer than [`FREE_BUFFERS`] are kept.
+    pub fn recycle(&mut self, buffer: Vec<u8>, capacity: usize) {
+        let fits = buffer.capacity() >= capacity && buffer.capacity() <= capacity.saturating_mul(2);
+        if fits && self.free_buffers.len() < FREE_BUFFERS {
+            self.free_buffers.push(buffer);
         }
     }
 
@@ -91,9 +110,15 @@ impl Accumulator {
     ) -> &mut PendingBatch {
         let seq = self.next_seq;
         self.next_seq += 1;
+        let builder = match self.free_buffers.pop() {
+            Some(buffer) if buffer.capacity() >= RECORD_BATCH_OVERHEAD + capacity => {
+                BatchBuilder::with_buffer(codec, buffer)
+            }
+            _ => BatchBuilder::with_capacity(codec, capacity),
+        };
         self.open.insert(PendingBatch {
             seq,
-            builder: BatchBuilder::with_capacity(codec, capacity),
+            builder,
             slot,
             created_ms: now_ms,
             reserved: 0,
@@ -183,5 +208,24 @@ mod tests {
             let batch = builder.build().unwrap();
             assert!(batch.len() <= limit as usize, "{codec:?}: {}", batch.len());
         }
+    }
+
+    #[test]
+    fn recycled_buffers_are_kept_only_when_they_fit_and_a_few() {
+        let mut acc = Accumulator::new();
+        let want = RECORD_BATCH_OVERHEAD + 16_384;
+        // Too small (a compressed batch) and too large (one huge record): dropped.
+        acc.recycle(Vec::with_capacity(want / 2), want);
+        acc.recycle(Vec::with_capacity(want * 3), want);
+        assert!(acc.free_buffers.is_empty());
+        for _ in 0..FREE_BUFFERS + 3 {
+            acc.recycle(Vec::with_capacity(want), want);
+        }
+        assert_eq!(acc.free_buffers.len(), FREE_BUFFERS);
+        // A new batch takes one, and encodes into it from an empty record area.
+        let batch = acc.open_batch(Compression::None, 16_384, BatchSlot::new(None), 0);
+        assert!(batch.builder.is_empty());
+        assert_eq!(batch.builder.uncompressed_size(), RECORD_BATCH_OVERHEAD);
+        assert_eq!(acc.free_buffers.len(), FREE_BUFFERS - 1);
     }
 }
