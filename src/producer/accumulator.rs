@@ -8,12 +8,11 @@
 //! touched), and gives back the difference once its real size is known.
 
 use std::collections::VecDeque;
-use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::format::{BatchBuilder, Compression, NewRecord, RECORD_BATCH_OVERHEAD, RecordShape};
 
-use super::handle::BatchSlot;
+use super::handle::SlotIssuer;
 
 /// One batch being filled, or sealed and waiting to be appended.
 #[derive(Debug)]
@@ -21,7 +20,8 @@ pub(crate) struct PendingBatch {
     /// Batches are numbered in the order they open, which is the order they are appended.
     pub seq: u64,
     pub builder: BatchBuilder,
-    pub slot: Arc<BatchSlot>,
+    /// The batch's slot, and the references its records' handles get.
+    pub slot: SlotIssuer,
     /// When the first record arrived, on the log's clock (for `linger.ms`).
     pub created_ms: i64,
     /// The accumulator memory its records hold.
@@ -105,7 +105,7 @@ impl Accumulator {
         &mut self,
         codec: Compression,
         capacity: usize,
-        slot: Arc<BatchSlot>,
+        slot: SlotIssuer,
         now_ms: i64,
     ) -> &mut PendingBatch {
         let seq = self.next_seq;
@@ -223,7 +223,12 @@ mod tests {
         }
         assert_eq!(acc.free_buffers.len(), FREE_BUFFERS);
         // A new batch takes one, and encodes into it from an empty record area.
-        let batch = acc.open_batch(Compression::None, 16_384, BatchSlot::new(None), 0);
+        let batch = acc.open_batch(
+            Compression::None,
+            16_384,
+            SlotIssuer::new(super::super::handle::BatchSlot::new(None)),
+            0,
+        );
         assert!(batch.builder.is_empty());
         assert_eq!(batch.builder.uncompressed_size(), RECORD_BATCH_OVERHEAD);
         assert_eq!(acc.free_buffers.len(), FREE_BUFFERS - 1);

@@ -29,7 +29,7 @@ use crate::format::{BatchBuilder, Compression, NewRecord, RecordShape};
 use crate::log::Log;
 
 use accumulator::{Accumulator, BATCH_HEADER_BYTES, max_uncompressed_batch, record_shape};
-use handle::BatchSlot;
+use handle::{BatchSlot, SlotIssuer};
 
 pub use config::{Acks, ProducerConfig, ProducerConfigBuilder};
 pub use handle::SendHandle;
@@ -254,7 +254,7 @@ impl Producer {
                 acc.open_batch(
                     inner.codec,
                     capacity,
-                    BatchSlot::new(durable_log),
+                    SlotIssuer::new(BatchSlot::new(durable_log)),
                     opened_ms,
                 )
             }
@@ -265,7 +265,7 @@ impl Producer {
         open.reserved += encoded;
         let index = open.builder.record_count() as i64 - 1;
         // Under acks=0 the handle is done already and needs no share of the batch's outcome.
-        let slot = (inner.config.acks != Acks::Zero).then(|| Arc::clone(&open.slot));
+        let slot = (inner.config.acks != Acks::Zero).then(|| open.slot.issue());
         let full = open.builder.uncompressed_size() >= inner.batch_limit;
         // Give back what the upper bound over-reserved.
         acc.used_memory -= reserve.saturating_sub(encoded);
