@@ -66,6 +66,7 @@ pub(crate) struct RecordShape {
 impl RecordShape {
     /// Measures a record's parts. Fails with [`Error::InvalidArgument`] for a field longer than
     /// `i32::MAX` bytes or a record too large to encode.
+    #[inline]
     pub(crate) fn measure<'h>(
         key: Option<&[u8]>,
         value: Option<&[u8]>,
@@ -107,6 +108,7 @@ impl RecordShape {
     }
 
     /// The body's size (everything after the length prefix) with these deltas.
+    #[inline]
     fn body_size(&self, timestamp_delta: i64, offset_delta: i32) -> Result<usize> {
         (1 + varlong_size(timestamp_delta) + varint_size(offset_delta)) // attributes, deltas
             .checked_add(self.tail_size)
@@ -115,6 +117,7 @@ impl RecordShape {
 
     /// An upper bound of the record's encoded size in any batch, whatever its timestamp and
     /// offset deltas (Kafka's `DefaultRecord.estimateSizeInBytesUpperBound`).
+    #[inline]
     pub(crate) fn size_upper_bound(&self) -> Result<usize> {
         let body = self.body_size(i64::MIN, i32::MIN)?;
         Ok(varint_size(len_i32(body)?) + body)
