@@ -109,7 +109,7 @@ unsafe fn release(slot_box: NonNull<SlotBox>, count: usize) {
     if refs.fetch_sub(count, Ordering::Release) == count {
         // Acquire: every other owner's release is seen before the slot is dropped.
         fence(Ordering::Acquire);
-        // SAFETY: the box came from `Box::into_raw` in `SlotIssuer::new`, and these were the
+        // SAFETY: the box came from `Box::leak` in `SlotIssuer::new`, and these were the
         // last references: no one else can reach it any more.
         drop(unsafe { Box::from_raw(slot_box.as_ptr()) });
     }
