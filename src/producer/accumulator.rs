@@ -154,6 +154,7 @@ pub(crate) fn max_uncompressed_batch(codec: Compression, max_message_bytes: u32)
 ///
 /// Fails with [`Error::InvalidArgument`] for a field longer than `i32::MAX` bytes, which the
 /// format cannot encode: rejecting it here keeps one bad record from failing its whole batch.
+#[inline]
 pub(crate) fn record_shape(record: &NewRecord) -> Result<RecordShape> {
     RecordShape::measure(
         record.key.as_deref(),
