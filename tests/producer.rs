@@ -666,4 +666,81 @@ mod sim {
         assert!(matches!(producer.send(&record(0)), Err(Error::Poisoned)));
         assert!(log.durable_offset() <= 0);
     }
+
+    /// A wall clock whose coarse reading lags its precise one by 900 ms (the trait allows up
+    /// to a second), counting the precise reads made on the thread that created it.
+    #[derive(Debug)]
+    struct LaggingClock {
+        now_ms: std::sync::atomic::AtomicI64,
+        counted_thread: std::thread::ThreadId,
+        precise_reads: std::sync::atomic::AtomicU64,
+    }
+
+    impl partlog::unstable::Clock for LaggingClock {
+        fn now_ms(&self) -> i64 {
+            if std::thread::current().id() == self.counted_thread {
+                self.precise_reads
+                    .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
+            self.now_ms.load(std::sync::atomic::Ordering::SeqCst)
+        }
+
+        fn now_ms_coarse(&self) -> i64 {
+            self.now_ms.load(std::sync::atomic::Ordering::SeqCst) - 900
+        }
+    }
+
+    #[test]
+    fn timestamp_bounds_at_send_are_exact_though_the_coarse_clock_lags() {
+        let clock = Arc::new(LaggingClock {
+            now_ms: std::sync::atomic::AtomicI64::new(T0),
+            counted_thread: std::thread::current().id(),
+            precise_reads: std::sync::atomic::AtomicU64::new(0),
+        });
+        let storage: Arc<dyn Storage> = Arc::new(SimStorage::new(7));
+        let log_config = LogConfig::builder()
+            .storage(storage)
+            .clock(Arc::clone(&clock) as _)
+            .message_timestamp_before_max_ms(10_000)
+            .build()
+            .unwrap();
+        let log = Arc::new(Log::open(DIR, log_config).unwrap());
+        let producer = Producer::new(Arc::clone(&log), config().build().unwrap()).unwrap();
+        let precise_reads = || {
+            clock
+                .precise_reads
+                .load(std::sync::atomic::Ordering::SeqCst)
+        };
+
+        // Well inside both bounds: the coarse clock decides, and the precise clock is read
+        // once, when the batch opens (linger.ms counts from there).
+        let before = precise_reads();
+        for i in 0..100 {
+            drop(
+                producer
+                    .send(&NewRecord::new(T0 + i, None, Some(b"v")))
+                    .unwrap(),
+            );
+        }
+        assert_eq!(precise_reads() - before, 1);
+
+        // At a bound the coarse clock cannot tell: the precise one decides, as Log::append
+        // would (after.max.ms is Kafka's default hour).
+        for (timestamp, accepted) in [
+            (T0 + 3_600_000, true),
+            (T0 + 3_600_001, false),
+            (T0 - 10_000, true),
+            (T0 - 10_001, false),
+        ] {
+            let sent = producer.send(&NewRecord::new(timestamp, None, Some(b"v")));
+            let appended = log.append(&[NewRecord::new(timestamp, None, Some(b"v"))]);
+            assert_eq!(sent.is_ok(), accepted, "send at {timestamp}: {sent:?}");
+            assert_eq!(appended.is_ok(), accepted, "append at {timestamp}");
+            if !accepted {
+                assert!(matches!(sent, Err(Error::InvalidTimestamp { .. })));
+            }
+        }
+        assert!(precise_reads() - before >= 5);
+        producer.flush().unwrap();
+    }
 }

@@ -12,7 +12,7 @@ use super::batch::{
 use super::compression::{self, Compression, DEFAULT_ZSTD_LEVEL};
 use super::crc::crc32c;
 use super::record::Record;
-use super::varint::{varint_size, varlong_size, write_varint, write_varlong};
+use super::varint::{VarintScratch, varint_size, varlong_size, write_varint};
 use crate::error::{Error, Result};
 
 /// A record to append, owning its bytes: the convenient form for callers.
@@ -45,6 +45,82 @@ impl NewRecord {
     pub fn with_header(mut self, key: impl Into<String>, value: Option<&[u8]>) -> NewRecord {
         self.headers.push((key.into(), value.map(<[u8]>::to_vec)));
         self
+    }
+}
+
+/// What a record's encoding needs that does not depend on its batch: its field lengths, checked
+/// to fit the format, and the size of everything after its two deltas. Measured once, it gives
+/// both the batching writer's upper bound and the exact encoding
+/// ([`BatchBuilder::push_shaped`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RecordShape {
+    /// -1 for a null key.
+    key_len: i32,
+    /// -1 for a null value.
+    value_len: i32,
+    header_count: i32,
+    /// Key, value and headers with their length prefixes, and the header count.
+    tail_size: usize,
+}
+
+impl RecordShape {
+    /// Measures a record's parts. Fails with [`Error::InvalidArgument`] for a field longer than
+    /// `i32::MAX` bytes or a record too large to encode.
+    #[inline]
+    pub(crate) fn measure<'h>(
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+        headers: impl Iterator<Item = (&'h [u8], Option<&'h [u8]>)>,
+    ) -> Result<RecordShape> {
+        let key_len = nullable_len(key)?;
+        let value_len = nullable_len(value)?;
+        let mut header_count: i32 = 0;
+        let mut headers_size: usize = 0;
+        for (header_key, header_value) in headers {
+            let header_key_len = len_i32(header_key.len())?;
+            nullable_len(header_value)?;
+            headers_size = headers_size
+                .checked_add(varint_size(header_key_len) + header_key.len())
+                .and_then(|size| size.checked_add(nullable_size(header_value)))
+                .ok_or_else(|| invalid("record headers overflow"))?;
+            header_count = header_count
+                .checked_add(1)
+                .ok_or_else(|| invalid("a record holds at most i32::MAX headers"))?;
+        }
+        let tail_size = [
+            nullable_size(key),
+            nullable_size(value),
+            varint_size(header_count),
+            headers_size,
+        ]
+        .into_iter()
+        .try_fold(0usize, usize::checked_add)
+        .ok_or_else(|| invalid("record size overflows"))?;
+        let shape = RecordShape {
+            key_len,
+            value_len,
+            header_count,
+            tail_size,
+        };
+        // A record must stay encodable whatever its deltas turn out to be.
+        shape.size_upper_bound()?;
+        Ok(shape)
+    }
+
+    /// The body's size (everything after the length prefix) with these deltas.
+    #[inline]
+    fn body_size(&self, timestamp_delta: i64, offset_delta: i32) -> Result<usize> {
+        (1 + varlong_size(timestamp_delta) + varint_size(offset_delta)) // attributes, deltas
+            .checked_add(self.tail_size)
+            .ok_or_else(|| invalid("record size overflows"))
+    }
+
+    /// An upper bound of the record's encoded size in any batch, whatever its timestamp and
+    /// offset deltas (Kafka's `DefaultRecord.estimateSizeInBytesUpperBound`).
+    #[inline]
+    pub(crate) fn size_upper_bound(&self) -> Result<usize> {
+        let body = self.body_size(i64::MIN, i32::MIN)?;
+        Ok(varint_size(len_i32(body)?) + body)
     }
 }
 
@@ -95,7 +171,17 @@ impl BatchBuilder {
 
     /// As [`BatchBuilder::new`], reserving room for about `records_bytes` of encoded records.
     pub fn with_capacity(compression: Compression, records_bytes: usize) -> BatchBuilder {
-        let mut buffer = Vec::with_capacity(RECORD_BATCH_OVERHEAD + records_bytes);
+        BatchBuilder::with_buffer(
+            compression,
+            Vec::with_capacity(RECORD_BATCH_OVERHEAD + records_bytes),
+        )
+    }
+
+    /// As [`BatchBuilder::new`], encoding into `buffer`, a batch buffer used before (the
+    /// batching writer keeps a few). Its old bytes are dropped first: nothing of them can reach
+    /// the new batch, whose header is zeroed until `build` writes it.
+    pub(crate) fn with_buffer(compression: Compression, mut buffer: Vec<u8>) -> BatchBuilder {
+        buffer.clear();
         buffer.resize(RECORD_BATCH_OVERHEAD, 0);
         BatchBuilder {
             compression,
@@ -311,6 +397,47 @@ impl BatchBuilder {
         }
     }
 
+    /// Appends a record from borrowed parts that [`RecordShape::measure`] has measured: the
+    /// batching writer measures each record once, for its memory reservation and its encoding.
+    /// `shape` must be the shape of exactly these parts; if it is not, `build` fails.
+    pub(crate) fn push_shaped<K: AsRef<[u8]>>(
+        &mut self,
+        shape: &RecordShape,
+        timestamp: i64,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+        headers: &[(K, Option<&[u8]>)],
+    ) {
+        if self.error.is_some() {
+            return;
+        }
+        let headers = headers.iter().map(|(key, value)| (key.as_ref(), *value));
+        if let Err(error) = self.encode_shaped(None, timestamp, shape, key, value, headers) {
+            self.error = Some(error);
+        }
+    }
+
+    /// [`push_shaped`](Self::push_shaped) of an owned record.
+    pub(crate) fn push_shaped_record(&mut self, shape: &RecordShape, record: &NewRecord) {
+        if self.error.is_some() {
+            return;
+        }
+        let headers = record
+            .headers
+            .iter()
+            .map(|(key, value)| (key.as_bytes(), value.as_deref()));
+        if let Err(error) = self.encode_shaped(
+            None,
+            record.timestamp,
+            shape,
+            record.key.as_deref(),
+            record.value.as_deref(),
+            headers,
+        ) {
+            self.error = Some(error);
+        }
+    }
+
     fn encode_record<'h, I>(
         &mut self,
         offset_delta: Option<i32>,
@@ -321,6 +448,22 @@ impl BatchBuilder {
     ) -> Result<()>
     where
         I: Iterator<Item = (&'h [u8], Option<&'h [u8]>)> + Clone,
+    {
+        let shape = RecordShape::measure(key, value, headers.clone())?;
+        self.encode_shaped(offset_delta, timestamp, &shape, key, value, headers)
+    }
+
+    fn encode_shaped<'h, I>(
+        &mut self,
+        offset_delta: Option<i32>,
+        timestamp: i64,
+        shape: &RecordShape,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+        headers: I,
+    ) -> Result<()>
+    where
+        I: Iterator<Item = (&'h [u8], Option<&'h [u8]>)>,
     {
         if self.record_count == i32::MAX {
             return Err(invalid("a batch holds at most i32::MAX records"));
@@ -333,58 +476,59 @@ impl BatchBuilder {
                 .checked_add(1)
                 .ok_or_else(|| invalid("a batch spans at most i32::MAX offsets"))?,
         };
-        if self.record_count == 0 {
-            self.first_timestamp = self.delete_horizon_ms.unwrap_or(timestamp);
-            self.max_timestamp = timestamp;
-        }
+        let first_timestamp = if self.record_count == 0 {
+            self.delete_horizon_ms.unwrap_or(timestamp)
+        } else {
+            self.first_timestamp
+        };
         // Kafka subtracts with Java long arithmetic, which wraps; the reader adds back the same.
-        let timestamp_delta = timestamp.wrapping_sub(self.first_timestamp);
+        let timestamp_delta = timestamp.wrapping_sub(first_timestamp);
 
-        // The body length precedes the body, so size everything first (as Kafka's
-        // `DefaultRecord.sizeOfBodyInBytes`), then write once with no back-patching.
-        let key_len = nullable_len(key)?;
-        let value_len = nullable_len(value)?;
-        let mut header_count: i32 = 0;
-        let mut headers_size: usize = 0;
-        for (header_key, header_value) in headers.clone() {
-            let header_key_len = len_i32(header_key.len())?;
-            nullable_len(header_value)?;
-            headers_size = headers_size
-                .checked_add(varint_size(header_key_len) + header_key.len())
-                .and_then(|size| size.checked_add(nullable_size(header_value)))
-                .ok_or_else(|| invalid("record headers overflow"))?;
-            header_count = header_count
-                .checked_add(1)
-                .ok_or_else(|| invalid("a record holds at most i32::MAX headers"))?;
-        }
-        let body_size = [
-            1, // attributes
-            varlong_size(timestamp_delta),
-            varint_size(offset_delta),
-            nullable_size(key),
-            nullable_size(value),
-            varint_size(header_count),
-            headers_size,
-        ]
-        .into_iter()
-        .try_fold(0usize, usize::checked_add)
-        .ok_or_else(|| invalid("record size overflows"))?;
+        // The body length precedes the body, so it is sized first (as Kafka's
+        // `DefaultRecord.sizeOfBodyInBytes`), then written once with no back-patching.
+        let body_size = shape.body_size(timestamp_delta, offset_delta)?;
         let body_len = len_i32(body_size)?;
-
+        let start = self.buffer.len();
         self.buffer.reserve(varint_size(body_len) + body_size);
-        write_varint(&mut self.buffer, body_len);
-        self.buffer.push(0);
-        write_varlong(&mut self.buffer, timestamp_delta);
-        write_varint(&mut self.buffer, offset_delta);
-        write_nullable(&mut self.buffer, key, key_len);
-        write_nullable(&mut self.buffer, value, value_len);
-        write_varint(&mut self.buffer, header_count);
+        // The framing up to the key's length (at most 26 bytes), then the value's length, each
+        // gathered on the stack and appended with one copy.
+        let mut framing = VarintScratch::new();
+        framing.push_varint(body_len);
+        framing.push(0); // attributes
+        framing.push_varlong(timestamp_delta);
+        framing.push_varint(offset_delta);
+        framing.push_varint(shape.key_len);
+        if let Some(key) = key {
+            self.buffer.extend_from_slice(framing.as_slice());
+            self.buffer.extend_from_slice(key);
+            framing.clear();
+        }
+        framing.push_varint(shape.value_len);
+        self.buffer.extend_from_slice(framing.as_slice());
+        if let Some(value) = value {
+            self.buffer.extend_from_slice(value);
+        }
+        write_varint(&mut self.buffer, shape.header_count);
+        let mut header_count = 0;
         for (header_key, header_value) in headers {
             write_varint(&mut self.buffer, len_i32(header_key.len())?);
             self.buffer.extend_from_slice(header_key);
             write_nullable(&mut self.buffer, header_value, nullable_len(header_value)?);
+            header_count += 1;
+        }
+        let written = self.buffer.len() - start;
+        if written != varint_size(body_len) + body_size || header_count != shape.header_count {
+            // Only a shape measured from other parts gets here: drop the bad bytes, fail the batch.
+            self.buffer.truncate(start);
+            return Err(invalid(
+                "a record was encoded with the shape of another record",
+            ));
         }
 
+        if self.record_count == 0 {
+            self.first_timestamp = first_timestamp;
+            self.max_timestamp = timestamp;
+        }
         self.record_count += 1;
         self.last_pushed_delta = offset_delta;
         self.max_timestamp = self.max_timestamp.max(timestamp);
@@ -502,5 +646,118 @@ fn write_nullable(out: &mut Vec<u8>, bytes: Option<&[u8]>, len: i32) {
     write_varint(out, len);
     if let Some(bytes) = bytes {
         out.extend_from_slice(bytes);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn records() -> Vec<NewRecord> {
+        vec![
+            NewRecord::new(1_700_000_000_000, None, Some(&[7u8; 100])),
+            NewRecord::new(5, Some(b"key"), None),
+            NewRecord::new(-1, None, None),
+            // A timestamp far below the first: a negative 10-byte delta.
+            NewRecord::new(i64::MIN, Some(&[1u8; 200]), Some(&[2u8; 70_000]))
+                .with_header("h", Some(b"v"))
+                .with_header("", None),
+            NewRecord::new(i64::MAX, Some(b""), Some(b"")),
+        ]
+    }
+
+    #[test]
+    fn a_shaped_push_encodes_as_a_plain_push() {
+        let mut plain = BatchBuilder::new(Compression::None);
+        let mut shaped = BatchBuilder::new(Compression::None);
+        let mut parts = BatchBuilder::new(Compression::None);
+        for record in records() {
+            plain.push(&record);
+            let shape = RecordShape::measure(
+                record.key.as_deref(),
+                record.value.as_deref(),
+                record
+                    .headers
+                    .iter()
+                    .map(|(k, v)| (k.as_bytes(), v.as_deref())),
+            )
+            .unwrap();
+            shaped.push_shaped_record(&shape, &record);
+            let headers: Vec<(&str, Option<&[u8]>)> = record
+                .headers
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_deref()))
+                .collect();
+            parts.push_shaped(
+                &shape,
+                record.timestamp,
+                record.key.as_deref(),
+                record.value.as_deref(),
+                &headers,
+            );
+            let encoded = shaped.uncompressed_size();
+            assert_eq!(encoded, plain.uncompressed_size());
+            assert!(shape.size_upper_bound().unwrap() <= encoded);
+        }
+        let plain = plain.build().unwrap();
+        assert_eq!(shaped.build().unwrap(), plain);
+        assert_eq!(parts.build().unwrap(), plain);
+        // And the bytes are the records: decoded back field by field.
+        let view = super::super::BatchView::new(&plain).unwrap();
+        let mut scratch = Vec::new();
+        let decoded: Vec<_> = view
+            .records(&mut scratch)
+            .unwrap()
+            .collect::<Result<_>>()
+            .unwrap();
+        let expected = records();
+        assert_eq!(decoded.len(), expected.len());
+        for (index, (record, expected)) in decoded.iter().zip(&expected).enumerate() {
+            assert_eq!(record.offset, index as i64);
+            assert_eq!(record.timestamp, expected.timestamp);
+            assert_eq!(record.key, expected.key.as_deref());
+            assert_eq!(record.value, expected.value.as_deref());
+            let headers: Vec<(&[u8], Option<&[u8]>)> =
+                record.headers().map(|h| (h.key, h.value)).collect();
+            let expected_headers: Vec<(&[u8], Option<&[u8]>)> = expected
+                .headers
+                .iter()
+                .map(|(k, v)| (k.as_bytes(), v.as_deref()))
+                .collect();
+            assert_eq!(headers, expected_headers);
+        }
+    }
+
+    #[test]
+    fn a_shape_of_other_parts_fails_the_batch_and_writes_nothing() {
+        let mut builder = BatchBuilder::new(Compression::None);
+        builder.push(&NewRecord::new(0, None, Some(b"first")));
+        let before = builder.uncompressed_size();
+        let shape = RecordShape::measure(None, Some(b"short"), std::iter::empty()).unwrap();
+        builder.push_shaped_record(&shape, &NewRecord::new(0, None, Some(b"much longer")));
+        assert_eq!(builder.uncompressed_size(), before);
+        assert!(matches!(
+            builder.build(),
+            Err(Error::InvalidArgument { .. })
+        ));
+    }
+
+    #[test]
+    fn a_reused_buffer_leaks_nothing_of_its_last_batch() {
+        let record = NewRecord::new(1_700_000_000_000, Some(b"k"), Some(b"v"));
+        let mut fresh = BatchBuilder::new(Compression::None);
+        fresh.push(&record);
+        let fresh = fresh.build().unwrap();
+        // A buffer that held a larger batch, and garbage in its spare capacity.
+        let mut old = BatchBuilder::new(Compression::None);
+        for _ in 0..50 {
+            old.push(&NewRecord::new(7, Some(&[0xab; 100]), Some(&[0xcd; 100])));
+        }
+        let mut buffer = old.build().unwrap();
+        buffer.resize(buffer.capacity(), 0xee);
+        let mut reused = BatchBuilder::with_buffer(Compression::None, buffer);
+        assert_eq!(reused.uncompressed_size(), RECORD_BATCH_OVERHEAD);
+        reused.push(&record);
+        assert_eq!(reused.build().unwrap(), fresh);
     }
 }

@@ -73,6 +73,7 @@ pub use batch::{
     LOG_OVERHEAD, MIN_BATCH_LENGTH, RECORD_BATCH_OVERHEAD, TimestampType, check_legacy_crc,
     legacy_magic_error, peek_batch_frame, peek_magic,
 };
+pub(crate) use builder::RecordShape;
 pub use builder::{BatchBuilder, NewRecord};
 pub use compression::{Compression, DEFAULT_ZSTD_LEVEL, MAX_DECOMPRESSED_BATCH_SIZE};
 pub use control::{

@@ -85,6 +85,63 @@ pub fn read_varlong(bytes: &[u8], pos: &mut usize) -> Result<i64, Corruption> {
     Ok(((raw >> 1) as i64) ^ -((raw & 1) as i64))
 }
 
+/// A few varints gathered on the stack, to be appended to a buffer with one copy instead of a
+/// `Vec::push` per byte: a record's framing before its key is up to 26 bytes.
+#[derive(Debug)]
+pub(crate) struct VarintScratch {
+    bytes: [u8; 32],
+    len: usize,
+}
+
+impl VarintScratch {
+    pub(crate) const fn new() -> VarintScratch {
+        VarintScratch {
+            bytes: [0; 32],
+            len: 0,
+        }
+    }
+
+    /// Appends one byte. Callers push at most 32 bytes between two `clear`s: the index wraps
+    /// (it is never out of bounds), and `as_slice` of an overfull scratch is empty.
+    #[inline]
+    pub(crate) fn push(&mut self, byte: u8) {
+        self.bytes[self.len & 31] = byte;
+        self.len += 1;
+    }
+
+    /// Appends `value` as a zig-zag varint.
+    #[inline]
+    pub(crate) fn push_varint(&mut self, value: i32) {
+        self.push_unsigned(u64::from(zigzag32(value)));
+    }
+
+    /// Appends `value` as a zig-zag varlong.
+    #[inline]
+    pub(crate) fn push_varlong(&mut self, value: i64) {
+        self.push_unsigned(zigzag64(value));
+    }
+
+    #[inline]
+    fn push_unsigned(&mut self, mut value: u64) {
+        while value >= 0x80 {
+            self.push((value as u8) | 0x80);
+            value >>= 7;
+        }
+        self.push(value as u8);
+    }
+
+    /// The bytes pushed since the last `clear`.
+    #[inline]
+    pub(crate) fn as_slice(&self) -> &[u8] {
+        self.bytes.get(..self.len).unwrap_or_default()
+    }
+
+    #[inline]
+    pub(crate) fn clear(&mut self) {
+        self.len = 0;
+    }
+}
+
 #[inline]
 fn write_unsigned(out: &mut Vec<u8>, mut value: u64) {
     while value >= 0x80 {

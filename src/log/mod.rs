@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
-use crate::clock::Clock;
+use crate::clock::{COARSE_CLOCK_LAG_MS, Clock};
 use crate::error::{Error, Result};
 use crate::format::{
     BatchBuilder, BatchHeader, BatchView, Compression, NewRecord, TimestampType, set_base_offset,
@@ -495,10 +495,10 @@ impl Log {
         for record in records {
             builder.push(record);
         }
-        let batch = builder.build()?;
+        let mut batch = builder.build()?;
         // The time the records were checked against serves the append too: a second clock read
         // per append cost as much as the CRC.
-        self.append_built(batch, now)
+        self.append_built(&mut batch, now)
     }
 
     /// The checks [`append`](Self::append) makes of each record: a key in a compacted log, and
@@ -519,6 +519,38 @@ impl Log {
         Ok(())
     }
 
+    /// [`check_new_record`](Self::check_new_record) against the log's time now, for the
+    /// batching writer's `send`: the same verdict, from the coarse clock
+    /// ([`Clock::now_ms_coarse`]) unless the timestamp is within the coarse clock's lag of a
+    /// bound, where only the precise clock can tell.
+    pub(crate) fn check_record_at_send(&self, timestamp: i64, has_key: bool) -> Result<()> {
+        let config = &self.shared.config;
+        if config.cleanup_policy.compact && !has_key {
+            return Err(compacted_without_key());
+        }
+        // -1 (no timestamp) passes without a look at the clock, as it does in check_timestamp.
+        if config.message_timestamp_type != TimestampType::CreateTime || timestamp == -1 {
+            return Ok(());
+        }
+        let clock = &self.shared.clock;
+        if timestamp >= 0 {
+            // coarse <= now <= coarse + lag. Then timestamp - now <= timestamp - coarse, and
+            // now - timestamp <= coarse + lag - timestamp: both within their bound means the
+            // precise check would pass too.
+            let coarse = clock.now_ms_coarse();
+            let ahead = timestamp.saturating_sub(coarse);
+            let behind = coarse
+                .saturating_add(COARSE_CLOCK_LAG_MS)
+                .saturating_sub(timestamp);
+            if ahead <= config.message_timestamp_after_max_ms
+                && behind <= config.message_timestamp_before_max_ms
+            {
+                return Ok(());
+            }
+        }
+        check_timestamp(config, timestamp, clock.now_ms())
+    }
+
     /// The codec batches built from records get: `compression.type`, with `producer` meaning
     /// none (there is no producer codec to keep).
     pub(crate) fn records_codec(&self) -> Compression {
@@ -536,8 +568,9 @@ impl Log {
 
     /// Appends a batch that partlog's batching writer built from records it already checked
     /// with [`check_new_record`](Self::check_new_record), with the log's codec: the rest of
-    /// [`append`](Self::append)'s path (size limit, offsets, roll, flush policy).
-    pub(crate) fn append_checked_batch(&self, batch: Vec<u8>) -> Result<LogAppendInfo> {
+    /// [`append`](Self::append)'s path (size limit, offsets, roll, flush policy). The bytes stay
+    /// the caller's, so that it can reuse the buffer for its next batch.
+    pub(crate) fn append_checked_batch(&self, batch: &mut [u8]) -> Result<LogAppendInfo> {
         self.check_writable()?;
         self.append_built(batch, self.shared.clock.now_ms())
     }
@@ -562,8 +595,8 @@ impl Log {
     /// stores the epoch as -1 (no epoch), since it is no Kafka leader.
     pub fn append_batch(&self, batch: &[u8]) -> Result<LogAppendInfo> {
         self.check_writable()?;
-        let batch = self.validate_producer_batch(batch, true)?;
-        self.append_built(batch, self.shared.clock.now_ms())
+        let mut batch = self.validate_producer_batch(batch, true)?;
+        self.append_built(&mut batch, self.shared.clock.now_ms())
     }
 
     /// [`append_batch`](Self::append_batch) without the record-framing check: the records are
@@ -572,8 +605,8 @@ impl Log {
     /// batch's maxTimestamp only. Use it for batches from a trusted producer.
     pub fn append_batch_trusted(&self, batch: &[u8]) -> Result<LogAppendInfo> {
         self.check_writable()?;
-        let batch = self.validate_producer_batch(batch, false)?;
-        self.append_built(batch, self.shared.clock.now_ms())
+        let mut batch = self.validate_producer_batch(batch, false)?;
+        self.append_built(&mut batch, self.shared.clock.now_ms())
     }
 
     fn validate_producer_batch(&self, bytes: &[u8], check_records: bool) -> Result<Vec<u8>> {
@@ -670,7 +703,7 @@ impl Log {
     ///
     /// `now` is the log's time for this append (rolling by age, LogAppendTime), read by the
     /// caller.
-    fn append_built(&self, mut batch: Vec<u8>, now: i64) -> Result<LogAppendInfo> {
+    fn append_built(&self, batch: &mut [u8], now: i64) -> Result<LogAppendInfo> {
         let shared = &self.shared;
         let config = &shared.config;
         if batch.len() as u64 > u64::from(config.max_message_bytes) {
@@ -680,7 +713,7 @@ impl Log {
             });
         }
         let log_append_time = (config.message_timestamp_type == TimestampType::LogAppendTime)
-            .then(|| set_log_append_time(&mut batch, now).map(|()| now))
+            .then(|| set_log_append_time(batch, now).map(|()| now))
             .transpose()?;
         let mut writer = shared.writer.lock();
         while writer.unsynced_sealed.len() >= MAX_UNSYNCED_SEALED {
@@ -697,9 +730,9 @@ impl Log {
         }
         self.check_writable()?;
         let base_offset = writer.log_end_offset;
-        set_base_offset(&mut batch, base_offset)?;
-        set_partition_leader_epoch(&mut batch, NO_PARTITION_LEADER_EPOCH)?;
-        let header = BatchHeader::parse(&batch).map_err(|what| Error::InvalidBatch { what })?;
+        set_base_offset(batch, base_offset)?;
+        set_partition_leader_epoch(batch, NO_PARTITION_LEADER_EPOCH)?;
+        let header = BatchHeader::parse(batch).map_err(|what| Error::InvalidBatch { what })?;
         let last_offset = header.last_offset();
         if writer
             .active
@@ -708,7 +741,7 @@ impl Log {
         {
             shared.roll(&mut writer, now)?;
         }
-        if let Err(error) = writer.active.append(&batch) {
+        if let Err(error) = writer.active.append(batch) {
             if writer.active.append_is_broken() {
                 log::error!(
                     "poisoning {}: a failed append could not be undone",

@@ -25,14 +25,11 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 
 use crate::error::{Error, Result};
-use crate::format::{BatchBuilder, Compression, NewRecord};
+use crate::format::{BatchBuilder, Compression, NewRecord, RecordShape};
 use crate::log::Log;
 
-use accumulator::{
-    Accumulator, BATCH_HEADER_BYTES, max_uncompressed_batch, record_parts_size_upper_bound,
-    record_size_upper_bound,
-};
-use handle::BatchSlot;
+use accumulator::{Accumulator, BATCH_HEADER_BYTES, max_uncompressed_batch, record_shape};
+use handle::{BatchSlot, SlotIssuer};
 
 pub use config::{Acks, ProducerConfig, ProducerConfigBuilder};
 pub use handle::SendHandle;
@@ -153,8 +150,8 @@ impl Producer {
         self.enqueue(
             record.timestamp,
             record.key.is_some(),
-            || record_size_upper_bound(record),
-            |builder| builder.push(record),
+            || record_shape(record),
+            |builder, shape| builder.push_shaped_record(shape, record),
         )
     }
 
@@ -172,14 +169,8 @@ impl Producer {
         self.enqueue(
             timestamp,
             key.is_some(),
-            || {
-                record_parts_size_upper_bound(
-                    key,
-                    value,
-                    headers.iter().map(|(k, v)| (k.as_ref(), *v)),
-                )
-            },
-            |builder| builder.push_parts(timestamp, key, value, headers),
+            || RecordShape::measure(key, value, headers.iter().map(|(k, v)| (k.as_ref(), *v))),
+            |builder, shape| builder.push_shaped(shape, timestamp, key, value, headers),
         )
     }
 
@@ -188,14 +179,14 @@ impl Producer {
         &self,
         timestamp: i64,
         has_key: bool,
-        size_upper_bound: impl FnOnce() -> Result<usize>,
-        push: impl FnOnce(&mut BatchBuilder),
+        measure: impl FnOnce() -> Result<RecordShape>,
+        push: impl FnOnce(&mut BatchBuilder, &RecordShape),
     ) -> Result<SendHandle> {
         let inner = &*self.inner;
         inner.log.writable()?;
-        let now_ms = inner.log.clock().now_ms();
-        inner.log.check_new_record(timestamp, has_key, now_ms)?;
-        let estimate = size_upper_bound()?;
+        inner.log.check_record_at_send(timestamp, has_key)?;
+        let shape = measure()?;
+        let estimate = shape.size_upper_bound()?;
         let alone = BATCH_HEADER_BYTES.saturating_add(estimate);
         if alone > inner.max_batch {
             return Err(Error::RecordTooLarge {
@@ -251,34 +242,30 @@ impl Producer {
         if !fits {
             wake_sender |= acc.seal_open();
         }
-        let open = match acc.open.take() {
-            Some(open) => acc.open.insert(open),
+        let open = match &mut acc.open {
+            Some(open) => open,
             None => {
                 wake_sender = true;
                 let durable_log = (inner.config.acks == Acks::All).then(|| Arc::clone(&inner.log));
                 let capacity = inner.batch_limit.max(estimate);
-                // Read again: the wait for memory may have taken a while, and linger.ms counts
-                // from the batch's first record.
-                let opened_ms = if deadline.is_some() {
-                    inner.log.clock().now_ms()
-                } else {
-                    now_ms
-                };
+                // linger.ms counts from the batch's first record: the precise clock, once a
+                // batch, read after any wait for memory.
+                let opened_ms = inner.log.clock().now_ms();
                 acc.open_batch(
                     inner.codec,
                     capacity,
-                    BatchSlot::new(durable_log),
+                    SlotIssuer::new(BatchSlot::new(durable_log)),
                     opened_ms,
                 )
             }
         };
         let before = open.builder.uncompressed_size();
-        push(&mut open.builder);
+        push(&mut open.builder, &shape);
         let encoded = (open.builder.uncompressed_size() - before) as u64;
         open.reserved += encoded;
         let index = open.builder.record_count() as i64 - 1;
         // Under acks=0 the handle is done already and needs no share of the batch's outcome.
-        let slot = (inner.config.acks != Acks::Zero).then(|| Arc::clone(&open.slot));
+        let slot = (inner.config.acks != Acks::Zero).then(|| open.slot.issue());
         let full = open.builder.uncompressed_size() >= inner.batch_limit;
         // Give back what the upper bound over-reserved.
         acc.used_memory -= reserve.saturating_sub(encoded);

@@ -10,6 +10,7 @@ use crate::error::Error;
 use super::Inner;
 use super::accumulator::PendingBatch;
 use super::config::Acks;
+use crate::format::RECORD_BATCH_OVERHEAD;
 
 /// The longest the sender sleeps while a batch lingers. Linger is measured on the log's clock,
 /// which need not run with the monotonic clock the sleep uses (a manual clock in tests, a wall
@@ -65,9 +66,12 @@ fn append(inner: &Inner, batch: PendingBatch) {
         ..
     } = batch;
     let records = builder.record_count();
-    let result = builder
-        .build()
-        .and_then(|bytes| inner.log.append_checked_batch(bytes));
+    let mut spent_buffer = None;
+    let result = builder.build().and_then(|mut bytes| {
+        let result = inner.log.append_checked_batch(&mut bytes);
+        spent_buffer = Some(bytes);
+        result
+    });
     if let Ok(info) = &result
         && inner.config.acks == Acks::All
         && inner.log.durable_offset() <= info.last_offset
@@ -77,6 +81,9 @@ fn append(inner: &Inner, batch: PendingBatch) {
     }
     {
         let mut acc = inner.accumulator.lock();
+        if let Some(buffer) = spent_buffer {
+            acc.recycle(buffer, RECORD_BATCH_OVERHEAD + inner.batch_limit);
+        }
         acc.used_memory = acc.used_memory.saturating_sub(reserved);
         acc.completed_seq = seq + 1;
         match &result {
