@@ -95,7 +95,17 @@ impl BatchBuilder {
 
     /// As [`BatchBuilder::new`], reserving room for about `records_bytes` of encoded records.
     pub fn with_capacity(compression: Compression, records_bytes: usize) -> BatchBuilder {
-        let mut buffer = Vec::with_capacity(RECORD_BATCH_OVERHEAD + records_bytes);
+        BatchBuilder::with_buffer(
+            compression,
+            Vec::with_capacity(RECORD_BATCH_OVERHEAD + records_bytes),
+        )
+    }
+
+    /// As [`BatchBuilder::new`], encoding into `buffer` (its contents are dropped, its
+    /// capacity kept): an appender that hands the built batch's buffer back here allocates
+    /// nothing per batch.
+    pub(crate) fn with_buffer(compression: Compression, mut buffer: Vec<u8>) -> BatchBuilder {
+        buffer.clear();
         buffer.resize(RECORD_BATCH_OVERHEAD, 0);
         BatchBuilder {
             compression,

@@ -491,14 +491,16 @@ impl Log {
         for record in records {
             self.check_new_record(record.timestamp, record.key.is_some(), now)?;
         }
-        let mut builder = BatchBuilder::new(self.records_codec());
+        let mut builder = BatchBuilder::with_buffer(self.records_codec(), take_batch_buffer());
         for record in records {
             builder.push(record);
         }
-        let batch = builder.build()?;
+        let mut batch = builder.build()?;
         // The time the records were checked against serves the append too: a second clock read
         // per append cost as much as the CRC.
-        self.append_built(batch, now)
+        let appended = self.append_built(&mut batch, now);
+        give_back_batch_buffer(batch);
+        appended
     }
 
     /// The checks [`append`](Self::append) makes of each record: a key in a compacted log, and
@@ -537,9 +539,9 @@ impl Log {
     /// Appends a batch that partlog's batching writer built from records it already checked
     /// with [`check_new_record`](Self::check_new_record), with the log's codec: the rest of
     /// [`append`](Self::append)'s path (size limit, offsets, roll, flush policy).
-    pub(crate) fn append_checked_batch(&self, batch: Vec<u8>) -> Result<LogAppendInfo> {
+    pub(crate) fn append_checked_batch(&self, mut batch: Vec<u8>) -> Result<LogAppendInfo> {
         self.check_writable()?;
-        self.append_built(batch, self.shared.clock.now_ms())
+        self.append_built(&mut batch, self.shared.clock.now_ms())
     }
 
     /// Asks the flusher thread to run a group-commit sync now, without waiting for it.
@@ -562,8 +564,10 @@ impl Log {
     /// stores the epoch as -1 (no epoch), since it is no Kafka leader.
     pub fn append_batch(&self, batch: &[u8]) -> Result<LogAppendInfo> {
         self.check_writable()?;
-        let batch = self.validate_producer_batch(batch, true)?;
-        self.append_built(batch, self.shared.clock.now_ms())
+        let mut batch = self.validate_producer_batch(batch, true)?;
+        let appended = self.append_built(&mut batch, self.shared.clock.now_ms());
+        give_back_batch_buffer(batch);
+        appended
     }
 
     /// [`append_batch`](Self::append_batch) without the record-framing check: the records are
@@ -572,8 +576,10 @@ impl Log {
     /// batch's maxTimestamp only. Use it for batches from a trusted producer.
     pub fn append_batch_trusted(&self, batch: &[u8]) -> Result<LogAppendInfo> {
         self.check_writable()?;
-        let batch = self.validate_producer_batch(batch, false)?;
-        self.append_built(batch, self.shared.clock.now_ms())
+        let mut batch = self.validate_producer_batch(batch, false)?;
+        let appended = self.append_built(&mut batch, self.shared.clock.now_ms());
+        give_back_batch_buffer(batch);
+        appended
     }
 
     fn validate_producer_batch(&self, bytes: &[u8], check_records: bool) -> Result<Vec<u8>> {
@@ -663,14 +669,16 @@ impl Log {
         } else if create_time {
             check_timestamp(config, header.max_timestamp, now)?;
         }
-        Ok(bytes.to_vec())
+        let mut copy = take_batch_buffer();
+        copy.extend_from_slice(bytes);
+        Ok(copy)
     }
 
     /// Assigns offsets to a validated batch and appends it under the writer lock.
     ///
     /// `now` is the log's time for this append (rolling by age, LogAppendTime), read by the
     /// caller.
-    fn append_built(&self, mut batch: Vec<u8>, now: i64) -> Result<LogAppendInfo> {
+    fn append_built(&self, batch: &mut [u8], now: i64) -> Result<LogAppendInfo> {
         let shared = &self.shared;
         let config = &shared.config;
         if batch.len() as u64 > u64::from(config.max_message_bytes) {
@@ -680,7 +688,7 @@ impl Log {
             });
         }
         let log_append_time = (config.message_timestamp_type == TimestampType::LogAppendTime)
-            .then(|| set_log_append_time(&mut batch, now).map(|()| now))
+            .then(|| set_log_append_time(batch, now).map(|()| now))
             .transpose()?;
         let mut writer = shared.writer.lock();
         while writer.unsynced_sealed.len() >= MAX_UNSYNCED_SEALED {
@@ -697,9 +705,9 @@ impl Log {
         }
         self.check_writable()?;
         let base_offset = writer.log_end_offset;
-        set_base_offset(&mut batch, base_offset)?;
-        set_partition_leader_epoch(&mut batch, NO_PARTITION_LEADER_EPOCH)?;
-        let header = BatchHeader::parse(&batch).map_err(|what| Error::InvalidBatch { what })?;
+        set_base_offset(batch, base_offset)?;
+        set_partition_leader_epoch(batch, NO_PARTITION_LEADER_EPOCH)?;
+        let header = BatchHeader::parse(batch).map_err(|what| Error::InvalidBatch { what })?;
         let last_offset = header.last_offset();
         if writer
             .active
@@ -708,7 +716,7 @@ impl Log {
         {
             shared.roll(&mut writer, now)?;
         }
-        if let Err(error) = writer.active.append(&batch) {
+        if let Err(error) = writer.active.append(batch) {
             if writer.active.append_is_broken() {
                 log::error!(
                     "poisoning {}: a failed append could not be undone",
@@ -721,14 +729,18 @@ impl Log {
         writer.log_end_offset = last_offset + 1;
         shared.log_end.advance(last_offset + 1);
         let records = u32::try_from(header.records_count).unwrap_or(0);
+        // Only appends write these, under the writer mutex: a load and a store each, not the
+        // locked read-modify-write of fetch_add.
         let counters = &shared.counters;
-        counters.appends.fetch_add(1, Ordering::Relaxed);
-        counters
-            .appended_bytes
-            .fetch_add(batch.len() as u64, Ordering::Relaxed);
-        counters
-            .appended_records
-            .fetch_add(u64::from(records), Ordering::Relaxed);
+        let bump = |counter: &std::sync::atomic::AtomicU64, by: u64| {
+            counter.store(
+                counter.load(Ordering::Relaxed).wrapping_add(by),
+                Ordering::Relaxed,
+            );
+        };
+        bump(&counters.appends, 1);
+        bump(&counters.appended_bytes, batch.len() as u64);
+        bump(&counters.appended_records, u64::from(records));
         let sync_now = match config.flush_policy {
             FlushPolicy::EveryAppend => true,
             FlushPolicy::EveryMessages(limit) => {
@@ -1916,6 +1928,29 @@ fn check_timestamp(config: &LogConfig, timestamp: i64, now_ms: i64) -> Result<()
 fn compacted_without_key() -> Error {
     Error::InvalidArgument {
         why: "a compacted log cannot accept a record without a key".into(),
+    }
+}
+
+thread_local! {
+    /// The buffer this thread's last append built its batch in, kept for its next append.
+    static BATCH_BUFFER: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// The largest batch buffer a thread keeps between appends: one large append must not pin its
+/// memory in every thread that made one.
+const KEPT_BATCH_BUFFER_BYTES: usize = 64 * 1024;
+
+/// This thread's batch buffer (empty, with the capacity its last append left).
+fn take_batch_buffer() -> Vec<u8> {
+    let mut buffer = BATCH_BUFFER.take();
+    buffer.clear();
+    buffer
+}
+
+/// Keeps `buffer` for this thread's next append, if it is not too large.
+fn give_back_batch_buffer(buffer: Vec<u8>) {
+    if buffer.capacity() <= KEPT_BATCH_BUFFER_BYTES {
+        BATCH_BUFFER.set(buffer);
     }
 }
 
