@@ -192,6 +192,12 @@ struct WriterState {
     rolling_based_timestamp: Option<Option<i64>>,
     /// Set when a failed write could not be undone: the file may hold bytes past `size`.
     broken: bool,
+    /// How many more entries the offset index and the time index take before they are full
+    /// (the time index keeps its last slot for the seal), so that `should_roll` need not take
+    /// both indexes' locks on every append. `None`: unknown, read from the indexes at the next
+    /// `should_roll`. Every path that changes an index other than an append without index
+    /// entries resets it.
+    index_room: Option<(usize, usize)>,
 }
 
 /// A `.log` file and its two indexes. One appender and any number of readers share it through
@@ -484,6 +490,7 @@ impl Segment {
                 max_timestamp_so_far: None,
                 rolling_based_timestamp: Some(None),
                 broken: false,
+                index_room: None,
             }),
         }
     }
@@ -492,6 +499,7 @@ impl Segment {
     /// entries and a walk of the batches after them.
     fn load_tail(&self, size: u64) -> Result<()> {
         let mut writer = self.writer.lock();
+        writer.index_room = None;
         let last_entry = self.offset_index.last_entry()?;
         let mut max_so_far = self.time_index_max()?;
         let mut next_offset = self.base_offset;
@@ -654,6 +662,7 @@ impl Segment {
         let mut max_timestamp = i64::MIN;
         let mut bytes_since = writer.bytes_since_last_index_entry;
         let mut max_so_far = writer.max_timestamp_so_far;
+        let mut index_changed = false;
         let index_result = (|| {
             // The headers again, parsed where check_batches parsed them (and cannot fail now):
             // cheaper than collecting them, which cost an allocation per append.
@@ -666,6 +675,7 @@ impl Segment {
                 max_timestamp = max_timestamp.max(header.max_timestamp);
                 note_max_timestamp(&mut max_so_far, &BatchSummary::of_v2(&header));
                 if bytes_since > u64::from(self.config.index_interval_bytes) {
+                    index_changed = true;
                     if !self.offset_index.is_full() {
                         // Positions fit: the whole file stays within i32::MAX bytes.
                         self.offset_index
@@ -681,6 +691,9 @@ impl Segment {
             }
             Ok::<(), Error>(())
         })();
+        if index_changed {
+            writer.index_room = None;
+        }
         if let Err(error) = index_result {
             // The index entries may point at bytes that are about to vanish: drop them too.
             let _ = self.offset_index.truncate_to(first_offset);
@@ -804,10 +817,26 @@ impl Segment {
                 return Ok(Some(RollReason::Age));
             }
         }
-        if self.offset_index.is_full() {
+        let (offset_room, time_room) = match writer.index_room {
+            Some(room) => room,
+            None => {
+                let room = (
+                    self.offset_index
+                        .max_entries()
+                        .saturating_sub(self.offset_index.entries()),
+                    self.time_index
+                        .max_entries()
+                        .saturating_sub(1)
+                        .saturating_sub(self.time_index.entries()),
+                );
+                writer.index_room = Some(room);
+                room
+            }
+        };
+        if offset_room == 0 {
             return Ok(Some(RollReason::OffsetIndexFull));
         }
-        if self.time_index.is_full() {
+        if time_room == 0 {
             return Ok(Some(RollReason::TimeIndexFull));
         }
         if incoming_last_offset.saturating_sub(self.base_offset) > i32::MAX as i64 {
@@ -1053,6 +1082,7 @@ impl Segment {
         }
         self.offset_index.seal()?;
         self.time_index.seal()?;
+        self.writer.lock().index_room = None;
         Ok(report)
     }
 
@@ -1664,6 +1694,7 @@ impl Segment {
     /// rebuilding index entries from there on.
     fn scan_from(&self, start: ScanStart) -> Result<ScanReport> {
         let mut writer = self.writer.lock();
+        writer.index_room = None;
         let file_bytes = self.log.len()?;
         let mut walker =
             BatchWalker::new(&self.log, &self.log_path, file_bytes.min(i32::MAX as u64));
@@ -1797,6 +1828,7 @@ impl Segment {
         // compacted segment may lie below both `offset` and the removed batch's first offset.
         let kept_end = self.next_offset_before(frame.position, first_offset.min(offset))?;
         let mut writer = self.writer.lock();
+        writer.index_room = None;
         let position = frame.position;
         self.truncations.fetch_add(1, Ordering::AcqRel);
         // Every entry at or above the kept end points into a removed batch (a time-index entry
@@ -1928,7 +1960,8 @@ impl Segment {
     /// Seals the segment at roll or close: writes the time index's final entry (into its reserved
     /// slot) and makes both indexes read-only. Durability is separate: see [`flush`](Self::flush).
     pub fn seal(&self) -> Result<()> {
-        let writer = self.writer.lock();
+        let mut writer = self.writer.lock();
+        writer.index_room = None;
         if self.sealed.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
@@ -1949,7 +1982,8 @@ impl Segment {
     /// Makes a sealed segment take appends again (after the log truncates into it).
     pub fn unseal(&self) -> Result<()> {
         let _no_readers = self.drop_mapping();
-        let _writer = self.writer.lock();
+        let mut writer = self.writer.lock();
+        writer.index_room = None;
         if *self.role.read() == SegmentRole::ReadOnly {
             return Err(Error::InvalidArgument {
                 why: "a read-only segment cannot become active".into(),

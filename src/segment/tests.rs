@@ -492,6 +492,10 @@ fn roll_conditions_follow_kafka() {
         segment.should_roll(10, T0, 7, T0).unwrap(),
         Some(RollReason::OffsetIndexFull | RollReason::TimeIndexFull)
     ));
+    // The room should_roll remembers follows a truncation that empties the indexes.
+    segment.truncate_to(1).unwrap();
+    assert_eq!(segment.offset_index().entries(), 0);
+    assert_eq!(segment.should_roll(10, T0, 2, T0).unwrap(), None);
 }
 
 #[test]
