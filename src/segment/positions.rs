@@ -29,7 +29,7 @@ use parking_lot::RwLock;
 pub(crate) const POSITION_CACHE_BYTES: usize = 2 << 20;
 
 /// What one run costs beyond its batches: its entry in the sorted array.
-const RUN_OVERHEAD_BYTES: usize = 40;
+const RUN_OVERHEAD_BYTES: usize = 48;
 
 /// A batch the cache locates: where it starts and how long it is, and its last offset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,6 +94,8 @@ const PENDING_RUNS: usize = 32;
 struct Runs {
     /// Sorted by key, no two alike.
     sorted: Vec<Run>,
+    /// The keys of `sorted`, apart: the binary search touches 8 bytes a run, not the whole run.
+    sorted_keys: Vec<i64>,
     /// Recent runs not merged yet: no key of theirs is in `sorted`.
     pending: Vec<Run>,
     arena: Vec<u16>,
@@ -103,6 +105,7 @@ struct Runs {
 impl Runs {
     fn clear(&mut self) {
         self.sorted.clear();
+        self.sorted_keys.clear();
         self.pending.clear();
         self.arena.clear();
         self.bytes = 0;
@@ -110,7 +113,7 @@ impl Runs {
 
     /// The run with the greatest key at or below `offset`, as `(pending?, index)`.
     fn floor(&self, offset: i64) -> Option<(bool, usize)> {
-        let below = self.sorted.partition_point(|run| run.key <= offset);
+        let below = self.sorted_keys.partition_point(|&key| key <= offset);
         let mut best = below
             .checked_sub(1)
             .and_then(|at| Some((self.sorted.get(at)?.key, (false, at))));
@@ -152,6 +155,9 @@ impl Runs {
             // The stable sort finds the sorted prefix and merges the short tail in O(n).
             self.sorted.append(&mut self.pending);
             self.sorted.sort_by_key(|run| run.key);
+            self.sorted_keys.clear();
+            self.sorted_keys
+                .extend(self.sorted.iter().map(|run| run.key));
         }
     }
 }
