@@ -709,14 +709,20 @@ impl Log {
         set_partition_leader_epoch(batch, NO_PARTITION_LEADER_EPOCH)?;
         let header = BatchHeader::parse(batch).map_err(|what| Error::InvalidBatch { what })?;
         let last_offset = header.last_offset();
-        if writer
-            .active
-            .should_roll(batch.len() as u64, header.max_timestamp, last_offset, now)?
-            .is_some()
-        {
-            shared.roll(&mut writer, now)?;
-        }
-        if let Err(error) = writer.active.append(batch) {
+        // Kafka's shouldRoll, then the append, under one hold of the segment's lock.
+        let appended =
+            match writer
+                .active
+                .append_unless_roll(batch, header.max_timestamp, last_offset, now)
+            {
+                Ok(Ok(info)) => Ok(info),
+                Ok(Err(_reason)) => {
+                    shared.roll(&mut writer, now)?;
+                    writer.active.append(batch)
+                }
+                Err(error) => Err(error),
+            };
+        if let Err(error) = appended {
             if writer.active.append_is_broken() {
                 log::error!(
                     "poisoning {}: a failed append could not be undone",

@@ -627,6 +627,33 @@ impl Segment {
     /// fails, the segment refuses further appends (the log poisons itself).
     pub fn append(&self, batches: &[u8]) -> Result<AppendInfo> {
         let mut writer = self.writer.lock();
+        self.append_locked(&mut writer, batches)
+    }
+
+    /// [`should_roll`](Self::should_roll) for one batch, then, if it should not, its
+    /// [`append`](Self::append), under one hold of the writer lock: `Ok(Err(reason))` when the
+    /// segment should roll first (nothing was appended).
+    pub fn append_unless_roll(
+        &self,
+        batch: &[u8],
+        max_timestamp: i64,
+        last_offset: i64,
+        now_ms: i64,
+    ) -> Result<std::result::Result<AppendInfo, RollReason>> {
+        let mut writer = self.writer.lock();
+        if let Some(reason) = self.roll_reason(
+            &mut writer,
+            batch.len() as u64,
+            max_timestamp,
+            last_offset,
+            now_ms,
+        )? {
+            return Ok(Err(reason));
+        }
+        self.append_locked(&mut writer, batch).map(Ok)
+    }
+
+    fn append_locked(&self, writer: &mut WriterState, batches: &[u8]) -> Result<AppendInfo> {
         if self.is_sealed() {
             return Err(Error::InvalidArgument {
                 why: format!(
@@ -655,7 +682,7 @@ impl Segment {
         let (first_offset, last_offset) = (checked.first_offset, checked.last_offset);
 
         if let Err(error) = self.log.write_all_at(batches, start) {
-            self.undo_write(&mut writer, start);
+            self.undo_write(writer, start);
             return Err(error);
         }
 
@@ -698,7 +725,7 @@ impl Segment {
             // The index entries may point at bytes that are about to vanish: drop them too.
             let _ = self.offset_index.truncate_to(first_offset);
             let _ = self.time_index.truncate_to(first_offset);
-            self.undo_write(&mut writer, start);
+            self.undo_write(writer, start);
             return Err(error);
         }
 
@@ -709,7 +736,7 @@ impl Segment {
         writer.next_offset = last_offset + 1;
         writer.bytes_since_last_index_entry = bytes_since;
         writer.max_timestamp_so_far = max_so_far;
-        self.publish(&writer);
+        self.publish(writer);
         Ok(AppendInfo {
             position: start,
             batches: checked.count,
@@ -794,6 +821,23 @@ impl Segment {
         now_ms: i64,
     ) -> Result<Option<RollReason>> {
         let mut writer = self.writer.lock();
+        self.roll_reason(
+            &mut writer,
+            incoming_bytes,
+            incoming_max_timestamp,
+            incoming_last_offset,
+            now_ms,
+        )
+    }
+
+    fn roll_reason(
+        &self,
+        writer: &mut WriterState,
+        incoming_bytes: u64,
+        incoming_max_timestamp: i64,
+        incoming_last_offset: i64,
+        now_ms: i64,
+    ) -> Result<Option<RollReason>> {
         let size = writer.size;
         // Kafka's `size > segment.bytes - incoming`, except that an empty segment never rolls on
         // size: a new one would be no roomier.
