@@ -106,6 +106,8 @@ impl BatchBuilder {
     /// nothing per batch.
     pub(crate) fn with_buffer(compression: Compression, mut buffer: Vec<u8>) -> BatchBuilder {
         buffer.clear();
+        // A fresh buffer starts as `new`'s does, not growing from nothing.
+        buffer.reserve(RECORD_BATCH_OVERHEAD + 1024);
         buffer.resize(RECORD_BATCH_OVERHEAD, 0);
         BatchBuilder {
             compression,

@@ -1942,9 +1942,11 @@ thread_local! {
     static BATCH_BUFFER: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
-/// The largest batch buffer a thread keeps between appends: one large append must not pin its
-/// memory in every thread that made one.
-const KEPT_BATCH_BUFFER_BYTES: usize = 64 * 1024;
+/// The largest batch buffer a thread keeps between appends: Kafka's default
+/// `max.message.bytes` (1 MiB and 12 bytes) and a little room, so that batches up to the
+/// default limit reuse it too, while a larger one (a raised limit) does not pin its memory in
+/// every thread that made one.
+const KEPT_BATCH_BUFFER_BYTES: usize = (1 << 20) + (64 << 10);
 
 /// This thread's batch buffer (empty, with the capacity its last append left).
 fn take_batch_buffer() -> Vec<u8> {
