@@ -1165,7 +1165,10 @@ impl Segment {
     ///
     /// The offset index lookup, the walk from the entry to the batch, and the batches returned
     /// are served by one positional read in the common case: it reads `max_bytes` plus
-    /// `index.interval.bytes` from the index entry on.
+    /// `index.interval.bytes` from the index entry on. The walk's batch boundaries go into the
+    /// segment's position cache (`positions.rs`, bounded); a later read of an offset they cover
+    /// skips the index and the walk and reads just `max(max_bytes, its batch)` from the batch,
+    /// after checking that the bytes there are that batch (anything else: the walk runs).
     ///
     /// `resume_at` is a hint from a previous read of this segment: the file position where a
     /// batch starting at `start_offset` should lie (the end of the batches it returned). When

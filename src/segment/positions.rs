@@ -8,7 +8,10 @@
 //!
 //! - **Bounded.** A segment keeps at most [`POSITION_CACHE_BYTES`] of runs (4 bytes a batch plus
 //!   a fixed cost a run); when a new run does not fit, the cache is emptied and starts again.
-//!   The cache lives and dies with the open segment (a closed idle segment frees it).
+//!   The cache lives and dies with the open segment (a closed idle segment frees it), so a log
+//!   holds at most 65 of them (64 open sealed segments and the active one): about 130 MiB in the
+//!   worst case, reached only by random reads over every batch of every open segment. A hit
+//!   allocates nothing; a miss allocates the run it learns.
 //! - **Never trusted blindly.** A position from the cache is only a hint: the read checks that
 //!   the bytes there are a whole v2 batch of the cached size whose offsets hold the wanted
 //!   offset, within the published size, and the CRC as for any returned batch; anything else
@@ -24,8 +27,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::RwLock;
 
-/// The most memory one segment's cache holds: about 500 Ki single-batch intervals' worth of
-/// small batches (4 bytes a batch, plus [`RUN_OVERHEAD_BYTES`] a run).
+/// The most memory one segment's cache holds: 4 bytes a batch plus [`RUN_OVERHEAD_BYTES`] a
+/// run, so about 350,000 batches of 170 bytes (runs of 24 in a 4 KiB index interval).
 pub(crate) const POSITION_CACHE_BYTES: usize = 2 << 20;
 
 /// What one run costs beyond its batches: its entry in the sorted array.
