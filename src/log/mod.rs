@@ -853,7 +853,7 @@ impl Log {
         bound: ReadBound,
         fetch: &mut FetchData,
     ) -> Result<()> {
-        let resume = fetch.resume_point();
+        let resume = fetch.take_resume_point();
         fetch.clear_at(offset, 0);
         self.check_open()?;
         self.poll_live();
