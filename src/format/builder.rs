@@ -178,10 +178,13 @@ impl BatchBuilder {
     }
 
     /// As [`BatchBuilder::new`], encoding into `buffer`, a batch buffer used before (the
-    /// batching writer keeps a few). Its old bytes are dropped first: nothing of them can reach
-    /// the new batch, whose header is zeroed until `build` writes it.
+    /// batching writer keeps a few; an appender that hands the built batch's buffer back here
+    /// allocates nothing per batch). Its old bytes are dropped first, its capacity kept: nothing
+    /// of them can reach the new batch, whose header is zeroed until `build` writes it.
     pub(crate) fn with_buffer(compression: Compression, mut buffer: Vec<u8>) -> BatchBuilder {
         buffer.clear();
+        // A fresh buffer starts as `new`'s does, not growing from nothing.
+        buffer.reserve(RECORD_BATCH_OVERHEAD + 1024);
         buffer.resize(RECORD_BATCH_OVERHEAD, 0);
         BatchBuilder {
             compression,

@@ -52,8 +52,8 @@ impl FetchData {
         FetchData::default()
     }
 
-    /// Empties the fetch, keeping its buffer (and the segment it last read, for
-    /// [`resume_point`](Self::resume_point)), and marks it as found at `at`.
+    /// Empties the fetch, keeping its buffer (take its resume point first), and marks it as
+    /// found at `at`.
     pub(crate) fn clear_at(&mut self, at: i64, log_end_offset: i64) {
         self.range = 0..0;
         self.position = 0;
@@ -68,11 +68,13 @@ impl FetchData {
     }
 
     /// Where the next sequential read may resume: the segment this fetch came from, the offset
-    /// after its batches, and the file position after them. `None` for an empty fetch.
-    pub(crate) fn resume_point(&self) -> Option<ResumePoint> {
-        let (segment, _) = self.segment.as_ref()?;
+    /// after its batches, and the file position after them. `None` for an empty fetch. The
+    /// segment moves out of the fetch (no reference count changes hands twice per read); the
+    /// read that follows clears the fetch anyway.
+    pub(crate) fn take_resume_point(&mut self) -> Option<ResumePoint> {
+        let (segment, _) = self.segment.take()?;
         (!self.range.is_empty()).then(|| ResumePoint {
-            segment: Arc::clone(segment),
+            segment,
             next_offset: self.next_offset,
             next_position: self.position + self.range.len() as u64,
         })

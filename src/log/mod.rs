@@ -491,14 +491,16 @@ impl Log {
         for record in records {
             self.check_new_record(record.timestamp, record.key.is_some(), now)?;
         }
-        let mut builder = BatchBuilder::new(self.records_codec());
+        let mut builder = BatchBuilder::with_buffer(self.records_codec(), take_batch_buffer());
         for record in records {
             builder.push(record);
         }
         let mut batch = builder.build()?;
         // The time the records were checked against serves the append too: a second clock read
         // per append cost as much as the CRC.
-        self.append_built(&mut batch, now)
+        let appended = self.append_built(&mut batch, now);
+        give_back_batch_buffer(batch);
+        appended
     }
 
     /// The checks [`append`](Self::append) makes of each record: a key in a compacted log, and
@@ -596,7 +598,9 @@ impl Log {
     pub fn append_batch(&self, batch: &[u8]) -> Result<LogAppendInfo> {
         self.check_writable()?;
         let mut batch = self.validate_producer_batch(batch, true)?;
-        self.append_built(&mut batch, self.shared.clock.now_ms())
+        let appended = self.append_built(&mut batch, self.shared.clock.now_ms());
+        give_back_batch_buffer(batch);
+        appended
     }
 
     /// [`append_batch`](Self::append_batch) without the record-framing check: the records are
@@ -606,7 +610,9 @@ impl Log {
     pub fn append_batch_trusted(&self, batch: &[u8]) -> Result<LogAppendInfo> {
         self.check_writable()?;
         let mut batch = self.validate_producer_batch(batch, false)?;
-        self.append_built(&mut batch, self.shared.clock.now_ms())
+        let appended = self.append_built(&mut batch, self.shared.clock.now_ms());
+        give_back_batch_buffer(batch);
+        appended
     }
 
     fn validate_producer_batch(&self, bytes: &[u8], check_records: bool) -> Result<Vec<u8>> {
@@ -696,7 +702,9 @@ impl Log {
         } else if create_time {
             check_timestamp(config, header.max_timestamp, now)?;
         }
-        Ok(bytes.to_vec())
+        let mut copy = take_batch_buffer();
+        copy.extend_from_slice(bytes);
+        Ok(copy)
     }
 
     /// Assigns offsets to a validated batch and appends it under the writer lock.
@@ -734,14 +742,20 @@ impl Log {
         set_partition_leader_epoch(batch, NO_PARTITION_LEADER_EPOCH)?;
         let header = BatchHeader::parse(batch).map_err(|what| Error::InvalidBatch { what })?;
         let last_offset = header.last_offset();
-        if writer
-            .active
-            .should_roll(batch.len() as u64, header.max_timestamp, last_offset, now)?
-            .is_some()
-        {
-            shared.roll(&mut writer, now)?;
-        }
-        if let Err(error) = writer.active.append(batch) {
+        // Kafka's shouldRoll, then the append, under one hold of the segment's lock.
+        let appended =
+            match writer
+                .active
+                .append_unless_roll(batch, header.max_timestamp, last_offset, now)
+            {
+                Ok(Ok(info)) => Ok(info),
+                Ok(Err(_reason)) => {
+                    shared.roll(&mut writer, now)?;
+                    writer.active.append(batch)
+                }
+                Err(error) => Err(error),
+            };
+        if let Err(error) = appended {
             if writer.active.append_is_broken() {
                 log::error!(
                     "poisoning {}: a failed append could not be undone",
@@ -754,14 +768,18 @@ impl Log {
         writer.log_end_offset = last_offset + 1;
         shared.log_end.advance(last_offset + 1);
         let records = u32::try_from(header.records_count).unwrap_or(0);
+        // Only appends write these, under the writer mutex: a load and a store each, not the
+        // locked read-modify-write of fetch_add.
         let counters = &shared.counters;
-        counters.appends.fetch_add(1, Ordering::Relaxed);
-        counters
-            .appended_bytes
-            .fetch_add(batch.len() as u64, Ordering::Relaxed);
-        counters
-            .appended_records
-            .fetch_add(u64::from(records), Ordering::Relaxed);
+        let bump = |counter: &std::sync::atomic::AtomicU64, by: u64| {
+            counter.store(
+                counter.load(Ordering::Relaxed).wrapping_add(by),
+                Ordering::Relaxed,
+            );
+        };
+        bump(&counters.appends, 1);
+        bump(&counters.appended_bytes, batch.len() as u64);
+        bump(&counters.appended_records, u64::from(records));
         let sync_now = match config.flush_policy {
             FlushPolicy::EveryAppend => true,
             FlushPolicy::EveryMessages(limit) => {
@@ -868,7 +886,7 @@ impl Log {
         bound: ReadBound,
         fetch: &mut FetchData,
     ) -> Result<()> {
-        let resume = fetch.resume_point();
+        let resume = fetch.take_resume_point();
         fetch.clear_at(offset, 0);
         self.check_open()?;
         self.poll_live();
@@ -1949,6 +1967,31 @@ fn check_timestamp(config: &LogConfig, timestamp: i64, now_ms: i64) -> Result<()
 fn compacted_without_key() -> Error {
     Error::InvalidArgument {
         why: "a compacted log cannot accept a record without a key".into(),
+    }
+}
+
+thread_local! {
+    /// The buffer this thread's last append built its batch in, kept for its next append.
+    static BATCH_BUFFER: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// The largest batch buffer a thread keeps between appends: Kafka's default
+/// `max.message.bytes` (1 MiB and 12 bytes) and a little room, so that batches up to the
+/// default limit reuse it too, while a larger one (a raised limit) does not pin its memory in
+/// every thread that made one.
+const KEPT_BATCH_BUFFER_BYTES: usize = (1 << 20) + (64 << 10);
+
+/// This thread's batch buffer (empty, with the capacity its last append left).
+fn take_batch_buffer() -> Vec<u8> {
+    let mut buffer = BATCH_BUFFER.take();
+    buffer.clear();
+    buffer
+}
+
+/// Keeps `buffer` for this thread's next append, if it is not too large.
+fn give_back_batch_buffer(buffer: Vec<u8>) {
+    if buffer.capacity() <= KEPT_BATCH_BUFFER_BYTES {
+        BATCH_BUFFER.set(buffer);
     }
 }
 

@@ -27,7 +27,8 @@ pub(crate) struct SegmentHandle {
     open: Mutex<Option<Arc<Segment>>>,
     /// Set (under the snapshot write lock) when the handle leaves the list for good.
     removed: AtomicBool,
-    /// A tick of the log's use clock, for closing the least recently used.
+    /// The log's use clock when the segment was last pinned (an epoch: the clock moves at each
+    /// open), for closing the least recently used.
     last_used: AtomicU64,
 }
 
@@ -215,8 +216,14 @@ impl Snapshot {
     /// Pins the segment of `handle`, opening it if needed. `Ok(None)` means the handle has left
     /// the log: the caller retries on the current list.
     pub fn pin(&self, handle: &SegmentHandle) -> Result<Option<Arc<Segment>>> {
-        let tick = self.use_clock.fetch_add(1, Ordering::Relaxed);
-        handle.last_used.store(tick, Ordering::Relaxed);
+        // The use clock moves only when a segment is opened: recency in epochs between opens is
+        // all closing needs, and a read then neither writes the shared clock nor, when the
+        // handle was used in this epoch already, the handle (every read pins a segment, and
+        // concurrent readers would otherwise bounce those cache lines between cores).
+        let tick = self.use_clock.load(Ordering::Relaxed);
+        if handle.last_used.load(Ordering::Relaxed) != tick {
+            handle.last_used.store(tick, Ordering::Relaxed);
+        }
         let newly_opened = {
             let list = self.current.read();
             if handle.removed.load(Ordering::Acquire) {
@@ -249,6 +256,9 @@ impl Snapshot {
             }
             *open = Some(Arc::clone(&segment));
             self.opened.fetch_add(1, Ordering::Relaxed);
+            // A new epoch, which the segment just opened starts: it is the most recently used.
+            let epoch = self.use_clock.fetch_add(1, Ordering::Relaxed) + 1;
+            handle.last_used.store(epoch, Ordering::Relaxed);
             segment
         };
         self.close_idle();

@@ -6,7 +6,7 @@
 //! waker on the same list.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::task::{Wake, Waker};
 use std::thread::Thread;
 use std::time::Instant;
@@ -28,6 +28,11 @@ pub(crate) struct Watermark {
     value: AtomicI64,
     next_id: AtomicU64,
     waiters: Mutex<Vec<Waiter>>,
+    /// How many waiters are registered, kept with the list under its lock. An advance reads
+    /// it, after moving the value, to skip the lock when no one waits (every append advances the
+    /// log end); a registration stores it before it reads the value. Both sides are `SeqCst`,
+    /// so either the advance sees the waiter or the waiter sees the new value.
+    waiting: AtomicUsize,
 }
 
 impl std::fmt::Debug for Watermark {
@@ -56,6 +61,7 @@ impl Watermark {
             value: AtomicI64::new(value),
             next_id: AtomicU64::new(0),
             waiters: Mutex::new(Vec::new()),
+            waiting: AtomicUsize::new(0),
         }
     }
 
@@ -66,8 +72,8 @@ impl Watermark {
 
     /// Moves the value up to `to` (never down) and wakes every waiter it satisfies.
     pub fn advance(&self, to: i64) {
-        let previous = self.value.fetch_max(to, Ordering::AcqRel);
-        if to > previous {
+        let previous = self.value.fetch_max(to, Ordering::SeqCst);
+        if to > previous && self.waiting.load(Ordering::SeqCst) > 0 {
             self.wake_satisfied(to);
         }
     }
@@ -75,8 +81,12 @@ impl Watermark {
     /// Sets the value, possibly lowering it (truncation), and wakes every waiter so that each
     /// re-checks its condition.
     pub fn set(&self, to: i64) {
-        self.value.store(to, Ordering::Release);
-        let woken: Vec<Waiter> = std::mem::take(&mut *self.waiters.lock());
+        self.value.store(to, Ordering::SeqCst);
+        let woken: Vec<Waiter> = {
+            let mut waiters = self.waiters.lock();
+            self.waiting.store(0, Ordering::SeqCst);
+            std::mem::take(&mut *waiters)
+        };
         for waiter in woken {
             waiter.waker.wake();
         }
@@ -94,10 +104,11 @@ impl Watermark {
                 // The common case (often no waiter at all): nothing to wake, nothing to move.
                 return;
             }
-            let (woken, kept) = std::mem::take(&mut *waiters)
+            let (woken, kept): (Vec<Waiter>, Vec<Waiter>) = std::mem::take(&mut *waiters)
                 .into_iter()
                 .partition(|w| value > w.above);
             *waiters = kept;
+            self.waiting.store(waiters.len(), Ordering::SeqCst);
             woken
         };
         for waiter in woken {
@@ -110,7 +121,10 @@ impl Watermark {
     /// [`advance`](Self::advance) stores before it takes the lock, so no wake-up is lost.
     pub fn register(&self, above: i64, waker: &Waker) -> Option<WaiterId> {
         let mut waiters = self.waiters.lock();
-        if self.get() > above {
+        // Counted before the value is read (see `waiting`).
+        self.waiting.store(waiters.len() + 1, Ordering::SeqCst);
+        if self.value.load(Ordering::SeqCst) > above {
+            self.waiting.store(waiters.len(), Ordering::SeqCst);
             return None;
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
@@ -118,6 +132,7 @@ impl Watermark {
             // The same task registering again only moves its threshold.
             existing.above = existing.above.min(above);
             existing.id = id;
+            self.waiting.store(waiters.len(), Ordering::SeqCst);
             return Some(id);
         }
         waiters.push(Waiter {
@@ -130,7 +145,9 @@ impl Watermark {
 
     /// Removes a registration (a wait that timed out or was dropped).
     pub fn deregister(&self, id: WaiterId) {
-        self.waiters.lock().retain(|w| w.id != id);
+        let mut waiters = self.waiters.lock();
+        waiters.retain(|w| w.id != id);
+        self.waiting.store(waiters.len(), Ordering::SeqCst);
     }
 
     /// Blocks the calling thread until the value is above `above` or `deadline` passes, or
@@ -174,7 +191,9 @@ impl Watermark {
     /// How many waiters are registered (for tests and stats).
     #[cfg(test)]
     pub fn waiter_count(&self) -> usize {
-        self.waiters.lock().len()
+        let waiters = self.waiters.lock();
+        assert_eq!(waiters.len(), self.waiting.load(Ordering::SeqCst));
+        waiters.len()
     }
 }
 
@@ -195,6 +214,29 @@ mod tests {
         }
         assert_eq!(waiter.join().unwrap(), 6);
         assert_eq!(mark.waiter_count(), 0);
+    }
+
+    #[test]
+    fn no_wake_up_is_lost_when_advances_skip_the_lock() {
+        // A waiter registers while the value moves past it: either the advance sees the
+        // registration, or the registration sees the value. A lost wake-up would leave the
+        // waiter parked until its (long) deadline.
+        for round in 0..200 {
+            let mark = Arc::new(Watermark::new(0));
+            let waiter = {
+                let mark = Arc::clone(&mark);
+                std::thread::spawn(move || {
+                    let deadline = Instant::now() + Duration::from_secs(30);
+                    mark.wait_above(0, Some(deadline), || false)
+                })
+            };
+            if round % 2 == 0 {
+                std::thread::yield_now();
+            }
+            mark.advance(1);
+            assert_eq!(waiter.join().unwrap(), 1, "round {round}");
+            assert_eq!(mark.waiter_count(), 0);
+        }
     }
 
     #[test]

@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use parking_lot::{Mutex, RwLock};
 
 use super::files::{SegmentFileKind, segment_file_path};
+use super::positions::{CachedBatch, PositionCache, RunBuilder};
 use super::walker::{BatchSummary, BatchWalker, Frame, Step};
 use crate::error::{Corruption, Error, Result};
 use crate::format::{Batch, BatchHeader, peek_batch_frame};
@@ -134,6 +135,19 @@ pub struct SegmentRead {
     pub next_offset: i64,
 }
 
+/// Where a read may find its first batch without the index walk.
+#[derive(Debug)]
+struct ReadStart {
+    /// The offset the read starts at.
+    offset: i64,
+    /// The end of the previous read of this segment (a sequential reader).
+    resume_at: Option<u64>,
+    /// The batch the position cache places there.
+    cached: Option<CachedBatch>,
+    /// The position cache's generation before any byte was read.
+    generation: u64,
+}
+
 /// The first bad bytes found by [`Segment::scan`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InvalidBytes {
@@ -178,6 +192,12 @@ struct WriterState {
     rolling_based_timestamp: Option<Option<i64>>,
     /// Set when a failed write could not be undone: the file may hold bytes past `size`.
     broken: bool,
+    /// How many more entries the offset index and the time index take before they are full
+    /// (the time index keeps its last slot for the seal), so that `should_roll` need not take
+    /// both indexes' locks on every append. `None`: unknown, read from the indexes at the next
+    /// `should_roll`. Every path that changes an index other than an append without index
+    /// entries resets it.
+    index_room: Option<(usize, usize)>,
 }
 
 /// A `.log` file and its two indexes. One appender and any number of readers share it through
@@ -186,7 +206,8 @@ struct WriterState {
 pub struct Segment {
     storage: Arc<dyn Storage>,
     base_offset: i64,
-    log_path: RwLock<PathBuf>,
+    /// The `.log` path: fixed for the segment's life (renames make new segments).
+    log_path: PathBuf,
     log: Arc<dyn StorageFile>,
     offset_index: OffsetIndex,
     time_index: TimeIndex,
@@ -203,6 +224,8 @@ pub struct Segment {
     /// every truncation and unseal takes the write lock and drops the mapping before the file can
     /// shrink, so partlog never cuts a file under a reader's feet (which would raise SIGBUS).
     mapping: RwLock<MappingState>,
+    /// Batch positions learned from reads' index walks (bounded; see `positions.rs`).
+    positions: PositionCache,
     writer: Mutex<WriterState>,
 }
 
@@ -447,7 +470,7 @@ impl Segment {
         Segment {
             storage: Arc::clone(storage),
             base_offset,
-            log_path: RwLock::new(log_path),
+            log_path,
             log,
             offset_index,
             time_index,
@@ -459,6 +482,7 @@ impl Segment {
             sealed: AtomicBool::new(role != SegmentRole::Active),
             truncations: AtomicU64::new(0),
             mapping: RwLock::new(MappingState::NotYet),
+            positions: PositionCache::default(),
             writer: Mutex::new(WriterState {
                 size: 0,
                 next_offset: base_offset,
@@ -466,6 +490,7 @@ impl Segment {
                 max_timestamp_so_far: None,
                 rolling_based_timestamp: Some(None),
                 broken: false,
+                index_room: None,
             }),
         }
     }
@@ -474,18 +499,18 @@ impl Segment {
     /// entries and a walk of the batches after them.
     fn load_tail(&self, size: u64) -> Result<()> {
         let mut writer = self.writer.lock();
+        writer.index_room = None;
         let last_entry = self.offset_index.last_entry()?;
         let mut max_so_far = self.time_index_max()?;
         let mut next_offset = self.base_offset;
-        let log_path = self.log_path();
-        let mut walker = BatchWalker::new(&self.log, &log_path, size);
+        let mut walker = BatchWalker::new(&self.log, &self.log_path, size);
         let mut position = u64::from(last_entry.position);
         loop {
             match walker.frame_at(position)? {
                 Step::End => break,
                 Step::Partial { available, needed } => {
                     return Err(Error::Corrupt {
-                        file: log_path,
+                        file: self.log_path(),
                         position,
                         what: Corruption::Truncated { needed, available },
                     });
@@ -499,7 +524,7 @@ impl Segment {
                         || summary.last_offset - self.base_offset > i32::MAX as i64
                     {
                         return Err(Error::Corrupt {
-                            file: log_path,
+                            file: self.log_path(),
                             position,
                             what: Corruption::OffsetOrder {
                                 offset: summary.order_floor(),
@@ -555,7 +580,7 @@ impl Segment {
 
     /// The path of the `.log` file.
     pub fn log_path(&self) -> PathBuf {
-        self.log_path.read().clone()
+        self.log_path.clone()
     }
 
     /// The offset index.
@@ -602,6 +627,33 @@ impl Segment {
     /// fails, the segment refuses further appends (the log poisons itself).
     pub fn append(&self, batches: &[u8]) -> Result<AppendInfo> {
         let mut writer = self.writer.lock();
+        self.append_locked(&mut writer, batches)
+    }
+
+    /// [`should_roll`](Self::should_roll) for one batch, then, if it should not, its
+    /// [`append`](Self::append), under one hold of the writer lock: `Ok(Err(reason))` when the
+    /// segment should roll first (nothing was appended).
+    pub fn append_unless_roll(
+        &self,
+        batch: &[u8],
+        max_timestamp: i64,
+        last_offset: i64,
+        now_ms: i64,
+    ) -> Result<std::result::Result<AppendInfo, RollReason>> {
+        let mut writer = self.writer.lock();
+        if let Some(reason) = self.roll_reason(
+            &mut writer,
+            batch.len() as u64,
+            max_timestamp,
+            last_offset,
+            now_ms,
+        )? {
+            return Ok(Err(reason));
+        }
+        self.append_locked(&mut writer, batch).map(Ok)
+    }
+
+    fn append_locked(&self, writer: &mut WriterState, batches: &[u8]) -> Result<AppendInfo> {
         if self.is_sealed() {
             return Err(Error::InvalidArgument {
                 why: format!(
@@ -630,13 +682,14 @@ impl Segment {
         let (first_offset, last_offset) = (checked.first_offset, checked.last_offset);
 
         if let Err(error) = self.log.write_all_at(batches, start) {
-            self.undo_write(&mut writer, start);
+            self.undo_write(writer, start);
             return Err(error);
         }
 
         let mut max_timestamp = i64::MIN;
         let mut bytes_since = writer.bytes_since_last_index_entry;
         let mut max_so_far = writer.max_timestamp_so_far;
+        let mut index_changed = false;
         let index_result = (|| {
             // The headers again, parsed where check_batches parsed them (and cannot fail now):
             // cheaper than collecting them, which cost an allocation per append.
@@ -649,6 +702,7 @@ impl Segment {
                 max_timestamp = max_timestamp.max(header.max_timestamp);
                 note_max_timestamp(&mut max_so_far, &BatchSummary::of_v2(&header));
                 if bytes_since > u64::from(self.config.index_interval_bytes) {
+                    index_changed = true;
                     if !self.offset_index.is_full() {
                         // Positions fit: the whole file stays within i32::MAX bytes.
                         self.offset_index
@@ -664,11 +718,14 @@ impl Segment {
             }
             Ok::<(), Error>(())
         })();
+        if index_changed {
+            writer.index_room = None;
+        }
         if let Err(error) = index_result {
             // The index entries may point at bytes that are about to vanish: drop them too.
             let _ = self.offset_index.truncate_to(first_offset);
             let _ = self.time_index.truncate_to(first_offset);
-            self.undo_write(&mut writer, start);
+            self.undo_write(writer, start);
             return Err(error);
         }
 
@@ -679,7 +736,7 @@ impl Segment {
         writer.next_offset = last_offset + 1;
         writer.bytes_since_last_index_entry = bytes_since;
         writer.max_timestamp_so_far = max_so_far;
-        self.publish(&writer);
+        self.publish(writer);
         Ok(AppendInfo {
             position: start,
             batches: checked.count,
@@ -764,6 +821,23 @@ impl Segment {
         now_ms: i64,
     ) -> Result<Option<RollReason>> {
         let mut writer = self.writer.lock();
+        self.roll_reason(
+            &mut writer,
+            incoming_bytes,
+            incoming_max_timestamp,
+            incoming_last_offset,
+            now_ms,
+        )
+    }
+
+    fn roll_reason(
+        &self,
+        writer: &mut WriterState,
+        incoming_bytes: u64,
+        incoming_max_timestamp: i64,
+        incoming_last_offset: i64,
+        now_ms: i64,
+    ) -> Result<Option<RollReason>> {
         let size = writer.size;
         // Kafka's `size > segment.bytes - incoming`, except that an empty segment never rolls on
         // size: a new one would be no roomier.
@@ -787,10 +861,26 @@ impl Segment {
                 return Ok(Some(RollReason::Age));
             }
         }
-        if self.offset_index.is_full() {
+        let (offset_room, time_room) = match writer.index_room {
+            Some(room) => room,
+            None => {
+                let room = (
+                    self.offset_index
+                        .max_entries()
+                        .saturating_sub(self.offset_index.entries()),
+                    self.time_index
+                        .max_entries()
+                        .saturating_sub(1)
+                        .saturating_sub(self.time_index.entries()),
+                );
+                writer.index_room = Some(room);
+                room
+            }
+        };
+        if offset_room == 0 {
             return Ok(Some(RollReason::OffsetIndexFull));
         }
-        if self.time_index.is_full() {
+        if time_room == 0 {
             return Ok(Some(RollReason::TimeIndexFull));
         }
         if incoming_last_offset.saturating_sub(self.base_offset) > i32::MAX as i64 {
@@ -800,8 +890,7 @@ impl Segment {
     }
 
     fn first_batch_max_timestamp(&self, size: u64) -> Result<Option<i64>> {
-        let log_path = self.log_path();
-        let mut walker = BatchWalker::new(&self.log, &log_path, size);
+        let mut walker = BatchWalker::new(&self.log, &self.log_path, size);
         match walker.frame_at(0)? {
             Step::Batch(frame) => Ok(Some(walker.summary(&frame)?.max_timestamp)),
             _ => Ok(None),
@@ -814,18 +903,19 @@ impl Segment {
     /// names (as Kafka's DumpLogSegments does), and on a mismatch the indexes are rebuilt from the
     /// log and the lookup retried once.
     fn translate_offset(&self, target: i64, end: u64) -> Result<Option<(Frame, BatchSummary)>> {
-        let log_path = self.log_path();
-        let mut walker = BatchWalker::new(&self.log, &log_path, end);
-        self.translate_offset_in(target, end, &mut walker)
+        let mut walker = BatchWalker::new(&self.log, &self.log_path, end);
+        self.translate_offset_in(target, end, &mut walker, &mut 0)
     }
 
     /// [`translate_offset`](Self::translate_offset) through the caller's walker, whose window
     /// then holds the bytes read (a read goes on from there without another system call).
+    /// `walk_from` is set to the position the successful walk started at (a batch boundary).
     fn translate_offset_in(
         &self,
         target: i64,
         end: u64,
         walker: &mut BatchWalker<'_>,
+        walk_from: &mut u64,
     ) -> Result<Option<(Frame, BatchSummary)>> {
         for attempt in 0..2 {
             let entry = match self.offset_index.lookup(target) {
@@ -838,6 +928,7 @@ impl Segment {
                 Err(error) => return Err(error),
             };
             let mut position = u64::from(entry.position);
+            *walk_from = position;
             let mut first = true;
             let mut order_floor = self.base_offset;
             // The batch last skipped on its lastOffsetDelta (and batchLength), which only its
@@ -1035,6 +1126,7 @@ impl Segment {
         }
         self.offset_index.seal()?;
         self.time_index.seal()?;
+        self.writer.lock().index_room = None;
         Ok(report)
     }
 
@@ -1073,7 +1165,10 @@ impl Segment {
     ///
     /// The offset index lookup, the walk from the entry to the batch, and the batches returned
     /// are served by one positional read in the common case: it reads `max_bytes` plus
-    /// `index.interval.bytes` from the index entry on.
+    /// `index.interval.bytes` from the index entry on. The walk's batch boundaries go into the
+    /// segment's position cache (`positions.rs`, bounded); a later read of an offset they cover
+    /// skips the index and the walk and reads just `max(max_bytes, its batch)` from the batch,
+    /// after checking that the bytes there are that batch (anything else: the walk runs).
     ///
     /// `resume_at` is a hint from a previous read of this segment: the file position where a
     /// batch starting at `start_offset` should lie (the end of the batches it returned). When
@@ -1088,20 +1183,26 @@ impl Segment {
         buf: &mut Vec<u8>,
     ) -> Result<Option<(SegmentRead, usize)>> {
         let end = self.size();
+        // Read before any byte is: a run learned from bytes a truncation cut meanwhile is
+        // then refused.
+        let generation = self.positions.generation();
+        let cached = match resume_at {
+            Some(_) => None,
+            None => self.positions.find(start_offset),
+        };
+        let start = ReadStart {
+            offset: start_offset,
+            resume_at,
+            cached,
+            generation,
+        };
         if let Some(state) = self.mapped_for_read()
             && let MappingState::Mapped(mapping) = &*state
         {
             let mapped: &[u8] = mapping;
-            let log_path = self.log_path();
-            let mut walker = BatchWalker::over_mapping(&self.log, &log_path, end, mapped);
-            let Some(read) = self.read_with(
-                &mut walker,
-                start_offset,
-                max_bytes,
-                upper_bound,
-                resume_at,
-                end,
-            )?
+            let mut walker = BatchWalker::over_mapping(&self.log, &self.log_path, end, mapped);
+            let Some(read) =
+                self.read_with(&mut walker, &start, max_bytes, upper_bound, end, usize::MAX)?
             else {
                 return Ok(None);
             };
@@ -1119,20 +1220,32 @@ impl Segment {
             }
             return Ok(Some((read, 0)));
         }
-        let read_ahead = max_bytes
+        let walk_read_ahead = max_bytes
             .min(MAX_READ_AHEAD_BYTES)
             .saturating_add(self.config.index_interval_bytes as usize)
             .saturating_add(crate::format::RECORD_BATCH_OVERHEAD);
-        let log_path = self.log_path();
-        let mut walker =
-            BatchWalker::with_buffer(&self.log, &log_path, end, std::mem::take(buf), read_ahead);
+        // A batch whose place is known is read alone (with what else `max_bytes` asks for):
+        // one system call of its size instead of the index interval.
+        let read_ahead = match cached {
+            Some(batch) => usize::try_from(batch.size)
+                .unwrap_or(usize::MAX)
+                .max(max_bytes.min(MAX_READ_AHEAD_BYTES)),
+            None => walk_read_ahead,
+        };
+        let mut walker = BatchWalker::with_buffer(
+            &self.log,
+            &self.log_path,
+            end,
+            std::mem::take(buf),
+            read_ahead,
+        );
         let result = self.read_with(
             &mut walker,
-            start_offset,
+            &start,
             max_bytes,
             upper_bound,
-            resume_at,
             end,
+            walk_read_ahead,
         );
         let window_start = walker.window_start();
         *buf = walker.into_buffer().0;
@@ -1144,24 +1257,130 @@ impl Segment {
         Ok(Some((read, at)))
     }
 
+    /// Finds the first batch a read returns: at the resume position, at the cached position,
+    /// or by the index walk (whose batches the cache then learns).
+    fn first_batch(
+        &self,
+        walker: &mut BatchWalker<'_>,
+        start: &ReadStart,
+        end: u64,
+        walk_read_ahead: usize,
+    ) -> Result<Option<(Frame, BatchSummary)>> {
+        if let Some(position) = start.resume_at
+            && let Some(found) = self.batch_starting_at(walker, position, start.offset)?
+        {
+            return Ok(Some(found));
+        }
+        if let Some(cached) = start.cached {
+            if let Some(found) = self.cached_batch_holding(walker, cached, start.offset) {
+                return Ok(Some(found));
+            }
+            walker.set_read_ahead(walk_read_ahead);
+        }
+        let mut walk_from = 0;
+        let found = self.translate_offset_in(start.offset, end, walker, &mut walk_from)?;
+        if let Some((frame, summary)) = &found {
+            self.learn_positions(walker, walk_from, frame, summary, end, start.generation);
+        }
+        Ok(found)
+    }
+
+    /// The batch at a cached position, if it is what the cache says: a whole v2 batch of the
+    /// cached size and last offset, inside the published end, that holds `offset` (offsets
+    /// increase within a segment, so it is the one batch the index walk would find). Anything
+    /// else is no error here: the index walk that runs instead reports real damage.
+    fn cached_batch_holding(
+        &self,
+        walker: &mut BatchWalker<'_>,
+        cached: CachedBatch,
+        offset: i64,
+    ) -> Option<(Frame, BatchSummary)> {
+        let Ok(Step::Batch(frame)) = walker.frame_at(cached.position) else {
+            return None;
+        };
+        if frame.magic != 2 || frame.total_size != cached.size {
+            return None;
+        }
+        let summary = walker.summary(&frame).ok()?;
+        let holds = summary.base_offset.is_some_and(|base| base <= offset)
+            && summary.last_offset == cached.last_offset
+            && offset <= summary.last_offset
+            && summary.last_offset < self.next_offset()
+            && summary.last_offset - self.base_offset <= i32::MAX as i64;
+        holds.then_some((frame, summary))
+    }
+
+    /// Remembers the batches the walker holds from `walk_from` (a batch boundary the index walk
+    /// started at) on, through the batch it found and on to the end of what it read, up to one
+    /// index interval past the found batch.
+    fn learn_positions(
+        &self,
+        walker: &BatchWalker<'_>,
+        walk_from: u64,
+        found: &Frame,
+        found_summary: &BatchSummary,
+        end: u64,
+        generation: u64,
+    ) {
+        let (held_from, held) = walker.held();
+        // A walk longer than one window re-read from a later batch boundary.
+        let mut position = walk_from.max(held_from);
+        let stop = found
+            .position
+            .saturating_add(u64::from(self.config.index_interval_bytes))
+            .min(end);
+        let mut run: Option<RunBuilder> = None;
+        while position < stop {
+            let (base, last, size) = if position == found.position {
+                // The walk read its header; its bytes may run past what the walker holds.
+                let Some(base) = found_summary.base_offset.filter(|_| found.magic == 2) else {
+                    break;
+                };
+                (base, found_summary.last_offset, found.total_size)
+            } else {
+                let Some(bytes) = usize::try_from(position - held_from)
+                    .ok()
+                    .and_then(|from| held.get(from..))
+                else {
+                    break;
+                };
+                let Ok(header) = BatchHeader::parse(bytes) else {
+                    break;
+                };
+                let size = header.total_size() as u64;
+                if size > bytes.len() as u64 || position + size > end {
+                    break;
+                }
+                (header.base_offset, header.last_offset(), size)
+            };
+            let added = match run.as_mut() {
+                Some(run) => run.push(position, base, last, size),
+                None => {
+                    run = RunBuilder::new(position, base, last, size);
+                    run.is_some()
+                }
+            };
+            if !added {
+                break;
+            }
+            position += size;
+        }
+        if let Some(run) = run {
+            self.positions.learn(run, generation);
+        }
+    }
+
     fn read_with(
         &self,
         walker: &mut BatchWalker<'_>,
-        start_offset: i64,
+        start: &ReadStart,
         max_bytes: usize,
         upper_bound: Option<i64>,
-        resume_at: Option<u64>,
         end: u64,
+        walk_read_ahead: usize,
     ) -> Result<Option<SegmentRead>> {
-        let resumed = match resume_at {
-            Some(position) => self.batch_starting_at(walker, position, start_offset)?,
-            None => None,
-        };
-        let found = match resumed {
-            Some(found) => Some(found),
-            None => self.translate_offset_in(start_offset, end, walker)?,
-        };
-        let Some((frame, first_summary)) = found else {
+        let Some((frame, first_summary)) = self.first_batch(walker, start, end, walk_read_ahead)?
+        else {
             return Ok(None);
         };
         let position = frame.position;
@@ -1309,6 +1528,12 @@ impl Segment {
         }
     }
 
+    /// The position cache, for tests that plant wrong positions in it.
+    #[cfg(test)]
+    pub(crate) fn position_cache(&self) -> &PositionCache {
+        &self.positions
+    }
+
     /// The number of times this segment's file was cut back ([`truncate_to`](Self::truncate_to),
     /// [`truncate_tail`](Self::truncate_tail)). A reader that sends file bytes it checked
     /// earlier compares it before and after: bytes below the published size change only
@@ -1372,8 +1597,7 @@ impl Segment {
                 )),
             });
         };
-        let log_path = self.log_path();
-        let mut walker = BatchWalker::new(&self.log, &log_path, end);
+        let mut walker = BatchWalker::new(&self.log, &self.log_path, end);
         let mut position = frame.position;
         let mut scratch = Vec::new();
         loop {
@@ -1470,8 +1694,8 @@ impl Segment {
             return Ok(None);
         }
         // The entry must name a whole, valid batch that ends at its offset.
-        let log_path = self.log_path();
-        let mut walker = BatchWalker::new(&self.log, &log_path, file_bytes.min(i32::MAX as u64));
+        let mut walker =
+            BatchWalker::new(&self.log, &self.log_path, file_bytes.min(i32::MAX as u64));
         let position = u64::from(entry.position);
         let Ok(Step::Batch(frame)) = walker.frame_at(position) else {
             return Ok(None);
@@ -1517,9 +1741,10 @@ impl Segment {
     /// rebuilding index entries from there on.
     fn scan_from(&self, start: ScanStart) -> Result<ScanReport> {
         let mut writer = self.writer.lock();
+        writer.index_room = None;
         let file_bytes = self.log.len()?;
-        let log_path = self.log_path();
-        let mut walker = BatchWalker::new(&self.log, &log_path, file_bytes.min(i32::MAX as u64));
+        let mut walker =
+            BatchWalker::new(&self.log, &self.log_path, file_bytes.min(i32::MAX as u64));
         let mut batches = 0u64;
         let mut next_offset = self.base_offset;
         let mut bytes_since = 0u64;
@@ -1650,6 +1875,7 @@ impl Segment {
         // compacted segment may lie below both `offset` and the removed batch's first offset.
         let kept_end = self.next_offset_before(frame.position, first_offset.min(offset))?;
         let mut writer = self.writer.lock();
+        writer.index_room = None;
         let position = frame.position;
         self.truncations.fetch_add(1, Ordering::AcqRel);
         // Every entry at or above the kept end points into a removed batch (a time-index entry
@@ -1657,6 +1883,8 @@ impl Segment {
         self.offset_index.truncate_to(kept_end)?;
         self.time_index.truncate_to(kept_end)?;
         self.log.set_len(position)?;
+        // After the cut: a read that learned positions from the old bytes cannot keep them.
+        self.positions.forget();
         let removed = writer.size - position;
         writer.size = position;
         writer.next_offset = kept_end;
@@ -1664,8 +1892,7 @@ impl Segment {
         // offset-index entry (entries are added together, so nothing before it is missing).
         let last_entry = self.offset_index.last_entry()?;
         let mut max_so_far = self.time_index_max()?;
-        let log_path = self.log_path();
-        let mut walker = BatchWalker::new(&self.log, &log_path, position);
+        let mut walker = BatchWalker::new(&self.log, &self.log_path, position);
         let mut at = u64::from(last_entry.position);
         while let Step::Batch(frame) = walker.frame_at(at)? {
             note_max_timestamp(&mut max_so_far, &walker.summary(&frame)?);
@@ -1727,8 +1954,7 @@ impl Segment {
     /// The offset after the last batch of those that tile the bytes from `from` (a batch
     /// boundary) to `position` exactly; `None` when they do not (or there are none).
     fn next_offset_between(&self, from: u64, position: u64) -> Result<Option<i64>> {
-        let log_path = self.log_path();
-        let mut walker = BatchWalker::new(&self.log, &log_path, position);
+        let mut walker = BatchWalker::new(&self.log, &self.log_path, position);
         let mut next_offset = None;
         let mut at = from;
         while at < position {
@@ -1748,8 +1974,8 @@ impl Segment {
         if let Some(base_offset) = summary.base_offset {
             return Ok(base_offset);
         }
-        let log_path = self.log_path();
-        let mut walker = BatchWalker::new(&self.log, &log_path, frame.position + frame.total_size);
+        let mut walker =
+            BatchWalker::new(&self.log, &self.log_path, frame.position + frame.total_size);
         let bytes = walker.batch_bytes(frame)?;
         let batch = Batch::new(bytes).map_err(|what| self.corrupt(frame.position, what))?;
         batch
@@ -1773,6 +1999,7 @@ impl Segment {
         if file_bytes > valid_bytes {
             self.truncations.fetch_add(1, Ordering::AcqRel);
             self.log.set_len(valid_bytes)?;
+            self.positions.forget();
         }
         Ok(file_bytes.saturating_sub(valid_bytes))
     }
@@ -1780,7 +2007,8 @@ impl Segment {
     /// Seals the segment at roll or close: writes the time index's final entry (into its reserved
     /// slot) and makes both indexes read-only. Durability is separate: see [`flush`](Self::flush).
     pub fn seal(&self) -> Result<()> {
-        let writer = self.writer.lock();
+        let mut writer = self.writer.lock();
+        writer.index_room = None;
         if self.sealed.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
@@ -1801,7 +2029,8 @@ impl Segment {
     /// Makes a sealed segment take appends again (after the log truncates into it).
     pub fn unseal(&self) -> Result<()> {
         let _no_readers = self.drop_mapping();
-        let _writer = self.writer.lock();
+        let mut writer = self.writer.lock();
+        writer.index_room = None;
         if *self.role.read() == SegmentRole::ReadOnly {
             return Err(Error::InvalidArgument {
                 why: "a read-only segment cannot become active".into(),

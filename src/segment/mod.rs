@@ -2,6 +2,7 @@
 
 mod files;
 mod log_segment;
+mod positions;
 mod walker;
 
 pub use files::{

@@ -492,6 +492,10 @@ fn roll_conditions_follow_kafka() {
         segment.should_roll(10, T0, 7, T0).unwrap(),
         Some(RollReason::OffsetIndexFull | RollReason::TimeIndexFull)
     ));
+    // The room should_roll remembers follows a truncation that empties the indexes.
+    segment.truncate_to(1).unwrap();
+    assert_eq!(segment.offset_index().entries(), 0);
+    assert_eq!(segment.should_roll(10, T0, 2, T0).unwrap(), None);
 }
 
 #[test]
@@ -638,4 +642,52 @@ fn recovery_keeps_index_entries_below_the_recovery_point_and_scans_only_the_tail
         .map(|n| segment.offset_index().entry(n).unwrap())
         .collect();
     assert_eq!(rebuilt, entries);
+}
+
+#[test]
+fn wrong_cached_positions_fall_back_to_the_index_walk() {
+    use super::positions::RunBuilder;
+    let dir = tempfile::tempdir().unwrap();
+    let segment = Segment::create(&storage(), dir.path(), 100, small_config(), T0).unwrap();
+    let written = fill(&segment, 100, 20);
+    let mut starts = vec![0u64];
+    for bytes in &written {
+        starts.push(starts.last().unwrap() + bytes.len() as u64);
+    }
+    let size = |k: usize| starts[k + 1] - starts[k];
+    let cache = segment.position_cache();
+    // Each batch k at its true position and size, but named by batch k + 1's offsets: a read of
+    // those offsets must not take batch k for them.
+    let mut shifted = RunBuilder::new(starts[0], 103, 105, size(0)).unwrap();
+    for (k, &start) in starts.iter().enumerate().take(19).skip(1) {
+        let base = 103 + 3 * k as i64;
+        assert!(shifted.push(start, base, base + 2, size(k)));
+    }
+    cache.learn(shifted, cache.generation());
+    let mut buf = Vec::new();
+    for (k, bytes) in written.iter().enumerate() {
+        for offset in 100 + 3 * k as i64..103 + 3 * k as i64 {
+            segment.read(offset, 1, None, &mut buf).unwrap().unwrap();
+            assert_eq!(&buf[..], &bytes[..], "offset {offset}, shifted names");
+        }
+    }
+    // Positions a few bytes off, sizes right: no batch header there.
+    cache.forget();
+    let mut off = RunBuilder::new(starts[3] + 5, 109, 111, size(3)).unwrap();
+    assert!(off.push(starts[4] + 5, 112, 114, size(4)));
+    cache.learn(off, cache.generation());
+    for offset in 109..115 {
+        segment.read(offset, 1, None, &mut buf).unwrap().unwrap();
+        let k = (offset as usize - 100) / 3;
+        assert_eq!(&buf[..], &written[k][..], "offset {offset}, positions off");
+    }
+    // The right positions are used, and give the same answers.
+    cache.forget();
+    for (k, bytes) in written.iter().enumerate() {
+        for offset in 100 + 3 * k as i64..103 + 3 * k as i64 {
+            segment.read(offset, 1, None, &mut buf).unwrap().unwrap();
+            assert_eq!(&buf[..], &bytes[..], "offset {offset}, learned");
+        }
+    }
+    assert!(cache.find(130).is_some(), "reads learned the positions");
 }

@@ -162,6 +162,29 @@ impl<'f> BatchWalker<'f> {
         Some(range.ok_or_else(|| self.too_large(position)))
     }
 
+    /// Sets how many bytes a window read reads at least: a read that knows where its batch lies
+    /// reads just that batch.
+    pub fn set_read_ahead(&mut self, read_ahead: usize) {
+        self.read_ahead = read_ahead.max(HEADER_SIZE_UP_TO_MAGIC);
+    }
+
+    /// The bytes the walker holds now without another read, and the file position of the
+    /// first: the window, or the whole mapping (up to the end).
+    pub fn held(&self) -> (u64, &[u8]) {
+        match self.mapped {
+            Some(mapped) => {
+                let to = usize::try_from(self.end)
+                    .unwrap_or(usize::MAX)
+                    .min(mapped.len());
+                (0, mapped.get(..to).unwrap_or_default())
+            }
+            None => (
+                self.window_start,
+                self.window.get(..self.window_len).unwrap_or_default(),
+            ),
+        }
+    }
+
     /// The buffer, and where in it the window's bytes (the file's bytes from
     /// [`window_start`](Self::window_start)) lie: `buffer[..len]`.
     pub fn into_buffer(self) -> (Vec<u8>, usize) {

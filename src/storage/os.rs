@@ -1,7 +1,6 @@
 //! [`OsStorage`]: the real file system.
 
 use std::fs::{self, File, OpenOptions};
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, UNIX_EPOCH};
@@ -38,19 +37,40 @@ impl StorageFile for OsFile {
     }
 
     fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<usize> {
+        // rustix makes the system call itself: libc's pread is a thread-cancellation point,
+        // whose bookkeeping around each call cost as much as a small read's copy.
         loop {
-            match self.file.read_at(buf, offset) {
+            match rustix::io::pread(&self.file, &mut *buf, offset) {
                 Ok(n) => return Ok(n),
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(Error::io(&self.path, e)),
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(e) => return Err(Error::io(&self.path, e.into())),
             }
         }
     }
 
-    fn write_all_at(&self, buf: &[u8], offset: u64) -> Result<()> {
-        self.file
-            .write_all_at(buf, offset)
-            .map_err(|e| Error::io(&self.path, e))
+    fn write_all_at(&self, mut buf: &[u8], mut offset: u64) -> Result<()> {
+        // One pwrite per call in the common case, without libc's cancellation-point wrapper
+        // (see read_at); a short write continues where it stopped, as std's write_all_at does.
+        while !buf.is_empty() {
+            match rustix::io::pwrite(&self.file, buf, offset) {
+                Ok(0) => {
+                    return Err(Error::io(
+                        &self.path,
+                        std::io::Error::new(
+                            std::io::ErrorKind::WriteZero,
+                            "failed to write whole buffer",
+                        ),
+                    ));
+                }
+                Ok(n) => {
+                    buf = buf.get(n..).unwrap_or_default();
+                    offset += n as u64;
+                }
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(e) => return Err(Error::io(&self.path, e.into())),
+            }
+        }
+        Ok(())
     }
 
     fn len(&self) -> Result<u64> {

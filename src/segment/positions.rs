@@ -1,0 +1,372 @@
+//! [`PositionCache`]: where batches start, learned from the index walks of reads.
+//!
+//! Kafka's offset index is sparse (one entry per `index.interval.bytes`), so a read of a random
+//! offset reads the file from the index entry and walks the batch headers up to the batch that
+//! holds the offset. The walk reads the whole interval anyway; this cache keeps the batch
+//! boundaries it saw (a *run*: consecutive batches from the entry's batch on), so that the next
+//! read of an offset in the same interval reads just its batch, with no index lookup and no walk.
+//!
+//! - **Bounded.** A segment keeps at most [`POSITION_CACHE_BYTES`] of runs (4 bytes a batch plus
+//!   a fixed cost a run); when a new run does not fit, the cache is emptied and starts again.
+//!   The cache lives and dies with the open segment (a closed idle segment frees it), so a log
+//!   holds at most 65 of them (64 open sealed segments and the active one): about 130 MiB in the
+//!   worst case, reached only by random reads over every batch of every open segment. A hit
+//!   allocates nothing; a miss allocates the run it learns.
+//! - **Never trusted blindly.** A position from the cache is only a hint: the read checks that
+//!   the bytes there are a whole v2 batch of the cached size whose offsets hold the wanted
+//!   offset, within the published size, and the CRC as for any returned batch; anything else
+//!   falls back to the index walk. Offsets within a segment strictly increase, so the one batch
+//!   that holds an offset is the answer the walk would give.
+//! - **Cut files forget.** Every truncation of the segment empties the cache after the cut and
+//!   bumps its generation; a read that learned a run from bytes read before the cut (its
+//!   generation is older) does not insert it.
+//! - **Readers never block appends.** Appends never touch the cache; readers take its read lock
+//!   to look up, and insert only when its write lock is free.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use parking_lot::RwLock;
+
+/// The most memory one segment's cache holds: 4 bytes a batch plus [`RUN_OVERHEAD_BYTES`] a
+/// run, so about 350,000 batches of 170 bytes (runs of 24 in a 4 KiB index interval).
+pub(crate) const POSITION_CACHE_BYTES: usize = 2 << 20;
+
+/// What one run costs beyond its batches: its entry in the sorted array.
+const RUN_OVERHEAD_BYTES: usize = 48;
+
+/// A batch the cache locates: where it starts and how long it is, and its last offset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct CachedBatch {
+    /// The file position of the batch.
+    pub position: u64,
+    /// Its size in bytes, including the 12-byte log overhead.
+    pub size: u64,
+    /// Its last offset.
+    pub last_offset: i64,
+}
+
+/// Consecutive batches starting at `start_position`, stored in the cache's arena at `at`:
+/// `batches` last-offset deltas (increasing; batch `i`'s last offset is
+/// `first_last_offset + delta`), then `batches + 1` position deltas (batch `i` starts at
+/// `start_position + position[i]` and ends where batch `i + 1` starts).
+#[derive(Debug, Clone, Copy)]
+struct Run {
+    /// The first offset the run covers: its first batch's base offset.
+    key: i64,
+    first_last_offset: i64,
+    start_position: u64,
+    at: u32,
+    batches: u16,
+}
+
+impl Run {
+    fn bytes(&self) -> usize {
+        RUN_OVERHEAD_BYTES + 2 * (2 * usize::from(self.batches) + 1)
+    }
+
+    /// The first batch of the run whose last offset is at or above `offset`.
+    fn find(&self, arena: &[u16], offset: i64) -> Option<CachedBatch> {
+        let delta = offset.checked_sub(self.first_last_offset)?;
+        let delta = u16::try_from(delta.max(0)).ok()?;
+        let at = usize::try_from(self.at).ok()?;
+        let batches = usize::from(self.batches);
+        let lasts = arena.get(at..at + batches)?;
+        let positions = arena.get(at + batches..at + 2 * batches + 1)?;
+        let index = lasts.partition_point(|&last| last < delta);
+        let last = *lasts.get(index)?;
+        let from = *positions.get(index)?;
+        let to = *positions.get(index + 1)?;
+        Some(CachedBatch {
+            position: self.start_position + u64::from(from),
+            size: u64::from(to.checked_sub(from)?),
+            last_offset: self.first_last_offset + i64::from(last),
+        })
+    }
+}
+
+/// How many new runs wait, unsorted, before they are merged into the sorted ones.
+const PENDING_RUNS: usize = 32;
+
+/// The runs, found by the first offset each covers.
+///
+/// The runs are a sorted array (a binary search over contiguous memory: a B-tree's pointer
+/// chase measured three times slower) plus a few recent ones, unsorted, merged in once
+/// [`PENDING_RUNS`] have gathered, so an insertion costs amortised O(runs / 32). Their deltas
+/// live in one arena, not one allocation a run: a lookup touches few cache lines.
+#[derive(Debug, Default)]
+struct Runs {
+    /// Sorted by key, no two alike.
+    sorted: Vec<Run>,
+    /// The keys of `sorted`, apart: the binary search touches 8 bytes a run, not the whole run.
+    sorted_keys: Vec<i64>,
+    /// Recent runs not merged yet: no key of theirs is in `sorted`.
+    pending: Vec<Run>,
+    arena: Vec<u16>,
+    bytes: usize,
+}
+
+impl Runs {
+    fn clear(&mut self) {
+        self.sorted.clear();
+        self.sorted_keys.clear();
+        self.pending.clear();
+        self.arena.clear();
+        self.bytes = 0;
+    }
+
+    /// The run with the greatest key at or below `offset`, as `(pending?, index)`.
+    fn floor(&self, offset: i64) -> Option<(bool, usize)> {
+        let below = self.sorted_keys.partition_point(|&key| key <= offset);
+        let mut best = below
+            .checked_sub(1)
+            .and_then(|at| Some((self.sorted.get(at)?.key, (false, at))));
+        for (at, run) in self.pending.iter().enumerate() {
+            if run.key <= offset && best.is_none_or(|(key, _)| run.key > key) {
+                best = Some((run.key, (true, at)));
+            }
+        }
+        best.map(|(_, place)| place)
+    }
+
+    fn get(&self, (pending, at): (bool, usize)) -> Option<&Run> {
+        if pending {
+            self.pending.get(at)
+        } else {
+            self.sorted.get(at)
+        }
+    }
+
+    fn get_mut(&mut self, (pending, at): (bool, usize)) -> Option<&mut Run> {
+        if pending {
+            self.pending.get_mut(at)
+        } else {
+            self.sorted.get_mut(at)
+        }
+    }
+
+    fn insert(&mut self, run: Run) {
+        let existing = self
+            .floor(run.key)
+            .filter(|&place| self.get(place).is_some_and(|found| found.key == run.key));
+        if let Some(slot) = existing.and_then(|place| self.get_mut(place)) {
+            // The old run's deltas stay in the arena, counted, until the cache is emptied.
+            *slot = run;
+            return;
+        }
+        self.pending.push(run);
+        if self.pending.len() >= PENDING_RUNS {
+            // The stable sort finds the sorted prefix and merges the short tail in O(n).
+            self.sorted.append(&mut self.pending);
+            self.sorted.sort_by_key(|run| run.key);
+            self.sorted_keys.clear();
+            self.sorted_keys
+                .extend(self.sorted.iter().map(|run| run.key));
+        }
+    }
+}
+
+/// One segment's cache of batch positions (see the module docs).
+#[derive(Debug, Default)]
+pub(crate) struct PositionCache {
+    runs: RwLock<Runs>,
+    /// Bumped by [`forget`](Self::forget): runs learned under an older generation are stale.
+    generation: AtomicU64,
+}
+
+/// Learns a run: the batches a read saw, in file order.
+#[derive(Debug)]
+pub(crate) struct RunBuilder {
+    start_position: u64,
+    first_base_offset: i64,
+    first_last_offset: i64,
+    positions: Vec<u16>,
+    lasts: Vec<u16>,
+}
+
+impl RunBuilder {
+    /// A run whose first batch, at `position`, holds `[base_offset, last_offset]`.
+    pub fn new(position: u64, base_offset: i64, last_offset: i64, size: u64) -> Option<Self> {
+        let size = u16::try_from(size).ok()?;
+        (base_offset <= last_offset).then(|| RunBuilder {
+            start_position: position,
+            first_base_offset: base_offset,
+            first_last_offset: last_offset,
+            positions: vec![0, size],
+            lasts: vec![0],
+        })
+    }
+
+    /// Adds the batch that follows the last one; `false` (and nothing added) when it does not
+    /// follow it or does not fit the run's 16-bit deltas: the run ends there.
+    pub fn push(&mut self, position: u64, base_offset: i64, last_offset: i64, size: u64) -> bool {
+        let end = self.positions.last().copied().unwrap_or(0);
+        let follows = position == self.start_position + u64::from(end);
+        let previous_last =
+            self.first_last_offset + i64::from(self.lasts.last().copied().unwrap_or(0));
+        let new_end = u64::from(end)
+            .checked_add(size)
+            .and_then(|end| u16::try_from(end).ok());
+        let last_delta = last_offset
+            .checked_sub(self.first_last_offset)
+            .and_then(|delta| u16::try_from(delta).ok());
+        match (
+            follows && base_offset > previous_last && base_offset <= last_offset,
+            new_end,
+            last_delta,
+        ) {
+            (true, Some(new_end), Some(last_delta)) => {
+                self.positions.push(new_end);
+                self.lasts.push(last_delta);
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+impl PositionCache {
+    /// The current generation, to hand back to [`learn`](Self::learn) with a run learned from
+    /// bytes read after this call.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// The cached batch holding `offset`, or the first one after it in a run that covers it.
+    pub fn find(&self, offset: i64) -> Option<CachedBatch> {
+        let runs = self.runs.read();
+        let place = runs.floor(offset)?;
+        runs.get(place)?.find(&runs.arena, offset)
+    }
+
+    /// Keeps a learned run unless the cache was emptied since `generation` (the bytes may be
+    /// gone) or another thread holds the cache. A run that does not fit empties the cache first.
+    pub fn learn(&self, run: RunBuilder, generation: u64) {
+        let Ok(batches) = u16::try_from(run.lasts.len()) else {
+            return;
+        };
+        let Some(mut runs) = self.runs.try_write() else {
+            return;
+        };
+        if self.generation.load(Ordering::Acquire) != generation {
+            return;
+        }
+        let mut stored = Run {
+            key: run.first_base_offset,
+            first_last_offset: run.first_last_offset,
+            start_position: run.start_position,
+            at: 0,
+            batches,
+        };
+        let bytes = stored.bytes();
+        if bytes > POSITION_CACHE_BYTES {
+            return;
+        }
+        if runs.bytes + bytes > POSITION_CACHE_BYTES {
+            runs.clear();
+        }
+        let Ok(at) = u32::try_from(runs.arena.len()) else {
+            return;
+        };
+        stored.at = at;
+        runs.arena.extend_from_slice(&run.lasts);
+        runs.arena.extend_from_slice(&run.positions);
+        runs.bytes += bytes;
+        runs.insert(stored);
+    }
+
+    /// Empties the cache and bumps its generation. Call after the file was cut.
+    pub fn forget(&self) {
+        let mut runs = self.runs.write();
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        runs.clear();
+    }
+
+    /// The bytes the cache accounts for now.
+    #[cfg(test)]
+    pub fn bytes(&self) -> usize {
+        self.runs.read().bytes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run_of(batches: &[(u64, i64, i64, u64)]) -> RunBuilder {
+        let (position, base, last, size) = batches[0];
+        let mut run = RunBuilder::new(position, base, last, size).unwrap();
+        for &(position, base, last, size) in &batches[1..] {
+            assert!(run.push(position, base, last, size));
+        }
+        run
+    }
+
+    #[test]
+    fn finds_the_batch_holding_an_offset_or_the_next_after_a_gap() {
+        let cache = PositionCache::default();
+        // Batches [10, 12] at 100 (50 bytes), [13, 13] at 150 (30), a gap, [20, 25] at 180 (70).
+        let run = run_of(&[(100, 10, 12, 50), (150, 13, 13, 30), (180, 20, 25, 70)]);
+        cache.learn(run, cache.generation());
+        let at = |offset| {
+            cache
+                .find(offset)
+                .map(|b| (b.position, b.size, b.last_offset))
+        };
+        assert_eq!(at(9), None, "below the run");
+        assert_eq!(at(10), Some((100, 50, 12)));
+        assert_eq!(at(12), Some((100, 50, 12)));
+        assert_eq!(at(13), Some((150, 30, 13)));
+        assert_eq!(at(17), Some((180, 70, 25)), "a gap: the next batch");
+        assert_eq!(at(25), Some((180, 70, 25)));
+        assert_eq!(at(26), None, "past the run");
+    }
+
+    #[test]
+    fn a_run_ends_at_a_batch_that_does_not_follow() {
+        let mut run = RunBuilder::new(0, 0, 0, 100).unwrap();
+        assert!(!run.push(101, 1, 1, 10), "not adjacent");
+        assert!(!run.push(100, 0, 0, 10), "offsets do not increase");
+        assert!(
+            !run.push(100, 1, 70_000, 10),
+            "last offset delta overflows 16 bits"
+        );
+        assert!(!run.push(100, 1, 1, 70_000), "position overflows 16 bits");
+        assert!(run.push(100, 1, 1, 10));
+    }
+
+    #[test]
+    fn forget_empties_and_stale_runs_are_refused() {
+        let cache = PositionCache::default();
+        let generation = cache.generation();
+        cache.forget();
+        cache.learn(run_of(&[(0, 0, 0, 10)]), generation);
+        assert_eq!(cache.find(0), None, "learned before the cut");
+        cache.learn(run_of(&[(0, 0, 0, 10)]), cache.generation());
+        assert!(cache.find(0).is_some());
+        cache.forget();
+        assert_eq!(cache.find(0), None);
+        assert_eq!(cache.bytes(), 0);
+    }
+
+    #[test]
+    fn memory_stays_within_the_bound() {
+        let cache = PositionCache::default();
+        let mut offset = 0i64;
+        for run_index in 0..(POSITION_CACHE_BYTES / RUN_OVERHEAD_BYTES) as u64 * 2 {
+            let position = run_index * 1_000;
+            let mut run = RunBuilder::new(position, offset, offset, 10).unwrap();
+            for batch in 1..20u64 {
+                assert!(run.push(
+                    position + batch * 10,
+                    offset + batch as i64,
+                    offset + batch as i64,
+                    10
+                ));
+            }
+            offset += 20;
+            cache.learn(run, cache.generation());
+            assert!(cache.bytes() <= POSITION_CACHE_BYTES);
+        }
+        assert!(cache.find(offset - 1).is_some(), "the newest run is kept");
+    }
+}
