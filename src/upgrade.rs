@@ -380,6 +380,8 @@ impl<'a> Upgrade<'a> {
                 roll_jitter_ms: 0,
                 preallocate: false,
                 map_sealed_reads: false,
+                // The upgrade writes; it never reads at random.
+                position_cache_bytes: 0,
             },
             now_ms: config.clock.now_ms(),
             log_start,

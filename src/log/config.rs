@@ -197,6 +197,16 @@ pub struct LogConfig {
     /// Default: false.
     pub map_sealed_segments: bool,
 
+    /// `position.cache.bytes`, partlog's own setting (Kafka has none): the most memory each
+    /// open segment may spend remembering where batches start, learned from the index walks of
+    /// reads (4 bytes a batch). Kafka's offset index is sparse, so a read of a random offset
+    /// walks the batch headers from the index entry; a read of an offset the cache covers reads
+    /// just its batch, checked as any. A full cache is emptied and starts again. A log keeps at
+    /// most 65 segments open (64 sealed and the active one), so random reads over all of them
+    /// can hold 65 times this much. 0 turns the cache off. Range: at most 1 GiB.
+    /// Default: 2097152 (2 MiB).
+    pub position_cache_bytes: usize,
+
     /// `flush.messages` and `flush.ms` (broker: `log.flush.interval.messages`,
     /// `log.flush.interval.ms`): when appended data is fsynced. See [`FlushPolicy`] and
     /// [`FlushPolicy::from_kafka`]. Default: [`FlushPolicy::OsDecides`] (both Kafka settings at
@@ -294,6 +304,7 @@ impl Default for LogConfig {
             message_timestamp_after_max_ms: 60 * 60 * 1000,
             preallocate: false,
             map_sealed_segments: false,
+            position_cache_bytes: 2 << 20,
             flush_policy: FlushPolicy::OsDecides,
             recovery_point_bytes: 16 * 1024 * 1024,
             recovery_point_ms: 1000,
@@ -471,6 +482,15 @@ impl LogConfig {
             ));
         }
 
+        if self.position_cache_bytes > 1 << 30 {
+            return Err(invalid(
+                "position.cache.bytes",
+                format!(
+                    "{} is above the maximum of 1073741824 (1 GiB)",
+                    self.position_cache_bytes
+                ),
+            ));
+        }
         if self.group_commit_max_gather > Duration::from_secs(1) {
             return Err(invalid(
                 "group.commit.max.gather",
@@ -527,6 +547,7 @@ impl LogConfig {
             roll_jitter_ms,
             preallocate: self.preallocate,
             map_sealed_reads: self.map_sealed_segments,
+            position_cache_bytes: self.position_cache_bytes,
         }
     }
 
@@ -654,6 +675,8 @@ impl LogConfigBuilder {
         preallocate: bool;
         /// Sets [`LogConfig::map_sealed_segments`] (partlog's `map.sealed.segments`).
         map_sealed_segments: bool;
+        /// Sets [`LogConfig::position_cache_bytes`] (partlog's `position.cache.bytes`).
+        position_cache_bytes: usize;
         /// Sets [`LogConfig::flush_policy`] (`flush.messages` / `flush.ms`).
         flush_policy: FlushPolicy;
         /// Sets [`LogConfig::recovery_point_bytes`] (partlog's `recovery.point.bytes`).
@@ -1542,6 +1565,17 @@ mod tests {
     }
 
     #[test]
+    fn position_cache_bytes_range() {
+        rejects(
+            LogConfig::builder().position_cache_bytes((1 << 30) + 1),
+            "position.cache.bytes",
+        );
+        accepts(LogConfig::builder().position_cache_bytes(0));
+        accepts(LogConfig::builder().position_cache_bytes(1 << 30));
+        assert_eq!(LogConfig::default().position_cache_bytes, 2 << 20);
+    }
+
+    #[test]
     fn group_commit_max_gather_range() {
         rejects(
             LogConfig::builder().group_commit_max_gather(Duration::from_millis(1001)),
@@ -1770,6 +1804,7 @@ mod tests {
                 roll_jitter_ms: 123,
                 preallocate: false,
                 map_sealed_reads: false,
+                position_cache_bytes: 2 << 20,
             }
         );
     }

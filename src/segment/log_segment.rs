@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use parking_lot::{Mutex, RwLock};
 
 use super::files::{SegmentFileKind, segment_file_path};
-use super::positions::{CachedBatch, PositionCache, RunBuilder};
+use super::positions::{CachedBatch, DEFAULT_POSITION_CACHE_BYTES, PositionCache, RunBuilder};
 use super::walker::{BatchSummary, BatchWalker, Frame, Step};
 use crate::error::{Corruption, Error, Result};
 use crate::format::{Batch, BatchHeader, peek_batch_frame};
@@ -63,6 +63,10 @@ pub struct SegmentConfig {
     /// call and no copy, and only the returned batches are copied. partlog's own setting (see
     /// `LogConfig::map_sealed_segments` for the SIGBUS risk). Default: false.
     pub map_sealed_reads: bool,
+    /// The most memory the segment's cache of batch positions may hold (`positions.rs`: 4
+    /// bytes a batch, learned from the index walks of reads); 0 turns it off. partlog's own
+    /// setting, from `LogConfig::position_cache_bytes`. Default: 2097152 (2 MiB).
+    pub position_cache_bytes: usize,
 }
 
 impl Default for SegmentConfig {
@@ -75,6 +79,7 @@ impl Default for SegmentConfig {
             roll_jitter_ms: 0,
             preallocate: false,
             map_sealed_reads: false,
+            position_cache_bytes: DEFAULT_POSITION_CACHE_BYTES,
         }
     }
 }
@@ -467,6 +472,7 @@ impl Segment {
         role: SegmentRole,
         now_ms: i64,
     ) -> Segment {
+        let position_cache_bytes = config.position_cache_bytes;
         Segment {
             storage: Arc::clone(storage),
             base_offset,
@@ -482,7 +488,7 @@ impl Segment {
             sealed: AtomicBool::new(role != SegmentRole::Active),
             truncations: AtomicU64::new(0),
             mapping: RwLock::new(MappingState::NotYet),
-            positions: PositionCache::default(),
+            positions: PositionCache::new(position_cache_bytes),
             writer: Mutex::new(WriterState {
                 size: 0,
                 next_offset: base_offset,

@@ -6,11 +6,12 @@
 //! boundaries it saw (a *run*: consecutive batches from the entry's batch on), so that the next
 //! read of an offset in the same interval reads just its batch, with no index lookup and no walk.
 //!
-//! - **Bounded.** A segment keeps at most [`POSITION_CACHE_BYTES`] of runs (4 bytes a batch plus
-//!   a fixed cost a run); when a new run does not fit, the cache is emptied and starts again.
-//!   The cache lives and dies with the open segment (a closed idle segment frees it), so a log
-//!   holds at most 65 of them (64 open sealed segments and the active one): about 130 MiB in the
-//!   worst case, reached only by random reads over every batch of every open segment. A hit
+//! - **Bounded.** A segment keeps at most `position_cache_bytes` of runs (4 bytes a batch plus
+//!   a fixed cost a run; default [`DEFAULT_POSITION_CACHE_BYTES`], 0 turns the cache off); when
+//!   a new run does not fit, the cache is emptied and starts again. The cache lives and dies
+//!   with the open segment (a closed idle segment frees it), so a log holds at most 65 of them
+//!   (64 open sealed segments and the active one): about 130 MiB at the default in the worst
+//!   case, reached only by random reads over every batch of every open segment. A hit
 //!   allocates nothing; a miss allocates the run it learns.
 //! - **Never trusted blindly.** A position from the cache is only a hint: the read checks that
 //!   the bytes there are a whole v2 batch of the cached size whose offsets hold the wanted
@@ -27,9 +28,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::RwLock;
 
-/// The most memory one segment's cache holds: 4 bytes a batch plus [`RUN_OVERHEAD_BYTES`] a
-/// run, so about 350,000 batches of 170 bytes (runs of 24 in a 4 KiB index interval).
-pub(crate) const POSITION_CACHE_BYTES: usize = 2 << 20;
+/// The default of the most memory one segment's cache holds: 4 bytes a batch plus
+/// [`RUN_OVERHEAD_BYTES`] a run, so about 350,000 batches of 170 bytes (runs of 24 in a 4 KiB
+/// index interval), a whole 64 MiB segment of them.
+pub(crate) const DEFAULT_POSITION_CACHE_BYTES: usize = 2 << 20;
 
 /// What one run costs beyond its batches: its entry in the sorted array.
 const RUN_OVERHEAD_BYTES: usize = 48;
@@ -166,8 +168,10 @@ impl Runs {
 }
 
 /// One segment's cache of batch positions (see the module docs).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct PositionCache {
+    /// The most bytes `runs` may account for; 0: the cache never learns.
+    limit: usize,
     runs: RwLock<Runs>,
     /// Bumped by [`forget`](Self::forget): runs learned under an older generation are stale.
     generation: AtomicU64,
@@ -224,7 +228,22 @@ impl RunBuilder {
     }
 }
 
+impl Default for PositionCache {
+    fn default() -> Self {
+        PositionCache::new(DEFAULT_POSITION_CACHE_BYTES)
+    }
+}
+
 impl PositionCache {
+    /// An empty cache that holds at most `limit` bytes of runs (0: it never learns).
+    pub fn new(limit: usize) -> PositionCache {
+        PositionCache {
+            limit,
+            runs: RwLock::default(),
+            generation: AtomicU64::new(0),
+        }
+    }
+
     /// The current generation, to hand back to [`learn`](Self::learn) with a run learned from
     /// bytes read after this call.
     pub fn generation(&self) -> u64 {
@@ -258,10 +277,10 @@ impl PositionCache {
             batches,
         };
         let bytes = stored.bytes();
-        if bytes > POSITION_CACHE_BYTES {
+        if bytes > self.limit {
             return;
         }
-        if runs.bytes + bytes > POSITION_CACHE_BYTES {
+        if runs.bytes + bytes > self.limit {
             runs.clear();
         }
         let Ok(at) = u32::try_from(runs.arena.len()) else {
@@ -352,7 +371,7 @@ mod tests {
     fn memory_stays_within_the_bound() {
         let cache = PositionCache::default();
         let mut offset = 0i64;
-        for run_index in 0..(POSITION_CACHE_BYTES / RUN_OVERHEAD_BYTES) as u64 * 2 {
+        for run_index in 0..(DEFAULT_POSITION_CACHE_BYTES / RUN_OVERHEAD_BYTES) as u64 * 2 {
             let position = run_index * 1_000;
             let mut run = RunBuilder::new(position, offset, offset, 10).unwrap();
             for batch in 1..20u64 {
@@ -365,8 +384,32 @@ mod tests {
             }
             offset += 20;
             cache.learn(run, cache.generation());
-            assert!(cache.bytes() <= POSITION_CACHE_BYTES);
+            assert!(cache.bytes() <= DEFAULT_POSITION_CACHE_BYTES);
         }
         assert!(cache.find(offset - 1).is_some(), "the newest run is kept");
+    }
+
+    #[test]
+    fn a_cache_of_no_bytes_never_learns() {
+        let cache = PositionCache::new(0);
+        cache.learn(
+            run_of(&[(0, 0, 0, 100), (100, 1, 1, 100)]),
+            cache.generation(),
+        );
+        assert_eq!(cache.bytes(), 0);
+        assert_eq!(cache.find(0), None);
+        let cache = PositionCache::new(1 << 10);
+        cache.learn(
+            run_of(&[(0, 0, 0, 100), (100, 1, 1, 100)]),
+            cache.generation(),
+        );
+        assert_eq!(
+            cache.find(1),
+            Some(CachedBatch {
+                position: 100,
+                size: 100,
+                last_offset: 1
+            })
+        );
     }
 }
