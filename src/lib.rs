@@ -165,8 +165,8 @@ pub mod unstable {
     #[cfg(feature = "sim")]
     pub use crate::storage::sim;
     pub use crate::storage::{
-        Advice, CanonicalPath, FileLock, LockMode, Metadata, OpenMode, OsStorage, ReadMapping,
-        Storage, StorageFile, transfer_to,
+        Advice, CanonicalPath, FileId, FileLock, LockMode, Metadata, OpenMode, OsStorage,
+        ReadMapping, Storage, StorageFile, transfer_to,
     };
     #[cfg(feature = "sim")]
     pub use crate::storage::{CrashConfig, SimStorage};

@@ -433,3 +433,104 @@ fn retention_of_every_segment_including_the_active_one_is_no_truncation() {
         Err(Error::OffsetOutOfRange { .. })
     ));
 }
+
+/// Every record the log holds, as (offset, value).
+fn everything(log: &Log) -> Vec<(i64, Vec<u8>)> {
+    values(log, log.log_start_offset(), ReadBound::LogEnd)
+}
+
+/// A writer that truncates and appends past the reader's old end before the reader looks
+/// again: the reader must not keep the records the truncation removed, nor stall where a batch
+/// of the old log ended. The cut segment is sealed at the cut (the writer appends to a new file
+/// from there), so the reader sees it shorter than what it read.
+#[test]
+fn a_truncation_refilled_past_the_readers_end_between_two_looks_is_seen() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("t-0");
+    let writer = Log::open(&dir, writer_config()).unwrap();
+    for n in 0..10 {
+        append(&writer, n);
+    }
+    let reader = Log::open_read_only(&dir, live_config()).unwrap();
+    assert_eq!(everything(&reader), everything(&writer));
+
+    // Cut inside the active segment, then refill with records of other sizes, well past the
+    // reader's end (offset 10), with no look in between.
+    assert_eq!(writer.truncate_to(4).unwrap(), 4);
+    for n in 100..120 {
+        append(&writer, n);
+    }
+    assert_eq!(writer.log_end_offset(), 24);
+    assert!(reader.refresh().unwrap());
+    assert_eq!(reader.log_end_offset(), 24);
+    let seen = everything(&reader);
+    assert_eq!(seen, everything(&writer));
+    assert_eq!(
+        seen[4],
+        (4, record(100)),
+        "a removed record is still served"
+    );
+    writer.close().unwrap();
+}
+
+/// A writer that truncates below the reader's active segment, then appends until a roll
+/// recreates a segment under the very name the reader has open: the name is back, but it is
+/// another file, which the reader must notice (`FileId`).
+#[test]
+fn a_segment_recreated_under_the_same_name_between_two_looks_is_seen() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("t-0");
+    let clock = std::sync::Arc::new(partlog::unstable::ManualClock::new(1_700_000_000_000));
+    let config = || {
+        LogConfig::builder_for_tests()
+            .segment_ms(1000)
+            .retention_ms(-1)
+            .clock(std::sync::Arc::clone(&clock) as std::sync::Arc<dyn partlog::unstable::Clock>)
+            .build()
+            .unwrap()
+    };
+    let writer = Log::open(&dir, config()).unwrap();
+    // Stamped with the clock: Kafka's age roll compares record timestamps.
+    let append = |writer: &Log, n: u64| {
+        let value = record(n);
+        writer
+            .append(&[NewRecord::new(
+                partlog::unstable::Clock::now_ms(&*clock),
+                None,
+                Some(&value),
+            )])
+            .unwrap()
+            .first_offset
+    };
+    // Segments [0, 5) and [5, 10), the second active: a roll by age at offset 5.
+    for n in 0..10 {
+        if n == 5 {
+            clock.advance(1001);
+        }
+        append(&writer, n);
+    }
+    assert_eq!(writer.stats().segments, 2, "{:?}", files(&dir));
+    let reader = Log::open_read_only(&dir, live_config()).unwrap();
+    assert_eq!(reader.stats().segments, 2);
+    assert_eq!(everything(&reader), everything(&writer));
+
+    // Cut the first segment at 3: segment 5 goes. Then a roll by age at offset 5 again
+    // creates `00000000000000000005.log` anew.
+    assert_eq!(writer.truncate_to(3).unwrap(), 3);
+    for n in 200..212 {
+        if n == 202 {
+            clock.advance(1001);
+        }
+        let offset = append(&writer, n);
+        if n == 202 {
+            assert_eq!(offset, 5);
+        }
+    }
+    assert!(dir.join("00000000000000000005.log").exists());
+    assert!(reader.refresh().unwrap());
+    let seen = everything(&reader);
+    assert_eq!(seen, everything(&writer));
+    assert_eq!(seen.len(), 15);
+    assert_eq!(seen[5], (5, record(202)));
+    writer.close().unwrap();
+}

@@ -584,6 +584,12 @@ impl Segment {
         self.log.len()
     }
 
+    /// Which file the open `.log` is (see [`FileId`](crate::storage::FileId)); `None` if the
+    /// storage cannot tell.
+    pub fn log_file_id(&self) -> Result<Option<crate::storage::FileId>> {
+        self.log.file_id()
+    }
+
     /// The path of the `.log` file.
     pub fn log_path(&self) -> PathBuf {
         self.log_path.clone()

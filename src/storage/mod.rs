@@ -49,6 +49,19 @@ pub enum LockMode {
     Exclusive,
 }
 
+/// Which file a path or an open file is (the device and inode numbers on Linux). Two ids are
+/// equal for the same file, and differ for a file that replaced another under the same name
+/// while the old one is still open (an open file's inode number cannot be reused). A live
+/// read-only log compares its active segment's with the one its path names, to see a writer
+/// that deleted and recreated the segment between two looks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FileId {
+    /// The device (file system) the file is on.
+    pub device: u64,
+    /// The file's number on that device.
+    pub inode: u64,
+}
+
 /// What [`Storage::metadata`] reports about a path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Metadata {
@@ -58,6 +71,8 @@ pub struct Metadata {
     pub is_dir: bool,
     /// Last modification time, in milliseconds since the Unix epoch.
     pub modified_ms: i64,
+    /// Which file the path names; `None` if the storage cannot tell.
+    pub file_id: Option<FileId>,
 }
 
 /// A held advisory lock; dropping it releases the lock.
@@ -175,6 +190,11 @@ pub trait StorageFile: Send + Sync + fmt::Debug {
 
     /// The current length of the file.
     fn len(&self) -> Result<u64>;
+
+    /// Which file this is (see [`FileId`]); `None` if the storage cannot tell, the default.
+    fn file_id(&self) -> Result<Option<FileId>> {
+        Ok(None)
+    }
 
     /// Whether the file is empty.
     fn is_empty(&self) -> Result<bool> {

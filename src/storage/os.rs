@@ -9,7 +9,7 @@ use std::num::NonZeroU64;
 use std::os::fd::{AsFd, BorrowedFd};
 
 use super::{
-    Advice, CanonicalPath, FileLock, LockMode, Metadata, OpenMode, ReadMapping, Storage,
+    Advice, CanonicalPath, FileId, FileLock, LockMode, Metadata, OpenMode, ReadMapping, Storage,
     StorageFile,
 };
 use crate::error::{Error, Result};
@@ -78,6 +78,11 @@ impl StorageFile for OsFile {
             .metadata()
             .map(|m| m.len())
             .map_err(|e| Error::io(&self.path, e))
+    }
+
+    fn file_id(&self) -> Result<Option<FileId>> {
+        let meta = self.file.metadata().map_err(|e| Error::io(&self.path, e))?;
+        Ok(Some(file_id(&meta)))
     }
 
     fn set_len(&self, len: u64) -> Result<()> {
@@ -273,6 +278,7 @@ impl Storage for OsStorage {
             len: meta.len(),
             is_dir: meta.is_dir(),
             modified_ms,
+            file_id: Some(file_id(&meta)),
         })
     }
 
@@ -369,6 +375,15 @@ fn still_named_by(file: &File, path: &Path) -> Result<bool> {
         Ok(named) => Ok(named.dev() == held.dev() && named.ino() == held.ino()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
         Err(e) => Err(Error::io(path, e)),
+    }
+}
+
+/// The device and inode numbers of `meta`'s file.
+fn file_id(meta: &fs::Metadata) -> FileId {
+    use std::os::unix::fs::MetadataExt as _;
+    FileId {
+        device: meta.dev(),
+        inode: meta.ino(),
     }
 }
 

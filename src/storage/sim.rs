@@ -118,7 +118,8 @@ pub use observe::{PathStats, SimEvent, SimFileState, SimSnapshot, SimStats};
 use self::path::SimPath;
 use self::state::{FsState, Handle, NodeId};
 use super::{
-    CanonicalPath, FileLock, LockMode, Metadata, OpenMode, ReadMapping, Storage, StorageFile,
+    CanonicalPath, FileId, FileLock, LockMode, Metadata, OpenMode, ReadMapping, Storage,
+    StorageFile,
 };
 use crate::clock::Clock;
 use crate::error::{Error, Result};
@@ -484,6 +485,10 @@ impl StorageFile for SimFile {
             .lock()
             .len(&self.handle())
             .map_err(wrap(&self.path))
+    }
+
+    fn file_id(&self) -> Result<Option<FileId>> {
+        Ok(Some(state::sim_file_id(self.node)))
     }
 
     fn set_len(&self, len: u64) -> Result<()> {

@@ -27,6 +27,22 @@ pub(super) const DEFAULT_MAX_FILE_LEN: u64 = 256 << 20;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(super) struct NodeId(u64);
 
+impl NodeId {
+    /// The id as a number: the simulated file's inode number.
+    pub(super) fn number(self) -> u64 {
+        self.0
+    }
+}
+
+/// A simulated file's [`FileId`](crate::storage::FileId): its node id on device 0 (ids are
+/// never reused, so a recreated file always differs).
+pub(super) fn sim_file_id(id: NodeId) -> crate::storage::FileId {
+    crate::storage::FileId {
+        device: 0,
+        inode: id.number(),
+    }
+}
+
 /// The root directory, which always exists and is always durable.
 pub(super) const ROOT: NodeId = NodeId(0);
 
@@ -633,11 +649,13 @@ impl FsState {
                 len: len_u64(&file.live),
                 is_dir: false,
                 modified_ms: file.modified_ms,
+                file_id: Some(sim_file_id(id)),
             },
             Some(Node::Dir(dir)) => Metadata {
                 len: 0,
                 is_dir: true,
                 modified_ms: dir.modified_ms,
+                file_id: Some(sim_file_id(id)),
             },
             None => return Err(errno(Errno::NOENT)),
         })
