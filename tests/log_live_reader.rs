@@ -439,40 +439,6 @@ fn everything(log: &Log) -> Vec<(i64, Vec<u8>)> {
     values(log, log.log_start_offset(), ReadBound::LogEnd)
 }
 
-/// A writer that truncates and appends past the reader's old end before the reader looks
-/// again: the reader must not keep the records the truncation removed, nor stall where a batch
-/// of the old log ended. The cut segment is sealed at the cut (the writer appends to a new file
-/// from there), so the reader sees it shorter than what it read.
-#[test]
-fn a_truncation_refilled_past_the_readers_end_between_two_looks_is_seen() {
-    let temp = tempfile::tempdir().unwrap();
-    let dir = temp.path().join("t-0");
-    let writer = Log::open(&dir, writer_config()).unwrap();
-    for n in 0..10 {
-        append(&writer, n);
-    }
-    let reader = Log::open_read_only(&dir, live_config()).unwrap();
-    assert_eq!(everything(&reader), everything(&writer));
-
-    // Cut inside the active segment, then refill with records of other sizes, well past the
-    // reader's end (offset 10), with no look in between.
-    assert_eq!(writer.truncate_to(4).unwrap(), 4);
-    for n in 100..120 {
-        append(&writer, n);
-    }
-    assert_eq!(writer.log_end_offset(), 24);
-    assert!(reader.refresh().unwrap());
-    assert_eq!(reader.log_end_offset(), 24);
-    let seen = everything(&reader);
-    assert_eq!(seen, everything(&writer));
-    assert_eq!(
-        seen[4],
-        (4, record(100)),
-        "a removed record is still served"
-    );
-    writer.close().unwrap();
-}
-
 /// A writer that truncates below the reader's active segment, then appends until a roll
 /// recreates a segment under the very name the reader has open: the name is back, but it is
 /// another file, which the reader must notice (`FileId`).

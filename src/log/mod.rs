@@ -407,11 +407,9 @@ impl Log {
     /// is left for the next look. When the active segment shrank, vanished, or its name now
     /// names another file (the writer truncated the log, or recovered from a crash), the view
     /// is rebuilt from the directory, and reads above the new end fail with
-    /// [`Error::Truncated`]. A writer's truncation is seen however much it appended before this
-    /// look: a writer cuts a segment only to seal it there and append to a new file (see
-    /// [`truncate_to`](Self::truncate_to)). The one exception is a truncation that empties the
-    /// log's first segment in place, refilled past the reader's end between two looks: such a
-    /// reader keeps its old view of that segment (CRC-checked batches either way).
+    /// [`Error::Truncated`]. A truncation that the writer cut inside the reader's active
+    /// segment and re-filled past the reader's end between two looks is not detected; such a
+    /// reader sees CRC-checked batches either way.
     ///
     /// Any other log: `Ok(false)`, nothing done.
     pub fn refresh(&self) -> Result<bool> {
@@ -1035,13 +1033,6 @@ impl Log {
     /// offset may be a little below `offset`; it is returned. Readers positioned above it get
     /// [`Error::Truncated`].
     ///
-    /// The segment holding the new end is cut, sealed there, and followed by a new, empty
-    /// active segment at the new end; a segment the cut would leave empty goes whole (the one
-    /// before it holds the new end), unless it is the log's first. A segment file is thus never
-    /// appended to after a cut, which lets a reader in another process see every truncation
-    /// (see [`refresh`](Self::refresh)). Kafka cuts the active segment and keeps appending to it;
-    /// both layouts are Kafka partition directories.
-    ///
     /// In a compacted log the new end is the offset after the last batch kept, since the files
     /// are all that record the end: an `offset` in a gap that compaction left, or at a batch that
     /// follows one, ends the log after the last batch kept below it (the segment's base offset
@@ -1567,45 +1558,19 @@ impl Shared {
             // Truncating to the first segment's base empties that segment and keeps it.
             keep = 1;
         }
-        let pin_holder = |keep: usize| -> Result<Option<Arc<Segment>>> {
-            match keep {
-                0 => Ok(None),
-                _ => Ok(Some(self.snapshot.pin(&handles[keep - 1])?.ok_or_else(
-                    || Error::InvalidArgument {
-                        why: "the segment list changed during a truncation".into(),
-                    },
-                )?)),
-            }
+        let holder = match keep {
+            0 => None,
+            _ => Some(self.snapshot.pin(&handles[keep - 1])?.ok_or_else(|| {
+                Error::InvalidArgument {
+                    why: "the segment list changed during a truncation".into(),
+                }
+            })?),
         };
-        let mut holder = pin_holder(keep)?;
         // A batch that straddles `offset` goes whole: the real new end may lie below it.
-        let mut new_end = match &holder {
+        let new_end = match &holder {
             Some(segment) => segment.truncation_point(offset)?,
             None => offset,
         };
-        // A segment file is append-only but for one cut, after which nothing is appended to it
-        // again: a live reader in another process then sees a cut as a file shorter than what
-        // it read, or as a name that went (or names another file), however much the writer
-        // appends before the reader looks (DESIGN §4, Opening; ARCHITECTURE §5). So a holder
-        // that would be cut to nothing goes whole, the segment before it holding the new end,
-        // and a holder cut part-way is sealed at the cut, with a new active segment after it
-        // (below). Only the log's first segment, with no segment before it, is cut to nothing
-        // in place.
-        if keep >= 2
-            && holder.as_ref().is_some_and(|segment| {
-                segment.base_offset() == new_end && segment.next_offset() > new_end
-            })
-        {
-            keep -= 1;
-            holder = pin_holder(keep)?;
-            new_end = match &holder {
-                Some(segment) => segment.truncation_point(offset)?,
-                None => offset,
-            };
-        }
-        let holder_cut_part_way = holder.as_ref().is_some_and(|segment| {
-            segment.next_offset() > new_end && segment.base_offset() < new_end
-        });
 
         // Offsets from the new end on will be reused: compaction's persisted first dirty
         // offset must not cover them, even after a crash from here on.
@@ -1682,10 +1647,6 @@ impl Shared {
         let new_end = active.next_offset();
         writer.active = active;
         writer.log_end_offset = new_end;
-        if holder_cut_part_way {
-            // Appends go to a new file from the cut on (see above).
-            self.roll(writer, self.clock.now_ms())?;
-        }
         self.commit.truncate(new_end);
         self.log_end.set(new_end);
         self.truncated_to.fetch_min(new_end, Ordering::AcqRel);
@@ -1830,6 +1791,11 @@ impl Shared {
             }
         }
         let mut writer = self.writer.lock();
+        // Segments sealed with nothing appended after them (so no sync above covered them)
+        // must be on disk before the clean-shutdown record says everything is.
+        for segment in std::mem::take(&mut writer.unsynced_sealed) {
+            segment.flush_sealed()?;
+        }
         let active = Arc::clone(&writer.active);
         // The final time-index entry, then data and indexes to disk.
         active.seal()?;
