@@ -37,9 +37,10 @@ pub(crate) struct Accumulator {
     pub sealed: VecDeque<PendingBatch>,
     /// Record bytes queued and not yet appended (or failed).
     pub used_memory: u64,
-    /// `send` calls blocked on `buffer.memory`: while there are any, lingering batches are
-    /// sealed at once, as Kafka's accumulator does when its pool is exhausted.
-    pub memory_waiters: usize,
+    /// `send` calls blocked on `buffer.memory`, in arrival order: while there are any,
+    /// lingering batches are sealed at once, as Kafka's accumulator does when its pool is
+    /// exhausted.
+    pub memory_queue: MemoryQueue,
     /// The number the next batch will get.
     pub next_seq: u64,
     /// Every batch numbered below this is appended or failed.
@@ -58,6 +59,54 @@ pub(crate) struct Accumulator {
     free_buffers: Vec<Vec<u8>>,
 }
 
+/// The sends blocked on `buffer.memory`, served first come, first served, as Kafka's
+/// `BufferPool` serves its waiters: a send may take memory only when no earlier send still
+/// waits for it, so a large record is not starved by a stream of small ones that each fit in
+/// what the sender frees.
+#[derive(Debug, Default)]
+pub(crate) struct MemoryQueue {
+    /// The tickets of the waiting sends, oldest first.
+    waiting: VecDeque<u64>,
+    next_ticket: u64,
+}
+
+impl MemoryQueue {
+    /// Whether a send may take memory that fits now: one that never waited (`None`) only if
+    /// no send waits, one that waits only if it is the oldest.
+    pub fn may_take(&self, ticket: Option<u64>) -> bool {
+        match ticket {
+            None => self.waiting.is_empty(),
+            Some(ticket) => self.waiting.front() == Some(&ticket),
+        }
+    }
+
+    /// Queues a send that must wait; returns its ticket.
+    pub fn join(&mut self) -> u64 {
+        let ticket = self.next_ticket;
+        self.next_ticket = self.next_ticket.wrapping_add(1);
+        self.waiting.push_back(ticket);
+        ticket
+    }
+
+    /// Removes a send from the queue: it took its memory, gave up, or the producer closed.
+    pub fn leave(&mut self, ticket: u64) {
+        if let Some(at) = self.waiting.iter().position(|&t| t == ticket) {
+            self.waiting.remove(at);
+        }
+    }
+
+    /// Whether any send waits.
+    pub fn is_empty(&self) -> bool {
+        self.waiting.is_empty()
+    }
+
+    /// How many sends wait.
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.waiting.len()
+    }
+}
+
 /// How many appended batch buffers the accumulator keeps for reuse: one being filled while
 /// the sender appends another is the steady state.
 pub(crate) const FREE_BUFFERS: usize = 2;
@@ -68,7 +117,7 @@ impl Accumulator {
             open: None,
             sealed: VecDeque::new(),
             used_memory: 0,
-            memory_waiters: 0,
+            memory_queue: MemoryQueue::default(),
             next_seq: 0,
             completed_seq: 0,
             closing: false,
@@ -172,6 +221,35 @@ pub(crate) const BATCH_HEADER_BYTES: usize = RECORD_BATCH_OVERHEAD;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_memory_queue_serves_first_come_first_served() {
+        let mut queue = MemoryQueue::default();
+        assert!(
+            queue.may_take(None),
+            "no one waits: a new send may take memory"
+        );
+        let first = queue.join();
+        let second = queue.join();
+        assert!(
+            !queue.may_take(None),
+            "a new send may not pass the waiting ones"
+        );
+        assert!(queue.may_take(Some(first)));
+        assert!(!queue.may_take(Some(second)));
+        // The first gives up (a timeout): the second is next.
+        queue.leave(first);
+        assert!(queue.may_take(Some(second)));
+        let third = queue.join();
+        // One in the middle leaves: the order of the rest stays.
+        let fourth = queue.join();
+        queue.leave(third);
+        queue.leave(second);
+        assert!(queue.may_take(Some(fourth)));
+        queue.leave(fourth);
+        assert!(queue.is_empty());
+        assert!(queue.may_take(None));
+    }
 
     #[test]
     fn the_bound_covers_the_encoded_size() {

@@ -205,21 +205,38 @@ impl Producer {
 
         let mut acc = inner.accumulator.lock();
         let mut deadline = None;
-        while acc.used_memory.saturating_add(reserve) > buffer_memory {
+        // Set once this send waits: its place in the queue for memory (first come, first
+        // served; see `MemoryQueue`).
+        let mut ticket = None;
+        loop {
             if acc.closing {
+                if let Some(ticket) = ticket {
+                    acc.memory_queue.leave(ticket);
+                }
                 return Err(Error::Closed);
+            }
+            let fits = acc.used_memory.saturating_add(reserve) <= buffer_memory;
+            if fits && acc.memory_queue.may_take(ticket) {
+                break;
             }
             let deadline = *deadline.get_or_insert_with(|| {
                 Instant::now().checked_add(Duration::from_millis(inner.config.max_block_ms))
             });
             if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+                if let Some(ticket) = ticket {
+                    acc.memory_queue.leave(ticket);
+                    // The next in line may be able to go now.
+                    inner.progress.notify_all();
+                }
                 return Err(Error::BufferExhausted {
                     buffer_memory,
                     max_block_ms: inner.config.max_block_ms,
                 });
             }
+            if ticket.is_none() {
+                ticket = Some(acc.memory_queue.join());
+            }
             // The sender seals lingering batches while anyone waits here, to free memory sooner.
-            acc.memory_waiters += 1;
             inner.work.notify_one();
             match deadline {
                 Some(deadline) => {
@@ -227,10 +244,11 @@ impl Producer {
                 }
                 None => inner.progress.wait(&mut acc),
             }
-            acc.memory_waiters -= 1;
         }
-        if acc.closing {
-            return Err(Error::Closed);
+        if let Some(ticket) = ticket {
+            acc.memory_queue.leave(ticket);
+            // What is left may fit the next in line too.
+            inner.progress.notify_all();
         }
         acc.used_memory += reserve;
 
@@ -363,5 +381,72 @@ impl Drop for Producer {
                 self.inner.log.dir().display()
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::log::LogConfig;
+
+    /// How many sends wait for memory.
+    fn waiting(producer: &Producer) -> usize {
+        producer.inner.accumulator.lock().memory_queue.len()
+    }
+
+    fn wait_for_waiting(producer: &Producer, count: usize) {
+        while waiting(producer) < count {
+            std::thread::yield_now();
+        }
+    }
+
+    /// A large record that waits for `buffer.memory` goes before a small one that came after
+    /// it, even when the small one would fit first (Kafka's `BufferPool` is first come, first
+    /// served): small sends must not starve it.
+    #[test]
+    fn sends_blocked_on_buffer_memory_are_served_in_arrival_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = Arc::new(Log::open(dir.path(), LogConfig::default()).unwrap());
+        let config = ProducerConfig::builder()
+            .buffer_memory(4096)
+            .linger_ms(60_000)
+            .max_block_ms(60_000)
+            .acks(Acks::One)
+            .build()
+            .unwrap();
+        let producer = Arc::new(Producer::new(Arc::clone(&log), config).unwrap());
+        // The buffer looks full, with nothing the sender could append to free it.
+        producer.inner.accumulator.lock().used_memory = 4096;
+        let send = |size: usize| {
+            let producer = Arc::clone(&producer);
+            std::thread::spawn(move || {
+                let value = vec![b'v'; size];
+                producer.send(&NewRecord::new(0, None, Some(&value)))
+            })
+        };
+        let large = send(3000);
+        wait_for_waiting(&producer, 1);
+        let small = send(10);
+        wait_for_waiting(&producer, 2);
+        // Room for the small record but not the large one: the small one must keep waiting.
+        producer.inner.accumulator.lock().used_memory = 4096 - 200;
+        producer.inner.progress.notify_all();
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(
+            !small.is_finished(),
+            "the small send went before the large one that waited first"
+        );
+        assert_eq!(waiting(&producer), 2);
+        producer.inner.accumulator.lock().used_memory = 0;
+        producer.inner.progress.notify_all();
+        let large = large.join().unwrap().unwrap();
+        let small = small.join().unwrap().unwrap();
+        // Their batch lingers (linger.ms is a minute): a flush appends it.
+        producer.flush().unwrap();
+        let large_offset = large.wait().unwrap();
+        let small_offset = small.wait().unwrap();
+        assert!(large_offset < small_offset, "{large_offset} {small_offset}");
+        assert_eq!(waiting(&producer), 0);
+        producer.close().unwrap();
     }
 }

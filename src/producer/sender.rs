@@ -34,7 +34,7 @@ fn next_batch(inner: &Inner) -> Option<PendingBatch> {
         if let Some(batch) = acc.sealed.pop_front() {
             return Some(batch);
         }
-        let (closing, memory_wanted) = (acc.closing, acc.memory_waiters > 0);
+        let (closing, memory_wanted) = (acc.closing, !acc.memory_queue.is_empty());
         let Some(open) = acc.open.as_ref() else {
             if closing {
                 return None;
