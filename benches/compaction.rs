@@ -24,18 +24,18 @@
 //! largest RssAnon seen right after a pass, from `/proc/self/status`. Everything runs in the page
 //! cache (the machine has the memory for it), so neither side waits for the disk.
 
+#[path = "common/compaction_log.rs"]
+mod compaction_log;
+
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use partlog::{CleanupPolicy, CompressionType, Log, LogConfig, NewRecord};
+use partlog::{CompressionType, Log};
 
 const DEFAULT_BYTES: u64 = 1 << 30;
-const KEYS: u64 = 4_096;
-const RECORDS_PER_BATCH: usize = 100;
-const VALUE_BYTES: usize = 1_024;
 /// Segments of an eighth of the log, at most 128 MiB (the size at 1 GiB).
 const MAX_SEGMENT_BYTES: u64 = 128 << 20;
 
@@ -49,79 +49,6 @@ fn target_bytes() -> u64 {
 fn segment_bytes() -> u32 {
     let bytes = (target_bytes() / 8).clamp(1 << 20, MAX_SEGMENT_BYTES);
     u32::try_from(bytes).unwrap_or(u32::MAX)
-}
-
-fn config(codec: CompressionType) -> LogConfig {
-    LogConfig::builder()
-        .segment_bytes(segment_bytes())
-        .cleanup_policy(CleanupPolicy::COMPACT)
-        .compression_type(codec)
-        .build()
-        .expect("a valid config")
-}
-
-/// Values half random, half a repeated pattern: lz4 shrinks them to a bit over half.
-fn value(state: &mut u64) -> Vec<u8> {
-    let mut value = Vec::with_capacity(VALUE_BYTES);
-    while value.len() < VALUE_BYTES / 2 {
-        *state ^= *state << 13;
-        *state ^= *state >> 7;
-        *state ^= *state << 17;
-        value.extend_from_slice(&state.to_be_bytes());
-    }
-    value.resize(VALUE_BYTES, b'v');
-    value
-}
-
-/// Builds the template log in `dir`: at least `bytes` of `.log` data.
-fn build(dir: &Path, codec: CompressionType, bytes: u64) {
-    let log = Log::open(dir, config(codec)).expect("open");
-    let mut state = 0x9E37_79B9_7F4A_7C15u64;
-    let mut record = 0u64;
-    let timestamp = 1_700_000_000_000i64;
-    while log_bytes(dir) < bytes {
-        let keys: Vec<Vec<u8>> = (0..RECORDS_PER_BATCH as u64)
-            .map(|i| format!("key-{:05}", (record + i) % KEYS).into_bytes())
-            .collect();
-        let values: Vec<Vec<u8>> = (0..RECORDS_PER_BATCH).map(|_| value(&mut state)).collect();
-        let batch: Vec<NewRecord> = keys
-            .iter()
-            .zip(&values)
-            .map(|(key, value)| NewRecord::new(timestamp, Some(key), Some(value)))
-            .collect();
-        log.append(&batch).expect("append");
-        record += RECORDS_PER_BATCH as u64;
-    }
-    log.close().expect("close");
-}
-
-fn log_files(dir: &Path) -> Vec<PathBuf> {
-    let mut logs: Vec<PathBuf> = std::fs::read_dir(dir)
-        .expect("list")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "log"))
-        .collect();
-    logs.sort();
-    logs
-}
-
-fn log_bytes(dir: &Path) -> u64 {
-    log_files(dir)
-        .iter()
-        .map(|p| std::fs::metadata(p).map_or(0, |m| m.len()))
-        .sum()
-}
-
-fn copy_log(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for entry in std::fs::read_dir(from).expect("list") {
-        let path = entry.expect("entry").path();
-        let name = path.file_name().expect("a name");
-        if name == "partlog.lock" {
-            continue;
-        }
-        std::fs::copy(&path, to.join(name)).expect("copy");
-    }
 }
 
 /// Reads every byte of `files` with `read()` in 1 MiB chunks; returns the bytes.
@@ -173,8 +100,8 @@ fn bench_codec(c: &mut Criterion, name: &str, codec: CompressionType) {
     let scratch = tempfile::tempdir().expect("a temporary directory");
     let template = scratch.path().join("template");
     let started = Instant::now();
-    build(&template, codec, bytes);
-    let built_bytes = log_bytes(&template);
+    compaction_log::build(&template, codec, segment_bytes(), bytes);
+    let built_bytes = compaction_log::log_bytes(&template);
     eprintln!(
         "{name}: built {built_bytes} bytes of log in {:.1} s (untimed)",
         started.elapsed().as_secs_f64()
@@ -194,11 +121,12 @@ fn bench_codec(c: &mut Criterion, name: &str, codec: CompressionType) {
             for _ in 0..iters {
                 run += 1;
                 let dir = scratch.path().join(format!("run-{run}"));
-                copy_log(&template, &dir);
-                let log = Log::open(&dir, config(codec)).expect("open");
+                compaction_log::copy_log(&template, &dir);
+                let log =
+                    Log::open(&dir, compaction_log::config(codec, segment_bytes())).expect("open");
                 // The sealed segments' files, before the pass replaces them: what it reads.
                 let sealed: Vec<PathBuf> = {
-                    let mut files = log_files(&dir);
+                    let mut files = compaction_log::log_files(&dir);
                     files.pop();
                     files
                 };

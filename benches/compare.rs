@@ -26,10 +26,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+#[path = "common/compaction_log.rs"]
+mod compaction_log;
+
 use commitlog::message::MessageSet;
 use partlog::{
-    Acks, BatchBuilder, CleanupPolicy, Compression, CompressionType, FetchData, FlushPolicy, Log,
-    LogConfig, NewRecord, Producer, ProducerConfig, ReadBound,
+    Acks, BatchBuilder, Compression, CompressionType, FetchData, FlushPolicy, Log, LogConfig,
+    NewRecord, Producer, ProducerConfig, ReadBound,
 };
 
 /// One row of DESIGN §7's table: its name, and the function that measures it.
@@ -1168,81 +1171,8 @@ fn row_open(ctx: &Ctx) -> Outcome {
 
 /// Bytes of `.log` data in the compaction row's log (DESIGN §7: at least 1 GiB), in every mode.
 const COMPACTION_LOG_BYTES: u64 = 1 << 30;
-const COMPACTION_KEYS: u64 = 4_096;
-const COMPACTION_VALUE_BYTES: usize = 1_024;
-
-fn compaction_config(codec: CompressionType) -> LogConfig {
-    LogConfig::builder()
-        .segment_bytes(u32::try_from(COMPACTION_LOG_BYTES / 8).expect("fits a u32"))
-        .cleanup_policy(CleanupPolicy::COMPACT)
-        .compression_type(codec)
-        .build()
-        .expect("a valid config")
-}
-
-/// A value half random, half a repeated pattern.
-fn compaction_value(state: &mut u64) -> Vec<u8> {
-    let mut value = Vec::with_capacity(COMPACTION_VALUE_BYTES);
-    while value.len() < COMPACTION_VALUE_BYTES / 2 {
-        *state ^= *state << 13;
-        *state ^= *state >> 7;
-        *state ^= *state << 17;
-        value.extend_from_slice(&state.to_be_bytes());
-    }
-    value.resize(COMPACTION_VALUE_BYTES, b'v');
-    value
-}
-
-/// The `.log` files of `dir`, in offset order.
-fn log_files(dir: &Path) -> Vec<PathBuf> {
-    let mut logs: Vec<PathBuf> = fs::read_dir(dir)
-        .expect("list")
-        .map(|entry| entry.expect("entry").path())
-        .filter(|path| path.extension().is_some_and(|e| e == "log"))
-        .collect();
-    logs.sort();
-    logs
-}
-
-fn log_bytes(dir: &Path) -> u64 {
-    log_files(dir)
-        .iter()
-        .map(|path| fs::metadata(path).map_or(0, |m| m.len()))
-        .sum()
-}
-
-/// Builds the row's log in `dir`: at least `COMPACTION_LOG_BYTES` of `.log` data.
-fn build_compaction_log(dir: &Path, codec: CompressionType) {
-    let log = Log::open(dir, compaction_config(codec)).expect("open");
-    let mut state = 0x9E37_79B9_7F4A_7C15u64;
-    let mut record = 0u64;
-    let mut appended = 0u64;
-    while appended < COMPACTION_LOG_BYTES {
-        let keys: Vec<Vec<u8>> = (0..100)
-            .map(|i| format!("key-{:05}", (record + i) % COMPACTION_KEYS).into_bytes())
-            .collect();
-        let values: Vec<Vec<u8>> = (0..100).map(|_| compaction_value(&mut state)).collect();
-        let batch: Vec<NewRecord> = keys
-            .iter()
-            .zip(&values)
-            .map(|(key, value)| NewRecord::new(TIMESTAMP, Some(key), Some(value)))
-            .collect();
-        appended += log.append(&batch).expect("append").bytes as u64;
-        record += 100;
-    }
-    log.close().expect("close");
-}
-
-fn copy_log(from: &Path, to: &Path) {
-    for entry in fs::read_dir(from).expect("list") {
-        let path = entry.expect("entry").path();
-        let name = path.file_name().expect("a file name");
-        if name == "partlog.lock" {
-            continue;
-        }
-        fs::copy(&path, to.join(name)).expect("copy");
-    }
-}
+/// An eighth of the log, as `benches/compaction.rs` cuts it.
+const COMPACTION_SEGMENT_BYTES: u32 = (COMPACTION_LOG_BYTES / 8) as u32;
 
 /// Reads every byte of `files` with `read()` in 1 MiB chunks; returns the bytes read.
 fn read_files(files: &[PathBuf]) -> u64 {
@@ -1269,16 +1199,25 @@ fn row_compaction(ctx: &Ctx) -> Outcome {
         ("lz4", CompressionType::Lz4),
     ] {
         let template = ctx.fresh_dir("compaction-template");
-        build_compaction_log(&template, codec);
-        let template_bytes = log_bytes(&template);
+        compaction_log::build(
+            &template,
+            codec,
+            COMPACTION_SEGMENT_BYTES,
+            COMPACTION_LOG_BYTES,
+        );
+        let template_bytes = compaction_log::log_bytes(&template);
         // The files the pass reads: every segment but the active one.
-        let mut sealed = log_files(&template);
+        let mut sealed = compaction_log::log_files(&template);
         sealed.pop();
         let mut passes = Vec::new();
         let compact_rep = || {
             let dir = ctx.fresh_dir("partlog");
-            copy_log(&template, &dir);
-            let log = Log::open(&dir, compaction_config(codec)).expect("open");
+            compaction_log::copy_log(&template, &dir);
+            let log = Log::open(
+                &dir,
+                compaction_log::config(codec, COMPACTION_SEGMENT_BYTES),
+            )
+            .expect("open");
             let started = Instant::now();
             let stats = log.compact().expect("compact");
             let seconds = started.elapsed().as_secs_f64();
@@ -1309,7 +1248,8 @@ fn row_compaction(ctx: &Ctx) -> Outcome {
         fs::remove_dir_all(&template).ok();
         rows.push(Measured {
             workload: format!(
-                "compaction, codec {name}, {COMPACTION_KEYS} keys, {:.2} GiB log",
+                "compaction, codec {name}, {} keys, {:.2} GiB log",
+                compaction_log::KEYS,
                 template_bytes as f64 / f64::from(1u32 << 30)
             ),
             unit: "MB/s",
