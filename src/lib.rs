@@ -139,7 +139,7 @@ pub use crate::{
         PRODUCER_ID_EXPIRATION_MS, ReadBound, RecoveryMode, RecoveryReport, RetentionReport,
         RetentionRule, WaitDurable, WaitForData,
     },
-    producer::{Acks, Producer, ProducerConfig, ProducerConfigBuilder, SendHandle},
+    producer::{Acks, Producer, ProducerConfig, ProducerConfigBuilder, ProducerStats, SendHandle},
 };
 
 /// The lower layers: segments, indexes, the storage seam, the clock and (feature `sim`) the

@@ -397,6 +397,12 @@ fn records_a_closed_log_refuses_fail_their_handles_and_flush() {
     assert!(matches!(producer.send(&record(0)), Err(Error::Closed)));
     // Reported once: a second flush has nothing new to say.
     producer.flush().unwrap();
+    let stats = producer.stats();
+    assert_eq!(stats.records_sent, 50, "{stats:?}");
+    assert_eq!(stats.records_appended, 0, "{stats:?}");
+    assert_eq!(stats.records_failed, 50, "{stats:?}");
+    assert!(stats.batches_failed >= 1, "{stats:?}");
+    assert_eq!(stats.buffer_used_bytes, 0, "{stats:?}");
 }
 
 #[test]
@@ -620,6 +626,21 @@ mod sim {
             assert_eq!(handle.wait().unwrap(), i as i64);
         }
         assert!(batches(&log).iter().all(|&(_, bytes)| bytes <= 2048 + 61));
+        // The producer's figures agree with the log's.
+        let stats = producer.stats();
+        let log_stats = log.stats();
+        assert_eq!(stats.records_sent, 200, "{stats:?}");
+        assert_eq!(stats.records_appended, 200, "{stats:?}");
+        assert_eq!(stats.batches_appended, log_stats.appends, "{stats:?}");
+        assert_eq!(stats.bytes_appended, log_stats.appended_bytes, "{stats:?}");
+        assert_eq!((stats.records_failed, stats.batches_failed), (0, 0));
+        assert!(stats.blocked_sends > 0, "{stats:?}");
+        assert!(stats.blocked_time > Duration::ZERO, "{stats:?}");
+        assert_eq!(stats.waiting_sends, 0);
+        assert_eq!(
+            (stats.buffer_used_bytes, stats.buffer_available_bytes),
+            (0, 2048)
+        );
     }
 
     #[test]

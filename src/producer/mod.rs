@@ -53,6 +53,36 @@ pub(crate) struct Inner {
     progress: Condvar,
 }
 
+/// What a [`Producer`] has done so far ([`Producer::stats`]): running totals since it was
+/// created, and the state of its `buffer.memory` now. Kafka's producer metric each field
+/// matches is named in its docs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ProducerStats {
+    /// Records `send` accepted (`record-send-total`).
+    pub records_sent: u64,
+    /// Records in batches appended to the log.
+    pub records_appended: u64,
+    /// Batches appended to the log (`batch-size-avg` is `bytes_appended / batches_appended`).
+    pub batches_appended: u64,
+    /// Bytes of the appended batches, after compression (`byte-total`).
+    pub bytes_appended: u64,
+    /// Records in batches the log refused or failed to store (`record-error-total`).
+    pub records_failed: u64,
+    /// Batches the log refused or failed to store.
+    pub batches_failed: u64,
+    /// `buffer.memory` bytes held by queued records now.
+    pub buffer_used_bytes: u64,
+    /// `buffer.memory` bytes free now (`buffer-available-bytes`).
+    pub buffer_available_bytes: u64,
+    /// `send` calls blocked on `buffer.memory` now (`waiting-threads`).
+    pub waiting_sends: usize,
+    /// `send` calls that had to wait for `buffer.memory` and then got it.
+    pub blocked_sends: u64,
+    /// Time those calls spent waiting (`bufferpool-wait-time-ns-total`).
+    pub blocked_time: Duration,
+}
+
 /// A batching writer for one [`Log`]: Kafka's producer path (`RecordAccumulator` and `Sender`),
 /// embedded. [`send`](Self::send) queues one record and returns a [`SendHandle`]; a background
 /// thread appends whole batches, sealed at `batch.size` or after `linger.ms`
@@ -134,6 +164,30 @@ impl Producer {
         &self.inner.config
     }
 
+    /// What the producer has done so far, as Kafka's producer metrics count it (names in
+    /// [`ProducerStats`]'s field docs).
+    pub fn stats(&self) -> ProducerStats {
+        let acc = self.inner.accumulator.lock();
+        let counters = acc.counters;
+        ProducerStats {
+            records_sent: counters.records_sent,
+            records_appended: counters.records_appended,
+            batches_appended: counters.batches_appended,
+            bytes_appended: counters.bytes_appended,
+            records_failed: counters.records_failed,
+            batches_failed: counters.batches_failed,
+            buffer_used_bytes: acc.used_memory,
+            buffer_available_bytes: self
+                .inner
+                .config
+                .buffer_memory
+                .saturating_sub(acc.used_memory),
+            waiting_sends: acc.memory_queue.waiting_count(),
+            blocked_sends: counters.blocked_sends,
+            blocked_time: counters.blocked_time,
+        }
+    }
+
     /// Queues `record` in the open batch and returns at once with a handle that resolves to its
     /// offset (see [`Acks`] for when). The record's bytes are copied: `record` may be reused.
     ///
@@ -206,8 +260,9 @@ impl Producer {
         let mut acc = inner.accumulator.lock();
         let mut deadline = None;
         // Set once this send waits: its place in the queue for memory (first come, first
-        // served; see `MemoryQueue`).
+        // served; see `MemoryQueue`), and since when.
         let mut ticket = None;
+        let mut blocked_since: Option<Instant> = None;
         loop {
             if acc.closing {
                 if let Some(ticket) = ticket {
@@ -235,6 +290,7 @@ impl Producer {
             }
             if ticket.is_none() {
                 ticket = Some(acc.memory_queue.join());
+                blocked_since = Some(Instant::now());
             }
             // The sender seals lingering batches while anyone waits here, to free memory sooner.
             inner.work.notify_one();
@@ -249,6 +305,10 @@ impl Producer {
             acc.memory_queue.leave(ticket);
             // What is left may fit the next in line too.
             inner.progress.notify_all();
+        }
+        if let Some(blocked_since) = blocked_since {
+            acc.counters.blocked_sends += 1;
+            acc.counters.blocked_time += blocked_since.elapsed();
         }
         acc.used_memory += reserve;
 
@@ -290,6 +350,7 @@ impl Producer {
         if full {
             wake_sender |= acc.seal_open();
         }
+        acc.counters.records_sent += 1;
         drop(acc);
         if wake_sender {
             inner.work.notify_one();
@@ -391,7 +452,12 @@ mod tests {
 
     /// How many sends wait for memory.
     fn waiting(producer: &Producer) -> usize {
-        producer.inner.accumulator.lock().memory_queue.len()
+        producer
+            .inner
+            .accumulator
+            .lock()
+            .memory_queue
+            .waiting_count()
     }
 
     fn wait_for_waiting(producer: &Producer, count: usize) {

@@ -89,8 +89,13 @@ fn append(inner: &Inner, batch: PendingBatch) {
         match &result {
             Ok(info) => {
                 acc.last_appended_offset = acc.last_appended_offset.max(info.last_offset);
+                acc.counters.records_appended += records as u64;
+                acc.counters.batches_appended += 1;
+                acc.counters.bytes_appended += info.bytes as u64;
             }
             Err(error) => {
+                acc.counters.records_failed += records as u64;
+                acc.counters.batches_failed += 1;
                 log::warn!(
                     "batching writer of {}: a batch of {records} records failed: {error}",
                     inner.log.dir().display()
