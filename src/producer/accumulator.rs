@@ -37,8 +37,10 @@ pub(crate) struct Accumulator {
     pub sealed: VecDeque<PendingBatch>,
     /// Record bytes queued and not yet appended (or failed).
     pub used_memory: u64,
-    /// What [`Producer::stats`](super::Producer::stats) reports, but the memory figures.
-    pub counters: ProducerCounters,
+    /// The running totals [`Producer::stats`](super::Producer::stats) reports, kept here
+    /// because each changes where this mutex is held anyway; its buffer fields stay zero (they
+    /// are read from `used_memory` and `memory_queue`).
+    pub counters: super::ProducerStats,
     /// `send` calls blocked on `buffer.memory`, in arrival order: while there are any,
     /// lingering batches are sealed at once, as Kafka's accumulator does when its pool is
     /// exhausted.
@@ -59,20 +61,6 @@ pub(crate) struct Accumulator {
     /// keeps its free `batch.size` buffers too): no allocation, and no page faults on fresh
     /// memory, per batch. At most [`FREE_BUFFERS`].
     free_buffers: Vec<Vec<u8>>,
-}
-
-/// The producer's running totals, kept under the accumulator's mutex (each is changed where the
-/// mutex is held anyway).
-#[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct ProducerCounters {
-    pub records_sent: u64,
-    pub records_appended: u64,
-    pub batches_appended: u64,
-    pub bytes_appended: u64,
-    pub records_failed: u64,
-    pub batches_failed: u64,
-    pub blocked_sends: u64,
-    pub blocked_time: std::time::Duration,
 }
 
 /// The sends blocked on `buffer.memory`, served first come, first served, as Kafka's
@@ -132,7 +120,7 @@ impl Accumulator {
             open: None,
             sealed: VecDeque::new(),
             used_memory: 0,
-            counters: ProducerCounters::default(),
+            counters: super::ProducerStats::default(),
             memory_queue: MemoryQueue::default(),
             next_seq: 0,
             completed_seq: 0,

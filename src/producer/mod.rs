@@ -168,14 +168,7 @@ impl Producer {
     /// [`ProducerStats`]'s field docs).
     pub fn stats(&self) -> ProducerStats {
         let acc = self.inner.accumulator.lock();
-        let counters = acc.counters;
         ProducerStats {
-            records_sent: counters.records_sent,
-            records_appended: counters.records_appended,
-            batches_appended: counters.batches_appended,
-            bytes_appended: counters.bytes_appended,
-            records_failed: counters.records_failed,
-            batches_failed: counters.batches_failed,
             buffer_used_bytes: acc.used_memory,
             buffer_available_bytes: self
                 .inner
@@ -183,8 +176,7 @@ impl Producer {
                 .buffer_memory
                 .saturating_sub(acc.used_memory),
             waiting_sends: acc.memory_queue.waiting_count(),
-            blocked_sends: counters.blocked_sends,
-            blocked_time: counters.blocked_time,
+            ..acc.counters
         }
     }
 
