@@ -27,7 +27,6 @@
 #[path = "common/compaction_log.rs"]
 mod compaction_log;
 
-use std::io::Read;
 use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -49,24 +48,6 @@ fn target_bytes() -> u64 {
 fn segment_bytes() -> u32 {
     let bytes = (target_bytes() / 8).clamp(1 << 20, MAX_SEGMENT_BYTES);
     u32::try_from(bytes).unwrap_or(u32::MAX)
-}
-
-/// Reads every byte of `files` with `read()` in 1 MiB chunks; returns the bytes.
-fn read_all(files: &[PathBuf]) -> u64 {
-    let mut buf = vec![0u8; 1 << 20];
-    let mut total = 0u64;
-    for path in files {
-        let mut file = std::fs::File::open(path).expect("open");
-        loop {
-            let n = file.read(&mut buf).expect("read");
-            if n == 0 {
-                break;
-            }
-            total += n as u64;
-        }
-        std::hint::black_box(&buf);
-    }
-    total
 }
 
 /// A field of `/proc/self/status`, in KiB.
@@ -135,7 +116,7 @@ fn bench_codec(c: &mut Criterion, name: &str, codec: CompressionType) {
                 let mut read_bytes = 0;
                 if read_first {
                     let started = Instant::now();
-                    read_bytes = read_all(&sealed);
+                    read_bytes = compaction_log::read_files(&sealed);
                     read_time = started.elapsed();
                 }
                 let peak_reset = reset_peak();
@@ -146,7 +127,7 @@ fn bench_codec(c: &mut Criterion, name: &str, codec: CompressionType) {
                 let rss_anon = status_kib("RssAnon").unwrap_or(0);
                 if !read_first {
                     let started = Instant::now();
-                    read_bytes = read_all(&sealed);
+                    read_bytes = compaction_log::read_files(&sealed);
                     read_time = started.elapsed();
                 }
                 timed += pass_time;

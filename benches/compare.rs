@@ -1174,24 +1174,6 @@ const COMPACTION_LOG_BYTES: u64 = 1 << 30;
 /// An eighth of the log, as `benches/compaction.rs` cuts it.
 const COMPACTION_SEGMENT_BYTES: u32 = (COMPACTION_LOG_BYTES / 8) as u32;
 
-/// Reads every byte of `files` with `read()` in 1 MiB chunks; returns the bytes read.
-fn read_files(files: &[PathBuf]) -> u64 {
-    let mut buf = vec![0u8; READ_CHUNK];
-    let mut total = 0u64;
-    for path in files {
-        let mut file = File::open(path).expect("open");
-        loop {
-            let n = file.read(&mut buf).expect("read");
-            if n == 0 {
-                break;
-            }
-            total += n as u64;
-        }
-        std::hint::black_box(&buf);
-    }
-    total
-}
-
 fn row_compaction(ctx: &Ctx) -> Outcome {
     let mut rows = Vec::new();
     for (name, codec) in [
@@ -1236,7 +1218,7 @@ fn row_compaction(ctx: &Ctx) -> Outcome {
         };
         let read_rep = || {
             let started = Instant::now();
-            let bytes = read_files(&sealed);
+            let bytes = compaction_log::read_files(&sealed);
             Rep {
                 seconds: started.elapsed().as_secs_f64(),
                 records: bytes,

@@ -159,8 +159,8 @@ pub mod unstable {
     pub use crate::log::checkpoint;
     pub use crate::segment::{
         AppendInfo, InvalidBytes, RollReason, ScanReport, Segment, SegmentConfig, SegmentFileKind,
-        SegmentFileName, SegmentRead, SegmentRole, TransientSuffix, parse_segment_file_name,
-        segment_file_name, segment_file_path,
+        SegmentFileName, SegmentRead, SegmentRole, TransientSuffix, list_segment_bases,
+        parse_segment_file_name, segment_file_name, segment_file_path,
     };
     #[cfg(feature = "sim")]
     pub use crate::storage::sim;

@@ -3,6 +3,7 @@
 //! cycling through [`KEYS`] names, 1 KiB values half random, half a repeated pattern (lz4
 //! shrinks them to a bit over half).
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use partlog::{CleanupPolicy, CompressionType, Log, LogConfig, NewRecord};
@@ -91,4 +92,23 @@ pub fn copy_log(from: &Path, to: &Path) {
         }
         std::fs::copy(&path, to.join(name)).expect("copy");
     }
+}
+
+/// The reference side of the compaction rows: reads every byte of `files` with `read()` in
+/// 1 MiB chunks; returns the bytes read.
+pub fn read_files(files: &[PathBuf]) -> u64 {
+    let mut buf = vec![0u8; 1 << 20];
+    let mut total = 0u64;
+    for path in files {
+        let mut file = std::fs::File::open(path).expect("open");
+        loop {
+            let n = file.read(&mut buf).expect("read");
+            if n == 0 {
+                break;
+            }
+            total += n as u64;
+        }
+        std::hint::black_box(&buf);
+    }
+    total
 }

@@ -1288,7 +1288,7 @@ impl Shared {
     fn refresh_live(&self) -> Result<bool> {
         let mut writer = self.writer.lock();
         let record = CheckpointFile::read(&self.storage, &self.dir)?;
-        let bases = recovery::list_segment_bases(&*self.storage, &self.dir)?;
+        let bases = crate::segment::list_segment_bases(&*self.storage, &self.dir)?;
         let Some(&last_base) = bases.last() else {
             // Between a writer's deletion and its creation of a segment: look again later.
             return Ok(false);

@@ -458,20 +458,6 @@ fn recover_unclean(
     })
 }
 
-/// The base offsets of the `.log` files in `dir`, sorted, leaving out every transient file (a
-/// live read-only log re-lists its writer's directory with this).
-pub(crate) fn list_segment_bases(storage: &dyn Storage, dir: &Path) -> Result<Vec<i64>> {
-    let mut bases: Vec<i64> = storage
-        .list(dir)?
-        .iter()
-        .filter_map(|name| parse_segment_file_name(name))
-        .filter(|parsed| parsed.transient.is_none() && parsed.kind == SegmentFileKind::Log)
-        .map(|parsed| parsed.base_offset)
-        .collect();
-    bases.sort_unstable();
-    Ok(bases)
-}
-
 /// Removes every file of the segment at `base` (recovery only: no reader can hold it yet).
 fn remove_segment_files(storage: &dyn Storage, dir: &Path, base: i64) -> Result<()> {
     for kind in [

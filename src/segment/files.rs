@@ -5,6 +5,9 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::error::Result;
+use crate::storage::Storage;
+
 /// The `.log` suffix of a segment's record file.
 pub const LOG_SUFFIX: &str = ".log";
 /// The `.index` suffix of a segment's offset index.
@@ -75,6 +78,21 @@ pub fn segment_file_name(base_offset: i64, kind: SegmentFileKind) -> String {
 /// The path of a segment file in `dir`.
 pub fn segment_file_path(dir: &Path, base_offset: i64, kind: SegmentFileKind) -> PathBuf {
     dir.join(segment_file_name(base_offset, kind))
+}
+
+/// The base offsets of the `.log` files in `dir`, sorted, leaving out every transient file
+/// (`.cleaned`, `.swap`, `.deleted`). A live read-only log re-lists its writer's directory with
+/// this, and the tool finds the segments to dump and count.
+pub fn list_segment_bases(storage: &dyn Storage, dir: &Path) -> Result<Vec<i64>> {
+    let mut bases: Vec<i64> = storage
+        .list(dir)?
+        .iter()
+        .filter_map(|name| parse_segment_file_name(name))
+        .filter(|parsed| parsed.transient.is_none() && parsed.kind == SegmentFileKind::Log)
+        .map(|parsed| parsed.base_offset)
+        .collect();
+    bases.sort_unstable();
+    Ok(bases)
 }
 
 /// Parses a segment file name; `None` for any other name (partlog's own files, Kafka's

@@ -7,7 +7,8 @@ mod walker;
 
 pub use files::{
     CLEANED_SUFFIX, DELETED_SUFFIX, SWAP_SUFFIX, SegmentFileKind, SegmentFileName, TransientSuffix,
-    parse_segment_file_name, rename_segment_files, segment_file_name, segment_file_path,
+    list_segment_bases, parse_segment_file_name, rename_segment_files, segment_file_name,
+    segment_file_path,
 };
 pub use log_segment::{
     AppendInfo, InvalidBytes, RollReason, ScanReport, Segment, SegmentConfig, SegmentRead,

@@ -5,7 +5,6 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use partlog::unstable::format::control_record_type;
-use partlog::unstable::{SegmentFileKind, parse_segment_file_name};
 use partlog::{Batch, BatchHeader, Log, LogConfig, ReadBound, TimestampType};
 
 use crate::text::{human, json_bytes};
@@ -70,7 +69,7 @@ const READ_BYTES: usize = 1 << 20;
 pub fn run(args: &DumpArgs) -> Result<Outcome, CliError> {
     crate::require_dir(&args.dir)?;
     let config = LogConfig::default();
-    let bases = segment_bases(&config, &args.dir)?;
+    let bases = partlog::unstable::list_segment_bases(&*config.storage, &args.dir)?;
     let log = crate::open_live_reader(&args.dir, std::time::Duration::from_millis(100))?;
     let start = log.log_start_offset();
     let end = log.log_end_offset();
@@ -123,20 +122,6 @@ pub fn run(args: &DumpArgs) -> Result<Outcome, CliError> {
         }
     }
     Ok(Outcome::Done)
-}
-
-/// The base offsets of the directory's segments, from their file names, in order.
-fn segment_bases(config: &LogConfig, dir: &Path) -> Result<Vec<i64>, CliError> {
-    let mut bases: Vec<i64> = config
-        .storage
-        .list(dir)?
-        .iter()
-        .filter_map(|name| parse_segment_file_name(name))
-        .filter(|parsed| parsed.transient.is_none() && parsed.kind == SegmentFileKind::Log)
-        .map(|parsed| parsed.base_offset)
-        .collect();
-    bases.sort_unstable();
-    Ok(bases)
 }
 
 enum DumpError {

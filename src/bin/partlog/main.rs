@@ -311,16 +311,8 @@ pub fn open_live_reader(
 
 /// The base offsets of the directory's segments, from their `.log` file names, in order.
 pub fn segment_bases(dir: &std::path::Path) -> Result<Vec<i64>, CliError> {
-    use partlog::unstable::{OsStorage, SegmentFileKind, Storage, parse_segment_file_name};
-    let mut bases: Vec<i64> = OsStorage::new()
-        .list(dir)?
-        .iter()
-        .filter_map(|name| parse_segment_file_name(name))
-        .filter(|parsed| parsed.transient.is_none() && parsed.kind == SegmentFileKind::Log)
-        .map(|parsed| parsed.base_offset)
-        .collect();
-    bases.sort_unstable();
-    Ok(bases)
+    use partlog::unstable::{OsStorage, list_segment_bases};
+    Ok(list_segment_bases(&OsStorage::new(), dir)?)
 }
 
 /// Fails unless `dir` exists and is a directory, with a message that says which: the errors of
