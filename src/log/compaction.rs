@@ -1538,19 +1538,24 @@ fn remove_quietly(storage: &dyn Storage, path: &Path) {
 /// `.cleaned` file is deleted (the swap never began), and a `<base>.log.swap` replaces every
 /// segment whose base lies in `[base, the swap's next offset)` (the old group: the cleaned
 /// segment ends with the group's last batch), and the segment at `base` in any case; their
-/// index files go with them (the new segment's are rebuilt from its `.log` on first use). Index
+/// index files go with them, also those of a segment whose `.log` the swap had already renamed
+/// (the new segment's are rebuilt from its `.log` on first use). Index
 /// `.swap` files are deleted: partlog never writes them. Returns whether anything changed (the
 /// directory is then fsynced).
 pub(crate) fn complete_swaps(storage: &Arc<dyn Storage>, dir: &Path) -> Result<bool> {
     let mut changed = false;
     let names = storage.list(dir)?;
+    // Every base with a file of any kind: a crash keeps a prefix of a swap's renames, which can
+    // take an old segment's `.log` to `.deleted` and leave its index files, which the cleaned
+    // `.log` must not inherit.
     let mut segment_bases: Vec<i64> = names
         .iter()
         .filter_map(|name| parse_segment_file_name(name))
-        .filter(|parsed| parsed.transient.is_none() && parsed.kind == SegmentFileKind::Log)
+        .filter(|parsed| parsed.transient.is_none())
         .map(|parsed| parsed.base_offset)
         .collect();
     segment_bases.sort_unstable();
+    segment_bases.dedup();
     for name in &names {
         let Some(parsed) = parse_segment_file_name(name) else {
             continue;
