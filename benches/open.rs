@@ -20,8 +20,8 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group};
 use partlog::unstable::{
-    Advice, CanonicalPath, FileId, FileLock, LockMode, Metadata, OpenMode, OsStorage,
-    ReadMapping, Storage, StorageFile,
+    Advice, CanonicalPath, FileId, FileLock, LockMode, Metadata, OpenMode, OsStorage, ReadMapping,
+    Storage, StorageFile,
 };
 use partlog::{BatchBuilder, Compression, Log, LogConfig, NewRecord};
 
@@ -191,7 +191,11 @@ fn unclean_tail_once(mib: u64) {
         let log = Log::open(&clean, tail_config(Arc::new(OsStorage))).expect("open");
         let mut builder = BatchBuilder::new(Compression::None);
         for i in 0..32 {
-            builder.push(&NewRecord::new(1_700_000_000_000 + i, None, Some(&[b'v'; 1000])));
+            builder.push(&NewRecord::new(
+                1_700_000_000_000 + i,
+                None,
+                Some(&[b'v'; 1000]),
+            ));
         }
         let batch = builder.build().expect("batch");
         while log.stats().appended_bytes < mib << 20 {

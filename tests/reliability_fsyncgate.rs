@@ -42,7 +42,14 @@ fn record(i: i64, what: &str) -> NewRecord {
 
 fn values(log: &Log) -> Vec<(i64, String)> {
     log.records(log.log_start_offset(), ReadBound::LogEnd)
-        .map(|r| r.map(|r| (r.offset, String::from_utf8(r.value.unwrap_or_default()).unwrap())))
+        .map(|r| {
+            r.map(|r| {
+                (
+                    r.offset,
+                    String::from_utf8(r.value.unwrap_or_default()).unwrap(),
+                )
+            })
+        })
         .collect::<partlog::Result<_>>()
         .unwrap()
 }
@@ -78,7 +85,10 @@ fn log_with_a_lost_tail(seed: u64, durable: i64, lost: i64) -> SimStorage {
 
     // The setup this test is about: the lost records are still readable from the cache.
     let state = sim.file_state(Path::new(FIRST_LOG)).unwrap();
-    assert!(state.lost_pages > 0, "the failed sync must leave lost pages");
+    assert!(
+        state.lost_pages > 0,
+        "the failed sync must leave lost pages"
+    );
     assert!(
         state.current.len() > state.synced.len(),
         "the cache holds the lost tail"
@@ -157,7 +167,11 @@ fn a_clean_reopen_gives_no_advice() {
     let advises = sim.stats().advises;
     let log = Log::open(DIR, config(&sim)).unwrap();
     assert!(log.recovery_report().clean_shutdown);
-    assert_eq!(sim.stats().advises, advises, "the clean path must not advise");
+    assert_eq!(
+        sim.stats().advises,
+        advises,
+        "the clean path must not advise"
+    );
     assert_eq!(log.log_end_offset(), 20);
 
     // The counter does see recovery's advice: the same log after a crash is recovered.
@@ -247,7 +261,11 @@ mod page_cache_model {
             file.sync_data().unwrap();
             sim.crash_with(&CrashConfig::random().seed(seed));
             let image = &sim.snapshot().files[Path::new("/d/f")];
-            assert_eq!(&image[..12], b"durable LOST", "seed {seed}: page 0 was rewritten");
+            assert_eq!(
+                &image[..12],
+                b"durable LOST",
+                "seed {seed}: page 0 was rewritten"
+            );
             assert_eq!(image[100], b'x');
             assert_eq!(
                 &image[PAGE + 8..PAGE + 12],

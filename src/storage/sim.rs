@@ -118,9 +118,9 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 pub use crash::{CrashConfig, CrashMode, CrashReport, SECTOR_SIZE};
-pub use state::PAGE_SIZE;
 pub use fault::{FaultError, FaultId, FaultOp, FaultRule};
 pub use observe::{PathStats, SimEvent, SimFileState, SimSnapshot, SimStats};
+pub use state::PAGE_SIZE;
 
 use self::path::SimPath;
 use self::state::{FsState, Handle, NodeId};

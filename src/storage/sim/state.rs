@@ -273,7 +273,6 @@ fn page_span(offset: u64, len: u64) -> std::ops::Range<u64> {
     (offset / PAGE_SIZE)..(last / PAGE_SIZE + 1)
 }
 
-
 /// One unsynced change to a file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum FileOp {
