@@ -1682,8 +1682,15 @@ impl Segment {
     /// are kept, and only the batches from the last kept entry on are validated and indexed.
     /// If the check fails, or the kept entry does not name a valid batch ending at its offset,
     /// the whole segment is scanned as by [`scan`](Self::scan).
+    ///
+    /// Before validating, it drops the cached pages from the kept entry on (from byte 0 when
+    /// none is kept), so that it validates what the disk holds: a failed fsync of an earlier
+    /// process in this boot may have left pages cached that never reached it (ARCHITECTURE.md
+    /// §7). The bytes up to the kept entry's batch were synced, so their pages match the disk.
     pub fn recover_from(&self, recovery_point: i64) -> Result<ScanReport> {
         let start = self.trusted_index_prefix(recovery_point)?;
+        let first_unsynced = start.map_or(0, |entry| u64::from(entry.position));
+        crate::storage::drop_cached_tail(&*self.log, first_unsynced)?;
         self.scan_from(start.map_or(ScanStart::Beginning, ScanStart::Trusted))
     }
 
