@@ -979,6 +979,15 @@ impl Log {
                 }
                 index += 1;
             }
+            // Nothing below `upper`, which the log end covered when the read began: if the log
+            // now ends at or below `offset`, a truncation took it away meanwhile.
+            let list = shared.snapshot.load();
+            let data_end = list.active().and_then(|handle| handle.if_open());
+            if let Some(at) = data_end.map(|active| active.next_offset())
+                && at <= offset
+            {
+                return Err(Error::Truncated { at });
+            }
             return Ok(());
         }
     }
