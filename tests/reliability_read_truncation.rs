@@ -452,3 +452,220 @@ fn a_timestamp_lookup_racing_a_truncation_ends_in_truncated_or_an_answer() {
         "an index was rebuilt"
     );
 }
+
+/// A small, seeded xorshift generator: the stress test needs no crate for its dice.
+struct Dice(u64);
+
+impl Dice {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n.max(1)
+    }
+}
+
+/// What the stress test's writer wrote: every `(offset, generation)` pair, recorded before
+/// its append.
+#[derive(Default)]
+struct Written {
+    pairs: Mutex<HashSet<(i64, u64)>>,
+}
+
+/// Appends `batches` batches of 1 to 4 records of varied sizes from the log end; each
+/// record's timestamp is `TIMESTAMP + offset` in every generation.
+fn append_stress_batches(log: &Log, written: &Written, dice: &mut Dice, generation: u64) {
+    for _ in 0..=dice.below(4) {
+        let first = log.log_end_offset();
+        let count = 1 + dice.below(4) as i64;
+        let values: Vec<Vec<u8>> = (0..count)
+            .map(|i| value_for(first + i, generation, dice.below(120) as usize))
+            .collect();
+        {
+            let mut pairs = written.pairs.lock().unwrap();
+            pairs.extend((0..count).map(|i| (first + i, generation)));
+        }
+        let mut builder = BatchBuilder::new(Compression::None);
+        for (i, value) in values.iter().enumerate() {
+            builder.push(&NewRecord::new(
+                TIMESTAMP + first + i as i64,
+                None,
+                Some(value),
+            ));
+        }
+        let appended = log
+            .append_batch(&builder.build().expect("build"))
+            .expect("append");
+        assert_eq!(
+            appended.first_offset, first,
+            "one writer assigns the offsets"
+        );
+    }
+}
+
+/// One reader's tally: what it read and every answer that broke the contract.
+#[derive(Default)]
+struct Tally {
+    records: u64,
+    truncated: u64,
+    violations: Vec<String>,
+}
+
+/// Reads `reads` times at random offsets (sometimes going on from the last read), checking
+/// every answer against the contract.
+fn stress_reader(log: &Log, written: &Written, seed: u64, reads: u32) -> Tally {
+    let mut dice = Dice(seed);
+    let mut tally = Tally::default();
+    let mut fetch = partlog::FetchData::new();
+    let mut scratch = Vec::new();
+    let mut next = None;
+    for _ in 0..reads {
+        let end = log.log_end_offset();
+        if dice.below(8) == 0 {
+            let timestamp = TIMESTAMP + dice.below(end as u64 + 2) as i64;
+            match log.offset_for_timestamp(timestamp) {
+                Ok(None) => {}
+                // Every generation wrote offset o at TIMESTAMP + o.
+                Ok(Some((offset, found))) if found == TIMESTAMP + offset && found >= timestamp => {}
+                Ok(Some(found)) => tally
+                    .violations
+                    .push(format!("offset_for_timestamp({timestamp}) found {found:?}")),
+                Err(Error::Truncated { .. }) => tally.truncated += 1,
+                Err(error) => tally
+                    .violations
+                    .push(format!("offset_for_timestamp({timestamp}) failed: {error}")),
+            }
+            continue;
+        }
+        let offset = match next.take() {
+            Some(offset) => offset,
+            None => dice.below(end as u64 + 3) as i64,
+        };
+        let max_bytes = [100, 1000, 20_000][dice.below(3) as usize];
+        match log.read_into(offset, max_bytes, ReadBound::LogEnd, &mut fetch) {
+            Ok(()) => {
+                let mut last = None;
+                for batch in fetch.batches() {
+                    let batch = match batch {
+                        Ok(batch) => batch,
+                        Err(error) => {
+                            tally.violations.push(format!("read({offset}): {error}"));
+                            break;
+                        }
+                    };
+                    let Ok(records) = batch.records(&mut scratch) else {
+                        tally
+                            .violations
+                            .push(format!("read({offset}): bad records"));
+                        break;
+                    };
+                    for record in records {
+                        let Ok(record) = record else {
+                            tally.violations.push(format!("read({offset}): bad record"));
+                            break;
+                        };
+                        tally.records += 1;
+                        last = Some(record.offset);
+                        let pair = record.value.and_then(parse_value);
+                        let known = pair.is_some_and(|(at, generation)| {
+                            at == record.offset
+                                && written.pairs.lock().unwrap().contains(&(at, generation))
+                        });
+                        if !known {
+                            tally.violations.push(format!(
+                                "read({offset}) returned offset {} holding {pair:?}",
+                                record.offset
+                            ));
+                        }
+                    }
+                }
+                if last.is_some() && dice.below(2) == 0 {
+                    next = Some(fetch.next_offset());
+                }
+            }
+            Err(Error::Truncated { .. }) => tally.truncated += 1,
+            // Above the log end (the log start never moves here).
+            Err(Error::OffsetOutOfRange {
+                requested,
+                start,
+                end,
+            }) if requested > end && start == 0 => {}
+            Err(error) => tally
+                .violations
+                .push(format!("read({offset}) failed: {error}")),
+        }
+    }
+    tally
+}
+
+/// One writer appends and truncates at random points while three readers each make
+/// `reads` reads; every answer must be a record written at its offset, `Truncated`, or
+/// `OffsetOutOfRange` above the end.
+fn readers_racing_a_truncating_writer(map_sealed_segments: bool, reads: u32) {
+    let dir = tempfile::tempdir().unwrap();
+    let config = LogConfig::builder_for_tests()
+        .segment_bytes(4096)
+        .max_message_bytes(1024)
+        .index_interval_bytes(128)
+        .map_sealed_segments(map_sealed_segments)
+        .build()
+        .expect("config");
+    let log = Log::open(dir.path(), config).expect("open");
+    let written = Written::default();
+    let readers_left = AtomicU64::new(3);
+    let mut dice = Dice(0x9E37_79B9_7F4A_7C15);
+    append_stress_batches(&log, &written, &mut dice, 0);
+    let (tallies, truncations) = thread::scope(|scope| {
+        let readers: Vec<_> = (0..3u64)
+            .map(|n| {
+                let (log, written, readers_left) = (&log, &written, &readers_left);
+                scope.spawn(move || {
+                    let tally = stress_reader(log, written, 0x2545_F491_4F6C_DD1D + n, reads);
+                    readers_left.fetch_sub(1, Ordering::AcqRel);
+                    tally
+                })
+            })
+            .collect();
+        // The writer runs as long as a reader reads: bounded by the readers' counts.
+        let mut generation = 0;
+        while readers_left.load(Ordering::Acquire) > 0 {
+            append_stress_batches(&log, &written, &mut dice, generation);
+            let end = log.log_end_offset();
+            if dice.below(2) == 0 || end > 600 {
+                let back = 1 + dice.below(if end > 600 { end as u64 } else { 12 });
+                let new_end = log
+                    .truncate_to(end.saturating_sub(back as i64).max(0))
+                    .expect("truncate");
+                assert!(new_end < end || end == 0);
+                generation += 1;
+            }
+        }
+        let tallies: Vec<Tally> = readers
+            .into_iter()
+            .map(|reader| reader.join().expect("reader"))
+            .collect();
+        (tallies, generation)
+    });
+    let violations: Vec<&String> = tallies.iter().flat_map(|t| &t.violations).collect();
+    let records: u64 = tallies.iter().map(|t| t.records).sum();
+    let truncated: u64 = tallies.iter().map(|t| t.truncated).sum();
+    assert!(
+        violations.is_empty(),
+        "{} answers broke the contract ({records} records read, {truncated} Truncated, \
+         {truncations} truncations), the first: {:?}",
+        violations.len(),
+        violations.iter().take(5).collect::<Vec<_>>()
+    );
+    assert!(records > 0, "the readers read records");
+    assert!(truncations > 0, "the writer truncated");
+}
+
+#[test]
+fn readers_racing_a_truncating_writer_see_written_records_or_truncated() {
+    readers_racing_a_truncating_writer(false, 8000);
+}
+
+#[test]
+fn mapped_readers_racing_a_truncating_writer_see_written_records_or_truncated() {
+    readers_racing_a_truncating_writer(true, 4000);
+}

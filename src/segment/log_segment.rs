@@ -155,8 +155,20 @@ struct ReadStart {
     cached: Option<CachedBatch>,
     /// The position cache's generation before any byte was read.
     generation: u64,
-    /// The segment's truncation epoch, taken before the size the read reads to.
+    /// What the segment had published when the read began.
+    view: ReadView,
+}
+
+/// What a read of a segment takes before it reads a byte: the truncation epoch, then the
+/// published size it reads up to. Whatever looks wrong in the bytes below `end` is corruption
+/// only if no truncation overlapped the read ([`Segment::raced_truncation`]) and no index entry
+/// it used was added after `end` (the writer indexes a batch before it publishes it).
+#[derive(Debug, Clone, Copy)]
+struct ReadView {
+    /// The truncation sequence when the read began.
     epoch: u64,
+    /// The published size, read after `epoch`.
+    end: u64,
 }
 
 /// The first bad bytes found by [`Segment::scan`].
@@ -926,17 +938,16 @@ impl Segment {
     ///
     /// The offset index gives a starting position; its entry is checked against the batch it
     /// names (as Kafka's DumpLogSegments does), and on a mismatch the indexes are rebuilt from the
-    /// log and the lookup retried once: unless a truncation overlapped the lookup (`epoch` is
-    /// the [`truncation_epoch`](Self::truncation_epoch) taken before `end`), since a cut, and
-    /// the appends after it, make good entries look bad to a walk that began before them.
+    /// log and the lookup retried once, unless [`may_rebuild`](Self::may_rebuild) says the
+    /// entry may only look bad to this read: a cut, or the appends after it or after `view`
+    /// was taken, make good entries look bad to a walk that began before them.
     fn translate_offset(
         &self,
         target: i64,
-        end: u64,
-        epoch: u64,
+        view: ReadView,
     ) -> Result<Option<(Frame, BatchSummary)>> {
-        let mut walker = BatchWalker::new(&self.log, &self.log_path, end);
-        self.translate_offset_in(target, end, epoch, &mut walker, &mut 0)
+        let mut walker = BatchWalker::new(&self.log, &self.log_path, view.end);
+        self.translate_offset_in(target, view, &mut walker, &mut 0)
     }
 
     /// [`translate_offset`](Self::translate_offset) through the caller's walker, whose window
@@ -945,16 +956,16 @@ impl Segment {
     fn translate_offset_in(
         &self,
         target: i64,
-        end: u64,
-        epoch: u64,
+        view: ReadView,
         walker: &mut BatchWalker<'_>,
         walk_from: &mut u64,
     ) -> Result<Option<(Frame, BatchSummary)>> {
+        let end = view.end;
         for attempt in 0..2 {
             let entry = match self.offset_index.lookup(target) {
                 Ok(entry) => entry,
                 // An entry that fails its own range check: the index is derived, so rebuild it.
-                Err(Error::Corrupt { .. }) if attempt == 0 && self.may_rebuild(epoch) => {
+                Err(Error::Corrupt { .. }) if attempt == 0 && self.may_rebuild(view) => {
                     self.rebuild_indexes()?;
                     continue;
                 }
@@ -977,7 +988,7 @@ impl Segment {
                 let at_entry = first && position != 0;
                 let step = match walker.frame_at(position) {
                     Err(Error::Corrupt { .. }) if at_entry => {
-                        if attempt == 0 && self.may_rebuild(epoch) {
+                        if attempt == 0 && self.may_rebuild(view) {
                             break;
                         }
                         return Err(self.bad_entry(entry, "does not point at a batch"));
@@ -1003,8 +1014,15 @@ impl Segment {
                         );
                     }
                     Step::End | Step::Partial { .. } => {
-                        // The entry points past the published end: it cannot be trusted.
-                        if attempt == 0 && self.may_rebuild(epoch) {
+                        // An entry the writer added for a batch it has not published yet (the
+                        // caller asked past the end this read saw): `target`, at or above it,
+                        // is above every offset the segment holds, so nothing here holds it.
+                        if entry.offset >= self.next_offset() {
+                            return Ok(None);
+                        }
+                        // Otherwise the entry points past the published end: it cannot be
+                        // trusted.
+                        if attempt == 0 && self.may_rebuild(view) {
                             break;
                         }
                         return Err(self.bad_entry(entry, "points past the end of the log"));
@@ -1012,7 +1030,7 @@ impl Segment {
                 };
                 let summary = match walker.summary(&frame) {
                     Err(Error::Corrupt { .. }) if at_entry => {
-                        if attempt == 0 && self.may_rebuild(epoch) {
+                        if attempt == 0 && self.may_rebuild(view) {
                             break;
                         }
                         return Err(self.bad_entry(entry, "does not point at a batch"));
@@ -1049,7 +1067,7 @@ impl Segment {
                 }
                 order_floor = summary.next_offset();
                 if first && position != 0 && summary.last_offset != entry.offset {
-                    if attempt == 0 && self.may_rebuild(epoch) {
+                    if attempt == 0 && self.may_rebuild(view) {
                         log::warn!(
                             "index entry ({}, {}) of {} names a batch ending at {}; rebuilding",
                             entry.offset,
@@ -1088,11 +1106,13 @@ impl Segment {
         *self.role.read() != SegmentRole::ReadOnly
     }
 
-    /// Whether a read that took `epoch` may rebuild the indexes over an entry it found bad: not
-    /// when a truncation overlapped it (the entry may be fine and the bytes under it cut or new;
-    /// rebuilding the active segment's indexes would then race its writer for nothing).
-    fn may_rebuild(&self, epoch: u64) -> bool {
-        self.can_rebuild() && self.raced_truncation(epoch).is_none()
+    /// Whether a read that took `view` may rebuild the indexes over an entry it found bad: not
+    /// when a truncation overlapped it (the entry may be fine and the bytes under it cut or
+    /// new), nor when the segment has grown since (the entry may name a batch published after
+    /// `view`); rebuilding the active segment's indexes would then race its writer for nothing.
+    /// The read fails instead, and [`read_in_place`](Self::read_in_place) tells why.
+    fn may_rebuild(&self, view: ReadView) -> bool {
+        self.can_rebuild() && self.raced_truncation(view.epoch).is_none() && self.size() == view.end
     }
 
     fn bad_entry(&self, entry: OffsetPosition, why: &str) -> Error {
@@ -1232,48 +1252,47 @@ impl Segment {
         let mut resume_at = resume_at;
         let mut tries = 0;
         loop {
-            let epoch = self.truncation_epoch();
-            let read = self.read_in_place_once(
-                start_offset,
-                max_bytes,
-                upper_bound,
-                resume_at,
-                epoch,
-                buf,
-            );
-            let (raced_to, read) = match read {
+            let view = self.read_view();
+            let read =
+                self.read_in_place_once(start_offset, max_bytes, upper_bound, resume_at, view, buf);
+            let failed = match read {
                 Ok(Some(found)) => return Ok(Some(found)),
-                Ok(None) => match self.raced_truncation(epoch) {
+                Ok(None) => match self.raced_truncation(view.epoch) {
                     Some(at) if at <= start_offset => return Err(Error::Truncated { at }),
                     _ => return Ok(None),
                 },
-                Err(error) => match self.raced_truncation(epoch) {
+                Err(error) => match self.raced_truncation(view.epoch) {
+                    Some(at) if at <= start_offset => return Err(Error::Truncated { at }),
+                    // A truncation above `start_offset` cut bytes the read went on into (the
+                    // batches after the first, or a walk through a gap): the offset is still
+                    // there, so read it again.
+                    Some(at) => Error::Truncated { at },
+                    // An index entry added after `view` (a caller asking past the end it saw)
+                    // led the read past its end: read again to the new end.
+                    None if self.size() > view.end => error,
                     None => return Err(error),
-                    Some(at) => (at, Error::Truncated { at }),
                 },
             };
-            // A truncation above `start_offset` cut bytes the read went on into (the batches
-            // after the first, or a walk through a gap): the offset is still there, so read it
-            // again. Each retry needs yet another truncation to fail again.
+            // Each retry needs yet another truncation or append to overtake it.
             tries += 1;
-            if raced_to <= start_offset || tries >= MAX_TRUNCATION_RETRIES {
-                return Err(read);
+            if tries >= MAX_TRUNCATION_RETRIES {
+                return Err(failed);
             }
             resume_at = None;
         }
     }
 
-    /// One try of [`read_in_place`](Self::read_in_place) whose truncation epoch is `epoch`.
+    /// One try of [`read_in_place`](Self::read_in_place), up to what `view` saw published.
     fn read_in_place_once(
         &self,
         start_offset: i64,
         max_bytes: usize,
         upper_bound: Option<i64>,
         resume_at: Option<u64>,
-        epoch: u64,
+        view: ReadView,
         buf: &mut Vec<u8>,
     ) -> Result<Option<(SegmentRead, usize)>> {
-        let end = self.size();
+        let end = view.end;
         // Read before any byte is: a run learned from bytes a truncation cut meanwhile is
         // then refused.
         let generation = self.positions.generation();
@@ -1286,7 +1305,7 @@ impl Segment {
             resume_at,
             cached,
             generation,
-            epoch,
+            view,
         };
         if let Some(state) = self.mapped_for_read()
             && let MappingState::Mapped(mapping) = &*state
@@ -1370,8 +1389,7 @@ impl Segment {
             walker.set_read_ahead(walk_read_ahead);
         }
         let mut walk_from = 0;
-        let found =
-            self.translate_offset_in(start.offset, end, start.epoch, walker, &mut walk_from)?;
+        let found = self.translate_offset_in(start.offset, start.view, walker, &mut walk_from)?;
         if let Some((frame, summary)) = &found {
             self.learn_positions(walker, walk_from, frame, summary, end, start.generation);
         }
@@ -1646,11 +1664,13 @@ impl Segment {
         }
     }
 
-    /// What a read takes before it reads the published size: see [`raced_truncation`].
-    ///
-    /// [`raced_truncation`]: Self::raced_truncation
-    fn truncation_epoch(&self) -> u64 {
-        self.truncation_seq.load(Ordering::Acquire)
+    /// What a read takes before it reads a byte (see [`ReadView`]).
+    fn read_view(&self) -> ReadView {
+        let epoch = self.truncation_seq.load(Ordering::Acquire);
+        ReadView {
+            epoch,
+            end: self.size(),
+        }
     }
 
     /// The end a truncation left (or is leaving) if one overlapped a read that took `epoch`
@@ -1659,16 +1679,6 @@ impl Segment {
     fn raced_truncation(&self, epoch: u64) -> Option<i64> {
         let now = self.truncation_seq.load(Ordering::Acquire);
         (epoch % 2 == 1 || now != epoch).then(|| self.truncated_to.load(Ordering::Acquire))
-    }
-
-    /// What a read that failed with `error` reports: [`Error::Truncated`] when a truncation
-    /// overlapped it (the bytes it found bad, short or missing were being cut, or written anew
-    /// after a cut), else `error` itself.
-    fn unless_truncated(&self, error: Error, epoch: u64) -> Error {
-        match self.raced_truncation(epoch) {
-            Some(at) => Error::Truncated { at },
-            None => error,
-        }
     }
 
     /// The `.log` file, for zero-copy transfers of bytes a read has checked.
@@ -1689,35 +1699,38 @@ impl Segment {
     ) -> Result<Option<TimestampOffset>> {
         let mut tries = 0;
         loop {
-            let epoch = self.truncation_epoch();
-            match self.find_offset_by_timestamp_once(timestamp, start_offset, epoch) {
-                Err(error) => {
-                    let error = self.unless_truncated(error, epoch);
-                    tries += 1;
-                    if !matches!(error, Error::Truncated { .. }) || tries >= MAX_TRUNCATION_RETRIES
-                    {
-                        return Err(error);
-                    }
-                }
+            let view = self.read_view();
+            let error = match self.find_offset_by_timestamp_once(timestamp, start_offset, view) {
+                Err(error) => error,
                 found => return found,
+            };
+            let error = match self.raced_truncation(view.epoch) {
+                Some(at) => Error::Truncated { at },
+                // An index entry added after `view` led the lookup past its end.
+                None if self.size() > view.end => error,
+                None => return Err(error),
+            };
+            tries += 1;
+            if tries >= MAX_TRUNCATION_RETRIES {
+                return Err(error);
             }
         }
     }
 
-    /// One try of [`find_offset_by_timestamp`](Self::find_offset_by_timestamp) whose
-    /// truncation epoch is `epoch`.
+    /// One try of [`find_offset_by_timestamp`](Self::find_offset_by_timestamp), up to what
+    /// `view` saw published.
     fn find_offset_by_timestamp_once(
         &self,
         timestamp: i64,
         start_offset: i64,
-        epoch: u64,
+        view: ReadView,
     ) -> Result<Option<TimestampOffset>> {
-        let end = self.size();
+        let end = view.end;
         let mut attempt = 0;
         let frame = loop {
             let time_entry = match self.time_index.lookup(timestamp) {
                 Ok(entry) => entry,
-                Err(Error::Corrupt { .. }) if attempt == 0 && self.may_rebuild(epoch) => {
+                Err(Error::Corrupt { .. }) if attempt == 0 && self.may_rebuild(view) => {
                     attempt += 1;
                     self.rebuild_indexes()?;
                     continue;
@@ -1725,7 +1738,7 @@ impl Segment {
                 Err(error) => return Err(error),
             };
             let from = time_entry.offset.max(start_offset);
-            let found = self.translate_offset(from, end, epoch)?;
+            let found = self.translate_offset(from, view)?;
             // The entry is used like an offset-index entry (DESIGN §3 inv. 6): it must name the
             // batch that holds its timestamp, or records before a damaged entry would be
             // skipped. `(-1, base)` is the lookup's answer when no entry applies.
@@ -1739,9 +1752,12 @@ impl Segment {
             match found {
                 Some((frame, _)) if unused || names_its_batch => break frame,
                 None if unused => return Ok(None),
+                // An entry the writer added for a batch it has not published yet: every
+                // record the segment holds is older than its timestamp.
+                None if time_entry.offset >= self.next_offset() => return Ok(None),
                 _ => {}
             }
-            if attempt == 0 && self.may_rebuild(epoch) {
+            if attempt == 0 && self.may_rebuild(view) {
                 attempt += 1;
                 self.rebuild_indexes()?;
                 continue;
@@ -2024,10 +2040,9 @@ impl Segment {
         // Before the writer lock: a mapped reader may take the writer lock (an index rebuild)
         // while it holds the mapping's read lock.
         let _no_readers = self.drop_mapping();
-        // The log's writer lock keeps other truncations out: nothing races this lookup.
-        let epoch = self.truncation_epoch();
-        let end = self.size();
-        let Some((frame, summary)) = self.translate_offset(offset, end, epoch)? else {
+        // The log's writer lock keeps appends and other truncations out: nothing overtakes
+        // this lookup.
+        let Some((frame, summary)) = self.translate_offset(offset, self.read_view())? else {
             return Ok(0);
         };
         let first_offset = self.first_offset_of(&frame, &summary)?;
@@ -2078,8 +2093,8 @@ impl Segment {
     /// durable, and a recovery point above the file's last batch makes torn appends after it
     /// look like corruption.
     pub fn truncation_point(&self, offset: i64) -> Result<i64> {
-        let epoch = self.truncation_epoch();
-        Ok(match self.translate_offset(offset, self.size(), epoch)? {
+        // Under the log's writer lock, as in `truncate_to`.
+        Ok(match self.translate_offset(offset, self.read_view())? {
             Some((frame, summary)) => {
                 let first = self.first_offset_of(&frame, &summary)?;
                 self.next_offset_before(frame.position, first.min(offset))?
