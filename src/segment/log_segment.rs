@@ -4,7 +4,8 @@
 //! offsets the log chose, keeps Kafka's sparse indexes over them, and answers reads.
 //!
 //! Concurrency: one appender and any number of readers share a segment through `&self`. The
-//! appender serialises on an internal mutex; readers never take it. A batch becomes readable when
+//! appender serialises on an internal mutex; readers take it only to rebuild an index they
+//! found bad, after letting an append under way finish. A batch becomes readable when
 //! `published_size` moves past it, which happens (with `Release`) only after its bytes and its
 //! index entries are complete (DESIGN §3.2).
 
@@ -1112,7 +1113,13 @@ impl Segment {
     /// `view`); rebuilding the active segment's indexes would then race its writer for nothing.
     /// The read fails instead, and [`read_in_place`](Self::read_in_place) tells why.
     fn may_rebuild(&self, view: ReadView) -> bool {
-        self.can_rebuild() && self.raced_truncation(view.epoch).is_none() && self.size() == view.end
+        if !self.can_rebuild() || self.raced_truncation(view.epoch).is_some() {
+            return false;
+        }
+        // An append writes its index entries before it publishes its batches: let one under
+        // way finish (the rebuild would wait for it anyway), then see whether it moved the end.
+        drop(self.writer.lock());
+        self.size() == view.end && self.raced_truncation(view.epoch).is_none()
     }
 
     fn bad_entry(&self, entry: OffsetPosition, why: &str) -> Error {
@@ -1752,9 +1759,6 @@ impl Segment {
             match found {
                 Some((frame, _)) if unused || names_its_batch => break frame,
                 None if unused => return Ok(None),
-                // An entry the writer added for a batch it has not published yet: every
-                // record the segment holds is older than its timestamp.
-                None if time_entry.offset >= self.next_offset() => return Ok(None),
                 _ => {}
             }
             if attempt == 0 && self.may_rebuild(view) {
