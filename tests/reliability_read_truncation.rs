@@ -9,7 +9,8 @@
 
 use std::collections::HashSet;
 use std::fmt;
-use std::os::fd::BorrowedFd;
+use std::io::{Read, Seek, SeekFrom};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -33,10 +34,19 @@ enum GateState {
     Released,
 }
 
-/// Stops the armed thread at its first `.log` read, and counts index changes once watching.
+/// When the armed thread stops in its first `.log` read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Moment {
+    /// Before the bytes are read: the reader has its size and index entry, not the bytes.
+    BeforeRead,
+    /// After: the reader holds the bytes, and has not checked or returned them yet.
+    AfterRead,
+}
+
+/// Stops the armed thread in its first `.log` read, and counts index changes once watching.
 #[derive(Debug, Default)]
 struct Gate {
-    armed: Mutex<Option<ThreadId>>,
+    armed: Mutex<Option<(ThreadId, Moment)>>,
     state: Mutex<GateState>,
     changed: Condvar,
     /// Counting index changes (after the test's own writes are done).
@@ -47,15 +57,15 @@ struct Gate {
 }
 
 impl Gate {
-    fn arm(&self, reader: ThreadId) {
-        *self.armed.lock().unwrap() = Some(reader);
+    fn arm(&self, reader: ThreadId, moment: Moment) {
+        *self.armed.lock().unwrap() = Some((reader, moment));
     }
 
-    /// Blocks the calling thread if it is the armed one (once).
-    fn maybe_hold(&self) {
+    /// Blocks the calling thread if it is the armed one and this is its moment (once).
+    fn maybe_hold(&self, now: Moment) {
         {
             let mut armed = self.armed.lock().unwrap();
-            if *armed != Some(thread::current().id()) {
+            if *armed != Some((thread::current().id(), now)) {
                 return;
             }
             *armed = None;
@@ -114,10 +124,13 @@ impl StorageFile for GateFile {
     }
 
     fn read_at(&self, buf: &mut [u8], offset: u64) -> partlog::Result<usize> {
-        if self.is_log {
-            self.gate.maybe_hold();
+        if !self.is_log {
+            return self.inner.read_at(buf, offset);
         }
-        self.inner.read_at(buf, offset)
+        self.gate.maybe_hold(Moment::BeforeRead);
+        let read = self.inner.read_at(buf, offset);
+        self.gate.maybe_hold(Moment::AfterRead);
+        read
     }
 
     fn write_all_at(&self, buf: &[u8], offset: u64) -> partlog::Result<()> {
@@ -300,11 +313,12 @@ fn read_records(log: &Log, offset: i64) -> partlog::Result<Vec<(i64, Vec<u8>)>> 
     Ok(records)
 }
 
-/// Stops a reader of `offset` at its first `.log` read, runs `truncate` (which returns the
+/// Stops a reader at `moment` of its first `.log` read, runs `truncate` (which returns the
 /// new log end), lets the reader go, and returns what it read with the new end.
 fn race_one_read<T: Send + 'static>(
     log: &Arc<Log>,
     gate: &Arc<Gate>,
+    moment: Moment,
     read: impl FnOnce(&Log) -> partlog::Result<T> + Send + 'static,
     truncate: impl FnOnce(&Log) -> i64,
 ) -> (partlog::Result<T>, i64) {
@@ -320,7 +334,7 @@ fn race_one_read<T: Send + 'static>(
         drop(ready);
         read(&reader_log)
     });
-    gate.arm(reader.thread().id());
+    gate.arm(reader.thread().id(), moment);
     *armed.0.lock().unwrap() = true;
     armed.1.notify_all();
     gate.wait_until_holding();
@@ -339,6 +353,7 @@ fn a_read_whose_file_is_cut_under_it_ends_in_truncated_not_an_io_error() {
     let (result, new_end) = race_one_read(
         &log,
         &gate,
+        Moment::BeforeRead,
         |log| read_records(log, 40),
         |log| log.truncate_to(10).expect("truncate"),
     );
@@ -360,6 +375,7 @@ fn a_read_whose_bytes_were_cut_and_rewritten_never_rebuilds_the_active_index() {
     let (result, new_end) = race_one_read(
         &log,
         &gate,
+        Moment::BeforeRead,
         |log| read_records(log, 40),
         |log| {
             let new_end = log.truncate_to(10).expect("truncate");
@@ -397,6 +413,7 @@ fn a_read_of_a_sealed_segment_cut_and_rewritten_never_rebuilds_its_index() {
     let (result, new_end) = race_one_read(
         &log,
         &gate,
+        Moment::BeforeRead,
         move |log| read_records(log, target),
         move |log| {
             let new_end = log.truncate_to(base + 1).expect("truncate");
@@ -435,6 +452,7 @@ fn a_timestamp_lookup_racing_a_truncation_ends_in_truncated_or_an_answer() {
     let (result, new_end) = race_one_read(
         &log,
         &gate,
+        Moment::BeforeRead,
         |log| log.offset_for_timestamp(TIMESTAMP),
         |log| log.truncate_to(0).expect("truncate"),
     );
@@ -668,4 +686,54 @@ fn readers_racing_a_truncating_writer_see_written_records_or_truncated() {
 #[test]
 fn mapped_readers_racing_a_truncating_writer_see_written_records_or_truncated() {
     readers_racing_a_truncating_writer(true, 4000);
+}
+
+#[test]
+fn send_to_after_a_read_that_a_truncation_overtook_sends_the_checked_bytes_or_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let (log, gate) = gated_log(dir.path(), 1 << 20);
+    let log = Arc::new(log);
+    append_batches(&log, 50, 1, 0, 100);
+    // The reader holds the bytes of generation 0; meanwhile the log is cut and written again
+    // in the same layout (same batch sizes, same index entries), with other values.
+    let (fetch, _) = race_one_read(
+        &log,
+        &gate,
+        Moment::AfterRead,
+        |log| log.read(40, 4096, ReadBound::LogEnd),
+        |log| {
+            let new_end = log.truncate_to(10).expect("truncate");
+            append_batches(log, 40, 1, 1, 100);
+            new_end
+        },
+    );
+    let fetch = fetch.expect("the read checked bytes no truncation had cut yet");
+    let mut scratch = Vec::new();
+    let batch = fetch.batches().next().expect("a batch").expect("valid");
+    let first = batch
+        .records(&mut scratch)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        first.value.and_then(parse_value),
+        Some((40, 0)),
+        "the read returned the data as it was"
+    );
+    let mut out = tempfile::tempfile().unwrap();
+    match fetch.send_to(out.as_fd()) {
+        Ok(sent) => {
+            assert_eq!(sent, fetch.bytes().len() as u64);
+            let mut copy = Vec::new();
+            out.seek(SeekFrom::Start(0)).unwrap();
+            out.read_to_end(&mut copy).unwrap();
+            assert!(
+                copy == fetch.bytes(),
+                "send_to sent bytes the read never checked"
+            );
+        }
+        Err(Error::Truncated { .. }) => {}
+        Err(other) => panic!("send_to failed with {other:?}"),
+    }
 }

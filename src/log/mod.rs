@@ -966,6 +966,9 @@ impl Log {
                 };
                 let from = offset.max(handle.base_offset());
                 let resume_at = resume.and_then(|point| point.position_for(&segment, from));
+                // Before the read: `send_to` may send the file's bytes only if no truncation
+                // was under way or began since.
+                let truncations = segment.truncation_sequence();
                 let found = segment.read_in_place(
                     from,
                     max_bytes,
@@ -974,7 +977,7 @@ impl Log {
                     fetch.buffer_mut(),
                 )?;
                 if let Some((read, at)) = found {
-                    fetch.fill(&read, at, end, segment);
+                    fetch.fill(&read, at, end, segment, truncations);
                     return Ok(());
                 }
                 index += 1;

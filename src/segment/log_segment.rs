@@ -1660,6 +1660,13 @@ impl Segment {
         self.truncation_seq.load(Ordering::Acquire).div_ceil(2)
     }
 
+    /// The truncation sequence: odd while a truncation is under way, and moved by each one. A
+    /// reader that sends file bytes it checked takes it before its read: the file still holds
+    /// those bytes if the value was even and is unchanged.
+    pub(crate) fn truncation_sequence(&self) -> u64 {
+        self.truncation_seq.load(Ordering::Acquire)
+    }
+
     /// Marks a truncation to `kept_end` as under way until the guard drops (on success or on
     /// an error part-way: either way the file may have changed). Call it with the segment's
     /// writer lock held, before any index entry or byte goes.
