@@ -561,6 +561,13 @@ fn stress_reader(log: &Log, written: &Written, seed: u64, reads: u32) -> Tally {
         };
         let max_bytes = [100, 1000, 20_000][dice.below(3) as usize];
         match log.read_into(offset, max_bytes, ReadBound::LogEnd, &mut fetch) {
+            // Below the end it saw, a read up to the log end has a batch to return.
+            Ok(()) if fetch.is_empty() && offset < fetch.log_end_offset() => {
+                tally.violations.push(format!(
+                    "read({offset}) returned nothing below the end {}",
+                    fetch.log_end_offset()
+                ));
+            }
             Ok(()) => {
                 let mut last = None;
                 for batch in fetch.batches() {
@@ -617,8 +624,9 @@ fn stress_reader(log: &Log, written: &Written, seed: u64, reads: u32) -> Tally {
 }
 
 /// One writer appends and truncates at random points while three readers each make
-/// `reads` reads; every answer must be a record written at its offset, `Truncated`, or
-/// `OffsetOutOfRange` above the end.
+/// `reads` reads; every answer must be records written at their offsets (at least one batch
+/// when the offset is below the end the read saw), `Truncated`, or `OffsetOutOfRange` above
+/// the end.
 fn readers_racing_a_truncating_writer(map_sealed_segments: bool, reads: u32) {
     let dir = tempfile::tempdir().unwrap();
     let config = LogConfig::builder_for_tests()

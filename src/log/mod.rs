@@ -915,8 +915,32 @@ impl Log {
         resume: Option<&ResumePoint>,
         fetch: &mut FetchData,
     ) -> Result<()> {
+        // Each new try needs the log to move again during the one before.
+        const MAX_OVERTAKEN_READS: u32 = 4;
+        for _ in 1..MAX_OVERTAKEN_READS {
+            if !self.read_current_once(offset, max_bytes, bound, resume, fetch)? {
+                return Ok(());
+            }
+        }
+        self.read_current_once(offset, max_bytes, bound, resume, fetch)
+            .map(|_| ())
+    }
+
+    /// One try of [`read_current`](Self::read_current): `Ok(true)` when it found nothing below
+    /// the end it read to, though the log moved meanwhile (a truncation may have taken the
+    /// offset away and appends brought it back), so that a new try may find it.
+    fn read_current_once(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        bound: ReadBound,
+        resume: Option<&ResumePoint>,
+        fetch: &mut FetchData,
+    ) -> Result<bool> {
         let shared = &self.shared;
-        let mut end = shared.log_end.get();
+        let truncations = shared.truncations.load(Ordering::Acquire);
+        let log_end = shared.log_end.get();
+        let mut end = log_end;
         if shared.commit.is_poisoned() {
             // A failed fsync may have dropped the pages above the durable offset: serve only
             // what reached the disk (DESIGN §3.4).
@@ -942,7 +966,7 @@ impl Log {
         };
         fetch.clear_at(offset, end);
         if offset >= upper {
-            return Ok(());
+            return Ok(false);
         }
         'retry: loop {
             let list = shared.snapshot.load();
@@ -968,7 +992,7 @@ impl Log {
                 let resume_at = resume.and_then(|point| point.position_for(&segment, from));
                 // Before the read: `send_to` may send the file's bytes only if no truncation
                 // was under way or began since.
-                let truncations = segment.truncation_sequence();
+                let segment_truncations = segment.truncation_sequence();
                 let found = segment.read_in_place(
                     from,
                     max_bytes,
@@ -977,8 +1001,8 @@ impl Log {
                     fetch.buffer_mut(),
                 )?;
                 if let Some((read, at)) = found {
-                    fetch.fill(&read, at, end, segment, truncations);
-                    return Ok(());
+                    fetch.fill(&read, at, end, segment, segment_truncations);
+                    return Ok(false);
                 }
                 index += 1;
             }
@@ -991,7 +1015,8 @@ impl Log {
             {
                 return Err(Error::Truncated { at });
             }
-            return Ok(());
+            return Ok(shared.truncations.load(Ordering::Acquire) != truncations
+                || shared.log_end.get() != log_end);
         }
     }
 
