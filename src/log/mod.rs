@@ -40,7 +40,7 @@ use crate::segment::{DELETED_SUFFIX, Segment, SegmentRole, rename_segment_files}
 use crate::storage::{FileLock, LockMode, Storage};
 use fetch::ResumePoint;
 
-use checkpoint::{CheckpointFile, CleanShutdown};
+use checkpoint::{CheckpointFile, CleanShutdown, DurableWriteError};
 use group_commit::GroupCommit;
 use snapshot::{SegmentHandle, SegmentList, Snapshot};
 use watermark::Watermark;
@@ -90,6 +90,21 @@ pub struct LogAppendInfo {
     pub log_append_time: Option<i64>,
     /// The size of the batch in bytes.
     pub bytes: usize,
+}
+
+/// How many truncations the log had seen when a batch was appended, read under the writer
+/// lock that the append held: a durability wait that starts from it fails with
+/// [`Error::Truncated`] if a truncation at or below its offset came after the append, even
+/// one that came before the wait began (ARCHITECTURE.md §8, "Acknowledgements").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TruncationEpoch(u64);
+
+impl TruncationEpoch {
+    /// An epoch for tests of code that never waits on a log with it.
+    #[cfg(test)]
+    pub(crate) fn for_tests() -> TruncationEpoch {
+        TruncationEpoch(0)
+    }
 }
 
 /// The appender's state, behind the writer mutex.
@@ -573,9 +588,15 @@ impl Log {
     /// with [`check_new_record`](Self::check_new_record), with the log's codec: the rest of
     /// [`append`](Self::append)'s path (size limit, offsets, roll, flush policy). The bytes stay
     /// the caller's, so that it can reuse the buffer for its next batch.
-    pub(crate) fn append_checked_batch(&self, batch: &mut [u8]) -> Result<LogAppendInfo> {
+    ///
+    /// With the batch's [`TruncationEpoch`], for an `acks=all` wait on its offsets
+    /// ([`durable_since_append`](Self::durable_since_append)).
+    pub(crate) fn append_checked_batch(
+        &self,
+        batch: &mut [u8],
+    ) -> Result<(LogAppendInfo, TruncationEpoch)> {
         self.check_writable()?;
-        self.append_built(batch, self.shared.clock.now_ms())
+        self.append_built_in_epoch(batch, self.shared.clock.now_ms())
     }
 
     /// Asks the flusher thread to run a group-commit sync now, without waiting for it.
@@ -713,6 +734,16 @@ impl Log {
     /// `now` is the log's time for this append (rolling by age, LogAppendTime), read by the
     /// caller.
     fn append_built(&self, batch: &mut [u8], now: i64) -> Result<LogAppendInfo> {
+        self.append_built_in_epoch(batch, now).map(|(info, _)| info)
+    }
+
+    /// [`append_built`](Self::append_built), with the truncation count read under the same
+    /// hold of the writer lock as the append: no truncation can come between the two.
+    fn append_built_in_epoch(
+        &self,
+        batch: &mut [u8],
+        now: i64,
+    ) -> Result<(LogAppendInfo, TruncationEpoch)> {
         let shared = &self.shared;
         let config = &shared.config;
         if batch.len() as u64 > u64::from(config.max_message_bytes) {
@@ -768,6 +799,7 @@ impl Log {
         }
         writer.log_end_offset = last_offset + 1;
         shared.log_end.advance(last_offset + 1);
+        let epoch = TruncationEpoch(shared.truncations.load(Ordering::Acquire));
         let records = u32::try_from(header.records_count).unwrap_or(0);
         // Only appends write these, under the writer mutex: a load and a store each, not the
         // locked read-modify-write of fetch_add.
@@ -801,14 +833,15 @@ impl Log {
         if sync_now {
             shared.sync_through(last_offset)?;
         }
-        Ok(LogAppendInfo {
+        let info = LogAppendInfo {
             first_offset: base_offset,
             last_offset,
             records,
             max_timestamp: log_append_time.unwrap_or(header.max_timestamp),
             log_append_time,
             bytes: batch.len(),
-        })
+        };
+        Ok((info, epoch))
     }
 
     /// Blocks until `offset` is durable, starting or joining a group-commit fsync that covers
@@ -829,6 +862,10 @@ impl Log {
     /// Blocks until the log holds `offset` (the log end offset has moved past it, so a read at
     /// `offset` finds data), or `timeout` passes, or the log closes. Returns whether the data is
     /// there.
+    ///
+    /// A poisoned log answers nothing above its durable offset: a wait at or above it fails
+    /// with [`Error::Poisoned`] (at once, or when the wait next wakes if the poison comes
+    /// during it), since no append will ever bring the data.
     pub fn wait_for_data(&self, offset: i64, timeout: Duration) -> Result<bool> {
         self.check_open()?;
         let deadline = Instant::now().checked_add(timeout);
@@ -836,10 +873,14 @@ impl Log {
         if shared.live.is_some() {
             return Ok(self.wait_for_live_data(offset, deadline));
         }
-        let end = shared
-            .log_end
-            .wait_above(offset, deadline, || shared.closed.load(Ordering::Acquire));
-        Ok(end > offset)
+        // A poisoned log takes no more appends: what it holds now is all it will hold.
+        shared.check_readable_above(offset)?;
+        shared.log_end.wait_above(offset, deadline, || {
+            shared.closed.load(Ordering::Acquire) || shared.commit.is_poisoned()
+        });
+        // The poison may have come during the wait.
+        shared.check_readable_above(offset)?;
+        Ok(shared.readable_end() > offset)
     }
 
     /// [`wait_for_data`](Self::wait_for_data) on a log another process writes: no append here
@@ -916,12 +957,7 @@ impl Log {
         fetch: &mut FetchData,
     ) -> Result<()> {
         let shared = &self.shared;
-        let mut end = shared.log_end.get();
-        if shared.commit.is_poisoned() {
-            // A failed fsync may have dropped the pages above the durable offset: serve only
-            // what reached the disk (DESIGN §3.4).
-            end = end.min(self.durable_offset());
-        }
+        let end = shared.readable_end();
         let start = self.log_start_offset();
         if offset > end {
             let truncated_to = shared.truncated_to.load(Ordering::Acquire);
@@ -999,15 +1035,22 @@ impl Log {
     }
 
     /// Kafka's ListOffsets by timestamp: the first record whose timestamp is at or above
-    /// `timestamp`, as `(offset, timestamp)`, or `None` when every record is older.
+    /// `timestamp`, as `(offset, timestamp)`, or `None` when every record is older. A poisoned
+    /// log answers only from below its durable offset.
     pub fn offset_for_timestamp(&self, timestamp: i64) -> Result<Option<(i64, i64)>> {
         self.check_open()?;
         self.poll_live();
         let shared = &self.shared;
         let start = self.log_start_offset();
+        // Read once: a poisoned log vouches for nothing above its durable offset, and the
+        // answer must not come from there.
+        let end = shared.readable_end();
         'retry: loop {
             let list = shared.snapshot.load();
             for handle in list.handles() {
+                if handle.base_offset() >= end {
+                    return Ok(None);
+                }
                 let Some(segment) = shared.snapshot.pin(handle)? else {
                     continue 'retry;
                 };
@@ -1021,7 +1064,9 @@ impl Log {
                     continue;
                 }
                 if let Some(found) = segment.find_offset_by_timestamp(timestamp, start)? {
-                    return Ok(Some((found.offset, found.timestamp)));
+                    // The first record at or above `timestamp`: every record before it is
+                    // older, so one at or above the end means none the log vouches for.
+                    return Ok((found.offset < end).then_some((found.offset, found.timestamp)));
                 }
             }
             return Ok(None);
@@ -1102,9 +1147,7 @@ impl Log {
             return Ok(());
         }
         let recovery_point = writer.recovery_point;
-        if let Some(checkpoint) = writer.checkpoint.as_mut() {
-            checkpoint.write(recovery_point, offset, None, true)?;
-        }
+        shared.write_checkpoint_durably(&mut writer, recovery_point, offset)?;
         shared.log_start.store(offset, Ordering::Release);
         Ok(())
     }
@@ -1431,6 +1474,27 @@ impl Shared {
         }
     }
 
+    /// The end of what the log answers reads from: the log end offset, or, once a failed
+    /// fsync poisoned the log, no more than the durable offset: the kernel may have dropped the
+    /// pages above it (ARCHITECTURE.md §8, "Failed fsyncs").
+    fn readable_end(&self) -> i64 {
+        let end = self.log_end.get();
+        if self.commit.is_poisoned() {
+            end.min(self.commit.durable_offset())
+        } else {
+            end
+        }
+    }
+
+    /// [`Error::Poisoned`] when the log is poisoned and `offset` is at or above what it still
+    /// answers: no data will come there any more.
+    fn check_readable_above(&self, offset: i64) -> Result<()> {
+        if self.commit.is_poisoned() && offset >= self.readable_end() {
+            return Err(Error::Poisoned);
+        }
+        Ok(())
+    }
+
     /// See [`Log::request_sync`].
     fn request_sync(&self) {
         self.flusher.lock().sync_requested = true;
@@ -1628,7 +1692,7 @@ impl Shared {
         writer.dir_dirty = false;
         // 3. Truncate the segment that holds the new end, and sync it.
         if let Some(segment) = &holder {
-            segment.truncate_to(new_end)?;
+            segment.truncate_to(new_end, self.clock.now_ms())?;
             if segment.is_sealed() {
                 segment.unseal()?;
             }
@@ -1723,8 +1787,13 @@ impl Shared {
         if !due {
             return Ok(());
         }
-        active.offset_index().sync()?;
-        active.time_index().sync()?;
+        if let Err(error) = active
+            .offset_index()
+            .sync()
+            .and_then(|()| active.time_index().sync())
+        {
+            return Err(self.poison_after_failed_sync("syncing the active indexes", error));
+        }
         let mut writer = self.writer.lock();
         // A truncation (or a roll) since `durable` was read makes it stale: the log may since
         // have appended new, unsynced data below it, and the indexes synced above may no
@@ -1759,12 +1828,23 @@ impl Shared {
         if offset <= 0 {
             return Ok(());
         }
+        // Counted before the durability check: a truncation after it may cut below `offset`
+        // and refill past it with unsynced records, and the durable offset read before the
+        // cut would then vouch for them.
+        let truncations = self.truncations.load(Ordering::Acquire);
         if self.commit.durable_offset() < offset {
             self.sync_through(offset - 1)?;
         }
         let mut writer = self.writer.lock();
-        if writer.log_end_offset < offset {
-            // A truncation went below it meanwhile; the pass finds its segments changed.
+        // Under the writer lock, which every truncation holds throughout, both tests see the
+        // log between truncations. A truncation since the count means `offset` may no longer
+        // be a segment's base nor lie below synced bytes; the pass finds its segments changed
+        // and swaps nothing in. The durable offset never moves down without a truncation, so
+        // its test is the invariant itself: no recovery point above what is synced.
+        if self.truncations.load(Ordering::Acquire) != truncations
+            || writer.log_end_offset < offset
+            || self.commit.durable_offset() < offset
+        {
             return Ok(());
         }
         // `offset` is a segment's base, so no index entry of any segment straddles it, and
@@ -1772,11 +1852,39 @@ impl Shared {
         // held in memory never exceeds the durable offset.
         let recovery_point = writer.recovery_point.max(offset);
         let log_start = self.log_start.load(Ordering::Acquire);
-        if let Some(checkpoint) = writer.checkpoint.as_mut() {
-            checkpoint.write(recovery_point, log_start, None, true)?;
-        }
+        self.write_checkpoint_durably(&mut writer, recovery_point, log_start)?;
         writer.recovery_point = recovery_point;
         Ok(())
+    }
+
+    /// Writes a checkpoint slot with `recovery_point` and `log_start` and syncs it. A failed
+    /// sync poisons the log (ARCHITECTURE.md §8, "Failed fsyncs"): the kernel may have dropped
+    /// the slot's pages, so what the file holds is unknown until a reopen reads it. A failed
+    /// write is only returned: the synced slot is never the one written.
+    fn write_checkpoint_durably(
+        &self,
+        writer: &mut Writer,
+        recovery_point: i64,
+        log_start: i64,
+    ) -> Result<()> {
+        let Some(checkpoint) = writer.checkpoint.as_mut() else {
+            return Ok(());
+        };
+        match checkpoint.write_durable(recovery_point, log_start) {
+            Ok(_) => Ok(()),
+            Err(DurableWriteError::Write(error)) => Err(error),
+            Err(DurableWriteError::Sync(error)) => Err(self.poison_after_failed_sync(
+                &format!("syncing {}", checkpoint.path().display()),
+                error,
+            )),
+        }
+    }
+
+    /// Poisons the log after a failed fsync (`what` says which), and returns its error.
+    fn poison_after_failed_sync(&self, what: &str, error: Error) -> Error {
+        log::error!("poisoning {}: {what} failed: {error}", self.dir.display());
+        self.commit.poison();
+        error
     }
 
     fn close_writable(&self) -> Result<()> {

@@ -195,6 +195,9 @@ struct WriterState {
     max_timestamp_so_far: Option<TimestampOffset>,
     /// The first batch's max timestamp (Kafka's `rollingBasedTimestamp`), loaded lazily.
     rolling_based_timestamp: Option<Option<i64>>,
+    /// When the segment was created, or last emptied by a truncation (Kafka's `created`):
+    /// the age a segment whose first batch has no timestamp rolls on.
+    created_ms: i64,
     /// Set when a failed write could not be undone: the file may hold bytes past `size`.
     broken: bool,
     /// How many more entries the offset index and the time index take before they are full
@@ -217,7 +220,6 @@ pub struct Segment {
     offset_index: OffsetIndex,
     time_index: TimeIndex,
     config: SegmentConfig,
-    created_ms: i64,
     role: RwLock<SegmentRole>,
     published_size: AtomicU64,
     published_next_offset: AtomicI64,
@@ -481,7 +483,6 @@ impl Segment {
             offset_index,
             time_index,
             config,
-            created_ms: now_ms,
             role: RwLock::new(role),
             published_size: AtomicU64::new(0),
             published_next_offset: AtomicI64::new(base_offset),
@@ -495,6 +496,7 @@ impl Segment {
                 bytes_since_last_index_entry: 0,
                 max_timestamp_so_far: None,
                 rolling_based_timestamp: Some(None),
+                created_ms: now_ms,
                 broken: false,
                 index_room: None,
             }),
@@ -867,7 +869,7 @@ impl Segment {
             };
             let waited = match rolling_based {
                 Some(first) if first >= 0 => incoming_max_timestamp.saturating_sub(first),
-                _ => now_ms.saturating_sub(self.created_ms),
+                _ => now_ms.saturating_sub(writer.created_ms),
             };
             if waited > self.config.segment_ms - self.config.roll_jitter_ms {
                 return Ok(Some(RollReason::Age));
@@ -1810,8 +1812,8 @@ impl Segment {
             // validated and indexed alike, by their last offset, as Kafka does. A legacy
             // message with a bad CRC is what torn bytes whose magic reads 0 or 1 look like.
             let bytes = walker.batch_bytes(&frame)?;
-            let summary = match Batch::new(bytes) {
-                Ok(batch) => BatchSummary::of(&batch),
+            let summary = match Batch::new(bytes).and_then(|batch| BatchSummary::of(&batch).followable()) {
+                Ok(summary) => summary,
                 Err(what) => break Some(InvalidBytes { position, what }),
             };
             if summary.order_floor() < next_offset {
@@ -1874,7 +1876,10 @@ impl Segment {
 
     /// Removes every batch that holds an offset at or above `offset` (a batch straddling it goes
     /// whole, as in Kafka) and the index entries that point at them. Returns the bytes removed.
-    pub fn truncate_to(&self, offset: i64) -> Result<u64> {
+    ///
+    /// A truncation that empties the segment restarts its roll clock at `now_ms`, as Kafka's
+    /// `LogSegment.truncateTo` does: an empty segment is as young as a new one.
+    pub fn truncate_to(&self, offset: i64, now_ms: i64) -> Result<u64> {
         // Before the writer lock: a mapped reader may take the writer lock (an index rebuild)
         // while it holds the mapping's read lock.
         let _no_readers = self.drop_mapping();
@@ -1912,7 +1917,12 @@ impl Segment {
         }
         writer.max_timestamp_so_far = max_so_far;
         writer.bytes_since_last_index_entry = position - u64::from(last_entry.position);
-        writer.rolling_based_timestamp = if position == 0 { Some(None) } else { None };
+        if position == 0 {
+            writer.rolling_based_timestamp = Some(None);
+            writer.created_ms = now_ms;
+        } else {
+            writer.rolling_based_timestamp = None;
+        }
         self.publish(&writer);
         Ok(removed)
     }
