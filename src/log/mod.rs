@@ -1063,7 +1063,9 @@ impl Log {
                 {
                     continue;
                 }
-                if let Some(found) = segment.find_offset_by_timestamp(timestamp, start)? {
+                if let Some(found) =
+                    segment.find_offset_by_timestamp_below(timestamp, start, end)?
+                {
                     // The first record at or above `timestamp`: every record before it is
                     // older, so one at or above the end means none the log vouches for.
                     return Ok((found.offset < end).then_some((found.offset, found.timestamp)));
@@ -1828,28 +1830,32 @@ impl Shared {
         if offset <= 0 {
             return Ok(());
         }
-        // Counted before the durability check: a truncation after it may cut below `offset`
-        // and refill past it with unsynced records, and the durable offset read before the
-        // cut would then vouch for them.
-        let truncations = self.truncations.load(Ordering::Acquire);
         if self.commit.durable_offset() < offset {
             self.sync_through(offset - 1)?;
         }
         let mut writer = self.writer.lock();
-        // Under the writer lock, which every truncation holds throughout, both tests see the
-        // log between truncations. A truncation since the count means `offset` may no longer
-        // be a segment's base nor lie below synced bytes; the pass finds its segments changed
-        // and swaps nothing in. The durable offset never moves down without a truncation, so
-        // its test is the invariant itself: no recovery point above what is synced.
-        if self.truncations.load(Ordering::Acquire) != truncations
-            || writer.log_end_offset < offset
+        // What was checked above may be stale by now: a truncation below `offset`, then appends
+        // past it, can land between that check and this lock. So the point is judged here,
+        // under the writer lock that every truncation holds throughout, on what makes it safe
+        // rather than on how it was reached: every offset below it is synced (the durable
+        // offset only moves down in a truncation, which lowers it under this lock), and it is
+        // still a segment's base, so no index entry of the active segment (whose indexes a
+        // sync leaves alone) lies below it. Otherwise nothing is recorded; the pass then finds
+        // its segments changed and swaps nothing in.
+        let is_segment_base = self
+            .snapshot
+            .load()
+            .handles()
+            .binary_search_by_key(&offset, |handle| handle.base_offset())
+            .is_ok();
+        if writer.log_end_offset < offset
             || self.commit.durable_offset() < offset
+            || !is_segment_base
         {
             return Ok(());
         }
-        // `offset` is a segment's base, so no index entry of any segment straddles it, and
-        // the sealed segments below it had their indexes synced with their data. The point
-        // held in memory never exceeds the durable offset.
+        // The sealed segments below `offset` had their indexes synced with their data. The
+        // point held in memory never exceeds the durable offset.
         let recovery_point = writer.recovery_point.max(offset);
         let log_start = self.log_start.load(Ordering::Acquire);
         self.write_checkpoint_durably(&mut writer, recovery_point, log_start)?;

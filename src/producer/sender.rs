@@ -9,8 +9,8 @@ use crate::error::Error;
 
 use super::Inner;
 use super::accumulator::PendingBatch;
-use super::handle::Appended;
 use super::config::Acks;
+use super::handle::Appended;
 use crate::format::RECORD_BATCH_OVERHEAD;
 
 /// The longest the sender sleeps while a batch lingers. Linger is measured on the log's clock,

@@ -1568,6 +1568,19 @@ impl Segment {
         timestamp: i64,
         start_offset: i64,
     ) -> Result<Option<TimestampOffset>> {
+        self.find_offset_by_timestamp_below(timestamp, start_offset, i64::MAX)
+    }
+
+    /// [`find_offset_by_timestamp`](Self::find_offset_by_timestamp) among the batches that end
+    /// below `end_offset`: the walk reads no byte of a batch at or above it. A poisoned log
+    /// answers from below its durable offset only, and a failed fsync may have dropped the
+    /// pages above it.
+    pub fn find_offset_by_timestamp_below(
+        &self,
+        timestamp: i64,
+        start_offset: i64,
+        end_offset: i64,
+    ) -> Result<Option<TimestampOffset>> {
         let end = self.size();
         let mut attempt = 0;
         let frame = loop {
@@ -1581,6 +1594,10 @@ impl Segment {
                 Err(error) => return Err(error),
             };
             let from = time_entry.offset.max(start_offset);
+            if from >= end_offset {
+                // The record sought lies at or after `from`.
+                return Ok(None);
+            }
             let found = self.translate_offset(from, end)?;
             // The entry is used like an offset-index entry (DESIGN §3 inv. 6): it must name the
             // batch that holds its timestamp, or records before a damaged entry would be
@@ -1643,6 +1660,9 @@ impl Segment {
                         }));
                     }
                 }
+            }
+            if summary.next_offset() >= end_offset {
+                return Ok(None);
             }
             position += frame.total_size;
         }
@@ -1812,10 +1832,11 @@ impl Segment {
             // validated and indexed alike, by their last offset, as Kafka does. A legacy
             // message with a bad CRC is what torn bytes whose magic reads 0 or 1 look like.
             let bytes = walker.batch_bytes(&frame)?;
-            let summary = match Batch::new(bytes).and_then(|batch| BatchSummary::of(&batch).followable()) {
-                Ok(summary) => summary,
-                Err(what) => break Some(InvalidBytes { position, what }),
-            };
+            let summary =
+                match Batch::new(bytes).and_then(|batch| BatchSummary::of(&batch).followable()) {
+                    Ok(summary) => summary,
+                    Err(what) => break Some(InvalidBytes { position, what }),
+                };
             if summary.order_floor() < next_offset {
                 break Some(InvalidBytes {
                     position,
