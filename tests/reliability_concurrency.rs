@@ -568,6 +568,24 @@ fn fsync_paths() -> Vec<FsyncPath> {
             },
         },
         FsyncPath {
+            name: "compaction's sync of the segment it swapped in",
+            fault: FaultRule::fail(FaultOp::Sync, 1).on_paths_ending_with(".log"),
+            in_background: false,
+            run: |log| {
+                assert!(matches!(log.compact(), Err(Error::Io { .. })));
+            },
+        },
+        FsyncPath {
+            name: "compaction's cleaner checkpoint",
+            fault: FaultRule::fail(FaultOp::Sync, 1)
+                .on_paths_ending_with("partlog.cleaner-checkpoint.tmp"),
+            in_background: false,
+            // The pass itself succeeds: the checkpoint only saves the next open some work.
+            run: |log| {
+                log.compact().unwrap();
+            },
+        },
+        FsyncPath {
             name: "the flusher's sync of the active offset index",
             fault: FaultRule::fail(FaultOp::Sync, 1)
                 .on_paths_ending_with(".index")
