@@ -1594,9 +1594,13 @@ impl Segment {
                 Err(error) => return Err(error),
             };
             let from = time_entry.offset.max(start_offset);
-            if from >= end_offset {
-                // The record sought lies at or after `from`.
-                return Ok(None);
+            if from >= end_offset && end_offset < self.next_offset() {
+                // The entry leads into batches the caller may not read, and it cannot be
+                // checked without reading them: walk from the start instead.
+                match self.translate_offset(start_offset.max(self.base_offset), end)? {
+                    Some((frame, _)) => break frame,
+                    None => return Ok(None),
+                }
             }
             let found = self.translate_offset(from, end)?;
             // The entry is used like an offset-index entry (DESIGN §3 inv. 6): it must name the
