@@ -33,7 +33,7 @@ use partlog::{
 };
 
 #[path = "common/sim_files.rs"]
-#[allow(dead_code)] // only its batch framing serves here
+#[allow(dead_code, reason = "only its batch framing serves here")]
 mod sim_files;
 
 const T0: i64 = 1_700_000_000_000;
