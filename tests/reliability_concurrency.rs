@@ -332,6 +332,15 @@ mod writer_lock_race {
         let active_base = bases[bases.len() - 1];
         let cut = bases[bases.len() - 2] + 1;
         assert!(log.durable_offset() >= active_base);
+        // What the truncation keeps, all durable: each key's latest record below the cut must
+        // outlive the race and the crash, whatever the pass cleaned.
+        let mut latest_kept = std::collections::BTreeMap::new();
+        for record in log.records(0, ReadBound::LogEnd) {
+            let record = record.unwrap();
+            if record.offset < cut {
+                latest_kept.insert(record.key.clone(), (record.offset, record.value.clone()));
+            }
+        }
 
         gate.arm("partlog.checkpoint");
         let truncation = {
@@ -379,6 +388,14 @@ mod writer_lock_race {
                 .iter()
                 .all(|r| r.offset < cut || r.value.as_deref() == Some(b"refill"))
         );
+        for (key, (offset, value)) in latest_kept {
+            assert!(
+                values
+                    .iter()
+                    .any(|r| r.key == key && r.offset == offset && r.value == value),
+                "the durable latest record of {key:?} (offset {offset}) was cleaned away"
+            );
+        }
     }
 }
 

@@ -594,11 +594,15 @@ impl Shared {
             .unwrap_or(self.config.delete_retention_ms);
         let plan = self.plan(cleaner, now_ms, min_lag_ms, false)?;
         stats.uncleanable_from = plan.uncleanable_from;
-        if !plan.segments.is_empty() {
-            // Clean only what is durable and below a recorded recovery point: a pass then
-            // never drops a durable record for a later one that a crash could still lose, and
-            // recovery can tell the gaps it leaves (below the point) from a lost tail (above).
-            self.record_recovery_point_through(plan.schedule.first_uncleanable_offset)?;
+        // Clean only what is durable and below a recorded recovery point: a pass then never
+        // drops a durable record for a later one that a crash could still lose, and recovery
+        // can tell the gaps it leaves (below the point) from a lost tail (above). A truncation
+        // that overtook the plan leaves nothing to clean until the next pass plans again.
+        if !plan.segments.is_empty()
+            && !self.record_recovery_point_through(plan.schedule.first_uncleanable_offset)?
+        {
+            stats.duration = started.elapsed();
+            return Ok(stats);
         }
 
         let mut map = KeyMap {

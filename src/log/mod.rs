@@ -1826,9 +1826,12 @@ impl Shared {
     /// base: every segment it cleans then lies below the recorded point, even after a crash.
     /// (The flusher's recovery-point slots are not synced, so the point held in memory may not
     /// be on disk yet: this always syncs one.)
-    fn record_recovery_point_through(&self, offset: i64) -> Result<()> {
+    ///
+    /// Returns whether every offset below `offset` now lies below a synced recovery point:
+    /// `false` when a truncation overtook the call, and the pass must then clean nothing.
+    fn record_recovery_point_through(&self, offset: i64) -> Result<bool> {
         if offset <= 0 {
-            return Ok(());
+            return Ok(true);
         }
         if self.commit.durable_offset() < offset {
             self.sync_through(offset - 1)?;
@@ -1840,8 +1843,10 @@ impl Shared {
         // rather than on how it was reached: every offset below it is synced (the durable
         // offset only moves down in a truncation, which lowers it under this lock), and it is
         // still a segment's base, so no index entry of the active segment (whose indexes a
-        // sync leaves alone) lies below it. Otherwise nothing is recorded; the pass then finds
-        // its segments changed and swaps nothing in.
+        // sync leaves alone) lies below it. Otherwise nothing is recorded, and the pass must
+        // not go on: its segments may now hold unsynced records that a crash could take back
+        // after the pass dropped older, durable ones for them. (Its own truncation count does
+        // not show a truncation that was under way when it was read.)
         let is_segment_base = self
             .snapshot
             .load()
@@ -1852,7 +1857,7 @@ impl Shared {
             || self.commit.durable_offset() < offset
             || !is_segment_base
         {
-            return Ok(());
+            return Ok(false);
         }
         // The sealed segments below `offset` had their indexes synced with their data. The
         // point held in memory never exceeds the durable offset.
@@ -1860,7 +1865,7 @@ impl Shared {
         let log_start = self.log_start.load(Ordering::Acquire);
         self.write_checkpoint_durably(&mut writer, recovery_point, log_start)?;
         writer.recovery_point = recovery_point;
-        Ok(())
+        Ok(true)
     }
 
     /// Writes a checkpoint slot with `recovery_point` and `log_start` and syncs it. A failed
