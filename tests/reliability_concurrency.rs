@@ -294,6 +294,9 @@ mod writer_lock_race {
     /// make it record a point above the synced bytes: a crash that tears the refill would then put
     /// torn bytes below the recovery point, and the log would not open under `RecoveryMode::Fail`.
     ///
+    /// Nor may the pass go on without the point: it would drop durable records for the
+    /// refill's unsynced ones, and the crash then takes both.
+    ///
     /// The three threads queue on the writer lock as truncate, refill, compact: the truncation is
     /// held at its checkpoint sync (with the writer lock, before it lowers the durable offset), the
     /// refill and then the compaction pass park behind it, and the lock's queue wakes them in that
