@@ -690,8 +690,15 @@ fn a_poisoned_log_answers_nothing_above_its_durable_offset() {
     let late = T0 + 100;
     log.append(&[NewRecord::new(late, Some(b"k"), Some(b"unsynced"))])
         .unwrap();
+    // A reader waiting for the next record when the poison comes learns it will never come.
+    let log = Arc::new(log);
+    let reader = {
+        let log = Arc::clone(&log);
+        std::thread::spawn(move || log.wait_for_data(6, PATIENCE))
+    };
     sim.inject(FaultRule::fail(FaultOp::Sync, 1));
     assert!(log.wait_durable(5).is_err());
+    assert!(matches!(reader.join().unwrap(), Err(Error::Poisoned)));
     assert!(log.stats().poisoned);
     assert_eq!(log.durable_offset(), 5);
 

@@ -864,8 +864,8 @@ impl Log {
     /// there.
     ///
     /// A poisoned log answers nothing above its durable offset: a wait at or above it fails
-    /// with [`Error::Poisoned`] (at once, or when the wait next wakes if the poison comes
-    /// during it), since no append will ever bring the data.
+    /// with [`Error::Poisoned`], at once or as soon as a failed fsync poisons the log during
+    /// the wait, since no append will ever bring the data.
     pub fn wait_for_data(&self, offset: i64, timeout: Duration) -> Result<bool> {
         self.check_open()?;
         let deadline = Instant::now().checked_add(timeout);
@@ -1505,7 +1505,12 @@ impl Shared {
 
     /// Syncs everything published so far, through the group commit, until `offset` is durable.
     fn sync_through(&self, offset: i64) -> Result<()> {
-        self.commit.wait_durable(offset, || self.sync_published())
+        let result = self.commit.wait_durable(offset, || self.sync_published());
+        if result.is_err() && self.commit.is_poisoned() {
+            // Waiters for data above the durable offset will never get it now.
+            self.log_end.wake_all();
+        }
+        result
     }
 
     /// The leader's sync: sealed segments not yet synced (data and indexes), the directory if a
@@ -1895,6 +1900,7 @@ impl Shared {
     fn poison_after_failed_sync(&self, what: &str, error: Error) -> Error {
         log::error!("poisoning {}: {what} failed: {error}", self.dir.display());
         self.commit.poison();
+        self.log_end.wake_all();
         error
     }
 
