@@ -611,7 +611,16 @@ fn walk_segment(
         };
         // A v2 batch (CRC-32C) or a legacy magic 0/1 message (CRC-32), which a log Kafka
         // wrote before 0.11 may hold: each is checked by its own rules.
-        let batch = match Batch::new(bytes) {
+        // A last offset of i64::MAX leaves no next offset (the segment walker refuses it too).
+        let batch = match Batch::new(bytes).and_then(|batch| {
+            if batch.last_offset() == i64::MAX {
+                Err(Corruption::BadHeader(
+                    "the last offset is i64::MAX: no offset can follow it",
+                ))
+            } else {
+                Ok(batch)
+            }
+        }) {
             Ok(batch) => batch,
             Err(what) => {
                 walk.invalid = Some(InvalidAt { position, what });

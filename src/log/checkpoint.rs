@@ -338,6 +338,27 @@ impl CheckpointFile {
         Ok(sequence)
     }
 
+    /// [`write`](Self::write) of a durable record without clean-shutdown fields, telling a
+    /// failed write from a failed sync: after a failed sync the kernel may have dropped the
+    /// slot's pages, which the log must treat as a poisoning failure, while a failed write left
+    /// the synced slot untouched.
+    pub(crate) fn write_durable(
+        &mut self,
+        recovery_point: i64,
+        log_start_offset: i64,
+    ) -> std::result::Result<u64, DurableWriteError> {
+        let sequence = self
+            .write(recovery_point, log_start_offset, None, false)
+            .map_err(DurableWriteError::Write)?;
+        let written = match self.synced_slot {
+            Some(0) => 1,
+            Some(_) | None => 0,
+        };
+        self.file.sync_data().map_err(DurableWriteError::Sync)?;
+        self.synced_slot = Some(written);
+        Ok(sequence)
+    }
+
     /// The sequence of the last record written, or of the newest record read at open (0 if
     /// none): the next write uses the one after it.
     pub fn sequence(&self) -> u64 {
@@ -354,6 +375,15 @@ impl CheckpointFile {
     pub fn path(&self) -> &Path {
         self.file.path()
     }
+}
+
+/// Why [`CheckpointFile::write_durable`] failed.
+#[derive(Debug)]
+pub(crate) enum DurableWriteError {
+    /// Writing the slot failed; the synced slot is untouched.
+    Write(Error),
+    /// Syncing the written slot failed.
+    Sync(Error),
 }
 
 /// `dir/partlog.checkpoint`.

@@ -110,6 +110,7 @@ use crate::segment::{
 };
 use crate::storage::{OpenMode, Storage};
 
+use super::checkpoint::DurableWriteError;
 use super::snapshot::SegmentHandle;
 use super::{Log, PendingDelete, Shared};
 
@@ -600,11 +601,15 @@ impl Shared {
             .unwrap_or(self.config.delete_retention_ms);
         let plan = self.plan(cleaner, now_ms, min_lag_ms, false)?;
         stats.uncleanable_from = plan.uncleanable_from;
-        if !plan.segments.is_empty() {
-            // Clean only what is durable and below a recorded recovery point: a pass then
-            // never drops a durable record for a later one that a crash could still lose, and
-            // recovery can tell the gaps it leaves (below the point) from a lost tail (above).
-            self.record_recovery_point_through(plan.schedule.first_uncleanable_offset)?;
+        // Clean only what is durable and below a recorded recovery point: a pass then never
+        // drops a durable record for a later one that a crash could still lose, and recovery
+        // can tell the gaps it leaves (below the point) from a lost tail (above). A truncation
+        // that overtook the plan leaves nothing to clean until the next pass plans again.
+        if !plan.segments.is_empty()
+            && !self.record_recovery_point_through(plan.schedule.first_uncleanable_offset)?
+        {
+            stats.duration = started.elapsed();
+            return Ok(stats);
         }
 
         let mut map = KeyMap {
@@ -972,15 +977,21 @@ impl Shared {
         // The new segment has only its `.log`: opening it now builds its indexes (off the
         // writer mutex), so that they are on disk for Kafka's tools and the next open. They are
         // derived data, so a failure here only costs a rebuild later.
-        let indexed = self
-            .snapshot
-            .pin(&new_handle)
-            .and_then(|segment| segment.map_or(Ok(()), |segment| segment.flush()));
-        if let Err(error) = indexed {
-            log::warn!(
+        match self.snapshot.pin(&new_handle) {
+            Ok(Some(segment)) => {
+                if let Err(error) = segment.flush() {
+                    // A failed fsync: the kernel may have dropped pages of the segment.
+                    return Err(self.poison_after_failed_sync(
+                        &format!("syncing the compacted segment {base}"),
+                        error,
+                    ));
+                }
+            }
+            Ok(None) => {}
+            Err(error) => log::warn!(
                 "{}: indexing the compacted segment {base} failed: {error}",
                 dir.display()
-            );
+            ),
         }
         Ok(true)
     }
@@ -996,11 +1007,18 @@ impl Shared {
         }
         match write_cleaner_checkpoint(&*self.storage, &self.dir, first_dirty) {
             Ok(()) => *persisted = Some(first_dirty),
-            Err(error) => log::warn!(
+            Err(DurableWriteError::Write(error)) => log::warn!(
                 "{}: could not write {CLEANER_CHECKPOINT_FILE_NAME} (the next open compacts \
                  more): {error}",
                 self.dir.display()
             ),
+            // The directory's pending entries, not only this file's, may be lost.
+            Err(DurableWriteError::Sync(error)) => {
+                let _ = self.poison_after_failed_sync(
+                    &format!("syncing {CLEANER_CHECKPOINT_FILE_NAME}"),
+                    error,
+                );
+            }
         }
     }
 
@@ -1012,7 +1030,10 @@ impl Shared {
         if let Some(first_dirty) = *persisted
             && first_dirty > new_end
         {
-            write_cleaner_checkpoint(&*self.storage, &self.dir, new_end)?;
+            // The truncation poisons the log on any error of its own.
+            write_cleaner_checkpoint(&*self.storage, &self.dir, new_end).map_err(
+                |(DurableWriteError::Write(error) | DurableWriteError::Sync(error))| error,
+            )?;
             *persisted = Some(new_end);
         }
         Ok(())
@@ -1199,20 +1220,31 @@ fn decode_cleaner_checkpoint(bytes: &[u8]) -> Option<i64> {
 
 /// Writes the cleaner checkpoint atomically: a temporary file, fsynced, renamed over the old
 /// one, and the directory fsynced.
-fn write_cleaner_checkpoint(storage: &dyn Storage, dir: &Path, first_dirty: i64) -> Result<()> {
+///
+/// A failed fsync is told apart ([`DurableWriteError::Sync`]): it poisons the log.
+fn write_cleaner_checkpoint(
+    storage: &dyn Storage,
+    dir: &Path,
+    first_dirty: i64,
+) -> std::result::Result<(), DurableWriteError> {
     let temp = dir.join(CLEANER_CHECKPOINT_TEMP_NAME);
-    let file = storage.open(&temp, OpenMode::Create)?;
+    let file = storage
+        .open(&temp, OpenMode::Create)
+        .map_err(DurableWriteError::Write)?;
     let written = file
         .set_len(0)
         .and_then(|()| file.write_all_at(&encode_cleaner_checkpoint(first_dirty), 0))
-        .and_then(|()| file.sync_all());
+        .map_err(DurableWriteError::Write)
+        .and_then(|()| file.sync_all().map_err(DurableWriteError::Sync));
     drop(file);
     if let Err(error) = written {
         remove_quietly(storage, &temp);
         return Err(error);
     }
-    storage.rename(&temp, &dir.join(CLEANER_CHECKPOINT_FILE_NAME))?;
-    storage.sync_dir(dir)
+    storage
+        .rename(&temp, &dir.join(CLEANER_CHECKPOINT_FILE_NAME))
+        .map_err(DurableWriteError::Write)?;
+    storage.sync_dir(dir).map_err(DurableWriteError::Sync)
 }
 
 /// Reads the cleaner checkpoint at open: the first dirty offset to start from (0 when the file

@@ -40,7 +40,7 @@ use crate::segment::{DELETED_SUFFIX, Segment, SegmentRole, rename_segment_files}
 use crate::storage::{FileLock, LockMode, Storage};
 use fetch::ResumePoint;
 
-use checkpoint::{CheckpointFile, CleanShutdown};
+use checkpoint::{CheckpointFile, CleanShutdown, DurableWriteError};
 use group_commit::GroupCommit;
 use snapshot::{SegmentHandle, SegmentList, Snapshot};
 use watermark::Watermark;
@@ -90,6 +90,21 @@ pub struct LogAppendInfo {
     pub log_append_time: Option<i64>,
     /// The size of the batch in bytes.
     pub bytes: usize,
+}
+
+/// How many truncations the log had seen when a batch was appended, read under the writer
+/// lock that the append held: a durability wait that starts from it fails with
+/// [`Error::Truncated`] if a truncation at or below its offset came after the append, even
+/// one that came before the wait began (ARCHITECTURE.md §8, "Acknowledgements").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TruncationEpoch(u64);
+
+impl TruncationEpoch {
+    /// An epoch for tests of code that never waits on a log with it.
+    #[cfg(test)]
+    pub(crate) fn for_tests() -> TruncationEpoch {
+        TruncationEpoch(0)
+    }
 }
 
 /// The appender's state, behind the writer mutex.
@@ -573,9 +588,15 @@ impl Log {
     /// with [`check_new_record`](Self::check_new_record), with the log's codec: the rest of
     /// [`append`](Self::append)'s path (size limit, offsets, roll, flush policy). The bytes stay
     /// the caller's, so that it can reuse the buffer for its next batch.
-    pub(crate) fn append_checked_batch(&self, batch: &mut [u8]) -> Result<LogAppendInfo> {
+    ///
+    /// With the batch's [`TruncationEpoch`], for an `acks=all` wait on its offsets
+    /// ([`durable_since_append`](Self::durable_since_append)).
+    pub(crate) fn append_checked_batch(
+        &self,
+        batch: &mut [u8],
+    ) -> Result<(LogAppendInfo, TruncationEpoch)> {
         self.check_writable()?;
-        self.append_built(batch, self.shared.clock.now_ms())
+        self.append_built_in_epoch(batch, self.shared.clock.now_ms())
     }
 
     /// Asks the flusher thread to run a group-commit sync now, without waiting for it.
@@ -713,6 +734,16 @@ impl Log {
     /// `now` is the log's time for this append (rolling by age, LogAppendTime), read by the
     /// caller.
     fn append_built(&self, batch: &mut [u8], now: i64) -> Result<LogAppendInfo> {
+        self.append_built_in_epoch(batch, now).map(|(info, _)| info)
+    }
+
+    /// [`append_built`](Self::append_built), with the truncation count read under the same
+    /// hold of the writer lock as the append: no truncation can come between the two.
+    fn append_built_in_epoch(
+        &self,
+        batch: &mut [u8],
+        now: i64,
+    ) -> Result<(LogAppendInfo, TruncationEpoch)> {
         let shared = &self.shared;
         let config = &shared.config;
         if batch.len() as u64 > u64::from(config.max_message_bytes) {
@@ -768,6 +799,7 @@ impl Log {
         }
         writer.log_end_offset = last_offset + 1;
         shared.log_end.advance(last_offset + 1);
+        let epoch = TruncationEpoch(shared.truncations.load(Ordering::Acquire));
         let records = u32::try_from(header.records_count).unwrap_or(0);
         // Only appends write these, under the writer mutex: a load and a store each, not the
         // locked read-modify-write of fetch_add.
@@ -801,14 +833,15 @@ impl Log {
         if sync_now {
             shared.sync_through(last_offset)?;
         }
-        Ok(LogAppendInfo {
+        let info = LogAppendInfo {
             first_offset: base_offset,
             last_offset,
             records,
             max_timestamp: log_append_time.unwrap_or(header.max_timestamp),
             log_append_time,
             bytes: batch.len(),
-        })
+        };
+        Ok((info, epoch))
     }
 
     /// Blocks until `offset` is durable, starting or joining a group-commit fsync that covers
@@ -829,6 +862,10 @@ impl Log {
     /// Blocks until the log holds `offset` (the log end offset has moved past it, so a read at
     /// `offset` finds data), or `timeout` passes, or the log closes. Returns whether the data is
     /// there.
+    ///
+    /// A poisoned log answers nothing above its durable offset: a wait at or above it fails
+    /// with [`Error::Poisoned`], at once or as soon as a failed fsync poisons the log during
+    /// the wait, since no append will ever bring the data.
     pub fn wait_for_data(&self, offset: i64, timeout: Duration) -> Result<bool> {
         self.check_open()?;
         let deadline = Instant::now().checked_add(timeout);
@@ -836,10 +873,14 @@ impl Log {
         if shared.live.is_some() {
             return Ok(self.wait_for_live_data(offset, deadline));
         }
-        let end = shared
-            .log_end
-            .wait_above(offset, deadline, || shared.closed.load(Ordering::Acquire));
-        Ok(end > offset)
+        // A poisoned log takes no more appends: what it holds now is all it will hold.
+        shared.check_readable_above(offset)?;
+        shared.log_end.wait_above(offset, deadline, || {
+            shared.closed.load(Ordering::Acquire) || shared.commit.is_poisoned()
+        });
+        // The poison may have come during the wait.
+        shared.check_readable_above(offset)?;
+        Ok(shared.readable_end() > offset)
     }
 
     /// [`wait_for_data`](Self::wait_for_data) on a log another process writes: no append here
@@ -941,12 +982,7 @@ impl Log {
         fetch: &mut FetchData,
     ) -> Result<bool> {
         let shared = &self.shared;
-        let mut end = shared.log_end.get();
-        if shared.commit.is_poisoned() {
-            // A failed fsync may have dropped the pages above the durable offset: serve only
-            // what reached the disk (DESIGN §3.4).
-            end = end.min(self.durable_offset());
-        }
+        let end = shared.readable_end();
         let start = self.log_start_offset();
         if offset > end {
             let truncated_to = shared.truncated_to.load(Ordering::Acquire);
@@ -1036,15 +1072,22 @@ impl Log {
     }
 
     /// Kafka's ListOffsets by timestamp: the first record whose timestamp is at or above
-    /// `timestamp`, as `(offset, timestamp)`, or `None` when every record is older.
+    /// `timestamp`, as `(offset, timestamp)`, or `None` when every record is older. A poisoned
+    /// log answers only from below its durable offset.
     pub fn offset_for_timestamp(&self, timestamp: i64) -> Result<Option<(i64, i64)>> {
         self.check_open()?;
         self.poll_live();
         let shared = &self.shared;
         let start = self.log_start_offset();
+        // Read once: a poisoned log vouches for nothing above its durable offset, and the
+        // answer must not come from there.
+        let end = shared.readable_end();
         'retry: loop {
             let list = shared.snapshot.load();
             for handle in list.handles() {
+                if handle.base_offset() >= end {
+                    return Ok(None);
+                }
                 let Some(segment) = shared.snapshot.pin(handle)? else {
                     continue 'retry;
                 };
@@ -1057,8 +1100,12 @@ impl Log {
                 {
                     continue;
                 }
-                if let Some(found) = segment.find_offset_by_timestamp(timestamp, start)? {
-                    return Ok(Some((found.offset, found.timestamp)));
+                if let Some(found) =
+                    segment.find_offset_by_timestamp_below(timestamp, start, end)?
+                {
+                    // The first record at or above `timestamp`: every record before it is
+                    // older, so one at or above the end means none the log vouches for.
+                    return Ok((found.offset < end).then_some((found.offset, found.timestamp)));
                 }
             }
             return Ok(None);
@@ -1139,9 +1186,7 @@ impl Log {
             return Ok(());
         }
         let recovery_point = writer.recovery_point;
-        if let Some(checkpoint) = writer.checkpoint.as_mut() {
-            checkpoint.write(recovery_point, offset, None, true)?;
-        }
+        shared.write_checkpoint_durably(&mut writer, recovery_point, offset)?;
         shared.log_start.store(offset, Ordering::Release);
         Ok(())
     }
@@ -1468,6 +1513,27 @@ impl Shared {
         }
     }
 
+    /// The end of what the log answers reads from: the log end offset, or, once a failed
+    /// fsync poisoned the log, no more than the durable offset: the kernel may have dropped the
+    /// pages above it (ARCHITECTURE.md §8, "Failed fsyncs").
+    fn readable_end(&self) -> i64 {
+        let end = self.log_end.get();
+        if self.commit.is_poisoned() {
+            end.min(self.commit.durable_offset())
+        } else {
+            end
+        }
+    }
+
+    /// [`Error::Poisoned`] when the log is poisoned and `offset` is at or above what it still
+    /// answers: no data will come there any more.
+    fn check_readable_above(&self, offset: i64) -> Result<()> {
+        if self.commit.is_poisoned() && offset >= self.readable_end() {
+            return Err(Error::Poisoned);
+        }
+        Ok(())
+    }
+
     /// See [`Log::request_sync`].
     fn request_sync(&self) {
         self.flusher.lock().sync_requested = true;
@@ -1476,7 +1542,12 @@ impl Shared {
 
     /// Syncs everything published so far, through the group commit, until `offset` is durable.
     fn sync_through(&self, offset: i64) -> Result<()> {
-        self.commit.wait_durable(offset, || self.sync_published())
+        let result = self.commit.wait_durable(offset, || self.sync_published());
+        if result.is_err() && self.commit.is_poisoned() {
+            // Waiters for data above the durable offset will never get it now.
+            self.log_end.wake_all();
+        }
+        result
     }
 
     /// The leader's sync: sealed segments not yet synced (data and indexes), the directory if a
@@ -1665,7 +1736,7 @@ impl Shared {
         writer.dir_dirty = false;
         // 3. Truncate the segment that holds the new end, and sync it.
         if let Some(segment) = &holder {
-            segment.truncate_to(new_end)?;
+            segment.truncate_to(new_end, self.clock.now_ms())?;
             if segment.is_sealed() {
                 segment.unseal()?;
             }
@@ -1760,8 +1831,13 @@ impl Shared {
         if !due {
             return Ok(());
         }
-        active.offset_index().sync()?;
-        active.time_index().sync()?;
+        if let Err(error) = active
+            .offset_index()
+            .sync()
+            .and_then(|()| active.time_index().sync())
+        {
+            return Err(self.poison_after_failed_sync("syncing the active indexes", error));
+        }
         let mut writer = self.writer.lock();
         // A truncation (or a roll) since `durable` was read makes it stale: the log may since
         // have appended new, unsynced data below it, and the indexes synced above may no
@@ -1792,28 +1868,77 @@ impl Shared {
     /// base: every segment it cleans then lies below the recorded point, even after a crash.
     /// (The flusher's recovery-point slots are not synced, so the point held in memory may not
     /// be on disk yet: this always syncs one.)
-    fn record_recovery_point_through(&self, offset: i64) -> Result<()> {
+    ///
+    /// Returns whether every offset below `offset` now lies below a synced recovery point:
+    /// `false` when a truncation overtook the call, and the pass must then clean nothing.
+    fn record_recovery_point_through(&self, offset: i64) -> Result<bool> {
         if offset <= 0 {
-            return Ok(());
+            return Ok(true);
         }
         if self.commit.durable_offset() < offset {
             self.sync_through(offset - 1)?;
         }
         let mut writer = self.writer.lock();
-        if writer.log_end_offset < offset {
-            // A truncation went below it meanwhile; the pass finds its segments changed.
-            return Ok(());
+        // What was checked above may be stale by now: a truncation below `offset`, then appends
+        // past it, can land between that check and this lock. So the point is judged here,
+        // under the writer lock that every truncation holds throughout, on what makes it safe
+        // rather than on how it was reached: every offset below it is synced (the durable
+        // offset only moves down in a truncation, which lowers it under this lock), and it is
+        // still a segment's base, so no index entry of the active segment (whose indexes a
+        // sync leaves alone) lies below it. Otherwise nothing is recorded, and the pass must
+        // not go on: its segments may now hold unsynced records that a crash could take back
+        // after the pass dropped older, durable ones for them. (Its own truncation count does
+        // not show a truncation that was under way when it was read.)
+        let is_segment_base = self
+            .snapshot
+            .load()
+            .handles()
+            .binary_search_by_key(&offset, |handle| handle.base_offset())
+            .is_ok();
+        if writer.log_end_offset < offset
+            || self.commit.durable_offset() < offset
+            || !is_segment_base
+        {
+            return Ok(false);
         }
-        // `offset` is a segment's base, so no index entry of any segment straddles it, and
-        // the sealed segments below it had their indexes synced with their data. The point
-        // held in memory never exceeds the durable offset.
+        // The sealed segments below `offset` had their indexes synced with their data. The
+        // point held in memory never exceeds the durable offset.
         let recovery_point = writer.recovery_point.max(offset);
         let log_start = self.log_start.load(Ordering::Acquire);
-        if let Some(checkpoint) = writer.checkpoint.as_mut() {
-            checkpoint.write(recovery_point, log_start, None, true)?;
-        }
+        self.write_checkpoint_durably(&mut writer, recovery_point, log_start)?;
         writer.recovery_point = recovery_point;
-        Ok(())
+        Ok(true)
+    }
+
+    /// Writes a checkpoint slot with `recovery_point` and `log_start` and syncs it. A failed
+    /// sync poisons the log (ARCHITECTURE.md §8, "Failed fsyncs"): the kernel may have dropped
+    /// the slot's pages, so what the file holds is unknown until a reopen reads it. A failed
+    /// write is only returned: the synced slot is never the one written.
+    fn write_checkpoint_durably(
+        &self,
+        writer: &mut Writer,
+        recovery_point: i64,
+        log_start: i64,
+    ) -> Result<()> {
+        let Some(checkpoint) = writer.checkpoint.as_mut() else {
+            return Ok(());
+        };
+        match checkpoint.write_durable(recovery_point, log_start) {
+            Ok(_) => Ok(()),
+            Err(DurableWriteError::Write(error)) => Err(error),
+            Err(DurableWriteError::Sync(error)) => Err(self.poison_after_failed_sync(
+                &format!("syncing {}", checkpoint.path().display()),
+                error,
+            )),
+        }
+    }
+
+    /// Poisons the log after a failed fsync (`what` says which), and returns its error.
+    fn poison_after_failed_sync(&self, what: &str, error: Error) -> Error {
+        log::error!("poisoning {}: {what} failed: {error}", self.dir.display());
+        self.commit.poison();
+        self.log_end.wake_all();
+        error
     }
 
     fn close_writable(&self) -> Result<()> {

@@ -574,9 +574,7 @@ impl Shared {
 
         // 1. The new start, durably, before any file goes.
         let recovery_point = writer.recovery_point;
-        if let Some(checkpoint) = writer.checkpoint.as_mut() {
-            checkpoint.write(recovery_point, log_start_offset, None, true)?;
-        }
+        self.write_checkpoint_durably(writer, recovery_point, log_start_offset)?;
         self.log_start.fetch_max(log_start_offset, Ordering::AcqRel);
 
         // 2. Out of the snapshot: no reader finds these segments from now on.
@@ -664,10 +662,11 @@ impl Shared {
             };
             if unsynced.is_empty() {
                 if let Err(error) = self.storage.sync_dir(&self.dir) {
-                    // The group commit syncs the directory again before it reports an offset
-                    // of a new segment durable; a failure there poisons the log.
+                    // Whether the renames (and any new segment's name) reached the disk is
+                    // unknown, and a retry may report success without writing what the kernel
+                    // dropped (ARCHITECTURE.md §8, "Failed fsyncs").
                     writer.dir_dirty = true;
-                    return Err(error);
+                    return Err(self.poison_after_failed_sync("syncing the directory", error));
                 }
                 writer.dir_dirty = false;
                 return Ok(());

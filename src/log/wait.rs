@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::task::{Context, Poll};
 
-use super::{Log, Shared};
+use super::{Log, Shared, TruncationEpoch};
 use crate::error::{Error, Result};
 
 impl Log {
@@ -89,11 +89,27 @@ impl Log {
         }
     }
 
+    /// [`durable`](Self::durable) for an offset of a batch appended in `epoch`: a truncation at
+    /// or below `offset` since that append ends the wait with [`Error::Truncated`], even one
+    /// that came before this call (the offset may hold another record by now). The offset was
+    /// appended, so no range check is made here: a truncation that took it away is reported by
+    /// the first poll.
+    pub(crate) fn durable_since_append(&self, offset: i64, epoch: TruncationEpoch) -> WaitDurable {
+        WaitDurable {
+            shared: Arc::clone(&self.shared),
+            offset,
+            early: None,
+            truncations: epoch.0,
+            sync_requested: false,
+        }
+    }
+
     /// The future form of [`wait_for_data`](Self::wait_for_data), without a timeout (combine it
     /// with your runtime's): resolves once the log holds `offset`, that is once the log end
     /// offset has moved past it, so that a read at `offset` finds data. Resolves to
-    /// [`Error::Closed`] if the log is or becomes closed first. It never blocks the thread that
-    /// polls it.
+    /// [`Error::Closed`] if the log is or becomes closed first, and to [`Error::Poisoned`] when
+    /// the log is poisoned and `offset` is at or above its durable offset (seen at the next
+    /// poll: a poisoned log takes no more appends). It never blocks the thread that polls it.
     pub fn data_available(&self, offset: i64) -> WaitForData {
         WaitForData {
             shared: Arc::clone(&self.shared),
@@ -117,7 +133,7 @@ pub struct WaitDurable {
     offset: i64,
     /// An error found when the future was made, returned by the first poll.
     early: Option<Error>,
-    /// `Shared::truncations` when the future was made.
+    /// `Shared::truncations` when the future was made, or when its offset was appended.
     truncations: u64,
     sync_requested: bool,
 }
@@ -209,7 +225,10 @@ impl WaitForData {
         if self.shared.closed.load(Ordering::Acquire) {
             return Some(Err(Error::Closed));
         }
-        (self.shared.log_end.get() > self.offset).then_some(Ok(()))
+        if let Err(error) = self.shared.check_readable_above(self.offset) {
+            return Some(Err(error));
+        }
+        (self.shared.readable_end() > self.offset).then_some(Ok(()))
     }
 }
 

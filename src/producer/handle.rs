@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 
 use crate::error::Result;
-use crate::log::{Log, WaitDurable};
+use crate::log::{Log, TruncationEpoch, WaitDurable};
 
 /// The outcome of one batch, shared by the handles of its records.
 #[derive(Debug)]
@@ -39,8 +39,19 @@ pub(crate) struct BatchSlot {
 #[derive(Debug, Default)]
 struct SlotState {
     /// The batch's first offset once appended, or why it failed.
-    outcome: Option<Result<i64>>,
+    outcome: Option<Result<Appended>>,
     wakers: Vec<Waker>,
+}
+
+/// Where a batch was appended, and the log's truncation count at that append: an `acks=all`
+/// wait must count truncations from the append, not from the handle's first poll, or a
+/// truncation and a refill in between would acknowledge another record at the same offset.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Appended {
+    /// The batch's first offset.
+    pub first_offset: i64,
+    /// The truncation count under the append's hold of the writer lock.
+    pub epoch: TruncationEpoch,
 }
 
 impl BatchSlot {
@@ -54,7 +65,7 @@ impl BatchSlot {
 
     /// Records the batch's outcome and wakes every handle waiting on it. Only the first call
     /// counts: a batch is appended or failed once.
-    pub fn complete(&self, outcome: Result<i64>) {
+    pub fn complete(&self, outcome: Result<Appended>) {
         let wakers = {
             let mut state = self.state.lock();
             if state.outcome.is_some() {
@@ -68,10 +79,10 @@ impl BatchSlot {
         }
     }
 
-    fn poll_outcome(&self, cx: &mut Context<'_>) -> Poll<Result<i64>> {
+    fn poll_outcome(&self, cx: &mut Context<'_>) -> Poll<Result<Appended>> {
         let mut state = self.state.lock();
         match &state.outcome {
-            Some(Ok(first_offset)) => Poll::Ready(Ok(*first_offset)),
+            Some(Ok(appended)) => Poll::Ready(Ok(*appended)),
             Some(Err(error)) => Poll::Ready(Err(error.duplicate())),
             None => {
                 if !state.wakers.iter().any(|w| w.will_wake(cx.waker())) {
@@ -339,12 +350,12 @@ impl Future for SendHandle {
                 HandleState::Queued { slot, index } => match slot.poll_outcome(cx) {
                     Poll::Pending => return Poll::Pending,
                     Poll::Ready(Err(error)) => HandleState::Done(Err(error)),
-                    Poll::Ready(Ok(first_offset)) => {
-                        let offset = first_offset + *index;
+                    Poll::Ready(Ok(appended)) => {
+                        let offset = appended.first_offset + *index;
                         match &slot.durable_log {
                             Some(log) => HandleState::Durable {
                                 offset,
-                                wait: log.durable(offset),
+                                wait: log.durable_since_append(offset, appended.epoch),
                             },
                             None => HandleState::Done(Ok(offset)),
                         }
@@ -382,6 +393,15 @@ mod tests {
     use super::*;
     use crate::error::Error;
 
+    /// A batch appended at `first_offset`, for slots with no log behind them (the epoch then
+    /// serves nothing).
+    fn appended_at(first_offset: i64) -> Appended {
+        Appended {
+            first_offset,
+            epoch: TruncationEpoch::for_tests(),
+        }
+    }
+
     #[test]
     fn a_thread_waiting_again_and_again_registers_once() {
         let mut slot = SlotIssuer::new(BatchSlot::new(None));
@@ -390,7 +410,7 @@ mod tests {
             assert!(handle.wait_timeout(Duration::ZERO).is_none());
         }
         assert_eq!(slot.state.lock().wakers.len(), 1);
-        slot.complete(Ok(40));
+        slot.complete(Ok(appended_at(40)));
         assert!(slot.state.lock().wakers.is_empty());
         assert_eq!(handle.wait_timeout(Duration::ZERO).unwrap().unwrap(), 43);
     }
@@ -406,7 +426,7 @@ mod tests {
             source: std::io::Error::from_raw_os_error(5),
         }));
         // A later outcome changes nothing: a batch is appended or failed once.
-        slot.complete(Ok(0));
+        slot.complete(Ok(appended_at(0)));
         for handle in handles {
             match handle.wait() {
                 Err(Error::Io { path, source }) => {
@@ -435,7 +455,7 @@ mod tests {
         assert_eq!(issuer.refs().load(Ordering::SeqCst), 10 + issuer.held);
         // The issuer goes first (the sender drops it once the batch is done): the handles
         // keep the slot, and its outcome, alive.
-        issuer.complete(Ok(100));
+        issuer.complete(Ok(appended_at(100)));
         let last = handles.pop().unwrap();
         drop(issuer);
         assert_eq!(last.refs_for_tests(), 10);
@@ -460,7 +480,7 @@ mod tests {
                 .into_iter()
                 .map(|chunk| std::thread::spawn(move || drop(chunk)))
                 .collect();
-            issuer.complete(Ok(0));
+            issuer.complete(Ok(appended_at(0)));
             drop(issuer);
             for thread in threads {
                 thread.join().unwrap();

@@ -10,6 +10,7 @@ use crate::error::Error;
 use super::Inner;
 use super::accumulator::PendingBatch;
 use super::config::Acks;
+use super::handle::Appended;
 use crate::format::RECORD_BATCH_OVERHEAD;
 
 /// The longest the sender sleeps while a batch lingers. Linger is measured on the log's clock,
@@ -72,7 +73,7 @@ fn append(inner: &Inner, batch: PendingBatch) {
         spent_buffer = Some(bytes);
         result
     });
-    if let Ok(info) = &result
+    if let Ok((info, _)) = &result
         && inner.config.acks == Acks::All
         && inner.log.durable_offset() <= info.last_offset
     {
@@ -87,7 +88,7 @@ fn append(inner: &Inner, batch: PendingBatch) {
         acc.used_memory = acc.used_memory.saturating_sub(reserved);
         acc.completed_seq = seq + 1;
         match &result {
-            Ok(info) => {
+            Ok((info, _)) => {
                 acc.last_appended_offset = acc.last_appended_offset.max(info.last_offset);
                 acc.counters.records_appended += records as u64;
                 acc.counters.batches_appended += 1;
@@ -107,7 +108,10 @@ fn append(inner: &Inner, batch: PendingBatch) {
         }
     }
     inner.progress.notify_all();
-    slot.complete(result.map(|info| info.first_offset));
+    slot.complete(result.map(|(info, epoch)| Appended {
+        first_offset: info.first_offset,
+        epoch,
+    }));
 }
 
 /// Runs when the sender's loop ends: fails whatever is still queued (nothing is, unless the

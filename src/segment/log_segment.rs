@@ -214,6 +214,9 @@ struct WriterState {
     max_timestamp_so_far: Option<TimestampOffset>,
     /// The first batch's max timestamp (Kafka's `rollingBasedTimestamp`), loaded lazily.
     rolling_based_timestamp: Option<Option<i64>>,
+    /// When the segment was created, or last emptied by a truncation (Kafka's `created`):
+    /// the age a segment whose first batch has no timestamp rolls on.
+    created_ms: i64,
     /// Set when a failed write could not be undone: the file may hold bytes past `size`.
     broken: bool,
     /// How many more entries the offset index and the time index take before they are full
@@ -236,7 +239,6 @@ pub struct Segment {
     offset_index: OffsetIndex,
     time_index: TimeIndex,
     config: SegmentConfig,
-    created_ms: i64,
     role: RwLock<SegmentRole>,
     published_size: AtomicU64,
     published_next_offset: AtomicI64,
@@ -506,7 +508,6 @@ impl Segment {
             offset_index,
             time_index,
             config,
-            created_ms: now_ms,
             role: RwLock::new(role),
             published_size: AtomicU64::new(0),
             published_next_offset: AtomicI64::new(base_offset),
@@ -521,6 +522,7 @@ impl Segment {
                 bytes_since_last_index_entry: 0,
                 max_timestamp_so_far: None,
                 rolling_based_timestamp: Some(None),
+                created_ms: now_ms,
                 broken: false,
                 index_room: None,
             }),
@@ -893,7 +895,7 @@ impl Segment {
             };
             let waited = match rolling_based {
                 Some(first) if first >= 0 => incoming_max_timestamp.saturating_sub(first),
-                _ => now_ms.saturating_sub(self.created_ms),
+                _ => now_ms.saturating_sub(writer.created_ms),
             };
             if waited > self.config.segment_ms - self.config.roll_jitter_ms {
                 return Ok(Some(RollReason::Age));
@@ -1711,10 +1713,28 @@ impl Segment {
         timestamp: i64,
         start_offset: i64,
     ) -> Result<Option<TimestampOffset>> {
+        self.find_offset_by_timestamp_below(timestamp, start_offset, i64::MAX)
+    }
+
+    /// [`find_offset_by_timestamp`](Self::find_offset_by_timestamp) among the batches that end
+    /// below `end_offset`: the walk reads no byte of a batch at or above it. A poisoned log
+    /// answers from below its durable offset only, and a failed fsync may have dropped the
+    /// pages above it. Races with a truncation end as in `find_offset_by_timestamp`.
+    pub fn find_offset_by_timestamp_below(
+        &self,
+        timestamp: i64,
+        start_offset: i64,
+        end_offset: i64,
+    ) -> Result<Option<TimestampOffset>> {
         let mut tries = 0;
         loop {
             let view = self.read_view();
-            let error = match self.find_offset_by_timestamp_once(timestamp, start_offset, view) {
+            let error = match self.find_offset_by_timestamp_once(
+                timestamp,
+                start_offset,
+                end_offset,
+                view,
+            ) {
                 Err(error) => error,
                 found => return found,
             };
@@ -1731,12 +1751,13 @@ impl Segment {
         }
     }
 
-    /// One try of [`find_offset_by_timestamp`](Self::find_offset_by_timestamp), up to what
-    /// `view` saw published.
+    /// One try of [`find_offset_by_timestamp_below`](Self::find_offset_by_timestamp_below), up
+    /// to what `view` saw published.
     fn find_offset_by_timestamp_once(
         &self,
         timestamp: i64,
         start_offset: i64,
+        end_offset: i64,
         view: ReadView,
     ) -> Result<Option<TimestampOffset>> {
         let end = view.end;
@@ -1752,6 +1773,14 @@ impl Segment {
                 Err(error) => return Err(error),
             };
             let from = time_entry.offset.max(start_offset);
+            if from >= end_offset && end_offset < self.next_offset() {
+                // The entry leads into batches the caller may not read, and it cannot be
+                // checked without reading them: walk from the start instead.
+                match self.translate_offset(start_offset.max(self.base_offset), view)? {
+                    Some((frame, _)) => break frame,
+                    None => return Ok(None),
+                }
+            }
             let found = self.translate_offset(from, view)?;
             // The entry is used like an offset-index entry (DESIGN §3 inv. 6): it must name the
             // batch that holds its timestamp, or records before a damaged entry would be
@@ -1814,6 +1843,9 @@ impl Segment {
                         }));
                     }
                 }
+            }
+            if summary.next_offset() >= end_offset {
+                return Ok(None);
             }
             position += frame.total_size;
         }
@@ -1990,10 +2022,11 @@ impl Segment {
             // validated and indexed alike, by their last offset, as Kafka does. A legacy
             // message with a bad CRC is what torn bytes whose magic reads 0 or 1 look like.
             let bytes = walker.batch_bytes(&frame)?;
-            let summary = match Batch::new(bytes) {
-                Ok(batch) => BatchSummary::of(&batch),
-                Err(what) => break Some(InvalidBytes { position, what }),
-            };
+            let summary =
+                match Batch::new(bytes).and_then(|batch| BatchSummary::of(&batch).followable()) {
+                    Ok(summary) => summary,
+                    Err(what) => break Some(InvalidBytes { position, what }),
+                };
             if summary.order_floor() < next_offset {
                 break Some(InvalidBytes {
                     position,
@@ -2054,7 +2087,10 @@ impl Segment {
 
     /// Removes every batch that holds an offset at or above `offset` (a batch straddling it goes
     /// whole, as in Kafka) and the index entries that point at them. Returns the bytes removed.
-    pub fn truncate_to(&self, offset: i64) -> Result<u64> {
+    ///
+    /// A truncation that empties the segment restarts its roll clock at `now_ms`, as Kafka's
+    /// `LogSegment.truncateTo` does: an empty segment is as young as a new one.
+    pub fn truncate_to(&self, offset: i64, now_ms: i64) -> Result<u64> {
         // Before the writer lock: a mapped reader may take the writer lock (an index rebuild)
         // while it holds the mapping's read lock.
         let _no_readers = self.drop_mapping();
@@ -2094,7 +2130,12 @@ impl Segment {
         }
         writer.max_timestamp_so_far = max_so_far;
         writer.bytes_since_last_index_entry = position - u64::from(last_entry.position);
-        writer.rolling_based_timestamp = if position == 0 { Some(None) } else { None };
+        if position == 0 {
+            writer.rolling_based_timestamp = Some(None);
+            writer.created_ms = now_ms;
+        } else {
+            writer.rolling_based_timestamp = None;
+        }
         self.publish(&writer);
         Ok(removed)
     }

@@ -284,7 +284,7 @@ fn truncate_to_removes_whole_batches_and_appends_continue() {
     let written = fill(&segment, 0, 30);
     // Offset 40 is inside batch 13 (offsets 39..=41): the whole batch goes.
     let kept: u64 = written[..13].iter().map(|b| b.len() as u64).sum();
-    let removed = segment.truncate_to(40).unwrap();
+    let removed = segment.truncate_to(40, 0).unwrap();
     assert_eq!(segment.size(), kept);
     assert_eq!(
         removed,
@@ -303,7 +303,7 @@ fn truncate_to_removes_whole_batches_and_appends_continue() {
     assert_eq!(read.first_offset, 39);
     assert_eq!(header(&buf).compression().unwrap(), Compression::Zstd);
     // Truncating past the end removes nothing.
-    assert_eq!(segment.truncate_to(1000).unwrap(), 0);
+    assert_eq!(segment.truncate_to(1000, 0).unwrap(), 0);
 }
 
 /// In a compacted segment the batch removed may follow a gap: the end must be the offset after
@@ -329,9 +329,9 @@ fn truncate_after_a_gap_ends_after_the_last_batch_kept() {
     assert_eq!(segment.truncation_point(12).unwrap(), 10);
     assert_eq!(segment.truncation_point(40).unwrap(), 32);
 
-    segment.truncate_to(30).unwrap();
+    segment.truncate_to(30, 0).unwrap();
     assert_eq!(segment.next_offset(), 23);
-    segment.truncate_to(20).unwrap();
+    segment.truncate_to(20, 0).unwrap();
     assert_eq!(segment.next_offset(), 14);
     segment.seal().unwrap();
     segment.flush().unwrap();
@@ -347,7 +347,7 @@ fn truncate_after_a_gap_ends_after_the_last_batch_kept() {
     assert_eq!(reopened.next_offset(), 14);
     drop(reopened);
     segment.unseal().unwrap();
-    segment.truncate_to(12).unwrap();
+    segment.truncate_to(12, 0).unwrap();
     assert_eq!(segment.next_offset(), 10);
     assert_eq!(segment.size(), 0);
 }
@@ -494,7 +494,7 @@ fn roll_conditions_follow_kafka() {
         Some(RollReason::OffsetIndexFull | RollReason::TimeIndexFull)
     ));
     // The room should_roll remembers follows a truncation that empties the indexes.
-    segment.truncate_to(1).unwrap();
+    segment.truncate_to(1, 0).unwrap();
     assert_eq!(segment.offset_index().entries(), 0);
     assert_eq!(segment.should_roll(10, T0, 2, T0).unwrap(), None);
 }

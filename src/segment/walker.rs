@@ -56,12 +56,38 @@ impl BatchSummary {
     }
 
     /// Reads the summary from the start of a batch whose frame says `magic`.
+    ///
+    /// A batch whose last offset overflows, or is `i64::MAX`, is corruption: no offset can
+    /// follow it, so the segment's next offset would wrap to `i64::MIN`, and recovery would
+    /// take the log for one that ends below its start and delete it. Appends never get there
+    /// (they would need 2^63 offsets), so only damaged or hostile bytes say so.
     pub fn parse(bytes: &[u8], magic: i8) -> Result<BatchSummary, Corruption> {
-        if magic == 2 {
-            BatchHeader::parse(bytes).map(|header| BatchSummary::of_v2(&header))
+        let summary = if magic == 2 {
+            let header = BatchHeader::parse(bytes)?;
+            if header
+                .base_offset
+                .checked_add(i64::from(header.last_offset_delta))
+                .is_none()
+            {
+                return Err(Corruption::BadHeader("the last offset overflows i64"));
+            }
+            BatchSummary::of_v2(&header)
         } else {
-            LegacyHeader::parse(bytes).map(|header| BatchSummary::of_legacy(&header))
+            BatchSummary::of_legacy(&LegacyHeader::parse(bytes)?)
+        };
+        summary.followable()
+    }
+
+    /// The summary, or corruption when its last offset is `i64::MAX` (see
+    /// [`parse`](Self::parse)): every walk that sets a segment's next offset from file bytes
+    /// goes through here.
+    pub fn followable(self) -> Result<BatchSummary, Corruption> {
+        if self.last_offset == i64::MAX {
+            return Err(Corruption::BadHeader(
+                "the last offset is i64::MAX: no offset can follow it",
+            ));
         }
+        Ok(self)
     }
 
     pub fn of(batch: &Batch<'_>) -> BatchSummary {
@@ -71,9 +97,11 @@ impl BatchSummary {
         }
     }
 
-    /// The offset after the batch.
+    /// The offset after the batch. A summary from [`parse`](Self::parse) never ends at
+    /// `i64::MAX`; one built from a checked batch view may, and then saturates rather than
+    /// wraps to `i64::MIN`.
     pub fn next_offset(&self) -> i64 {
-        self.last_offset.wrapping_add(1)
+        self.last_offset.saturating_add(1)
     }
 
     /// The lowest offset the batch is known to hold without decompressing it: what offset-order
