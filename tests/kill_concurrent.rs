@@ -8,14 +8,21 @@
 //! - a compaction thread running `Log::compact` passes;
 //!
 //! and prints to stdout each acknowledged-durable record (`ack <offset> <key> <value>`) as it is
-//! acknowledged, and each completed operation (`truncate <new end>`, `delete <offset>`,
-//! `compact`). The parent SIGKILLs it once it has seen a number of acknowledgements and at least
-//! one of each operation (a condition, not a sleep), reopens the log under
-//! `RecoveryMode::Fail`, and checks that every acknowledged record is there with its key and
-//! value, unless a completed operation removed it: a truncation below it or a deletion above it
-//! printed after its acknowledgement, or, for the repeating keys only, a compaction pass printed
-//! after it. Each round continues the directory the last one left, so later children also start
-//! from a recovered log. Records found at the start of a round count as acknowledged.
+//! acknowledged, each operation as it starts (`truncating <offset>`, `deleting <offset>`,
+//! `compacting`) and as it completes (`truncate <new end>`, `delete <offset>`, `compact`). The
+//! parent SIGKILLs it once it has seen a number of acknowledgements and at least one of each
+//! completed operation (a condition, not a sleep), reopens the log under `RecoveryMode::Fail`,
+//! and checks that every acknowledged record is there with its key and value, unless a completed
+//! operation removed it: a truncation below it or a deletion above it printed after its
+//! acknowledgement, or, for the repeating keys only, a compaction pass printed after it.
+//!
+//! An operation the kill caught between its two lines may have taken effect or not: a
+//! truncation to `t` may have removed what lies at or above `t` (or the reopened log end, if
+//! lower: a batch that straddles `t` goes whole), a deletion before `d` what lies below `d`, and
+//! a compaction pass any record of a repeating key. Every record the log holds, acknowledged or
+//! not, must be one the child wrote, whole. Each round continues the directory the last one
+//! left, so later children also start from a recovered log; the records found at the start of a
+//! round count as acknowledged.
 //!
 //! Why a lock: a truncation reuses offsets, so the order of the lines must be the order of the
 //! events. Writers and the producer hold a read lock from append to print, truncation and
@@ -117,6 +124,20 @@ fn acknowledged_records_survive_sigkill_under_concurrent_writes_and_ops() {
             ),
         };
         let held = read_all(&log);
+        apply_in_flight(&mut acked, in_flight(&lines), log.log_end_offset());
+        // Acknowledged or not, every record is one the child wrote, whole.
+        for (offset, (key, value)) in &held {
+            let n = value
+                .split(':')
+                .nth(1)
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(u64::MAX);
+            assert!(
+                *value == value_for(key, n),
+                "round {round} (seed {seed}): record {offset} ({key}) holds {value:?}, which the \
+                 child never wrote"
+            );
+        }
         for (offset, (key, value)) in &acked {
             assert_eq!(
                 held.get(offset),
@@ -156,7 +177,49 @@ fn apply_line(acked: &mut BTreeMap<i64, (String, String)>, line: &str) {
         // A pass may have removed any record of a repeating key acknowledged before it, never
         // one of a key written once.
         (Some("compact"), None, None, None) => acked.retain(|_, (key, _)| !key.starts_with('p')),
+        // An operation starting: only its completion removes anything for certain.
+        (Some("truncating" | "deleting"), Some(_), None, None) | (Some("compacting"), None, ..) => {
+        }
         _ => panic!("an unexpected line from the child: {line:?}"),
+    }
+}
+
+/// The operations the kill may have caught between their start and completion lines: the last
+/// `truncating` or `deleting` line if no completion follows it (one runs at a time), and the last
+/// `compacting` likewise.
+fn in_flight(lines: &[String]) -> Vec<&str> {
+    let mut ops = Vec::new();
+    for (started, done) in [("truncating ", "truncate "), ("deleting ", "delete ")] {
+        let last_start = lines.iter().rposition(|line| line.starts_with(started));
+        let last_done = lines.iter().rposition(|line| line.starts_with(done));
+        if let Some(start) = last_start
+            && last_done.is_none_or(|done| done < start)
+        {
+            ops.push(lines[start].as_str());
+        }
+    }
+    let last_start = lines.iter().rposition(|line| line == "compacting");
+    let last_done = lines.iter().rposition(|line| line == "compact");
+    if last_start.is_some_and(|start| last_done.is_none_or(|done| done < start)) {
+        ops.push("compacting");
+    }
+    ops
+}
+
+/// Applies operations the kill caught half-way: what they may have removed need not be there.
+/// `end` is the reopened log's end offset.
+fn apply_in_flight(acked: &mut BTreeMap<i64, (String, String)>, ops: Vec<&str>, end: i64) {
+    for op in ops {
+        let mut words = op.split(' ');
+        match (words.next(), words.next().map(|word| word.parse::<i64>())) {
+            (Some("truncating"), Some(Ok(to))) => {
+                let from = to.min(end);
+                acked.retain(|&offset, _| offset < from);
+            }
+            (Some("deleting"), Some(Ok(to))) => acked.retain(|&offset, _| offset >= to),
+            (Some("compacting"), None) => acked.retain(|_, (key, _)| !key.starts_with('p')),
+            _ => panic!("not an operation: {op:?}"),
+        }
     }
 }
 
@@ -206,6 +269,7 @@ fn run_and_kill(dir: &Path, round: u64, acks_wanted: u64) -> Vec<String> {
             "truncate" => truncates += 1,
             "delete" => deletes += 1,
             "compact" => compactions += 1,
+            "truncating" | "deleting" | "compacting" => {}
             _ => continue,
         }
         lines.push(line.to_owned());
@@ -322,6 +386,7 @@ fn run_child(dir: &Path) -> ! {
         std::thread::spawn(move || {
             for pass in 1.. {
                 acks.wait_for(pass * ACKS_PER_OP);
+                say("compacting");
                 log.compact().unwrap_or_else(|error| fail("compact", error));
                 say("compact");
             }
@@ -333,12 +398,14 @@ fn run_child(dir: &Path) -> ! {
         let (start, end) = (log.log_start_offset(), log.log_end_offset());
         if op % 2 == 1 {
             let to = (end - 1 - (op as i64 % 5)).max(start);
+            say(&format!("truncating {to}"));
             let new_end = log
                 .truncate_to(to)
                 .unwrap_or_else(|error| fail("truncate_to", error));
             say(&format!("truncate {new_end}"));
         } else {
             let to = (start + 1 + (op as i64 % 7)).min(end);
+            say(&format!("deleting {to}"));
             log.delete_records_before(to)
                 .unwrap_or_else(|error| fail("delete_records_before", error));
             say(&format!("delete {to}"));

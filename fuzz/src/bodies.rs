@@ -19,8 +19,8 @@ use partlog::unstable::checkpoint::{
 };
 use partlog::unstable::format::KAFKA_LZ4_FRAME_HEADER;
 use partlog::unstable::{
-    Clock, ManualClock, OffsetIndex, OpenMode, SegmentConfig, SegmentFileKind, SimStorage,
-    Storage, TimeIndex, segment_file_path,
+    Clock, ManualClock, OffsetIndex, OpenMode, SegmentConfig, SegmentFileKind, SimStorage, Storage,
+    TimeIndex, segment_file_path,
 };
 use partlog::{
     AnyBatchIter, Batch, BatchView, CleanupPolicy, Error, LegacyBatchView, LegacyHeader, Log,
@@ -466,8 +466,9 @@ impl<'a> Bytes<'a> {
     }
 }
 
-/// Target `checkpoint_decode`: after a 1-byte prefix, the bytes as `partlog.checkpoint` or (bit
-/// 1) `partlog.cleaner-checkpoint`. Bit 0 recomputes the CRCs, so that mutations reach the field
+/// Target `checkpoint_decode`: after a 1-byte prefix, the bytes as `partlog.checkpoint`, or as
+/// `partlog.cleaner-checkpoint` when bit 1 is set. Bit 0 recomputes the CRCs, so that mutations
+/// reach the field
 /// rules rather than stopping at the checksum. A valid slot re-encodes to its own bytes, the
 /// file's reader picks the record FORMAT.md §6.2 names, and a log opens over any checkpoint
 /// (bit 2: a log with segments; else the file alone) under `RecoveryMode::Fail`, keeps every
@@ -487,13 +488,21 @@ pub fn checkpoint_decode(data: &[u8]) {
         }
     }
     if file.len() != CHECKPOINT_SLOT_SIZE {
-        assert!(decode_slot(&file).is_none(), "a slot of {} bytes", file.len());
+        assert!(
+            decode_slot(&file).is_none(),
+            "a slot of {} bytes",
+            file.len()
+        );
     }
     let slots = [0, 1].map(|n| {
         let bytes = file.get(n * CHECKPOINT_SLOT_SIZE..(n + 1) * CHECKPOINT_SLOT_SIZE)?;
         let record = decode_slot(bytes)?;
         // One encoding per record: a valid slot is exactly what the encoder writes for it.
-        assert_eq!(&encode_slot(&record)[..], bytes, "slot {n} re-encodes differently");
+        assert_eq!(
+            &encode_slot(&record)[..],
+            bytes,
+            "slot {n} re-encodes differently"
+        );
         Some(record)
     });
     let newest = match slots {
@@ -532,7 +541,11 @@ pub fn checkpoint_decode(data: &[u8]) {
             );
             return;
         };
-        assert_eq!(written.ok(), Some(next), "write {round} after sequence {sequence}");
+        assert_eq!(
+            written.ok(),
+            Some(next),
+            "write {round} after sequence {sequence}"
+        );
         let expected = CheckpointRecord {
             sequence: next,
             recovery_point: 7,
@@ -650,7 +663,11 @@ fn checkpoint_under_log(file: &[u8], newest: Option<CheckpointRecord>) {
         // No segment can begin at such a start offset, so the log cannot start over there: the
         // open is refused, and must not have removed anything first.
         Err(error) if checkpoint_start > i64::MAX - i64::from(i32::MAX) => {
-            assert_eq!(storage.list(dir).ok(), files, "a refused open removed files");
+            assert_eq!(
+                storage.list(dir).ok(),
+                files,
+                "a refused open removed files"
+            );
             assert!(matches!(error, Error::Unsupported { .. }), "{error:?}");
             return;
         }
@@ -758,7 +775,9 @@ fn cleaner_checkpoint(flags: u8, mut file: Vec<u8>) {
     match log.compaction_schedule() {
         Ok(schedule) => assert_eq!(
             schedule.first_dirty_offset,
-            recorded.filter(|&first_dirty| first_dirty <= end).unwrap_or(0),
+            recorded
+                .filter(|&first_dirty| first_dirty <= end)
+                .unwrap_or(0),
             "first dirty offset of cleaner checkpoint {recorded:?}"
         ),
         Err(error) => panic!("compaction_schedule failed: {error}"),
@@ -892,7 +911,9 @@ fn snappy_raw(data: &[u8]) -> Vec<u8> {
 
 /// `data` in snappy-java's xerial stream framing, 32 KiB per block.
 fn snappy_xerial(data: &[u8]) -> Vec<u8> {
-    let mut out = vec![0x82, b'S', b'N', b'A', b'P', b'P', b'Y', 0, 0, 0, 0, 1, 0, 0, 0, 1];
+    let mut out = vec![
+        0x82, b'S', b'N', b'A', b'P', b'P', b'Y', 0, 0, 0, 0, 1, 0, 0, 0, 1,
+    ];
     for chunk in data.chunks(32 * 1024) {
         let block = snappy_raw(chunk);
         out.extend_from_slice(&(block.len() as i32).to_be_bytes());
@@ -964,7 +985,10 @@ fn check_legacy_view(view: &LegacyBatchView<'_>) -> (Vec<LegacyRecord>, Option<E
     let (records, error) = legacy_records(view);
     if header.is_compressed() {
         for pair in records.windows(2) {
-            assert!(pair[0].0 < pair[1].0, "inner offsets out of order: {pair:?}");
+            assert!(
+                pair[0].0 < pair[1].0,
+                "inner offsets out of order: {pair:?}"
+            );
         }
         for record in &records {
             assert!(
@@ -1040,6 +1064,17 @@ pub fn legacy_message_set(data: &[u8]) {
     }
 }
 
+/// An inner message `legacy_message_set` encoded into a wrapper.
+struct InnerMessage<'a> {
+    /// The offset stored in the message (absolute for magic 0, relative for magic 1).
+    stored: i64,
+    timestamp: i64,
+    key: Option<&'a [u8]>,
+    value: Option<&'a [u8]>,
+    /// Marked compressed itself, which no reader may accept inside a wrapper.
+    nested: bool,
+}
+
 /// The `legacy_message_set` form that builds a compressed wrapper (see there for `mode`).
 fn legacy_wrapper(mode: u8, input: &mut Bytes<'_>) {
     let magic = (mode >> 1) & 1;
@@ -1053,8 +1088,7 @@ fn legacy_wrapper(mode: u8, input: &mut Bytes<'_>) {
         high => i64::from(high) << 24,
     };
     let offset_choice = input.byte();
-    // The inner messages: (stored offset, timestamp, key, value, compressed itself).
-    let mut inner: Vec<(i64, i64, Option<&[u8]>, Option<&[u8]>, bool)> = Vec::new();
+    let mut inner: Vec<InnerMessage<'_>> = Vec::new();
     let mut set = Vec::new();
     if raw_inner {
         set = input.0.to_vec();
@@ -1080,10 +1114,16 @@ fn legacy_wrapper(mode: u8, input: &mut Bytes<'_>) {
             let nested = step == 0xff;
             let attributes = if nested { 3 } else { 0 };
             legacy_message(&mut set, magic, stored, attributes, timestamp, key, value);
-            inner.push((stored, timestamp, key, value, nested));
+            inner.push(InnerMessage {
+                stored,
+                timestamp,
+                key,
+                value,
+                nested,
+            });
         }
     }
-    let last_stored = inner.last().map_or(0, |message| message.0);
+    let last_stored = inner.last().map_or(0, |message| message.stored);
     let kafka_offset = if magic == 0 {
         last_stored
     } else {
@@ -1142,16 +1182,18 @@ fn legacy_wrapper(mode: u8, input: &mut Bytes<'_>) {
     let mut expected = Vec::new();
     let mut refused = inner.is_empty() || absolute_base.is_none();
     if let Some(base) = absolute_base {
-        for &(stored, timestamp, key, value, nested) in &inner {
+        for message in &inner {
             let offset = if magic == 0 {
-                Some(stored)
+                Some(message.stored)
             } else {
-                base.checked_add(stored)
+                base.checked_add(message.stored)
             };
             let Some(offset) = offset.filter(|&offset| {
-                !nested
+                !message.nested
                     && offset <= wrapper_offset
-                    && expected.last().is_none_or(|last: &LegacyRecord| offset > last.0)
+                    && expected
+                        .last()
+                        .is_none_or(|last: &LegacyRecord| offset > last.0)
             }) else {
                 refused = true;
                 break;
@@ -1159,13 +1201,13 @@ fn legacy_wrapper(mode: u8, input: &mut Bytes<'_>) {
             let timestamp = match (magic, log_append_time) {
                 (0, _) => -1,
                 (_, true) => wrapper_timestamp,
-                (_, false) => timestamp,
+                (_, false) => message.timestamp,
             };
             expected.push((
                 offset,
                 timestamp,
-                key.map(<[u8]>::to_vec),
-                value.map(<[u8]>::to_vec),
+                message.key.map(<[u8]>::to_vec),
+                message.value.map(<[u8]>::to_vec),
             ));
         }
     }

@@ -417,7 +417,10 @@ impl Broker {
             .join(KEPT_LOGS_DIR);
         let binary = std::env::current_exe()
             .ok()
-            .and_then(|exe| exe.file_stem().map(|stem| stem.to_string_lossy().into_owned()))
+            .and_then(|exe| {
+                exe.file_stem()
+                    .map(|stem| stem.to_string_lossy().into_owned())
+            })
             .unwrap_or_else(|| "test".into());
         let thread = std::thread::current()
             .name()
@@ -428,13 +431,18 @@ impl Broker {
             .map_or(0, |since| since.as_secs());
         let dir = root.join(format!("{binary}-{thread}-{stamp}-{}", std::process::id()));
         if let Err(error) = std::fs::create_dir_all(&dir) {
-            eprintln!("broker: cannot keep the server logs in {}: {error}", dir.display());
+            eprintln!(
+                "broker: cannot keep the server logs in {}: {error}",
+                dir.display()
+            );
             return;
         }
         let mut files = vec![self.config_path()];
         files.extend((1..=self.starts).map(|start| self.server_log_path_of(start)));
         for file in files {
-            let Some(name) = file.file_name() else { continue };
+            let Some(name) = file.file_name() else {
+                continue;
+            };
             if let Err(error) = std::fs::copy(&file, dir.join(name)) {
                 eprintln!("broker: cannot keep {}: {error}", file.display());
             }
