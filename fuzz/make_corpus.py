@@ -130,10 +130,13 @@ def main():
         return body + struct.pack(">I", crc32c(body))
 
     # Start offsets inside, at and beyond the 12 records the log holds, and the clean-shutdown
-    # fields of its last segment (base 9; the size is the fuzzer's to find).
+    # fields its close writes (the last segment: base 9, 694 bytes, end 12), so that opens take
+    # the clean path too, with the other fields mutated around them.
     write("checkpoint_decode", "log-start-inside", b"\x05" + slot(9, 12, 4) + bytes(512))
     write("checkpoint_decode", "log-start-beyond", b"\x05" + slot(9, 12, 20) + bytes(512))
-    write("checkpoint_decode", "log-clean-fields", b"\x05" + slot(9, 12, 0, (9, 700, 12)) + bytes(512))
+    write("checkpoint_decode", "log-clean-fields", b"\x05" + slot(9, 12, 0, (9, 694, 12)) + bytes(512))
+    write("checkpoint_decode", "log-clean-start-inside", b"\x05" + slot(9, 3, 7, (9, 694, 12)) + bytes(512))
+    write("checkpoint_decode", "log-clean-start-beyond", b"\x05" + bytes(512) + slot(9, 12, 13, (9, 694, 12)))
     write("checkpoint_decode", "max-sequence", b"\x00" + slot(2**64 - 1, 0, 0) + slot(1, 0, 0))
     # FORMAT.md §6.3's worked example, then the same record above the log end and negative.
     for name, first_dirty in (("cleaner-4", 4), ("cleaner-beyond", 40), ("cleaner-negative", -1)):
