@@ -109,6 +109,83 @@ def main():
     write("log_ops", "delete-before-reopen", bytes([0, 2, 50, 0, 1, 50, 4, 5, 5, 9, 2, 2, 4, 1, 2, 0]))
     write("log_ops", "too-large", bytes([0, 3, 255, 0, 0, 1, 2, 4]))
 
+    # checkpoint_decode: flags bit 0 recomputes CRCs, bit 1 the cleaner checkpoint, bit 2 a log
+    # under the partlog.checkpoint (see checkpoint_decode in bodies.rs). The golden checkpoint
+    # files as they are, with CRCs recomputed, under a log, and torn; a fresh (zeroed) file.
+    for case in sorted((FIXTURES / "checkpoint").iterdir()):
+        if not case.is_dir():
+            continue
+        data = (case / "partlog.checkpoint").read_bytes()
+        write("checkpoint_decode", f"{case.name}", b"\x00" + data)
+        write("checkpoint_decode", f"{case.name}-crc", b"\x01" + data)
+        write("checkpoint_decode", f"{case.name}-log", b"\x05" + data)
+        write("checkpoint_decode", f"{case.name}-torn", b"\x00" + data[:700])
+    write("checkpoint_decode", "zeroed", b"\x00" + bytes(1024))
+    write("checkpoint_decode", "zeroed-log", b"\x04" + bytes(1024))
+
+    def slot(sequence, recovery_point, start, clean=None):
+        flags = 1 if clean else 0
+        body = b"PLCK" + struct.pack(">HHQqq", 1, flags, sequence, recovery_point, start)
+        body += struct.pack(">qQq", *(clean or (0, 0, 0))) + bytes(452)
+        return body + struct.pack(">I", crc32c(body))
+
+    # Start offsets inside, at and beyond the 12 records the log holds, and the clean-shutdown
+    # fields its close writes (the last segment: base 9, 694 bytes, end 12), so that opens take
+    # the clean path too, with the other fields mutated around them.
+    write("checkpoint_decode", "log-start-inside", b"\x05" + slot(9, 12, 4) + bytes(512))
+    write("checkpoint_decode", "log-start-beyond", b"\x05" + slot(9, 12, 20) + bytes(512))
+    write("checkpoint_decode", "log-clean-fields", b"\x05" + slot(9, 12, 0, (9, 694, 12)) + bytes(512))
+    write("checkpoint_decode", "log-clean-start-inside", b"\x05" + slot(9, 3, 7, (9, 694, 12)) + bytes(512))
+    write("checkpoint_decode", "log-clean-start-beyond", b"\x05" + bytes(512) + slot(9, 12, 13, (9, 694, 12)))
+    write("checkpoint_decode", "max-sequence", b"\x00" + slot(2**64 - 1, 0, 0) + slot(1, 0, 0))
+    # FORMAT.md §6.3's worked example, then the same record above the log end and negative.
+    for name, first_dirty in (("cleaner-4", 4), ("cleaner-beyond", 40), ("cleaner-negative", -1)):
+        body = b"PLCC" + struct.pack(">HHq", 1, 0, first_dirty)
+        write("checkpoint_decode", name, b"\x02" + body + struct.pack(">I", crc32c(body)))
+        write("checkpoint_decode", name + "-crc", b"\x03" + body + bytes(4))
+    write("checkpoint_decode", "cleaner-short", b"\x03" + b"PLCC" + bytes(12))
+
+    # legacy_message_set: bit 0 clear, a message set (bit 1: CRCs recomputed): each legacy
+    # fixture's messages one by one and as a run. Bit 0 set, a wrapper built by the body from
+    # the fields that follow: (mode, wrapper timestamp, first offset, offset choice, count,
+    # then per message: step, timestamp, key length + key, value length + value).
+    for log in LOGS:
+        if log.parent.name != "legacy":
+            continue
+        data = log.read_bytes()
+        for position, frame in frames(data):
+            write("legacy_message_set", f"{log.stem}-at-{position}", b"\x00" + frame)
+        run = list(frames(data))
+        run_end = max((p + len(f) for p, f in run if p + len(f) <= 4096), default=0)
+        write("legacy_message_set", f"{log.stem}-run", b"\x00" + data[:run_end])
+        write("legacy_message_set", f"{log.stem}-run-crc", b"\x02" + data[:run_end])
+    messages = bytes([2, 5, 1, ord("a"), 1, ord("1"), 2, 6, 255, 3]) + b"xyz" + bytes([3, 7, 1, ord("c"), 0])
+    for magic in (0, 1):
+        for codec in range(4):
+            for extra in (0, 0x10):
+                mode = 1 | (magic << 1) | (codec << 2) | (extra if magic else 0)
+                write("legacy_message_set", f"wrapper-m{magic}-c{codec}-{extra:x}",
+                      bytes([mode, 9, 3, 0, 3]) + messages)
+    # The wrapper offset 0 and off by a few; a repeated inner offset; a nested wrapper; an
+    # offset near i64's end; inner messages from raw bytes (a legacy fixture's run).
+    write("legacy_message_set", "wrapper-offset-zero", bytes([1 | 2 | 12, 9, 3, 2, 3]) + messages)
+    write("legacy_message_set", "wrapper-offset-low", bytes([1 | 2 | 12, 9, 3, 3 | (20 << 2), 3]) + messages)
+    write("legacy_message_set", "wrapper-repeated", bytes([1 | 12, 9, 3, 0, 2, 2, 5, 1, 97, 1, 49, 0, 5, 1, 98, 1, 50]))
+    write("legacy_message_set", "wrapper-nested", bytes([1 | 2 | 12, 9, 3, 0, 2, 2, 5, 1, 97, 1, 49, 255, 5, 1, 98, 1, 50]))
+    write("legacy_message_set", "wrapper-high", bytes([1 | 2 | 12, 9, 255, 0, 3]) + messages)
+    v1 = (FIXTURES / "legacy" / "v1.log").read_bytes()
+    write("legacy_message_set", "wrapper-raw-inner", bytes([1 | 2 | 12 | 0x20, 9, 3, 0]) + v1[:300])
+
+
+def crc32c(data):
+    """CRC-32C (Castagnoli), bit by bit."""
+    crc = 0xFFFFFFFF
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+    return crc ^ 0xFFFFFFFF
+
 
 if __name__ == "__main__":
     main()

@@ -47,3 +47,17 @@ fn artifacts_replay_clean() {
         replay("artifacts", target, body);
     }
 }
+
+/// `checkpoint_decode` found (on the golden `extreme_values` checkpoint under a log) that a
+/// checkpoint naming log start offset i64::MAX made open delete every segment (Kafka's "the log
+/// ends below its start" rule) and only then fail to create one at that base: each later open
+/// failed too, with the data gone. The open must be refused before anything is removed.
+#[test]
+fn checkpoint_start_beyond_any_segment_base_is_refused_before_segments_go() {
+    let input = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fuzz/artifacts/checkpoint_decode/start-offset-beyond-any-segment-base");
+    let input = std::fs::read(input).expect("the committed regression input");
+    // Prefix 5: the checkpoint is recomputed into a log of 12 records (checkpoint_decode).
+    assert_eq!(input.first(), Some(&5));
+    bodies::checkpoint_decode(&input);
+}

@@ -160,6 +160,18 @@ pub(crate) fn recover(
     recovered.log_start_offset = checkpoint_start.max(first_base);
     if recovered.active.next_offset() < recovered.log_start_offset && !read_only {
         // Kafka's rule: a log that ends below its start offset lost what it held; start over.
+        // Only at a base a segment can have: a start offset no segment can begin at comes from
+        // a damaged checkpoint, and is refused before any segment goes.
+        if recovered.log_start_offset > i64::MAX - i64::from(i32::MAX) {
+            return Err(Error::Unsupported {
+                what: format!(
+                    "{} names log start offset {}, above any segment's base offset (at most \
+                     i64::MAX - i32::MAX); remove the file to recover from the segments",
+                    super::checkpoint::checkpoint_path(dir).display(),
+                    recovered.log_start_offset
+                ),
+            });
+        }
         log::warn!(
             "{}: the log ends at {} below its start offset {}; starting an empty log there",
             dir.display(),

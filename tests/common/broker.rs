@@ -55,8 +55,11 @@
 //!   group id) and `__transaction_state-0` (transactional produce), one partition each. The log
 //!   dir also holds `__cluster_metadata-0` (KRaft) and Kafka's checkpoint files.
 //!
-//! Nothing here is timed: the waits are bounded ([`READY_TIMEOUT`], [`STOP_TIMEOUT`],
-//! [`CLIENT_TIMEOUT`]) so a hung JVM fails a test instead of stalling the suite. A `Broker` that
+//! Nothing here is timed: the waits are bounded ([`ready_timeout`], [`stop_timeout`],
+//! [`CLIENT_TIMEOUT`]) so a hung JVM fails a test instead of stalling the suite. Each start
+//! prints how long it took (stderr: `--nocapture` shows it). A test that fails (panics) with a
+//! `Broker` alive keeps its server logs (see [`KEPT_LOGS_DIR`]) and prints where, with the
+//! current log's last lines. A `Broker` that
 //! is dropped while running is killed (SIGKILL), so a failing test leaves no JVM behind; when
 //! `PARTLOG_BROKER_PID_DIR` is set (run.sh sets it), each broker's pid is also recorded there, so
 //! run.sh can kill what a killed test process left.
@@ -75,14 +78,23 @@ use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// How long a start may take until the broker answers (JVM start, storage load, and after a
-/// SIGKILL the expiry of the old broker session). About 5 s on an idle 2-core machine.
+/// SIGKILL the expiry of the old broker session) on a machine that is not overloaded. About 5 s
+/// on an idle 2-core machine. [`ready_timeout`] scales it with the load.
 pub const READY_TIMEOUT: Duration = Duration::from_secs(120);
-/// How long a clean shutdown (SIGTERM) may take before [`Broker::stop`] gives up and kills.
-/// About 2 s normally.
+/// The most [`ready_timeout`] allows, however loaded the machine: a broker that is not ready by
+/// then hangs, and fails the test with its log.
+pub const MAX_READY_TIMEOUT: Duration = Duration::from_secs(360);
+/// How long a clean shutdown (SIGTERM) may take before [`Broker::stop`] gives up and kills,
+/// on a machine that is not overloaded. About 2 s normally. [`stop_timeout`] scales it.
 pub const STOP_TIMEOUT: Duration = Duration::from_secs(60);
+/// The most [`stop_timeout`] allows.
+pub const MAX_STOP_TIMEOUT: Duration = Duration::from_secs(180);
+/// Where a failed test's broker logs are kept: `$PARTLOG_CACHE/broker-logs` (.ci/run sets
+/// `PARTLOG_CACHE`), else this directory under Cargo's target tmp dir.
+pub const KEPT_LOGS_DIR: &str = "broker-logs";
 /// How long one `client.py` run may take; it bounds its own waits at 60 s.
 pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -225,7 +237,7 @@ impl Broker {
     /// [`Broker::restart`]). Its config and logs go to `work_dir`.
     ///
     /// # Panics
-    /// When formatting fails, or the broker exits or is not ready within [`READY_TIMEOUT`]
+    /// When formatting fails, or the broker exits or is not ready within [`ready_timeout`]
     /// (with the tail of its log in the message).
     pub fn start_with_log_dir(env: &'static BrokerEnv, work_dir: &Path, log_dir: &Path) -> Broker {
         std::fs::create_dir_all(work_dir).expect("create the broker's work dir");
@@ -298,7 +310,7 @@ impl Broker {
             .arg("--config")
             .arg(self.config_path());
         let (status, stdout, stderr) =
-            run_with_timeout(command, None, READY_TIMEOUT, "StorageTool");
+            run_with_timeout(command, None, ready_timeout(), "StorageTool");
         assert!(
             status.success(),
             "formatting {} failed ({status}):\n{stdout}\n{stderr}",
@@ -311,7 +323,7 @@ impl Broker {
     /// ApiVersions request. Its log goes to a new `server-<n>.log`.
     ///
     /// # Panics
-    /// If the broker is running, or it exits or is not ready within [`READY_TIMEOUT`].
+    /// If the broker is running, or it exits or is not ready within [`ready_timeout`].
     pub fn restart(&mut self) {
         if let Err(exited) = self.try_restart() {
             panic!(
@@ -326,7 +338,8 @@ impl Broker {
     /// dir's `.lock` (see [`LOCK_FAILED_LINE`]). [`Broker::server_log`] then has its whole log.
     ///
     /// # Panics
-    /// If the broker is running, or it neither exits nor is ready within [`READY_TIMEOUT`].
+    /// If the broker is running, or it neither exits nor is ready within [`ready_timeout`]
+    /// (re-read while waiting, so a load that rises during the start extends it).
     pub fn try_restart(&mut self) -> Result<(), StartupExit> {
         assert!(!self.is_running(), "restart of a broker that is running");
         self.starts += 1;
@@ -343,29 +356,108 @@ impl Broker {
             .unwrap_or_else(|error| panic!("cannot start the broker: {error}"));
         record_pid(child.id());
         self.child = Some(child);
-        let deadline = Instant::now() + READY_TIMEOUT;
+        let started = Instant::now();
+        let mut limit = ready_timeout();
         loop {
             if let Some(status) = self.child_mut().try_wait().expect("poll the broker") {
                 let pid = self.child_mut().id();
                 self.child = None;
                 forget_pid(pid);
+                self.report_start(started, limit, &format!("exited ({status})"));
                 return Err(StartupExit {
                     status,
                     log_tail: self.server_log_tail(60),
                 });
             }
             if self.server_log().contains(STARTED_LINE) && self.answers() {
+                self.report_start(started, limit, "ready");
                 return Ok(());
             }
-            if Instant::now() >= deadline {
+            limit = limit.max(ready_timeout());
+            if started.elapsed() >= limit {
                 self.kill();
+                self.report_start(started, limit, "NOT READY (killed)");
                 panic!(
-                    "the broker was not ready within {READY_TIMEOUT:?}; its log ends:\n{}",
+                    "the broker was not ready within {limit:?} ({}); its log ends:\n{}",
+                    load_description(),
                     self.server_log_tail(60)
                 );
             }
             std::thread::sleep(Duration::from_millis(100));
         }
+    }
+
+    /// Prints how start number `self.starts` went and how long it took, so that the broker
+    /// stage's output shows how close each start came to its limit.
+    fn report_start(&self, started: Instant, limit: Duration, outcome: &str) {
+        let took = started.elapsed();
+        let slow = if took > READY_TIMEOUT {
+            format!(", over the {READY_TIMEOUT:?} an unloaded machine allows")
+        } else {
+            String::new()
+        };
+        eprintln!(
+            "broker: start {} {outcome} after {:.1} s (limit {:.0} s{slow}; {}); log {}",
+            self.starts,
+            took.as_secs_f64(),
+            limit.as_secs_f64(),
+            load_description(),
+            self.server_log_path().display()
+        );
+    }
+
+    /// Copies every server log of this broker, and its config, out of the test's work dir
+    /// (which the test's temporary directory takes with it) into a directory of their own under
+    /// [`KEPT_LOGS_DIR`], and prints where, with the last 50 lines of the current log. Never
+    /// panics: it runs while a failing test unwinds.
+    pub fn keep_logs(&self) {
+        let root = std::env::var_os("PARTLOG_CACHE")
+            .filter(|dir| !dir.is_empty())
+            .map_or_else(|| PathBuf::from(env!("CARGO_TARGET_TMPDIR")), PathBuf::from)
+            .join(KEPT_LOGS_DIR);
+        let binary = std::env::current_exe()
+            .ok()
+            .and_then(|exe| {
+                exe.file_stem()
+                    .map(|stem| stem.to_string_lossy().into_owned())
+            })
+            .unwrap_or_else(|| "test".into());
+        let thread = std::thread::current()
+            .name()
+            .unwrap_or("main")
+            .replace("::", ".");
+        let stamp = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |since| since.as_secs());
+        let dir = root.join(format!("{binary}-{thread}-{stamp}-{}", std::process::id()));
+        if let Err(error) = std::fs::create_dir_all(&dir) {
+            eprintln!(
+                "broker: cannot keep the server logs in {}: {error}",
+                dir.display()
+            );
+            return;
+        }
+        let mut files = vec![self.config_path()];
+        files.extend((1..=self.starts).map(|start| self.server_log_path_of(start)));
+        for file in files {
+            let Some(name) = file.file_name() else {
+                continue;
+            };
+            if let Err(error) = std::fs::copy(&file, dir.join(name)) {
+                eprintln!("broker: cannot keep {}: {error}", file.display());
+            }
+        }
+        let log = std::fs::read(self.server_log_path())
+            .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+            .unwrap_or_default();
+        let lines: Vec<&str> = log.lines().collect();
+        eprintln!(
+            "broker: the test failed; its broker's server logs are kept in {}\nbroker: the \
+             last 50 lines of server-{}.log:\n{}",
+            dir.display(),
+            self.starts,
+            lines[lines.len().saturating_sub(50)..].join("\n")
+        );
     }
 
     fn child_mut(&mut self) -> &mut Child {
@@ -391,7 +483,7 @@ impl Broker {
     /// closes every log and writes `.kafka_cleanshutdown`. Returns the exit status.
     ///
     /// # Panics
-    /// If the broker is not running, or does not exit within [`STOP_TIMEOUT`] (it is then
+    /// If the broker is not running, or does not exit within [`stop_timeout`] (it is then
     /// killed, and the message holds the tail of its log).
     pub fn stop(&mut self) -> ExitStatus {
         let pid = self.child_mut().id();
@@ -400,17 +492,20 @@ impl Broker {
             .status()
             .expect("run kill");
         assert!(sent.success(), "kill -s TERM {pid} failed: {sent}");
-        let deadline = Instant::now() + STOP_TIMEOUT;
+        let started = Instant::now();
+        let mut limit = stop_timeout();
         loop {
             if let Some(status) = self.child_mut().try_wait().expect("poll the broker") {
                 self.child = None;
                 forget_pid(pid);
                 return status;
             }
-            if Instant::now() >= deadline {
+            limit = limit.max(stop_timeout());
+            if started.elapsed() >= limit {
                 self.kill();
                 panic!(
-                    "the broker did not shut down within {STOP_TIMEOUT:?}; its log ends:\n{}",
+                    "the broker did not shut down within {limit:?} ({}); its log ends:\n{}",
+                    load_description(),
                     self.server_log_tail(60)
                 );
             }
@@ -627,7 +722,60 @@ impl Broker {
 impl Drop for Broker {
     fn drop(&mut self) {
         self.kill();
+        // A failing test: its work dir goes with its temporary directory, so the logs that
+        // explain the failure are copied out first.
+        if std::thread::panicking() && self.starts > 0 {
+            self.keep_logs();
+        }
     }
+}
+
+/// The 1-minute load average per CPU, at least 1: how many times slower than on an unloaded
+/// machine a start can be expected to be.
+fn load_factor() -> f64 {
+    (load_average() / cpus() as f64).max(1.0)
+}
+
+/// The 1-minute load average (0 where `/proc/loadavg` cannot be read).
+fn load_average() -> f64 {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|text| text.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0.0)
+}
+
+fn cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
+}
+
+/// "load 15.2 on 2 CPUs", for messages.
+fn load_description() -> String {
+    format!("load {:.1} on {} CPUs", load_average(), cpus())
+}
+
+/// `base` times [`load_factor`], at most `max`; `PARTLOG_BROKER_TIMEOUT_SCALE` (a number)
+/// replaces the load factor, to reproduce a loaded machine's limits.
+fn scaled_timeout(base: Duration, max: Duration) -> Duration {
+    let factor = std::env::var("PARTLOG_BROKER_TIMEOUT_SCALE")
+        .ok()
+        .and_then(|scale| scale.parse::<f64>().ok())
+        .filter(|scale| scale.is_finite() && *scale > 0.0)
+        .unwrap_or_else(load_factor);
+    base.mul_f64(factor).min(max)
+}
+
+/// How long a start may take now: [`READY_TIMEOUT`] times the load per CPU, at most
+/// [`MAX_READY_TIMEOUT`]. Under load average 15 on 2 cores the broker tests took 255-280 s in
+/// all, and a fixed 120 s per start was the suspect of a failure seen once; the cap still
+/// fails a start that hangs.
+pub fn ready_timeout() -> Duration {
+    scaled_timeout(READY_TIMEOUT, MAX_READY_TIMEOUT)
+}
+
+/// How long a clean shutdown may take now: [`STOP_TIMEOUT`] scaled as [`ready_timeout`] is,
+/// at most [`MAX_STOP_TIMEOUT`].
+pub fn stop_timeout() -> Duration {
+    scaled_timeout(STOP_TIMEOUT, MAX_STOP_TIMEOUT)
 }
 
 /// A broker that exited during startup ([`Broker::try_restart`]).

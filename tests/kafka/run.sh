@@ -114,6 +114,9 @@ export PARTLOG_BROKER=1
 # The tests' temporary directories go under the scratch directory too, so a killed test leaves
 # nothing behind either.
 mkdir -p "$scratch/tmp"
+# --nocapture: each broker start prints its duration and limit (tests/common/broker.rs), so a
+# slow machine shows how close the starts came to their limit; a failing test also prints where
+# its broker's server logs were kept ($PARTLOG_CACHE/broker-logs) and their last lines.
 TMPDIR="$scratch/tmp" run timeout 1200 cargo test "${locked[@]}" --all-features "${targets[@]}" -- \
-  --test-threads="${PARTLOG_BROKER_TEST_THREADS:-1}"
+  --test-threads="${PARTLOG_BROKER_TEST_THREADS:-1}" --nocapture
 echo "== broker tests done in $(($(date +%s) - start))s"
