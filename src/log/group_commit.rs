@@ -22,11 +22,11 @@
 //! A failed sync poisons the log (DESIGN §3.4): the kernel may have dropped the dirty pages it
 //! failed to write, so nothing later may be reported durable until the log is reopened.
 
+use crate::sync::atomic::{AtomicBool, Ordering};
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use parking_lot::{Condvar, Mutex};
+use crate::sync::{Condvar, Mutex};
 
 use super::watermark::Watermark;
 use crate::error::{Error, Result};
@@ -208,7 +208,7 @@ impl GroupCommit {
     /// Called by a new leader (in flight, lock held): waits until the writers of the last round,
     /// but itself, wait for offsets a sync would cover, for at most a quarter of the last sync
     /// (see the [module docs](self)). Waiters arriving meanwhile find a sync in flight and sleep.
-    fn gather(&self, state: &mut parking_lot::MutexGuard<'_, LeaderState>) {
+    fn gather(&self, state: &mut crate::sync::MutexGuard<'_, LeaderState>) {
         let target = state.last_round_writers.saturating_sub(1);
         if target == 0
             || self.max_gather.is_zero()
@@ -266,8 +266,8 @@ impl GroupCommit {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
+    use crate::sync::Arc;
+    use crate::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
     use std::time::Duration;
 
     #[test]
@@ -279,13 +279,13 @@ mod tests {
             .map(|t| {
                 let (commit, end, syncs) =
                     (Arc::clone(&commit), Arc::clone(&end), Arc::clone(&syncs));
-                std::thread::spawn(move || {
+                crate::sync::thread::spawn(move || {
                     for i in 0..50 {
                         let offset = end.fetch_add(1, Ordering::SeqCst);
                         commit
                             .wait_durable(offset, || {
                                 syncs.fetch_add(1, Ordering::SeqCst);
-                                std::thread::sleep(Duration::from_micros(200));
+                                crate::sync::thread::sleep(Duration::from_micros(200));
                                 Ok(end.load(Ordering::SeqCst))
                             })
                             .unwrap();
@@ -317,7 +317,7 @@ mod tests {
                 if syncs.fetch_add(1, Ordering::SeqCst) == 0 {
                     // The first sync read its target (1) before the followers appended.
                     while !release.load(Ordering::SeqCst) {
-                        std::thread::yield_now();
+                        crate::sync::thread::yield_now();
                     }
                     return Ok(1);
                 }
@@ -326,21 +326,21 @@ mod tests {
         };
         let leader = {
             let (commit, sync) = (Arc::clone(&commit), sync.clone());
-            std::thread::spawn(move || commit.wait_durable(0, sync))
+            crate::sync::thread::spawn(move || commit.wait_durable(0, sync))
         };
         while syncs.load(Ordering::SeqCst) == 0 {
-            std::thread::yield_now();
+            crate::sync::thread::yield_now();
         }
         let followers: Vec<_> = (0..FOLLOWERS)
             .map(|_| {
                 let offset = end.fetch_add(1, Ordering::SeqCst);
                 let (commit, sync) = (Arc::clone(&commit), sync.clone());
-                std::thread::spawn(move || commit.wait_durable(offset, sync))
+                crate::sync::thread::spawn(move || commit.wait_durable(offset, sync))
             })
             .collect();
         // Every follower is asleep behind the first sync before it ends.
         while commit.leader.lock().waiting.values().sum::<usize>() < FOLLOWERS {
-            std::thread::yield_now();
+            crate::sync::thread::yield_now();
         }
         release.store(true, Ordering::SeqCst);
         leader.join().unwrap().unwrap();
@@ -381,10 +381,10 @@ mod tests {
         };
         let leader = {
             let (commit, sync) = (Arc::clone(&commit), sync.clone());
-            std::thread::spawn(move || commit.wait_durable(0, sync))
+            crate::sync::thread::spawn(move || commit.wait_durable(0, sync))
         };
         while commit.leader.lock().gather_target.is_none() {
-            std::thread::yield_now();
+            crate::sync::thread::yield_now();
         }
         assert_eq!(
             syncs.load(Ordering::SeqCst),
@@ -395,7 +395,7 @@ mod tests {
             .map(|_| {
                 let offset = end.fetch_add(1, Ordering::SeqCst);
                 let (commit, sync) = (Arc::clone(&commit), sync.clone());
-                std::thread::spawn(move || commit.wait_durable(offset, sync))
+                crate::sync::thread::spawn(move || commit.wait_durable(offset, sync))
             })
             .collect();
         leader.join().unwrap().unwrap();
@@ -428,10 +428,10 @@ mod tests {
         let commit = Arc::new(after_a_round(4, Duration::from_secs(3600)));
         let leader = {
             let commit = Arc::clone(&commit);
-            std::thread::spawn(move || commit.wait_durable(0, || Ok(1)))
+            crate::sync::thread::spawn(move || commit.wait_durable(0, || Ok(1)))
         };
         while commit.leader.lock().gather_target.is_none() {
-            std::thread::yield_now();
+            crate::sync::thread::yield_now();
         }
         commit.poison();
         assert!(matches!(leader.join().unwrap(), Err(Error::Poisoned)));

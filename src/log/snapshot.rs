@@ -10,11 +10,11 @@
 //! - Sealed segments are opened on first use and closed again, least recently used first, when
 //!   more than `max_open` are open: descriptors stay O(1) in the number of segments.
 
+use crate::sync::Arc;
+use crate::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
-use parking_lot::{Mutex, RwLock};
+use crate::sync::{Mutex, RwLock};
 
 use crate::error::{Corruption, Error, Result};
 use crate::segment::{Segment, SegmentConfig, SegmentRole};

@@ -12,18 +12,18 @@
 //! references in blocks of [`REFS_PER_BLOCK`], hands them out one per record with no atomic
 //! operation, and gives back the ones it did not hand out when the batch is done with.
 
+use crate::sync::Arc;
+use crate::sync::atomic::{AtomicUsize, Ordering, fence};
+use crate::sync::thread::Thread;
 use std::fmt;
 use std::future::Future;
 use std::ops::Deref;
 use std::pin::Pin;
 use std::ptr::NonNull;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering, fence};
 use std::task::{Context, Poll, Wake, Waker};
-use std::thread::Thread;
 use std::time::{Duration, Instant};
 
-use parking_lot::Mutex;
+use crate::sync::Mutex;
 
 use crate::error::Result;
 use crate::log::{Log, WaitDurable};
@@ -310,13 +310,13 @@ impl SendHandle {
                 return Some(result);
             }
             match deadline {
-                None => std::thread::park(),
+                None => crate::sync::thread::park(),
                 Some(deadline) => {
                     let now = Instant::now();
                     if now >= deadline {
                         return None;
                     }
-                    std::thread::park_timeout(deadline - now);
+                    crate::sync::thread::park_timeout(deadline - now);
                 }
             }
         }
@@ -360,8 +360,8 @@ impl Future for SendHandle {
     }
 }
 
-thread_local! {
-    static THREAD_WAKER: Waker = Waker::from(Arc::new(ThreadWaker(std::thread::current())));
+crate::sync::thread_local! {
+    static THREAD_WAKER: Waker = Waker::from(Arc::new(ThreadWaker(crate::sync::thread::current())));
 }
 
 /// Wakes a thread blocked in [`SendHandle::wait`].
@@ -458,7 +458,7 @@ mod tests {
             }
             let threads: Vec<_> = chunks
                 .into_iter()
-                .map(|chunk| std::thread::spawn(move || drop(chunk)))
+                .map(|chunk| crate::sync::thread::spawn(move || drop(chunk)))
                 .collect();
             issuer.complete(Ok(0));
             drop(issuer);
