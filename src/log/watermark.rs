@@ -82,6 +82,13 @@ impl Watermark {
     /// re-checks its condition.
     pub fn set(&self, to: i64) {
         self.value.store(to, Ordering::SeqCst);
+        self.wake_all();
+    }
+
+    /// Wakes every waiter without changing the value (a poisoned log, a closing log). It must
+    /// not store the value it read: an `advance` in between would be undone, and the watermark
+    /// would move down with no truncation.
+    pub fn wake_all(&self) {
         let woken: Vec<Waiter> = {
             let mut waiters = self.waiters.lock();
             self.waiting.store(0, Ordering::SeqCst);
@@ -90,11 +97,6 @@ impl Watermark {
         for waiter in woken {
             waiter.waker.wake();
         }
-    }
-
-    /// Wakes every waiter without changing the value (a poisoned log, a closing log).
-    pub fn wake_all(&self) {
-        self.set(self.get());
     }
 
     fn wake_satisfied(&self, value: i64) {
@@ -270,5 +272,39 @@ mod tests {
         stop.store(true, Ordering::SeqCst);
         mark.wake_all();
         assert_eq!(waiter.join().unwrap(), 0);
+    }
+}
+
+/// Model-checked with shuttle (`RUSTFLAGS="--cfg shuttle"`, see `crate::sync`).
+#[cfg(all(test, shuttle))]
+mod shuttle_tests {
+    use super::*;
+    use crate::sync::thread;
+
+    #[test]
+    fn shuttle_waking_every_waiter_never_undoes_an_advance() {
+        crate::sync::check(
+            "shuttle_waking_every_waiter_never_undoes_an_advance",
+            || {
+                let mark = Arc::new(Watermark::new(0));
+                let advancer = {
+                    let mark = Arc::clone(&mark);
+                    thread::spawn(move || mark.advance(3))
+                };
+                let waker = {
+                    let mark = Arc::clone(&mark);
+                    thread::spawn(move || mark.wake_all())
+                };
+                let mut seen = mark.get();
+                for _ in 0..3 {
+                    let now = mark.get();
+                    assert!(now >= seen, "the watermark went back: {seen} -> {now}");
+                    seen = now;
+                }
+                advancer.join().unwrap();
+                waker.join().unwrap();
+                assert_eq!(mark.get(), 3, "a wake-up undid the advance");
+            },
+        );
     }
 }

@@ -477,7 +477,7 @@ mod tests {
         producer.inner.accumulator.lock().used_memory = 4096;
         let send = |size: usize| {
             let producer = Arc::clone(&producer);
-            crate::sync::thread::spawn(move || {
+            std::thread::spawn(move || {
                 let value = vec![b'v'; size];
                 producer.send(&NewRecord::new(0, None, Some(&value)))
             })
