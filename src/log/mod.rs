@@ -22,13 +22,13 @@ mod stats;
 mod wait;
 mod watermark;
 
+use crate::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use crate::sync::thread::JoinHandle;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use parking_lot::{Condvar, Mutex};
+use crate::sync::{Condvar, Mutex};
 
 use crate::clock::{COARSE_CLOCK_LAG_MS, Clock};
 use crate::error::{Error, Result};
@@ -350,7 +350,7 @@ impl Log {
         } else {
             let shared = Arc::clone(&shared);
             Some(
-                std::thread::Builder::new()
+                crate::sync::thread::Builder::new()
                     .name(format!("partlog-flusher:{}", dir.display()))
                     .spawn(move || flusher_loop(&shared))
                     .map_err(|e| Error::io(dir, e))?,
@@ -373,7 +373,7 @@ impl Log {
             // runs: on a loaded machine that can be after the clock has moved on.
             let opened_ms = shared.clock.now_ms();
             // On failure the log drops, which closes it and stops the flusher.
-            let maintenance = std::thread::Builder::new()
+            let maintenance = crate::sync::thread::Builder::new()
                 .name(format!("partlog-maintenance:{}", dir.display()))
                 .spawn(move || retention::maintenance_loop(&shared, opened_ms))
                 .map_err(|e| Error::io(dir, e))?;
@@ -804,7 +804,7 @@ impl Log {
         // Only appends write these, under the writer mutex: a load and a store each, not the
         // locked read-modify-write of fetch_add.
         let counters = &shared.counters;
-        let bump = |counter: &std::sync::atomic::AtomicU64, by: u64| {
+        let bump = |counter: &crate::sync::atomic::AtomicU64, by: u64| {
             counter.store(
                 counter.load(Ordering::Relaxed).wrapping_add(by),
                 Ordering::Relaxed,
@@ -1768,7 +1768,7 @@ impl Shared {
     /// Removes `.deleted` files whose segment no reader pins any more (all of them when
     /// `force`, at close: a reader's descriptor outlives the unlink anyway).
     fn reap_deleted(&self, writer: &mut Writer, force: bool) {
-        let ready = take_unpinned(writer, force);
+        let ready = take_unpinned(&mut writer.pending_deletes, force);
         let failed = self.remove_pending(ready);
         writer.pending_deletes.extend(failed);
     }
@@ -1777,7 +1777,7 @@ impl Shared {
     /// unlinking a large file can take a while, and appends must not wait for it.
     fn reap_unpinned(&self) {
         let _reaping = self.reaping.lock();
-        let ready = take_unpinned(&mut self.writer.lock(), false);
+        let ready = take_unpinned(&mut self.writer.lock().pending_deletes, false);
         if ready.is_empty() {
             return;
         }
@@ -2046,12 +2046,12 @@ fn flusher_tick(config: &LogConfig) -> Duration {
     tick.max(Duration::from_millis(5))
 }
 
-/// Takes out of `writer` the pending deletions whose segment no reader pins (every one when
+/// Takes out of `pending_deletes` the ones whose segment no reader pins (every one when
 /// `force`), dropping the log's own reference to each segment.
-fn take_unpinned(writer: &mut Writer, force: bool) -> Vec<PendingDelete> {
+fn take_unpinned(pending_deletes: &mut Vec<PendingDelete>, force: bool) -> Vec<PendingDelete> {
     let mut ready = Vec::new();
     let mut index = 0;
-    while let Some(pending) = writer.pending_deletes.get(index) {
+    while let Some(pending) = pending_deletes.get(index) {
         let pinned = pending
             .segment
             .as_ref()
@@ -2060,7 +2060,7 @@ fn take_unpinned(writer: &mut Writer, force: bool) -> Vec<PendingDelete> {
             index += 1;
             continue;
         }
-        let mut pending = writer.pending_deletes.swap_remove(index);
+        let mut pending = pending_deletes.swap_remove(index);
         pending.segment = None;
         ready.push(pending);
     }

@@ -14,11 +14,11 @@
 //! write path and the roll decision), `read.rs` (reads), `lookup.rs` (offset and timestamp
 //! lookups, and the index rebuild policy) and `scan.rs` (validation, recovery and truncation).
 
+use crate::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 
-use parking_lot::{Mutex, RwLock};
+use crate::sync::{Mutex, RwLock};
 
 use super::files::{SegmentFileKind, segment_file_path};
 use super::positions::{DEFAULT_POSITION_CACHE_BYTES, PositionCache};

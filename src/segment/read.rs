@@ -6,7 +6,7 @@
 //! Kept apart because readers run concurrently with the appender and with truncations, through
 //! `&self` and without the writer lock: every function here must hold to that.
 
-use std::sync::atomic::Ordering;
+use crate::sync::atomic::Ordering;
 
 use super::log_segment::{MAX_TRUNCATION_RETRIES, MappingState, ReadView, Segment, SegmentRead};
 use super::positions::{CachedBatch, RunBuilder};
@@ -414,7 +414,7 @@ impl Segment {
 
     /// Drops the `.log` mapping, waiting for the readers that use it, and returns the write
     /// guard: while it is held no reader maps the file again, so the caller may shrink it.
-    pub(super) fn drop_mapping(&self) -> parking_lot::RwLockWriteGuard<'_, MappingState> {
+    pub(super) fn drop_mapping(&self) -> crate::sync::RwLockWriteGuard<'_, MappingState> {
         let mut state = self.mapping.write();
         *state = MappingState::NotYet;
         state
@@ -423,7 +423,7 @@ impl Segment {
     /// The mapping's read guard when this segment's reads are served from a mapping: the
     /// segment is sealed, `map_sealed_reads` is set, and the storage can map. Maps the file at
     /// the first call after the seal.
-    fn mapped_for_read(&self) -> Option<parking_lot::RwLockReadGuard<'_, MappingState>> {
+    fn mapped_for_read(&self) -> Option<crate::sync::RwLockReadGuard<'_, MappingState>> {
         if !self.config.map_sealed_reads || !self.is_sealed() {
             return None;
         }
@@ -451,7 +451,7 @@ impl Segment {
                 }
             };
         }
-        let state = parking_lot::RwLockWriteGuard::downgrade(state);
+        let state = crate::sync::RwLockWriteGuard::downgrade(state);
         matches!(*state, MappingState::Mapped(_)).then_some(state)
     }
 

@@ -6,7 +6,7 @@
 //! segment's end backwards: they mark a truncation under way so that readers which overlap it
 //! are told, not misled.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use crate::sync::atomic::{AtomicU64, Ordering};
 
 use super::log_segment::{InvalidBytes, ScanReport, Segment, SegmentRole, note_max_timestamp};
 use super::walker::{BatchSummary, BatchWalker, Frame, Step};
