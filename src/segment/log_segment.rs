@@ -22,25 +22,11 @@ use crate::sync::{Mutex, RwLock};
 
 use super::files::{SegmentFileKind, segment_file_path};
 use super::positions::{DEFAULT_POSITION_CACHE_BYTES, PositionCache};
+use super::read::MappingState;
 use super::walker::{BatchSummary, BatchWalker, Step};
 use crate::error::{Corruption, Error, Result};
 use crate::index::{OffsetIndex, TimeIndex, TimestampOffset};
 use crate::storage::{OpenMode, Storage, StorageFile};
-
-/// Whether a sealed segment's `.log` is mapped for reads.
-#[derive(Debug)]
-pub(super) enum MappingState {
-    /// Not tried yet (or dropped by a truncation or an unseal; a later seal allows a new one).
-    NotYet,
-    /// Mapped: its length is the sealed size.
-    Mapped(crate::storage::ReadMapping),
-    /// The storage cannot map, or mapping failed: positional reads.
-    Unavailable,
-}
-
-/// How many times a read runs again after truncations that left its start offset in place
-/// overtook it, before it gives up with [`Error::Truncated`].
-pub(super) const MAX_TRUNCATION_RETRIES: u32 = 4;
 
 /// The settings a segment needs. The log derives them from its `LogConfig`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -143,18 +129,6 @@ pub struct SegmentRead {
     pub first_offset: i64,
     /// The offset after the last returned batch.
     pub next_offset: i64,
-}
-
-/// What a read of a segment takes before it reads a byte: the truncation epoch, then the
-/// published size it reads up to. Whatever looks wrong in the bytes below `end` is corruption
-/// only if no truncation overlapped the read ([`Segment::raced_truncation`]) and no index entry
-/// it used was added after `end` (the writer indexes a batch before it publishes it).
-#[derive(Debug, Clone, Copy)]
-pub(super) struct ReadView {
-    /// The truncation sequence when the read began.
-    pub(super) epoch: u64,
-    /// The published size, read after `epoch`.
-    pub(super) end: u64,
 }
 
 /// The first bad bytes found by [`Segment::scan`].

@@ -6,7 +6,8 @@
 //! the `.log` before it is used, and where a bad entry is told from bytes that a concurrent
 //! truncation or append changed under the walk.
 
-use super::log_segment::{MAX_TRUNCATION_RETRIES, ReadView, Segment, SegmentRole};
+use super::log_segment::{Segment, SegmentRole};
+use super::read::{MAX_TRUNCATION_RETRIES, ReadView};
 use super::walker::{BatchSummary, BatchWalker, Frame, Step};
 use crate::error::{Corruption, Error, Result};
 use crate::format::Batch;

@@ -8,11 +8,26 @@
 
 use crate::sync::atomic::Ordering;
 
-use super::log_segment::{MAX_TRUNCATION_RETRIES, MappingState, ReadView, Segment, SegmentRead};
+use super::log_segment::{Segment, SegmentRead};
 use super::positions::{CachedBatch, RunBuilder};
 use super::walker::{BatchSummary, BatchWalker, Frame, Step};
 use crate::error::{Corruption, Error, Result};
 use crate::format::{Batch, BatchHeader, peek_batch_frame};
+
+/// Whether a sealed segment's `.log` is mapped for reads.
+#[derive(Debug)]
+pub(super) enum MappingState {
+    /// Not tried yet (or dropped by a truncation or an unseal; a later seal allows a new one).
+    NotYet,
+    /// Mapped: its length is the sealed size.
+    Mapped(crate::storage::ReadMapping),
+    /// The storage cannot map, or mapping failed: positional reads.
+    Unavailable,
+}
+
+/// How many times a read runs again after truncations that left its start offset in place
+/// overtook it, before it gives up with [`Error::Truncated`].
+pub(super) const MAX_TRUNCATION_RETRIES: u32 = 4;
 
 /// The most a read reads ahead past the index interval in one system call, whatever its
 /// `max_bytes`: a caller asking for "everything" must not make each read allocate gigabytes.
@@ -31,6 +46,18 @@ struct ReadStart {
     generation: u64,
     /// What the segment had published when the read began.
     view: ReadView,
+}
+
+/// What a read of a segment takes before it reads a byte: the truncation epoch, then the
+/// published size it reads up to. Whatever looks wrong in the bytes below `end` is corruption
+/// only if no truncation overlapped the read ([`Segment::raced_truncation`]) and no index entry
+/// it used was added after `end` (the writer indexes a batch before it publishes it).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct ReadView {
+    /// The truncation sequence when the read began.
+    pub(super) epoch: u64,
+    /// The published size, read after `epoch`.
+    pub(super) end: u64,
 }
 
 impl Segment {
