@@ -1729,15 +1729,12 @@ impl Segment {
         let mut tries = 0;
         loop {
             let view = self.read_view();
-            let error = match self.find_offset_by_timestamp_once(
-                timestamp,
-                start_offset,
-                end_offset,
-                view,
-            ) {
-                Err(error) => error,
-                found => return found,
-            };
+            let error =
+                match self.find_offset_by_timestamp_once(timestamp, start_offset, end_offset, view)
+                {
+                    Err(error) => error,
+                    found => return found,
+                };
             let error = match self.raced_truncation(view.epoch) {
                 Some(at) => Error::Truncated { at },
                 // An index entry added after `view` led the lookup past its end.
