@@ -397,8 +397,11 @@ fn appender(ctx: &Ctx<'_>) -> Journal {
                     });
                 }
                 journal.entry(who, index, (start, end), what, format!("{error}"));
-                journal.error(ctx, "append", &error, false);
-                break;
+                // A flush policy that syncs on append waits for durability like wait_durable.
+                if journal.error(ctx, "append", &error, raced(&error)) {
+                    break;
+                }
+                continue;
             }
         };
         let synced = ctx.case.flush == 1;
@@ -737,6 +740,7 @@ fn maintainer(ctx: &Ctx<'_>) -> Journal {
             ("compact".to_string(), Some(CutKind::Compact), result)
         };
         let finish = ctx.tick();
+        let kind_is_compact = matches!(kind, Some(CutKind::Compact));
         if let Some(kind) = kind {
             journal.cuts.push(Cut {
                 kind,
@@ -749,8 +753,11 @@ fn maintainer(ctx: &Ctx<'_>) -> Journal {
             Err(error) => format!("{error}"),
         };
         journal.entry(who, index, (start, finish), what.clone(), outcome);
+        // A compaction pass whose recovery-point sync met a truncation fails with Truncated
+        // (nothing was cleaned; the next pass retries).
+        let raced_pass = kind_is_compact && result.as_ref().is_err_and(raced);
         if let Err(error) = result
-            && journal.error(ctx, &what, &error, false)
+            && journal.error(ctx, &what, &error, raced_pass)
         {
             break;
         }

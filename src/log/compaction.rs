@@ -848,7 +848,15 @@ impl Shared {
                 // The `.log`'s mtime is the segment's append time for time retention: the
                 // cleaned copy takes the group's last one, as Kafka's cleaner does, and the
                 // fsync below makes it durable.
-                let mtime_ms = self.storage.metadata(&last_log_path)?.modified_ms;
+                let mtime_ms = match self.storage.metadata(&last_log_path) {
+                    Ok(metadata) => metadata.modified_ms,
+                    // A truncation or retention renamed the group's last segment after it was
+                    // read: the group has left the log.
+                    Err(error) if error.io_kind() == Some(std::io::ErrorKind::NotFound) => {
+                        return Ok(false);
+                    }
+                    Err(error) => return Err(error),
+                };
                 match self.storage.set_mtime(&cleaned_path, mtime_ms) {
                     Ok(()) | Err(Error::Unsupported { .. }) => {}
                     Err(error) => return Err(error),
