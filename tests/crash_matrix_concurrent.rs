@@ -61,12 +61,16 @@
 #![cfg(feature = "sim")] // the simulator and the manual clock: `cargo test --all-features`
 
 use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use partlog::unstable::sim::{CrashConfig, FaultOp, FaultRule, SimStats};
-use partlog::unstable::{ManualClock, SimStorage, Storage};
+use partlog::unstable::{
+    CanonicalPath, FileLock, LockMode, ManualClock, Metadata, OpenMode, SimStorage, Storage,
+    StorageFile,
+};
 use partlog::{
     Acks, CleanupPolicy, Error, FlushPolicy, Log, LogConfig, LogRecord, NewRecord, Producer,
     ProducerConfig, ReadBound, RecoveryMode, SendHandle, Severity, verify_dir,
@@ -166,7 +170,10 @@ impl Case {
     }
 
     fn config(&self, sim: &SimStorage, clock: &Arc<ManualClock>) -> LogConfig {
-        let storage: Arc<dyn Storage> = Arc::new(sim.clone());
+        self.config_on(Arc::new(sim.clone()), clock)
+    }
+
+    fn config_on(&self, storage: Arc<dyn Storage>, clock: &Arc<ManualClock>) -> LogConfig {
         LogConfig::builder_for_tests()
             .segment_bytes(self.segment_bytes)
             .segment_ms(SEGMENT_MS)
@@ -1178,4 +1185,566 @@ fn threads_appending_reading_truncating_and_maintaining_survive_a_crash_anywhere
         seed - first_seed
     );
     assert!(runs > 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Operations together: a scripted scenario in which a truncation (with a refill and its own
+// acknowledgements), retention and `delete_records_before` land inside a compaction pass, at a
+// storage operation the pass makes, while `acks=all` handles are outstanding; then a crash at
+// every state-changing operation of a dry run in turn, each checked as above. One thread runs
+// the script (the hook runs on the compaction's thread), so the interleaving is the script's;
+// only the flusher and the producer's sender run beside it.
+
+/// The storage operation a [`Hooked`] storage runs its action before.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum On {
+    Metadata,
+    Open,
+}
+
+type Action = Box<dyn FnOnce() + Send>;
+
+/// A [`SimStorage`] that runs one action just before the first operation of a kind on a path
+/// ending with a suffix.
+struct Hooked {
+    inner: SimStorage,
+    hook: parking_lot::Mutex<Option<(On, String, Action)>>,
+}
+
+impl std::fmt::Debug for Hooked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hooked").field("inner", &self.inner).finish()
+    }
+}
+
+impl Hooked {
+    fn arm(&self, on: On, suffix: String, action: Action) {
+        *self.hook.lock() = Some((on, suffix, action));
+    }
+
+    fn at(&self, on: On, path: &Path) {
+        let action = {
+            let mut hook = self.hook.lock();
+            let hit = hook.as_ref().is_some_and(|(want, suffix, _)| {
+                *want == on && path.to_string_lossy().ends_with(suffix.as_str())
+            });
+            if hit { hook.take() } else { None }
+        };
+        if let Some((_, _, action)) = action {
+            action();
+        }
+    }
+}
+
+impl Storage for Hooked {
+    fn open(&self, path: &Path, mode: OpenMode) -> partlog::Result<Arc<dyn StorageFile>> {
+        self.at(On::Open, path);
+        self.inner.open(path, mode)
+    }
+    fn create_dir_all(&self, path: &Path) -> partlog::Result<()> {
+        self.inner.create_dir_all(path)
+    }
+    fn sync_dir(&self, dir: &Path) -> partlog::Result<()> {
+        self.inner.sync_dir(dir)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> partlog::Result<()> {
+        self.inner.rename(from, to)
+    }
+    fn remove(&self, path: &Path) -> partlog::Result<()> {
+        self.inner.remove(path)
+    }
+    fn list(&self, dir: &Path) -> partlog::Result<Vec<String>> {
+        self.inner.list(dir)
+    }
+    fn metadata(&self, path: &Path) -> partlog::Result<Metadata> {
+        self.at(On::Metadata, path);
+        self.inner.metadata(path)
+    }
+    fn lock(&self, path: &Path, mode: LockMode) -> partlog::Result<FileLock> {
+        self.inner.lock(path, mode)
+    }
+    fn canonical_path(&self, path: &Path) -> partlog::Result<CanonicalPath> {
+        self.inner.canonical_path(path)
+    }
+    fn set_mtime(&self, path: &Path, mtime_ms: i64) -> partlog::Result<()> {
+        self.inner.set_mtime(path, mtime_ms)
+    }
+    fn lock_foreign_ofd(&self, path: &Path) -> partlog::Result<FileLock> {
+        self.inner.lock_foreign_ofd(path)
+    }
+}
+
+/// One thread's scripted operations, recorded as the matrix's threads record theirs.
+struct Script {
+    log: Arc<Log>,
+    sim: SimStorage,
+    compacted: bool,
+    seq: AtomicU64,
+    records: AtomicU64,
+    journal: parking_lot::Mutex<Journal>,
+    /// Set once an operation failed with the crash: later ones are skipped.
+    dead: std::sync::atomic::AtomicBool,
+}
+
+impl Script {
+    fn tick(&self) -> u64 {
+        self.seq.fetch_add(1, Ordering::SeqCst)
+    }
+
+    fn live(&self) -> bool {
+        !self.dead.load(Ordering::SeqCst)
+    }
+
+    fn rec(&self) -> Rec {
+        let n = self.records.fetch_add(1, Ordering::SeqCst) + 1;
+        let mut rng = Rng::new(n, 7);
+        Rec::make(Who::Appender, n, &mut rng, self.compacted)
+    }
+
+    /// Notes an error; `allowed` if a race explains it.
+    fn failed(&self, what: &str, error: &Error, allowed: bool) {
+        if self.sim.stats().crashes > 0 {
+            self.dead.store(true, Ordering::SeqCst);
+        } else if !allowed {
+            self.journal
+                .lock()
+                .failures
+                .push(format!("{what} failed without a crash: {error:?}"));
+        }
+    }
+
+    fn entry(&self, span: (u64, u64), what: String, outcome: String) {
+        let mut journal = self.journal.lock();
+        let index = journal.entries.len();
+        journal.entry(Who::Appender, index, span, what, outcome);
+    }
+
+    /// `append` of `count` records, then `wait_durable` of the last.
+    fn append(&self, count: usize) {
+        if !self.live() {
+            return;
+        }
+        let recs: Vec<Rec> = (0..count).map(|_| self.rec()).collect();
+        let records: Vec<NewRecord> = recs.iter().map(Rec::new_record).collect();
+        let start = self.tick();
+        let appended = self.log.append(&records);
+        let waited = appended
+            .as_ref()
+            .ok()
+            .map(|info| self.log.wait_durable(info.last_offset));
+        let end = self.tick();
+        let mut journal = self.journal.lock();
+        for (i, rec) in recs.iter().enumerate() {
+            let placed = appended.as_ref().ok().map(|info| (info.first_offset + i as i64, info.last_offset));
+            journal.attempts.push(Attempt {
+                rec: rec.clone(),
+                start,
+                offset: placed.map(|(offset, _)| offset),
+                group_last: placed.map(|(_, last)| last),
+            });
+            if let (Some((offset, last)), Some(Ok(()))) = (placed, &waited) {
+                journal.durable.push(Durable {
+                    offset,
+                    rec: rec.clone(),
+                    since: start,
+                    group_last: Some(last),
+                    how: "acknowledged (wait_durable)",
+                });
+            }
+        }
+        drop(journal);
+        let outcome = match (&appended, &waited) {
+            (Ok(info), Some(Ok(()))) => {
+                format!("{}..={} durable", info.first_offset, info.last_offset)
+            }
+            (Err(error), _) | (_, Some(Err(error))) => format!("{error}"),
+            (Ok(_), None) => unreachable!("a wait follows every append"),
+        };
+        self.entry((start, end), format!("append {count} + wait_durable"), outcome);
+        match (appended, waited) {
+            (Err(error), _) => self.failed("append", &error, false),
+            (Ok(_), Some(Err(error))) => self.failed("wait_durable", &error, raced(&error)),
+            _ => {}
+        }
+    }
+
+    /// A maintenance or truncation operation.
+    fn cut<T: std::fmt::Debug>(
+        &self,
+        what: String,
+        kind: impl FnOnce(&partlog::Result<T>) -> CutKind,
+        allowed: fn(&Error) -> bool,
+        run: impl FnOnce(&Log) -> partlog::Result<T>,
+    ) {
+        if !self.live() {
+            return;
+        }
+        let start = self.tick();
+        let result = run(&self.log);
+        let end = self.tick();
+        let kind = kind(&result);
+        self.journal.lock().cuts.push(Cut { kind, start, end });
+        let outcome = match &result {
+            Ok(value) => format!("{value:?}"),
+            Err(error) => format!("{error}"),
+        };
+        self.entry((start, end), what.clone(), outcome);
+        if let Err(error) = result {
+            self.failed(&what, &error, allowed(&error));
+        }
+    }
+
+    fn truncate(&self, to: i64) {
+        self.cut(
+            format!("truncate_to {to}"),
+            |result| CutKind::Truncate {
+                to,
+                new_end: result.as_ref().ok().copied(),
+            },
+            |_| false,
+            |log| log.truncate_to(to),
+        );
+    }
+
+    fn delete_before(&self, to: i64) {
+        self.cut(
+            format!("delete_records_before {to}"),
+            |_| CutKind::DeleteBefore { to },
+            raced,
+            |log| log.delete_records_before(to),
+        );
+    }
+
+    fn retention(&self) {
+        self.cut(
+            "enforce_retention".into(),
+            |result: &partlog::Result<i64>| {
+                if let Ok(log_start) = result {
+                    let mut journal = self.journal.lock();
+                    journal.retention_start = journal.retention_start.max(*log_start);
+                }
+                CutKind::Retention
+            },
+            |_| false,
+            |log| log.enforce_retention().map(|report| report.log_start_offset),
+        );
+    }
+
+    fn compact(&self) {
+        self.cut(
+            "compact".into(),
+            |_| CutKind::Compact,
+            raced,
+            |log| log.compact().map(|stats| (stats.segments_cleaned, stats.cleaned_up_to)),
+        );
+    }
+
+    /// `send` of `count` records; the handles are settled later.
+    fn send(&self, producer: &Producer, count: usize) -> Vec<(Rec, u64, partlog::Result<SendHandle>)> {
+        let start = self.tick();
+        let sent: Vec<_> = (0..count)
+            .map(|_| {
+                let rec = self.rec();
+                let handle = producer.send(&rec.new_record());
+                (rec, start, handle)
+            })
+            .collect();
+        let flushed = producer.flush();
+        let end = self.tick();
+        self.entry(
+            (start, end),
+            format!("send {count} + flush (handles settled later)"),
+            format!("{flushed:?}"),
+        );
+        if let Err(error) = flushed {
+            self.failed("producer flush", &error, raced(&error));
+        }
+        sent
+    }
+
+    /// Waits for every handle of a burst.
+    fn settle(&self, burst: Vec<(Rec, u64, partlog::Result<SendHandle>)>) {
+        let count = burst.iter().filter(|(_, _, handle)| handle.is_ok()).count() as i64;
+        let start = self.tick();
+        let mut outcomes = Vec::new();
+        for (index, (rec, sent_at, handle)) in burst.into_iter().enumerate() {
+            let result = handle.and_then(SendHandle::wait);
+            outcomes.push(format!("{result:?}"));
+            let mut journal = self.journal.lock();
+            let group_last = result.as_ref().ok().map(|offset| offset - index as i64 + count - 1);
+            journal.attempts.push(Attempt {
+                rec: rec.clone(),
+                start: sent_at,
+                offset: result.as_ref().ok().copied(),
+                group_last,
+            });
+            match result {
+                Ok(offset) => journal.durable.push(Durable {
+                    offset,
+                    rec,
+                    since: sent_at,
+                    group_last,
+                    how: "acknowledged (acks=all handle)",
+                }),
+                Err(error) => {
+                    drop(journal);
+                    self.failed("a send handle", &error, raced(&error));
+                }
+            }
+        }
+        let end = self.tick();
+        self.entry((start, end), "settle handles".into(), outcomes.join(", "));
+    }
+}
+
+/// A scripted scenario: `fill` runs on a first open of the log, which then closes cleanly (so
+/// that the second open's sealed segments are closed handles, sized by path); `meet` runs on
+/// the second open, arming the storage hook where the operations are to meet.
+struct Scenario {
+    fill: fn(&Script),
+    meet: fn(&Arc<Script>, &Hooked, &Producer),
+}
+
+/// The `.log` file names of the log, oldest first.
+fn log_files(sim: &SimStorage) -> Vec<String> {
+    let mut names: Vec<String> = sim
+        .list(Path::new(DIR))
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|name| name.ends_with(".log"))
+        .collect();
+    names.sort();
+    names
+}
+
+fn base_of(name: &str) -> i64 {
+    name.trim_end_matches(".log").parse().expect("a segment file name")
+}
+
+/// Runs `scenario`, crashing just before `crash_at` (after everything when `None`), and checks
+/// the recovered log. Returns the simulator's counters and whether the hook ran.
+fn run_scripted(
+    scenario: &Scenario,
+    crash_at: Option<(FaultOp, u64)>,
+) -> Result<(SimStats, bool), Failure> {
+    let case = Case {
+        seed: 11,
+        compacted: true,
+        flush: 0,
+        segment_bytes: 1024,
+        retention_bytes: -1,
+        appends: 0,
+        bursts: 0,
+        cuts: 0,
+        passes: 0,
+    };
+    let clock = Arc::new(ManualClock::new(T0));
+    let sim = SimStorage::new(case.seed).with_clock(clock.clone());
+    if let Some((op, nth)) = crash_at {
+        let image = CrashConfig::random().seed(nth.rotate_left(17) ^ op as u64);
+        sim.inject(FaultRule::crash(op, nth).crash_config(image));
+    }
+    let hooked = Arc::new(Hooked {
+        inner: sim.clone(),
+        hook: parking_lot::Mutex::new(None),
+    });
+    let config = case.config_on(hooked.clone(), &clock);
+    let mut journal = Journal::default();
+    let mut seq = 0;
+    for phase in 0..2 {
+        let log = match Log::open(DIR, config.clone()) {
+            Ok(log) => Arc::new(log),
+            Err(error) => {
+                check!(sim.stats().crashes > 0, "open failed without a crash: {error}");
+                break;
+            }
+        };
+        let script = Arc::new(Script {
+            log: Arc::clone(&log),
+            sim: sim.clone(),
+            compacted: case.compacted,
+            seq: AtomicU64::new(seq),
+            records: AtomicU64::new(journal.attempts.len() as u64),
+            journal: parking_lot::Mutex::new(std::mem::take(&mut journal)),
+            dead: std::sync::atomic::AtomicBool::new(false),
+        });
+        if phase == 0 {
+            (scenario.fill)(&script);
+            if let Err(error) = log.close() {
+                script.failed("close", &error, false);
+            }
+        } else {
+            let producer_config = ProducerConfig::builder()
+                .acks(Acks::All)
+                .linger_ms(LINGER_MS)
+                .build()
+                .map_err(|e| e.to_string())?;
+            let producer = Producer::new(Arc::clone(&log), producer_config)
+                .map_err(|e| format!("Producer::new: {e}"))?;
+            (scenario.meet)(&script, &hooked, &producer);
+            drop(producer);
+        }
+        *hooked.hook.lock() = None;
+        let dead = !script.live();
+        seq = script.seq.load(Ordering::SeqCst);
+        journal = std::mem::take(&mut *script.journal.lock());
+        drop(script);
+        drop(log);
+        if dead || sim.stats().crashes > 0 {
+            break;
+        }
+    }
+    let fired = journal.entries.iter().any(|e| e.what.starts_with("hook: "));
+    if sim.stats().crashes == 0 {
+        sim.clear_faults();
+        sim.crash_with(&CrashConfig::random().seed(3));
+    }
+    sim.clear_faults();
+    let stats = sim.stats();
+    let history = History::merge(vec![journal]);
+    check_recovered(&case, &config, &history).map_err(|failure| {
+        format!(
+            "crash {crash_at:?}: {failure}\nop log (sequence numbers start..end):\n{}",
+            history.op_log()
+        )
+    })?;
+    Ok((stats, fired))
+}
+
+/// A dry run of `scenario` (whose hook must run), then a crash at every state-changing
+/// operation it made.
+fn run_scripted_matrix(scenario: &Scenario) {
+    let (stats, fired) = run_scripted(scenario, None).unwrap_or_else(|failure| panic!("{failure}"));
+    assert!(fired, "the scenario's hook never ran: the operations did not meet");
+    let mut points = 0;
+    for (op, count) in operation_counts(&stats) {
+        for nth in 1..=count {
+            if let Err(failure) = run_scripted(scenario, Some((op, nth))) {
+                panic!("{failure}");
+            }
+            points += 1;
+        }
+    }
+    assert!(points > 50, "only {points} crash points");
+}
+
+/// Twenty appends of three records, each waited durable: four segments.
+fn fill_segments(script: &Script) {
+    for _ in 0..20 {
+        script.append(3);
+    }
+}
+
+/// Marks in the op log that the hook ran, with what it does.
+fn hook_entry(script: &Script, what: &str) {
+    let at = script.tick();
+    script.entry((at, at), format!("hook: {what}"), String::new());
+}
+
+/// Inside the hook: a truncation into the segment below `base`, which takes the segment at
+/// `base` out of the log, a refill acknowledged durable, `delete_records_before` and a
+/// retention pass.
+fn truncate_refill_and_retain(script: &Script, base: i64) {
+    hook_entry(script, &format!("truncate below {base}, refill, retain"));
+    script.truncate(base - 2);
+    script.append(2);
+    script.delete_before(script.log.log_start_offset() + 1);
+    script.retention();
+}
+
+/// The hook, on a weak reference to the script: the log holds the storage, which holds the
+/// hook, and the script holds the log.
+fn hook(script: &Arc<Script>, run: fn(&Script, i64), base: i64) -> Action {
+    let script = Arc::downgrade(script);
+    Box::new(move || {
+        if let Some(script) = script.upgrade() {
+            run(&script, base);
+        }
+    })
+}
+
+/// The case that found a bug: a compaction pass sizes the closed sealed segments it plans on
+/// by path, and a truncation that renamed one meanwhile failed the pass with `Io` NotFound
+/// (retention's planning already re-planned on it). Here the truncation, with a refill and
+/// acknowledgements, lands just before the pass sizes its last sealed segment, while
+/// `acks=all` handles are outstanding.
+#[test]
+fn a_truncation_meets_a_compaction_pass_while_it_plans() {
+    run_scripted_matrix(&Scenario {
+        fill: fill_segments,
+        meet: |script, hooked, producer| {
+            // Closed since the reopen (the burst may roll, sealing an open one after it).
+            let files = log_files(&script.sim);
+            let last_sealed = files[files.len() - 2].clone();
+            let burst = script.send(producer, 3);
+            let base = base_of(&last_sealed);
+            hooked.arm(On::Metadata, last_sealed, hook(script, truncate_refill_and_retain, base));
+            script.compact();
+            script.settle(burst);
+            script.append(2);
+            script.compact();
+        },
+    });
+}
+
+/// The case that found a bug: a compaction pass read a group of segments, and a truncation
+/// renamed the group's last segment before the pass read its mtime for the cleaned copy: the
+/// pass failed with `Io` NotFound instead of finding the group gone. Here the truncation lands
+/// there, with the segments open (a reader read them all) and `acks=all` handles outstanding.
+#[test]
+fn a_truncation_meets_a_compaction_pass_after_it_read_a_group() {
+    run_scripted_matrix(&Scenario {
+        fill: fill_segments,
+        meet: |script, hooked, producer| {
+            // Opens every segment: the pass then sizes them from memory, and the first
+            // `metadata` of the last sealed `.log` is the cleaned copy's mtime.
+            let start = script.log.log_start_offset();
+            let read = script.log.records(start, ReadBound::LogEnd).count();
+            assert!(read > 30);
+            let burst = script.send(producer, 3);
+            let files = log_files(&script.sim);
+            let last_sealed = files[files.len() - 2].clone();
+            let base = base_of(&last_sealed);
+            hooked.arm(On::Metadata, last_sealed, hook(script, truncate_refill_and_retain, base));
+            script.compact();
+            script.settle(burst);
+            script.append(2);
+            script.compact();
+        },
+    });
+}
+
+/// Acknowledgements, truncation and maintenance together: while a compaction pass writes its
+/// first cleaned copy, a truncation takes the tail (and the producer's outstanding burst),
+/// records are appended and acknowledged, and `delete_records_before` and a retention pass run;
+/// then the burst settles, and a second pass runs over what the first left.
+#[test]
+fn acknowledgements_truncation_and_maintenance_meet_inside_a_compaction_pass() {
+    run_scripted_matrix(&Scenario {
+        fill: fill_segments,
+        meet: |script, hooked, producer| {
+            let burst = script.send(producer, 3);
+            let end = script.log.log_end_offset();
+            hooked.arm(
+                On::Open,
+                ".log.cleaned".into(),
+                hook(
+                    script,
+                    |script, end| {
+                        hook_entry(script, "truncate into the outstanding burst, refill, retain");
+                        script.truncate(end - 2);
+                        script.append(3);
+                        script.delete_before(script.log.log_start_offset() + 2);
+                        script.retention();
+                    },
+                    end,
+                ),
+            );
+            script.compact();
+            script.settle(burst);
+            script.append(1);
+            script.compact();
+            script.retention();
+        },
+    });
 }
