@@ -57,7 +57,13 @@
 //!
 //! Scale: `PARTLOG_CRASH_MATRIX_CONCURRENT_CASES` (default 24) cases from seed
 //! `PARTLOG_CRASH_MATRIX_CONCURRENT_FIRST_SEED` (default 0), or as many as fit in
-//! `PARTLOG_CRASH_MATRIX_CONCURRENT_SECS` seconds.
+//! `PARTLOG_CRASH_MATRIX_CONCURRENT_SECS` seconds; each case is a dry run and
+//! three crashes. `PARTLOG_CRASH_MATRIX_CONCURRENT_VERBOSE` prints every run's op log.
+//!
+//! The scripted tests at the end put operations together on purpose: a storage hook runs a
+//! truncation, a refill, `delete_records_before` and a retention pass inside a compaction pass
+//! while `acks=all` handles are outstanding, and the scenario is crashed at every
+//! state-changing operation of its dry run, as tests/crash_matrix.rs does.
 #![cfg(feature = "sim")] // the simulator and the manual clock: `cargo test --all-features`
 
 use std::collections::{BTreeMap, HashMap};
@@ -269,8 +275,13 @@ struct Durable {
 #[derive(Debug, Clone)]
 enum CutKind {
     /// `truncate_to(to)`: `new_end` if it returned.
-    Truncate { to: i64, new_end: Option<i64> },
-    DeleteBefore { to: i64 },
+    Truncate {
+        to: i64,
+        new_end: Option<i64>,
+    },
+    DeleteBefore {
+        to: i64,
+    },
     /// `log_start` if it returned.
     Retention,
     Compact,
@@ -672,7 +683,13 @@ fn truncator(ctx: &Ctx<'_>) -> Journal {
                 Ok(new_end) => format!("new end {new_end}"),
                 Err(error) => format!("{error}"),
             };
-            journal.entry(who, index, (start, finish), format!("truncate_to {to}"), outcome);
+            journal.entry(
+                who,
+                index,
+                (start, finish),
+                format!("truncate_to {to}"),
+                outcome,
+            );
             if let Err(error) = result
                 && journal.error(ctx, "truncate_to", &error, false)
             {
@@ -736,7 +753,11 @@ fn maintainer(ctx: &Ctx<'_>) -> Journal {
                     report.log_start_offset
                 )
             });
-            ("enforce_retention".to_string(), Some(CutKind::Retention), result)
+            (
+                "enforce_retention".to_string(),
+                Some(CutKind::Retention),
+                result,
+            )
         } else {
             let result = ctx.log.compact().map(|stats| {
                 format!(
@@ -832,7 +853,9 @@ impl History {
             .group_last
             .or_else(|| {
                 let attempt = self.attempts.get(&record.rec.timestamp)?;
-                attempt.group_last.filter(|_| attempt.offset == Some(offset))
+                attempt
+                    .group_last
+                    .filter(|_| attempt.offset == Some(offset))
             })
             .unwrap_or(offset + MAX_GROUP - 1);
         for cut in self.cuts.iter().filter(|cut| cut.end >= record.since) {
@@ -880,6 +903,11 @@ impl History {
 /// Why a run failed.
 type Failure = String;
 
+/// Totals over the runs of this process, for the summary line: how the checks were met.
+static CRASHED_MID_RUN: AtomicU64 = AtomicU64::new(0);
+static DURABLE_FOUND: AtomicU64 = AtomicU64::new(0);
+static DURABLE_EXCUSED: AtomicU64 = AtomicU64::new(0);
+
 macro_rules! check {
     ($cond:expr, $($arg:tt)*) => {
         if !$cond {
@@ -902,7 +930,9 @@ fn run_case(case: &Case, crash_at: Option<(FaultOp, u64)>) -> Result<SimStats, F
         Ok(log) => {
             let log = Arc::new(log);
             let history = run_threads(case, &log, &sim, &clock)?;
-            if sim.stats().crashes == 0 {
+            if sim.stats().crashes > 0 {
+                CRASHED_MID_RUN.fetch_add(1, Ordering::Relaxed);
+            } else {
                 sim.clear_faults();
                 sim.crash_with(&CrashConfig::random().seed(case.seed.rotate_left(7)));
             }
@@ -931,8 +961,12 @@ fn run_case(case: &Case, crash_at: Option<(FaultOp, u64)>) -> Result<SimStats, F
             history.op_log()
         );
     }
-    check_recovered(case, &config, &history)
-        .map_err(|failure| format!("{failure}\nop log (sequence numbers start..end):\n{}", history.op_log()))?;
+    check_recovered(case, &config, &history).map_err(|failure| {
+        format!(
+            "{failure}\nop log (sequence numbers start..end):\n{}",
+            history.op_log()
+        )
+    })?;
     Ok(stats)
 }
 
@@ -1048,8 +1082,10 @@ fn check_recovered(case: &Case, config: &LogConfig, history: &History) -> Result
             ));
         }
         if recovered.get(&record.offset) == Some(&record.rec) {
+            DURABLE_FOUND.fetch_add(1, Ordering::Relaxed);
             continue;
         }
+        DURABLE_EXCUSED.fetch_add(1, Ordering::Relaxed);
         check!(
             history
                 .excuse(case.compacted, record, start, &recovered)
@@ -1074,7 +1110,10 @@ fn check_recovered(case: &Case, config: &LogConfig, history: &History) -> Result
     let info = log
         .append(&[next.new_record()])
         .map_err(|e| format!("append after recovery: {e}"))?;
-    check!(info.first_offset == end, "append after recovery landed elsewhere");
+    check!(
+        info.first_offset == end,
+        "append after recovery landed elsewhere"
+    );
     log.close().map_err(|e| format!("close: {e}"))?;
     drop(log);
     let report = verify_dir(DIR, config).map_err(|e| format!("verify after close: {e}"))?;
@@ -1181,8 +1220,13 @@ fn threads_appending_reading_truncating_and_maintaining_survive_a_crash_anywhere
         seed += 1;
     }
     println!(
-        "concurrent crash matrix: {} cases (seeds {first_seed}..{seed}), {runs} crashes, all recovered",
-        seed - first_seed
+        "concurrent crash matrix: {} cases (seeds {first_seed}..{seed}), {runs} crashes \
+         ({} while the threads ran), all recovered; acknowledged or seen records found {} \
+         times, gone through an operation that may remove them {} times",
+        seed - first_seed,
+        CRASHED_MID_RUN.load(Ordering::Relaxed),
+        DURABLE_FOUND.load(Ordering::Relaxed),
+        DURABLE_EXCUSED.load(Ordering::Relaxed),
     );
     assert!(runs > 0);
 }
@@ -1213,7 +1257,9 @@ struct Hooked {
 
 impl std::fmt::Debug for Hooked {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Hooked").field("inner", &self.inner).finish()
+        f.debug_struct("Hooked")
+            .field("inner", &self.inner)
+            .finish()
     }
 }
 
@@ -1335,7 +1381,10 @@ impl Script {
         let end = self.tick();
         let mut journal = self.journal.lock();
         for (i, rec) in recs.iter().enumerate() {
-            let placed = appended.as_ref().ok().map(|info| (info.first_offset + i as i64, info.last_offset));
+            let placed = appended
+                .as_ref()
+                .ok()
+                .map(|info| (info.first_offset + i as i64, info.last_offset));
             journal.attempts.push(Attempt {
                 rec: rec.clone(),
                 start,
@@ -1360,7 +1409,11 @@ impl Script {
             (Err(error), _) | (_, Some(Err(error))) => format!("{error}"),
             (Ok(_), None) => unreachable!("a wait follows every append"),
         };
-        self.entry((start, end), format!("append {count} + wait_durable"), outcome);
+        self.entry(
+            (start, end),
+            format!("append {count} + wait_durable"),
+            outcome,
+        );
         match (appended, waited) {
             (Err(error), _) => self.failed("append", &error, false),
             (Ok(_), Some(Err(error))) => self.failed("wait_durable", &error, raced(&error)),
@@ -1426,7 +1479,10 @@ impl Script {
                 CutKind::Retention
             },
             |_| false,
-            |log| log.enforce_retention().map(|report| report.log_start_offset),
+            |log| {
+                log.enforce_retention()
+                    .map(|report| report.log_start_offset)
+            },
         );
     }
 
@@ -1435,12 +1491,19 @@ impl Script {
             "compact".into(),
             |_| CutKind::Compact,
             raced,
-            |log| log.compact().map(|stats| (stats.segments_cleaned, stats.cleaned_up_to)),
+            |log| {
+                log.compact()
+                    .map(|stats| (stats.segments_cleaned, stats.cleaned_up_to))
+            },
         );
     }
 
     /// `send` of `count` records; the handles are settled later.
-    fn send(&self, producer: &Producer, count: usize) -> Vec<(Rec, u64, partlog::Result<SendHandle>)> {
+    fn send(
+        &self,
+        producer: &Producer,
+        count: usize,
+    ) -> Vec<(Rec, u64, partlog::Result<SendHandle>)> {
         let start = self.tick();
         let sent: Vec<_> = (0..count)
             .map(|_| {
@@ -1471,7 +1534,10 @@ impl Script {
             let result = handle.and_then(SendHandle::wait);
             outcomes.push(format!("{result:?}"));
             let mut journal = self.journal.lock();
-            let group_last = result.as_ref().ok().map(|offset| offset - index as i64 + count - 1);
+            let group_last = result
+                .as_ref()
+                .ok()
+                .map(|offset| offset - index as i64 + count - 1);
             journal.attempts.push(Attempt {
                 rec: rec.clone(),
                 start: sent_at,
@@ -1518,7 +1584,9 @@ fn log_files(sim: &SimStorage) -> Vec<String> {
 }
 
 fn base_of(name: &str) -> i64 {
-    name.trim_end_matches(".log").parse().expect("a segment file name")
+    name.trim_end_matches(".log")
+        .parse()
+        .expect("a segment file name")
 }
 
 /// Runs `scenario`, crashing just before `crash_at` (after everything when `None`), and checks
@@ -1555,7 +1623,10 @@ fn run_scripted(
         let log = match Log::open(DIR, config.clone()) {
             Ok(log) => Arc::new(log),
             Err(error) => {
-                check!(sim.stats().crashes > 0, "open failed without a crash: {error}");
+                check!(
+                    sim.stats().crashes > 0,
+                    "open failed without a crash: {error}"
+                );
                 break;
             }
         };
@@ -1615,7 +1686,10 @@ fn run_scripted(
 /// operation it made.
 fn run_scripted_matrix(scenario: &Scenario) {
     let (stats, fired) = run_scripted(scenario, None).unwrap_or_else(|failure| panic!("{failure}"));
-    assert!(fired, "the scenario's hook never ran: the operations did not meet");
+    assert!(
+        fired,
+        "the scenario's hook never ran: the operations did not meet"
+    );
     let mut points = 0;
     for (op, count) in operation_counts(&stats) {
         for nth in 1..=count {
@@ -1678,7 +1752,11 @@ fn a_truncation_meets_a_compaction_pass_while_it_plans() {
             let last_sealed = files[files.len() - 2].clone();
             let burst = script.send(producer, 3);
             let base = base_of(&last_sealed);
-            hooked.arm(On::Metadata, last_sealed, hook(script, truncate_refill_and_retain, base));
+            hooked.arm(
+                On::Metadata,
+                last_sealed,
+                hook(script, truncate_refill_and_retain, base),
+            );
             script.compact();
             script.settle(burst);
             script.append(2);
@@ -1705,7 +1783,11 @@ fn a_truncation_meets_a_compaction_pass_after_it_read_a_group() {
             let files = log_files(&script.sim);
             let last_sealed = files[files.len() - 2].clone();
             let base = base_of(&last_sealed);
-            hooked.arm(On::Metadata, last_sealed, hook(script, truncate_refill_and_retain, base));
+            hooked.arm(
+                On::Metadata,
+                last_sealed,
+                hook(script, truncate_refill_and_retain, base),
+            );
             script.compact();
             script.settle(burst);
             script.append(2);
@@ -1731,7 +1813,10 @@ fn acknowledgements_truncation_and_maintenance_meet_inside_a_compaction_pass() {
                 hook(
                     script,
                     |script, end| {
-                        hook_entry(script, "truncate into the outstanding burst, refill, retain");
+                        hook_entry(
+                            script,
+                            "truncate into the outstanding burst, refill, retain",
+                        );
                         script.truncate(end - 2);
                         script.append(3);
                         script.delete_before(script.log.log_start_offset() + 2);
