@@ -16,9 +16,9 @@
 //! - and the log's own flusher thread, always running.
 //!
 //! A dry run counts the simulator's state-changing operations (creates, writes, `set_len`s,
-//! syncs, directory syncs, renames, removes); then the case runs again, crashing just before one
-//! of them chosen from the seed (a random legal crash image). The dry run itself ends with a
-//! crash too, after every thread is done. After each crash `verify_dir` must find no corruption,
+//! syncs, directory syncs, renames, removes); then the case runs three more times, each crashing
+//! just before one of them drawn from the seed (a random legal crash image). The dry run itself
+//! ends with a crash too, after every thread is done. After each crash `verify_dir` must find no corruption,
 //! the log must open under `RecoveryMode::Fail`, and:
 //! - every acknowledged record (its `wait_durable` or its `acks=all` handle returned `Ok`, or its
 //!   append did under `FlushPolicy::EveryAppend`) is at its offset with its bytes;
@@ -39,8 +39,9 @@
 //!   started could have set it;
 //! - no operation failed before the crash with an error its race does not explain (a reader
 //!   racing a truncation gets `Error::Truncated`, or `OffsetOutOfRange` below a moved start; a
-//!   durability wait may get either when a truncation took its offset), and the log takes an
-//!   append at its end and closes into a state that `verify_dir` finds clean.
+//!   durability wait, a producer `flush` and a compaction pass's recovery-point sync may get
+//!   either when a truncation took an offset they wait for), and the log takes an append at its
+//!   end and closes into a state that `verify_dir` finds clean.
 //!
 //! Ordering comes from one global sequence counter: every operation takes a number when it starts
 //! and another when it returns, so "returned before that append started" is exact, and the op
@@ -48,12 +49,14 @@
 //!
 //! Replay: a failure prints `PARTLOG_CRASH_MATRIX_CONCURRENT_SEED=<seed>` and
 //! `PARTLOG_CRASH_MATRIX_CONCURRENT_CRASH_AT=<kind>:<n>`; setting both runs just that case and
-//! crash point. Deterministic from the seed: the variant, every thread's operations and records,
-//! the crash point (a kind of operation and its ordinal) and the crash image's random choices.
-//! Not deterministic: how the threads interleave (real threads on a real scheduler), so the
-//! state the nth operation meets, and which operation it is, vary from run to run. A replay
-//! reproduces the race only as often as the scheduler does; the op log shows the interleaving
-//! that failed, which is usually enough to write a deterministic test.
+//! crash point (the seed alone re-runs the whole case, whose crash points are then drawn
+//! against the new dry run's counts). Deterministic from the seed: the variant, every thread's
+//! operations and records, and the crash image's random choices; with `CRASH_AT`, the crash
+//! point as a kind of operation and its ordinal. Not deterministic: how the threads interleave
+//! (real threads on a real scheduler), so the state the nth operation meets, and which thread
+//! makes it, vary from run to run. A replay reproduces the race only as often as the scheduler
+//! does; the op log shows the interleaving that failed, which is usually enough to write a
+//! deterministic test (as the scripted ones below are).
 //!
 //! Scale: `PARTLOG_CRASH_MATRIX_CONCURRENT_CASES` (default 24) cases from seed
 //! `PARTLOG_CRASH_MATRIX_CONCURRENT_FIRST_SEED` (default 0), or as many as fit in
@@ -267,7 +270,7 @@ struct Durable {
     /// Operations that ended before this sequence number cannot have removed it.
     since: u64,
     group_last: Option<i64>,
-    /// "acknowledged" or "seen".
+    /// How it came to be required: which acknowledgement, or the durable reader.
     how: &'static str,
 }
 
@@ -282,8 +285,10 @@ enum CutKind {
     DeleteBefore {
         to: i64,
     },
-    /// `log_start` if it returned.
-    Retention,
+    /// `enforce_retention`: the log start it reported, if it returned.
+    Retention {
+        start: Option<i64>,
+    },
     Compact,
 }
 
@@ -314,8 +319,6 @@ struct Journal {
     cuts: Vec<Cut>,
     /// Errors no race explains, met before the crash.
     failures: Vec<String>,
-    /// Highest log start a returned retention pass reported.
-    retention_start: i64,
 }
 
 /// What the threads share while a run goes.
@@ -557,6 +560,9 @@ fn producer(ctx: &Ctx<'_>, producer: &Producer) -> Journal {
             Ok(()) => "ok".to_string(),
             Err(error) => format!("{error}"),
         };
+        // flush waits for the highest offset the producer ever appended: after a truncation
+        // took that one, it fails with OffsetOutOfRange (or Truncated) until the log grows past
+        // it again, even when this burst is stored and durable; its handles say what happened.
         if let Err(error) = &flushed {
             stop |= journal.error(ctx, "producer flush", error, raced(error));
         }
@@ -743,9 +749,7 @@ fn maintainer(ctx: &Ctx<'_>) -> Journal {
             (format!("clock +{step}ms"), None, Ok("ok".to_string()))
         } else if choice < 5 || !ctx.case.compacted {
             let result = ctx.log.enforce_retention();
-            if let Ok(report) = &result {
-                journal.retention_start = journal.retention_start.max(report.log_start_offset);
-            }
+            let start = result.as_ref().ok().map(|report| report.log_start_offset);
             let result = result.map(|report| {
                 format!(
                     "{} segments, start {}",
@@ -755,7 +759,7 @@ fn maintainer(ctx: &Ctx<'_>) -> Journal {
             });
             (
                 "enforce_retention".to_string(),
-                Some(CutKind::Retention),
+                Some(CutKind::Retention { start }),
                 result,
             )
         } else {
@@ -801,7 +805,6 @@ struct History {
     durable: Vec<Durable>,
     cuts: Vec<Cut>,
     failures: Vec<String>,
-    retention_start: i64,
 }
 
 impl History {
@@ -815,7 +818,6 @@ impl History {
             history.durable.extend(journal.durable);
             history.cuts.extend(journal.cuts);
             history.failures.extend(journal.failures);
-            history.retention_start = history.retention_start.max(journal.retention_start);
         }
         history.entries.sort_by_key(|entry| entry.start);
         history
@@ -866,7 +868,9 @@ impl History {
                 } => offset >= *new_end,
                 CutKind::Truncate { to, new_end: None } => group_last >= *to,
                 CutKind::DeleteBefore { to } => offset < *to && offset < recovered_start,
-                CutKind::Retention => offset < recovered_start,
+                CutKind::Retention { start } => {
+                    offset < recovered_start && start.is_none_or(|start| offset < start)
+                }
                 CutKind::Compact => {
                     compacted
                         && (record.rec.value.is_none()
@@ -887,12 +891,13 @@ impl History {
 
     /// The highest log start the operations that started could have set.
     fn max_start(&self) -> i64 {
-        let mut max = self.retention_start;
+        let mut max = 0;
         for cut in &self.cuts {
             match cut.kind {
                 CutKind::DeleteBefore { to } => max = max.max(to),
+                CutKind::Retention { start: Some(start) } => max = max.max(start),
                 // A pass cut short may have deleted segments and moved the start to any base.
-                CutKind::Retention => return i64::MAX,
+                CutKind::Retention { start: None } => return i64::MAX,
                 _ => {}
             }
         }
@@ -1471,12 +1476,8 @@ impl Script {
     fn retention(&self) {
         self.cut(
             "enforce_retention".into(),
-            |result: &partlog::Result<i64>| {
-                if let Ok(log_start) = result {
-                    let mut journal = self.journal.lock();
-                    journal.retention_start = journal.retention_start.max(*log_start);
-                }
-                CutKind::Retention
+            |result: &partlog::Result<i64>| CutKind::Retention {
+                start: result.as_ref().ok().copied(),
             },
             |_| false,
             |log| {
@@ -1832,4 +1833,70 @@ fn acknowledgements_truncation_and_maintenance_meet_inside_a_compaction_pass() {
             script.retention();
         },
     });
+}
+
+/// The case that found a bug (PARTLOG_CRASH_MATRIX_CONCURRENT_SEED=2224, crash at Rename:4): a
+/// compaction pass renames each old segment's `.log` to `.deleted`, then its indexes, then the
+/// `.swap` to the `.log`. A crash after the `.log` rename but before the `.timeindex` one left
+/// the old time index under the base the swap then took; open completed the swap, keeping that
+/// index (it looked for the segments to replace by their `.log` files only), and the time index
+/// of the cleaned segment named offsets that were no longer the ends of batches.
+#[test]
+fn a_crash_inside_a_compaction_swap_leaves_no_old_index_behind() {
+    let case = Case {
+        seed: 5,
+        compacted: true,
+        flush: 0,
+        segment_bytes: 1024,
+        retention_bytes: -1,
+        appends: 0,
+        bursts: 0,
+        cuts: 0,
+        passes: 0,
+    };
+    let clock = Arc::new(ManualClock::new(T0));
+    let sim = SimStorage::new(case.seed).with_clock(clock.clone());
+    let config = case.config(&sim, &clock);
+    let log = Log::open(DIR, config.clone()).unwrap();
+    let mut rng = Rng::new(case.seed, 1);
+    let mut written = Vec::new();
+    for n in 0..60 {
+        let rec = Rec::make(Who::Appender, n, &mut rng, false);
+        log.append(&[rec.new_record()]).unwrap();
+        written.push(rec);
+    }
+    log.wait_durable(log.log_end_offset() - 1).unwrap();
+    assert!(log_files(&sim).len() >= 3);
+    // Just before the first old `.timeindex` is renamed; the renames before it are kept.
+    sim.inject(
+        FaultRule::crash(FaultOp::Rename, 1)
+            .on_paths_ending_with(".timeindex")
+            .crash_config(CrashConfig::keep_unsynced()),
+    );
+    assert!(log.compact().is_err(), "the pass crashed");
+    assert_eq!(sim.stats().crashes, 1);
+    drop(log);
+    sim.clear_faults();
+    // Open completes the swap; the segment at 0 stays closed (nothing reads it) until the
+    // clean close, so its index files are what open left.
+    Log::open(DIR, config.clone()).unwrap().close().unwrap();
+    let report = verify_dir(DIR, &config).unwrap();
+    assert!(
+        report.findings.iter().all(|f| f.severity == Severity::Note),
+        "{:?}",
+        report.findings
+    );
+    let log = Log::open(DIR, config.clone()).unwrap();
+    let records: Vec<LogRecord> = log
+        .records(log.log_start_offset(), ReadBound::LogEnd)
+        .collect::<partlog::Result<_>>()
+        .unwrap();
+    assert!(!records.is_empty());
+    // Each record's own timestamp finds it (the timestamps increase with the offsets).
+    for record in &records {
+        assert_eq!(
+            log.offset_for_timestamp(record.timestamp).unwrap(),
+            Some((record.offset, record.timestamp))
+        );
+    }
 }

@@ -1555,13 +1555,17 @@ fn remove_quietly(storage: &dyn Storage, path: &Path) {
 pub(crate) fn complete_swaps(storage: &Arc<dyn Storage>, dir: &Path) -> Result<bool> {
     let mut changed = false;
     let names = storage.list(dir)?;
+    // Every base with a file of any kind: a crash during swap_in's renames (each old segment's
+    // `.log` first, then its indexes) can leave an old segment's indexes without its `.log`,
+    // and once the `.swap` takes that base they would pass for the new segment's.
     let mut segment_bases: Vec<i64> = names
         .iter()
         .filter_map(|name| parse_segment_file_name(name))
-        .filter(|parsed| parsed.transient.is_none() && parsed.kind == SegmentFileKind::Log)
+        .filter(|parsed| parsed.transient.is_none())
         .map(|parsed| parsed.base_offset)
         .collect();
     segment_bases.sort_unstable();
+    segment_bases.dedup();
     for name in &names {
         let Some(parsed) = parse_segment_file_name(name) else {
             continue;
