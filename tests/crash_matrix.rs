@@ -9,13 +9,18 @@
 //! just before the kth (a random legal crash image: unsynced writes kept, lost or torn at a
 //! sector, unsynced directory changes cut). After each crash `verify_dir` must find no
 //! corruption, the log must reopen under `RecoveryMode::Fail`, and:
-//! - every record acknowledged durable (below the durable offset the log reported) is there,
-//!   unless a later record with its key is there too (the compacted variant);
+//! - every record acknowledged durable (below the durable offset the log reported) is there;
 //! - every record there is one that was appended at that offset (nothing truncated comes back,
 //!   no torn or corrupt batch: every read is CRC-checked), and without compaction the records
-//!   are gap-free from the log start; with it, a record is missing below one that is there only
-//!   if a later record of its key is there (what survives is the durable records, then a
-//!   prefix of the rest: never a hole);
+//!   are gap-free from the log start (what survives is the durable records, then a prefix of
+//!   the rest: never a hole);
+//! - in the compacted variant (where every fifth record is a tombstone), a record that either
+//!   rule above requires may be missing only if compaction may have removed it: a later record
+//!   of its key is there (or is itself missing for one of these reasons), or it is a tombstone
+//!   that a pass gave a delete horizon and a later pass ran at or after that horizon, or a pass
+//!   ran while a later record of its key existed that a truncation then took (`truncate_to`'s
+//!   documented limit). So the latest durable value of every key, and every tombstone before
+//!   its horizon, must survive ([`Model::check_records`]);
 //! - the log start offset is at least what a returned `delete_records_before` set;
 //! - the read at every offset from the log start to the end, and `offset_for_timestamp` for
 //!   every record's timestamp, answer what the model says;
@@ -33,7 +38,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use partlog::unstable::sim::{CrashConfig, FaultOp, FaultRule, SimEvent};
-use partlog::unstable::{ManualClock, SimStorage, Storage};
+use partlog::unstable::{Clock, ManualClock, SimStorage, Storage};
 use partlog::{
     BatchBuilder, CleanupPolicy, Compression, CompressionType, FlushPolicy, Log, LogConfig,
     NewRecord, ReadBound, RecoveryMode, Severity, verify_dir,
@@ -45,6 +50,9 @@ const T0: i64 = 1_700_000_000_000;
 const DIR: &str = "/matrix/topic-0";
 const SEGMENT_MS: i64 = 60_000;
 const KEYS: i64 = 6;
+/// Every this many offsets (at `TOMBSTONE_EVERY - 1`), the record is a tombstone; coprime to
+/// [`KEYS`], so that every key gets them.
+const TOMBSTONE_EVERY: i64 = 5;
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -76,43 +84,57 @@ struct Case {
     /// 0: OS decides, 1: every append, 2: every 3 messages.
     flush: u8,
     segment_bytes: u32,
+    /// `delete.retention.ms`: 0 (a tombstone goes at the second pass that sees it) or one
+    /// `Roll`'s worth.
+    delete_retention_ms: i64,
     seed: u64,
     ops: Vec<Op>,
 }
 
-fn op_strategy() -> impl Strategy<Value = Op> {
+/// The operations of a case. A compacted case appends, rolls and compacts more, and truncates
+/// less and less deep, so that its passes find sealed segments whose latest records (and
+/// tombstones) they must keep.
+fn op_strategy(compacted: bool) -> impl Strategy<Value = Op> {
+    let (append, roll, truncate, max_back, compact) = if compacted {
+        (8, 4, 1, 16, 3)
+    } else {
+        (6, 2, 2, 40, 1)
+    };
     prop_oneof![
-        6 => (1u8..=3).prop_map(|count| Op::Append { count }),
+        append => (1u8..=3).prop_map(|count| Op::Append { count }),
         3 => (1u8..=4, 0u8..3).prop_map(|(count, codec)| Op::AppendBatch { count, codec }),
         2 => Just(Op::Flush),
-        2 => Just(Op::Roll),
-        2 => (0u8..40).prop_map(|back| Op::Truncate { back }),
+        roll => Just(Op::Roll),
+        truncate => (0u8..max_back).prop_map(|back| Op::Truncate { back }),
         1 => (0u8..=8).prop_map(|eighths| Op::DeleteBefore { eighths }),
         1 => Just(Op::Retention),
-        1 => Just(Op::Compact),
+        compact => Just(Op::Compact),
         1 => Just(Op::Reopen),
     ]
 }
 
 fn case_strategy() -> impl Strategy<Value = Case> {
-    (
-        any::<bool>(),
-        0u8..3,
-        0u8..3,
-        prop_oneof![Just(1024u32), Just(1536u32)],
-        any::<u64>(),
-        prop::collection::vec(op_strategy(), 8..28),
-    )
-        .prop_map(
-            |(compacted, compression, flush, segment_bytes, seed, ops)| Case {
-                compacted,
-                compression,
-                flush,
-                segment_bytes,
-                seed,
-                ops,
-            },
+    any::<bool>().prop_flat_map(|compacted| {
+        (
+            0u8..3,
+            0u8..3,
+            prop_oneof![Just(1024u32), Just(1536u32)],
+            prop_oneof![Just(0i64), Just(SEGMENT_MS)],
+            any::<u64>(),
+            prop::collection::vec(op_strategy(compacted), 8..28),
         )
+            .prop_map(
+                move |(compression, flush, segment_bytes, delete_retention_ms, seed, ops)| Case {
+                    compacted,
+                    compression,
+                    flush,
+                    segment_bytes,
+                    delete_retention_ms,
+                    seed,
+                    ops,
+                },
+            )
+    })
 }
 
 fn config(case: &Case, sim: &SimStorage, clock: &Arc<ManualClock>) -> LogConfig {
@@ -128,6 +150,7 @@ fn config(case: &Case, sim: &SimStorage, clock: &Arc<ManualClock>) -> LogConfig 
             CleanupPolicy::DELETE
         })
         .retention_ms(-1)
+        .delete_retention_ms(case.delete_retention_ms)
         .compression_type(match case.compression {
             0 => CompressionType::Producer,
             1 => CompressionType::Lz4,
@@ -150,16 +173,23 @@ fn config(case: &Case, sim: &SimStorage, clock: &Arc<ManualClock>) -> LogConfig 
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Rec {
     key: Vec<u8>,
-    value: Vec<u8>,
+    /// `None`: a tombstone.
+    value: Option<Vec<u8>>,
     timestamp: i64,
 }
 
-fn rec(offset: i64, epoch: u32) -> Rec {
+/// The record appended at `offset` in truncation epoch `epoch` when the clock reads `now_ms`.
+fn rec(offset: i64, epoch: u32, now_ms: i64) -> Rec {
+    let tombstone = offset % TOMBSTONE_EVERY == TOMBSTONE_EVERY - 1;
     Rec {
         key: format!("k{}", offset % KEYS).into_bytes(),
-        value: format!("{offset}/{epoch}/{}", "v".repeat((offset % 29) as usize)).into_bytes(),
-        // Increasing with the offset, so that `offset_for_timestamp` has one right answer.
-        timestamp: T0 - 1_000_000 + offset,
+        value: (!tombstone).then(|| {
+            format!("{offset}/{epoch}/{}", "v".repeat((offset % 29) as usize)).into_bytes()
+        }),
+        // Increasing with the offset, so that `offset_for_timestamp` has one right answer (the
+        // clock never goes back, and a truncation takes every later offset), and following the
+        // clock, so that a `Roll` rolls: the segment's age is the record timestamps' span.
+        timestamp: now_ms - 1_000_000 + offset,
     }
 }
 
@@ -180,19 +210,146 @@ struct Model {
     epoch: u32,
     /// The first offset of every batch appended (a truncation removes a straddling batch whole).
     batch_starts: std::collections::BTreeSet<i64>,
-    /// Offsets a compaction pass may have removed: when it ran, a later record had their key.
-    removable: std::collections::BTreeSet<i64>,
+    /// `delete.retention.ms`.
+    delete_retention_ms: i64,
+    /// The clock when each compaction pass began, a crashed one included, in order.
+    pass_ms: Vec<i64>,
+    /// Offsets a pass may have removed because a later record of their key existed when it
+    /// ran. Only where an interrupted truncation may have ended the log reads it: that a pass
+    /// may have removed a record says nothing about whether the record may be missing now.
+    superseded_at_pass: std::collections::BTreeSet<i64>,
+    /// For each key, the highest offset it had when a pass ran: a truncation below it may
+    /// take the record for which that pass removed the key's older ones.
+    pass_latest: BTreeMap<Vec<u8>, i64>,
+    /// Offsets a pass may have removed for a later record of their key that a truncation then
+    /// took: they may be missing for good.
+    orphaned: std::collections::BTreeSet<i64>,
+    /// For each tombstone a finished pass recopied (it then wrote the delete horizon, its
+    /// clock plus `delete.retention.ms`), that pass's index in `pass_ms`.
+    horizon_pass: BTreeMap<i64, usize>,
 }
 
 impl Model {
-    /// Before a compaction pass: every record with a later one of its key may go.
-    fn note_compaction(&mut self) {
+    /// A compaction pass begins now: it may remove any record with a later record of its key.
+    fn note_pass_start(&mut self, now_ms: i64) {
+        self.pass_ms.push(now_ms);
         let mut later_keys = std::collections::BTreeSet::new();
         for (offset, r) in self.acked.iter().rev() {
-            if !later_keys.insert(r.key.clone()) {
-                self.removable.insert(*offset);
+            if later_keys.insert(r.key.clone()) {
+                let latest = self.pass_latest.entry(r.key.clone()).or_insert(*offset);
+                *latest = (*latest).max(*offset);
+            } else {
+                self.superseded_at_pass.insert(*offset);
             }
         }
+    }
+
+    /// The pass that began last finished, having cleaned every offset below `cleaned_up_to`:
+    /// every tombstone there that it kept now carries a delete horizon written by it.
+    fn note_pass_done(&mut self, cleaned_up_to: i64) {
+        let pass = self.pass_ms.len().saturating_sub(1);
+        for (offset, r) in self.acked.range(..cleaned_up_to) {
+            if r.value.is_none() {
+                self.horizon_pass.entry(*offset).or_insert(pass);
+            }
+        }
+    }
+
+    /// A truncation (returned or interrupted) may have taken every offset from `cut` on. A
+    /// pass that saw a record of a key there may have removed all the key's records below it.
+    fn note_truncation(&mut self, cut: i64) {
+        let taken: Vec<Vec<u8>> = self
+            .pass_latest
+            .iter()
+            .filter(|(_, latest)| **latest >= cut)
+            .map(|(key, _)| key.clone())
+            .collect();
+        for key in taken {
+            self.pass_latest.remove(&key);
+            let below = self.acked.range(..cut).filter(|(_, r)| r.key == key);
+            self.orphaned.extend(below.map(|(offset, _)| *offset));
+        }
+    }
+
+    /// Whether a pass may have dropped the tombstone at `offset` for good: a finished pass
+    /// wrote its delete horizon, and a later pass began at or after that horizon.
+    fn tombstone_may_have_expired(&self, offset: i64) -> bool {
+        let Some(&pass) = self.horizon_pass.get(&offset) else {
+            return false;
+        };
+        let Some(&set_at) = self.pass_ms.get(pass) else {
+            return false;
+        };
+        let horizon = set_at.saturating_add(self.delete_retention_ms);
+        self.pass_ms
+            .iter()
+            .skip(pass + 1)
+            .any(|&began| began >= horizon)
+    }
+
+    /// Whether some pass may have removed the record at `offset` (where an interrupted
+    /// truncation may have ended a compacted log).
+    fn pass_may_have_removed(&self, offset: i64) -> bool {
+        self.superseded_at_pass.contains(&offset) || self.tombstone_may_have_expired(offset)
+    }
+
+    /// Checks the records a recovered log holds from `start` (`found`, each already matched
+    /// against what was appended at its offset): every durable record is there, and so is
+    /// every record below the last one there (never a hole), except, when `compacted`, a
+    /// record compaction may have removed (the module docs list the reasons).
+    fn check_records(
+        &self,
+        found: &BTreeMap<i64, Rec>,
+        start: i64,
+        compacted: bool,
+    ) -> Result<(), String> {
+        let last_found = found.keys().next_back().copied();
+        // Whether a record of the key above the one at hand is there, or is missing for a
+        // reason that also removed the older ones.
+        let mut later_covers: BTreeMap<&[u8], bool> = BTreeMap::new();
+        let candidates = self
+            .acked
+            .range(start..)
+            .map(|(offset, r)| (*offset, r, true))
+            .chain(
+                self.maybe
+                    .range(start..)
+                    .map(|(offset, r)| (*offset, r, false)),
+            );
+        let mut candidates: Vec<(i64, &Rec, bool)> = candidates.collect();
+        candidates.sort_by_key(|(offset, _, _)| std::cmp::Reverse(*offset));
+        for (offset, r, acked) in candidates {
+            let present = found.contains_key(&offset);
+            let covered = later_covers.entry(r.key.as_slice()).or_insert(false);
+            let may_be_gone = compacted
+                && (*covered
+                    || self.orphaned.contains(&offset)
+                    || (r.value.is_none() && self.tombstone_may_have_expired(offset)));
+            let durable = acked && offset < self.durable;
+            let below_last = last_found.is_some_and(|last| offset < last);
+            if !present && !may_be_gone && (durable || below_last) {
+                let what = if durable {
+                    format!("durable offset {offset} lost (durable {})", self.durable)
+                } else {
+                    format!(
+                        "offset {offset} is missing below {}, which is there",
+                        last_found.unwrap_or_default()
+                    )
+                };
+                return Err(format!(
+                    "{what}: key {}, {}; no later record of its key is there, and no pass may \
+                     have removed it",
+                    String::from_utf8_lossy(&r.key),
+                    if r.value.is_some() {
+                        "a value"
+                    } else {
+                        "a tombstone"
+                    }
+                ));
+            }
+            *covered |= present || may_be_gone;
+        }
+        Ok(())
     }
 }
 
@@ -253,19 +410,19 @@ impl Run<'_> {
     }
 
     fn note_append(&mut self, first: i64, count: i64, result: &partlog::Result<()>) {
-        let epoch = self.model.epoch;
+        let (epoch, now_ms) = (self.model.epoch, self.clock.now_ms());
         self.model.batch_starts.insert(first);
         for offset in first..first + count {
             if result.is_ok() {
-                self.model.acked.insert(offset, rec(offset, epoch));
+                self.model.acked.insert(offset, rec(offset, epoch, now_ms));
             } else {
-                self.model.maybe.insert(offset, rec(offset, epoch));
+                self.model.maybe.insert(offset, rec(offset, epoch, now_ms));
             }
         }
     }
 
     fn new_record(r: &Rec) -> NewRecord {
-        NewRecord::new(r.timestamp, Some(&r.key), Some(&r.value))
+        NewRecord::new(r.timestamp, Some(&r.key), r.value.as_deref())
     }
 
     /// Runs one operation; `Err` only with a crash (checked by the caller).
@@ -273,11 +430,12 @@ impl Run<'_> {
         let end = self.log().log_end_offset();
         let start = self.log().log_start_offset();
         let epoch = self.model.epoch;
+        let now_ms = self.clock.now_ms();
         match op {
             Op::Append { count } => {
                 let count = i64::from(*count);
                 let records: Vec<NewRecord> = (end..end + count)
-                    .map(|o| Self::new_record(&rec(o, epoch)))
+                    .map(|o| Self::new_record(&rec(o, epoch, now_ms)))
                     .collect();
                 let result = self.log().append(&records).map(|_| ());
                 self.note_append(end, count, &result);
@@ -289,7 +447,7 @@ impl Run<'_> {
                     [usize::from(*codec) % 3];
                 let mut builder = BatchBuilder::new(codec);
                 for o in end..end + count {
-                    builder.push(&Self::new_record(&rec(o, epoch)));
+                    builder.push(&Self::new_record(&rec(o, epoch, now_ms)));
                 }
                 let batch = builder.build().expect("a valid batch");
                 let result = self.log().append_batch(&batch).map(|_| ());
@@ -313,9 +471,12 @@ impl Run<'_> {
                 self.model.epoch += 1;
                 match result {
                     Ok(new_end) => {
+                        self.model.note_truncation(new_end);
                         self.model.acked.split_off(&new_end);
                         self.model.batch_starts.split_off(&new_end);
-                        self.model.removable.split_off(&new_end);
+                        self.model.superseded_at_pass.split_off(&new_end);
+                        self.model.orphaned.split_off(&new_end);
+                        self.model.horizon_pass.split_off(&new_end);
                         self.model.maybe.clear();
                         self.model.durable = self.model.durable.min(new_end);
                         self.model.start = self.model.start.min(new_end);
@@ -351,12 +512,13 @@ impl Run<'_> {
                                 .acked
                                 .range(..cut)
                                 .rev()
-                                .find(|(offset, _)| !self.model.removable.contains(offset))
+                                .find(|(offset, _)| !self.model.pass_may_have_removed(**offset))
                                 .map_or(lowest, |(offset, _)| offset + 1)
                                 .min(cut)
                         } else {
                             cut
                         };
+                        self.model.note_truncation(cut);
                         let tail = self.model.acked.split_off(&cut);
                         self.model.maybe.extend(tail);
                         self.model.durable = self.model.durable.min(cut);
@@ -377,8 +539,10 @@ impl Run<'_> {
             Op::Retention => self.log().enforce_retention().map(|_| ()),
             Op::Compact => {
                 if self.case.compacted {
-                    self.model.note_compaction();
-                    self.log().compact().map(|_| ())
+                    self.model.note_pass_start(self.clock.now_ms());
+                    let stats = self.log().compact()?;
+                    self.model.note_pass_done(stats.cleaned_up_to);
+                    Ok(())
                 } else {
                     Ok(())
                 }
@@ -427,7 +591,7 @@ impl Run<'_> {
             let record = record.map_err(|e| TestCaseError::fail(format!("{label}: read: {e}")))?;
             let got = Rec {
                 key: record.key.unwrap_or_default(),
-                value: record.value.unwrap_or_default(),
+                value: record.value,
                 timestamp: record.timestamp,
             };
             let allowed = model.acked.get(&record.offset) == Some(&got)
@@ -436,41 +600,12 @@ impl Run<'_> {
                 allowed,
                 "{label}: offset {} holds {:?}, never acknowledged there",
                 record.offset,
-                String::from_utf8_lossy(&got.value)
+                got.value.as_deref().map(String::from_utf8_lossy)
             );
             found.insert(record.offset, got);
         }
-        // Every durable record is there, unless compaction kept a later one of its key, or
-        // removed it for a later one that a truncation then took (truncate_to's docs: Kafka
-        // avoids this by compacting only below the high watermark and truncating above it).
-        let mut latest_found: BTreeMap<&[u8], i64> = BTreeMap::new();
-        for (offset, r) in &found {
-            latest_found.insert(&r.key, *offset);
-        }
-        for (offset, r) in model.acked.range(start..model.durable.max(start)) {
-            let superseded = self.case.compacted
-                && latest_found
-                    .get(r.key.as_slice())
-                    .is_some_and(|latest| latest > offset);
-            check!(
-                found.contains_key(offset) || superseded || model.removable.contains(offset),
-                "{label}: durable offset {offset} lost (durable {}, end {end})",
-                model.durable
-            );
-        }
-        // No hole: what survives is the durable records, then a prefix of the rest. A record
-        // missing below one that is there must be one a compaction pass could remove.
-        if let Some(&last_found) = found.keys().next_back() {
-            let candidates = model
-                .acked
-                .range(start..last_found)
-                .chain(model.maybe.range(start..last_found));
-            for (offset, _) in candidates {
-                check!(
-                    found.contains_key(offset) || model.removable.contains(offset),
-                    "{label}: offset {offset} is missing below {last_found}, which is there"
-                );
-            }
+        if let Err(why) = model.check_records(&found, start, self.case.compacted) {
+            return Err(TestCaseError::fail(format!("{label}: {why} (end {end})")));
         }
         check!(
             end >= model.durable.max(start),
@@ -517,7 +652,7 @@ impl Run<'_> {
         }
         // The log goes on at its end, and closes into a state that verifies clean.
         let info = log
-            .append(&[Self::new_record(&rec(end, 1000))])
+            .append(&[Self::new_record(&rec(end, 1000, self.clock.now_ms()))])
             .map_err(|e| TestCaseError::fail(format!("{label}: append after recovery: {e}")))?;
         check!(info.first_offset == end, "{label}: append landed elsewhere");
         log.close()
@@ -549,7 +684,10 @@ fn run_case(case: &Case, crash_at: Option<(FaultOp, u64)>) -> Result<Vec<SimEven
         sim: sim.clone(),
         clock: clock.clone(),
         log: None,
-        model: Model::default(),
+        model: Model {
+            delete_retention_ms: case.delete_retention_ms,
+            ..Model::default()
+        },
     };
     match Log::open(DIR, config(case, &sim, &clock)) {
         Ok(log) => run.log = Some(log),
@@ -666,6 +804,7 @@ fn a_truncation_across_segments_of_a_compacted_log() {
             compression: flush,
             flush,
             segment_bytes: 1024,
+            delete_retention_ms: 0,
             seed: 7,
             ops: ops.clone(),
         };
@@ -709,6 +848,7 @@ fn a_truncation_to_the_first_batch_of_a_compacted_segment() {
             compression: 0,
             flush: 0,
             segment_bytes: 1024,
+            delete_retention_ms: 0,
             seed: 0,
             ops: ops.clone(),
         };
@@ -718,4 +858,147 @@ fn a_truncation_to_the_first_batch_of_a_compacted_segment() {
         }
         assert!(points.load(Ordering::Relaxed) > 20);
     }
+}
+
+/// A model of `count` acknowledged, durable records from offset 0 (epoch 0), and the log image
+/// that holds all of them but `missing`.
+fn durable_model(count: i64, delete_retention_ms: i64) -> Model {
+    let mut model = Model {
+        delete_retention_ms,
+        ..Model::default()
+    };
+    for offset in 0..count {
+        model.acked.insert(offset, rec(offset, 0, T0));
+    }
+    model.durable = count;
+    model
+}
+
+fn image_without(model: &Model, missing: &[i64]) -> BTreeMap<i64, Rec> {
+    let mut found = model.acked.clone();
+    for offset in missing {
+        found.remove(offset);
+    }
+    found
+}
+
+/// The compacted model must catch compaction dropping the latest value of a key: offsets 0, 6
+/// and 12 hold k0, and the image lacks 12 (and with it the older ones, as a pass that kept only
+/// a later record would leave them). Without the later record the older values may not go
+/// either, and a pass that ran while 12 existed changes nothing.
+#[test]
+fn the_compacted_model_reports_a_lost_latest_value() {
+    let mut model = durable_model(14, 0);
+    let checked = |model: &Model, missing: &[i64]| {
+        model.check_records(&image_without(model, missing), 0, true)
+    };
+    assert_eq!(checked(&model, &[]), Ok(()));
+    // Older values of k0 may go while its latest stays.
+    assert_eq!(checked(&model, &[0, 6]), Ok(()));
+    model.note_pass_start(T0);
+    model.note_pass_done(13);
+    for missing in [&[12][..], &[0, 6, 12], &[6, 12]] {
+        let error = checked(&model, missing).expect_err("the latest value of k0 is gone");
+        assert!(error.contains("offset 12 lost"), "{error}");
+    }
+    // A tail that is not durable may be lost in a crash, but compaction may not take an older
+    // value of its key for a record in it.
+    model.durable = 12;
+    assert_eq!(checked(&model, &[12, 13]), Ok(()));
+    let error = checked(&model, &[6, 12, 13]).expect_err("k0@6 is the latest durable value");
+    assert!(error.contains("offset 6 lost"), "{error}");
+    // The non-compacted model lets nothing durable go.
+    let error = model
+        .check_records(&image_without(&model, &[0]), 0, false)
+        .expect_err("no compaction");
+    assert!(error.contains("offset 0 lost"), "{error}");
+}
+
+/// A tombstone that is the latest record of its key may go only once a pass wrote its delete
+/// horizon and a later pass began at or after that horizon.
+#[test]
+fn the_compacted_model_keeps_a_tombstone_until_a_pass_after_its_horizon() {
+    let retention = SEGMENT_MS;
+    // Offsets 0..10: the tombstones are at 4 and 9 (keys k4 and k3), each its key's latest.
+    let mut model = durable_model(10, retention);
+    assert_eq!(rec(4, 0, T0).value, None);
+    let checked = |model: &Model| model.check_records(&image_without(model, &[4]), 0, true);
+    let error = checked(&model).expect_err("no pass ran");
+    assert!(
+        error.contains("offset 4 lost") && error.contains("tombstone"),
+        "{error}"
+    );
+    // The first pass writes the horizon but cannot drop the tombstone.
+    model.note_pass_start(T0);
+    model.note_pass_done(9);
+    assert!(checked(&model).is_err());
+    // A pass before the horizon cannot drop it either.
+    model.note_pass_start(T0 + retention - 1);
+    model.note_pass_done(9);
+    assert!(checked(&model).is_err());
+    // The horizon was written by the first pass that cleaned past it, not by a later one.
+    model.note_pass_start(T0 + retention);
+    assert_eq!(checked(&model), Ok(()));
+    // The tombstone at 9 was not cleaned (the passes stopped at 9): it must stay.
+    let error = model
+        .check_records(&image_without(&model, &[9]), 0, true)
+        .expect_err("tombstone 9 has no horizon");
+    assert!(error.contains("offset 9 lost"), "{error}");
+}
+
+/// `truncate_to`'s documented limit: a pass removed k0@0 and k0@6 for k0@12, and a truncation
+/// to 10 then took 12: the older values may be missing for good. Without such a pass they must
+/// stay.
+#[test]
+fn the_compacted_model_allows_values_a_truncation_orphaned() {
+    let image = |model: &Model| image_without(model, &[0, 6]);
+    let mut model = durable_model(14, 0);
+    model.note_pass_start(T0);
+    model.note_pass_done(13);
+    model.note_truncation(10);
+    model.acked.split_off(&10);
+    model.durable = 10;
+    assert_eq!(model.check_records(&image(&model), 0, true), Ok(()));
+
+    let mut model = durable_model(14, 0);
+    model.note_truncation(10);
+    model.acked.split_off(&10);
+    model.durable = 10;
+    let error = model
+        .check_records(&image(&model), 0, true)
+        .expect_err("no pass saw k0@12");
+    assert!(error.contains("offset 6 lost"), "{error}");
+}
+
+/// The case that found a bug (PARTLOG_CRASH_MATRIX_SEED=0, once tombstones and rolls that
+/// follow the clock came in): the second pass drops the tombstone at 4, the largest timestamp of
+/// the batch at 2; the crash before the directory fsync of its swap keeps only the rename of
+/// the old `.log` to `.deleted`. Open completed the swap but kept the old `.timeindex`, whose
+/// entry named the dropped record's timestamp.
+#[test]
+fn a_crash_after_a_swap_renamed_the_old_log_but_not_its_indexes() {
+    let case = Case {
+        compacted: true,
+        compression: 0,
+        flush: 0,
+        segment_bytes: 1024,
+        delete_retention_ms: 0,
+        seed: 33867973952935574,
+        ops: vec![
+            Op::Append { count: 1 },
+            Op::Flush,
+            Op::Append { count: 1 },
+            Op::Append { count: 3 },
+            Op::Roll,
+            Op::Append { count: 1 },
+            Op::Reopen,
+            Op::Compact,
+            Op::Compact,
+        ],
+    };
+    let points = AtomicU64::new(0);
+    if let Err(failure) = run_matrix(&case, &points) {
+        panic!("{failure}");
+    }
+    assert!(points.load(Ordering::Relaxed) > 20);
 }

@@ -1835,12 +1835,13 @@ fn acknowledgements_truncation_and_maintenance_meet_inside_a_compaction_pass() {
     });
 }
 
-/// The case that found a bug (PARTLOG_CRASH_MATRIX_CONCURRENT_SEED=2224, crash at Rename:4): a
-/// compaction pass renames each old segment's `.log` to `.deleted`, then its indexes, then the
-/// `.swap` to the `.log`. A crash after the `.log` rename but before the `.timeindex` one left
-/// the old time index under the base the swap then took; open completed the swap, keeping that
-/// index (it looked for the segments to replace by their `.log` files only), and the time index
-/// of the cleaned segment named offsets that were no longer the ends of batches.
+/// A bug this matrix found (PARTLOG_CRASH_MATRIX_CONCURRENT_SEED=2224, crash at Rename:4), as
+/// tests/crash_matrix.rs did at the same time: a compaction pass renames each old segment's
+/// `.log` to `.deleted`, then its indexes, then the `.swap` to the `.log`. A crash after the
+/// `.log` rename but before the `.timeindex` one left the old time index under the base the swap
+/// then took; open completed the swap, keeping that index (it looked for the segments to replace
+/// by their `.log` files only), and the cleaned segment's time index named offsets that were no
+/// longer the ends of batches. Here the crash is exactly there, with every rename before it kept.
 #[test]
 fn a_crash_inside_a_compaction_swap_leaves_no_old_index_behind() {
     let case = Case {

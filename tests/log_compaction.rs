@@ -381,6 +381,66 @@ fn open_completes_a_swap_and_drops_a_cleaned_file() {
     assert!(names.is_empty(), "{names:?}");
 }
 
+/// A crash keeps a prefix of a swap's renames: here the old segment's `.log` went to `.deleted`
+/// but its `.index` and `.timeindex` did not, and the `.swap` was not yet renamed. Open must
+/// delete the old segment's index files along with its `.log`, or the cleaned `.log` inherits
+/// index entries for records it no longer holds (found by the crash matrix).
+#[test]
+fn open_completes_a_swap_whose_old_log_was_renamed_before_its_indexes() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let log = Log::open(dir.path(), config(&clock)).unwrap();
+    // One batch at 0 whose last record, with the largest timestamp, is a tombstone.
+    clock.advance(SEGMENT_MS + 1);
+    let now = clock.now();
+    log.append(&[
+        NewRecord::new(now, Some(b"a"), Some(b"a0")),
+        NewRecord::new(now + 1, Some(b"b"), Some(b"b1")),
+        NewRecord::new(now + 2, Some(b"c"), None),
+    ])
+    .unwrap();
+    // Past the batch's largest timestamp too, so that the next record rolls.
+    clock.advance(2);
+    put(&log, &clock, "end", Some("x"));
+    // The first pass writes the tombstone's horizon.
+    assert_eq!(log.compact().unwrap().segments_written, 1);
+    log.close().unwrap();
+    drop(log);
+    let path = |suffix: &str| dir.path().join(format!("{:020}{suffix}", 0));
+    assert!(std::fs::metadata(path(".timeindex")).unwrap().len() > 0);
+    // The second pass, past the horizon, drops the tombstone: made in a copy of the log, it
+    // gives the cleaned copy of segment 0 (the batch keeps its last offset, 2, but its largest
+    // timestamp is now b's).
+    let copy = tempfile::tempdir().unwrap();
+    for entry in std::fs::read_dir(dir.path()).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), copy.path().join(entry.file_name())).unwrap();
+    }
+    clock.advance(DELETE_RETENTION_MS);
+    let copied = Log::open(copy.path(), config(&clock)).unwrap();
+    assert_eq!(copied.compact().unwrap().tombstones_removed, 1);
+    copied.close().unwrap();
+    drop(copied);
+    std::fs::copy(
+        copy.path().join(format!("{:020}.log", 0)),
+        path(".log.swap"),
+    )
+    .unwrap();
+    std::fs::rename(path(".log"), path(".log.deleted")).unwrap();
+
+    let log = Log::open(dir.path(), config(&clock)).unwrap();
+    assert_eq!(
+        key_value_offsets(&log),
+        vec![kv("a", "a0", 0), kv("b", "b1", 1), kv("end", "x", 3)]
+    );
+    log.close().unwrap();
+    drop(log);
+    let names = leftover_names(dir.path());
+    assert!(names.is_empty(), "{names:?}");
+    let report = partlog::verify_dir(dir.path(), &config(&clock)).unwrap();
+    assert!(report.findings.is_empty(), "{:?}", report.findings);
+}
+
 fn leftover_names(dir: &Path) -> Vec<String> {
     std::fs::read_dir(dir)
         .unwrap()

@@ -571,3 +571,97 @@ fn the_first_dirty_offset_survives_a_reopen() {
     let log = Log::open(dir.path(), config(&clock)).unwrap();
     assert_eq!(log.compaction_schedule().unwrap().first_dirty_offset, 0);
 }
+
+/// A `.log` file at `base` holding one batch of `(key, timestamp)` records, one offset each.
+fn write_segment(dir: &Path, base: i64, records: &[(&str, i64)]) {
+    let mut builder = BatchBuilder::new(Compression::None).base_offset(base);
+    for (key, timestamp) in records {
+        builder.push(&NewRecord::new(
+            *timestamp,
+            Some(key.as_bytes()),
+            Some(b"v"),
+        ));
+    }
+    std::fs::write(
+        dir.join(format!("{base:020}.log")),
+        builder.build().unwrap(),
+    )
+    .unwrap();
+}
+
+/// Bug 6: with `min.compaction.lag.ms` 0 (the default) Kafka applies no lag at all, so a record
+/// stamped half an hour ahead (within the default `message.timestamp.after.max.ms`) must not hold
+/// its segment, and every later one, out of the cleanable range.
+#[test]
+fn a_future_timestamp_holds_nothing_back_without_a_min_lag() {
+    let dir = tempfile::tempdir().unwrap();
+    let ahead = T0 + 30 * 60 * 1000;
+    write_segment(dir.path(), 0, &[("a", T0)]);
+    write_segment(dir.path(), 1, &[("a", T0), ("a", ahead)]);
+    write_segment(dir.path(), 3, &[("a", T0)]);
+    write_segment(dir.path(), 4, &[("end", T0)]);
+    let clock = Arc::new(ManualClock::new(T0 + 1));
+    let log = Log::open(dir.path(), config(&clock)).unwrap();
+    assert_eq!(log.config().min_compaction_lag_ms, 0);
+    let schedule = log.compaction_schedule().unwrap();
+    assert_eq!(
+        schedule.first_uncleanable_offset, 4,
+        "only the active segment is uncleanable: {schedule:?}"
+    );
+    let stats = log.compact().unwrap();
+    assert_eq!(stats.cleaned_up_to, 4, "{stats:?}");
+    assert_eq!(key_offsets(&log), [("a".into(), 3), ("end".into(), 4)]);
+    assert!(!log.compaction_due().unwrap());
+}
+
+/// A positive `min.compaction.lag.ms` still holds a segment with a future timestamp back, as
+/// Kafka's does.
+#[test]
+fn a_future_timestamp_holds_its_segment_back_under_a_min_lag() {
+    let dir = tempfile::tempdir().unwrap();
+    let ahead = T0 + 30 * 60 * 1000;
+    write_segment(dir.path(), 0, &[("a", T0)]);
+    write_segment(dir.path(), 1, &[("a", ahead)]);
+    write_segment(dir.path(), 2, &[("a", T0)]);
+    write_segment(dir.path(), 3, &[("end", T0)]);
+    let clock = Arc::new(ManualClock::new(T0 + 1));
+    let log = Log::open(
+        dir.path(),
+        builder(&clock).min_compaction_lag_ms(1).build().unwrap(),
+    )
+    .unwrap();
+    let schedule = log.compaction_schedule().unwrap();
+    assert_eq!(schedule.first_uncleanable_offset, 1, "{schedule:?}");
+    assert_eq!(log.compact().unwrap().cleaned_up_to, 1);
+    assert_eq!(key_offsets(&log).len(), 4);
+}
+
+/// Bug 7 (Kafka's `LogCleanerTest.testCleaningBeyondMissingOffsets`): segments 0-9 and 11, with
+/// no offset 10. A pass must take the first dirty offset to 11, the next segment's base, not to
+/// 10 inside the gap, where the schedule would find segment 0 dirty (and a pass due) forever.
+#[test]
+fn a_pass_takes_the_first_dirty_offset_across_an_offset_gap() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys: Vec<String> = (0..10).map(|i| format!("k{i}")).collect();
+    let records: Vec<(&str, i64)> = keys.iter().map(|k| (k.as_str(), T0)).collect();
+    write_segment(dir.path(), 0, &records);
+    write_segment(dir.path(), 11, &[("end", T0)]);
+    let clock = Arc::new(ManualClock::new(T0));
+    let log = Log::open(dir.path(), config(&clock)).unwrap();
+    assert_eq!(log.stats().segments, 2);
+    assert!(log.compaction_due().unwrap());
+    let stats = log.compact().unwrap();
+    assert_eq!(stats.cleaned_up_to, 11, "{stats:?}");
+    let schedule = log.compaction_schedule().unwrap();
+    assert_eq!(schedule.first_dirty_offset, 11, "{schedule:?}");
+    assert_eq!(schedule.dirty_bytes, 0, "{schedule:?}");
+    assert!(!schedule.due, "{schedule:?}");
+    // The checkpoint holds it across a reopen.
+    log.close().unwrap();
+    drop(log);
+    let log = Log::open(dir.path(), config(&clock)).unwrap();
+    let schedule = log.compaction_schedule().unwrap();
+    assert_eq!(schedule.first_dirty_offset, 11, "{schedule:?}");
+    assert!(!schedule.due, "{schedule:?}");
+    assert_eq!(key_offsets(&log).len(), 11);
+}

@@ -5,7 +5,8 @@
 //!
 //! The *cleanable range* runs from the first sealed segment up to the first of: the active
 //! segment (never cleaned), a dirty segment whose largest timestamp is younger than
-//! `min.compaction.lag.ms`, and the first segment that holds transactional data (below). Within
+//! `min.compaction.lag.ms` when that is above 0 (Kafka's rule: with 0, a timestamp in the future
+//! holds nothing back), and the first segment that holds transactional data (below). Within
 //! it, segments wholly below the *first dirty offset* are clean (earlier passes compared every
 //! record there with every later one), the rest are dirty. A pass is due
 //! ([`Log::compaction_schedule`]) when the dirty bytes are at least `min.cleanable.dirty.ratio`
@@ -25,7 +26,9 @@
 //!    offset the highest offset it has. The map holds at most
 //!    [`CompactionOptions::max_map_keys`] keys; when it fills, the mapped range ends at the first
 //!    record it could not take, and the pass cleans only that far (a record above the mapped
-//!    range is always kept), so that the next pass continues from there.
+//!    range is always kept), so that the next pass continues from there. A segment mapped whole
+//!    takes the mapped range to the next segment's base, across any offset gap between them, so
+//!    that the first dirty offset never lies inside a gap.
 //! 2. **Group.** The segments of the mapped range are grouped as Kafka's `groupSegmentsBySize`
 //!    does: consecutive segments join a group while the group's `.log` bytes stay within
 //!    `segment.bytes`, its `.index` and `.timeindex` bytes each within `segment.index.bytes`,
@@ -237,7 +240,7 @@ pub struct CompactionSchedule {
     /// passes (Kafka's cleaner checkpoint).
     pub first_dirty_offset: i64,
     /// The end of the cleanable range: the active segment's base, or the base of the first
-    /// dirty segment younger than `min.compaction.lag.ms`, or of the first segment holding
+    /// dirty segment younger than `min.compaction.lag.ms` (when above 0), or of the first segment holding
     /// transactional data, whichever is lowest.
     pub first_uncleanable_offset: i64,
     /// Bytes of the cleanable segments wholly below the first dirty offset.
@@ -542,7 +545,11 @@ impl Shared {
                     plan.schedule.first_uncleanable_offset = handle.base_offset();
                     break;
                 };
-                if let Some(max) = segment.max_timestamp()
+                // Kafka's cleanableOffsets applies the lag only when it is above 0: with a lag
+                // of 0 a timestamp in the future (which `message.timestamp.after.max.ms`
+                // admits) would otherwise hold this segment and every later one back.
+                if min_lag_ms > 0
+                    && let Some(max) = segment.max_timestamp()
                     && now_ms.saturating_sub(max.timestamp) < min_lag_ms
                 {
                     plan.schedule.first_uncleanable_offset = handle.base_offset();
@@ -637,7 +644,6 @@ impl Shared {
                 segment_file_path(&self.dir, handle.base_offset(), SegmentFileKind::TxnIndex);
             let mut transactional = self.storage.exists(&txn_index)?;
             let mut producer_last: Vec<(i64, i64)> = Vec::new();
-            let next_offset = segment.next_offset();
             if !transactional {
                 stats.bytes_read += for_each_batch(&segment, |batch| {
                     if batch.is_control() || batch.header().is_some_and(|h| h.is_transactional()) {
@@ -679,7 +685,11 @@ impl Shared {
                 break;
             }
             if !map.full {
-                map.mapped_end = next_offset;
+                // The next segment's base, not this one's next offset: an offset gap between
+                // the two (compaction leaves them) is mapped too, or the next pass would start
+                // inside it and find this segment dirty again, forever (Kafka fast-forwards
+                // past the gap the same way, KAFKA-8764).
+                map.mapped_end = planned.end_offset;
             }
             for (producer_id, last_offset) in producer_last {
                 if last_offset < map.mapped_end {
@@ -1549,15 +1559,16 @@ fn remove_quietly(storage: &dyn Storage, path: &Path) {
 /// `.cleaned` file is deleted (the swap never began), and a `<base>.log.swap` replaces every
 /// segment whose base lies in `[base, the swap's next offset)` (the old group: the cleaned
 /// segment ends with the group's last batch), and the segment at `base` in any case; their
-/// index files go with them (the new segment's are rebuilt from its `.log` on first use). Index
+/// index files go with them, also those of a segment whose `.log` the swap had already renamed
+/// (the new segment's are rebuilt from its `.log` on first use). Index
 /// `.swap` files are deleted: partlog never writes them. Returns whether anything changed (the
 /// directory is then fsynced).
 pub(crate) fn complete_swaps(storage: &Arc<dyn Storage>, dir: &Path) -> Result<bool> {
     let mut changed = false;
     let names = storage.list(dir)?;
-    // Every base with a file of any kind: a crash during swap_in's renames (each old segment's
-    // `.log` first, then its indexes) can leave an old segment's indexes without its `.log`,
-    // and once the `.swap` takes that base they would pass for the new segment's.
+    // Every base with a file of any kind: a crash keeps a prefix of a swap's renames, which can
+    // take an old segment's `.log` to `.deleted` and leave its index files, which the cleaned
+    // `.log` must not inherit.
     let mut segment_bases: Vec<i64> = names
         .iter()
         .filter_map(|name| parse_segment_file_name(name))

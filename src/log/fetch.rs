@@ -42,7 +42,7 @@ pub struct FetchData {
     next_offset: i64,
     log_end_offset: i64,
     /// The segment the bytes came from, pinned for [`send_to`](Self::send_to), with its
-    /// truncation count when the bytes were read.
+    /// truncation sequence from before the bytes were read.
     segment: Option<(Arc<Segment>, u64)>,
 }
 
@@ -80,15 +80,16 @@ impl FetchData {
         })
     }
 
-    /// Records what a segment read put into the buffer.
+    /// Records what a segment read put into the buffer; `truncations` is the segment's
+    /// truncation sequence taken before the read.
     pub(crate) fn fill(
         &mut self,
         read: &SegmentRead,
         at: usize,
         log_end_offset: i64,
         segment: Arc<Segment>,
+        truncations: u64,
     ) {
-        let truncations = segment.truncations();
         self.range = at..at + read.len;
         self.position = read.position;
         self.next_offset = read.next_offset;
@@ -133,21 +134,22 @@ impl FetchData {
     /// the kernel refuses both calls, the bytes this read checked are written.
     ///
     /// The file bytes sent are the bytes the read CRC-checked unless the log was truncated below
-    /// them and appended to again in between. The segment's truncation count is compared before
-    /// the transfer (a changed count sends the checked bytes instead) and after it: a truncation
-    /// that raced the transfer fails the call with [`Error::Truncated`], since what was sent
-    /// may differ from what was checked, and the caller must discard it.
+    /// them and appended to again in between. The segment's truncation sequence, taken before
+    /// the read, is compared before the transfer (a truncation under way then, or begun since,
+    /// sends the checked bytes instead) and after it: a truncation that raced the transfer fails
+    /// the call with [`Error::Truncated`], since what was sent may differ from what was checked,
+    /// and the caller must discard it.
     pub fn send_to(&self, out: BorrowedFd<'_>) -> Result<u64> {
         let bytes = self.bytes();
         let Some((segment, truncations)) = &self.segment else {
             return crate::storage::transfer_to(None, bytes, out);
         };
-        if segment.truncations() != *truncations {
+        if truncations % 2 == 1 || segment.truncation_sequence() != *truncations {
             return crate::storage::transfer_to(None, bytes, out);
         }
         let source: &dyn crate::storage::StorageFile = &**segment.log_file();
         let sent = crate::storage::transfer_to(Some((source, self.position)), bytes, out)?;
-        if segment.truncations() != *truncations {
+        if segment.truncation_sequence() != *truncations {
             return Err(Error::Truncated {
                 at: self.next_offset,
             });

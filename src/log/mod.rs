@@ -915,6 +915,31 @@ impl Log {
         resume: Option<&ResumePoint>,
         fetch: &mut FetchData,
     ) -> Result<()> {
+        // A try finds nothing below its bound when a truncation overtook it; a new one finds
+        // the offset written again, or the truncation below it (or, in the rare legitimate
+        // case, the same gap at the end of the bound, and ends with nothing once more).
+        const MAX_OVERTAKEN_READS: u32 = 4;
+        for _ in 1..MAX_OVERTAKEN_READS {
+            if !self.read_current_once(offset, max_bytes, bound, resume, fetch)? {
+                return Ok(());
+            }
+        }
+        self.read_current_once(offset, max_bytes, bound, resume, fetch)
+            .map(|_| ())
+    }
+
+    /// One try of [`read_current`](Self::read_current): `Ok(true)` when it found nothing
+    /// below the bound it read to, though the log ended above `offset` when it began: a
+    /// truncation may have taken the offset away and appends brought it back since, so that a
+    /// new try may find it.
+    fn read_current_once(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        bound: ReadBound,
+        resume: Option<&ResumePoint>,
+        fetch: &mut FetchData,
+    ) -> Result<bool> {
         let shared = &self.shared;
         let mut end = shared.log_end.get();
         if shared.commit.is_poisoned() {
@@ -942,7 +967,7 @@ impl Log {
         };
         fetch.clear_at(offset, end);
         if offset >= upper {
-            return Ok(());
+            return Ok(false);
         }
         'retry: loop {
             let list = shared.snapshot.load();
@@ -966,6 +991,9 @@ impl Log {
                 };
                 let from = offset.max(handle.base_offset());
                 let resume_at = resume.and_then(|point| point.position_for(&segment, from));
+                // Before the read: `send_to` may send the file's bytes only if no truncation
+                // was under way or began since.
+                let segment_truncations = segment.truncation_sequence();
                 let found = segment.read_in_place(
                     from,
                     max_bytes,
@@ -974,12 +1002,21 @@ impl Log {
                     fetch.buffer_mut(),
                 )?;
                 if let Some((read, at)) = found {
-                    fetch.fill(&read, at, end, segment);
-                    return Ok(());
+                    fetch.fill(&read, at, end, segment, segment_truncations);
+                    return Ok(false);
                 }
                 index += 1;
             }
-            return Ok(());
+            // Nothing below `upper`, which the log end covered when the read began: if the log
+            // now ends at or below `offset`, a truncation took it away meanwhile.
+            let list = shared.snapshot.load();
+            let data_end = list.active().and_then(|handle| handle.if_open());
+            if let Some(at) = data_end.map(|active| active.next_offset())
+                && at <= offset
+            {
+                return Err(Error::Truncated { at });
+            }
+            return Ok(true);
         }
     }
 

@@ -29,7 +29,7 @@ use crate::segment::{
     Segment, SegmentFileKind, SegmentRole, TransientSuffix, parse_segment_file_name,
     segment_file_path,
 };
-use crate::storage::Storage;
+use crate::storage::{OpenMode, Storage, drop_cached_tail};
 
 /// What recovery hands to the log.
 pub(crate) struct Recovered {
@@ -333,6 +333,11 @@ fn recover_unclean(
         } else {
             config.segment_config(0)
         };
+        if !read_only {
+            // Opening for recovery reads the indexes, and recovery trusts their entries below
+            // the point: read them from the disk (a read-only open rebuilds them in memory).
+            drop_cached_indexes(&**storage, dir, base)?;
+        }
         let segment =
             Segment::open_for_recovery(storage, dir, base, segment_config, now_ms, read_only)?;
         let scan = segment.recover_from(recovery_point)?;
@@ -456,6 +461,23 @@ fn recover_unclean(
         durable_offset: durable,
         report,
     })
+}
+
+/// Drops the cached pages of the segment's index files, as [`Segment::recover_from`] does for
+/// its `.log` above the recovery point: pages a failed fsync of an earlier process in this boot
+/// left clean but unwritten would otherwise be read as entries the disk holds. Whole files,
+/// since where the point falls in them is known only after reading them; they are small.
+fn drop_cached_indexes(storage: &dyn Storage, dir: &Path, base: i64) -> Result<()> {
+    for kind in [SegmentFileKind::OffsetIndex, SegmentFileKind::TimeIndex] {
+        let path = segment_file_path(dir, base, kind);
+        match storage.open(&path, OpenMode::Read) {
+            Ok(file) => drop_cached_tail(&*file, 0)?,
+            // Recovery creates a missing index and rebuilds it from the log.
+            Err(error) if error.io_kind() == Some(std::io::ErrorKind::NotFound) => {}
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(())
 }
 
 /// Removes every file of the segment at `base` (recovery only: no reader can hold it yet).

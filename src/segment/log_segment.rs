@@ -4,7 +4,8 @@
 //! offsets the log chose, keeps Kafka's sparse indexes over them, and answers reads.
 //!
 //! Concurrency: one appender and any number of readers share a segment through `&self`. The
-//! appender serialises on an internal mutex; readers never take it. A batch becomes readable when
+//! appender serialises on an internal mutex; readers take it only to rebuild an index they
+//! found bad, after letting an append under way finish. A batch becomes readable when
 //! `published_size` moves past it, which happens (with `Release`) only after its bytes and its
 //! index entries are complete (DESIGN §3.2).
 
@@ -32,6 +33,10 @@ enum MappingState {
     /// The storage cannot map, or mapping failed: positional reads.
     Unavailable,
 }
+
+/// How many times a read runs again after truncations that left its start offset in place
+/// overtook it, before it gives up with [`Error::Truncated`].
+const MAX_TRUNCATION_RETRIES: u32 = 4;
 
 /// The most a read reads ahead past the index interval in one system call, whatever its
 /// `max_bytes`: a caller asking for "everything" must not make each read allocate gigabytes.
@@ -151,6 +156,20 @@ struct ReadStart {
     cached: Option<CachedBatch>,
     /// The position cache's generation before any byte was read.
     generation: u64,
+    /// What the segment had published when the read began.
+    view: ReadView,
+}
+
+/// What a read of a segment takes before it reads a byte: the truncation epoch, then the
+/// published size it reads up to. Whatever looks wrong in the bytes below `end` is corruption
+/// only if no truncation overlapped the read ([`Segment::raced_truncation`]) and no index entry
+/// it used was added after `end` (the writer indexes a batch before it publishes it).
+#[derive(Debug, Clone, Copy)]
+struct ReadView {
+    /// The truncation sequence when the read began.
+    epoch: u64,
+    /// The published size, read after `epoch`.
+    end: u64,
 }
 
 /// The first bad bytes found by [`Segment::scan`].
@@ -222,8 +241,14 @@ pub struct Segment {
     published_size: AtomicU64,
     published_next_offset: AtomicI64,
     sealed: AtomicBool,
-    /// Bumped by every truncation, before the file is cut (see [`Segment::truncations`]).
-    truncations: AtomicU64,
+    /// The truncation sequence: every truncation makes it odd before it changes an index or
+    /// cuts the file, and even again once the segment is published at its new end. A reader
+    /// takes it before the size it reads to ([`Segment::read_in_place`]): an odd value, or a
+    /// different one later, means the bytes it read may have been cut under it.
+    truncation_seq: AtomicU64,
+    /// The end (next offset) that the latest truncation left, or is leaving: what a reader it
+    /// overtook is told in [`Error::Truncated`]. Stored before `truncation_seq` turns odd.
+    truncated_to: AtomicI64,
     /// The read-only mapping of a sealed `.log` (`SegmentConfig::map_sealed_reads`), made at the
     /// first read after the seal. Readers hold the read lock while they touch the mapped bytes;
     /// every truncation and unseal takes the write lock and drops the mapping before the file can
@@ -486,7 +511,8 @@ impl Segment {
             published_size: AtomicU64::new(0),
             published_next_offset: AtomicI64::new(base_offset),
             sealed: AtomicBool::new(role != SegmentRole::Active),
-            truncations: AtomicU64::new(0),
+            truncation_seq: AtomicU64::new(0),
+            truncated_to: AtomicI64::new(i64::MAX),
             mapping: RwLock::new(MappingState::NotYet),
             positions: PositionCache::new(position_cache_bytes),
             writer: Mutex::new(WriterState {
@@ -913,10 +939,16 @@ impl Segment {
     ///
     /// The offset index gives a starting position; its entry is checked against the batch it
     /// names (as Kafka's DumpLogSegments does), and on a mismatch the indexes are rebuilt from the
-    /// log and the lookup retried once.
-    fn translate_offset(&self, target: i64, end: u64) -> Result<Option<(Frame, BatchSummary)>> {
-        let mut walker = BatchWalker::new(&self.log, &self.log_path, end);
-        self.translate_offset_in(target, end, &mut walker, &mut 0)
+    /// log and the lookup retried once, unless [`may_rebuild`](Self::may_rebuild) says the
+    /// entry may only look bad to this read: a cut, or the appends after it or after `view`
+    /// was taken, make good entries look bad to a walk that began before them.
+    fn translate_offset(
+        &self,
+        target: i64,
+        view: ReadView,
+    ) -> Result<Option<(Frame, BatchSummary)>> {
+        let mut walker = BatchWalker::new(&self.log, &self.log_path, view.end);
+        self.translate_offset_in(target, view, &mut walker, &mut 0)
     }
 
     /// [`translate_offset`](Self::translate_offset) through the caller's walker, whose window
@@ -925,15 +957,16 @@ impl Segment {
     fn translate_offset_in(
         &self,
         target: i64,
-        end: u64,
+        view: ReadView,
         walker: &mut BatchWalker<'_>,
         walk_from: &mut u64,
     ) -> Result<Option<(Frame, BatchSummary)>> {
+        let end = view.end;
         for attempt in 0..2 {
             let entry = match self.offset_index.lookup(target) {
                 Ok(entry) => entry,
                 // An entry that fails its own range check: the index is derived, so rebuild it.
-                Err(Error::Corrupt { .. }) if attempt == 0 && self.can_rebuild() => {
+                Err(Error::Corrupt { .. }) if attempt == 0 && self.may_rebuild(view) => {
                     self.rebuild_indexes()?;
                     continue;
                 }
@@ -956,7 +989,7 @@ impl Segment {
                 let at_entry = first && position != 0;
                 let step = match walker.frame_at(position) {
                     Err(Error::Corrupt { .. }) if at_entry => {
-                        if attempt == 0 && self.can_rebuild() {
+                        if attempt == 0 && self.may_rebuild(view) {
                             break;
                         }
                         return Err(self.bad_entry(entry, "does not point at a batch"));
@@ -982,8 +1015,15 @@ impl Segment {
                         );
                     }
                     Step::End | Step::Partial { .. } => {
-                        // The entry points past the published end: it cannot be trusted.
-                        if attempt == 0 && self.can_rebuild() {
+                        // An entry the writer added for a batch it has not published yet (the
+                        // caller asked past the end this read saw): `target`, at or above it,
+                        // is above every offset the segment holds, so nothing here holds it.
+                        if entry.offset >= self.next_offset() {
+                            return Ok(None);
+                        }
+                        // Otherwise the entry points past the published end: it cannot be
+                        // trusted.
+                        if attempt == 0 && self.may_rebuild(view) {
                             break;
                         }
                         return Err(self.bad_entry(entry, "points past the end of the log"));
@@ -991,7 +1031,7 @@ impl Segment {
                 };
                 let summary = match walker.summary(&frame) {
                     Err(Error::Corrupt { .. }) if at_entry => {
-                        if attempt == 0 && self.can_rebuild() {
+                        if attempt == 0 && self.may_rebuild(view) {
                             break;
                         }
                         return Err(self.bad_entry(entry, "does not point at a batch"));
@@ -1028,7 +1068,7 @@ impl Segment {
                 }
                 order_floor = summary.next_offset();
                 if first && position != 0 && summary.last_offset != entry.offset {
-                    if attempt == 0 && self.can_rebuild() {
+                    if attempt == 0 && self.may_rebuild(view) {
                         log::warn!(
                             "index entry ({}, {}) of {} names a batch ending at {}; rebuilding",
                             entry.offset,
@@ -1065,6 +1105,21 @@ impl Segment {
 
     fn can_rebuild(&self) -> bool {
         *self.role.read() != SegmentRole::ReadOnly
+    }
+
+    /// Whether a read that took `view` may rebuild the indexes over an entry it found bad: not
+    /// when a truncation overlapped it (the entry may be fine and the bytes under it cut or
+    /// new), nor when the segment has grown since (the entry may name a batch published after
+    /// `view`); rebuilding the active segment's indexes would then race its writer for nothing.
+    /// The read fails instead, and [`read_in_place`](Self::read_in_place) tells why.
+    fn may_rebuild(&self, view: ReadView) -> bool {
+        if !self.can_rebuild() || self.raced_truncation(view.epoch).is_some() {
+            return false;
+        }
+        // An append writes its index entries before it publishes its batches: let one under
+        // way finish (the rebuild would wait for it anyway), then see whether it moved the end.
+        drop(self.writer.lock());
+        self.size() == view.end && self.raced_truncation(view.epoch).is_none()
     }
 
     fn bad_entry(&self, entry: OffsetPosition, why: &str) -> Error {
@@ -1186,6 +1241,13 @@ impl Segment {
     /// batch starting at `start_offset` should lie (the end of the batches it returned). When
     /// the batch there does start at `start_offset`, the read starts there, with no index
     /// lookup and no walk; otherwise the hint is ignored.
+    ///
+    /// A truncation of the segment that overlaps the read makes it fail with
+    /// [`Error::Truncated`] (naming the truncation's new end) when the truncation removed
+    /// `start_offset`; one that left `start_offset` in place makes the read run again. Whatever
+    /// the read returns passed every check in bytes no truncation changed meanwhile, or in bytes
+    /// a truncation's appends wrote at the same offsets: it never reports as corruption the
+    /// bytes a truncation cut or rewrote under it, and never rebuilds an index over them.
     pub fn read_in_place(
         &self,
         start_offset: i64,
@@ -1194,7 +1256,50 @@ impl Segment {
         resume_at: Option<u64>,
         buf: &mut Vec<u8>,
     ) -> Result<Option<(SegmentRead, usize)>> {
-        let end = self.size();
+        let mut resume_at = resume_at;
+        let mut tries = 0;
+        loop {
+            let view = self.read_view();
+            let read =
+                self.read_in_place_once(start_offset, max_bytes, upper_bound, resume_at, view, buf);
+            let failed = match read {
+                Ok(Some(found)) => return Ok(Some(found)),
+                Ok(None) => match self.raced_truncation(view.epoch) {
+                    Some(at) if at <= start_offset => return Err(Error::Truncated { at }),
+                    _ => return Ok(None),
+                },
+                Err(error) => match self.raced_truncation(view.epoch) {
+                    Some(at) if at <= start_offset => return Err(Error::Truncated { at }),
+                    // A truncation above `start_offset` cut bytes the read went on into (the
+                    // batches after the first, or a walk through a gap): the offset is still
+                    // there, so read it again.
+                    Some(at) => Error::Truncated { at },
+                    // An index entry added after `view` (a caller asking past the end it saw)
+                    // led the read past its end: read again to the new end.
+                    None if self.size() > view.end => error,
+                    None => return Err(error),
+                },
+            };
+            // Each retry needs yet another truncation or append to overtake it.
+            tries += 1;
+            if tries >= MAX_TRUNCATION_RETRIES {
+                return Err(failed);
+            }
+            resume_at = None;
+        }
+    }
+
+    /// One try of [`read_in_place`](Self::read_in_place), up to what `view` saw published.
+    fn read_in_place_once(
+        &self,
+        start_offset: i64,
+        max_bytes: usize,
+        upper_bound: Option<i64>,
+        resume_at: Option<u64>,
+        view: ReadView,
+        buf: &mut Vec<u8>,
+    ) -> Result<Option<(SegmentRead, usize)>> {
+        let end = view.end;
         // Read before any byte is: a run learned from bytes a truncation cut meanwhile is
         // then refused.
         let generation = self.positions.generation();
@@ -1207,6 +1312,7 @@ impl Segment {
             resume_at,
             cached,
             generation,
+            view,
         };
         if let Some(state) = self.mapped_for_read()
             && let MappingState::Mapped(mapping) = &*state
@@ -1290,7 +1396,7 @@ impl Segment {
             walker.set_read_ahead(walk_read_ahead);
         }
         let mut walk_from = 0;
-        let found = self.translate_offset_in(start.offset, end, walker, &mut walk_from)?;
+        let found = self.translate_offset_in(start.offset, start.view, walker, &mut walk_from)?;
         if let Some((frame, summary)) = &found {
             self.learn_positions(walker, walk_from, frame, summary, end, start.generation);
         }
@@ -1551,7 +1657,42 @@ impl Segment {
     /// earlier compares it before and after: bytes below the published size change only
     /// through a truncation followed by new appends.
     pub fn truncations(&self) -> u64 {
-        self.truncations.load(Ordering::Acquire)
+        self.truncation_seq.load(Ordering::Acquire).div_ceil(2)
+    }
+
+    /// The truncation sequence: odd while a truncation is under way, and moved by each one. A
+    /// reader that sends file bytes it checked takes it before its read: the file still holds
+    /// those bytes if the value was even and is unchanged.
+    pub(crate) fn truncation_sequence(&self) -> u64 {
+        self.truncation_seq.load(Ordering::Acquire)
+    }
+
+    /// Marks a truncation to `kept_end` as under way until the guard drops (on success or on
+    /// an error part-way: either way the file may have changed). Call it with the segment's
+    /// writer lock held, before any index entry or byte goes.
+    fn begin_truncation(&self, kept_end: i64) -> TruncationUnderWay<'_> {
+        self.truncated_to.store(kept_end, Ordering::Release);
+        self.truncation_seq.fetch_add(1, Ordering::AcqRel);
+        TruncationUnderWay {
+            seq: &self.truncation_seq,
+        }
+    }
+
+    /// What a read takes before it reads a byte (see [`ReadView`]).
+    fn read_view(&self) -> ReadView {
+        let epoch = self.truncation_seq.load(Ordering::Acquire);
+        ReadView {
+            epoch,
+            end: self.size(),
+        }
+    }
+
+    /// The end a truncation left (or is leaving) if one overlapped a read that took `epoch`
+    /// at its start: one was under way then, or one began since. `None`: no truncation
+    /// touched the file since, so whatever the read found in its bytes is really there.
+    fn raced_truncation(&self, epoch: u64) -> Option<i64> {
+        let now = self.truncation_seq.load(Ordering::Acquire);
+        (epoch % 2 == 1 || now != epoch).then(|| self.truncated_to.load(Ordering::Acquire))
     }
 
     /// The `.log` file, for zero-copy transfers of bytes a read has checked.
@@ -1561,17 +1702,49 @@ impl Segment {
 
     /// Kafka's `findOffsetByTimestamp`: the first record at or after `start_offset` whose
     /// timestamp is at or above `timestamp`, as `(timestamp, offset)`.
+    ///
+    /// A truncation of the segment that overlaps the lookup and makes it fail (the bytes it
+    /// walked were cut or rewritten) makes it run again, and after a few such tries fail with
+    /// [`Error::Truncated`]; it is never reported as corruption and never rebuilds an index.
     pub fn find_offset_by_timestamp(
         &self,
         timestamp: i64,
         start_offset: i64,
     ) -> Result<Option<TimestampOffset>> {
-        let end = self.size();
+        let mut tries = 0;
+        loop {
+            let view = self.read_view();
+            let error = match self.find_offset_by_timestamp_once(timestamp, start_offset, view) {
+                Err(error) => error,
+                found => return found,
+            };
+            let error = match self.raced_truncation(view.epoch) {
+                Some(at) => Error::Truncated { at },
+                // An index entry added after `view` led the lookup past its end.
+                None if self.size() > view.end => error,
+                None => return Err(error),
+            };
+            tries += 1;
+            if tries >= MAX_TRUNCATION_RETRIES {
+                return Err(error);
+            }
+        }
+    }
+
+    /// One try of [`find_offset_by_timestamp`](Self::find_offset_by_timestamp), up to what
+    /// `view` saw published.
+    fn find_offset_by_timestamp_once(
+        &self,
+        timestamp: i64,
+        start_offset: i64,
+        view: ReadView,
+    ) -> Result<Option<TimestampOffset>> {
+        let end = view.end;
         let mut attempt = 0;
         let frame = loop {
             let time_entry = match self.time_index.lookup(timestamp) {
                 Ok(entry) => entry,
-                Err(Error::Corrupt { .. }) if attempt == 0 && self.can_rebuild() => {
+                Err(Error::Corrupt { .. }) if attempt == 0 && self.may_rebuild(view) => {
                     attempt += 1;
                     self.rebuild_indexes()?;
                     continue;
@@ -1579,7 +1752,7 @@ impl Segment {
                 Err(error) => return Err(error),
             };
             let from = time_entry.offset.max(start_offset);
-            let found = self.translate_offset(from, end)?;
+            let found = self.translate_offset(from, view)?;
             // The entry is used like an offset-index entry (DESIGN §3 inv. 6): it must name the
             // batch that holds its timestamp, or records before a damaged entry would be
             // skipped. `(-1, base)` is the lookup's answer when no entry applies.
@@ -1595,7 +1768,7 @@ impl Segment {
                 None if unused => return Ok(None),
                 _ => {}
             }
-            if attempt == 0 && self.can_rebuild() {
+            if attempt == 0 && self.may_rebuild(view) {
                 attempt += 1;
                 self.rebuild_indexes()?;
                 continue;
@@ -1682,8 +1855,15 @@ impl Segment {
     /// are kept, and only the batches from the last kept entry on are validated and indexed.
     /// If the check fails, or the kept entry does not name a valid batch ending at its offset,
     /// the whole segment is scanned as by [`scan`](Self::scan).
+    ///
+    /// Before validating, it drops the cached pages from the kept entry on (from byte 0 when
+    /// none is kept), so that it validates what the disk holds: a failed fsync of an earlier
+    /// process in this boot may have left pages cached that never reached it (ARCHITECTURE.md
+    /// §7). The bytes up to the kept entry's batch were synced, so their pages match the disk.
     pub fn recover_from(&self, recovery_point: i64) -> Result<ScanReport> {
         let start = self.trusted_index_prefix(recovery_point)?;
+        let first_unsynced = start.map_or(0, |entry| u64::from(entry.position));
+        crate::storage::drop_cached_tail(&*self.log, first_unsynced)?;
         self.scan_from(start.map_or(ScanStart::Beginning, ScanStart::Trusted))
     }
 
@@ -1878,8 +2058,9 @@ impl Segment {
         // Before the writer lock: a mapped reader may take the writer lock (an index rebuild)
         // while it holds the mapping's read lock.
         let _no_readers = self.drop_mapping();
-        let end = self.size();
-        let Some((frame, summary)) = self.translate_offset(offset, end)? else {
+        // The log's writer lock keeps appends and other truncations out: nothing overtakes
+        // this lookup.
+        let Some((frame, summary)) = self.translate_offset(offset, self.read_view())? else {
             return Ok(0);
         };
         let first_offset = self.first_offset_of(&frame, &summary)?;
@@ -1889,7 +2070,8 @@ impl Segment {
         let mut writer = self.writer.lock();
         writer.index_room = None;
         let position = frame.position;
-        self.truncations.fetch_add(1, Ordering::AcqRel);
+        // Until it drops, at the end, a reader that meets what this cut does is told so.
+        let _under_way = self.begin_truncation(kept_end);
         // Every entry at or above the kept end points into a removed batch (a time-index entry
         // may name an offset below `offset` inside a straddling batch).
         self.offset_index.truncate_to(kept_end)?;
@@ -1929,7 +2111,8 @@ impl Segment {
     /// durable, and a recovery point above the file's last batch makes torn appends after it
     /// look like corruption.
     pub fn truncation_point(&self, offset: i64) -> Result<i64> {
-        Ok(match self.translate_offset(offset, self.size())? {
+        // Under the log's writer lock, as in `truncate_to`.
+        Ok(match self.translate_offset(offset, self.read_view())? {
             Some((frame, summary)) => {
                 let first = self.first_offset_of(&frame, &summary)?;
                 self.next_offset_before(frame.position, first.min(offset))?
@@ -2009,7 +2192,7 @@ impl Segment {
         }
         let file_bytes = self.log.len()?;
         if file_bytes > valid_bytes {
-            self.truncations.fetch_add(1, Ordering::AcqRel);
+            let _under_way = self.begin_truncation(writer.next_offset);
             self.log.set_len(valid_bytes)?;
             self.positions.forget();
         }
@@ -2186,6 +2369,17 @@ fn validate_config(config: &SegmentConfig) -> Result<()> {
         });
     }
     Ok(())
+}
+
+/// A truncation in progress (see [`Segment::begin_truncation`]): dropping it ends it.
+struct TruncationUnderWay<'a> {
+    seq: &'a AtomicU64,
+}
+
+impl Drop for TruncationUnderWay<'_> {
+    fn drop(&mut self) {
+        self.seq.fetch_add(1, Ordering::AcqRel);
+    }
 }
 
 /// What [`Segment::append`] needs of the batches it checked.

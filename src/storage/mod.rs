@@ -177,6 +177,21 @@ pub enum Advice {
     DontNeed,
 }
 
+/// What [`drop_cached_tail`] rounds its start down to: 2 MiB, the largest page-cache folio on
+/// x86-64 with 4 KiB pages (a PMD). `posix_fadvise(POSIX_FADV_DONTNEED)` drops only the pages
+/// and folios wholly inside its range, so a range starting inside one would keep it, and with it
+/// the bytes just past the start.
+pub(crate) const CACHE_DROP_ALIGNMENT: u64 = 2 << 20;
+
+/// Asks the kernel to drop the cached pages of `file` from `position` (rounded down to
+/// [`CACHE_DROP_ALIGNMENT`]) to its end, so that reads there return what the disk holds rather
+/// than pages a failed writeback left clean but unwritten (ARCHITECTURE.md §7). Dirty pages are
+/// not dropped: they are still to be written, and the next sync writes them or fails.
+pub(crate) fn drop_cached_tail(file: &dyn StorageFile, position: u64) -> Result<()> {
+    let start = position - position % CACHE_DROP_ALIGNMENT;
+    file.advise(start, 0, Advice::DontNeed)
+}
+
 /// An open file. Positional I/O only: there is no cursor, so a handle can be shared by threads.
 pub trait StorageFile: Send + Sync + fmt::Debug {
     /// The path the file was opened at (it may since have been renamed).

@@ -49,7 +49,7 @@
 //! The choices come from a seed, so a crash is reproducible: [`CrashReport::seed`] names it.
 //! [`CrashMode::LoseUnsynced`] gives the strictest image (exactly
 //! [`durable_snapshot`](SimStorage::durable_snapshot)) and [`CrashMode::KeepUnsynced`] the
-//! kindest (exactly [`snapshot`](SimStorage::snapshot)).
+//! kindest (exactly [`snapshot`](SimStorage::snapshot), but for the pages a failed sync lost).
 //!
 //! # Faults
 //!
@@ -57,10 +57,16 @@
 //! [`FaultOp`] kind, counted from when the rule is armed (optionally only on some paths), fails
 //! with EIO, ENOSPC or another error, stores only part of a write, or crashes the machine just
 //! before the operation; [`FaultRule::until_cancelled`] keeps a rule firing (a disk that stays
-//! full until space is freed). A **failed sync drops the file's unsynced data**: its contents and
-//! length revert to the synced image at once, as Linux marks the pages it failed to write clean
-//! (and forgets them) after an fsync error. A caller that retries the sync and succeeds has made
-//! durable only what was durable before, and reads show it.
+//! full until space is freed). A **failed sync loses the file's unsynced data, but not from the
+//! cache**, as on Linux after an fsync error (PostgreSQL's "fsyncgate", 2018): the pages it could
+//! not write are marked clean and stay cached ([`SimFileState::lost_pages`]), so reads still
+//! return their bytes and a retried sync succeeds without writing them. They are not on the
+//! disk: a crash loses them, and [`Advice::DontNeed`] on a range drops those wholly inside it
+//! ([`PAGE_SIZE`] pages, as `posix_fadvise` does), after which reads return what the disk holds
+//! (the synced bytes, zeros past the synced length). Writing into a lost page dirties it again,
+//! and its next sync writes the whole page, lost bytes included, as Linux's writeback does.
+//! Unsynced length changes are forgotten by the failed sync; the next successful one persists
+//! the in-memory length.
 //!
 //! # Observing
 //!
@@ -114,11 +120,12 @@ use parking_lot::Mutex;
 pub use crash::{CrashConfig, CrashMode, CrashReport, SECTOR_SIZE};
 pub use fault::{FaultError, FaultId, FaultOp, FaultRule};
 pub use observe::{PathStats, SimEvent, SimFileState, SimSnapshot, SimStats};
+pub use state::PAGE_SIZE;
 
 use self::path::SimPath;
 use self::state::{FsState, Handle, NodeId};
 use super::{
-    CanonicalPath, FileId, FileLock, LockMode, Metadata, OpenMode, ReadMapping, Storage,
+    Advice, CanonicalPath, FileId, FileLock, LockMode, Metadata, OpenMode, ReadMapping, Storage,
     StorageFile,
 };
 use crate::clock::Clock;
@@ -512,6 +519,14 @@ impl StorageFile for SimFile {
             .state
             .lock()
             .sync(&self.handle(), false)
+            .map_err(wrap(&self.path))
+    }
+
+    fn advise(&self, offset: u64, len: u64, advice: Advice) -> Result<()> {
+        self.shared
+            .state
+            .lock()
+            .advise(&self.handle(), offset, len, advice)
             .map_err(wrap(&self.path))
     }
 

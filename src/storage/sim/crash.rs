@@ -33,7 +33,9 @@ pub enum CrashMode {
     /// What is left is exactly `SimStorage::durable_snapshot`.
     LoseUnsynced,
     /// The kindest image: everything survives, as if the machine had flushed all before dying.
-    /// What is left is exactly the live `SimStorage::snapshot`; only handles and locks die.
+    /// What is left is exactly the live `SimStorage::snapshot`, except the bytes of pages a
+    /// failed sync lost (`SimFileState::lost_pages`), which no crash brings back; only handles and
+    /// locks die.
     KeepUnsynced,
 }
 
@@ -316,6 +318,8 @@ impl FsState {
                 file.live.clone_from(&image);
                 file.synced = image;
                 file.pending.clear();
+                // The page cache is gone: what a lost page held was never in `synced`.
+                file.lost_pages.clear();
                 if config.mode != CrashMode::KeepUnsynced {
                     // The modification time is metadata that only `sync_all` persists.
                     file.modified_ms = file.synced_modified_ms;

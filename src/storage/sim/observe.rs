@@ -44,6 +44,11 @@ pub struct SimStats {
     pub removes: u64,
     /// `set_mtime` calls.
     pub set_mtimes: u64,
+    /// `advise` calls, of any kind.
+    pub advises: u64,
+    /// Pages a failed sync had left "clean but not on disk" that an `Advice::DontNeed` dropped
+    /// from the simulated page cache, so that reads return what the disk holds.
+    pub lost_pages_dropped: u64,
     /// Simulated crashes.
     pub crashes: u64,
     /// Injected faults that fired.
@@ -68,6 +73,8 @@ pub struct PathStats {
     pub writes: u64,
     /// `sync_data` and `sync_all` calls.
     pub syncs: u64,
+    /// `advise` calls, of any kind.
+    pub advises: u64,
 }
 
 /// One entry of the simulator's event log: the operations that change or persist state, in the
@@ -169,6 +176,9 @@ pub struct SimFileState {
     pub synced: Vec<u8>,
     /// Writes and length changes since that sync.
     pub unsynced_ops: usize,
+    /// Pages whose bytes in `current` a failed sync never wrote: reads return them, the disk
+    /// does not hold them, until an `Advice::DontNeed` or a crash drops them.
+    pub lost_pages: usize,
     /// Whether the file is reachable under this path in the durable directory entries, that is,
     /// whether its name survives a crash that loses every unsynced directory operation.
     ///

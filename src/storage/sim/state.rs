@@ -16,7 +16,11 @@ use super::observe::{PathStats, SimEvent, SimFileState, SimSnapshot, SimStats};
 use super::path::SimPath;
 use super::rng::SplitMix64;
 use crate::clock::Clock;
-use crate::storage::{CanonicalPath, LockMode, Metadata, OpenMode};
+use crate::storage::{Advice, CanonicalPath, LockMode, Metadata, OpenMode};
+
+/// The size of a page of the simulated page cache: the unit in which a failed writeback loses
+/// data and in which [`Advice::DontNeed`](crate::storage::Advice::DontNeed) drops it.
+pub const PAGE_SIZE: u64 = 4096;
 
 /// The largest file the simulator holds by default (256 MiB): files live in memory, so a caller's
 /// `set_len(u64::MAX)` must be an error (EFBIG), not an allocation failure.
@@ -117,17 +121,24 @@ impl DirOp {
     }
 }
 
-/// A file: its live bytes, its synced image, and the changes in between.
+/// A file: its live bytes (the page cache), its synced image (the disk), and the changes in
+/// between.
 ///
-/// Invariant: applying `pending` in order to `synced` gives `live`.
+/// Invariant: applying `pending` in order to `synced`, then setting the length to `live`'s, gives
+/// `live` everywhere except on the pages in `lost_pages`, whose bytes in `live` never reached
+/// the disk and never will unless the page is written again.
 #[derive(Debug)]
 pub(super) struct FileNode {
-    /// What reads see now.
+    /// What reads see now: the page cache.
     pub(super) live: Vec<u8>,
     /// The data and length made durable by the last successful sync.
     pub(super) synced: Vec<u8>,
     /// Writes and length changes since then, oldest first.
     pub(super) pending: Vec<FileOp>,
+    /// Pages (numbered in [`PAGE_SIZE`] units) that a failed sync left "clean but not on disk":
+    /// reads still return the bytes written to them, though the disk never got them, until the
+    /// page is dropped from the cache (`Advice::DontNeed`, a crash) or written again.
+    pub(super) lost_pages: BTreeSet<u64>,
     pub(super) modified_ms: i64,
     /// The modification time as of the last `sync_all`: `fdatasync` does not persist it.
     pub(super) synced_modified_ms: i64,
@@ -141,6 +152,7 @@ impl FileNode {
             live: Vec::new(),
             synced: Vec::new(),
             pending: Vec::new(),
+            lost_pages: BTreeSet::new(),
             modified_ms: now_ms,
             synced_modified_ms: now_ms,
             open_handles: 0,
@@ -149,31 +161,116 @@ impl FileNode {
 
     fn apply(&mut self, op: FileOp, now_ms: i64) {
         op.apply(&mut self.live);
+        let redirtied = self.redirtied_pages(&op);
         self.pending.push(op);
+        // Writing into a lost page dirties the whole cached page again, and its writeback
+        // writes all of it: the bytes the failed sync lost reach the disk after all.
+        for page in redirtied {
+            let start = page.saturating_mul(PAGE_SIZE);
+            let end = start.saturating_add(PAGE_SIZE).min(len_u64(&self.live));
+            if let Some(bytes) = self.live.get(index(start)..index(end)) {
+                self.pending.push(FileOp::Write {
+                    offset: start,
+                    data: bytes.to_vec(),
+                });
+            }
+        }
         self.modified_ms = now_ms;
     }
 
-    /// Makes the live state durable.
+    /// Takes out of `lost_pages` the pages that `op` (just applied) changes or cuts, and returns
+    /// the ones it dirtied and that still exist.
+    fn redirtied_pages(&mut self, op: &FileOp) -> Vec<u64> {
+        if self.lost_pages.is_empty() {
+            return Vec::new();
+        }
+        let len = len_u64(&self.live);
+        // Pages wholly past the end are gone; a truncation to inside a page zeroes its tail.
+        let pages_in_file = len.div_ceil(PAGE_SIZE);
+        self.lost_pages.retain(|&page| page < pages_in_file);
+        let touched = match op {
+            FileOp::Write { offset, data } => page_span(*offset, len_u64(data)),
+            FileOp::SetLen(new_len) if new_len % PAGE_SIZE != 0 => {
+                (new_len / PAGE_SIZE)..(new_len / PAGE_SIZE + 1)
+            }
+            FileOp::SetLen(_) => 0..0,
+        };
+        let redirtied: Vec<u64> = self.lost_pages.range(touched).copied().collect();
+        for page in &redirtied {
+            self.lost_pages.remove(page);
+        }
+        redirtied
+    }
+
+    /// Makes the live state durable, except the lost pages, which are clean and not written.
     fn sync(&mut self, metadata_too: bool) {
         // Replaying the pending operations costs what was written since the last sync, where
         // copying `live` would cost the whole file on every sync.
         for op in self.pending.drain(..) {
             op.apply(&mut self.synced);
         }
+        // The in-memory size is what the sync persists, even when a failed writeback kept the
+        // data it covers off the disk (which then reads as zeros).
+        resize(&mut self.synced, len_u64(&self.live));
         if metadata_too {
             self.synced_modified_ms = self.modified_ms;
         }
     }
 
-    /// Forgets everything since the last sync, as Linux does after a failed fsync: the kernel
-    /// marks the pages it could not write clean, so their contents are never written and a
-    /// later fsync succeeds without them. The simulator goes one step further and also shows
-    /// the loss to readers at once, so no test can mistake the lost data for stored data.
-    fn drop_unsynced(&mut self) {
-        self.live.clone_from(&self.synced);
-        self.pending.clear();
-        self.modified_ms = self.synced_modified_ms;
+    /// What Linux does after a failed writeback: the pages it could not write are marked clean
+    /// and stay in the cache, so reads still return their bytes, a later fsync finds nothing to
+    /// write and succeeds, and only dropping the page (or rebooting) shows what the disk holds
+    /// (PostgreSQL's "fsyncgate", 2018). Unsynced length changes are forgotten with them.
+    fn fail_writeback(&mut self) {
+        let len = len_u64(&self.live);
+        for op in self.pending.drain(..) {
+            if let FileOp::Write { offset, data } = op {
+                let end = offset.saturating_add(len_u64(&data)).min(len);
+                if offset < end {
+                    self.lost_pages.extend(page_span(offset, end - offset));
+                }
+            }
+        }
     }
+
+    /// Drops the lost pages wholly inside `[offset, offset + len)` (`len` 0: to the end of the
+    /// file) from the cache, as `posix_fadvise(POSIX_FADV_DONTNEED)` drops clean pages: their
+    /// bytes become what the disk holds. A page the range covers only in part stays, as on
+    /// Linux. Other pages are either dirty (never dropped) or already equal to the disk.
+    fn drop_cached(&mut self, offset: u64, len: u64) -> u64 {
+        let first = offset.div_ceil(PAGE_SIZE);
+        let end = if len == 0 {
+            u64::MAX
+        } else {
+            offset.saturating_add(len) / PAGE_SIZE
+        };
+        if first >= end {
+            return 0;
+        }
+        let dropped: Vec<u64> = self.lost_pages.range(first..end).copied().collect();
+        let live_len = self.live.len();
+        for page in &dropped {
+            self.lost_pages.remove(page);
+            let start = index(page.saturating_mul(PAGE_SIZE)).min(live_len);
+            let stop = start.saturating_add(index(PAGE_SIZE)).min(live_len);
+            for position in start..stop {
+                let disk = self.synced.get(position).copied().unwrap_or(0);
+                if let Some(byte) = self.live.get_mut(position) {
+                    *byte = disk;
+                }
+            }
+        }
+        u64::try_from(dropped.len()).unwrap_or(u64::MAX)
+    }
+}
+
+/// The pages `[offset, offset + len)` touches.
+fn page_span(offset: u64, len: u64) -> std::ops::Range<u64> {
+    if len == 0 {
+        return 0..0;
+    }
+    let last = offset.saturating_add(len - 1);
+    (offset / PAGE_SIZE)..(last / PAGE_SIZE + 1)
 }
 
 /// One unsynced change to a file.
@@ -861,7 +958,7 @@ impl FsState {
         self.handle_file(handle)?;
         if let Some(effect) = self.fault(FaultOp::Sync, handle.path) {
             if !matches!(effect, FaultEffect::Crash(_)) {
-                self.handle_file(handle)?.drop_unsynced();
+                self.handle_file(handle)?.fail_writeback();
             }
             return Err(self.fault_error(effect));
         }
@@ -872,6 +969,28 @@ impl FsState {
             path: handle.path.to_path_buf(),
             data_only,
         });
+        Ok(())
+    }
+
+    /// `posix_fadvise` on behalf of a handle: counted, and for [`Advice::DontNeed`] the lost
+    /// pages in the range are dropped (see [`FileNode::drop_cached`]). The other hints change
+    /// nothing a caller can see.
+    pub(super) fn advise(
+        &mut self,
+        handle: &Handle<'_>,
+        offset: u64,
+        len: u64,
+        advice: Advice,
+    ) -> io::Result<()> {
+        let file = self.handle_file(handle)?;
+        let dropped = if advice == Advice::DontNeed {
+            file.drop_cached(offset, len)
+        } else {
+            0
+        };
+        self.stats.advises += 1;
+        self.stats.lost_pages_dropped += dropped;
+        self.count_path(handle.path, |stats| stats.advises += 1);
         Ok(())
     }
 
@@ -917,6 +1036,7 @@ impl FsState {
             current: file.live.clone(),
             synced: file.synced.clone(),
             unsynced_ops: file.pending.len(),
+            lost_pages: file.lost_pages.len(),
             name_durable: self.walk(path.names(), true).ok() == Some(id),
         })
     }
