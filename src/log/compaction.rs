@@ -1147,15 +1147,13 @@ impl GroupWriter<'_> {
                 .min(READ_CHUNK_BYTES);
             let read = segment.read(offset, want, None, &mut buf)?;
             // Whole batches from position 0 on: the deferred bytes end on a batch boundary.
+            // Other bytes there mean a truncation cut the segment (and appends refilled it)
+            // since the pass read it: a race, not corruption, and the pass gives the group up.
             let Some(read) =
                 read.filter(|r| r.position == self.position && r.len as u64 <= remaining)
             else {
-                return Err(Error::Corrupt {
-                    file: segment.log_path(),
-                    position: self.position,
-                    what: crate::error::Corruption::BadHeader(
-                        "the segment changed while compaction copied it",
-                    ),
+                return Err(Error::Truncated {
+                    at: segment.next_offset(),
                 });
             };
             let bytes = buf.get(..read.len).unwrap_or_default();
