@@ -526,7 +526,20 @@ impl Shared {
                 plan.schedule.first_uncleanable_offset = handle.base_offset();
                 break;
             }
-            let bytes = self.segment_log_bytes(handle)?;
+            let bytes = match self.segment_log_bytes(handle) {
+                Ok(bytes) => bytes,
+                // A truncation or retention took the segment after the list was loaded (its
+                // closed handle is sized by path, and the file was renamed): plan up to here,
+                // as when a pin finds the handle gone.
+                Err(error)
+                    if error.io_kind() == Some(std::io::ErrorKind::NotFound)
+                        && !Arc::ptr_eq(&self.snapshot.load(), &list) =>
+                {
+                    plan.schedule.first_uncleanable_offset = handle.base_offset();
+                    break;
+                }
+                Err(error) => return Err(error),
+            };
             if end_offset > first_dirty {
                 let Some(segment) = self.snapshot.pin(handle)? else {
                     // A truncation or retention changed the list: plan up to here.
@@ -850,7 +863,15 @@ impl Shared {
                 // The `.log`'s mtime is the segment's append time for time retention: the
                 // cleaned copy takes the group's last one, as Kafka's cleaner does, and the
                 // fsync below makes it durable.
-                let mtime_ms = self.storage.metadata(&last_log_path)?.modified_ms;
+                let mtime_ms = match self.storage.metadata(&last_log_path) {
+                    Ok(metadata) => metadata.modified_ms,
+                    // A truncation or retention renamed the group's last segment after it was
+                    // read: the group has left the log.
+                    Err(error) if error.io_kind() == Some(std::io::ErrorKind::NotFound) => {
+                        return Ok(false);
+                    }
+                    Err(error) => return Err(error),
+                };
                 match self.storage.set_mtime(&cleaned_path, mtime_ms) {
                     Ok(()) | Err(Error::Unsupported { .. }) => {}
                     Err(error) => return Err(error),
@@ -1147,15 +1168,13 @@ impl GroupWriter<'_> {
                 .min(READ_CHUNK_BYTES);
             let read = segment.read(offset, want, None, &mut buf)?;
             // Whole batches from position 0 on: the deferred bytes end on a batch boundary.
+            // Other bytes there mean a truncation cut the segment (and appends refilled it)
+            // since the pass read it: a race, not corruption, and the pass gives the group up.
             let Some(read) =
                 read.filter(|r| r.position == self.position && r.len as u64 <= remaining)
             else {
-                return Err(Error::Corrupt {
-                    file: segment.log_path(),
-                    position: self.position,
-                    what: crate::error::Corruption::BadHeader(
-                        "the segment changed while compaction copied it",
-                    ),
+                return Err(Error::Truncated {
+                    at: segment.next_offset(),
                 });
             };
             let bytes = buf.get(..read.len).unwrap_or_default();
