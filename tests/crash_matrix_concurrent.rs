@@ -1254,6 +1254,8 @@ enum On {
     /// After the given number of `read_at`s through handles opened at the path (counted from
     /// when the hook is armed), that is, after the last of them.
     AfterReads(usize),
+    /// Before a `sync_all` through a handle opened at the path.
+    SyncAll,
 }
 
 type Action = Box<dyn FnOnce() + Send>;
@@ -1326,6 +1328,17 @@ impl StorageFile for HookedFile {
         self.inner.sync_data()
     }
     fn sync_all(&self) -> partlog::Result<()> {
+        let path = self.inner.path().to_string_lossy();
+        let action = {
+            let mut hook = self.hook.lock();
+            let hit = hook.as_ref().is_some_and(|(want, suffix, _)| {
+                *want == On::SyncAll && path.ends_with(suffix.as_str())
+            });
+            if hit { hook.take() } else { None }
+        };
+        if let Some((_, _, action)) = action {
+            action();
+        }
         self.inner.sync_all()
     }
     fn map_read(&self) -> partlog::Result<Option<partlog::unstable::ReadMapping>> {
@@ -2081,4 +2094,112 @@ fn a_truncation_between_a_compaction_passs_read_and_its_re_read_is_no_corruption
         drop(log);
     }
     assert!(raced > 0, "no truncation landed inside a pass");
+}
+
+/// The finding of PARTLOG_CRASH_MATRIX_CONCURRENT_SEED=4924 (CRASH_AT=Sync:43): after a crash
+/// inside a compaction pass, the recovered `.index` of a segment named offset 17 (an all-zero
+/// entry) at byte 0, where the batch ends at 20. A sync for an acknowledgement syncs the active
+/// segment's `.log` only; when the next append rolls, the durable offset already reaches the
+/// new segment's base while the segment just sealed has unsynced index entries until the next
+/// sync. A pass planned then recorded its recovery point at that base without syncing, and
+/// recovery trusts the index entries below the point: a crash that kept the index's later
+/// entries but not its first left a zero entry that no check catches. Here the pass runs at the
+/// first sync of the sealed segment (just before it), and crashes while writing its cleaned copy,
+/// with each unsynced write kept or lost as the crash seed draws.
+#[test]
+fn a_compaction_pass_records_a_recovery_point_only_over_synced_indexes() {
+    let case = Case {
+        seed: 4924,
+        compacted: true,
+        flush: 0,
+        segment_bytes: 1024,
+        retention_bytes: -1,
+        appends: 0,
+        bursts: 0,
+        cuts: 0,
+        passes: 0,
+    };
+    let mut corrupt = Vec::new();
+    for crash_seed in 0..32u64 {
+        let clock = Arc::new(ManualClock::new(T0));
+        let sim = SimStorage::new(case.seed).with_clock(clock.clone());
+        let hooked = Arc::new(Hooked {
+            inner: sim.clone(),
+            hook: Arc::new(parking_lot::Mutex::new(None)),
+        });
+        let config = case.config_on(hooked.clone(), &clock);
+        let log = Arc::new(Log::open(DIR, config.clone()).unwrap());
+        // Timestamps near the clock's: only the record that moves them `segment.ms` on rolls.
+        let record = |n: i64, key: &str| Rec {
+            key: key.as_bytes().to_vec(),
+            value: Some(format!("value {n}").into_bytes()),
+            timestamp: T0 + n,
+        };
+        // Batches of two whose keys repeat (a pass rewrites the segment, and a zero offset-index
+        // entry names no batch's last offset), with several index entries.
+        let mut acknowledged = Vec::new();
+        for n in 0..8 {
+            let batch = [
+                record(2 * n, ["a", "b", "c"][n as usize % 3]),
+                record(2 * n + 1, "e"),
+            ];
+            log.append(&[batch[0].new_record(), batch[1].new_record()])
+                .unwrap();
+            acknowledged.extend(batch);
+        }
+        log.wait_durable(log.log_end_offset() - 1).unwrap();
+        assert_eq!(log_files(&sim).len(), 1, "segment 0 is still active");
+        let outcome = Arc::new(parking_lot::Mutex::new(None));
+        let weak = Arc::downgrade(&log);
+        let seen = Arc::clone(&outcome);
+        hooked.arm(
+            On::SyncAll,
+            "00000000000000000000.log".into(),
+            Box::new(move || {
+                if let Some(log) = weak.upgrade() {
+                    *seen.lock() = Some(log.compact().map(|stats| stats.segments_cleaned));
+                }
+            }),
+        );
+        sim.inject(
+            FaultRule::crash(FaultOp::Sync, 1)
+                .on_paths_ending_with(".cleaned")
+                .crash_config(CrashConfig::random().seed(crash_seed).without_tearing()),
+        );
+        clock.advance(2 * SEGMENT_MS);
+        let end = log.log_end_offset();
+        log.append(&[record(2 * SEGMENT_MS, "d").new_record()])
+            .unwrap();
+        assert_eq!(log_files(&sim).len(), 2, "the append rolled");
+        // The first sync of the sealed segment (this wait's or the flusher's) runs the pass.
+        let _ = log.wait_durable(end);
+        assert!(hooked.hook.lock().is_none(), "the pass never ran");
+        assert!(
+            outcome.lock().as_ref().is_some_and(Result::is_err),
+            "crash seed {crash_seed}: the pass did not crash: {:?}",
+            outcome.lock()
+        );
+        assert_eq!(sim.stats().crashes, 1);
+        drop(log);
+        sim.clear_faults();
+        let reopened = Log::open(DIR, config.clone()).unwrap();
+        let records: Vec<LogRecord> = reopened
+            .records(0, ReadBound::LogEnd)
+            .collect::<partlog::Result<_>>()
+            .unwrap();
+        for (offset, rec) in acknowledged.iter().enumerate() {
+            assert!(
+                records
+                    .iter()
+                    .any(|r| r.offset == offset as i64 && Rec::from_log(r.clone()) == *rec),
+                "crash seed {crash_seed}: acknowledged record {offset} is lost"
+            );
+        }
+        reopened.close().unwrap();
+        let report = verify_dir(DIR, &config).unwrap();
+        if report.findings.iter().any(|f| f.severity != Severity::Note) {
+            corrupt.push((crash_seed, report.findings));
+        }
+    }
+    assert!(corrupt.is_empty(), "{corrupt:#?}");
 }

@@ -1554,13 +1554,16 @@ impl Shared {
     /// segment was created, then the active `.log` (data only: indexes are derived).
     fn sync_published(&self) -> Result<i64> {
         let durable_before = self.commit.durable_offset();
-        let (target, sealed, dir_dirty, active) = {
+        // The sealed segments stay listed until they are synced: a recovery point recorded
+        // meanwhile must not count on their indexes (`record_recovery_point_through`).
+        let (target, sealed, dir_dirty, active, truncations) = {
             let mut writer = self.writer.lock();
             (
                 writer.log_end_offset,
-                std::mem::take(&mut writer.unsynced_sealed),
+                writer.unsynced_sealed.clone(),
                 std::mem::take(&mut writer.dir_dirty),
                 Arc::clone(&writer.active),
+                self.truncations.load(Ordering::Acquire),
             )
         };
         let started = Instant::now();
@@ -1576,6 +1579,16 @@ impl Shared {
             }
             active.flush_log()
         })();
+        if result.is_ok() && !sealed.is_empty() {
+            let mut writer = self.writer.lock();
+            // A truncation since may have reactivated one of them and sealed it again with
+            // entries this sync did not cover: it then stays listed.
+            if self.truncations.load(Ordering::Acquire) == truncations {
+                writer
+                    .unsynced_sealed
+                    .retain(|listed| !sealed.iter().any(|synced| Arc::ptr_eq(synced, listed)));
+            }
+        }
         let duration = started.elapsed();
         let nanos = u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX);
         self.counters.note_fsync(nanos);
@@ -1852,6 +1865,16 @@ impl Shared {
         if recovery_point <= writer.recovery_point {
             return Ok(());
         }
+        // A roll after the sync that made `durable` durable sealed a segment whose indexes only
+        // the next sync covers: recovery would trust their entries below the point. The roll
+        // wakes this thread to sync; try again at the next tick.
+        if writer
+            .unsynced_sealed
+            .iter()
+            .any(|segment| segment.base_offset() < recovery_point)
+        {
+            return Ok(());
+        }
         let log_start = self.log_start.load(Ordering::Acquire);
         if let Some(checkpoint) = writer.checkpoint.as_mut() {
             checkpoint.write(recovery_point, log_start, None, false)?;
@@ -1901,8 +1924,30 @@ impl Shared {
         {
             return Ok(false);
         }
-        // The sealed segments below `offset` had their indexes synced with their data. The
-        // point held in memory never exceeds the durable offset.
+        // A durable offset does not make a sealed segment's indexes durable: a sync for an
+        // acknowledgement syncs the active `.log` only, so a roll just after it leaves the
+        // durable offset at the new base while the segment it sealed waits, indexes unsynced,
+        // for the next sync. Recovery trusts index entries below a recorded point, and a crash
+        // that kept an index's later entries but not an earlier one would leave a zero entry
+        // no check catches (tests/crash_matrix_concurrent.rs, seed 4924). So they are synced
+        // here, under the writer lock that every roll and truncation takes.
+        for segment in writer
+            .unsynced_sealed
+            .iter()
+            .filter(|segment| segment.base_offset() < offset)
+        {
+            if let Err(error) = segment.flush_sealed() {
+                return Err(self.poison_after_failed_sync(
+                    &format!("syncing {}", segment.log_path().display()),
+                    error,
+                ));
+            }
+        }
+        writer
+            .unsynced_sealed
+            .retain(|segment| segment.base_offset() >= offset);
+        // The point held in memory never exceeds the durable offset, nor lies above a sealed
+        // segment whose indexes are unsynced (the flusher checks that too).
         let recovery_point = writer.recovery_point.max(offset);
         let log_start = self.log_start.load(Ordering::Acquire);
         self.write_checkpoint_durably(&mut writer, recovery_point, log_start)?;
