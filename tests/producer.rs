@@ -765,3 +765,30 @@ mod sim {
         producer.flush().unwrap();
     }
 }
+
+/// `flush` used to wait for the highest offset the producer had ever appended: once a
+/// truncation took that offset, every later `flush` failed (`OffsetOutOfRange`) although the
+/// records it covered were stored and durable, until the log grew past the old offset again.
+#[test]
+fn flush_after_a_truncation_waits_for_what_was_sent_since_not_for_truncated_offsets() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = open_log(dir.path());
+    let producer = producer(&log, Acks::All);
+    // Two batches, so that the truncation can take the second whole.
+    let first = producer.send(&record(0)).unwrap();
+    producer.flush().unwrap();
+    let handles: Vec<SendHandle> = (1..4).map(|i| producer.send(&record(i)).unwrap()).collect();
+    producer.flush().unwrap();
+    assert_eq!(first.wait().unwrap(), 0);
+    for handle in handles {
+        handle.wait().unwrap();
+    }
+    assert_eq!(log.log_end_offset(), 4);
+    assert_eq!(log.truncate_to(1).unwrap(), 1);
+    let handle = producer.send(&record(10)).unwrap();
+    producer.flush().unwrap();
+    assert_eq!(handle.wait().unwrap(), 1);
+    assert!(log.durable_offset() > 1, "the flushed record is durable");
+    assert_eq!(read_all(&log), vec![(0, value(0)), (1, value(10))]);
+    producer.close().unwrap();
+}

@@ -1899,7 +1899,12 @@ impl Shared {
             return Ok(true);
         }
         if self.commit.durable_offset() < offset {
-            self.sync_through(offset - 1)?;
+            match self.sync_through(offset - 1) {
+                // A truncation took offsets below `offset`: the pass was overtaken, as when
+                // the check below declines.
+                Ok(()) | Err(Error::Truncated { .. }) => {}
+                Err(error) => return Err(error),
+            }
         }
         let mut writer = self.writer.lock();
         // What was checked above may be stale by now: a truncation below `offset`, then appends

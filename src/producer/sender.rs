@@ -89,7 +89,10 @@ fn append(inner: &Inner, batch: PendingBatch) {
         acc.completed_seq = seq + 1;
         match &result {
             Ok((info, _)) => {
-                acc.last_appended_offset = acc.last_appended_offset.max(info.last_offset);
+                // The latest batch, not the highest offset ever: this one thread appends in
+                // order, so a higher offset of an earlier batch is one a truncation took, and
+                // `flush` must not wait for it (it would fail until the log grew past it).
+                acc.last_appended_offset = info.last_offset;
                 acc.counters.records_appended += records as u64;
                 acc.counters.batches_appended += 1;
                 acc.counters.bytes_appended += info.bytes as u64;
