@@ -112,7 +112,8 @@ use crate::storage::{OpenMode, Storage};
 
 use super::checkpoint::DurableWriteError;
 use super::snapshot::SegmentHandle;
-use super::{Log, PendingDelete, Shared};
+use super::truncate::PendingDelete;
+use super::{Log, Shared};
 
 /// How many bytes of a segment one read brings in while a pass walks it.
 const READ_CHUNK_BYTES: usize = 1 << 20;

@@ -67,7 +67,8 @@ use std::time::Duration;
 use parking_lot::MutexGuard;
 
 use super::snapshot::{SegmentHandle, SegmentList};
-use super::{LogConfig, PendingDelete, Shared, Writer};
+use super::truncate::PendingDelete;
+use super::{Log, LogConfig, Shared, Writer};
 use crate::error::{Error, Result};
 use crate::segment::{
     DELETED_SUFFIX, Segment, SegmentFileKind, rename_segment_files, segment_file_path,
@@ -315,6 +316,24 @@ enum Attempt {
     Done(RetentionReport),
     /// A truncation or a concurrent change moved the segments the plan was made on.
     Replan,
+}
+
+impl Log {
+    /// Runs one retention pass now: deletes the oldest segments that lie wholly below the log
+    /// start offset, then (when `cleanup.policy` has `delete`) those over `retention.bytes`, then
+    /// those older than `retention.ms`, each rule walking from the oldest segment and stopping at
+    /// the first one it keeps. If the active segment goes too, the log first rolls a new, empty
+    /// one at the log end offset. The new log start offset is in a synced checkpoint before any
+    /// file is touched.
+    ///
+    /// Appends wait at most for that checkpoint fsync and one directory fsync; readers never
+    /// wait, and a reader holding data of a deleted segment keeps reading it: the files are
+    /// renamed `*.deleted` and removed once no reader pins them. Set
+    /// [`LogConfig::retention_check_interval_ms`] to have a background thread run this.
+    pub fn enforce_retention(&self) -> Result<RetentionReport> {
+        self.check_writable()?;
+        self.shared.enforce_retention()
+    }
 }
 
 impl Shared {
