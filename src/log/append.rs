@@ -3,7 +3,7 @@
 //! per-thread buffer that batches are built in.
 //!
 //! Every append ends in `append_built_in_epoch`, which assigns offsets and writes under the
-//! writer mutex (ARCHITECTURE.md §5); what comes before it checks and builds the batch without
+//! writer mutex (ARCHITECTURE.md §4); what comes before it checks and builds the batch without
 //! any lock held.
 
 use std::sync::Arc;

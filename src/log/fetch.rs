@@ -2,8 +2,9 @@
 //! in a [`FetchData`]), the record iterator [`Log::records`] ([`LogRecords`]), and
 //! [`Log::offset_for_timestamp`].
 //!
-//! Reads take no lock but the snapshot's, to pin a segment: they see the log as it stands when
-//! each one starts, and a truncation that overtakes one is detected, never returned as data.
+//! Reads never take the writer mutex: they pin segments through the snapshot, and a truncation
+//! that overtakes a read is detected (the read tries again or fails with
+//! [`Error::Truncated`]), never returned as data.
 
 use std::os::fd::BorrowedFd;
 use std::sync::Arc;

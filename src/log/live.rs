@@ -3,7 +3,8 @@
 //! that polls, and the reloads of the log's view from the writer's files.
 //!
 //! They are apart from the writer's code because they run only in a log that never writes:
-//! there the writer mutex guards nothing but the view these reloads rebuild.
+//! there the writer mutex guards nothing but the view these reloads rebuild (ARCHITECTURE.md §5,
+//! "Reading a log another process writes").
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;

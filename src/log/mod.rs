@@ -7,6 +7,11 @@
 //! Locks, in the order they may be taken: a retention pass's lock, the lock of reaping
 //! `.deleted` files, the writer mutex, then the snapshot lock, then a segment's own locks. The
 //! group commit holds none of them while it syncs.
+//!
+//! The methods of [`Log`] and of the state its threads share are split by concern, one file
+//! each: `append.rs`, `fetch.rs` (reads), `wait.rs`, `live.rs` (a reader following a writer in
+//! another process), `flusher.rs` (syncs and recovery points), `truncate.rs`, `retention.rs`
+//! and `compaction/`. This file keeps the structs, open, the accessors, roll and close.
 
 mod append;
 pub mod checkpoint;

@@ -3,7 +3,7 @@
 //! their segment ([`PendingDelete`]), which retention and compaction share.
 //!
 //! A truncation runs under the writer mutex throughout, in the order that keeps a crash
-//! part-way a prefix of the old log (ARCHITECTURE.md §8).
+//! part-way a prefix of the old log (ARCHITECTURE.md §4).
 
 use std::path::PathBuf;
 use std::sync::Arc;

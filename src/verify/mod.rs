@@ -3,6 +3,9 @@
 //! Two phases: walk every segment and note what is wrong, then grade each problem as recovery
 //! would, which needs the recovery point and whether the last close was clean (known only once
 //! the last segment has been walked).
+//!
+//! The walk is in `walk.rs`, with the index checks it feeds in `index_check.rs`; the grading and
+//! the report are here.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

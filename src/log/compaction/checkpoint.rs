@@ -3,7 +3,7 @@
 //! truncation reuses offsets below it.
 //!
 //! A lost or stale-low value costs a pass, never a record; a value above the log end is
-//! ignored, so that a truncation the file did not see cannot hide data from the cleaner.
+//! ignored.
 
 use std::path::Path;
 use std::sync::atomic::Ordering;

@@ -2,8 +2,8 @@
 //! batch by batch into `<base>.log.cleaned`, keeping, rebuilding or dropping each batch by the
 //! key map, and fsynced.
 //!
-//! A `.cleaned` file is never part of the log: until [`swap`](super::swap) renames it, a crash
-//! leaves the old segments whole and open deletes it.
+//! A `.cleaned` file is never part of the log: until `swap.rs` renames it, a crash leaves the
+//! old segments whole, and open deletes it.
 
 use std::path::PathBuf;
 

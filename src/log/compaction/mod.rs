@@ -87,6 +87,13 @@
 //! it left is undone by the next pass or the next open, and the maintenance thread retries at
 //! its next interval.
 //!
+//! # Files
+//!
+//! As Kafka keeps `LogCleaner`, `LogCleanerManager` and `SkimpyOffsetMap` apart: this file
+//! holds the options, the stats and a pass from end to end; `plan.rs` the cleanable range, the
+//! schedule, the key map and the groups; `clean.rs` the writing of cleaned segments; `swap.rs`
+//! their swap into the log and its completion at open; `checkpoint.rs` the cleaner checkpoint.
+//!
 //! [`LogStats::compaction_uncleanable_bytes`]: crate::LogStats::compaction_uncleanable_bytes
 //! [`LogStats::compaction_failed_passes`]: crate::LogStats::compaction_failed_passes
 

@@ -3,7 +3,7 @@
 //! by size.
 //!
 //! Nothing here writes: a plan is read from the segments and the cleaner's state, so that
-//! [`Log::compaction_schedule`] can answer without running a pass.
+//! [`Log::compaction_schedule`](crate::Log::compaction_schedule) can answer without running a pass.
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -3,7 +3,7 @@
 //! [`complete_swaps`], which finishes or discards what a crash left part-way at the next open.
 //!
 //! The order of renames and directory fsyncs here is what makes a crash leave each group either
-//! wholly old or wholly new (see the crash-safety section of the module above).
+//! wholly old or wholly new (the parent module's "Crash safety").
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
