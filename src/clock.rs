@@ -3,9 +3,9 @@
 //! Time-based rules (`segment.ms`, retention, compaction lags, `linger.ms`, interval flushes) read
 //! time through a [`Clock`], so tests drive them with a [`ManualClock`] instead of sleeping.
 
-use std::fmt;
 #[cfg(any(test, feature = "sim"))]
-use std::sync::atomic::{AtomicI64, Ordering};
+use crate::sync::atomic::{AtomicI64, Ordering};
+use std::fmt;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// A source of wall-clock time in milliseconds since the Unix epoch, as Kafka timestamps are.

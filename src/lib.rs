@@ -118,6 +118,7 @@ mod log;
 mod producer;
 mod segment;
 mod storage;
+mod sync;
 mod upgrade;
 mod verify;
 

@@ -9,7 +9,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use parking_lot::{MappedRwLockReadGuard, Mutex, RwLock, RwLockReadGuard};
+use crate::sync::{MappedRwLockReadGuard, Mutex, RwLock, RwLockReadGuard};
 
 use crate::error::{Corruption, Error, Result};
 use crate::storage::{OpenMode, ReadMapping, Storage, StorageFile};

@@ -6,8 +6,8 @@
 //! writer mutex (ARCHITECTURE.md §4); what comes before it checks and builds the batch without
 //! any lock held.
 
+use crate::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use crate::clock::{COARSE_CLOCK_LAG_MS, Clock};
 use crate::error::{Error, Result};
@@ -330,7 +330,7 @@ impl Log {
         // Only appends write these, under the writer mutex: a load and a store each, not the
         // locked read-modify-write of fetch_add.
         let counters = &shared.counters;
-        let bump = |counter: &std::sync::atomic::AtomicU64, by: u64| {
+        let bump = |counter: &crate::sync::atomic::AtomicU64, by: u64| {
             counter.store(
                 counter.load(Ordering::Relaxed).wrapping_add(by),
                 Ordering::Relaxed,

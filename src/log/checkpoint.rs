@@ -395,7 +395,7 @@ pub fn checkpoint_path(dir: &Path) -> PathBuf {
 mod tests {
     use std::sync::Arc;
 
-    use parking_lot::Mutex;
+    use crate::sync::Mutex;
     use proptest::prelude::*;
 
     use super::*;

@@ -6,9 +6,9 @@
 //! that overtakes a read is detected (the read tries again or fails with
 //! [`Error::Truncated`]), never returned as data.
 
+use crate::sync::atomic::Ordering;
 use std::os::fd::BorrowedFd;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use crate::error::{Error, Result};
 use crate::format::{Batch, TimestampType, peek_batch_frame};

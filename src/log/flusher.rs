@@ -6,8 +6,8 @@
 //! The flusher holds no lock while it syncs: it takes the writer mutex only to collect what to
 //! sync and to record a recovery point.
 
+use crate::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};

@@ -22,11 +22,11 @@
 //! A failed sync poisons the log (DESIGN §3.4): the kernel may have dropped the dirty pages it
 //! failed to write, so nothing later may be reported durable until the log is reopened.
 
+use crate::sync::atomic::{AtomicBool, Ordering};
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use parking_lot::{Condvar, Mutex};
+use crate::sync::{Condvar, Mutex};
 
 use super::watermark::Watermark;
 use crate::error::{Error, Result};
@@ -208,7 +208,7 @@ impl GroupCommit {
     /// Called by a new leader (in flight, lock held): waits until the writers of the last round,
     /// but itself, wait for offsets a sync would cover, for at most a quarter of the last sync
     /// (see the [module docs](self)). Waiters arriving meanwhile find a sync in flight and sleep.
-    fn gather(&self, state: &mut parking_lot::MutexGuard<'_, LeaderState>) {
+    fn gather(&self, state: &mut crate::sync::MutexGuard<'_, LeaderState>) {
         let target = state.last_round_writers.saturating_sub(1);
         if target == 0
             || self.max_gather.is_zero()
@@ -235,8 +235,12 @@ impl GroupCommit {
 
     /// Marks the log poisoned (a sync outside [`wait_durable`](Self::wait_durable) failed).
     pub fn poison(&self) {
-        self.leader.lock().poisoned = true;
+        let mut state = self.leader.lock();
+        state.poisoned = true;
+        // Under the lock: a waiter that the lock shows poisoned must find `is_poisoned` true
+        // too, or an append right after its `Err(Poisoned)` would still be let through.
         self.poisoned.store(true, Ordering::Release);
+        drop(state);
         self.handover.notify_all();
         self.gathered.notify_all();
         self.durable.wake_all();
@@ -266,8 +270,8 @@ impl GroupCommit {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
+    use crate::sync::Arc;
+    use crate::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
     use std::time::Duration;
 
     #[test]
@@ -279,13 +283,13 @@ mod tests {
             .map(|t| {
                 let (commit, end, syncs) =
                     (Arc::clone(&commit), Arc::clone(&end), Arc::clone(&syncs));
-                std::thread::spawn(move || {
+                crate::sync::thread::spawn(move || {
                     for i in 0..50 {
                         let offset = end.fetch_add(1, Ordering::SeqCst);
                         commit
                             .wait_durable(offset, || {
                                 syncs.fetch_add(1, Ordering::SeqCst);
-                                std::thread::sleep(Duration::from_micros(200));
+                                crate::sync::thread::sleep(Duration::from_micros(200));
                                 Ok(end.load(Ordering::SeqCst))
                             })
                             .unwrap();
@@ -317,7 +321,7 @@ mod tests {
                 if syncs.fetch_add(1, Ordering::SeqCst) == 0 {
                     // The first sync read its target (1) before the followers appended.
                     while !release.load(Ordering::SeqCst) {
-                        std::thread::yield_now();
+                        crate::sync::thread::yield_now();
                     }
                     return Ok(1);
                 }
@@ -326,21 +330,21 @@ mod tests {
         };
         let leader = {
             let (commit, sync) = (Arc::clone(&commit), sync.clone());
-            std::thread::spawn(move || commit.wait_durable(0, sync))
+            crate::sync::thread::spawn(move || commit.wait_durable(0, sync))
         };
         while syncs.load(Ordering::SeqCst) == 0 {
-            std::thread::yield_now();
+            crate::sync::thread::yield_now();
         }
         let followers: Vec<_> = (0..FOLLOWERS)
             .map(|_| {
                 let offset = end.fetch_add(1, Ordering::SeqCst);
                 let (commit, sync) = (Arc::clone(&commit), sync.clone());
-                std::thread::spawn(move || commit.wait_durable(offset, sync))
+                crate::sync::thread::spawn(move || commit.wait_durable(offset, sync))
             })
             .collect();
         // Every follower is asleep behind the first sync before it ends.
         while commit.leader.lock().waiting.values().sum::<usize>() < FOLLOWERS {
-            std::thread::yield_now();
+            crate::sync::thread::yield_now();
         }
         release.store(true, Ordering::SeqCst);
         leader.join().unwrap().unwrap();
@@ -381,10 +385,10 @@ mod tests {
         };
         let leader = {
             let (commit, sync) = (Arc::clone(&commit), sync.clone());
-            std::thread::spawn(move || commit.wait_durable(0, sync))
+            crate::sync::thread::spawn(move || commit.wait_durable(0, sync))
         };
         while commit.leader.lock().gather_target.is_none() {
-            std::thread::yield_now();
+            crate::sync::thread::yield_now();
         }
         assert_eq!(
             syncs.load(Ordering::SeqCst),
@@ -395,7 +399,7 @@ mod tests {
             .map(|_| {
                 let offset = end.fetch_add(1, Ordering::SeqCst);
                 let (commit, sync) = (Arc::clone(&commit), sync.clone());
-                std::thread::spawn(move || commit.wait_durable(offset, sync))
+                crate::sync::thread::spawn(move || commit.wait_durable(offset, sync))
             })
             .collect();
         leader.join().unwrap().unwrap();
@@ -428,10 +432,10 @@ mod tests {
         let commit = Arc::new(after_a_round(4, Duration::from_secs(3600)));
         let leader = {
             let commit = Arc::clone(&commit);
-            std::thread::spawn(move || commit.wait_durable(0, || Ok(1)))
+            crate::sync::thread::spawn(move || commit.wait_durable(0, || Ok(1)))
         };
         while commit.leader.lock().gather_target.is_none() {
-            std::thread::yield_now();
+            crate::sync::thread::yield_now();
         }
         commit.poison();
         assert!(matches!(leader.join().unwrap(), Err(Error::Poisoned)));
@@ -484,5 +488,138 @@ mod tests {
             .unwrap();
         assert_eq!(calls.load(Ordering::SeqCst), 2);
         assert_eq!(commit.durable_offset(), 15);
+    }
+}
+
+/// Model-checked with shuttle (`RUSTFLAGS="--cfg shuttle"`, see `crate::sync`).
+#[cfg(all(test, shuttle))]
+mod shuttle_tests {
+    use super::*;
+    use crate::sync::Arc;
+    use crate::sync::atomic::{AtomicBool, AtomicI64};
+    use crate::sync::thread;
+    use shuttle::rand::Rng;
+
+    /// How a run ends its syncs: all succeed, the second sync fails, or another thread poisons
+    /// the log at a point the scheduler picks.
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    enum Poison {
+        Never,
+        SecondSyncFails,
+        FromOutside,
+    }
+
+    #[test]
+    fn shuttle_group_commit_wakes_every_waiter_and_reports_only_synced_offsets() {
+        crate::sync::check(
+            "shuttle_group_commit_wakes_every_waiter_and_reports_only_synced_offsets",
+            || {
+                const WRITERS: usize = 3;
+                const APPENDS: usize = 2;
+                let poison = match shuttle::rand::thread_rng().gen_range(0..3) {
+                    0 => Poison::Never,
+                    1 => Poison::SecondSyncFails,
+                    _ => Poison::FromOutside,
+                };
+                // The last round had every writer and a long sync: the first leader gathers
+                // (the model's timed wait ends, or not, at any point).
+                let commit = Arc::new(GroupCommit::new(0, Duration::from_secs(3600)));
+                {
+                    let mut state = commit.leader.lock();
+                    state.last_round_writers = WRITERS;
+                    state.last_sync = Duration::from_secs(1);
+                }
+                // The log end (the next offset to append) and the highest end a sync reached.
+                let end = Arc::new(AtomicI64::new(0));
+                let synced = Arc::new(AtomicI64::new(0));
+                let syncs = Arc::new(AtomicI64::new(0));
+                let syncing = Arc::new(AtomicBool::new(false));
+                let sync = {
+                    let (end, synced, syncs, syncing) = (
+                        Arc::clone(&end),
+                        Arc::clone(&synced),
+                        Arc::clone(&syncs),
+                        Arc::clone(&syncing),
+                    );
+                    move || -> Result<i64> {
+                        assert!(!syncing.swap(true, Ordering::SeqCst), "two syncs at once");
+                        let target = end.load(Ordering::SeqCst);
+                        let number = syncs.fetch_add(1, Ordering::SeqCst) + 1;
+                        thread::yield_now();
+                        syncing.store(false, Ordering::SeqCst);
+                        if poison == Poison::SecondSyncFails && number == 2 {
+                            return Err(Error::Io {
+                                path: "/log/00000000000000000000.log".into(),
+                                source: std::io::Error::other("eio"),
+                            });
+                        }
+                        synced.fetch_max(target, Ordering::SeqCst);
+                        Ok(target)
+                    }
+                };
+                let writers: Vec<_> = (0..WRITERS)
+                    .map(|_| {
+                        let (commit, end, synced, sync) = (
+                            Arc::clone(&commit),
+                            Arc::clone(&end),
+                            Arc::clone(&synced),
+                            sync.clone(),
+                        );
+                        thread::spawn(move || {
+                            let mut seen = commit.durable_offset();
+                            for _ in 0..APPENDS {
+                                let offset = end.fetch_add(1, Ordering::SeqCst);
+                                let result = commit.wait_durable(offset, &sync);
+                                let durable = commit.durable_offset();
+                                assert!(durable >= seen, "durable went back: {seen} -> {durable}");
+                                seen = durable;
+                                match result {
+                                    Ok(()) => {
+                                        let synced = synced.load(Ordering::SeqCst);
+                                        assert!(
+                                            offset < synced,
+                                            "Ok for {offset}, only {synced} synced"
+                                        );
+                                        assert!(durable > offset);
+                                    }
+                                    Err(Error::Poisoned | Error::Io { .. }) => {
+                                        assert!(poison != Poison::Never, "failed with no poison");
+                                        assert!(commit.is_poisoned());
+                                        return;
+                                    }
+                                    Err(other) => panic!("unexpected error {other:?}"),
+                                }
+                            }
+                        })
+                    })
+                    .collect();
+                let poisoner = (poison == Poison::FromOutside).then(|| {
+                    let commit = Arc::clone(&commit);
+                    thread::spawn(move || commit.poison())
+                });
+                // Every waiter returns: a lost wake-up leaves threads blocked, which shuttle
+                // reports as a deadlock.
+                for writer in writers {
+                    writer.join().unwrap();
+                }
+                if let Some(poisoner) = poisoner {
+                    poisoner.join().unwrap();
+                }
+                if poison == Poison::Never {
+                    assert_eq!(commit.durable_offset(), (WRITERS * APPENDS) as i64);
+                } else {
+                    assert!(commit.is_poisoned());
+                    // A poison reaches every later waiter too.
+                    assert!(matches!(
+                        commit.wait_durable(i64::MAX - 1, &sync),
+                        Err(Error::Poisoned)
+                    ));
+                }
+                assert!(commit.durable_offset() <= synced.load(Ordering::SeqCst));
+                let state = commit.leader.lock();
+                assert!(!state.in_flight, "a leader left a sync in flight");
+                assert!(state.waiting.is_empty(), "a waiter left its offset behind");
+            },
+        );
     }
 }

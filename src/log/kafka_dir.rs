@@ -53,7 +53,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use parking_lot::Mutex;
+use crate::sync::Mutex;
 
 use crate::error::{Error, Result};
 use crate::storage::{CanonicalPath, FileLock, Storage};

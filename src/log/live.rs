@@ -6,8 +6,8 @@
 //! there the writer mutex guards nothing but the view these reloads rebuild (ARCHITECTURE.md §5,
 //! "Reading a log another process writes").
 
+use crate::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use crate::error::Result;

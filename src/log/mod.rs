@@ -31,13 +31,13 @@ mod truncate;
 mod wait;
 mod watermark;
 
+use crate::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use crate::sync::thread::JoinHandle;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
-use std::thread::JoinHandle;
 use std::time::Instant;
 
-use parking_lot::{Condvar, Mutex};
+use crate::sync::{Condvar, Mutex};
 
 use crate::clock::Clock;
 use crate::error::{Error, Result};
@@ -339,7 +339,7 @@ impl Log {
         } else {
             let shared = Arc::clone(&shared);
             Some(
-                std::thread::Builder::new()
+                crate::sync::thread::Builder::new()
                     .name(format!("partlog-flusher:{}", dir.display()))
                     .spawn(move || flusher_loop(&shared))
                     .map_err(|e| Error::io(dir, e))?,
@@ -362,7 +362,7 @@ impl Log {
             // runs: on a loaded machine that can be after the clock has moved on.
             let opened_ms = shared.clock.now_ms();
             // On failure the log drops, which closes it and stops the flusher.
-            let maintenance = std::thread::Builder::new()
+            let maintenance = crate::sync::thread::Builder::new()
                 .name(format!("partlog-maintenance:{}", dir.display()))
                 .spawn(move || retention::maintenance_loop(&shared, opened_ms))
                 .map_err(|e| Error::io(dir, e))?;

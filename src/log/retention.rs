@@ -60,11 +60,11 @@
 //! agree: on the simulator, pass the log's clock to `SimStorage::with_clock`, or its mtimes count
 //! from 1970 and every active segment looks ancient.
 
+use crate::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use parking_lot::MutexGuard;
+use crate::sync::MutexGuard;
 
 use super::snapshot::{SegmentHandle, SegmentList};
 use super::truncate::PendingDelete;

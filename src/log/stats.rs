@@ -1,7 +1,7 @@
 //! [`LogStats`] and [`RecoveryReport`]: what the log tells about itself.
 
+use crate::sync::atomic::{AtomicU64, Ordering};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::Corruption;
 

@@ -5,9 +5,9 @@
 //! A truncation runs under the writer mutex throughout, in the order that keeps a crash
 //! part-way a prefix of the old log (ARCHITECTURE.md §4).
 
+use crate::sync::atomic::Ordering;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use crate::error::{Error, Result};
 use crate::segment::{DELETED_SUFFIX, Segment, rename_segment_files};
@@ -192,7 +192,7 @@ impl Shared {
     /// Removes `.deleted` files whose segment no reader pins any more (all of them when
     /// `force`, at close: a reader's descriptor outlives the unlink anyway).
     pub(super) fn reap_deleted(&self, writer: &mut Writer, force: bool) {
-        let ready = take_unpinned(writer, force);
+        let ready = take_unpinned(&mut writer.pending_deletes, force);
         let failed = self.remove_pending(ready);
         writer.pending_deletes.extend(failed);
     }
@@ -201,7 +201,7 @@ impl Shared {
     /// unlinking a large file can take a while, and appends must not wait for it.
     pub(super) fn reap_unpinned(&self) {
         let _reaping = self.reaping.lock();
-        let ready = take_unpinned(&mut self.writer.lock(), false);
+        let ready = take_unpinned(&mut self.writer.lock().pending_deletes, false);
         if ready.is_empty() {
             return;
         }
@@ -236,12 +236,12 @@ pub(super) struct PendingDelete {
     pub(super) segment: Option<Arc<Segment>>,
 }
 
-/// Takes out of `writer` the pending deletions whose segment no reader pins (every one when
+/// Takes out of `pending_deletes` the ones whose segment no reader pins (every one when
 /// `force`), dropping the log's own reference to each segment.
-fn take_unpinned(writer: &mut Writer, force: bool) -> Vec<PendingDelete> {
+fn take_unpinned(pending_deletes: &mut Vec<PendingDelete>, force: bool) -> Vec<PendingDelete> {
     let mut ready = Vec::new();
     let mut index = 0;
-    while let Some(pending) = writer.pending_deletes.get(index) {
+    while let Some(pending) = pending_deletes.get(index) {
         let pinned = pending
             .segment
             .as_ref()
@@ -250,7 +250,7 @@ fn take_unpinned(writer: &mut Writer, force: bool) -> Vec<PendingDelete> {
             index += 1;
             continue;
         }
-        let mut pending = writer.pending_deletes.swap_remove(index);
+        let mut pending = pending_deletes.swap_remove(index);
         pending.segment = None;
         ready.push(pending);
     }

@@ -9,10 +9,10 @@
 //! A future must not block its executor's thread, so [`WaitDurable`] asks the log's flusher thread
 //! to lead that sync instead, and joins it like any follower.
 
+use crate::sync::atomic::Ordering;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 

@@ -5,13 +5,13 @@
 //! parked thread through a waker that unparks it, and a future form can register its task's
 //! waker on the same list.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
+use crate::sync::Arc;
+use crate::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
+use crate::sync::thread::Thread;
 use std::task::{Wake, Waker};
-use std::thread::Thread;
 use std::time::Instant;
 
-use parking_lot::Mutex;
+use crate::sync::Mutex;
 
 /// A registration on a watermark's waiter list, for removal when a wait gives up.
 pub(crate) type WaiterId = u64;
@@ -82,6 +82,13 @@ impl Watermark {
     /// re-checks its condition.
     pub fn set(&self, to: i64) {
         self.value.store(to, Ordering::SeqCst);
+        self.wake_all();
+    }
+
+    /// Wakes every waiter without changing the value (a poisoned log, a closing log). It must
+    /// not store the value it read: an `advance` in between would be undone, and the watermark
+    /// would move down with no truncation.
+    pub fn wake_all(&self) {
         let woken: Vec<Waiter> = {
             let mut waiters = self.waiters.lock();
             self.waiting.store(0, Ordering::SeqCst);
@@ -90,11 +97,6 @@ impl Watermark {
         for waiter in woken {
             waiter.waker.wake();
         }
-    }
-
-    /// Wakes every waiter without changing the value (a poisoned log, a closing log).
-    pub fn wake_all(&self) {
-        self.set(self.get());
     }
 
     fn wake_satisfied(&self, value: i64) {
@@ -158,7 +160,7 @@ impl Watermark {
         deadline: Option<Instant>,
         interrupted: impl Fn() -> bool,
     ) -> i64 {
-        let waker = Waker::from(Arc::new(ThreadWaker(std::thread::current())));
+        let waker = Waker::from(Arc::new(ThreadWaker(crate::sync::thread::current())));
         loop {
             let value = self.get();
             if value > above || interrupted() {
@@ -174,14 +176,14 @@ impl Watermark {
                 return self.get();
             }
             match deadline {
-                None => std::thread::park(),
+                None => crate::sync::thread::park(),
                 Some(deadline) => {
                     let now = Instant::now();
                     if now >= deadline {
                         self.deregister(id);
                         return self.get();
                     }
-                    std::thread::park_timeout(deadline - now);
+                    crate::sync::thread::park_timeout(deadline - now);
                 }
             }
             self.deregister(id);
@@ -207,7 +209,7 @@ mod tests {
         let mark = Arc::new(Watermark::new(0));
         let waiter = {
             let mark = Arc::clone(&mark);
-            std::thread::spawn(move || mark.wait_above(5, None, || false))
+            crate::sync::thread::spawn(move || mark.wait_above(5, None, || false))
         };
         for value in 1..=6 {
             mark.advance(value);
@@ -225,13 +227,13 @@ mod tests {
             let mark = Arc::new(Watermark::new(0));
             let waiter = {
                 let mark = Arc::clone(&mark);
-                std::thread::spawn(move || {
+                crate::sync::thread::spawn(move || {
                     let deadline = Instant::now() + Duration::from_secs(30);
                     mark.wait_above(0, Some(deadline), || false)
                 })
             };
             if round % 2 == 0 {
-                std::thread::yield_now();
+                crate::sync::thread::yield_now();
             }
             mark.advance(1);
             assert_eq!(waiter.join().unwrap(), 1, "round {round}");
@@ -259,14 +261,50 @@ mod tests {
     #[test]
     fn interruption_ends_a_wait() {
         let mark = Arc::new(Watermark::new(0));
-        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stop = Arc::new(crate::sync::atomic::AtomicBool::new(false));
         let waiter = {
             let (mark, stop) = (Arc::clone(&mark), Arc::clone(&stop));
-            std::thread::spawn(move || mark.wait_above(100, None, || stop.load(Ordering::SeqCst)))
+            crate::sync::thread::spawn(move || {
+                mark.wait_above(100, None, || stop.load(Ordering::SeqCst))
+            })
         };
-        std::thread::sleep(Duration::from_millis(10));
+        crate::sync::thread::sleep(Duration::from_millis(10));
         stop.store(true, Ordering::SeqCst);
         mark.wake_all();
         assert_eq!(waiter.join().unwrap(), 0);
+    }
+}
+
+/// Model-checked with shuttle (`RUSTFLAGS="--cfg shuttle"`, see `crate::sync`).
+#[cfg(all(test, shuttle))]
+mod shuttle_tests {
+    use super::*;
+    use crate::sync::thread;
+
+    #[test]
+    fn shuttle_waking_every_waiter_never_undoes_an_advance() {
+        crate::sync::check(
+            "shuttle_waking_every_waiter_never_undoes_an_advance",
+            || {
+                let mark = Arc::new(Watermark::new(0));
+                let advancer = {
+                    let mark = Arc::clone(&mark);
+                    thread::spawn(move || mark.advance(3))
+                };
+                let waker = {
+                    let mark = Arc::clone(&mark);
+                    thread::spawn(move || mark.wake_all())
+                };
+                let mut seen = mark.get();
+                for _ in 0..3 {
+                    let now = mark.get();
+                    assert!(now >= seen, "the watermark went back: {seen} -> {now}");
+                    seen = now;
+                }
+                advancer.join().unwrap();
+                waker.join().unwrap();
+                assert_eq!(mark.get(), 3, "a wake-up undid the advance");
+            },
+        );
     }
 }

@@ -12,18 +12,18 @@
 //! references in blocks of [`REFS_PER_BLOCK`], hands them out one per record with no atomic
 //! operation, and gives back the ones it did not hand out when the batch is done with.
 
+use crate::sync::Arc;
+use crate::sync::atomic::{AtomicUsize, Ordering, fence};
+use crate::sync::thread::Thread;
 use std::fmt;
 use std::future::Future;
 use std::ops::Deref;
 use std::pin::Pin;
 use std::ptr::NonNull;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering, fence};
 use std::task::{Context, Poll, Wake, Waker};
-use std::thread::Thread;
 use std::time::{Duration, Instant};
 
-use parking_lot::Mutex;
+use crate::sync::Mutex;
 
 use crate::error::Result;
 use crate::log::{Log, TruncationEpoch, WaitDurable};
@@ -321,13 +321,13 @@ impl SendHandle {
                 return Some(result);
             }
             match deadline {
-                None => std::thread::park(),
+                None => crate::sync::thread::park(),
                 Some(deadline) => {
                     let now = Instant::now();
                     if now >= deadline {
                         return None;
                     }
-                    std::thread::park_timeout(deadline - now);
+                    crate::sync::thread::park_timeout(deadline - now);
                 }
             }
         }
@@ -371,8 +371,8 @@ impl Future for SendHandle {
     }
 }
 
-thread_local! {
-    static THREAD_WAKER: Waker = Waker::from(Arc::new(ThreadWaker(std::thread::current())));
+crate::sync::thread_local! {
+    static THREAD_WAKER: Waker = Waker::from(Arc::new(ThreadWaker(crate::sync::thread::current())));
 }
 
 /// Wakes a thread blocked in [`SendHandle::wait`].
@@ -478,7 +478,7 @@ mod tests {
             }
             let threads: Vec<_> = chunks
                 .into_iter()
-                .map(|chunk| std::thread::spawn(move || drop(chunk)))
+                .map(|chunk| crate::sync::thread::spawn(move || drop(chunk)))
                 .collect();
             issuer.complete(Ok(appended_at(0)));
             drop(issuer);
@@ -486,5 +486,83 @@ mod tests {
                 thread.join().unwrap();
             }
         }
+    }
+}
+
+/// Model-checked with shuttle (`RUSTFLAGS="--cfg shuttle"`, see `crate::sync`).
+#[cfg(all(test, shuttle))]
+mod shuttle_tests {
+    use super::*;
+    use crate::error::Error;
+    use crate::sync::thread;
+
+    /// The source of the batch's error: each drop counts one free of the slot that holds it
+    /// (handles get copies of the error, not this value).
+    #[derive(Debug)]
+    struct CountsFrees(Arc<AtomicUsize>);
+
+    impl Drop for CountsFrees {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    impl fmt::Display for CountsFrees {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("the batch failed")
+        }
+    }
+
+    impl std::error::Error for CountsFrees {}
+
+    #[test]
+    fn shuttle_slot_refs_dropped_on_many_threads_free_the_slot_once_after_the_last_drop() {
+        crate::sync::check(
+            "shuttle_slot_refs_dropped_on_many_threads_free_the_slot_once_after_the_last_drop",
+            || {
+                const THREADS: usize = 3;
+                // 3 x 43 references: three blocks of REFS_PER_BLOCK, the last one part-used, so
+                // the issuer gives back unissued references when it goes.
+                const PER_THREAD: usize = (2 * REFS_PER_BLOCK + 3) / THREADS;
+                let frees = Arc::new(AtomicUsize::new(0));
+                let mut issuer = SlotIssuer::new(BatchSlot::new(None));
+                let threads: Vec<_> = (0..THREADS)
+                    .map(|index| {
+                        let mut refs: Vec<SlotRef> =
+                            (0..PER_THREAD).map(|_| issuer.issue()).collect();
+                        let frees = Arc::clone(&frees);
+                        thread::spawn(move || {
+                            let waiter = SendHandle::queued(refs.pop().unwrap(), index as i64);
+                            // Half the references go before the outcome, half after: drops
+                            // race the completion, the issuer's drop and the other threads.
+                            let after = refs.split_off(refs.len() / 2);
+                            drop(refs);
+                            assert_eq!(frees.load(Ordering::SeqCst), 0, "freed while referenced");
+                            match waiter.wait() {
+                                Err(Error::Io { source, .. }) => {
+                                    assert_eq!(source.to_string(), "the batch failed");
+                                }
+                                other => panic!("waiter {index} got {other:?}, not the outcome"),
+                            }
+                            assert_eq!(frees.load(Ordering::SeqCst), 0, "freed while referenced");
+                            drop(after);
+                        })
+                    })
+                    .collect();
+                issuer.complete(Err(Error::Io {
+                    path: "/log/00000000000000000000.log".into(),
+                    source: std::io::Error::other(CountsFrees(Arc::clone(&frees))),
+                }));
+                drop(issuer);
+                for thread in threads {
+                    thread.join().unwrap();
+                }
+                assert_eq!(
+                    frees.load(Ordering::SeqCst),
+                    1,
+                    "the slot must be freed exactly once"
+                );
+            },
+        );
     }
 }

@@ -18,11 +18,11 @@ mod config;
 mod handle;
 mod sender;
 
+use crate::sync::thread::JoinHandle;
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use parking_lot::{Condvar, Mutex};
+use crate::sync::{Condvar, Mutex};
 
 use crate::error::{Error, Result};
 use crate::format::{BatchBuilder, Compression, NewRecord, RecordShape};
@@ -144,7 +144,7 @@ impl Producer {
             progress: Condvar::new(),
         });
         let thread_inner = Arc::clone(&inner);
-        let sender = std::thread::Builder::new()
+        let sender = crate::sync::thread::Builder::new()
             .name(format!("partlog-sender:{}", dir.display()))
             .spawn(move || sender::run(&thread_inner))
             .map_err(|e| Error::io(&dir, e))?;
@@ -454,7 +454,7 @@ mod tests {
 
     fn wait_for_waiting(producer: &Producer, count: usize) {
         while waiting(producer) < count {
-            std::thread::yield_now();
+            crate::sync::thread::yield_now();
         }
     }
 
@@ -489,7 +489,7 @@ mod tests {
         // Room for the small record but not the large one: the small one must keep waiting.
         producer.inner.accumulator.lock().used_memory = 4096 - 200;
         producer.inner.progress.notify_all();
-        std::thread::sleep(Duration::from_millis(50));
+        crate::sync::thread::sleep(Duration::from_millis(50));
         assert!(
             !small.is_finished(),
             "the small send went before the large one that waited first"

@@ -9,11 +9,11 @@
 //! `published_size` moves past it, which happens (with `Release`) only after its bytes and its
 //! index entries are complete (DESIGN §3.2).
 
+use crate::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 
-use parking_lot::{Mutex, RwLock};
+use crate::sync::{Mutex, RwLock};
 
 use super::files::{SegmentFileKind, segment_file_path};
 use super::positions::{CachedBatch, DEFAULT_POSITION_CACHE_BYTES, PositionCache, RunBuilder};
@@ -1579,7 +1579,7 @@ impl Segment {
 
     /// Drops the `.log` mapping, waiting for the readers that use it, and returns the write
     /// guard: while it is held no reader maps the file again, so the caller may shrink it.
-    fn drop_mapping(&self) -> parking_lot::RwLockWriteGuard<'_, MappingState> {
+    fn drop_mapping(&self) -> crate::sync::RwLockWriteGuard<'_, MappingState> {
         let mut state = self.mapping.write();
         *state = MappingState::NotYet;
         state
@@ -1588,7 +1588,7 @@ impl Segment {
     /// The mapping's read guard when this segment's reads are served from a mapping: the
     /// segment is sealed, `map_sealed_reads` is set, and the storage can map. Maps the file at
     /// the first call after the seal.
-    fn mapped_for_read(&self) -> Option<parking_lot::RwLockReadGuard<'_, MappingState>> {
+    fn mapped_for_read(&self) -> Option<crate::sync::RwLockReadGuard<'_, MappingState>> {
         if !self.config.map_sealed_reads || !self.is_sealed() {
             return None;
         }
@@ -1616,7 +1616,7 @@ impl Segment {
                 }
             };
         }
-        let state = parking_lot::RwLockWriteGuard::downgrade(state);
+        let state = crate::sync::RwLockWriteGuard::downgrade(state);
         matches!(*state, MappingState::Mapped(_)).then_some(state)
     }
 
@@ -1729,15 +1729,12 @@ impl Segment {
         let mut tries = 0;
         loop {
             let view = self.read_view();
-            let error = match self.find_offset_by_timestamp_once(
-                timestamp,
-                start_offset,
-                end_offset,
-                view,
-            ) {
-                Err(error) => error,
-                found => return found,
-            };
+            let error =
+                match self.find_offset_by_timestamp_once(timestamp, start_offset, end_offset, view)
+                {
+                    Err(error) => error,
+                    found => return found,
+                };
             let error = match self.raced_truncation(view.epoch) {
                 Some(at) => Error::Truncated { at },
                 // An index entry added after `view` led the lookup past its end.

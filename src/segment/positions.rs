@@ -24,9 +24,9 @@
 //! - **Readers never block appends.** Appends never touch the cache; readers take its read lock
 //!   to look up, and insert only when its write lock is free.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use crate::sync::atomic::{AtomicU64, Ordering};
 
-use parking_lot::RwLock;
+use crate::sync::RwLock;
 
 /// The default of the most memory one segment's cache holds: 4 bytes a batch plus
 /// [`RUN_OVERHEAD_BYTES`] a run, so about 350,000 batches of 170 bytes (runs of 24 in a 4 KiB

@@ -568,12 +568,12 @@ fn concurrent_readers_see_only_complete_batches() {
     let segment = Arc::new(Segment::create(&storage(), dir.path(), 0, small_config(), T0).unwrap());
     let writer = {
         let segment = Arc::clone(&segment);
-        std::thread::spawn(move || fill(&segment, 0, 300))
+        crate::sync::thread::spawn(move || fill(&segment, 0, 300))
     };
     let readers: Vec<_> = (0..3)
         .map(|_| {
             let segment = Arc::clone(&segment);
-            std::thread::spawn(move || {
+            crate::sync::thread::spawn(move || {
                 let mut buf = Vec::new();
                 let mut seen = 0;
                 while seen < 900 {

@@ -14,12 +14,12 @@ mod os;
 #[cfg(any(test, feature = "sim"))]
 pub mod sim;
 
+use crate::sync::atomic::{AtomicU64, Ordering};
 use std::fmt;
 use std::ops::Deref;
 use std::os::fd::BorrowedFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::{Error, Result};
 

@@ -115,7 +115,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use parking_lot::Mutex;
+use crate::sync::Mutex;
 
 pub use crash::{CrashConfig, CrashMode, CrashReport, SECTOR_SIZE};
 pub use fault::{FaultError, FaultId, FaultOp, FaultRule};

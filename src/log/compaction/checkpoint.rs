@@ -5,10 +5,10 @@
 //! A lost or stale-low value costs a pass, never a record; a value above the log end is
 //! ignored.
 
+use crate::sync::atomic::Ordering;
 use std::path::Path;
-use std::sync::atomic::Ordering;
 
-use parking_lot::Mutex;
+use crate::sync::Mutex;
 
 use crate::error::Result;
 use crate::format::crc32c;

@@ -97,13 +97,13 @@
 //! [`LogStats::compaction_uncleanable_bytes`]: crate::LogStats::compaction_uncleanable_bytes
 //! [`LogStats::compaction_failed_passes`]: crate::LogStats::compaction_failed_passes
 
+use crate::sync::atomic::{AtomicU64, Ordering};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use parking_lot::Mutex;
+use crate::sync::Mutex;
 
 use crate::error::{Error, Result};
 use crate::format::{AnyBatchIter, Batch};

@@ -5,9 +5,9 @@
 //! The order of renames and directory fsyncs here is what makes a crash leave each group either
 //! wholly old or wholly new (the parent module's "Crash safety").
 
+use crate::sync::atomic::Ordering;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use crate::error::Result;
 use crate::segment::{BatchWalker, Step};

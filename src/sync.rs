@@ -1,0 +1,389 @@
+//! The one place partlog takes its locks, atomics and threads from.
+//!
+//! By default these are parking_lot's locks and std's atomics and threads, re-exported as they
+//! are: the facade costs nothing. Built with `RUSTFLAGS="--cfg shuttle"` they are shuttle's,
+//! whose scheduler then decides every interleaving of the lock-free and waiter code in the
+//! model-checked tests (the `shuttle_tests` modules), and replays a failing one from the
+//! schedule it prints. This is how tokio swaps in loom under its `loom` cfg.
+//!
+//! Under shuttle only the model-checked tests can run: shuttle's primitives work only inside a
+//! `shuttle::check_*` execution. Two things differ from the real primitives there:
+//!
+//! - Shuttle's locks have std's poisoning API; the wrappers below give them parking_lot's
+//!   (no poisoning: a panic while a lock is held fails the execution anyway).
+//! - Shuttle does not model time. A timed condvar wait ([`Condvar::wait_for`],
+//!   [`Condvar::wait_until`]) releases the lock, yields to the scheduler, takes the lock again
+//!   and reports a timeout or not by a coin shuttle draws (recorded in the schedule, so a replay
+//!   makes the same choices). That is a superset of what real time can do: a timed waiter may
+//!   wake at any moment, notified or not, and every caller already re-checks its condition.
+//!   `park_timeout` and `sleep` are shuttle's: `park_timeout` never times out, `sleep` yields.
+//!   Shuttle also treats every atomic ordering as `SeqCst`, so the tests find lost wake-ups,
+//!   lock-order and reference-counting races, not bugs that only weak orderings cause.
+
+#[cfg(not(shuttle))]
+pub(crate) use parking_lot::{
+    Condvar, MappedRwLockReadGuard, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard,
+};
+#[cfg(not(shuttle))]
+pub(crate) use std::sync::Arc;
+#[cfg(not(shuttle))]
+pub(crate) use std::thread_local;
+
+#[cfg(shuttle)]
+pub(crate) use model::{
+    Condvar, MappedRwLockReadGuard, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard,
+};
+#[cfg(shuttle)]
+pub(crate) use shuttle::sync::Arc;
+#[cfg(shuttle)]
+pub(crate) use shuttle::thread_local;
+
+/// Atomic integers and booleans, their orderings and the fence.
+pub(crate) mod atomic {
+    #[cfg(shuttle)]
+    pub(crate) use shuttle::sync::atomic::{
+        AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering, fence,
+    };
+    #[cfg(not(shuttle))]
+    pub(crate) use std::sync::atomic::{
+        AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering, fence,
+    };
+}
+
+/// Threads: spawning, joining, parking and yielding.
+pub(crate) mod thread {
+    #![allow(
+        unused_imports,
+        reason = "spawning, sleeping and yielding are for the tests"
+    )]
+    #[cfg(shuttle)]
+    pub(crate) use shuttle::thread::{
+        Builder, JoinHandle, Thread, current, park, park_timeout, sleep, spawn, yield_now,
+    };
+    #[cfg(not(shuttle))]
+    pub(crate) use std::thread::{
+        Builder, JoinHandle, Thread, current, park, park_timeout, sleep, spawn, yield_now,
+    };
+}
+
+/// The model-checked tests' entry point: runs `body` under shuttle's random scheduler for
+/// `PARTLOG_SHUTTLE_ITERATIONS` executions (default 10,000). A failing execution prints its
+/// schedule; `PARTLOG_SHUTTLE_REPLAY=<schedule>` (with the test's name as the filter) replays
+/// exactly that one.
+#[cfg(all(test, shuttle))]
+pub(crate) fn check(name: &str, body: impl Fn() + Send + Sync + 'static) {
+    if let Ok(schedule) = std::env::var("PARTLOG_SHUTTLE_REPLAY") {
+        eprintln!("{name}: replaying schedule {schedule}");
+        shuttle::replay(body, &schedule);
+        return;
+    }
+    let iterations = std::env::var("PARTLOG_SHUTTLE_ITERATIONS")
+        .ok()
+        .and_then(|value| value.parse().ok())
+        .unwrap_or(10_000);
+    eprintln!("{name}: {iterations} shuttle iterations (PARTLOG_SHUTTLE_ITERATIONS)");
+    shuttle::check_random(body, iterations);
+}
+
+/// parking_lot's API over shuttle's primitives.
+#[cfg(shuttle)]
+mod model {
+    use std::fmt;
+    use std::ops::{Deref, DerefMut};
+    use std::sync::{PoisonError, TryLockError};
+    use std::time::{Duration, Instant};
+
+    use shuttle::rand::Rng;
+
+    /// A mutex whose `lock` cannot fail (shuttle's poisoning is ignored, as parking_lot has none).
+    #[derive(Default)]
+    pub(crate) struct Mutex<T: ?Sized>(shuttle::sync::Mutex<T>);
+
+    /// A held [`Mutex`]; its inner guard is out only while a condvar wait has given it back.
+    pub(crate) struct MutexGuard<'a, T: ?Sized> {
+        lock: &'a Mutex<T>,
+        inner: Option<shuttle::sync::MutexGuard<'a, T>>,
+    }
+
+    impl<T> Mutex<T> {
+        pub(crate) const fn new(value: T) -> Self {
+            Mutex(shuttle::sync::Mutex::new(value))
+        }
+    }
+
+    impl<T: ?Sized> Mutex<T> {
+        pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
+            MutexGuard {
+                lock: self,
+                inner: Some(self.0.lock().unwrap_or_else(PoisonError::into_inner)),
+            }
+        }
+
+        pub(crate) fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
+            let inner = match self.0.try_lock() {
+                Ok(inner) => inner,
+                Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+                Err(TryLockError::WouldBlock) => return None,
+            };
+            Some(MutexGuard {
+                lock: self,
+                inner: Some(inner),
+            })
+        }
+    }
+
+    impl<T: ?Sized> fmt::Debug for Mutex<T> {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            // Not locked: a lock is a scheduling point, which formatting must not add.
+            f.write_str("Mutex { .. }")
+        }
+    }
+
+    impl<'a, T: ?Sized> MutexGuard<'a, T> {
+        /// Runs `f` with the lock released, as parking_lot's `MutexGuard::unlocked`.
+        pub(crate) fn unlocked<U>(guard: &mut Self, f: impl FnOnce() -> U) -> U {
+            drop(guard.inner.take());
+            let result = f();
+            guard.inner = Some(guard.lock.0.lock().unwrap_or_else(PoisonError::into_inner));
+            result
+        }
+
+        fn take(&mut self) -> shuttle::sync::MutexGuard<'a, T> {
+            match self.inner.take() {
+                Some(inner) => inner,
+                None => unreachable!("a MutexGuard is only empty inside a condvar wait"),
+            }
+        }
+    }
+
+    impl<T: ?Sized> Deref for MutexGuard<'_, T> {
+        type Target = T;
+
+        fn deref(&self) -> &T {
+            match &self.inner {
+                Some(inner) => inner,
+                None => unreachable!("a MutexGuard is only empty inside a condvar wait"),
+            }
+        }
+    }
+
+    impl<T: ?Sized> DerefMut for MutexGuard<'_, T> {
+        fn deref_mut(&mut self) -> &mut T {
+            match &mut self.inner {
+                Some(inner) => inner,
+                None => unreachable!("a MutexGuard is only empty inside a condvar wait"),
+            }
+        }
+    }
+
+    impl<T: ?Sized + fmt::Debug> fmt::Debug for MutexGuard<'_, T> {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            (**self).fmt(f)
+        }
+    }
+
+    /// Whether a timed wait ended by its timeout (see the [module docs](super)).
+    #[derive(Debug, Clone, Copy)]
+    pub(crate) struct WaitTimeoutResult(bool);
+
+    impl WaitTimeoutResult {
+        pub(crate) fn timed_out(self) -> bool {
+            self.0
+        }
+    }
+
+    /// A condition variable with parking_lot's API: waits take `&mut MutexGuard`.
+    #[derive(Default)]
+    pub(crate) struct Condvar(shuttle::sync::Condvar);
+
+    impl Condvar {
+        pub(crate) const fn new() -> Self {
+            Condvar(shuttle::sync::Condvar::new())
+        }
+
+        pub(crate) fn wait<T>(&self, guard: &mut MutexGuard<'_, T>) {
+            let inner = guard.take();
+            guard.inner = Some(self.0.wait(inner).unwrap_or_else(PoisonError::into_inner));
+        }
+
+        pub(crate) fn wait_for<T>(
+            &self,
+            guard: &mut MutexGuard<'_, T>,
+            _timeout: Duration,
+        ) -> WaitTimeoutResult {
+            self.timed_wait(guard)
+        }
+
+        pub(crate) fn wait_until<T>(
+            &self,
+            guard: &mut MutexGuard<'_, T>,
+            _deadline: Instant,
+        ) -> WaitTimeoutResult {
+            self.timed_wait(guard)
+        }
+
+        /// Shuttle has no time: give the lock up, let any thread run, and let shuttle's coin
+        /// decide whether the deadline passed meanwhile.
+        fn timed_wait<T>(&self, guard: &mut MutexGuard<'_, T>) -> WaitTimeoutResult {
+            MutexGuard::unlocked(guard, shuttle::thread::yield_now);
+            WaitTimeoutResult(shuttle::rand::thread_rng().gen_bool(0.5))
+        }
+
+        pub(crate) fn notify_one(&self) -> bool {
+            self.0.notify_one();
+            // parking_lot says whether a thread was woken; shuttle does not tell, and no
+            // caller in partlog asks.
+            false
+        }
+
+        pub(crate) fn notify_all(&self) -> usize {
+            self.0.notify_all();
+            0
+        }
+    }
+
+    impl fmt::Debug for Condvar {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("Condvar { .. }")
+        }
+    }
+
+    /// A reader-writer lock with parking_lot's API.
+    #[derive(Default)]
+    pub(crate) struct RwLock<T: ?Sized>(shuttle::sync::RwLock<T>);
+
+    impl<T> RwLock<T> {
+        pub(crate) const fn new(value: T) -> Self {
+            RwLock(shuttle::sync::RwLock::new(value))
+        }
+    }
+
+    impl<T: ?Sized> RwLock<T> {
+        pub(crate) fn read(&self) -> RwLockReadGuard<'_, T> {
+            RwLockReadGuard(self.0.read().unwrap_or_else(PoisonError::into_inner))
+        }
+
+        pub(crate) fn write(&self) -> RwLockWriteGuard<'_, T> {
+            RwLockWriteGuard {
+                lock: self,
+                inner: self.0.write().unwrap_or_else(PoisonError::into_inner),
+            }
+        }
+
+        pub(crate) fn try_write(&self) -> Option<RwLockWriteGuard<'_, T>> {
+            let inner = match self.0.try_write() {
+                Ok(inner) => inner,
+                Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+                Err(TryLockError::WouldBlock) => return None,
+            };
+            Some(RwLockWriteGuard { lock: self, inner })
+        }
+    }
+
+    impl<T: ?Sized> fmt::Debug for RwLock<T> {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("RwLock { .. }")
+        }
+    }
+
+    /// A read lock held on a [`RwLock`].
+    pub(crate) struct RwLockReadGuard<'a, T: ?Sized>(shuttle::sync::RwLockReadGuard<'a, T>);
+
+    impl<'a, T: ?Sized> RwLockReadGuard<'a, T> {
+        /// A guard for a part of the locked value, or the guard back when `f` finds none.
+        pub(crate) fn try_map<U: ?Sized>(
+            guard: Self,
+            f: impl FnOnce(&T) -> Option<&U>,
+        ) -> Result<MappedRwLockReadGuard<'a, U>, Self>
+        where
+            T: 'a,
+        {
+            let Some(part) = f(&guard.0).map(|part| part as *const U) else {
+                return Err(guard);
+            };
+            Ok(MappedRwLockReadGuard {
+                part,
+                _held: Box::new(guard.0),
+            })
+        }
+    }
+
+    impl<T: ?Sized> Deref for RwLockReadGuard<'_, T> {
+        type Target = T;
+
+        fn deref(&self) -> &T {
+            &self.0
+        }
+    }
+
+    impl<T: ?Sized + fmt::Debug> fmt::Debug for RwLockReadGuard<'_, T> {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            (**self).fmt(f)
+        }
+    }
+
+    /// A write lock held on a [`RwLock`].
+    pub(crate) struct RwLockWriteGuard<'a, T: ?Sized> {
+        lock: &'a RwLock<T>,
+        inner: shuttle::sync::RwLockWriteGuard<'a, T>,
+    }
+
+    impl<'a, T: ?Sized> RwLockWriteGuard<'a, T> {
+        /// Turns the write lock into a read lock. Shuttle's lock cannot do that atomically, so
+        /// under shuttle a writer may run in between: the callers re-check what they wrote.
+        pub(crate) fn downgrade(guard: Self) -> RwLockReadGuard<'a, T> {
+            let lock = guard.lock;
+            drop(guard);
+            lock.read()
+        }
+    }
+
+    impl<T: ?Sized> Deref for RwLockWriteGuard<'_, T> {
+        type Target = T;
+
+        fn deref(&self) -> &T {
+            &self.inner
+        }
+    }
+
+    impl<T: ?Sized> DerefMut for RwLockWriteGuard<'_, T> {
+        fn deref_mut(&mut self) -> &mut T {
+            &mut self.inner
+        }
+    }
+
+    impl<T: ?Sized + fmt::Debug> fmt::Debug for RwLockWriteGuard<'_, T> {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            (**self).fmt(f)
+        }
+    }
+
+    /// Anything a [`MappedRwLockReadGuard`] keeps alive: the read guard it was mapped from.
+    trait Held {}
+
+    impl<T: ?Sized> Held for T {}
+
+    /// A read lock held for a part of the locked value (see [`RwLockReadGuard::try_map`]).
+    pub(crate) struct MappedRwLockReadGuard<'a, U: ?Sized> {
+        /// Points into the value behind the lock `_held` keeps read-locked.
+        part: *const U,
+        _held: Box<dyn Held + 'a>,
+    }
+
+    impl<U: ?Sized> Deref for MappedRwLockReadGuard<'_, U> {
+        type Target = U;
+
+        fn deref(&self) -> &U {
+            // SAFETY: `part` came from a `&U` borrowed from the value behind the lock, which
+            // lives for 'a; the read guard in `_held` keeps it read-locked, so no writer
+            // changes or moves it, for as long as this guard exists.
+            unsafe { &*self.part }
+        }
+    }
+
+    impl<U: ?Sized + fmt::Debug> fmt::Debug for MappedRwLockReadGuard<'_, U> {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            (**self).fmt(f)
+        }
+    }
+}
