@@ -34,6 +34,10 @@ impl Log {
     /// reader sees CRC-checked batches either way.
     ///
     /// Any other log: `Ok(false)`, nothing done.
+    ///
+    /// [`LogConfig::allow_live_writer`]: crate::LogConfig::allow_live_writer
+    /// [`ReadBound::Durable`]: crate::ReadBound::Durable
+    /// [`Error::Truncated`]: crate::Error::Truncated
     pub fn refresh(&self) -> Result<bool> {
         self.check_open()?;
         let Some(live) = &self.shared.live else {
