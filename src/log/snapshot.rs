@@ -338,7 +338,7 @@ mod shuttle_tests {
 
     use super::*;
     use crate::format::{BatchBuilder, BatchHeader, Compression};
-    use crate::log::{PendingDelete, take_unpinned};
+    use crate::log::truncate::{PendingDelete, take_unpinned};
     use crate::segment::{
         DELETED_SUFFIX, SegmentFileKind, rename_segment_files, segment_file_path,
     };

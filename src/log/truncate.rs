@@ -238,7 +238,10 @@ pub(super) struct PendingDelete {
 
 /// Takes out of `pending_deletes` the ones whose segment no reader pins (every one when
 /// `force`), dropping the log's own reference to each segment.
-fn take_unpinned(pending_deletes: &mut Vec<PendingDelete>, force: bool) -> Vec<PendingDelete> {
+pub(super) fn take_unpinned(
+    pending_deletes: &mut Vec<PendingDelete>,
+    force: bool,
+) -> Vec<PendingDelete> {
     let mut ready = Vec::new();
     let mut index = 0;
     while let Some(pending) = pending_deletes.get(index) {
