@@ -98,7 +98,6 @@
 //! [`LogStats::compaction_failed_passes`]: crate::LogStats::compaction_failed_passes
 
 use crate::sync::atomic::{AtomicU64, Ordering};
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -107,7 +106,7 @@ use crate::sync::Mutex;
 
 use crate::error::{Error, Result};
 use crate::format::{AnyBatchIter, Batch};
-use crate::segment::{Segment, SegmentFileKind, segment_file_name, segment_file_path};
+use crate::segment::{Segment, SegmentFileKind, segment_file_name};
 use crate::storage::Storage;
 
 use super::snapshot::SegmentHandle;
@@ -119,8 +118,7 @@ mod plan;
 mod swap;
 
 pub(crate) use checkpoint::load_cleaner_state;
-use clean::{GroupOutcome, rewritable};
-use plan::{KeyMap, Planned};
+use clean::GroupOutcome;
 pub(crate) use swap::complete_swaps;
 
 /// How many bytes of a segment one read brings in while a pass walks it.
@@ -469,89 +467,10 @@ impl Shared {
             return Ok(stats);
         }
 
-        let mut map = KeyMap {
-            latest: HashMap::new(),
-            capacity: options.max_map_keys.max(1),
-            mapped_end: plan.segments.first().map_or(0, |p| p.handle.base_offset()),
-            full: false,
-            holds_unmapped_records: false,
-            producer_last_offset: HashMap::new(),
-            first_dirty,
-            latest_sorted: None,
-        };
         // Phase 1: map the cleanable range.
-        let mut mapped: Vec<Planned> = Vec::new();
-        // Decompressed records, reused from batch to batch.
-        let mut scratch = Vec::new();
-        for planned in &plan.segments {
-            let handle = &planned.handle;
-            let Some(segment) = self.snapshot.pin(handle)? else {
-                // A truncation or retention changed the list: clean what was mapped so far.
-                break;
-            };
-            let txn_index =
-                segment_file_path(&self.dir, handle.base_offset(), SegmentFileKind::TxnIndex);
-            let mut transactional = self.storage.exists(&txn_index)?;
-            let mut producer_last: Vec<(i64, i64)> = Vec::new();
-            if !transactional {
-                stats.bytes_read += for_each_batch(&segment, |batch| {
-                    if batch.is_control() || batch.header().is_some_and(|h| h.is_transactional()) {
-                        transactional = true;
-                        return Ok(false);
-                    }
-                    let view = batch.as_v2().filter(|v| rewritable(v));
-                    // Records the pass copies whole are not mapped: a tombstone must then
-                    // outlive them, or an older value of its key in them would come back.
-                    map.holds_unmapped_records |= view.is_none();
-                    if let Some(header) = batch.header().filter(|h| h.producer_id >= 0) {
-                        producer_last.push((header.producer_id, header.last_offset()));
-                    }
-                    if let Some(view) = view {
-                        for record in view.records(&mut scratch)? {
-                            let record = record?;
-                            // Below the first dirty offset every record has already been
-                            // compared with every later one there: only the dirty part is
-                            // mapped.
-                            if let Some(key) = record.key.filter(|_| record.offset >= first_dirty)
-                                && !map.put(key, record.offset)
-                            {
-                                return Ok(false);
-                            }
-                        }
-                    }
-                    Ok(true)
-                })?;
-            }
-            if transactional {
-                stats.uncleanable_from = Some(handle.base_offset());
-                log::info!(
-                    "{}: compaction stops at offset {}: the segment there holds transactional \
-                     data, which is not compacted yet; it is not read again while it stays",
-                    self.dir.display(),
-                    handle.base_offset()
-                );
-                cleaner.uncleanable = Some(Arc::clone(handle));
-                break;
-            }
-            if !map.full {
-                // The next segment's base, not this one's next offset: an offset gap between
-                // the two (compaction leaves them) is mapped too, or the next pass would start
-                // inside it and find this segment dirty again, forever (Kafka fast-forwards
-                // past the gap the same way, KAFKA-8764).
-                map.mapped_end = planned.end_offset;
-            }
-            for (producer_id, last_offset) in producer_last {
-                if last_offset < map.mapped_end {
-                    map.producer_last_offset.insert(producer_id, last_offset);
-                }
-            }
-            mapped.push(planned.clone());
-            if map.full {
-                break;
-            }
-        }
+        let (map, mut mapped) =
+            self.map_cleanable_range(cleaner, &plan, options, first_dirty, &mut stats)?;
         stats.cleaned_up_to = map.mapped_end;
-        map.sort_latest();
         stats.uncleanable_bytes = match stats.uncleanable_from {
             Some(from) => self.bytes_from(from)?,
             None => 0,

@@ -15,15 +15,16 @@ use crate::segment::{Segment, SegmentFileKind, segment_file_path};
 use crate::log::Shared;
 use crate::log::snapshot::SegmentHandle;
 
-use super::{CleanerState, CompactionSchedule};
+use super::clean::rewritable;
+use super::{CleanerState, CompactionOptions, CompactionSchedule, CompactionStats, for_each_batch};
 
 /// The key map of phase 1: for each key, the highest offset it has in the mapped range.
 pub(super) struct KeyMap {
     pub(super) latest: HashMap<Vec<u8>, i64>,
-    pub(super) capacity: usize,
+    capacity: usize,
     /// The end of the mapped range: every record below it is in the map.
     pub(super) mapped_end: i64,
-    pub(super) full: bool,
+    full: bool,
     /// The mapped range holds batches copied whole (legacy, gzip, snappy), whose keys the map
     /// lacks: no tombstone may go in this pass.
     pub(super) holds_unmapped_records: bool,
@@ -31,11 +32,11 @@ pub(super) struct KeyMap {
     /// survives as an empty header when all its records go (Kafka's RETAIN_EMPTY).
     pub(super) producer_last_offset: HashMap<i64, i64>,
     /// The records from here on were mapped (those below were not: they were clean).
-    pub(super) first_dirty: i64,
+    first_dirty: i64,
     /// Every key's latest offset, sorted, once phase 1 is done; `None` when some lies at or
     /// above `mapped_end` (a segment the pass stopped at part-way), where the shortcut of
     /// [`superseded_batch`](KeyMap::superseded_batch) does not hold.
-    pub(super) latest_sorted: Option<Vec<i64>>,
+    latest_sorted: Option<Vec<i64>>,
 }
 
 /// One sealed segment of the cleanable range.
@@ -58,7 +59,7 @@ pub(super) struct Plan {
 
 impl KeyMap {
     /// Phase 1 is done: sorts the latest offsets for [`superseded_batch`](Self::superseded_batch).
-    pub(super) fn sort_latest(&mut self) {
+    fn sort_latest(&mut self) {
         let mut sorted: Vec<i64> = self.latest.values().copied().collect();
         sorted.sort_unstable();
         self.latest_sorted = sorted
@@ -96,7 +97,7 @@ impl KeyMap {
     /// Keys are put as a segment is walked, before the walk knows whether the segment is
     /// cleanable: a segment found to hold transactional data part-way leaves offsets at or above
     /// `mapped_end` in the map, which [`clean_batch`] reads as "keep" (never as "superseded").
-    pub(super) fn put(&mut self, key: &[u8], offset: i64) -> bool {
+    fn put(&mut self, key: &[u8], offset: i64) -> bool {
         if let Some(latest) = self.latest.get_mut(key) {
             *latest = offset;
             return true;
@@ -259,6 +260,102 @@ impl Shared {
             start = end;
         }
         Ok(groups)
+    }
+
+    /// Phase 1 of a pass: maps the cleanable range `plan` found, segment by segment, until the
+    /// key map fills, a segment leaves the log, or one holds transactional data (which then
+    /// ends the cleanable range for later passes too). Returns the map, sorted, and the segments
+    /// it covers.
+    pub(super) fn map_cleanable_range(
+        &self,
+        cleaner: &mut CleanerState,
+        plan: &Plan,
+        options: CompactionOptions,
+        first_dirty: i64,
+        stats: &mut CompactionStats,
+    ) -> Result<(KeyMap, Vec<Planned>)> {
+        let mut map = KeyMap {
+            latest: HashMap::new(),
+            capacity: options.max_map_keys.max(1),
+            mapped_end: plan.segments.first().map_or(0, |p| p.handle.base_offset()),
+            full: false,
+            holds_unmapped_records: false,
+            producer_last_offset: HashMap::new(),
+            first_dirty,
+            latest_sorted: None,
+        };
+        let mut mapped: Vec<Planned> = Vec::new();
+        // Decompressed records, reused from batch to batch.
+        let mut scratch = Vec::new();
+        for planned in &plan.segments {
+            let handle = &planned.handle;
+            let Some(segment) = self.snapshot.pin(handle)? else {
+                // A truncation or retention changed the list: clean what was mapped so far.
+                break;
+            };
+            let txn_index =
+                segment_file_path(&self.dir, handle.base_offset(), SegmentFileKind::TxnIndex);
+            let mut transactional = self.storage.exists(&txn_index)?;
+            let mut producer_last: Vec<(i64, i64)> = Vec::new();
+            if !transactional {
+                stats.bytes_read += for_each_batch(&segment, |batch| {
+                    if batch.is_control() || batch.header().is_some_and(|h| h.is_transactional()) {
+                        transactional = true;
+                        return Ok(false);
+                    }
+                    let view = batch.as_v2().filter(|v| rewritable(v));
+                    // Records the pass copies whole are not mapped: a tombstone must then
+                    // outlive them, or an older value of its key in them would come back.
+                    map.holds_unmapped_records |= view.is_none();
+                    if let Some(header) = batch.header().filter(|h| h.producer_id >= 0) {
+                        producer_last.push((header.producer_id, header.last_offset()));
+                    }
+                    if let Some(view) = view {
+                        for record in view.records(&mut scratch)? {
+                            let record = record?;
+                            // Below the first dirty offset every record has already been
+                            // compared with every later one there: only the dirty part is
+                            // mapped.
+                            if let Some(key) = record.key.filter(|_| record.offset >= first_dirty)
+                                && !map.put(key, record.offset)
+                            {
+                                return Ok(false);
+                            }
+                        }
+                    }
+                    Ok(true)
+                })?;
+            }
+            if transactional {
+                stats.uncleanable_from = Some(handle.base_offset());
+                log::info!(
+                    "{}: compaction stops at offset {}: the segment there holds transactional \
+                     data, which is not compacted yet; it is not read again while it stays",
+                    self.dir.display(),
+                    handle.base_offset()
+                );
+                cleaner.uncleanable = Some(Arc::clone(handle));
+                break;
+            }
+            if !map.full {
+                // The next segment's base, not this one's next offset: an offset gap between
+                // the two (compaction leaves them) is mapped too, or the next pass would start
+                // inside it and find this segment dirty again, forever (Kafka fast-forwards
+                // past the gap the same way, KAFKA-8764).
+                map.mapped_end = planned.end_offset;
+            }
+            for (producer_id, last_offset) in producer_last {
+                if last_offset < map.mapped_end {
+                    map.producer_last_offset.insert(producer_id, last_offset);
+                }
+            }
+            mapped.push(planned.clone());
+            if map.full {
+                break;
+            }
+        }
+        map.sort_latest();
+        Ok((map, mapped))
     }
 }
 
