@@ -2,9 +2,10 @@
 //! in a [`FetchData`]), the record iterator [`Log::records`] ([`LogRecords`]), and
 //! [`Log::offset_for_timestamp`].
 //!
-//! Reads never take the writer mutex: they pin segments through the snapshot, and a truncation
-//! that overtakes a read is detected (the read tries again or fails with
-//! [`Error::Truncated`]), never returned as data.
+//! Reads pin segments through the snapshot; in a writable log they take no writer lock (only
+//! a live reader's poll does). A truncation that overtakes a read is detected (the read tries
+//! again or fails with [`Error::Truncated`]), never returned as data (ARCHITECTURE.md §3,
+//! invariant 16).
 
 use crate::sync::atomic::Ordering;
 use std::os::fd::BorrowedFd;

@@ -3,7 +3,7 @@
 //! their segment ([`PendingDelete`]), which retention and compaction share.
 //!
 //! A truncation runs under the writer mutex throughout, in the order that keeps a crash
-//! part-way a prefix of the old log (ARCHITECTURE.md §4).
+//! part-way a prefix of the old log (ARCHITECTURE.md §3, invariant 15).
 
 use crate::sync::atomic::Ordering;
 use std::path::PathBuf;

@@ -1,8 +1,12 @@
 //! A segment: one `.log` file with its offset and time indexes, and Kafka's file names.
 
+mod append;
 mod files;
 mod log_segment;
+mod lookup;
 mod positions;
+mod read;
+mod scan;
 mod walker;
 
 pub use files::{

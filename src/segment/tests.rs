@@ -692,3 +692,65 @@ fn wrong_cached_positions_fall_back_to_the_index_walk() {
     }
     assert!(cache.find(130).is_some(), "reads learned the positions");
 }
+
+/// The rebuild-once policy of timestamp lookups: a time-index entry that names the wrong batch
+/// is rebuilt away and the lookup answers from the `.log`; a read-only segment, which may not
+/// rebuild, reports the entry instead of answering past records it would skip.
+#[test]
+fn a_time_index_entry_naming_the_wrong_batch_is_rebuilt_once_or_reported_read_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = storage();
+    let config = small_config();
+    let segment = Segment::create(&storage, dir.path(), 0, config.clone(), T0).unwrap();
+    fill(&segment, 0, 30);
+    segment.seal().unwrap();
+    let entries: Vec<_> = (0..segment.time_index().entries())
+        .map(|n| segment.time_index().entry(n).unwrap())
+        .collect();
+    assert!(entries.len() > 4, "the test needs middle entries");
+    drop(segment);
+
+    // Move a middle entry's offset back one batch (still between its neighbours, so the
+    // index's own checks pass): it now names a batch whose max timestamp is not its own.
+    let victim = entries.len() / 2;
+    let moved = entries[victim].offset - 3;
+    assert!(moved > entries[victim - 1].offset);
+    let time_path = segment_file_path(dir.path(), 0, SegmentFileKind::TimeIndex);
+    let file = storage.open(&time_path, OpenMode::ReadWrite).unwrap();
+    file.write_all_at(&(moved as i32).to_be_bytes(), victim as u64 * 12 + 8)
+        .unwrap();
+    drop(file);
+    let target = entries[victim].timestamp;
+
+    let read_only = Segment::open(
+        &storage,
+        dir.path(),
+        0,
+        config.clone(),
+        SegmentRole::ReadOnly,
+        T0,
+    )
+    .unwrap();
+    match read_only.find_offset_by_timestamp(target, 0) {
+        Err(Error::Corrupt {
+            what: Corruption::BadIndexEntry(_),
+            file,
+            ..
+        }) => assert_eq!(file, time_path),
+        other => panic!("a read-only segment answered over a bad entry: {other:?}"),
+    }
+    assert_eq!(read_only.time_index().entry(victim).unwrap().offset, moved);
+    drop(read_only);
+
+    let segment = Segment::open(&storage, dir.path(), 0, config, SegmentRole::Sealed, T0).unwrap();
+    let found = segment
+        .find_offset_by_timestamp(target, 0)
+        .unwrap()
+        .unwrap();
+    // Each record's timestamp is T0 + its offset (see `fill`).
+    assert_eq!((found.timestamp, found.offset), (target, target - T0));
+    let rebuilt: Vec<_> = (0..segment.time_index().entries())
+        .map(|n| segment.time_index().entry(n).unwrap())
+        .collect();
+    assert_eq!(rebuilt, entries);
+}
