@@ -198,7 +198,7 @@ impl VerifyReport {
 pub fn verify_dir(dir: impl AsRef<Path>, config: &LogConfig) -> Result<VerifyReport> {
     let dir = dir.as_ref();
     let storage = Arc::clone(&config.storage);
-    // Phase 0: the directory, its lock, its checkpoint and its segments.
+    // First the directory, its lock, its checkpoint and its segments.
     let lock = lock_dir_shared(&*storage, dir)?;
     let mut findings = Vec::new();
     let record = read_checkpoint(&storage, dir, &mut findings)?;
@@ -218,7 +218,7 @@ pub fn verify_dir(dir: impl AsRef<Path>, config: &LogConfig) -> Result<VerifyRep
     let grading = Grading::new(record, first_base, &bases, &walks, config, &mut findings);
     let cut_at = grading.grade(&walks, &mut findings);
 
-    // Phase 3: the report. The log ends where the next writable open would cut it.
+    // Then the report. The log ends where the next writable open would cut it.
     let log_end_offset = match cut_at {
         Some((_, end)) => end,
         None => walks.last().map_or(first_base, |w| w.summary.next_offset),
