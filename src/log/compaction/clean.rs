@@ -140,15 +140,13 @@ impl GroupWriter<'_> {
                 .min(READ_CHUNK_BYTES);
             let read = segment.read(offset, want, None, &mut buf)?;
             // Whole batches from position 0 on: the deferred bytes end on a batch boundary.
+            // Other bytes there mean a truncation cut the segment (and appends refilled it)
+            // since the pass read it: a race, not corruption, and the pass gives the group up.
             let Some(read) =
                 read.filter(|r| r.position == self.position && r.len as u64 <= remaining)
             else {
-                return Err(Error::Corrupt {
-                    file: segment.log_path(),
-                    position: self.position,
-                    what: crate::error::Corruption::BadHeader(
-                        "the segment changed while compaction copied it",
-                    ),
+                return Err(Error::Truncated {
+                    at: segment.next_offset(),
                 });
             };
             let bytes = buf.get(..read.len).unwrap_or_default();
@@ -244,7 +242,15 @@ impl Shared {
                 // The `.log`'s mtime is the segment's append time for time retention: the
                 // cleaned copy takes the group's last one, as Kafka's cleaner does, and the
                 // fsync below makes it durable.
-                let mtime_ms = self.storage.metadata(&last_log_path)?.modified_ms;
+                let mtime_ms = match self.storage.metadata(&last_log_path) {
+                    Ok(metadata) => metadata.modified_ms,
+                    // A truncation or retention renamed the group's last segment after it was
+                    // read: the group has left the log.
+                    Err(error) if error.io_kind() == Some(std::io::ErrorKind::NotFound) => {
+                        return Ok(false);
+                    }
+                    Err(error) => return Err(error),
+                };
                 match self.storage.set_mtime(&cleaned_path, mtime_ms) {
                     Ok(()) | Err(Error::Unsupported { .. }) => {}
                     Err(error) => return Err(error),

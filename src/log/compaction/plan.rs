@@ -148,7 +148,20 @@ impl Shared {
                 plan.schedule.first_uncleanable_offset = handle.base_offset();
                 break;
             }
-            let bytes = self.segment_log_bytes(handle)?;
+            let bytes = match self.segment_log_bytes(handle) {
+                Ok(bytes) => bytes,
+                // A truncation or retention took the segment after the list was loaded (its
+                // closed handle is sized by path, and the file was renamed): plan up to here,
+                // as when a pin finds the handle gone.
+                Err(error)
+                    if error.io_kind() == Some(std::io::ErrorKind::NotFound)
+                        && !Arc::ptr_eq(&self.snapshot.load(), &list) =>
+                {
+                    plan.schedule.first_uncleanable_offset = handle.base_offset();
+                    break;
+                }
+                Err(error) => return Err(error),
+            };
             if end_offset > first_dirty {
                 let Some(segment) = self.snapshot.pin(handle)? else {
                     // A truncation or retention changed the list: plan up to here.
