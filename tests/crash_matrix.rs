@@ -1,4 +1,4 @@
-//! The crash matrix (issue 6): a model test over random sequences of log operations, with a
+//! The crash matrix: a model test over random sequences of log operations, with a
 //! simulated machine crash injected at each write, sync and directory operation in turn.
 //!
 //! A case is a random sequence of appends (single records and producer batches, in every

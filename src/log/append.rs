@@ -22,7 +22,8 @@ impl Log {
     /// Appends `records` as exactly one batch, built with the log's codec
     /// (`compression.type`; `producer` means none here), and returns once the batch is in the
     /// file and visible to readers: it then survives a crash of the process, and, once
-    /// [`durable_offset`](Self::durable_offset) passes it, of the machine (DESIGN §3.3).
+    /// [`durable_offset`](Self::durable_offset) passes it, of the machine (ARCHITECTURE.md §3,
+    /// invariant 3).
     ///
     /// Fails with [`Error::RecordTooLarge`] over `max.message.bytes` (a batch is never split),
     /// [`Error::InvalidTimestamp`] outside the timestamp bounds, and [`Error::InvalidArgument`]
@@ -135,7 +136,7 @@ impl Log {
         self.check_writable()
     }
 
-    /// Appends one batch a producer built, after Kafka's leader checks (DESIGN §4, Appending):
+    /// Appends one batch a producer built, after Kafka's leader checks (ARCHITECTURE.md §4):
     /// one whole batch, magic 2, a valid CRC, records count > 0 and equal to lastOffsetDelta + 1,
     /// a base sequence when the producer id is set, none of the control, delete-horizon or
     /// LogAppendTime bits, keys in a compacted log, the size limit, the timestamp bounds, and

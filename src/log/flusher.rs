@@ -80,7 +80,7 @@ impl Shared {
         result.map(|()| target)
     }
 
-    /// Writes a recovery-point checkpoint slot (not fsynced: DESIGN §3a) once the durable
+    /// Writes a recovery-point checkpoint slot (not fsynced: ARCHITECTURE.md §6) once the durable
     /// offset has moved far enough, after syncing the active indexes it relies on.
     fn maybe_write_recovery_point(&self, now_ms: i64, last_checkpoint_ms: &mut i64) -> Result<()> {
         let appended = self.counters.appended_bytes.load(Ordering::Relaxed);
@@ -218,7 +218,7 @@ impl Shared {
 }
 
 /// The flusher thread: roll fsyncs off the append path, interval flushes, recovery-point
-/// checkpoints, and removal of unpinned `.deleted` files (DESIGN §3a).
+/// checkpoints, and removal of unpinned `.deleted` files (ARCHITECTURE.md §6).
 pub(super) fn flusher_loop(shared: &Shared) {
     let tick = flusher_tick(&shared.config);
     let mut last_flush_ms = shared.clock.now_ms();

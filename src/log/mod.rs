@@ -1,4 +1,4 @@
-//! The log: segments, offsets, durability and recovery (DESIGN §3, §4).
+//! The log: segments, offsets, durability and recovery (ARCHITECTURE.md §3 to §8).
 //!
 //! A [`Log`] is one partition directory. It owns the active segment and assigns offsets; it
 //! serves reads from an immutable snapshot of its segments; it makes appends durable through a
@@ -140,7 +140,8 @@ struct Shared {
     read_only: bool,
     /// The directory lock, released by `close()` (or the drop of the log).
     dir_lock: Mutex<Option<FileLock>>,
-    /// This log's share of its Kafka log directory's lock, left at close (DESIGN §4, Opening).
+    /// This log's share of its Kafka log directory's lock, left at close (ARCHITECTURE.md §7,
+    /// "Opening inside a Kafka log dir").
     kafka_dir: Mutex<Option<kafka_dir::KafkaDirMembership>>,
     snapshot: Snapshot,
     writer: Mutex<Writer>,
@@ -209,7 +210,7 @@ impl Log {
     /// broker's lock on the parent's `.lock` ([`Error::Locked`] while a broker runs, before
     /// anything is created) and sets `.kafka_cleanshutdown` aside, so that a crash of this
     /// process makes the broker recover; the lock is shared by every log this process has open
-    /// in that directory (DESIGN §4, Opening).
+    /// in that directory (ARCHITECTURE.md §7, "Opening inside a Kafka log dir").
     pub fn open(dir: impl AsRef<Path>, config: LogConfig) -> Result<Log> {
         Log::open_inner(dir.as_ref(), config, false)
     }

@@ -1,5 +1,5 @@
-//! Opening a log directory: tidying leftovers, then recovering (DESIGN §3.5, §3a; Kafka's
-//! `LogLoader`, reference §3).
+//! Opening a log directory: tidying leftovers, then recovering (ARCHITECTURE.md §3, invariant 5;
+//! §6; Kafka's `LogLoader`).
 //!
 //! - **After a clean shutdown** the checkpoint's clean-shutdown fields name the active segment,
 //!   its size and the log end offset. If all three match the directory, open reads the active

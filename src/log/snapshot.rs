@@ -1,5 +1,5 @@
 //! The log's view of its segments: an immutable list swapped atomically, with lazily opened,
-//! pinned segments (DESIGN §4, "The log's view of its segments").
+//! pinned segments (ARCHITECTURE.md §3, invariant 10).
 //!
 //! - A [`SegmentList`] never changes once built; a roll, a truncation or a deletion builds a new
 //!   one and swaps it in under the write side of the snapshot lock.

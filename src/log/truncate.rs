@@ -17,9 +17,9 @@ use super::{Log, Shared, Writer};
 
 impl Log {
     /// Removes every record at or above `offset` and makes that durable before returning
-    /// (DESIGN §4, Truncation). A batch that straddles `offset` goes whole, so the new log end
-    /// offset may be a little below `offset`; it is returned. Readers positioned above it get
-    /// [`Error::Truncated`].
+    /// (ARCHITECTURE.md §3, invariant 15). A batch that straddles `offset` goes whole, so the new
+    /// log end offset may be a little below `offset`; it is returned. Readers positioned above it
+    /// get [`Error::Truncated`].
     ///
     /// In a compacted log the new end is the offset after the last batch kept, since the files
     /// are all that record the end: an `offset` in a gap that compaction left, or at a batch that

@@ -143,9 +143,9 @@ impl VerifyReport {
 
 /// Checks every batch and every index entry of the log in `dir`, without writing anything.
 ///
-/// Opening a log checks as little as it safely can (DESIGN §3 inv. 6): O(1) index checks, and a
-/// batch-by-batch scan only from the recovery point on. Verification checks everything, and
-/// never writes:
+/// Opening a log checks as little as it safely can (ARCHITECTURE.md §3, invariant 6): O(1) index
+/// checks, and a batch-by-batch scan only from the recovery point on. Verification checks
+/// everything, and never writes:
 ///
 /// - every batch of every segment: frame, magic, length, CRC-32C, offsets increasing across
 ///   batches and segments, and every record decoded (decompressed when the codec says so), with

@@ -237,7 +237,7 @@ pub(super) fn walk_segment(
     if let Some(check) = time_check {
         let (problems, last_entry) = check.finish(walked_to_end);
         walk.index_problems.extend(problems);
-        // At roll and at close the final time-index entry is written (DESIGN §2.2), so a
+        // At roll and at close the final time-index entry is written (FORMAT.md §4), so a
         // sealed segment's index ends with its largest timestamp. Missing, lookups still work
         // (they scan on from the last entry), so this is a note.
         if let Some(max) = running_max.filter(|&m| m >= 0)
