@@ -48,7 +48,9 @@ impl Shared {
             let mut writer = self.writer.lock();
             (
                 writer.log_end_offset,
-                std::mem::take(&mut writer.unsynced_sealed),
+                // Left in the list until synced, so that no recovery point passes them
+                // while this sync runs (`Writer::recovery_point_bound`).
+                writer.unsynced_sealed.clone(),
                 std::mem::take(&mut writer.dir_dirty),
                 Arc::clone(&writer.active),
             )
@@ -77,6 +79,12 @@ impl Shared {
                 result: result.as_ref().map(|_| ()),
             },
         );
+        if result.is_ok() && !sealed.is_empty() {
+            self.writer
+                .lock()
+                .unsynced_sealed
+                .retain(|segment| !sealed.iter().any(|synced| Arc::ptr_eq(synced, segment)));
+        }
         result.map(|()| target)
     }
 
@@ -123,7 +131,7 @@ impl Shared {
         {
             return Ok(());
         }
-        let recovery_point = durable.min(writer.log_end_offset);
+        let recovery_point = writer.recovery_point_bound(durable);
         if recovery_point <= writer.recovery_point {
             return Ok(());
         }
@@ -153,6 +161,7 @@ impl Shared {
         if self.commit.durable_offset() < offset {
             self.sync_through(offset - 1)?;
         }
+        self.sync_sealed_segments()?;
         let mut writer = self.writer.lock();
         // What was checked above may be stale by now: a truncation below `offset`, then appends
         // past it, can land between that check and this lock. So the point is judged here,
@@ -170,10 +179,7 @@ impl Shared {
             .handles()
             .binary_search_by_key(&offset, |handle| handle.base_offset())
             .is_ok();
-        if writer.log_end_offset < offset
-            || self.commit.durable_offset() < offset
-            || !is_segment_base
-        {
+        if writer.recovery_point_bound(self.commit.durable_offset()) < offset || !is_segment_base {
             return Ok(false);
         }
         // The sealed segments below `offset` had their indexes synced with their data. The
@@ -183,6 +189,24 @@ impl Shared {
         self.write_checkpoint_durably(&mut writer, recovery_point, log_start)?;
         writer.recovery_point = recovery_point;
         Ok(true)
+    }
+
+    /// Syncs the sealed segments still waiting for the flusher (data and indexes) and takes
+    /// them off the list. A durable offset at or above a sealed segment's end says only that
+    /// its `.log` is synced (a group commit may have synced it while it was active); its index
+    /// entries, which recovery trusts below a recovery point, may not be.
+    fn sync_sealed_segments(&self) -> Result<()> {
+        let sealed = self.writer.lock().unsynced_sealed.clone();
+        for segment in &sealed {
+            if let Err(error) = segment.flush_sealed() {
+                return Err(self.poison_after_failed_sync("syncing a sealed segment", error));
+            }
+        }
+        self.writer
+            .lock()
+            .unsynced_sealed
+            .retain(|segment| !sealed.iter().any(|synced| Arc::ptr_eq(synced, segment)));
+        Ok(())
     }
 
     /// Writes a checkpoint slot with `recovery_point` and `log_start` and syncs it. A failed

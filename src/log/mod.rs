@@ -108,7 +108,9 @@ struct Writer {
     active: Arc<Segment>,
     log_end_offset: i64,
     /// Sealed segments whose data and indexes are not yet synced (the flusher syncs them off
-    /// the append path, and any group commit syncs them first).
+    /// the append path, and any group commit syncs them first). A segment stays here until its
+    /// sync has succeeded, not only until one began: a recovery point must never pass it
+    /// ([`Writer::recovery_point_bound`]).
     unsynced_sealed: Vec<Arc<Segment>>,
     /// A segment file was created since the last directory sync.
     dir_dirty: bool,
@@ -119,6 +121,21 @@ struct Writer {
     /// Files renamed `.deleted`, removed once no reader pins their segment.
     pending_deletes: Vec<PendingDelete>,
     jitter_state: u64,
+}
+
+impl Writer {
+    /// The highest recovery point the log may record now: every offset below it must be
+    /// durable with the index entries that recovery will trust (ARCHITECTURE.md §7). That
+    /// stops at the oldest sealed segment whose sync has not completed: its `.log` may be
+    /// durable (a group commit synced it while it was still active, which leaves the active
+    /// segment's indexes alone) while its index entries and its final time-index entry are
+    /// not, and recovery trusts the entries of every segment below the recovery point.
+    fn recovery_point_bound(&self, durable_offset: i64) -> i64 {
+        self.unsynced_sealed
+            .iter()
+            .map(|segment| segment.base_offset())
+            .fold(durable_offset.min(self.log_end_offset), i64::min)
+    }
 }
 
 #[derive(Debug, Default)]
