@@ -1,5 +1,5 @@
-//! Compaction throughput against a plain `read()` of the same bytes (DESIGN §7: target ≥ 0.1),
-//! and the pass's peak memory.
+//! Compaction throughput against a plain `read()` of the same bytes (benches/README.md: target ≥
+//! 0.1), and the pass's peak memory.
 //!
 //! ```sh
 //! cargo bench --bench compaction                                  # 1 GiB per codec (the default)
@@ -19,10 +19,10 @@
 //! (bytes the pass read, both phases counted / compaction time) / (bytes read / read time)
 //! ```
 //!
-//! (DESIGN §7 counts compaction's input over both phases), and the peak memory of the passes:
-//! VmHWM (peak resident set, reset through `/proc/self/clear_refs` before each pass) and the
-//! largest RssAnon seen right after a pass, from `/proc/self/status`. Everything runs in the page
-//! cache (the machine has the memory for it), so neither side waits for the disk.
+//! (benches/README.md counts compaction's input over both phases), and the peak memory of the
+//! passes: VmHWM (peak resident set, reset through `/proc/self/clear_refs` before each pass) and
+//! the largest RssAnon seen right after a pass, from `/proc/self/status`. Everything runs in the
+//! page cache (the machine has the memory for it), so neither side waits for the disk.
 
 #[path = "common/compaction_log.rs"]
 mod compaction_log;

@@ -1,4 +1,4 @@
-//! partlog beside a reference measured in the same run: every row of DESIGN §7.
+//! partlog beside a reference measured in the same run: every row of benches/README.md's table.
 //!
 //! ```sh
 //! cargo bench --bench compare                    # the full run (7 pairs a row)
@@ -6,9 +6,9 @@
 //! COMPARE_ROWS=append,read cargo bench --bench compare   # only rows whose name has one of these
 //! ```
 //!
-//! The method (DESIGN §7): runs alternate A B A B (A is partlog, B the reference), at least five
-//! pairs in the full run, and a row's ratio is the median of the per-pair ratios, normalised so
-//! that higher is better. Each write rep starts after `sync(2)` and the deletion of the
+//! The method (benches/README.md): runs alternate A B A B (A is partlog, B the reference), at least
+//! five pairs in the full run, and a row's ratio is the median of the per-pair ratios, normalised
+//! so that higher is better. Each write rep starts after `sync(2)` and the deletion of the
 //! previous rep's files, and writes at most 1 GiB. Throughput is counted in records/s and user
 //! bytes (keys + values) per second. Whether roll fsyncs and `close()` fall inside the timed
 //! region is each row's "roll and close timed" column, on both sides alike.
@@ -35,10 +35,10 @@ use partlog::{
     NewRecord, Producer, ProducerConfig, ReadBound,
 };
 
-/// One row of DESIGN §7's table: its name, and the function that measures it.
+/// One row of benches/README.md's table: its name, and the function that measures it.
 type RowFn = fn(&Ctx) -> Outcome;
 
-/// Every row, in DESIGN §7's order. The hook for new rows: add `(name, function)` here.
+/// Every row, in benches/README.md's order. The hook for new rows: add `(name, function)` here.
 const ROWS: &[(&str, RowFn)] = &[
     ("append_batch", row_append_batch),
     ("append_records", row_append_records),
@@ -614,7 +614,7 @@ fn row_append_records_100(ctx: &Ctx) -> Outcome {
         a,
         b,
         ratio,
-        // No target of its own: DESIGN §7 reports it beside the batching writer's row.
+        // No target of its own: benches/README.md reports it beside the batching writer's row.
         f64::NAN,
         "- (beside batching writer)",
         "no",
@@ -629,7 +629,7 @@ fn row_sequential_read(ctx: &Ctx) -> Outcome {
 }
 
 /// The sequential-read row with `map_sealed_segments`: sealed segments are read from a
-/// mapping (the option's measurement; DESIGN §7's row is the default above).
+/// mapping (the option's measurement; benches/README.md's row is the default above).
 fn row_sequential_read_mapped(ctx: &Ctx) -> Outcome {
     sequential_read(ctx, true)
 }
@@ -1034,7 +1034,7 @@ fn row_durable_one_thread(ctx: &Ctx) -> Outcome {
 /// `group.commit.max.gather`'s default.
 const DEFAULT_MAX_GATHER: Duration = Duration::from_millis(1);
 
-/// The DESIGN row (the default config), then the same with gathering off, both against one
+/// The target row (the default config), then the same with gathering off, both against one
 /// thread, with the records each sync covered in the notes.
 fn row_durable_eight_threads(ctx: &Ctx) -> Outcome {
     let variants = [
@@ -1169,7 +1169,8 @@ fn row_open(ctx: &Ctx) -> Outcome {
 // reference reads the same segments' files with `read()` in 1 MiB chunks, from the page cache
 // like the pass, and counts the bytes it read.
 
-/// Bytes of `.log` data in the compaction row's log (DESIGN §7: at least 1 GiB), in every mode.
+/// Bytes of `.log` data in the compaction row's log (benches/README.md: at least 1 GiB), in every
+/// mode.
 const COMPACTION_LOG_BYTES: u64 = 1 << 30;
 /// An eighth of the log, as `benches/compaction.rs` cuts it.
 const COMPACTION_SEGMENT_BYTES: u32 = (COMPACTION_LOG_BYTES / 8) as u32;

@@ -1,5 +1,5 @@
 //! Does `preallocate` speed up durable appends? A B A B pairs in one run, median of per-pair
-//! ratios (DESIGN §7's method), on the machine's real file system.
+//! ratios (benches/README.md's method), on the machine's real file system.
 //!
 //! ```sh
 //! cargo bench --bench preallocate

@@ -1,6 +1,6 @@
 //! The batching writer: one `send()` per 100-byte record, at acks 0, 1 and all, against
-//! partlog's own `append(records)` of pre-built 100-record batches (DESIGN §7, the row "batching
-//! writer"; the row's `commitlog` reference lives in `cargo bench --bench compare`).
+//! partlog's own `append(records)` of pre-built 100-record batches (benches/README.md, the row
+//! "batching writer"; the row's `commitlog` reference lives in `cargo bench --bench compare`).
 //!
 //! ```sh
 //! cargo bench --bench producer

@@ -8,8 +8,8 @@
 //! Appends pre-built batches of 100 x 1 KiB records (page cache only, `FlushPolicy::OsDecides`)
 //! into `DIR` (default: a temporary directory, deleted at the end) with `segment.bytes` of
 //! `SEGMENT_MIB` MiB (default 1024, Kafka's default), and prints RssAnon (and RssFile, which
-//! holds the mapped indexes) before the first append and at each GiB. DESIGN §7: the 1 GiB and
-//! 10 GiB figures differ by less than 10%, plus a fixed cost per segment.
+//! holds the mapped indexes) before the first append and at each GiB. benches/README.md: the 1 GiB
+//! and 10 GiB figures differ by less than 10%, plus a fixed cost per segment.
 
 use std::path::PathBuf;
 

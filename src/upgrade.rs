@@ -51,8 +51,9 @@
 //! clean-shutdown record, last: the destination then opens without a scan, and a destination
 //! without that record is an interrupted upgrade, to be removed and run again. Inside a Kafka
 //! log directory, the destination is written under the broker's lock with the clean-shutdown
-//! marker set aside (DESIGN §4), exactly as a log opened for writing: a running broker makes the
-//! upgrade fail with [`Error::Locked`], and an upgrade that dies makes the broker recover.
+//! marker set aside (ARCHITECTURE.md §7), exactly as a log opened for writing: a running broker
+//! makes the upgrade fail with [`Error::Locked`], and an upgrade that dies makes the broker
+//! recover.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -1,4 +1,4 @@
-//! Bad input at the API (issue 6): what a careless caller hands each public function. Every
+//! Bad input at the API: what a careless caller hands each public function. Every
 //! case must come back as a typed error with a specific message (the variant and a key phrase
 //! are asserted), never a panic.
 

@@ -1,4 +1,4 @@
-//! `partlog produce --cleanup-policy compact` and `partlog compact` (issue 5, "Running a pass"):
+//! `partlog produce --cleanup-policy compact` and `partlog compact`:
 //! a log with repeating keys and tombstones in small segments, one pass that keeps the latest
 //! record of each key and merges segments, a second that removes the tombstones whose horizon
 //! passed, `--min-lag-ms` leaving young records alone, unkeyed lines refused, and independent

@@ -1,4 +1,4 @@
-//! Process crash (issue 3, "What it must show: Process crash"): `partlog produce --flush always
+//! Process crash: `partlog produce --flush always
 //! --print-offsets --batch 1` runs as a child process fed through a pipe, and is killed with
 //! SIGKILL at a random moment. Every offset it printed was acknowledged, so after the kill:
 //!

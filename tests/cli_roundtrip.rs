@@ -1,4 +1,4 @@
-//! Round trip through the `partlog` tool (issue 3, "What it must show: Round trip"):
+//! Round trip through the `partlog` tool:
 //! `partlog produce` then `partlog dump --json` gives back 100,000 lines exactly, with each codec;
 //! the shared validators' `check.sh` and Kafka's own DumpLogSegments accept every file; the
 //! human dump's positions are the files' real byte positions; `partlog verify` passes; and the

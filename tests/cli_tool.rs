@@ -1,4 +1,4 @@
-//! The `partlog` commands of issue 8, end to end through the binary: `consume` (from an offset,
+//! The `partlog` commands, end to end through the binary: `consume` (from an offset,
 //! a timestamp or the end; text and JSON; `--follow` tailing a `partlog produce` in another
 //! process, with and without `--durable-only`), `dump --records --index` and its index check,
 //! `verify --repair` (a torn tail, a bad index, and corruption it refuses to cut without

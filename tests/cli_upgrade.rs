@@ -1,4 +1,4 @@
-//! `partlog upgrade SRC DST` (issue 4, "Reading what others wrote"): every legacy fixture (magic
+//! `partlog upgrade SRC DST`: every legacy fixture (magic
 //! 0 and 1, kafka-python's legacy builder), every foreign v2 fixture (gzip and snappy among the
 //! codecs) and the broker's own directory are upgraded, and the destination is read back record
 //! for record against the source, both read through partlog's `Batch`; the shared validators'

@@ -2118,7 +2118,8 @@ fn a_truncation_between_a_compaction_passs_read_and_its_re_read_is_no_corruption
 /// recovery trusts the index entries below the point: a crash that kept the index's later
 /// entries but not its first left a zero entry that no check catches. Here the pass runs at the
 /// first sync of the sealed segment (just before it), and crashes while writing its cleaned copy,
-/// with each unsynced write kept or lost as the crash seed draws.
+/// with each unsynced write kept or lost as the crash seed draws. (The pass now syncs the sealed
+/// segments itself, and no recovery point passes one whose sync has not completed.)
 #[test]
 fn a_compaction_pass_records_a_recovery_point_only_over_synced_indexes() {
     let case = Case {

@@ -1,4 +1,4 @@
-//! A real full disk (issue 6, "Real disk-full"): the log runs on a 4 MiB tmpfs until appends,
+//! A real full disk: the log runs on a 4 MiB tmpfs until appends,
 //! rolls and a compaction pass meet ENOSPC. The process must survive (no panic, no SIGBUS: the
 //! only mappings are of sealed indexes, which are complete and never extended), every error must
 //! be a typed `Io` error of kind `StorageFull`, every acknowledged record must read back, the log

@@ -1,5 +1,4 @@
-//! partlog reads a partition directory that a real Apache Kafka 4.4 broker wrote (issue 4, "A real
-//! broker").
+//! partlog reads a partition directory that a real Apache Kafka 4.4 broker wrote.
 //!
 //! `tests/fixtures/broker/partlog-fixture-0/` is the partition of topic `partlog-fixture` exactly
 //! as a single-node KRaft broker left it after a clean shutdown; `make.sh` beside it made it, with

@@ -1,10 +1,10 @@
-//! The hand-off to a real Apache Kafka 4.4 broker (issue 4; DESIGN §2 and §4, Opening): a
+//! The hand-off to a real Apache Kafka 4.4 broker (FORMAT.md §2, ARCHITECTURE.md §7): a
 //! partition that Kafka created, appended to by partlog while the broker is stopped, then served
 //! again by the broker.
 //!
 //! The procedure: create the topic in Kafka, stop the broker (cleanly), `Log::open` the partition
 //! directory `<log dir>/<topic>-0`, append, `close`, restart the broker. The tests check the
-//! contract of DESIGN §4, Opening, against the broker itself:
+//! contract of ARCHITECTURE.md §7, "Opening inside a Kafka log dir", against the broker itself:
 //! - while the broker runs, opening its partition for writing fails with `Error::Locked` and
 //!   creates nothing, and while partlog writes, the broker cannot start (the OFD lock on `.lock`
 //!   conflicts with the broker's `FileChannel.tryLock`);

@@ -4,7 +4,7 @@
 //! The `.log` files are committed fixtures from kafka-python's writer
 //! (`tests/fixtures/kafka_tools/generate.py` regenerates them, with the records the writer was
 //! asked to write). The `.index` and `.timeindex` files are built here from the batch headers,
-//! with Kafka's semantics (../shared/reference/kafka-storage.md §2.2, §2.3): an offset-index entry
+//! with Kafka's semantics (FORMAT.md §4): an offset-index entry
 //! holds the batch's LAST offset relative to the segment's base offset and the byte position where
 //! the batch starts; a time-index entry holds the largest timestamp so far and the last offset of
 //! the batch that set it, written only when that timestamp grows. Every batch gets an entry (as if

@@ -1,4 +1,4 @@
-//! The acknowledgement path (issue 3, DESIGN §3a): every offset acknowledged under
+//! The acknowledgement path (ARCHITECTURE.md §6): every offset acknowledged under
 //! [`FlushPolicy::EveryAppend`] was preceded by a sync of its file and, for a new segment, by a
 //! sync of its directory.
 //!

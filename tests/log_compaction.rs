@@ -1,5 +1,5 @@
-//! Log compaction (issue 5, DESIGN §3.8): what stays, offsets and gaps, tombstones and their
-//! delete horizon, crash leftovers, and readers and appenders during a pass.
+//! Log compaction (ARCHITECTURE.md §3, invariant 8): what stays, offsets and gaps, tombstones and
+//! their delete horizon, crash leftovers, and readers and appenders during a pass.
 
 #[path = "common/kafka.rs"]
 mod kafka;

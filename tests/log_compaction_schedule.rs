@@ -1,5 +1,5 @@
-//! Compaction's scheduling and bookkeeping (issue 5, DESIGN §3.8; kafka-storage.md §5): the
-//! dirty ratio, `min.compaction.lag.ms` and `max.compaction.lag.ms` on the manual clock, the
+//! Compaction's scheduling and bookkeeping (ARCHITECTURE.md §3, invariant 8; Kafka's `LogCleaner`):
+//! the dirty ratio, `min.compaction.lag.ms` and `max.compaction.lag.ms` on the manual clock, the
 //! maintenance thread, segment grouping within `segment.bytes`, the uncleanable range of
 //! transactional data, failed passes, and the persisted first dirty offset.
 

@@ -281,7 +281,7 @@ impl Harness {
                 self.model.epoch_of.truncate(new_end as usize);
                 self.model.batch_starts.retain(|&b| b < new_end);
                 self.model.durable = self.model.durable.min(new_end);
-                // The start follows a truncation below it (DESIGN §4, step 1).
+                // The start follows a truncation below it (ARCHITECTURE.md §3, invariant 15).
                 self.model.start = self.model.start.min(new_end);
                 self.model.max_durable_read = self.model.max_durable_read.min(new_end - 1);
                 Ok(())

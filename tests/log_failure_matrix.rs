@@ -1,4 +1,4 @@
-//! The failure matrix beyond crashes (DESIGN §3.4, issue 6 "Faults besides crashes"), on the
+//! The failure matrix beyond crashes (ARCHITECTURE.md §3, invariants 3 and 4), on the
 //! simulator: every operation of the log (append, a producer batch, the appends that roll,
 //! `truncate_to`, `delete_records_before` with a retention pass, compaction, close) runs with
 //! one fault aimed at its kth file operation of one kind, for every k the operation performs:

@@ -1,4 +1,4 @@
-//! Failures other than crashes, on the simulator (DESIGN §3.4):
+//! Failures other than crashes, on the simulator (ARCHITECTURE.md §3, invariant 4):
 //! - a failed fsync poisons the log: every later write fails with `Error::Poisoned`, nothing the
 //!   failed sync covered is reported durable, and a reopen recovers;
 //! - any other write error (EIO, ENOSPC, a short write) truncates the active segment back to the

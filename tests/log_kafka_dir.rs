@@ -1,5 +1,6 @@
-//! The Kafka log-dir contract (DESIGN §4, Opening), without a broker: a log opened for writing in
-//! a partition of a Kafka log directory (its parent holds `meta.properties`)
+//! The Kafka log-dir contract (ARCHITECTURE.md §7, "Opening inside a Kafka log dir"), without a
+//! broker: a log opened for writing in a partition of a Kafka log directory (its parent holds
+//! `meta.properties`)
 //! - takes an OFD write lock on the parent's `.lock`, shared by every log of that directory in
 //!   this process and released when the last one closes; it conflicts with a classic POSIX lock
 //!   held by another process (Python's `fcntl.lockf`, Java's `FileChannel.tryLock`) both ways;
@@ -26,7 +27,7 @@ use partlog::{Error, Log, LogConfig, NewRecord, ReadBound};
 const MARKER: &str = ".kafka_cleanshutdown";
 const SET_ASIDE: &str = ".kafka_cleanshutdown.partlog";
 const BROKER_LOCK: &str = ".lock";
-/// What a broker writes at a clean shutdown (reference §2.1).
+/// What a broker writes at a clean shutdown.
 const MARKER_BYTES: &[u8] = br#"{"version":0,"brokerEpoch":42}"#;
 const META_PROPERTIES: &str = "#\n#Written by a test\nnode.id=1\ndirectory.id=J8iy8zDnRBKhDDCH0Ty7rA\nversion=1\ncluster.id=4L6g3nShT-eMCtK--X86sw\n";
 /// Set in the child copy of this binary: the partition directory it writes and then hangs in.

@@ -1,7 +1,7 @@
-//! `Log::open_read_only` with `allow_live_writer` (DESIGN §4, Opening; issue 8): a reader that
-//! follows a writer it does not share memory with. The writer here is another `Log` in this
-//! process (the reader shares nothing with it but the files) or, in the last test, the
-//! `partlog produce` binary in a process of its own.
+//! `Log::open_read_only` with `allow_live_writer` (ARCHITECTURE.md §5, "Reading a log another
+//! process writes"): a reader that follows a writer it does not share memory with. The writer here
+//! is another `Log` in this process (the reader shares nothing with it but the files) or, in the
+//! last test, the `partlog produce` binary in a process of its own.
 //!
 //! Nothing is timed: waits are `wait_for_data` calls with generous timeouts, and a poll is
 //! forced with `refresh` where a test needs one now.

@@ -1,5 +1,5 @@
-//! Many segments (issue 3): descriptors stay O(1) in the number of segments, and an open after a
-//! clean shutdown reads no sealed segment (DESIGN §4, "The log's view of its segments").
+//! Many segments: descriptors stay O(1) in the number of segments, and an open after a
+//! clean shutdown reads no sealed segment (ARCHITECTURE.md §3, invariant 10).
 //!
 //! - On the real file system, a child process (this test binary, run again) lives under
 //!   `RLIMIT_NOFILE` = 256. It writes 1,000 segments, closes the log, reopens it and reads every

@@ -1,4 +1,4 @@
-//! The [`Observer`] hook (DESIGN §4, "Observability and threads"): the log reports its rolls,
+//! The [`Observer`] hook (ARCHITECTURE.md §8): the log reports its rolls,
 //! fsyncs, recoveries, retention and compaction passes, and a test uses those events to aim a
 //! fault at an exact moment ("the sync right after the second roll").
 #![cfg(feature = "sim")] // the simulator and the manual clock: `cargo test --all-features`

@@ -1,5 +1,5 @@
-//! Retention (issue 5; DESIGN §3.7, §4): the three rules with the manual clock, the roll of an
-//! active segment that qualifies, readers of deleted segments, the `*.deleted` files, reopen,
+//! Retention (ARCHITECTURE.md §3, invariant 7; §8): the three rules with the manual clock, the roll
+//! of an active segment that qualifies, readers of deleted segments, the `*.deleted` files, reopen,
 //! crashes at every operation of a pass on the simulator, and the maintenance thread.
 //!
 //! Every segment here holds exactly [`PER_SEGMENT`] one-record batches of [`BATCH`] bytes, so the

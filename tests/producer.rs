@@ -1,4 +1,4 @@
-//! The batching writer (issue 7): ordering, offsets, batching by size and by linger, the three
+//! The batching writer: ordering, offsets, batching by size and by linger, the three
 //! `acks` levels, back-pressure, close, concurrency and error delivery; and the future forms of
 //! `wait_durable` and `wait_for_data`, driven by a tiny std-only executor.
 //!

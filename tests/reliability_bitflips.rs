@@ -1,10 +1,10 @@
-//! Bit flips (issue 6): every bit of a small, cleanly closed log's first segment (`.log`,
+//! Bit flips: every bit of a small, cleanly closed log's first segment (`.log`,
 //! `.index`, `.timeindex`) and of `partlog.checkpoint`'s fields and CRCs, and one bit of every
 //! other byte (the other segments' files, the checkpoint's zero padding), is flipped in turn;
 //! the log is reopened under `RecoveryMode::Fail`, every offset is read, and
 //! `offset_for_timestamp` is asked for every record's timestamp.
 //!
-//! Each flip must land in exactly one class (DESIGN §3.5, §3.6; FORMAT.md §7):
+//! Each flip must land in exactly one class (ARCHITECTURE.md §3, invariants 5 and 6; FORMAT.md §7):
 //! - **repaired**: an index failed a check and was rebuilt; every answer is right afterwards;
 //! - **reported**: `Error::Corrupt { file, position }` at open or at the first read touching the
 //!   flipped batch, naming the flipped `.log` and a position at or before that batch (or the

@@ -1,4 +1,4 @@
-//! Bit flips after a crash (issue 6): the files of a log that crashed with an unsynced tail
+//! Bit flips after a crash: the files of a log that crashed with an unsynced tail
 //! (no clean-shutdown record, a recovery point inside the last segment, index entries above it
 //! that recovery must rebuild) get one bit flipped at a time; the log is reopened under
 //! `RecoveryMode::Fail`, every record is read and `offset_for_timestamp` is asked for every

@@ -27,7 +27,7 @@ pub(crate) const TRUNCATION_TEMP_SUFFIX: &str = ".swap.deleted";
 pub(crate) const MAX_ENTRY_SIZE: usize = 12;
 
 /// Kafka's warm section: lookups near the tail touch only the last 8 KiB of entries, so those
-/// pages stay resident while the index grows (reference §2.6).
+/// pages stay resident while the index grows (as in Kafka's `AbstractIndex`).
 const WARM_SECTION_BYTES: usize = 8192;
 
 /// How many bytes a sequential read (open, full check, truncation) pulls per call.
@@ -250,7 +250,7 @@ impl<E: Entry> View<E> {
 struct State<E> {
     path: Arc<Path>,
     /// Whether lookups may map a sealed file. A reader in another process than the writer must
-    /// not (DESIGN §2.2): the writer may shrink a file it never mapped itself.
+    /// not (ARCHITECTURE.md §3, invariant 17): the writer may shrink a file it never mapped itself.
     mapping_allowed: bool,
     view: View<E>,
 }
@@ -865,9 +865,9 @@ impl<E: Entry> IndexFile<E> {
 
     /// Makes the index read-only; the in-memory mirror is dropped and later lookups read the file
     /// (mapped lazily). It does not sync: the log syncs a sealed segment's files off the append
-    /// path (DESIGN §3a), and a mapping sees the page cache either way. Sealing a sealed index
-    /// does nothing. Without a file, the entries stay in memory and sealing only refuses further
-    /// appends.
+    /// path (ARCHITECTURE.md §6), and a mapping sees the page cache either way. Sealing a sealed
+    /// index does nothing. Without a file, the entries stay in memory and sealing only refuses
+    /// further appends.
     pub(crate) fn seal(&self) -> Result<()> {
         let _mutation = self.mutation.lock();
         let old_view = {
@@ -1025,7 +1025,8 @@ fn replace_file(
         let _ = storage.remove(&temp);
         return Err(e);
     }
-    // The rename must survive a crash before the log reports the truncation done (DESIGN §3a).
+    // The rename must survive a crash before the log reports the truncation done (ARCHITECTURE.md
+    // §6).
     storage.sync_dir(parent_dir(path))?;
     let mode = if writable {
         OpenMode::ReadWrite

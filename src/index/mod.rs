@@ -1,6 +1,6 @@
 //! Kafka's sparse indexes: [`OffsetIndex`] (`.index`) and [`TimeIndex`] (`.timeindex`).
 //!
-//! Both are byte for byte Kafka's layouts (DESIGN §2.2, reference §2.2–2.6), so that Kafka's
+//! Both are byte for byte Kafka's layouts (FORMAT.md §4), so that Kafka's
 //! `DumpLogSegments` and a broker taking over the directory read them:
 //!
 //! | file | entry | fields, big-endian |
@@ -8,7 +8,7 @@
 //! | `.index` | 8 bytes | batch's last offset − base (i32), batch's first byte in `.log` (i32) |
 //! | `.timeindex` | 12 bytes | largest timestamp so far (i64), its batch's last offset − base (i32) |
 //!
-//! Where partlog departs from Kafka, on purpose (reference §10, pain points 2, 3 and 5):
+//! Where partlog departs from Kafka, on purpose:
 //! - **No preallocation.** Files grow by one positional write per entry, so a crash never
 //!   leaves a tail of zeros that looks like entries, and a sealed index needs no trimming.
 //! - **Lazy and cheap to open.** Opening a sealed index reads its length and last entry; it is
@@ -18,7 +18,7 @@
 //!   touch the file, and appends write the file first and publish in memory second.
 //! - **An index can have no file.** `in_memory` makes an index that behaves as an active one
 //!   but never touches a storage, so that a read-only log can rebuild an inconsistent index
-//!   without writing or creating anything (DESIGN §4).
+//!   without writing or creating anything (ARCHITECTURE.md §3, invariant 22).
 //! - **A mapped file is never shrunk.** Truncating a sealed index writes a new file and renames
 //!   it over the old one; see [`OffsetIndex`] for the temporary name.
 //!

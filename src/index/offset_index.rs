@@ -101,7 +101,7 @@ impl OffsetIndex {
     /// refuses further appends and keeps the entries in memory (nothing is ever mapped),
     /// [`make_writable`](Self::make_writable) lifts the seal, and [`rename_to`](Self::rename_to)
     /// only remembers the new path. A read-only log rebuilds an inconsistent index this way,
-    /// because it must never write or create a file (DESIGN §4).
+    /// because it must never write or create a file (ARCHITECTURE.md §3, invariant 22).
     ///
     /// Fails only with [`Error::InvalidArgument`] for a base offset outside
     /// [0, i64::MAX − i32::MAX].
@@ -285,7 +285,7 @@ impl OffsetIndex {
         self.file.reset()
     }
 
-    /// The O(1) check run when a segment is first opened (DESIGN §3 inv. 6), Kafka's
+    /// The O(1) check run when a segment is first opened (ARCHITECTURE.md §3, invariant 6), Kafka's
     /// `sanityCheck` plus a zero-padding probe: the file holds every counted entry; the last
     /// entry's offset is >= the base offset and its position lies inside a log of `log_size`
     /// bytes; and the last entry is above the one before it, which catches the zero padding a
@@ -361,7 +361,8 @@ impl OffsetIndex {
 
     /// Allows (the default) or forbids reading the sealed file through a mapping; forbidden,
     /// lookups use positional reads. A reader in another process than the writer forbids it
-    /// (DESIGN §2.2), because the writer may shrink a file it never mapped itself.
+    /// (ARCHITECTURE.md §3, invariant 17), because the writer may shrink a file it never mapped
+    /// itself.
     pub fn set_mapping_allowed(&self, allowed: bool) {
         self.file.set_mapping_allowed(allowed);
     }

@@ -314,7 +314,8 @@ impl TimeIndex {
 
     /// Allows (the default) or forbids reading the sealed file through a mapping; forbidden,
     /// lookups use positional reads. A reader in another process than the writer forbids it
-    /// (DESIGN §2.2), because the writer may shrink a file it never mapped itself.
+    /// (ARCHITECTURE.md §3, invariant 17), because the writer may shrink a file it never mapped
+    /// itself.
     pub fn set_mapping_allowed(&self, allowed: bool) {
         self.file.set_mapping_allowed(allowed);
     }

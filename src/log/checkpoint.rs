@@ -1,5 +1,5 @@
 //! `partlog.checkpoint`: the log's recovery point, log start offset and clean-shutdown fields
-//! (DESIGN §2.4).
+//! (FORMAT.md §6).
 //!
 //! # Layout
 //! The file is two 512-byte slots, 1024 bytes in all. Each slot is a complete record, big-endian:
@@ -59,8 +59,9 @@ const CRC_POSITION: usize = CHECKPOINT_SLOT_SIZE - 4;
 /// Where the clean-shutdown fields start and end; zero when the flag is clear.
 const CLEAN_SHUTDOWN_FIELDS: std::ops::Range<usize> = 32..56;
 
-/// The fields `close()` records so that the next open can skip recovery (DESIGN §4). Open trusts
-/// them only if all three match the directory, and consumes them before its first write.
+/// The fields `close()` records so that the next open can skip recovery (ARCHITECTURE.md §3,
+/// invariant 21). Open trusts them only if all three match the directory, and consumes them before
+/// its first write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct CleanShutdown {
     /// Base offset of the active segment at close.
@@ -240,8 +241,8 @@ impl CheckpointFile {
     ///
     /// A new file is 1024 zero bytes (both slots invalid). Before returning, open syncs the
     /// file's data and the directory, in every case: a created file's name must be durable
-    /// before recovery relies on it (DESIGN §3a), and a record read back may have been written
-    /// without a sync by a process that then crashed, so it is made durable here so that it
+    /// before recovery relies on it (ARCHITECTURE.md §6), and a record read back may have been
+    /// written without a sync by a process that then crashed, so it is made durable here so that it
     /// really is the newest synced record the write rule protects.
     pub fn open(
         storage: &Arc<dyn Storage>,

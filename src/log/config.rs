@@ -235,13 +235,14 @@ pub struct LogConfig {
     pub recovery_mode: RecoveryMode,
 
     /// partlog's own setting, for [`Log::open_read_only`](crate::Log::open_read_only) only: the
-    /// log may be written meanwhile by another process (DESIGN §4, Opening). The read-only open
-    /// then takes no lock at all (the writer holds `partlog.lock` exclusively), never trusts the
-    /// clean-shutdown record, and follows the writer: at most every
-    /// [`poll_interval`](Self::poll_interval) it re-reads `partlog.checkpoint`, re-lists the
-    /// directory and re-checks the active segment's length, and reads up to the last complete
-    /// batch. A batch still being written is not an error, and `ReadBound::Durable` reads stop at
-    /// the recovery point the writer last recorded. A writable open ignores it. Default: false.
+    /// log may be written meanwhile by another process (ARCHITECTURE.md §5, "Reading a log another
+    /// process writes"). The read-only open then takes no lock at all (the writer holds
+    /// `partlog.lock` exclusively), never trusts the clean-shutdown record, and follows the writer:
+    /// at most every [`poll_interval`](Self::poll_interval) it re-reads `partlog.checkpoint`,
+    /// re-lists the directory and re-checks the active segment's length, and reads up to the last
+    /// complete batch. A batch still being written is not an error, and `ReadBound::Durable` reads
+    /// stop at the recovery point the writer last recorded. A writable open ignores it. Default:
+    /// false.
     pub allow_live_writer: bool,
 
     /// partlog's own setting: how often a read-only log opened with

@@ -1,12 +1,21 @@
-//! What reads return: [`FetchData`] (whole batches, as Kafka's fetch returns them) and the
-//! record iterator [`LogRecords`].
+//! Reads: [`Log::read`] and [`Log::read_into`] (whole batches, as Kafka's fetch returns them,
+//! in a [`FetchData`]), the record iterator [`Log::records`] ([`LogRecords`]), and
+//! [`Log::offset_for_timestamp`].
+//!
+//! Reads pin segments through the snapshot; in a writable log they take no writer lock (only
+//! a live reader's poll does). A truncation that overtakes a read is detected (the read tries
+//! again or fails with [`Error::Truncated`]), never returned as data (ARCHITECTURE.md §3,
+//! invariant 16).
 
+use crate::sync::atomic::Ordering;
 use std::os::fd::BorrowedFd;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::format::{Batch, TimestampType, peek_batch_frame};
 use crate::segment::{Segment, SegmentRead};
+
+use super::Log;
 
 /// How far a read may go. Default: [`ReadBound::LogEnd`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -267,4 +276,275 @@ pub(crate) fn decode_records(
         });
     }
     Ok(())
+}
+
+impl Log {
+    /// Reads whole batches from `offset` (the batch holding it comes first; a read in a gap
+    /// starts at the next batch), up to about `max_bytes` but always at least one whole batch.
+    ///
+    /// At the bound's end it returns empty data. Below the log start offset or above the log
+    /// end offset it fails with [`Error::OffsetOutOfRange`], or [`Error::Truncated`] when a
+    /// truncation took the log back below `offset`.
+    pub fn read(&self, offset: i64, max_bytes: usize, bound: ReadBound) -> Result<FetchData> {
+        let mut fetch = FetchData::new();
+        self.read_into(offset, max_bytes, bound, &mut fetch)?;
+        Ok(fetch)
+    }
+
+    /// [`read`](Self::read) into `fetch`, reusing its buffer: a reader that keeps one
+    /// [`FetchData`] allocates nothing per read once the buffer has grown to its largest read.
+    /// Whatever `fetch` held is replaced (on an error it is left empty).
+    pub fn read_into(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        bound: ReadBound,
+        fetch: &mut FetchData,
+    ) -> Result<()> {
+        let resume = fetch.take_resume_point();
+        fetch.clear_at(offset, 0);
+        self.check_open()?;
+        self.poll_live();
+        match self.read_current(offset, max_bytes, bound, resume.as_ref(), fetch) {
+            // A live writer deleted a segment this view still lists (retention, a truncation)
+            // since the last poll: look again, and answer from what is there now.
+            Err(error)
+                if self.shared.live.is_some()
+                    && error.io_kind() == Some(std::io::ErrorKind::NotFound) =>
+            {
+                fetch.clear_at(offset, 0);
+                self.refresh()?;
+                self.read_current(offset, max_bytes, bound, None, fetch)
+            }
+            other => other,
+        }
+    }
+
+    /// [`read`](Self::read) on the log's current view.
+    fn read_current(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        bound: ReadBound,
+        resume: Option<&ResumePoint>,
+        fetch: &mut FetchData,
+    ) -> Result<()> {
+        // A try finds nothing below its bound when a truncation overtook it; a new one finds
+        // the offset written again, or the truncation below it (or, in the rare legitimate
+        // case, the same gap at the end of the bound, and ends with nothing once more).
+        const MAX_OVERTAKEN_READS: u32 = 4;
+        for _ in 1..MAX_OVERTAKEN_READS {
+            if !self.read_current_once(offset, max_bytes, bound, resume, fetch)? {
+                return Ok(());
+            }
+        }
+        self.read_current_once(offset, max_bytes, bound, resume, fetch)
+            .map(|_| ())
+    }
+
+    /// One try of [`read_current`](Self::read_current): `Ok(true)` when it found nothing
+    /// below the bound it read to, though the log ended above `offset` when it began: a
+    /// truncation may have taken the offset away and appends brought it back since, so that a
+    /// new try may find it.
+    fn read_current_once(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        bound: ReadBound,
+        resume: Option<&ResumePoint>,
+        fetch: &mut FetchData,
+    ) -> Result<bool> {
+        let shared = &self.shared;
+        let end = shared.readable_end();
+        let start = self.log_start_offset();
+        if offset > end {
+            let truncated_to = shared.truncated_to.load(Ordering::Acquire);
+            if truncated_to < offset {
+                return Err(Error::Truncated { at: end });
+            }
+        }
+        if offset < start || offset > end {
+            return Err(Error::OffsetOutOfRange {
+                requested: offset,
+                start,
+                end,
+            });
+        }
+        let upper = match bound {
+            ReadBound::LogEnd => end,
+            ReadBound::Durable => self.durable_offset().min(end),
+        };
+        fetch.clear_at(offset, end);
+        if offset >= upper {
+            return Ok(false);
+        }
+        'retry: loop {
+            let list = shared.snapshot.load();
+            // Retention moves the start before it swaps segments out: a list without the
+            // segment holding `offset` comes with a start above it.
+            let start = self.log_start_offset();
+            if offset < start {
+                return Err(Error::OffsetOutOfRange {
+                    requested: offset,
+                    start,
+                    end,
+                });
+            }
+            let mut index = list.floor_index(offset);
+            while let Some(handle) = list.handles().get(index) {
+                if handle.base_offset() >= upper {
+                    break;
+                }
+                let Some(segment) = shared.snapshot.pin(handle)? else {
+                    continue 'retry;
+                };
+                let from = offset.max(handle.base_offset());
+                let resume_at = resume.and_then(|point| point.position_for(&segment, from));
+                // Before the read: `send_to` may send the file's bytes only if no truncation
+                // was under way or began since.
+                let segment_truncations = segment.truncation_sequence();
+                let found = segment.read_in_place(
+                    from,
+                    max_bytes,
+                    Some(upper),
+                    resume_at,
+                    fetch.buffer_mut(),
+                )?;
+                if let Some((read, at)) = found {
+                    fetch.fill(&read, at, end, segment, segment_truncations);
+                    return Ok(false);
+                }
+                index += 1;
+            }
+            // Nothing below `upper`, which the log end covered when the read began: if the log
+            // now ends at or below `offset`, a truncation took it away meanwhile.
+            let list = shared.snapshot.load();
+            let data_end = list.active().and_then(|handle| handle.if_open());
+            if let Some(at) = data_end.map(|active| active.next_offset())
+                && at <= offset
+            {
+                return Err(Error::Truncated { at });
+            }
+            return Ok(true);
+        }
+    }
+
+    /// An iterator over the data records from `offset` on, across segments, up to `bound` as
+    /// it stands when each fetch runs. Control records are skipped. Until transactions land,
+    /// records of aborted transactions are returned too (`read_uncommitted`).
+    pub fn records(&self, offset: i64, bound: ReadBound) -> LogRecords<'_> {
+        LogRecords {
+            log: self,
+            position: offset,
+            bound,
+            buffered: Vec::new().into_iter(),
+            scratch: Vec::new(),
+            fetch: FetchData::new(),
+            failed: false,
+        }
+    }
+
+    /// Kafka's ListOffsets by timestamp: the first record whose timestamp is at or above
+    /// `timestamp`, as `(offset, timestamp)`, or `None` when every record is older. A poisoned
+    /// log answers only from below its durable offset.
+    pub fn offset_for_timestamp(&self, timestamp: i64) -> Result<Option<(i64, i64)>> {
+        self.check_open()?;
+        self.poll_live();
+        let shared = &self.shared;
+        let start = self.log_start_offset();
+        // Read once: a poisoned log vouches for nothing above its durable offset, and the
+        // answer must not come from there.
+        let end = shared.readable_end();
+        'retry: loop {
+            let list = shared.snapshot.load();
+            for handle in list.handles() {
+                if handle.base_offset() >= end {
+                    return Ok(None);
+                }
+                let Some(segment) = shared.snapshot.pin(handle)? else {
+                    continue 'retry;
+                };
+                if segment.next_offset() <= start {
+                    continue;
+                }
+                if segment
+                    .max_timestamp()
+                    .is_none_or(|max| max.timestamp < timestamp)
+                {
+                    continue;
+                }
+                if let Some(found) =
+                    segment.find_offset_by_timestamp_below(timestamp, start, end)?
+                {
+                    // The first record at or above `timestamp`: every record before it is
+                    // older, so one at or above the end means none the log vouches for.
+                    return Ok((found.offset < end).then_some((found.offset, found.timestamp)));
+                }
+            }
+            return Ok(None);
+        }
+    }
+}
+
+/// The iterator of [`Log::records`].
+#[derive(Debug)]
+pub struct LogRecords<'a> {
+    log: &'a Log,
+    position: i64,
+    bound: ReadBound,
+    buffered: std::vec::IntoIter<LogRecord>,
+    scratch: Vec<u8>,
+    /// Reused by every fetch, so that the iterator's reads allocate no new buffers.
+    fetch: FetchData,
+    failed: bool,
+}
+
+impl LogRecords<'_> {
+    /// The offset the iterator will read next.
+    pub fn position(&self) -> i64 {
+        self.position
+    }
+}
+
+impl Iterator for LogRecords<'_> {
+    type Item = Result<LogRecord>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(record) = self.buffered.next() {
+                self.position = record.offset + 1;
+                return Some(Ok(record));
+            }
+            if self.failed {
+                return None;
+            }
+            let fetch = &mut self.fetch;
+            if let Err(error) = self
+                .log
+                .read_into(self.position, 1 << 20, self.bound, fetch)
+            {
+                self.failed = true;
+                return Some(Err(error));
+            }
+            if fetch.is_empty() {
+                return None;
+            }
+            let mut records = Vec::new();
+            for batch in fetch.batches() {
+                let result = batch.and_then(|batch| {
+                    decode_records(&batch, self.position, &mut self.scratch, &mut records)
+                });
+                if let Err(error) = result {
+                    self.failed = true;
+                    return Some(Err(error));
+                }
+            }
+            // Skip over batches that held only control records or records below the position.
+            self.position = self.position.max(fetch.next_offset());
+            if let Some(first) = records.first() {
+                self.position = first.offset;
+            }
+            self.buffered = records.into_iter();
+        }
+    }
 }

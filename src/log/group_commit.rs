@@ -1,4 +1,4 @@
-//! [`GroupCommit`]: a leader/follower fsync (DESIGN §3a).
+//! [`GroupCommit`]: a leader/follower fsync (ARCHITECTURE.md §6).
 //!
 //! Many writers want their appends durable; one `fdatasync` covers all of them. The first waiter
 //! that finds no sync in flight becomes the leader: it runs the sync for everything appended so
@@ -19,8 +19,9 @@
 //! wait for and syncs at once; when writers leave, one round waits out the window and the next
 //! expects fewer. This is PostgreSQL's `commit_delay` with `commit_siblings`, made adaptive.
 //!
-//! A failed sync poisons the log (DESIGN §3.4): the kernel may have dropped the dirty pages it
-//! failed to write, so nothing later may be reported durable until the log is reopened.
+//! A failed sync poisons the log (ARCHITECTURE.md §3, invariant 4): the kernel may have dropped the
+//! dirty pages it failed to write, so nothing later may be reported durable until the log is
+//! reopened.
 
 use crate::sync::atomic::{AtomicBool, Ordering};
 use std::collections::BTreeMap;

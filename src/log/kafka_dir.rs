@@ -1,11 +1,11 @@
-//! The Kafka log-dir contract (DESIGN §4, Opening): what opening a log for writing does when its
-//! directory is a partition directory inside a Kafka log directory.
+//! The Kafka log-dir contract (ARCHITECTURE.md §7, "Opening inside a Kafka log dir"): what opening
+//! a log for writing does when its directory is a partition directory inside a Kafka log directory.
 //!
 //! A Kafka log directory is recognised by the `meta.properties` file in the log's parent. A broker
 //! that runs on it holds a lock on its `.lock` file, and at a clean shutdown it writes
 //! `.kafka_cleanshutdown`, which tells its next start that every log in the directory is whole
-//! and need not be recovered (reference §3). partlog writing a partition of that directory must
-//! therefore:
+//! and need not be recovered (Kafka's `LogManager` at startup). partlog writing a partition of that
+//! directory must therefore:
 //!
 //! 1. **Keep the broker out while it writes.** It takes an OFD write lock on `.lock`
 //!    ([`Storage::lock_foreign_ofd`]), which conflicts with the broker's `FileChannel.tryLock`

@@ -1,4 +1,4 @@
-//! [`Observer`]: a hook that hears what the log does (DESIGN §4, "Observability and threads").
+//! [`Observer`]: a hook that hears what the log does (ARCHITECTURE.md §8).
 //!
 //! Counters ([`LogStats`](crate::LogStats)) say how much happened; an observer hears each event
 //! as it happens, on the thread that did the work. That is what a metrics exporter needs, and

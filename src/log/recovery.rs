@@ -1,5 +1,5 @@
-//! Opening a log directory: tidying leftovers, then recovering (DESIGN §3.5, §3a; Kafka's
-//! `LogLoader`, reference §3).
+//! Opening a log directory: tidying leftovers, then recovering (ARCHITECTURE.md §3, invariant 5;
+//! §6; Kafka's `LogLoader`).
 //!
 //! - **After a clean shutdown** the checkpoint's clean-shutdown fields name the active segment,
 //!   its size and the log end offset. If all three match the directory, open reads the active
@@ -26,8 +26,8 @@ use super::stats::RecoveryReport;
 use super::{LogConfig, RecoveryMode, next_random};
 use crate::error::{Error, Result};
 use crate::segment::{
-    Segment, SegmentFileKind, SegmentRole, TransientSuffix, parse_segment_file_name,
-    segment_file_path,
+    InvalidBytes, ScanReport, Segment, SegmentFileKind, SegmentRole, TransientSuffix,
+    parse_segment_file_name, segment_file_path,
 };
 use crate::storage::{OpenMode, Storage, drop_cached_tail};
 
@@ -43,6 +43,10 @@ pub(crate) struct Recovered {
 }
 
 /// Opens and recovers the log in `dir`. See the [module docs](self).
+///
+/// In phases, as Kafka's `LogLoader.load()`: tidy the directory, read the checkpoint, then
+/// either start a new log, trust a clean shutdown, or scan from the recovery point; then apply
+/// the log start offset, and record what recovery made durable.
 pub(crate) fn recover(
     storage: &Arc<dyn Storage>,
     dir: &Path,
@@ -53,46 +57,29 @@ pub(crate) fn recover(
 ) -> Result<Recovered> {
     let mut report = RecoveryReport::default();
     let live = read_only && config.allow_live_writer;
+    // Phase 1: finish or undo what interrupted operations left, and list the segments.
     let bases = tidy_directory(storage, dir, read_only, live, &mut report)?;
-    let (mut checkpoint, record) = if read_only {
-        (None, CheckpointFile::read(storage, dir)?)
-    } else {
-        let (file, record) = CheckpointFile::open(storage, dir)?;
-        (Some(file), record)
-    };
+    // Phase 2: the checkpoint, which a writable open keeps open to write.
+    let (mut checkpoint, record) = open_checkpoint(storage, dir, read_only)?;
     let active_config = config.segment_config(config.draw_roll_jitter(next_random(jitter_state)));
     let checkpoint_start = record.map_or(0, |r| r.log_start_offset).max(0);
 
     let Some(&first_base) = bases.first() else {
+        // Phase 3, a directory without segments: a new log at the checkpoint's start offset.
         if read_only {
             return Err(Error::InvalidArgument {
                 why: format!("{} holds no log segments", dir.display()),
             });
         }
-        let active = Arc::new(Segment::create(
+        return start_empty_log(
             storage,
             dir,
             checkpoint_start,
             active_config,
             now_ms,
-        )?);
-        storage.sync_dir(dir)?;
-        if let Some(file) = checkpoint.as_mut() {
-            // Every writable open leaves a valid record, even for a brand-new log.
-            file.write(checkpoint_start, checkpoint_start, None, true)?;
-        }
-        report.log_end_offset = checkpoint_start;
-        report.recovery_point = checkpoint_start;
-        report.clean_shutdown = true;
-        return Ok(Recovered {
-            handles: vec![SegmentHandle::opened(Arc::clone(&active))],
-            active,
             checkpoint,
-            recovery_point: checkpoint_start,
-            log_start_offset: checkpoint_start,
-            durable_offset: checkpoint_start,
             report,
-        });
+        );
     };
     let last_base = bases[bases.len() - 1];
     let role = if read_only {
@@ -101,8 +88,9 @@ pub(crate) fn recover(
         SegmentRole::Active
     };
 
-    // A live writer may append to the segment that the clean-shutdown record names: its tail
-    // must be indexed in memory, which only the recovery scan does.
+    // Phase 3: trust a clean shutdown whose record matches the directory, or scan from the
+    // recovery point. A live writer may append to the segment that the clean-shutdown record
+    // names: its tail must be indexed in memory, which only the recovery scan does.
     let clean_active = if live {
         None
     } else {
@@ -126,23 +114,7 @@ pub(crate) fn recover(
         }
     };
     let mut recovered = if let Some(active) = clean_active {
-        report.clean_shutdown = true;
-        let end = active.next_offset();
-        report.recovery_point = end;
-        let mut handles: Vec<_> = bases[..bases.len() - 1]
-            .iter()
-            .map(|&base| SegmentHandle::closed(base))
-            .collect();
-        handles.push(SegmentHandle::opened(Arc::clone(&active)));
-        Recovered {
-            handles,
-            active,
-            checkpoint: None,
-            recovery_point: end,
-            log_start_offset: 0,
-            durable_offset: end,
-            report,
-        }
+        recovered_clean(&bases, active, report)
     } else {
         recover_unclean(
             storage,
@@ -157,44 +129,13 @@ pub(crate) fn recover(
         )?
     };
 
+    // Phase 4: the log start offset; a log that ends below it starts over there.
     recovered.log_start_offset = checkpoint_start.max(first_base);
     if recovered.active.next_offset() < recovered.log_start_offset && !read_only {
-        // Kafka's rule: a log that ends below its start offset lost what it held; start over.
-        // Only at a base a segment can have: a start offset no segment can begin at comes from
-        // a damaged checkpoint, and is refused before any segment goes.
-        if recovered.log_start_offset > i64::MAX - i64::from(i32::MAX) {
-            return Err(Error::Unsupported {
-                what: format!(
-                    "{} names log start offset {}, above any segment's base offset (at most \
-                     i64::MAX - i32::MAX); remove the file to recover from the segments",
-                    super::checkpoint::checkpoint_path(dir).display(),
-                    recovered.log_start_offset
-                ),
-            });
-        }
-        log::warn!(
-            "{}: the log ends at {} below its start offset {}; starting an empty log there",
-            dir.display(),
-            recovered.active.next_offset(),
-            recovered.log_start_offset
-        );
-        for handle in &recovered.handles {
-            remove_segment_files(&**storage, dir, handle.base_offset())?;
-            recovered.report.segments_deleted += 1;
-        }
-        let active = Arc::new(Segment::create(
-            storage,
-            dir,
-            recovered.log_start_offset,
-            config.segment_config(0),
-            now_ms,
-        )?);
-        storage.sync_dir(dir)?;
-        recovered.handles = vec![SegmentHandle::opened(Arc::clone(&active))];
-        recovered.active = active;
-        recovered.recovery_point = recovered.log_start_offset;
-        recovered.durable_offset = recovered.log_start_offset;
+        restart_at_log_start(storage, dir, config, now_ms, &mut recovered)?;
     }
+
+    // Phase 5: record what recovery made durable.
     recovered.report.log_end_offset = recovered.active.next_offset();
     if let Some(file) = checkpoint.as_mut() {
         // Consumes the clean-shutdown fields before the first write (a crash from now on must
@@ -208,6 +149,124 @@ pub(crate) fn recover(
     }
     recovered.checkpoint = checkpoint;
     Ok(recovered)
+}
+
+/// Reads the checkpoint; a writable open also keeps the file open, to write it.
+fn open_checkpoint(
+    storage: &Arc<dyn Storage>,
+    dir: &Path,
+    read_only: bool,
+) -> Result<(Option<CheckpointFile>, Option<CheckpointRecord>)> {
+    if read_only {
+        Ok((None, CheckpointFile::read(storage, dir)?))
+    } else {
+        let (file, record) = CheckpointFile::open(storage, dir)?;
+        Ok((Some(file), record))
+    }
+}
+
+/// Starts a new, empty log at `start` in a directory without segments.
+fn start_empty_log(
+    storage: &Arc<dyn Storage>,
+    dir: &Path,
+    checkpoint_start: i64,
+    active_config: crate::segment::SegmentConfig,
+    now_ms: i64,
+    mut checkpoint: Option<CheckpointFile>,
+    mut report: RecoveryReport,
+) -> Result<Recovered> {
+    let active = Arc::new(Segment::create(
+        storage,
+        dir,
+        checkpoint_start,
+        active_config,
+        now_ms,
+    )?);
+    storage.sync_dir(dir)?;
+    if let Some(file) = checkpoint.as_mut() {
+        // Every writable open leaves a valid record, even for a brand-new log.
+        file.write(checkpoint_start, checkpoint_start, None, true)?;
+    }
+    report.log_end_offset = checkpoint_start;
+    report.recovery_point = checkpoint_start;
+    report.clean_shutdown = true;
+    Ok(Recovered {
+        handles: vec![SegmentHandle::opened(Arc::clone(&active))],
+        active,
+        checkpoint,
+        recovery_point: checkpoint_start,
+        log_start_offset: checkpoint_start,
+        durable_offset: checkpoint_start,
+        report,
+    })
+}
+
+/// The log after a clean shutdown: the active segment `active`, already open, and every other
+/// segment closed until a reader needs it.
+fn recovered_clean(bases: &[i64], active: Arc<Segment>, mut report: RecoveryReport) -> Recovered {
+    report.clean_shutdown = true;
+    let end = active.next_offset();
+    report.recovery_point = end;
+    let mut handles: Vec<_> = bases[..bases.len() - 1]
+        .iter()
+        .map(|&base| SegmentHandle::closed(base))
+        .collect();
+    handles.push(SegmentHandle::opened(Arc::clone(&active)));
+    Recovered {
+        handles,
+        active,
+        checkpoint: None,
+        recovery_point: end,
+        log_start_offset: 0,
+        durable_offset: end,
+        report,
+    }
+}
+
+/// Kafka's rule: a log that ends below its start offset lost what it held; start over, with
+/// an empty log at the start offset.
+fn restart_at_log_start(
+    storage: &Arc<dyn Storage>,
+    dir: &Path,
+    config: &LogConfig,
+    now_ms: i64,
+    recovered: &mut Recovered,
+) -> Result<()> {
+    // Only at a base a segment can have: a start offset no segment can begin at comes from
+    // a damaged checkpoint, and is refused before any segment goes.
+    if recovered.log_start_offset > i64::MAX - i64::from(i32::MAX) {
+        return Err(Error::Unsupported {
+            what: format!(
+                "{} names log start offset {}, above any segment's base offset (at most \
+                 i64::MAX - i32::MAX); remove the file to recover from the segments",
+                super::checkpoint::checkpoint_path(dir).display(),
+                recovered.log_start_offset
+            ),
+        });
+    }
+    log::warn!(
+        "{}: the log ends at {} below its start offset {}; starting an empty log there",
+        dir.display(),
+        recovered.active.next_offset(),
+        recovered.log_start_offset
+    );
+    for handle in &recovered.handles {
+        remove_segment_files(&**storage, dir, handle.base_offset())?;
+        recovered.report.segments_deleted += 1;
+    }
+    let active = Arc::new(Segment::create(
+        storage,
+        dir,
+        recovered.log_start_offset,
+        config.segment_config(0),
+        now_ms,
+    )?);
+    storage.sync_dir(dir)?;
+    recovered.handles = vec![SegmentHandle::opened(Arc::clone(&active))];
+    recovered.active = active;
+    recovered.recovery_point = recovered.log_start_offset;
+    recovered.durable_offset = recovered.log_start_offset;
+    Ok(())
 }
 
 /// Removes what an interrupted operation left behind and lists the segments' base offsets.
@@ -322,6 +381,7 @@ fn recover_unclean(
     now_ms: i64,
     mut report: RecoveryReport,
 ) -> Result<Recovered> {
+    // Phase 1: the recovery point, and the first segment to scan.
     let first_base = bases[0];
     // Compaction leaves gaps only below a recovery point it recorded first, so in a log with
     // partlog's checkpoint a gap at or above the point is a lost tail, as in any log. Without
@@ -337,99 +397,21 @@ fn recover_unclean(
     let start = bases
         .partition_point(|&b| b < recovery_point)
         .saturating_sub(1);
-    let mut scanned: Vec<Arc<Segment>> = Vec::new();
-    let mut deleted_from = None;
-    for (i, &base) in bases.iter().enumerate().skip(start) {
-        let segment_config = if i + 1 == bases.len() {
-            active_config.clone()
-        } else {
-            config.segment_config(0)
-        };
-        if !read_only {
-            // Opening for recovery reads the indexes, and recovery trusts their entries below
-            // the point: read them from the disk (a read-only open rebuilds them in memory).
-            drop_cached_indexes(&**storage, dir, base)?;
-        }
-        let segment =
-            Segment::open_for_recovery(storage, dir, base, segment_config, now_ms, read_only)?;
-        let scan = segment.recover_from(recovery_point)?;
-        report.segments_scanned += 1;
-        report.bytes_scanned += scan.valid_bytes - scan.scanned_from;
-        let next_base_overlap = bases
-            .get(i + 1)
-            .is_some_and(|&next| scan.next_offset > next);
-        if let Some(invalid) = scan.first_invalid {
-            let below_recovery_point = scan.next_offset < recovery_point;
-            if below_recovery_point {
-                let file = segment.log_path();
-                match config.recovery_mode {
-                    RecoveryMode::Fail => {
-                        return Err(Error::Corrupt {
-                            file,
-                            position: invalid.position,
-                            what: invalid.what,
-                        });
-                    }
-                    RecoveryMode::TruncateAtCorruption => {
-                        log::error!(
-                            "{}: corruption at byte {} below the recovery point ({}); truncating",
-                            file.display(),
-                            invalid.position,
-                            invalid.what
-                        );
-                        report.corruption = Some((file, invalid.position, invalid.what));
-                    }
-                }
-            } else {
-                log::info!(
-                    "{}: torn tail at byte {} ({}); truncating",
-                    segment.log_path().display(),
-                    invalid.position,
-                    invalid.what
-                );
-            }
-            if !read_only {
-                report.bytes_truncated += segment.truncate_tail(scan.valid_bytes)?;
-            } else {
-                report.bytes_truncated += scan.file_bytes - scan.valid_bytes;
-            }
-            scanned.push(Arc::new(segment));
-            deleted_from = Some(i + 1);
-            break;
-        }
-        let gap_before_next = bases
-            .get(i + 1)
-            .is_some_and(|&next| scan.next_offset < next);
-        let gap_is_lost_tail = !config.cleanup_policy.compact
-            || (gaps_below_recovery_point_only && scan.next_offset >= recovery_point);
-        if gap_before_next && gap_is_lost_tail {
-            // Offsets are assigned without gaps outside a compacted log (and compaction's gaps
-            // lie below the recovery point), so a segment that ends before the next one begins
-            // lost its unsynced tail while the next segment's name (and some of its unsynced
-            // data) reached the disk: what follows is not a continuation of this log, and
-            // keeping it would leave a hole. Cut it off.
-            log::info!(
-                "{}: ends at offset {} but the next segment starts at {}; dropping what follows",
-                segment.log_path().display(),
-                scan.next_offset,
-                bases[i + 1]
-            );
-            scanned.push(Arc::new(segment));
-            deleted_from = Some(i + 1);
-            break;
-        }
-        if next_base_overlap {
-            return Err(Error::Corrupt {
-                file: segment.log_path(),
-                position: scan.valid_bytes,
-                what: crate::error::Corruption::OffsetOrder {
-                    offset: scan.next_offset - 1,
-                    bound: bases[i + 1],
-                },
-            });
-        }
-        scanned.push(Arc::new(segment));
-    }
+
+    // Phase 2: scan each segment from there, up to the first invalid byte or lost tail.
+    let scan = UncleanScan {
+        storage,
+        dir,
+        config,
+        bases,
+        read_only,
+        now_ms,
+        recovery_point,
+        gaps_below_recovery_point_only,
+    };
+    let (mut scanned, deleted_from) = scan.scan_from(start, active_config, &mut report)?;
+
+    // Phase 3: the segments after the cut, if the scan cut the log, go.
     if let Some(from) = deleted_from {
         let later = &bases[from.min(bases.len())..];
         if !read_only {
@@ -439,6 +421,8 @@ fn recover_unclean(
         }
         report.segments_deleted += later.len();
     }
+
+    // Phase 4: a writable open seals and syncs what it scanned, the last segment staying active.
     let active = scanned.pop().ok_or_else(|| Error::InvalidArgument {
         why: "recovery found no segment to continue from".into(),
     })?;
@@ -450,6 +434,9 @@ fn recover_unclean(
         active.flush()?;
         storage.sync_dir(dir)?;
     }
+
+    // Phase 5: the segment list (those below the scan closed until a reader needs them) and
+    // the durable offset.
     let end = active.next_offset();
     let mut handles: Vec<_> = bases[..start]
         .iter()
@@ -473,6 +460,151 @@ fn recover_unclean(
         durable_offset: durable,
         report,
     })
+}
+
+/// What the scan of an unclean recovery reads and decides by.
+#[derive(Clone, Copy)]
+struct UncleanScan<'a> {
+    storage: &'a Arc<dyn Storage>,
+    dir: &'a Path,
+    config: &'a LogConfig,
+    bases: &'a [i64],
+    read_only: bool,
+    now_ms: i64,
+    recovery_point: i64,
+    /// The log has partlog's checkpoint: a compaction's gaps lie below the recovery point.
+    gaps_below_recovery_point_only: bool,
+}
+
+impl UncleanScan<'_> {
+    /// Validates the segments from the `start`th on, in order, and returns them with, if the
+    /// log is cut after the last of them, the index of the first segment that goes.
+    fn scan_from(
+        &self,
+        start: usize,
+        active_config: crate::segment::SegmentConfig,
+        report: &mut RecoveryReport,
+    ) -> Result<(Vec<Arc<Segment>>, Option<usize>)> {
+        let UncleanScan {
+            storage,
+            dir,
+            config,
+            bases,
+            read_only,
+            now_ms,
+            recovery_point,
+            gaps_below_recovery_point_only,
+        } = *self;
+        let mut scanned: Vec<Arc<Segment>> = Vec::new();
+        let mut deleted_from = None;
+        for (i, &base) in bases.iter().enumerate().skip(start) {
+            let segment_config = if i + 1 == bases.len() {
+                active_config.clone()
+            } else {
+                config.segment_config(0)
+            };
+            if !read_only {
+                // Opening for recovery reads the indexes, and recovery trusts their entries
+                // below the point: read them from the disk (a read-only open rebuilds them in
+                // memory).
+                drop_cached_indexes(&**storage, dir, base)?;
+            }
+            let segment =
+                Segment::open_for_recovery(storage, dir, base, segment_config, now_ms, read_only)?;
+            let mut scan = segment.recover_from(recovery_point)?;
+            report.segments_scanned += 1;
+            report.bytes_scanned += scan.valid_bytes - scan.scanned_from;
+            let next_base_overlap = bases
+                .get(i + 1)
+                .is_some_and(|&next| scan.next_offset > next);
+            if let Some(invalid) = scan.first_invalid.take() {
+                self.truncate_invalid_tail(&segment, &scan, invalid, report)?;
+                scanned.push(Arc::new(segment));
+                deleted_from = Some(i + 1);
+                break;
+            }
+            let gap_before_next = bases
+                .get(i + 1)
+                .is_some_and(|&next| scan.next_offset < next);
+            let gap_is_lost_tail = !config.cleanup_policy.compact
+                || (gaps_below_recovery_point_only && scan.next_offset >= recovery_point);
+            if gap_before_next && gap_is_lost_tail {
+                // Offsets are assigned without gaps outside a compacted log (and compaction's
+                // gaps lie below the recovery point), so a segment that ends before the next one
+                // begins lost its unsynced tail while the next segment's name (and some of its
+                // unsynced data) reached the disk: what follows is not a continuation of this
+                // log, and keeping it would leave a hole. Cut it off.
+                log::info!(
+                    "{}: ends at offset {} but the next segment starts at {}; dropping what follows",
+                    segment.log_path().display(),
+                    scan.next_offset,
+                    bases[i + 1]
+                );
+                scanned.push(Arc::new(segment));
+                deleted_from = Some(i + 1);
+                break;
+            }
+            if next_base_overlap {
+                return Err(Error::Corrupt {
+                    file: segment.log_path(),
+                    position: scan.valid_bytes,
+                    what: crate::error::Corruption::OffsetOrder {
+                        offset: scan.next_offset - 1,
+                        bound: bases[i + 1],
+                    },
+                });
+            }
+            scanned.push(Arc::new(segment));
+        }
+        Ok((scanned, deleted_from))
+    }
+
+    /// Cuts `segment` at the first invalid byte its scan found: a torn tail above the recovery
+    /// point, or corruption below it, which [`RecoveryMode`] decides about.
+    fn truncate_invalid_tail(
+        &self,
+        segment: &Segment,
+        scan: &ScanReport,
+        invalid: InvalidBytes,
+        report: &mut RecoveryReport,
+    ) -> Result<()> {
+        let recovery_point = self.recovery_point;
+        let below_recovery_point = scan.next_offset < recovery_point;
+        if below_recovery_point {
+            let file = segment.log_path();
+            match self.config.recovery_mode {
+                RecoveryMode::Fail => {
+                    return Err(Error::Corrupt {
+                        file,
+                        position: invalid.position,
+                        what: invalid.what,
+                    });
+                }
+                RecoveryMode::TruncateAtCorruption => {
+                    log::error!(
+                        "{}: corruption at byte {} below the recovery point ({}); truncating",
+                        file.display(),
+                        invalid.position,
+                        invalid.what
+                    );
+                    report.corruption = Some((file, invalid.position, invalid.what));
+                }
+            }
+        } else {
+            log::info!(
+                "{}: torn tail at byte {} ({}); truncating",
+                segment.log_path().display(),
+                invalid.position,
+                invalid.what
+            );
+        }
+        if !self.read_only {
+            report.bytes_truncated += segment.truncate_tail(scan.valid_bytes)?;
+        } else {
+            report.bytes_truncated += scan.file_bytes - scan.valid_bytes;
+        }
+        Ok(())
+    }
 }
 
 /// Drops the cached pages of the segment's index files, as [`Segment::recover_from`] does for

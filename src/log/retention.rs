@@ -1,5 +1,5 @@
 //! Retention: which old segments go, and a deletion that never blocks appends or readers
-//! (DESIGN §3.7, §4 "Maintenance"; Kafka's `UnifiedLog.deleteOldSegments`, reference §4).
+//! (ARCHITECTURE.md §3, invariant 7; §8; Kafka's `UnifiedLog.deleteOldSegments`).
 //!
 //! # The rules
 //!
@@ -18,7 +18,7 @@
 //!    timestamp and its append time plus `retention.timestamp.skew.ms`. The append time is the
 //!    `.log` file's mtime, which the log sets at roll from its clock. Kafka trusts the largest
 //!    timestamp alone, so one record stamped far in the future pins its segment, and every later
-//!    one, forever (reference §10, pain point 13); the skew bounds that. A segment with no
+//!    one, forever; the skew bounds that. A segment with no
 //!    timestamp ages from its mtime, as in Kafka.
 //!
 //! The last segment is never deleted while empty. Kafka deletes only below the high watermark;
@@ -67,7 +67,8 @@ use std::time::Duration;
 use crate::sync::MutexGuard;
 
 use super::snapshot::{SegmentHandle, SegmentList};
-use super::{LogConfig, PendingDelete, Shared, Writer};
+use super::truncate::PendingDelete;
+use super::{Log, LogConfig, Shared, Writer};
 use crate::error::{Error, Result};
 use crate::segment::{
     DELETED_SUFFIX, Segment, SegmentFileKind, rename_segment_files, segment_file_path,
@@ -82,7 +83,7 @@ const MAX_PLANS: usize = 4;
 const MAX_DIR_SYNC_ATTEMPTS: usize = 3;
 
 /// The suffix of Kafka's producer-state snapshot files (`<offset>.snapshot`). A segment's snapshot
-/// is the one named by its base offset, and it is deleted with the segment (DESIGN §2.3).
+/// is the one named by its base offset, and it is deleted with the segment (FORMAT.md §5).
 const PRODUCER_SNAPSHOT_SUFFIX: &str = ".snapshot";
 
 /// The rule that deleted a segment, in the order the rules run.
@@ -317,6 +318,24 @@ enum Attempt {
     Replan,
 }
 
+impl Log {
+    /// Runs one retention pass now: deletes the oldest segments that lie wholly below the log
+    /// start offset, then (when `cleanup.policy` has `delete`) those over `retention.bytes`, then
+    /// those older than `retention.ms`, each rule walking from the oldest segment and stopping at
+    /// the first one it keeps. If the active segment goes too, the log first rolls a new, empty
+    /// one at the log end offset. The new log start offset is in a synced checkpoint before any
+    /// file is touched.
+    ///
+    /// Appends wait at most for that checkpoint fsync and one directory fsync; readers never
+    /// wait, and a reader holding data of a deleted segment keeps reading it: the files are
+    /// renamed `*.deleted` and removed once no reader pins them. Set
+    /// [`LogConfig::retention_check_interval_ms`] to have a background thread run this.
+    pub fn enforce_retention(&self) -> Result<RetentionReport> {
+        self.check_writable()?;
+        self.shared.enforce_retention()
+    }
+}
+
 impl Shared {
     /// Runs one retention pass. See the [module docs](self).
     pub(super) fn enforce_retention(&self) -> Result<RetentionReport> {
@@ -442,7 +461,7 @@ impl Shared {
     }
 
     /// The bytes of every segment's `.log`: the open ones from memory, the others by `stat`
-    /// (opening every closed segment would cost descriptors, DESIGN §4).
+    /// (opening every closed segment would cost descriptors, ARCHITECTURE.md §3, invariant 10).
     fn total_bytes(&self, list: &SegmentList) -> Result<u64> {
         let mut total = 0u64;
         for handle in list.handles() {
@@ -644,8 +663,8 @@ impl Shared {
     }
 
     /// Fsyncs the directory after the renames, keeping the group commit's order: a new
-    /// segment's name becomes durable only after the sealed segments before it (DESIGN §3a).
-    /// A roll whose sealed segment is not synced yet left its new name pending in the
+    /// segment's name becomes durable only after the sealed segments before it (ARCHITECTURE.md
+    /// §6). A roll whose sealed segment is not synced yet left its new name pending in the
     /// directory, so such segments are synced first, outside the writer lock.
     fn sync_dir_after_renames(&self, writer: &mut MutexGuard<'_, Writer>) -> Result<()> {
         let mut synced: Vec<Arc<Segment>> = Vec::new();
@@ -705,7 +724,8 @@ fn deleted(candidate: &Candidate, rule: RetentionRule) -> DeletedSegment {
 }
 
 /// The maintenance thread: a retention pass every `retention.check.interval.ms` of the log's
-/// clock, then, on a compacted log, a compaction pass if one is due, until the log closes (DESIGN §4, "Observability and threads").
+/// clock, then, on a compacted log, a compaction pass if one is due, until the log closes
+/// (ARCHITECTURE.md §8).
 ///
 /// `opened_ms` is the log's time at open: the first interval counts from it.
 pub(super) fn maintenance_loop(shared: &Shared, opened_ms: i64) {

@@ -1,5 +1,5 @@
 //! The log's view of its segments: an immutable list swapped atomically, with lazily opened,
-//! pinned segments (DESIGN §4, "The log's view of its segments").
+//! pinned segments (ARCHITECTURE.md §3, invariant 10).
 //!
 //! - A [`SegmentList`] never changes once built; a roll, a truncation or a deletion builds a new
 //!   one and swaps it in under the write side of the snapshot lock.
@@ -338,7 +338,7 @@ mod shuttle_tests {
 
     use super::*;
     use crate::format::{BatchBuilder, BatchHeader, Compression};
-    use crate::log::{PendingDelete, take_unpinned};
+    use crate::log::truncate::{PendingDelete, take_unpinned};
     use crate::segment::{
         DELETED_SUFFIX, SegmentFileKind, rename_segment_files, segment_file_path,
     };

@@ -1,4 +1,4 @@
-//! The future forms of [`Log::wait_durable`] and [`Log::wait_for_data`].
+//! The waits: [`Log::wait_durable`] and [`Log::wait_for_data`], and their future forms.
 //!
 //! Both are built on the waiter lists of the log's two watermarks (the durable offset and the log
 //! end offset), the same lists whose thread-unpark wakers serve the blocking forms: a future
@@ -14,11 +14,51 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
 use super::{Log, Shared, TruncationEpoch};
 use crate::error::{Error, Result};
 
 impl Log {
+    /// Blocks until `offset` is durable, starting or joining a group-commit fsync that covers
+    /// it, whatever the flush policy. This is what acks=all waits for.
+    pub fn wait_durable(&self, offset: i64) -> Result<()> {
+        self.check_open()?;
+        let end = self.log_end_offset();
+        if offset >= end || offset < 0 {
+            return Err(Error::OffsetOutOfRange {
+                requested: offset,
+                start: self.log_start_offset(),
+                end,
+            });
+        }
+        self.shared.sync_through(offset)
+    }
+
+    /// Blocks until the log holds `offset` (the log end offset has moved past it, so a read at
+    /// `offset` finds data), or `timeout` passes, or the log closes. Returns whether the data is
+    /// there.
+    ///
+    /// A poisoned log answers nothing above its durable offset: a wait at or above it fails
+    /// with [`Error::Poisoned`], at once or as soon as a failed fsync poisons the log during
+    /// the wait, since no append will ever bring the data.
+    pub fn wait_for_data(&self, offset: i64, timeout: Duration) -> Result<bool> {
+        self.check_open()?;
+        let deadline = Instant::now().checked_add(timeout);
+        let shared = &self.shared;
+        if shared.live.is_some() {
+            return Ok(self.wait_for_live_data(offset, deadline));
+        }
+        // A poisoned log takes no more appends: what it holds now is all it will hold.
+        shared.check_readable_above(offset)?;
+        shared.log_end.wait_above(offset, deadline, || {
+            shared.closed.load(Ordering::Acquire) || shared.commit.is_poisoned()
+        });
+        // The poison may have come during the wait.
+        shared.check_readable_above(offset)?;
+        Ok(shared.readable_end() > offset)
+    }
+
     /// The future form of [`wait_durable`](Self::wait_durable): resolves once `offset` is durable
     /// (`durable_offset() > offset`), after a group-commit fsync that the log's flusher thread
     /// leads on the future's behalf. It never blocks the thread that polls it.

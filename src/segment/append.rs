@@ -211,7 +211,7 @@ impl Segment {
 
     /// Whether the segment should roll before an append of `incoming_bytes` whose largest
     /// timestamp is `incoming_max_timestamp` and whose last offset is `incoming_last_offset`
-    /// (Kafka's `shouldRoll`, reference §2.7).
+    /// (Kafka's `shouldRoll`).
     pub fn should_roll(
         &self,
         incoming_bytes: u64,

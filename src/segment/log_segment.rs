@@ -7,7 +7,7 @@
 //! appender serialises on an internal mutex; readers take it only to rebuild an index they
 //! found bad, after letting an append under way finish. A batch becomes readable when
 //! `published_size` moves past it, which happens (with `Release`) only after its bytes and its
-//! index entries are complete (DESIGN §3.2).
+//! index entries are complete (ARCHITECTURE.md §3, invariant 2).
 //!
 //! This file holds the types, the segment's construction and opening, its accessors, and seal
 //! and flush. The rest of `impl Segment` lives beside it, one block a file: `append.rs` (the
@@ -388,7 +388,7 @@ impl Segment {
     /// This is how recovery opens the segments above the recovery point.
     ///
     /// With `read_only`, nothing is written: the `.log` opens read-only and the indexes are
-    /// rebuilt in memory only (DESIGN §4, `open_read_only`).
+    /// rebuilt in memory only (ARCHITECTURE.md §3, invariant 22).
     pub fn open_for_recovery(
         storage: &Arc<dyn Storage>,
         dir: &Path,

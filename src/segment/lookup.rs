@@ -381,8 +381,8 @@ impl Segment {
             return Ok(IndexWalk::Answered(found.map(|(frame, _)| frame)));
         }
         let found = self.translate_offset(from, view)?;
-        // The entry is used like an offset-index entry (DESIGN §3 inv. 6): it must name the
-        // batch that holds its timestamp, or records before a damaged entry would be
+        // The entry is used like an offset-index entry (ARCHITECTURE.md §3, invariant 6): it must
+        // name the batch that holds its timestamp, or records before a damaged entry would be
         // skipped. `(-1, base)` is the lookup's answer when no entry applies.
         let is_entry = (time_entry.timestamp, time_entry.offset) != (-1, self.base_offset);
         let names_its_batch = found.as_ref().is_some_and(|(_, summary)| {

@@ -104,9 +104,9 @@ impl Segment {
         self.scan_from(ScanStart::Published)
     }
 
-    /// Recovery's scan (DESIGN §3a): index entries below `recovery_point` were synced before
-    /// the point was recorded, so after an O(entries) check (monotonic, inside the file) they
-    /// are kept, and only the batches from the last kept entry on are validated and indexed.
+    /// Recovery's scan (ARCHITECTURE.md §6): index entries below `recovery_point` were synced
+    /// before the point was recorded, so after an O(entries) check (monotonic, inside the file)
+    /// they are kept, and only the batches from the last kept entry on are validated and indexed.
     /// If the check fails, or the kept entry does not name a valid batch ending at its offset,
     /// the whole segment is scanned as by [`scan`](Self::scan).
     ///

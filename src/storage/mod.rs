@@ -6,8 +6,8 @@
 //! - `SimStorage` (feature `sim`), an in-memory, seeded file system that can crash: unsynced
 //!   writes survive, vanish or tear, and unsynced directory operations may be undone.
 //!
-//! No code outside this module touches `std::fs`, memmap2 or a file descriptor (DESIGN §1).
-//! The trait grows only through provided methods with defaults, so that an implementation
+//! No code outside this module touches `std::fs`, memmap2 or a file descriptor (ARCHITECTURE.md
+//! §1). The trait grows only through provided methods with defaults, so that an implementation
 //! written against an older partlog keeps compiling.
 
 mod os;
@@ -99,7 +99,7 @@ impl fmt::Debug for FileLock {
 /// Two spellings of one directory (relative, through `..` or a symbolic link) give equal values,
 /// and paths of two different file systems (two simulators, or one simulator before and after a
 /// crash) never do. partlog keys process-wide state by it: the Kafka log-dir lock, which every
-/// log in one Kafka log directory shares (DESIGN §4, Opening).
+/// log in one Kafka log directory shares (ARCHITECTURE.md §7, "Opening inside a Kafka log dir").
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct CanonicalPath {
     file_system: u64,
@@ -138,7 +138,8 @@ impl CanonicalPath {
 /// Read-only bytes of a file mapped into memory (or any stable in-memory image of it).
 ///
 /// The bytes stay valid while this value lives, even if the file is renamed or unlinked. A
-/// mapped file must never be shrunk (DESIGN §2.2): partlog writes new index files instead.
+/// mapped file must never be shrunk (ARCHITECTURE.md §3, invariant 17): partlog writes new index
+/// files instead.
 pub struct ReadMapping {
     bytes: Box<dyn Deref<Target = [u8]> + Send + Sync>,
 }
@@ -408,14 +409,15 @@ pub trait Storage: Send + Sync + fmt::Debug + 'static {
     /// Takes an open-file-description write lock (Linux `fcntl(F_OFD_SETLK)`, `F_WRLCK`, the
     /// whole file) on `path`, a file of another program, creating it empty if it is missing.
     ///
-    /// This is the lock of the Kafka hand-off (DESIGN §4, Opening): it conflicts with the lock a
-    /// Kafka broker takes on its log directory's `.lock` (Java's `FileChannel.tryLock`, a classic
-    /// POSIX record lock: `fcntl(F_SETLK)` on the whole file, as `strace` shows for OpenJDK 17),
-    /// with `lockf`, and with any other OFD lock on the file, including one this process took
-    /// through another call. Unlike a classic record lock, closing some other descriptor of the
-    /// file does not release it. It is not an `flock` lock and does not conflict with
-    /// [`lock`](Self::lock). Fails at once with [`Error::Locked`] when another holder has the file
-    /// locked; never blocks. Dropping the [`FileLock`] releases it; the file is never removed.
+    /// This is the lock of the Kafka hand-off (ARCHITECTURE.md §7, "Opening inside a Kafka log
+    /// dir"): it conflicts with the lock a Kafka broker takes on its log directory's `.lock`
+    /// (Java's `FileChannel.tryLock`, a classic POSIX record lock: `fcntl(F_SETLK)` on the whole
+    /// file, as `strace` shows for OpenJDK 17), with `lockf`, and with any other OFD lock on the
+    /// file, including one this process took through another call. Unlike a classic record lock,
+    /// closing some other descriptor of the file does not release it. It is not an `flock` lock and
+    /// does not conflict with [`lock`](Self::lock). Fails at once with [`Error::Locked`] when
+    /// another holder has the file locked; never blocks. Dropping the [`FileLock`] releases it; the
+    /// file is never removed.
     ///
     /// A lock on a file that is no longer at `path` guards nothing, and Kafka's broker deletes
     /// `.lock` right after unlocking it at shutdown: an implementation must make sure that `path`

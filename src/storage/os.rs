@@ -119,10 +119,10 @@ impl StorageFile for OsFile {
             return Ok(Some(ReadMapping::new(Box::new(Vec::new()))));
         }
         // SAFETY: the mapping is read-only, and partlog maps only files it never shrinks while
-        // mapped: sealed index files (DESIGN §2.2: a truncation into a sealed segment writes new
-        // index files instead), and, with `map_sealed_segments`, sealed `.log` files, whose
-        // segment drops the mapping under a lock that waits for every reader before any
-        // truncation or unseal. A shrink by another process would raise SIGBUS on access;
+        // mapped: sealed index files (ARCHITECTURE.md §3, invariant 17: a truncation into a sealed
+        // segment writes new index files instead), and, with `map_sealed_segments`, sealed `.log`
+        // files, whose segment drops the mapping under a lock that waits for every reader before
+        // any truncation or unseal. A shrink by another process would raise SIGBUS on access;
         // partlog's lock on the directory excludes other partlog writers, and a foreign writer of
         // a live Kafka directory is excluded by the Kafka log-dir lock.
         let map =

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The checks against a real Apache Kafka 4.4 broker (issue 4), in one command:
+# The checks against a real Apache Kafka 4.4 broker, in one command:
 #
 #   tests/kafka/run.sh            # a missing Java, Maven or Python client skips, with the reason
 #   CI=true tests/kafka/run.sh    # ... fails instead

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The partlog tool end to end, as a user drives it from a shell (issue 8): produce, consume
+# The partlog tool end to end, as a user drives it from a shell: produce, consume
 # (including --follow against a live writer), dump, verify, stats, perf-produce (a small run),
 # compact (when the tool has it), delete-records and retention, then a corrupt file and its exit
 # status. Every step checks what it printed or its exit status; the first failure stops the run.

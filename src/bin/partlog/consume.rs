@@ -20,8 +20,8 @@ Examples:
   partlog consume /tmp/orders-0 --end --follow        # like kcat -o end: new records as they come
   partlog consume /tmp/orders-0 --follow --durable-only --key-separator =
 
-The log is opened read-only without a lock, so a process may be writing it meanwhile (DESIGN §4,
-allow_live_writer): --follow polls the directory every --poll-ms and prints each record once its
+The log is opened read-only without a lock, so a process may be writing it meanwhile
+(allow_live_writer): --follow polls the directory every --poll-ms and prints each record once its
 batch is complete. --durable-only prints only what the writer has recorded as durable (fsynced),
 so nothing printed can vanish in a crash of the writer's machine.
 

@@ -3,26 +3,23 @@
 //! Two phases: walk every segment and note what is wrong, then grade each problem as recovery
 //! would, which needs the recovery point and whether the last close was clean (known only once
 //! the last segment has been walked).
+//!
+//! The walk is in `walk.rs`, with the index checks it feeds in `index_check.rs`; the grading and
+//! the report are here.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::error::{Corruption, Error, Result};
-use crate::format::{Batch, BatchHeader, HEADER_SIZE_UP_TO_MAGIC, TimestampType, peek_batch_frame};
-use crate::index::{OffsetIndex, OffsetPosition, TimeIndex, TimestampOffset};
+use crate::error::{Error, Result};
 use crate::log::LOCK_FILE;
 use crate::log::LogConfig;
 use crate::log::checkpoint::{CHECKPOINT_FILE_NAME, CheckpointFile, CheckpointRecord};
-use crate::segment::{
-    SegmentFileKind, TransientSuffix, parse_segment_file_name, segment_file_path,
-};
-use crate::storage::{LockMode, OpenMode, Storage, StorageFile};
+use crate::storage::{FileLock, LockMode, Storage};
 
-/// How many bytes of a `.log` file are read at once while walking it.
-const READ_CHUNK: usize = 1 << 20;
+mod index_check;
+mod walk;
 
-/// How many mismatching entries of one index are described one by one; the rest are counted.
-const MISMATCHES_DESCRIBED: usize = 3;
+use walk::{InvalidAt, SegmentWalk, list_segments, walk_segment};
 
 /// How serious a [`Finding`] is.
 #[non_exhaustive]
@@ -146,9 +143,9 @@ impl VerifyReport {
 
 /// Checks every batch and every index entry of the log in `dir`, without writing anything.
 ///
-/// Opening a log checks as little as it safely can (DESIGN §3 inv. 6): O(1) index checks, and a
-/// batch-by-batch scan only from the recovery point on. Verification checks everything, and
-/// never writes:
+/// Opening a log checks as little as it safely can (ARCHITECTURE.md §3, invariant 6): O(1) index
+/// checks, and a batch-by-batch scan only from the recovery point on. Verification checks
+/// everything, and never writes:
 ///
 /// - every batch of every segment: frame, magic, length, CRC-32C, offsets increasing across
 ///   batches and segments, and every record decoded (decompressed when the codec says so), with
@@ -201,6 +198,46 @@ impl VerifyReport {
 pub fn verify_dir(dir: impl AsRef<Path>, config: &LogConfig) -> Result<VerifyReport> {
     let dir = dir.as_ref();
     let storage = Arc::clone(&config.storage);
+    // First the directory, its lock, its checkpoint and its segments.
+    let lock = lock_dir_shared(&*storage, dir)?;
+    let mut findings = Vec::new();
+    let record = read_checkpoint(&storage, dir, &mut findings)?;
+    let bases = list_segments(&*storage, dir, &mut findings)?;
+    let Some(&first_base) = bases.first() else {
+        return Err(Error::InvalidArgument {
+            why: format!("{} holds no log segments", dir.display()),
+        });
+    };
+
+    // Phase 1: walk every segment and note what is wrong, without judging it yet: how serious
+    // a problem is depends on the recovery point and on whether the last close was clean,
+    // which is known only once the last segment has been walked.
+    let walks = walk_segments(&storage, dir, &bases, config, lock.is_some())?;
+
+    // Phase 2: grade the problems as recovery would.
+    let grading = Grading::new(record, first_base, &bases, &walks, config, &mut findings);
+    let cut_at = grading.grade(&walks, &mut findings);
+
+    // Then the report. The log ends where the next writable open would cut it.
+    let log_end_offset = match cut_at {
+        Some((_, end)) => end,
+        None => walks.last().map_or(first_base, |w| w.summary.next_offset),
+    };
+    Ok(VerifyReport {
+        dir: dir.to_path_buf(),
+        checkpoint_found: record.is_some(),
+        clean_shutdown: grading.clean_shutdown,
+        recovery_point: grading.recovery_point,
+        log_start_offset: grading.log_start_offset,
+        log_end_offset,
+        segments: walks.into_iter().map(|w| w.summary).collect(),
+        findings,
+    })
+}
+
+/// Checks that `dir` is a directory and takes the shared lock on its `partlog.lock` when that
+/// file exists, as `Log::open_read_only` does.
+fn lock_dir_shared(storage: &dyn Storage, dir: &Path) -> Result<Option<FileLock>> {
     if !storage.metadata(dir)?.is_dir {
         return Err(Error::InvalidArgument {
             why: format!("{} is not a directory", dir.display()),
@@ -212,8 +249,16 @@ pub fn verify_dir(dir: impl AsRef<Path>, config: &LogConfig) -> Result<VerifyRep
     } else {
         None
     };
-    let record = CheckpointFile::read(&storage, dir)?;
-    let mut findings = Vec::new();
+    Ok(lock)
+}
+
+/// Reads `partlog.checkpoint`, noting a file neither of whose slots holds a valid record.
+fn read_checkpoint(
+    storage: &Arc<dyn Storage>,
+    dir: &Path,
+    findings: &mut Vec<Finding>,
+) -> Result<Option<CheckpointRecord>> {
+    let record = CheckpointFile::read(storage, dir)?;
     if record.is_none() && storage.exists(&dir.join(CHECKPOINT_FILE_NAME))? {
         findings.push(Finding {
             severity: Severity::Note,
@@ -224,104 +269,186 @@ pub fn verify_dir(dir: impl AsRef<Path>, config: &LogConfig) -> Result<VerifyRep
                 .into(),
         });
     }
-    let bases = list_segments(&*storage, dir, &mut findings)?;
-    let Some(&first_base) = bases.first() else {
-        return Err(Error::InvalidArgument {
-            why: format!("{} holds no log segments", dir.display()),
-        });
-    };
+    Ok(record)
+}
 
-    // Phase 1: walk every segment and note what is wrong, without judging it yet: how serious
-    // a problem is depends on the recovery point and on whether the last close was clean,
-    // which is known only once the last segment has been walked.
+/// Walks every segment in order (phase 1).
+fn walk_segments(
+    storage: &Arc<dyn Storage>,
+    dir: &Path,
+    bases: &[i64],
+    config: &LogConfig,
+    locked: bool,
+) -> Result<Vec<SegmentWalk>> {
     let mut walks = Vec::with_capacity(bases.len());
-    for &base in &bases {
+    for &base in bases {
         // Mapping is safe only while the lock keeps writers (who may shrink files) away.
-        walks.push(walk_segment(&storage, dir, base, config, lock.is_some())?);
+        walks.push(walk_segment(storage, dir, base, config, locked)?);
+    }
+    Ok(walks)
+}
+
+/// What recovery would make of the log, which decides how serious each problem is (phase 2).
+#[derive(Debug)]
+struct Grading {
+    recovery_point: i64,
+    log_start_offset: i64,
+    clean_shutdown: bool,
+    /// The first segment that recovery rescans (and so rebuilds the indexes of).
+    first_rescanned: usize,
+    compacted: bool,
+    checkpoint_found: bool,
+}
+
+impl Grading {
+    fn new(
+        record: Option<CheckpointRecord>,
+        first_base: i64,
+        bases: &[i64],
+        walks: &[SegmentWalk],
+        config: &LogConfig,
+        findings: &mut Vec<Finding>,
+    ) -> Grading {
+        let recovery_point = record
+            .map_or(first_base, |r| r.recovery_point)
+            .max(first_base);
+        let log_start_offset = record
+            .map_or(first_base, |r| r.log_start_offset)
+            .max(first_base);
+        let clean_shutdown = is_clean(record, walks, findings);
+        // Recovery rescans (and so rebuilds the indexes of) every segment from the one holding
+        // the recovery point on, unless the last close was clean.
+        let first_rescanned = if clean_shutdown {
+            bases.len()
+        } else {
+            // As recovery: from the segment holding the offset before the recovery point.
+            bases
+                .partition_point(|&b| b < recovery_point)
+                .saturating_sub(1)
+        };
+        Grading {
+            recovery_point,
+            log_start_offset,
+            clean_shutdown,
+            first_rescanned,
+            compacted: config.cleanup_policy.compact,
+            checkpoint_found: record.is_some(),
+        }
     }
 
-    // Phase 2: grade the problems as recovery would.
-    let recovery_point = record
-        .map_or(first_base, |r| r.recovery_point)
-        .max(first_base);
-    let log_start_offset = record
-        .map_or(first_base, |r| r.log_start_offset)
-        .max(first_base);
-    let clean_shutdown = is_clean(record, &walks, &mut findings);
-    // Recovery rescans (and so rebuilds the indexes of) every segment from the one holding the
-    // recovery point on, unless the last close was clean.
-    let first_rescanned = if clean_shutdown {
-        bases.len()
-    } else {
-        // As recovery: from the segment holding the offset before the recovery point.
-        bases
-            .partition_point(|&b| b < recovery_point)
-            .saturating_sub(1)
-    };
-    let mut log_end_offset = walks.last().map_or(first_base, |w| w.summary.next_offset);
-    let mut cut_at: Option<(usize, i64)> = None;
-    for (i, walk) in walks.iter().enumerate() {
+    /// Grades every segment's problems, in order, and returns where the next writable open
+    /// cuts the log, if it does: the segment that ends it and the new log end offset.
+    fn grade(&self, walks: &[SegmentWalk], findings: &mut Vec<Finding>) -> Option<(usize, i64)> {
+        let mut cut_at: Option<(usize, i64)> = None;
+        for (i, walk) in walks.iter().enumerate() {
+            if let Some((cut, _)) = cut_at {
+                findings.push(Finding {
+                    severity: Severity::CrashState,
+                    file: walk.summary.log_path.clone(),
+                    position: None,
+                    what: format!(
+                        "the next writable open deletes this segment: it follows the torn end \
+                         of segment {}",
+                        walks[cut].summary.base_offset
+                    ),
+                });
+                continue;
+            }
+            if self.grade_segment(walks, i, findings) {
+                cut_at = Some((i, walk.summary.next_offset));
+            }
+        }
+        cut_at
+    }
+
+    /// Grades what the walk of segment `i` found; true if the next writable open cuts the log
+    /// at its end.
+    fn grade_segment(&self, walks: &[SegmentWalk], i: usize, findings: &mut Vec<Finding>) -> bool {
+        let walk = &walks[i];
+        let rescanned = i >= self.first_rescanned;
+        let torn = match &walk.invalid {
+            Some(invalid) => {
+                self.grade_invalid_bytes(walk, invalid, walks.len() - i - 1, rescanned, findings)
+            }
+            None => false,
+        };
+        self.grade_found_problems(walk, rescanned, findings);
+        if walk.invalid.is_some() {
+            // After invalid bytes the segment's real end is unknown: no continuity check.
+            return torn;
+        }
+        let Some(next) = walks.get(i + 1) else {
+            return false;
+        };
+        self.grade_continuity(walk, next, rescanned, findings)
+    }
+
+    /// Grades the bytes where the walk of a segment stopped: a torn tail (true: the log is cut
+    /// there) or corruption. `later` is the number of segments after this one.
+    fn grade_invalid_bytes(
+        &self,
+        walk: &SegmentWalk,
+        invalid: &InvalidAt,
+        later: usize,
+        rescanned: bool,
+        findings: &mut Vec<Finding>,
+    ) -> bool {
+        let recovery_point = self.recovery_point;
         let log_path = walk.summary.log_path.clone();
-        if let Some((cut, _)) = cut_at {
+        let next_offset = walk.summary.next_offset;
+        let torn = rescanned && next_offset >= recovery_point;
+        let bytes = walk.summary.log_bytes - invalid.position;
+        if torn {
+            let what = format!(
+                "torn tail: {bytes} bytes that are not a valid batch ({}), above the \
+                 recovery point {recovery_point}: a normal state after a crash; the next \
+                 writable open truncates them{}",
+                invalid.what,
+                match later {
+                    0 => String::new(),
+                    1 => " and deletes the segment after this one".into(),
+                    n => format!(" and deletes the {n} segments after this one"),
+                }
+            );
             findings.push(Finding {
                 severity: Severity::CrashState,
                 file: log_path,
-                position: None,
+                position: Some(invalid.position),
+                what,
+            });
+        } else {
+            let why = if self.clean_shutdown {
+                "in a cleanly closed log".to_string()
+            } else if !rescanned {
+                format!(
+                    "in a segment wholly below the recovery point {recovery_point}, which \
+                     recovery trusts"
+                )
+            } else {
+                format!("below the recovery point {recovery_point}")
+            };
+            findings.push(Finding {
+                severity: Severity::Corruption,
+                file: log_path,
+                position: Some(invalid.position),
                 what: format!(
-                    "the next writable open deletes this segment: it follows the torn end of \
-                     segment {}",
-                    walks[cut].summary.base_offset
+                    "{} ({bytes} bytes from here on were not checked), {why}",
+                    invalid.what
                 ),
             });
-            continue;
         }
-        let rescanned = i >= first_rescanned;
-        let next_offset = walk.summary.next_offset;
-        if let Some(invalid) = &walk.invalid {
-            let torn = rescanned && next_offset >= recovery_point;
-            let bytes = walk.summary.log_bytes - invalid.position;
-            if torn {
-                let later = walks.len() - i - 1;
-                let what = format!(
-                    "torn tail: {bytes} bytes that are not a valid batch ({}), above the \
-                     recovery point {recovery_point}: a normal state after a crash; the next \
-                     writable open truncates them{}",
-                    invalid.what,
-                    match later {
-                        0 => String::new(),
-                        1 => " and deletes the segment after this one".into(),
-                        n => format!(" and deletes the {n} segments after this one"),
-                    }
-                );
-                findings.push(Finding {
-                    severity: Severity::CrashState,
-                    file: log_path.clone(),
-                    position: Some(invalid.position),
-                    what,
-                });
-                cut_at = Some((i, next_offset));
-            } else {
-                let why = if clean_shutdown {
-                    "in a cleanly closed log".to_string()
-                } else if !rescanned {
-                    format!(
-                        "in a segment wholly below the recovery point {recovery_point}, which \
-                         recovery trusts"
-                    )
-                } else {
-                    format!("below the recovery point {recovery_point}")
-                };
-                findings.push(Finding {
-                    severity: Severity::Corruption,
-                    file: log_path.clone(),
-                    position: Some(invalid.position),
-                    what: format!(
-                        "{} ({bytes} bytes from here on were not checked), {why}",
-                        invalid.what
-                    ),
-                });
-            }
-        }
+        torn
+    }
+
+    /// Grades the rest of what the walk of a segment found: its notes, batches whose CRC holds
+    /// but whose records do not, and its indexes' problems.
+    fn grade_found_problems(
+        &self,
+        walk: &SegmentWalk,
+        rescanned: bool,
+        findings: &mut Vec<Finding>,
+    ) {
+        let log_path = &walk.summary.log_path;
         for note in &walk.notes {
             findings.push(note.clone());
         }
@@ -356,16 +483,22 @@ pub fn verify_dir(dir: impl AsRef<Path>, config: &LogConfig) -> Result<VerifyRep
                 what: format!("{} ({why})", problem.what),
             });
         }
-        if !rescanned || clean_shutdown {
+        if !rescanned || self.clean_shutdown {
             findings.extend(walk.final_time_entry_note.iter().cloned());
         }
-        if walk.invalid.is_some() {
-            // After invalid bytes the segment's real end is unknown: no continuity check.
-            continue;
-        }
-        let Some(next) = walks.get(i + 1) else {
-            continue;
-        };
+    }
+
+    /// Grades how a whole segment meets the next one: overlapping offsets, or a gap, which is
+    /// a lost tail (true: the log is cut there), corruption, or legal in a compacted log.
+    fn grade_continuity(
+        &self,
+        walk: &SegmentWalk,
+        next: &SegmentWalk,
+        rescanned: bool,
+        findings: &mut Vec<Finding>,
+    ) -> bool {
+        let log_path = walk.summary.log_path.clone();
+        let next_offset = walk.summary.next_offset;
         let next_base = next.summary.base_offset;
         if next_offset > next_base {
             findings.push(Finding {
@@ -378,11 +511,12 @@ pub fn verify_dir(dir: impl AsRef<Path>, config: &LogConfig) -> Result<VerifyRep
                 ),
             });
         } else if next_offset < next_base {
-            let compacted = config.cleanup_policy.compact;
+            let compacted = self.compacted;
             // As recovery: compaction leaves gaps only below a recovery point it recorded, so
             // with partlog's checkpoint a gap at or above the point is a lost tail there too.
-            let lost_tail =
-                rescanned && next_offset >= recovery_point && (!compacted || record.is_some());
+            let lost_tail = rescanned
+                && next_offset >= self.recovery_point
+                && (!compacted || self.checkpoint_found);
             if lost_tail {
                 findings.push(Finding {
                     severity: Severity::CrashState,
@@ -394,7 +528,7 @@ pub fn verify_dir(dir: impl AsRef<Path>, config: &LogConfig) -> Result<VerifyRep
                          open drops the segments from {next_base} on"
                     ),
                 });
-                cut_at = Some((i, next_offset));
+                return true;
             } else if !compacted {
                 findings.push(Finding {
                     severity: Severity::Corruption,
@@ -407,75 +541,8 @@ pub fn verify_dir(dir: impl AsRef<Path>, config: &LogConfig) -> Result<VerifyRep
                 });
             }
         }
+        false
     }
-    if let Some((_, end)) = cut_at {
-        log_end_offset = end;
-    }
-    Ok(VerifyReport {
-        dir: dir.to_path_buf(),
-        checkpoint_found: record.is_some(),
-        clean_shutdown,
-        recovery_point,
-        log_start_offset,
-        log_end_offset,
-        segments: walks.into_iter().map(|w| w.summary).collect(),
-        findings,
-    })
-}
-
-/// Lists the segments' base offsets, in order, and notes leftover files.
-fn list_segments(
-    storage: &dyn Storage,
-    dir: &Path,
-    findings: &mut Vec<Finding>,
-) -> Result<Vec<i64>> {
-    let mut names = storage.list(dir)?;
-    names.sort();
-    let mut bases = Vec::new();
-    let mut indexes = Vec::new();
-    for name in &names {
-        let Some(parsed) = parse_segment_file_name(name) else {
-            continue;
-        };
-        let what = match (parsed.transient, parsed.kind) {
-            (None, SegmentFileKind::Log) => {
-                bases.push(parsed.base_offset);
-                continue;
-            }
-            (None, _) => {
-                indexes.push((name, parsed.base_offset));
-                continue;
-            }
-            (Some(TransientSuffix::Deleted), _) => {
-                "a leftover of an interrupted deletion; the next writable open removes it"
-            }
-            (Some(TransientSuffix::Cleaned), _) => {
-                "a leftover of an interrupted compaction; the next writable open removes it"
-            }
-            (Some(TransientSuffix::Swap), _) => {
-                "an unfinished compaction swap, which this version of partlog cannot complete: \
-                 it will refuse to open the log for writing"
-            }
-        };
-        findings.push(Finding {
-            severity: Severity::Note,
-            file: dir.join(name),
-            position: None,
-            what: what.into(),
-        });
-    }
-    bases.sort_unstable();
-    for (name, base) in indexes {
-        if bases.binary_search(&base).is_err() {
-            findings.push(Finding {
-                severity: Severity::Note,
-                file: dir.join(name),
-                position: None,
-                what: "an index file without its .log; the next writable open removes it".into(),
-            });
-        }
-    }
-    Ok(bases)
 }
 
 /// Whether the checkpoint's clean-shutdown fields match the directory, as `Log::open` checks
@@ -508,628 +575,13 @@ fn is_clean(
     matches
 }
 
-/// The first bytes of a segment that are not a valid batch.
-#[derive(Debug)]
-struct InvalidAt {
-    position: u64,
-    what: Corruption,
-}
-
-/// A problem in an index file, graded later.
-#[derive(Debug)]
-struct IndexProblem {
-    file: PathBuf,
-    position: Option<u64>,
-    what: String,
-}
-
-/// What walking one segment found, before grading.
-#[derive(Debug)]
-struct SegmentWalk {
-    summary: SegmentSummary,
-    /// The first bytes that are not a valid batch (the walk stops there).
-    invalid: Option<InvalidAt>,
-    /// Batches whose CRC holds but whose records do not decode or break an invariant.
-    content_problems: Vec<(u64, String)>,
-    index_problems: Vec<IndexProblem>,
-    /// A sealed segment's time index should end with the segment's largest timestamp.
-    final_time_entry_note: Option<Finding>,
-    /// Notes that need no grading.
-    notes: Vec<Finding>,
-}
-
-/// A batch as the index checks need it.
-#[derive(Debug, Clone, Copy)]
-struct BatchAt {
-    position: u64,
-    last_offset: i64,
-    max_timestamp: i64,
-}
-
-fn walk_segment(
-    storage: &Arc<dyn Storage>,
-    dir: &Path,
-    base: i64,
-    config: &LogConfig,
-    mapping_allowed: bool,
-) -> Result<SegmentWalk> {
-    let log_path = segment_file_path(dir, base, SegmentFileKind::Log);
-    let file = storage.open(&log_path, OpenMode::Read)?;
-    let log_bytes = file.len()?;
-    let mut walk = SegmentWalk {
-        summary: SegmentSummary {
-            base_offset: base,
-            log_path: log_path.clone(),
-            log_bytes,
-            valid_bytes: 0,
-            batches: 0,
-            records: 0,
-            next_offset: base,
-            max_timestamp: None,
-            offset_index_entries: None,
-            time_index_entries: None,
-        },
-        invalid: None,
-        content_problems: Vec::new(),
-        index_problems: Vec::new(),
-        final_time_entry_note: None,
-        notes: Vec::new(),
-    };
-    let mut offset_check =
-        OffsetIndexCheck::open(storage, dir, base, config, mapping_allowed, log_bytes)?;
-    let mut time_check = TimeIndexCheck::open(storage, dir, base, config, mapping_allowed)?;
-    walk.summary.offset_index_entries = offset_check.as_ref().map(|c| c.0.entries.len());
-    walk.summary.time_index_entries = time_check.as_ref().map(|c| c.0.entries.len());
-    for (kind, present) in [
-        (SegmentFileKind::OffsetIndex, offset_check.is_some()),
-        (SegmentFileKind::TimeIndex, time_check.is_some()),
-    ] {
-        if !present {
-            walk.notes.push(Finding {
-                severity: Severity::Note,
-                file: segment_file_path(dir, base, kind),
-                position: None,
-                what: "missing; the next writable open rebuilds it from the log (a read-only \
-                       open cannot)"
-                    .into(),
-            });
-        }
-    }
-
-    let mut reader = ChunkReader::new(file, log_bytes);
-    let mut scratch = Vec::new();
-    let mut position = 0u64;
-    let mut running_max: Option<i64> = None;
-    while position < log_bytes {
-        let expected_next = walk.summary.next_offset;
-        let bytes = match next_batch(&mut reader, position, expected_next, base)? {
-            Next::Batch(bytes) => bytes,
-            Next::Invalid(what) => {
-                walk.invalid = Some(InvalidAt { position, what });
-                break;
-            }
-        };
-        // A v2 batch (CRC-32C) or a legacy magic 0/1 message (CRC-32), which a log Kafka
-        // wrote before 0.11 may hold: each is checked by its own rules.
-        // A last offset of i64::MAX leaves no next offset (the segment walker refuses it too).
-        let batch = match Batch::new(bytes).and_then(|batch| {
-            if batch.last_offset() == i64::MAX {
-                Err(Corruption::BadHeader(
-                    "the last offset is i64::MAX: no offset can follow it",
-                ))
-            } else {
-                Ok(batch)
-            }
-        }) {
-            Ok(batch) => batch,
-            Err(what) => {
-                walk.invalid = Some(InvalidAt { position, what });
-                break;
-            }
-        };
-        let records = match check_records(&batch, expected_next, &mut scratch) {
-            Ok(records) => records,
-            Err(RecordsProblem::Corrupt(what)) => {
-                walk.content_problems.push((position, what));
-                0
-            }
-            Err(RecordsProblem::Unreadable(what)) => {
-                walk.notes.push(Finding {
-                    severity: Severity::Note,
-                    file: log_path.clone(),
-                    position: Some(position),
-                    what: format!("records not checked: {what}"),
-                });
-                0
-            }
-        };
-        let max_timestamp = batch.max_timestamp();
-        running_max = Some(running_max.map_or(max_timestamp, |m| m.max(max_timestamp)));
-        let at = BatchAt {
-            position,
-            last_offset: batch.last_offset(),
-            max_timestamp,
-        };
-        if let Some(check) = offset_check.as_mut() {
-            check.see_batch(at);
-        }
-        if let Some(check) = time_check.as_mut() {
-            check.see_batch(at);
-        }
-        position += batch.total_size() as u64;
-        walk.summary.batches += 1;
-        walk.summary.records += match batch.header() {
-            Some(header) => u64::try_from(header.records_count).unwrap_or(0),
-            // A legacy message states no count: its records are counted as they decode.
-            None => records,
-        };
-        walk.summary.next_offset = batch.next_offset();
-        walk.summary.valid_bytes = position;
-    }
-    walk.summary.max_timestamp = running_max;
-    // Entries past invalid bytes cannot be checked: the invalid bytes are the finding.
-    let walked_to_end = walk.invalid.is_none();
-    if let Some(check) = offset_check {
-        walk.index_problems
-            .extend(check.finish(walk.summary.valid_bytes, walked_to_end));
-    }
-    if let Some(check) = time_check {
-        let (problems, last_entry) = check.finish(walked_to_end);
-        walk.index_problems.extend(problems);
-        // At roll and at close the final time-index entry is written (DESIGN §2.2), so a
-        // sealed segment's index ends with its largest timestamp. Missing, lookups still work
-        // (they scan on from the last entry), so this is a note.
-        if let Some(max) = running_max.filter(|&m| m >= 0)
-            && last_entry.is_none_or(|e| e.timestamp < max)
-        {
-            walk.final_time_entry_note = Some(Finding {
-                severity: Severity::Note,
-                file: segment_file_path(dir, base, SegmentFileKind::TimeIndex),
-                position: None,
-                what: format!(
-                    "the last entry is not the segment's largest timestamp {max}: the final \
-                     entry written at roll or close is missing"
-                ),
-            });
-        }
-    }
-    Ok(walk)
-}
-
-/// What the walk found at a position.
-enum Next<'a> {
-    Batch(&'a [u8]),
-    Invalid(Corruption),
-}
-
-/// Reads the batch at `position`: its frame, its whole bytes, and its offsets against what
-/// came before (`expected_next`) and the segment's 32-bit relative range.
-///
-/// A legacy message's frame holds its own offset where a v2 batch holds its base offset; for
-/// a compressed wrapper that is its last offset, so the order check here is weaker for it, and
-/// [`check_records`] checks its first record against `expected_next` once decompressed.
-fn next_batch<'r>(
-    reader: &'r mut ChunkReader,
-    position: u64,
-    expected_next: i64,
-    base: i64,
-) -> Result<Next<'r>> {
-    let available = reader.len - position;
-    let head = reader.bytes(position, HEADER_SIZE_UP_TO_MAGIC)?;
-    let frame = match peek_batch_frame(head) {
-        Ok(Some(frame)) => frame,
-        Ok(None) => {
-            return Ok(Next::Invalid(Corruption::Truncated {
-                needed: HEADER_SIZE_UP_TO_MAGIC as u64,
-                available,
-            }));
-        }
-        Err(what) => return Ok(Next::Invalid(what)),
-    };
-    let size = frame.total_size() as u64;
-    if size > available {
-        return Ok(Next::Invalid(Corruption::Truncated {
-            needed: size,
-            available,
-        }));
-    }
-    if frame.base_offset < expected_next {
-        return Ok(Next::Invalid(Corruption::OffsetOrder {
-            offset: frame.base_offset,
-            bound: expected_next,
-        }));
-    }
-    let bytes = reader.bytes(position, frame.total_size())?;
-    let last_offset = if frame.is_legacy() {
-        Some(frame.base_offset)
-    } else {
-        BatchHeader::parse(bytes)
-            .ok()
-            .map(|header| header.last_offset())
-    };
-    if let Some(last_offset) = last_offset
-        && last_offset.saturating_sub(base) > i64::from(i32::MAX)
-    {
-        return Ok(Next::Invalid(Corruption::OffsetOrder {
-            offset: last_offset,
-            bound: base.saturating_add(i64::from(i32::MAX)),
-        }));
-    }
-    Ok(Next::Batch(bytes))
-}
-
-enum RecordsProblem {
-    /// The records are wrong.
-    Corrupt(String),
-    /// The records cannot be read by this build (a codec it lacks).
-    Unreadable(String),
-}
-
-/// Decodes every record of a batch whose CRC held, and checks each record's offset against the
-/// batch and, under CreateTime, a v2 record's timestamp against the batch's `maxTimestamp`.
-/// Returns how many records it decoded.
-///
-/// A v2 record's offset must lie in `[baseOffset, lastOffset]`. A legacy message states only
-/// its last offset, so its records must lie in `[expected_next, last offset]`: above the end of
-/// the batch before, which for a compressed wrapper is checked only here. Legacy timestamps are
-/// not compared with the wrapper's: Kafka never checked them against each other either.
-fn check_records(
-    batch: &Batch<'_>,
-    expected_next: i64,
-    scratch: &mut Vec<u8>,
-) -> Result<u64, RecordsProblem> {
-    let records = match batch.records(scratch) {
-        Ok(records) => records,
-        Err(error @ (Error::UnsupportedCompression { .. } | Error::Unsupported { .. })) => {
-            return Err(RecordsProblem::Unreadable(error.to_string()));
-        }
-        Err(error) => return Err(RecordsProblem::Corrupt(error.to_string())),
-    };
-    let (first_allowed, last_allowed) = match batch.header() {
-        Some(header) => (header.base_offset, header.last_offset()),
-        None => (expected_next, batch.last_offset()),
-    };
-    let timestamp_bound = batch.header().and_then(|header| {
-        (header.timestamp_type() == TimestampType::CreateTime && !header.is_control())
-            .then_some(header.max_timestamp)
-    });
-    let mut previous: Option<i64> = None;
-    let mut count = 0u64;
-    for record in records {
-        let record = record.map_err(|e| RecordsProblem::Corrupt(e.to_string()))?;
-        if record.offset < first_allowed
-            || record.offset > last_allowed
-            || previous.is_some_and(|p| record.offset <= p)
-        {
-            return Err(RecordsProblem::Corrupt(format!(
-                "record offset {} is outside its batch [{first_allowed}, {last_allowed}] or not \
-                 above the record before",
-                record.offset,
-            )));
-        }
-        if let Some(max_timestamp) = timestamp_bound
-            && record.timestamp > max_timestamp
-        {
-            return Err(RecordsProblem::Corrupt(format!(
-                "record {} has timestamp {}, above the batch's maxTimestamp {max_timestamp}",
-                record.offset, record.timestamp
-            )));
-        }
-        previous = Some(record.offset);
-        count += 1;
-    }
-    Ok(count)
-}
-
-/// Reads a file forward in large chunks, so that walking small batches costs few reads.
-struct ChunkReader {
-    file: Arc<dyn StorageFile>,
-    len: u64,
-    buf: Vec<u8>,
-    buf_start: u64,
-}
-
-impl ChunkReader {
-    fn new(file: Arc<dyn StorageFile>, len: u64) -> Self {
-        ChunkReader {
-            file,
-            len,
-            buf: Vec::new(),
-            buf_start: 0,
-        }
-    }
-
-    /// Up to `n` bytes at `position` (fewer only at the end of the file).
-    fn bytes(&mut self, position: u64, n: usize) -> Result<&[u8]> {
-        let want = (n as u64).min(self.len.saturating_sub(position));
-        let buf_end = self.buf_start + self.buf.len() as u64;
-        if position < self.buf_start || position + want > buf_end {
-            let chunk = want.max(READ_CHUNK as u64).min(self.len - position);
-            self.buf
-                .resize(usize::try_from(chunk).unwrap_or(usize::MAX), 0);
-            self.file.read_exact_at(&mut self.buf, position)?;
-            self.buf_start = position;
-        }
-        let from = usize::try_from(position - self.buf_start).unwrap_or(usize::MAX);
-        let to = from.saturating_add(usize::try_from(want).unwrap_or(usize::MAX));
-        self.buf
-            .get(from..to)
-            .ok_or_else(|| Error::InvalidArgument {
-                why: "a read past the buffered bytes".into(),
-            })
-    }
-}
-
-/// What the offset- and time-index checks share: the entries, where the merge with the walk
-/// stands, and the tally of problems and mismatched entries.
-struct IndexTally<E> {
-    path: PathBuf,
-    entry_size: u64,
-    entries: Vec<E>,
-    next: usize,
-    problems: Vec<IndexProblem>,
-    mismatches: Vec<String>,
-    mismatch_count: usize,
-    first_mismatch_entry: Option<usize>,
-    /// Whether `full_check` failed: then the entries are not matched one by one.
-    broken: bool,
-}
-
-impl<E: Copy> IndexTally<E> {
-    /// Records the file's length check and `full_check`'s verdict, then reads the entries.
-    fn new(
-        storage: &Arc<dyn Storage>,
-        path: PathBuf,
-        entry_size: u64,
-        full_check: Result<()>,
-        entry_count: usize,
-        entry: impl Fn(usize) -> Result<E>,
-    ) -> Result<Self> {
-        let mut tally = IndexTally {
-            entries: Vec::with_capacity(entry_count),
-            next: 0,
-            problems: Vec::new(),
-            mismatches: Vec::new(),
-            mismatch_count: 0,
-            first_mismatch_entry: None,
-            broken: false,
-            entry_size,
-            path,
-        };
-        let file_len = storage.metadata(&tally.path)?.len;
-        if file_len % entry_size != 0 {
-            tally.problems.push(IndexProblem {
-                file: tally.path.clone(),
-                position: Some(file_len - file_len % entry_size),
-                what: format!(
-                    "{file_len} bytes is not a whole number of {entry_size}-byte entries: a torn \
-                     entry"
-                ),
-            });
-        }
-        if let Err(error) = full_check {
-            tally.broken = true;
-            tally.problems.push(index_error(&tally.path, error)?);
-        }
-        for n in 0..entry_count {
-            tally.entries.push(entry(n)?);
-        }
-        Ok(tally)
-    }
-
-    fn mismatch(&mut self, what: String) {
-        self.first_mismatch_entry.get_or_insert(self.next);
-        self.mismatch_count += 1;
-        if self.mismatches.len() < MISMATCHES_DESCRIBED {
-            self.mismatches.push(what);
-        }
-    }
-
-    /// Every entry not yet matched is one past the last valid batch (when the walk reached the
-    /// end); `describe` names it.
-    fn entries_past_the_end(&mut self, walked_to_end: bool, describe: impl Fn(usize, E) -> String) {
-        if self.broken || !walked_to_end {
-            return;
-        }
-        while let Some(&entry) = self.entries.get(self.next) {
-            self.mismatch(describe(self.next, entry));
-            self.next += 1;
-        }
-    }
-
-    /// The problems found, the mismatches summed up as one.
-    fn into_problems(mut self) -> (Vec<IndexProblem>, Vec<E>) {
-        if let Some(first) = self.first_mismatch_entry {
-            self.problems.push(IndexProblem {
-                file: self.path.clone(),
-                position: Some(first as u64 * self.entry_size),
-                what: describe_mismatches(
-                    self.mismatch_count,
-                    self.entries.len(),
-                    &self.mismatches,
-                ),
-            });
-        }
-        (self.problems, self.entries)
-    }
-}
-
-/// Checks an offset index: its length, its `full_check`, and each entry against the batch at
-/// its position, merged with the walk (entries are sorted by position).
-struct OffsetIndexCheck(IndexTally<OffsetPosition>);
-
-impl OffsetIndexCheck {
-    fn open(
-        storage: &Arc<dyn Storage>,
-        dir: &Path,
-        base: i64,
-        config: &LogConfig,
-        mapping_allowed: bool,
-        log_bytes: u64,
-    ) -> Result<Option<Self>> {
-        let path = segment_file_path(dir, base, SegmentFileKind::OffsetIndex);
-        if !storage.exists(&path)? {
-            return Ok(None);
-        }
-        let index = OffsetIndex::open(storage, &path, base, config.segment_index_bytes, false)?;
-        index.set_mapping_allowed(mapping_allowed);
-        let tally = IndexTally::new(
-            storage,
-            path,
-            8,
-            index.full_check(log_bytes),
-            index.entries(),
-            |n| index.entry(n),
-        )?;
-        Ok(Some(OffsetIndexCheck(tally)))
-    }
-
-    fn see_batch(&mut self, batch: BatchAt) {
-        let tally = &mut self.0;
-        if tally.broken {
-            return;
-        }
-        while let Some(&entry) = tally.entries.get(tally.next) {
-            let position = u64::from(entry.position);
-            if position > batch.position {
-                break;
-            }
-            if position < batch.position {
-                tally.mismatch(format!(
-                    "entry {} (offset {}) points at byte {position}, which is not the start of \
-                     a batch",
-                    tally.next, entry.offset
-                ));
-            } else if entry.offset != batch.last_offset {
-                tally.mismatch(format!(
-                    "entry {} holds offset {}, but the batch at byte {position} has last offset \
-                     {}",
-                    tally.next, entry.offset, batch.last_offset
-                ));
-            }
-            tally.next += 1;
-        }
-    }
-
-    /// The problems found; entries past the last batch are one unless the walk stopped early.
-    fn finish(mut self, valid_bytes: u64, walked_to_end: bool) -> Vec<IndexProblem> {
-        self.0.entries_past_the_end(walked_to_end, |n, entry| {
-            format!(
-                "entry {n} (offset {}, byte {}) points past the last valid batch, which ends at \
-                 byte {valid_bytes}",
-                entry.offset, entry.position
-            )
-        });
-        self.0.into_problems().0
-    }
-}
-
-/// Checks a time index: its length, its `full_check`, and each entry against the batch whose
-/// last offset it holds (entries are sorted by offset, merged with the walk).
-struct TimeIndexCheck(IndexTally<TimestampOffset>);
-
-impl TimeIndexCheck {
-    fn open(
-        storage: &Arc<dyn Storage>,
-        dir: &Path,
-        base: i64,
-        config: &LogConfig,
-        mapping_allowed: bool,
-    ) -> Result<Option<Self>> {
-        let path = segment_file_path(dir, base, SegmentFileKind::TimeIndex);
-        if !storage.exists(&path)? {
-            return Ok(None);
-        }
-        let index = TimeIndex::open(storage, &path, base, config.segment_index_bytes, false)?;
-        index.set_mapping_allowed(mapping_allowed);
-        let tally = IndexTally::new(
-            storage,
-            path,
-            12,
-            index.full_check(),
-            index.entries(),
-            |n| index.entry(n),
-        )?;
-        Ok(Some(TimeIndexCheck(tally)))
-    }
-
-    fn see_batch(&mut self, batch: BatchAt) {
-        let tally = &mut self.0;
-        if tally.broken {
-            return;
-        }
-        while let Some(&entry) = tally.entries.get(tally.next) {
-            if entry.offset > batch.last_offset {
-                break;
-            }
-            if entry.offset < batch.last_offset {
-                tally.mismatch(format!(
-                    "entry {} holds offset {}, which is not the last offset of a batch",
-                    tally.next, entry.offset
-                ));
-            } else if entry.timestamp != batch.max_timestamp {
-                tally.mismatch(format!(
-                    "entry {} holds timestamp {} for offset {}, but that batch's maxTimestamp \
-                     is {}",
-                    tally.next, entry.timestamp, entry.offset, batch.max_timestamp
-                ));
-            }
-            tally.next += 1;
-        }
-    }
-
-    /// The problems found (entries past the last batch are one unless the walk stopped
-    /// early), and the last entry, for the final-entry note.
-    fn finish(mut self, walked_to_end: bool) -> (Vec<IndexProblem>, Option<TimestampOffset>) {
-        self.0.entries_past_the_end(walked_to_end, |n, entry| {
-            format!(
-                "entry {n} (timestamp {}, offset {}) names an offset past the last valid batch",
-                entry.timestamp, entry.offset
-            )
-        });
-        let (problems, entries) = self.0.into_problems();
-        (problems, entries.last().copied())
-    }
-}
-
-fn describe_mismatches(count: usize, entries: usize, described: &[String]) -> String {
-    let mut what = format!(
-        "{count} of {entries} entries disagree with the log: {}",
-        described.join("; ")
-    );
-    if count > described.len() {
-        what.push_str("; ...");
-    }
-    what
-}
-
-/// Turns a failed `full_check` into a problem; an I/O error stays an error.
-fn index_error(path: &Path, error: Error) -> Result<IndexProblem> {
-    match error {
-        Error::Corrupt {
-            file,
-            position,
-            what,
-        } => Ok(IndexProblem {
-            file,
-            position: Some(position),
-            what: what.to_string(),
-        }),
-        Error::InvalidArgument { why } => Ok(IndexProblem {
-            file: path.to_path_buf(),
-            position: None,
-            what: why,
-        }),
-        other => Err(other),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::format::{NewRecord, RECORD_BATCH_OVERHEAD, crc32c};
     use crate::log::Log;
-    use crate::storage::OsStorage;
+    use crate::segment::{SegmentFileKind, segment_file_path};
+    use crate::storage::{OpenMode, OsStorage};
 
     const RECORDS: usize = 120;
 
@@ -1434,8 +886,11 @@ mod tests {
     /// checkpoint.
     fn write_legacy_log(dir: &Path) {
         for (base, bytes) in [
-            (0, &include_bytes!("../tests/fixtures/legacy/v0.log")[..]),
-            (25, &include_bytes!("../tests/fixtures/legacy/v1.log")[..]),
+            (0, &include_bytes!("../../tests/fixtures/legacy/v0.log")[..]),
+            (
+                25,
+                &include_bytes!("../../tests/fixtures/legacy/v1.log")[..],
+            ),
         ] {
             let path = segment_file_path(dir, base, SegmentFileKind::Log);
             storage()

@@ -1,0 +1,447 @@
+//! Appends: [`Log::append`], [`Log::append_batch`] and [`Log::append_batch_trusted`], the
+//! producer's checked path, the validation of a producer's batch, the timestamp checks, and the
+//! per-thread buffer that batches are built in.
+//!
+//! Every append ends in `append_built_in_epoch`, which assigns offsets and writes under the
+//! writer mutex (ARCHITECTURE.md §4); what comes before it checks and builds the batch without
+//! any lock held.
+
+use crate::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use crate::clock::{COARSE_CLOCK_LAG_MS, Clock};
+use crate::error::{Error, Result};
+use crate::format::{
+    BatchBuilder, BatchHeader, BatchView, Compression, NewRecord, TimestampType, set_base_offset,
+    set_log_append_time, set_partition_leader_epoch,
+};
+
+use super::{CompressionType, FlushPolicy, Log, LogAppendInfo, LogConfig, TruncationEpoch};
+
+impl Log {
+    /// Appends `records` as exactly one batch, built with the log's codec
+    /// (`compression.type`; `producer` means none here), and returns once the batch is in the
+    /// file and visible to readers: it then survives a crash of the process, and, once
+    /// [`durable_offset`](Self::durable_offset) passes it, of the machine (ARCHITECTURE.md §3,
+    /// invariant 3).
+    ///
+    /// Fails with [`Error::RecordTooLarge`] over `max.message.bytes` (a batch is never split),
+    /// [`Error::InvalidTimestamp`] outside the timestamp bounds, and [`Error::InvalidArgument`]
+    /// for an empty slice or, in a compacted log, a record without a key.
+    pub fn append(&self, records: &[NewRecord]) -> Result<LogAppendInfo> {
+        self.check_writable()?;
+        if records.is_empty() {
+            return Err(Error::InvalidArgument {
+                why: "an append needs at least one record".into(),
+            });
+        }
+        let now = self.shared.clock.now_ms();
+        for record in records {
+            self.check_new_record(record.timestamp, record.key.is_some(), now)?;
+        }
+        let mut builder = BatchBuilder::with_buffer(self.records_codec(), take_batch_buffer());
+        for record in records {
+            builder.push(record);
+        }
+        let mut batch = builder.build()?;
+        // The time the records were checked against serves the append too: a second clock read
+        // per append cost as much as the CRC.
+        let appended = self.append_built(&mut batch, now);
+        give_back_batch_buffer(batch);
+        appended
+    }
+
+    /// The checks [`append`](Self::append) makes of each record: a key in a compacted log, and
+    /// the timestamp bounds under CreateTime, against the log's time `now_ms`.
+    pub(crate) fn check_new_record(
+        &self,
+        timestamp: i64,
+        has_key: bool,
+        now_ms: i64,
+    ) -> Result<()> {
+        let config = &self.shared.config;
+        if config.cleanup_policy.compact && !has_key {
+            return Err(compacted_without_key());
+        }
+        if config.message_timestamp_type == TimestampType::CreateTime {
+            check_timestamp(config, timestamp, now_ms)?;
+        }
+        Ok(())
+    }
+
+    /// [`check_new_record`](Self::check_new_record) against the log's time now, for the
+    /// batching writer's `send`: the same verdict, from the coarse clock
+    /// ([`Clock::now_ms_coarse`]) unless the timestamp is within the coarse clock's lag of a
+    /// bound, where only the precise clock can tell.
+    pub(crate) fn check_record_at_send(&self, timestamp: i64, has_key: bool) -> Result<()> {
+        let config = &self.shared.config;
+        if config.cleanup_policy.compact && !has_key {
+            return Err(compacted_without_key());
+        }
+        // -1 (no timestamp) passes without a look at the clock, as it does in check_timestamp.
+        if config.message_timestamp_type != TimestampType::CreateTime || timestamp == -1 {
+            return Ok(());
+        }
+        let clock = &self.shared.clock;
+        if timestamp >= 0 {
+            // coarse <= now <= coarse + lag. Then timestamp - now <= timestamp - coarse, and
+            // now - timestamp <= coarse + lag - timestamp: both within their bound means the
+            // precise check would pass too.
+            let coarse = clock.now_ms_coarse();
+            let ahead = timestamp.saturating_sub(coarse);
+            let behind = coarse
+                .saturating_add(COARSE_CLOCK_LAG_MS)
+                .saturating_sub(timestamp);
+            if ahead <= config.message_timestamp_after_max_ms
+                && behind <= config.message_timestamp_before_max_ms
+            {
+                return Ok(());
+            }
+        }
+        check_timestamp(config, timestamp, clock.now_ms())
+    }
+
+    /// The codec batches built from records get: `compression.type`, with `producer` meaning
+    /// none (there is no producer codec to keep).
+    pub(crate) fn records_codec(&self) -> Compression {
+        match self.shared.config.compression_type {
+            CompressionType::Producer | CompressionType::Uncompressed => Compression::None,
+            CompressionType::Lz4 => Compression::Lz4,
+            CompressionType::Zstd => Compression::Zstd,
+        }
+    }
+
+    /// The clock the log reads time from (`LogConfig::clock`).
+    pub(crate) fn clock(&self) -> &Arc<dyn Clock> {
+        &self.shared.clock
+    }
+
+    /// Appends a batch that partlog's batching writer built from records it already checked
+    /// with [`check_new_record`](Self::check_new_record), with the log's codec: the rest of
+    /// [`append`](Self::append)'s path (size limit, offsets, roll, flush policy). The bytes stay
+    /// the caller's, so that it can reuse the buffer for its next batch.
+    ///
+    /// With the batch's [`TruncationEpoch`], for an `acks=all` wait on its offsets
+    /// ([`durable_since_append`](Self::durable_since_append)).
+    pub(crate) fn append_checked_batch(
+        &self,
+        batch: &mut [u8],
+    ) -> Result<(LogAppendInfo, TruncationEpoch)> {
+        self.check_writable()?;
+        self.append_built_in_epoch(batch, self.shared.clock.now_ms())
+    }
+
+    /// Whether appends would fail now: the log is closed, read-only or poisoned.
+    pub(crate) fn writable(&self) -> Result<()> {
+        self.check_writable()
+    }
+
+    /// Appends one batch a producer built, after Kafka's leader checks (ARCHITECTURE.md §4):
+    /// one whole batch, magic 2, a valid CRC, records count > 0 and equal to lastOffsetDelta + 1,
+    /// a base sequence when the producer id is set, none of the control, delete-horizon or
+    /// LogAppendTime bits, keys in a compacted log, the size limit, the timestamp bounds, and
+    /// the record framing (checked by decompressing every record).
+    ///
+    /// The batch's base offset and leader epoch are ignored: the log assigns the offsets, and
+    /// stores the epoch as -1 (no epoch), since it is no Kafka leader.
+    pub fn append_batch(&self, batch: &[u8]) -> Result<LogAppendInfo> {
+        self.check_writable()?;
+        let mut batch = self.validate_producer_batch(batch, true)?;
+        let appended = self.append_built(&mut batch, self.shared.clock.now_ms());
+        give_back_batch_buffer(batch);
+        appended
+    }
+
+    /// [`append_batch`](Self::append_batch) without the record-framing check: the records are
+    /// not decompressed, so a batch whose CRC is right but whose records are malformed is
+    /// stored as it is (readers will report it). Timestamp bounds are checked against the
+    /// batch's maxTimestamp only. Use it for batches from a trusted producer.
+    pub fn append_batch_trusted(&self, batch: &[u8]) -> Result<LogAppendInfo> {
+        self.check_writable()?;
+        let mut batch = self.validate_producer_batch(batch, false)?;
+        let appended = self.append_built(&mut batch, self.shared.clock.now_ms());
+        give_back_batch_buffer(batch);
+        appended
+    }
+
+    fn validate_producer_batch(&self, bytes: &[u8], check_records: bool) -> Result<Vec<u8>> {
+        let config = &self.shared.config;
+        let invalid = |why: &str| Error::InvalidArgument {
+            why: why.to_string(),
+        };
+        let view = BatchView::new(bytes).map_err(|what| Error::InvalidBatch { what })?;
+        let header = *view.header();
+        if bytes.len() as u64 > u64::from(config.max_message_bytes) {
+            return Err(Error::RecordTooLarge {
+                size: bytes.len() as u64,
+                max: u64::from(config.max_message_bytes),
+            });
+        }
+        if header.records_count <= 0 {
+            return Err(invalid("a produced batch must hold at least one record"));
+        }
+        if i64::from(header.last_offset_delta) + 1 != i64::from(header.records_count) {
+            return Err(invalid("lastOffsetDelta + 1 must equal the records count"));
+        }
+        if header.producer_id >= 0 && header.base_sequence < 0 {
+            return Err(invalid("an idempotent batch needs a base sequence"));
+        }
+        if header.is_control() {
+            return Err(invalid("producers may not write control batches"));
+        }
+        if header.delete_horizon_ms().is_some() {
+            return Err(invalid("producers may not set the delete-horizon bit"));
+        }
+        if header.timestamp_type() == TimestampType::LogAppendTime {
+            return Err(invalid("producers may not set the LogAppendTime bit"));
+        }
+        let now = self.shared.clock.now_ms();
+        let create_time = config.message_timestamp_type == TimestampType::CreateTime;
+        let codec = header.compression()?;
+        let target_codec = match config.compression_type {
+            CompressionType::Producer => codec,
+            CompressionType::Uncompressed => Compression::None,
+            CompressionType::Lz4 => Compression::Lz4,
+            CompressionType::Zstd => Compression::Zstd,
+        };
+        let recompress = target_codec != codec;
+        if check_records || recompress || config.cleanup_policy.compact {
+            let mut scratch = Vec::new();
+            let mut count = 0i64;
+            let mut rebuilt = recompress.then(|| {
+                BatchBuilder::new(target_codec)
+                    .producer(
+                        header.producer_id,
+                        header.producer_epoch,
+                        header.base_sequence,
+                    )
+                    .transactional(header.is_transactional())
+            });
+            for record in view.records(&mut scratch)? {
+                let record = record?;
+                count += 1;
+                if config.cleanup_policy.compact && record.key.is_none() {
+                    return Err(compacted_without_key());
+                }
+                if create_time {
+                    check_timestamp(config, record.timestamp, now)?;
+                }
+                if let Some(builder) = rebuilt.as_mut() {
+                    builder.push_record(&record);
+                }
+            }
+            if count != i64::from(header.records_count) {
+                return Err(Error::InvalidBatch {
+                    what: crate::error::Corruption::RecordCount {
+                        declared: header.records_count,
+                        found: count,
+                    },
+                });
+            }
+            if let Some(builder) = rebuilt {
+                let batch = builder.build()?;
+                if batch.len() as u64 > u64::from(config.max_message_bytes) {
+                    return Err(Error::RecordTooLarge {
+                        size: batch.len() as u64,
+                        max: u64::from(config.max_message_bytes),
+                    });
+                }
+                return Ok(batch);
+            }
+        } else if create_time {
+            check_timestamp(config, header.max_timestamp, now)?;
+        }
+        let mut copy = take_batch_buffer();
+        copy.extend_from_slice(bytes);
+        Ok(copy)
+    }
+
+    /// Assigns offsets to a validated batch and appends it under the writer lock.
+    ///
+    /// `now` is the log's time for this append (rolling by age, LogAppendTime), read by the
+    /// caller.
+    fn append_built(&self, batch: &mut [u8], now: i64) -> Result<LogAppendInfo> {
+        self.append_built_in_epoch(batch, now).map(|(info, _)| info)
+    }
+
+    /// [`append_built`](Self::append_built), with the truncation count read under the same
+    /// hold of the writer lock as the append: no truncation can come between the two.
+    fn append_built_in_epoch(
+        &self,
+        batch: &mut [u8],
+        now: i64,
+    ) -> Result<(LogAppendInfo, TruncationEpoch)> {
+        let shared = &self.shared;
+        let config = &shared.config;
+        if batch.len() as u64 > u64::from(config.max_message_bytes) {
+            return Err(Error::RecordTooLarge {
+                size: batch.len() as u64,
+                max: u64::from(config.max_message_bytes),
+            });
+        }
+        let log_append_time = (config.message_timestamp_type == TimestampType::LogAppendTime)
+            .then(|| set_log_append_time(batch, now).map(|()| now))
+            .transpose()?;
+        let mut writer = shared.writer.lock();
+        while writer.unsynced_sealed.len() >= MAX_UNSYNCED_SEALED {
+            // Back-pressure: rolls outran the flusher's fsyncs. Wait for one covering sync (it
+            // drains the whole backlog) rather than let sealed segments and their descriptors
+            // pile up.
+            let end = writer.log_end_offset;
+            drop(writer);
+            match shared.sync_through(end - 1) {
+                Ok(()) | Err(Error::Truncated { .. }) => {}
+                Err(error) => return Err(error),
+            }
+            writer = shared.writer.lock();
+        }
+        self.check_writable()?;
+        let base_offset = writer.log_end_offset;
+        set_base_offset(batch, base_offset)?;
+        set_partition_leader_epoch(batch, NO_PARTITION_LEADER_EPOCH)?;
+        let header = BatchHeader::parse(batch).map_err(|what| Error::InvalidBatch { what })?;
+        let last_offset = header.last_offset();
+        // Kafka's shouldRoll, then the append, under one hold of the segment's lock.
+        let appended =
+            match writer
+                .active
+                .append_unless_roll(batch, header.max_timestamp, last_offset, now)
+            {
+                Ok(Ok(info)) => Ok(info),
+                Ok(Err(_reason)) => {
+                    shared.roll(&mut writer, now)?;
+                    writer.active.append(batch)
+                }
+                Err(error) => Err(error),
+            };
+        if let Err(error) = appended {
+            if writer.active.append_is_broken() {
+                log::error!(
+                    "poisoning {}: a failed append could not be undone",
+                    shared.dir.display()
+                );
+                shared.commit.poison();
+            }
+            return Err(error);
+        }
+        writer.log_end_offset = last_offset + 1;
+        shared.log_end.advance(last_offset + 1);
+        let epoch = TruncationEpoch(shared.truncations.load(Ordering::Acquire));
+        let records = u32::try_from(header.records_count).unwrap_or(0);
+        // Only appends write these, under the writer mutex: a load and a store each, not the
+        // locked read-modify-write of fetch_add.
+        let counters = &shared.counters;
+        let bump = |counter: &crate::sync::atomic::AtomicU64, by: u64| {
+            counter.store(
+                counter.load(Ordering::Relaxed).wrapping_add(by),
+                Ordering::Relaxed,
+            );
+        };
+        bump(&counters.appends, 1);
+        bump(&counters.appended_bytes, batch.len() as u64);
+        bump(&counters.appended_records, u64::from(records));
+        let sync_now = match config.flush_policy {
+            FlushPolicy::EveryAppend => true,
+            FlushPolicy::EveryMessages(limit) => {
+                writer.messages_since_flush += u64::from(records);
+                writer.messages_since_flush >= limit.get()
+            }
+            FlushPolicy::EveryBytes(limit) => {
+                writer.bytes_since_flush += batch.len() as u64;
+                writer.bytes_since_flush >= limit.get()
+            }
+            FlushPolicy::Interval(_) | FlushPolicy::OsDecides => false,
+        };
+        if sync_now {
+            writer.messages_since_flush = 0;
+            writer.bytes_since_flush = 0;
+        }
+        drop(writer);
+        if sync_now {
+            shared.sync_through(last_offset)?;
+        }
+        let info = LogAppendInfo {
+            first_offset: base_offset,
+            last_offset,
+            records,
+            max_timestamp: log_append_time.unwrap_or(header.max_timestamp),
+            log_append_time,
+            bytes: batch.len(),
+        };
+        Ok((info, epoch))
+    }
+}
+
+/// The `partitionLeaderEpoch` of every batch the log appends: Kafka's `NO_PARTITION_LEADER_EPOCH`.
+/// A Kafka leader stamps its own epoch over whatever a producer sent; partlog leads no epoch, and
+/// an epoch it passed through could enter a broker's epoch cache at its next recovery (after a
+/// hand-off) as an election that never happened.
+const NO_PARTITION_LEADER_EPOCH: i32 = -1;
+
+/// How many sealed segments may wait for their fsync before an append waits for one: the
+/// flusher syncs them off the append path, but a writer that rolls faster than the disk syncs
+/// must not hold an unbounded number of them (and their descriptors) open.
+const MAX_UNSYNCED_SEALED: usize = 8;
+
+fn check_timestamp(config: &LogConfig, timestamp: i64, now_ms: i64) -> Result<()> {
+    // Kafka lets records without a timestamp (-1) through.
+    if timestamp == -1 {
+        return Ok(());
+    }
+    if timestamp < 0 {
+        return Err(Error::InvalidTimestamp {
+            timestamp,
+            why: "timestamps must be -1 (none) or non-negative".into(),
+        });
+    }
+    if now_ms.saturating_sub(timestamp) > config.message_timestamp_before_max_ms {
+        return Err(Error::InvalidTimestamp {
+            timestamp,
+            why: format!(
+                "it is more than message.timestamp.before.max.ms ({}) before the log's time {now_ms}",
+                config.message_timestamp_before_max_ms
+            ),
+        });
+    }
+    if timestamp.saturating_sub(now_ms) > config.message_timestamp_after_max_ms {
+        return Err(Error::InvalidTimestamp {
+            timestamp,
+            why: format!(
+                "it is more than message.timestamp.after.max.ms ({}) after the log's time {now_ms}",
+                config.message_timestamp_after_max_ms
+            ),
+        });
+    }
+    Ok(())
+}
+
+fn compacted_without_key() -> Error {
+    Error::InvalidArgument {
+        why: "a compacted log cannot accept a record without a key".into(),
+    }
+}
+
+thread_local! {
+    /// The buffer this thread's last append built its batch in, kept for its next append.
+    static BATCH_BUFFER: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// The largest batch buffer a thread keeps between appends: Kafka's default
+/// `max.message.bytes` (1 MiB and 12 bytes) and a little room, so that batches up to the
+/// default limit reuse it too, while a larger one (a raised limit) does not pin its memory in
+/// every thread that made one.
+const KEPT_BATCH_BUFFER_BYTES: usize = (1 << 20) + (64 << 10);
+
+/// This thread's batch buffer (empty, with the capacity its last append left).
+fn take_batch_buffer() -> Vec<u8> {
+    let mut buffer = BATCH_BUFFER.take();
+    buffer.clear();
+    buffer
+}
+
+/// Keeps `buffer` for this thread's next append, if it is not too large.
+fn give_back_batch_buffer(buffer: Vec<u8>) {
+    if buffer.capacity() <= KEPT_BATCH_BUFFER_BYTES {
+        BATCH_BUFFER.set(buffer);
+    }
+}

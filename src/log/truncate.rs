@@ -1,0 +1,261 @@
+//! Removing data: [`Log::truncate_to`], the durable move of the log start offset in
+//! [`Log::delete_records_before`], and the reaping of `.deleted` files once no reader pins
+//! their segment ([`PendingDelete`]), which retention and compaction share.
+//!
+//! A truncation runs under the writer mutex throughout, in the order that keeps a crash
+//! part-way a prefix of the old log (ARCHITECTURE.md §3, invariant 15).
+
+use crate::sync::atomic::Ordering;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::segment::{DELETED_SUFFIX, Segment, rename_segment_files};
+
+use super::snapshot::{SegmentHandle, SegmentList};
+use super::{Log, Shared, Writer};
+
+impl Log {
+    /// Removes every record at or above `offset` and makes that durable before returning
+    /// (ARCHITECTURE.md §3, invariant 15). A batch that straddles `offset` goes whole, so the new
+    /// log end offset may be a little below `offset`; it is returned. Readers positioned above it
+    /// get [`Error::Truncated`].
+    ///
+    /// In a compacted log the new end is the offset after the last batch kept, since the files
+    /// are all that record the end: an `offset` in a gap that compaction left, or at a batch that
+    /// follows one, ends the log after the last batch kept below it (the segment's base offset
+    /// if it keeps none), so the new end may be well below `offset`, and the log start offset
+    /// comes down to it if it was higher (nothing below the old start comes back: every batch
+    /// kept ends at or below the new end).
+    ///
+    /// Compaction has already removed the records that a later record of their key superseded.
+    /// Truncating below such a later record removes the key's latest value without bringing the
+    /// older ones back: the key then reads as its last record below `offset` that compaction
+    /// kept, or not at all. Kafka avoids this by cleaning only below
+    /// the high watermark and truncating only above it; do the same by truncating only above
+    /// what [`compact`](Self::compact) has cleaned.
+    pub fn truncate_to(&self, offset: i64) -> Result<i64> {
+        self.check_writable()?;
+        if offset < 0 {
+            return Err(Error::InvalidArgument {
+                why: format!("cannot truncate to negative offset {offset}"),
+            });
+        }
+        let shared = &self.shared;
+        let mut writer = shared.writer.lock();
+        if offset >= writer.log_end_offset {
+            return Ok(writer.log_end_offset);
+        }
+        let result = shared.truncate_locked(&mut writer, offset);
+        if result.is_err() {
+            // A half-done truncation leaves files the in-memory state no longer describes.
+            shared.commit.poison();
+        }
+        result
+    }
+
+    /// Moves the log start offset up to `offset`, durably: reads below it fail from then on,
+    /// and the new start is in an fsynced checkpoint before this returns. Whole segments below
+    /// it are deleted by retention. Fails if `offset` is above the log end offset.
+    pub fn delete_records_before(&self, offset: i64) -> Result<()> {
+        self.check_writable()?;
+        let shared = &self.shared;
+        let mut writer = shared.writer.lock();
+        let end = writer.log_end_offset;
+        let start = shared.log_start.load(Ordering::Acquire);
+        if offset > end {
+            return Err(Error::OffsetOutOfRange {
+                requested: offset,
+                start,
+                end,
+            });
+        }
+        if offset <= start {
+            return Ok(());
+        }
+        let recovery_point = writer.recovery_point;
+        shared.write_checkpoint_durably(&mut writer, recovery_point, offset)?;
+        shared.log_start.store(offset, Ordering::Release);
+        Ok(())
+    }
+}
+
+impl Shared {
+    fn truncate_locked(&self, writer: &mut Writer, offset: i64) -> Result<i64> {
+        self.truncations.fetch_add(1, Ordering::AcqRel);
+        let list = self.snapshot.load();
+        let handles = list.handles();
+        let mut keep = handles.partition_point(|h| h.base_offset() < offset);
+        if keep == 0 && handles.first().is_some_and(|h| h.base_offset() == offset) {
+            // Truncating to the first segment's base empties that segment and keeps it.
+            keep = 1;
+        }
+        let holder = match keep {
+            0 => None,
+            _ => Some(self.snapshot.pin(&handles[keep - 1])?.ok_or_else(|| {
+                Error::InvalidArgument {
+                    why: "the segment list changed during a truncation".into(),
+                }
+            })?),
+        };
+        // A batch that straddles `offset` goes whole: the real new end may lie below it.
+        let new_end = match &holder {
+            Some(segment) => segment.truncation_point(offset)?,
+            None => offset,
+        };
+
+        // Offsets from the new end on will be reused: compaction's persisted first dirty
+        // offset must not cover them, even after a crash from here on.
+        self.lower_cleaner_checkpoint(new_end)?;
+        // 1. The checkpoint first: recovery must never trust bytes above the new end.
+        let recovery_point = writer.recovery_point.min(new_end);
+        let log_start = self.log_start.load(Ordering::Acquire).min(new_end);
+        if let Some(checkpoint) = writer.checkpoint.as_mut() {
+            checkpoint.write(recovery_point, log_start, None, true)?;
+        }
+        writer.recovery_point = recovery_point;
+        self.log_start.store(log_start, Ordering::Release);
+
+        let (kept, removed) = match &holder {
+            None => {
+                // Everything lies above `offset`: start over with an empty segment there (no
+                // existing segment has that base, so no file name collides).
+                let segment = Arc::new(Segment::create(
+                    &self.storage,
+                    &self.dir,
+                    offset,
+                    self.config.segment_config(0),
+                    self.clock.now_ms(),
+                )?);
+                writer.dir_dirty = true;
+                self.snapshot.note_opened();
+                (vec![SegmentHandle::opened(segment)], handles.to_vec())
+            }
+            Some(_) => (handles[..keep].to_vec(), handles[keep..].to_vec()),
+        };
+        // 2. Later segments leave the snapshot and are renamed `.deleted`, the last one first,
+        //    and the directory is synced, all before the segment holding the new end is cut.
+        //    A crash part-way then leaves a prefix of the old log: with the renames durable in
+        //    order, the segments that remain are contiguous. Cutting the holder first could
+        //    leave it ending below the next segment's base, a gap that recovery of a compacted
+        //    log must accept (compaction makes gaps), so the later segments would come back.
+        let active_handle = Arc::clone(kept.last().ok_or_else(|| Error::InvalidArgument {
+            why: "a truncation left no segment".into(),
+        })?);
+        // The segments the handles had open, taken under the snapshot lock: no reader can pin
+        // another instance from now on.
+        let open_removed = self.snapshot.swap(SegmentList::new(kept), &removed);
+        for (handle, segment) in removed.iter().zip(open_removed).rev() {
+            let paths = rename_segment_files(
+                &*self.storage,
+                &self.dir,
+                handle.base_offset(),
+                DELETED_SUFFIX,
+            )?;
+            writer
+                .pending_deletes
+                .push(PendingDelete { paths, segment });
+        }
+        self.storage.sync_dir(&self.dir)?;
+        writer.dir_dirty = false;
+        // 3. Truncate the segment that holds the new end, and sync it.
+        if let Some(segment) = &holder {
+            segment.truncate_to(new_end, self.clock.now_ms())?;
+            if segment.is_sealed() {
+                segment.unseal()?;
+            }
+            segment.flush()?;
+        }
+
+        let active = self
+            .snapshot
+            .pin(&active_handle)?
+            .ok_or_else(|| Error::InvalidArgument {
+                why: "the new active segment left the log".into(),
+            })?;
+        writer
+            .unsynced_sealed
+            .retain(|s| s.base_offset() < active.base_offset());
+        let new_end = active.next_offset();
+        writer.active = active;
+        writer.log_end_offset = new_end;
+        self.commit.truncate(new_end);
+        self.log_end.set(new_end);
+        self.truncated_to.fetch_min(new_end, Ordering::AcqRel);
+        // Futures waiting for durability of a removed offset must look again; the durable
+        // watermark only wakes them by itself if it moves down.
+        self.commit.durable_watermark().wake_all();
+        self.reap_deleted(writer, false);
+        Ok(new_end)
+    }
+
+    /// Removes `.deleted` files whose segment no reader pins any more (all of them when
+    /// `force`, at close: a reader's descriptor outlives the unlink anyway).
+    pub(super) fn reap_deleted(&self, writer: &mut Writer, force: bool) {
+        let ready = take_unpinned(&mut writer.pending_deletes, force);
+        let failed = self.remove_pending(ready);
+        writer.pending_deletes.extend(failed);
+    }
+
+    /// [`reap_deleted`](Self::reap_deleted) without `force`, unlinking outside the writer lock:
+    /// unlinking a large file can take a while, and appends must not wait for it.
+    pub(super) fn reap_unpinned(&self) {
+        let _reaping = self.reaping.lock();
+        let ready = take_unpinned(&mut self.writer.lock().pending_deletes, false);
+        if ready.is_empty() {
+            return;
+        }
+        let failed = self.remove_pending(ready);
+        if !failed.is_empty() {
+            self.writer.lock().pending_deletes.extend(failed);
+        }
+    }
+
+    /// Removes the files of `pending`; returns what could not be removed, to retry later.
+    fn remove_pending(&self, mut pending: Vec<PendingDelete>) -> Vec<PendingDelete> {
+        pending.retain_mut(|pending| {
+            pending
+                .paths
+                .retain(|path| match self.storage.remove(path) {
+                    Ok(()) => false,
+                    Err(error) if error.io_kind() == Some(std::io::ErrorKind::NotFound) => false,
+                    Err(error) => {
+                        log::warn!("could not remove {}: {error}", path.display());
+                        true
+                    }
+                });
+            !pending.paths.is_empty()
+        });
+        pending
+    }
+}
+
+#[derive(Debug)]
+pub(super) struct PendingDelete {
+    pub(super) paths: Vec<PathBuf>,
+    pub(super) segment: Option<Arc<Segment>>,
+}
+
+/// Takes out of `pending_deletes` the ones whose segment no reader pins (every one when
+/// `force`), dropping the log's own reference to each segment.
+pub(super) fn take_unpinned(
+    pending_deletes: &mut Vec<PendingDelete>,
+    force: bool,
+) -> Vec<PendingDelete> {
+    let mut ready = Vec::new();
+    let mut index = 0;
+    while let Some(pending) = pending_deletes.get(index) {
+        let pinned = pending
+            .segment
+            .as_ref()
+            .is_some_and(|s| Arc::strong_count(s) > 1);
+        if pinned && !force {
+            index += 1;
+            continue;
+        }
+        let mut pending = pending_deletes.swap_remove(index);
+        pending.segment = None;
+        ready.push(pending);
+    }
+    ready
+}
