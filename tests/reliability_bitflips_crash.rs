@@ -103,8 +103,10 @@ fn build_crashed_log() -> (Files, i64) {
             break;
         }
         waited += 1;
+        // A condition, not a timing: only a flusher that never gets there reaches the limit,
+        // however loaded the machine (5 s once ran out in CI beside other test binaries).
         assert!(
-            waited < 5_000,
+            waited < 120_000,
             "the flusher never recorded the recovery point"
         );
         std::thread::sleep(std::time::Duration::from_millis(1));
