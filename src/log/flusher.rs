@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
+use crate::segment::Segment;
 
 use super::checkpoint::DurableWriteError;
 use super::observer;
@@ -44,7 +45,7 @@ impl Shared {
     /// segment was created, then the active `.log` (data only: indexes are derived).
     fn sync_published(&self) -> Result<i64> {
         let durable_before = self.commit.durable_offset();
-        let (target, sealed, dir_dirty, active) = {
+        let (target, sealed, dir_dirty, active, truncations) = {
             let mut writer = self.writer.lock();
             (
                 writer.log_end_offset,
@@ -53,6 +54,7 @@ impl Shared {
                 writer.unsynced_sealed.clone(),
                 std::mem::take(&mut writer.dir_dirty),
                 Arc::clone(&writer.active),
+                self.truncations.load(Ordering::Acquire),
             )
         };
         let started = Instant::now();
@@ -79,11 +81,8 @@ impl Shared {
                 result: result.as_ref().map(|_| ()),
             },
         );
-        if result.is_ok() && !sealed.is_empty() {
-            self.writer
-                .lock()
-                .unsynced_sealed
-                .retain(|segment| !sealed.iter().any(|synced| Arc::ptr_eq(synced, segment)));
+        if result.is_ok() {
+            self.forget_synced_sealed(&sealed, truncations);
         }
         result.map(|()| target)
     }
@@ -201,17 +200,37 @@ impl Shared {
     /// its `.log` is synced (a group commit may have synced it while it was active); its index
     /// entries, which recovery trusts below a recovery point, may not be.
     fn sync_sealed_segments(&self) -> Result<()> {
-        let sealed = self.writer.lock().unsynced_sealed.clone();
+        let (sealed, truncations) = {
+            let writer = self.writer.lock();
+            (
+                writer.unsynced_sealed.clone(),
+                self.truncations.load(Ordering::Acquire),
+            )
+        };
         for segment in &sealed {
             if let Err(error) = segment.flush_sealed() {
                 return Err(self.poison_after_failed_sync("syncing a sealed segment", error));
             }
         }
-        self.writer
-            .lock()
-            .unsynced_sealed
-            .retain(|segment| !sealed.iter().any(|synced| Arc::ptr_eq(synced, segment)));
+        self.forget_synced_sealed(&sealed, truncations);
         Ok(())
+    }
+
+    /// Takes the sealed segments a sync just completed off the unsynced list, unless a
+    /// truncation came since the list was read (`truncations`): it may have made one of them
+    /// active again, appended to it, and a roll sealed it again, unsynced, under the same
+    /// `Arc`. They then stay listed, and the next sync syncs them again.
+    fn forget_synced_sealed(&self, synced: &[Arc<Segment>], truncations: u64) {
+        if synced.is_empty() {
+            return;
+        }
+        let mut writer = self.writer.lock();
+        if self.truncations.load(Ordering::Acquire) != truncations {
+            return;
+        }
+        writer
+            .unsynced_sealed
+            .retain(|segment| !synced.iter().any(|done| Arc::ptr_eq(done, segment)));
     }
 
     /// Writes a checkpoint slot with `recovery_point` and `log_start` and syncs it. A failed
