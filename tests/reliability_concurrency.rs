@@ -400,6 +400,79 @@ mod writer_lock_race {
             );
         }
     }
+
+    /// A group-commit sync that a truncation overtakes must not take a sealed segment off the
+    /// unsynced list when the truncation made that segment active again, appends refilled it and
+    /// a roll sealed it anew (the same segment, unsynced): the next sync would skip it, the
+    /// durable offset would pass its refilled batch, and a crash would take acknowledged
+    /// records (found by tests/crash_matrix_concurrent.rs, seed 11129: offsets missing between a
+    /// segment and the next). The flusher's sync of the sealed segment is held at its index
+    /// fsync, after its `.log` fsync, while the test truncates, refills and rolls.
+    #[test]
+    fn a_segment_resealed_during_its_sync_is_synced_again() {
+        let dir = Path::new("/race/resealed-0");
+        let sim = SimStorage::new(13);
+        let gate = Arc::new(Gate::default());
+        let storage: Arc<dyn Storage> = Arc::new(GatedStorage {
+            inner: sim.clone(),
+            gate: Arc::clone(&gate),
+        });
+        let config = |storage: Arc<dyn Storage>| {
+            LogConfig::builder_for_tests()
+                .segment_bytes(1024)
+                .flush_policy(FlushPolicy::OsDecides)
+                .recovery_point_ms(3_600_000)
+                .recovery_point_bytes(u64::MAX)
+                .recovery_mode(RecoveryMode::Fail)
+                .storage(storage)
+                .clock(Arc::new(ManualClock::new(T0)))
+                .build()
+                .unwrap()
+        };
+        let value = |name: &str| format!("{name}-{}", "v".repeat(400));
+        let log = Log::open(dir, config(Arc::clone(&storage))).unwrap();
+        // Two records fill segment 0; its `.log` is synced while it is active.
+        log.append(&[record("a", &value("a"))]).unwrap();
+        log.append(&[record("b", &value("b"))]).unwrap();
+        log.wait_durable(1).unwrap();
+        // The third rolls: the flusher syncs sealed segment 0 and is held at its index.
+        gate.arm("00000000000000000000.index");
+        let info = log.append(&[record("c", &value("c"))]).unwrap();
+        assert_eq!(info.first_offset, 2);
+        gate.wait_until_holding();
+        assert_eq!(list_segment_bases(&*storage, dir).unwrap(), vec![0, 2]);
+        // Truncate into segment 0 (active again), refill it and roll it again.
+        assert_eq!(log.truncate_to(1).unwrap(), 1);
+        log.append(&[record("b2", &value("b2"))]).unwrap();
+        let info = log.append(&[record("c2", &value("c2"))]).unwrap();
+        assert_eq!(info.first_offset, 2);
+        assert_eq!(list_segment_bases(&*storage, dir).unwrap(), vec![0, 2]);
+        gate.open();
+        log.wait_durable(2).unwrap();
+        sim.crash_with(&CrashConfig::lose_unsynced());
+        drop(log);
+
+        let log = Log::open(dir, config(Arc::new(sim.clone()))).unwrap();
+        // Each value as the record's name, or the whole value if it is not one of this test's.
+        let names: Vec<(i64, String)> = log
+            .records(0, ReadBound::LogEnd)
+            .map(|record| {
+                let record = record.unwrap();
+                let value = String::from_utf8_lossy(&record.value.unwrap_or_default()).into_owned();
+                let name = value.split_once('-').map_or(value.clone(), |(name, rest)| {
+                    if rest == "v".repeat(400) {
+                        name.to_string()
+                    } else {
+                        value.clone()
+                    }
+                });
+                (record.offset, name)
+            })
+            .collect();
+        let expected: Vec<(i64, String)> =
+            vec![(0, "a".into()), (1, "b2".into()), (2, "c2".into())];
+        assert_eq!(names, expected, "records acknowledged durable were lost");
+    }
 }
 
 /// `SendHandle` docs: under `acks=all`, a truncation that removed the record fails its handle.
