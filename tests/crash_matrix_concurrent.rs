@@ -936,7 +936,9 @@ fn run_case(case: &Case, crash_at: Option<(FaultOp, u64)>) -> Result<SimStats, F
         sim.inject(FaultRule::crash(op, nth).crash_config(image));
     }
     let config = case.config(&sim, &clock);
-    let history = match Log::open(DIR, config.clone()) {
+    // The threads' log dies with the machine: nothing it does after the crash reaches the disk.
+    let fenced = Arc::new(Fenced::new(Arc::new(sim.clone()), sim.clone()));
+    let history = match Log::open(DIR, case.config_on(fenced, &clock)) {
         Ok(log) => {
             let log = Arc::new(log);
             let history = run_threads(case, &log, &sim, &clock)?;
@@ -1263,6 +1265,8 @@ enum On {
     SyncAll,
     /// Before a `sync_data` through a handle opened at the path.
     SyncData,
+    /// After a `rename` to the path returned.
+    Renamed,
 }
 
 type Action = Box<dyn FnOnce() + Send>;
@@ -1409,7 +1413,9 @@ impl Storage for Hooked {
         self.inner.sync_dir(dir)
     }
     fn rename(&self, from: &Path, to: &Path) -> partlog::Result<()> {
-        self.inner.rename(from, to)
+        self.inner.rename(from, to)?;
+        self.at(On::Renamed, to);
+        Ok(())
     }
     fn remove(&self, path: &Path) -> partlog::Result<()> {
         self.inner.remove(path)
@@ -2324,4 +2330,218 @@ fn a_truncation_during_a_compaction_passs_recovery_point_sync_cleans_nothing_and
         .unwrap();
     assert_eq!(records.len(), 1);
     assert_eq!(Rec::from_log(records[0].clone()), record(0, "a"));
+}
+
+/// The finding of PARTLOG_CRASH_MATRIX_CONCURRENT_SEED=8172 (CRASH_AT=Sync:40): after a crash
+/// inside a compaction pass's swap, the reopened log started at 21, the cleaned segment 0 gone.
+/// Another thread's file sync crashed the machine just after the pass renamed `0.log.cleaned` to
+/// `.swap` and before its directory fsync; the crash image undid that rename. The dead process
+/// then went on, since the simulator kills handles but not path operations: its directory fsync
+/// succeeded on the post-crash image, it renamed the old segment 0 `.deleted`, and its rename of
+/// the `.swap` failed with NotFound. The next open reaped `0.log.deleted` and the `.cleaned`
+/// copy. No machine runs code after it crashed: the matrix runs the log on [`Fenced`] storage,
+/// which fails every operation from the crash on. Here the crash comes just after that rename.
+#[test]
+fn nothing_the_log_does_after_a_crash_reaches_the_recovered_image() {
+    let case = Case {
+        seed: 8172,
+        compacted: true,
+        flush: 0,
+        segment_bytes: 1024,
+        retention_bytes: -1,
+        appends: 0,
+        bursts: 0,
+        cuts: 0,
+        passes: 0,
+    };
+    let clock = Arc::new(ManualClock::new(T0));
+    let sim = SimStorage::new(case.seed).with_clock(clock.clone());
+    let hooked = Arc::new(Hooked {
+        inner: sim.clone(),
+        hook: Arc::new(parking_lot::Mutex::new(None)),
+    });
+    let fenced = Fenced::new(hooked.clone(), sim.clone());
+    let log = Log::open(DIR, case.config_on(Arc::new(fenced), &clock)).unwrap();
+    let mut rng = Rng::new(case.seed, 1);
+    let mut latest: BTreeMap<Vec<u8>, (i64, Rec)> = BTreeMap::new();
+    for n in 0..60 {
+        let rec = Rec::make(Who::Appender, n, &mut rng, false);
+        let offset = log.append(&[rec.new_record()]).unwrap().first_offset;
+        latest.insert(rec.key.clone(), (offset, rec));
+    }
+    log.wait_durable(log.log_end_offset() - 1).unwrap();
+    assert!(log_files(&sim).len() >= 3);
+    let crashed = sim.clone();
+    hooked.arm(
+        On::Renamed,
+        "00000000000000000000.log.swap".into(),
+        Box::new(move || {
+            crashed.crash_with(&CrashConfig::lose_unsynced());
+        }),
+    );
+    assert!(log.compact().is_err(), "the pass crashed");
+    assert!(hooked.hook.lock().is_none(), "the swap never began");
+    assert_eq!(sim.stats().crashes, 1);
+    drop(log);
+    let config = case.config(&sim, &clock);
+    let reopened = Log::open(DIR, config.clone()).unwrap();
+    assert_eq!(reopened.log_start_offset(), 0, "the log start moved");
+    let records: BTreeMap<i64, Rec> = reopened
+        .records(0, ReadBound::LogEnd)
+        .map(|r| r.map(|r| (r.offset, Rec::from_log(r))))
+        .collect::<partlog::Result<_>>()
+        .unwrap();
+    for (offset, rec) in latest.values() {
+        assert_eq!(
+            records.get(offset),
+            Some(rec),
+            "the latest value of a key, at {offset}, is lost"
+        );
+    }
+    reopened.close().unwrap();
+    let report = verify_dir(DIR, &config).unwrap();
+    assert!(
+        report.findings.iter().all(|f| f.severity == Severity::Note),
+        "{:?}",
+        report.findings
+    );
+}
+
+/// A [`SimStorage`] as one process sees it: once the machine crashed, every operation fails, as
+/// none runs on a real machine after it went down. The simulator kills only handles; without
+/// this, a thread of the dead log could still rename and remove files by path in the post-crash
+/// image that the next open recovers (the finding of seed 8172). Every operation runs under one
+/// lock with its check, so none slips in between a crash and the check after it: the simulator
+/// serializes its operations anyway, and none of them blocks.
+#[derive(Debug)]
+struct Fenced {
+    inner: Arc<dyn Storage>,
+    /// The machine whose crash ends this process.
+    sim: SimStorage,
+    /// Held across each operation and its check; shared with the files opened.
+    gate: Arc<parking_lot::Mutex<()>>,
+}
+
+/// A file of a [`Fenced`] storage.
+#[derive(Debug)]
+struct FencedFile {
+    inner: Arc<dyn StorageFile>,
+    sim: SimStorage,
+    gate: Arc<parking_lot::Mutex<()>>,
+}
+
+/// Runs `op` unless the machine of `sim` has crashed.
+fn fenced<T>(
+    sim: &SimStorage,
+    gate: &parking_lot::Mutex<()>,
+    path: &Path,
+    op: impl FnOnce() -> partlog::Result<T>,
+) -> partlog::Result<T> {
+    let _gate = gate.lock();
+    if sim.stats().crashes > 0 {
+        return Err(Error::Io {
+            path: path.to_path_buf(),
+            source: std::io::Error::other("the machine crashed: this process is gone"),
+        });
+    }
+    op()
+}
+
+impl Fenced {
+    fn new(inner: Arc<dyn Storage>, sim: SimStorage) -> Fenced {
+        Fenced {
+            inner,
+            sim,
+            gate: Arc::new(parking_lot::Mutex::new(())),
+        }
+    }
+
+    fn run<T>(&self, path: &Path, op: impl FnOnce() -> partlog::Result<T>) -> partlog::Result<T> {
+        fenced(&self.sim, &self.gate, path, op)
+    }
+}
+
+impl FencedFile {
+    fn run<T>(&self, op: impl FnOnce() -> partlog::Result<T>) -> partlog::Result<T> {
+        fenced(&self.sim, &self.gate, self.inner.path(), op)
+    }
+}
+
+impl StorageFile for FencedFile {
+    fn path(&self) -> &Path {
+        self.inner.path()
+    }
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> partlog::Result<usize> {
+        self.run(|| self.inner.read_at(buf, offset))
+    }
+    fn write_all_at(&self, buf: &[u8], offset: u64) -> partlog::Result<()> {
+        self.run(|| self.inner.write_all_at(buf, offset))
+    }
+    fn len(&self) -> partlog::Result<u64> {
+        self.run(|| self.inner.len())
+    }
+    fn file_id(&self) -> partlog::Result<Option<partlog::unstable::FileId>> {
+        self.run(|| self.inner.file_id())
+    }
+    fn set_len(&self, len: u64) -> partlog::Result<()> {
+        self.run(|| self.inner.set_len(len))
+    }
+    fn sync_data(&self) -> partlog::Result<()> {
+        self.run(|| self.inner.sync_data())
+    }
+    fn sync_all(&self) -> partlog::Result<()> {
+        self.run(|| self.inner.sync_all())
+    }
+    fn map_read(&self) -> partlog::Result<Option<partlog::unstable::ReadMapping>> {
+        self.run(|| self.inner.map_read())
+    }
+    fn advise(
+        &self,
+        offset: u64,
+        len: u64,
+        advice: partlog::unstable::Advice,
+    ) -> partlog::Result<()> {
+        self.run(|| self.inner.advise(offset, len, advice))
+    }
+}
+
+impl Storage for Fenced {
+    fn open(&self, path: &Path, mode: OpenMode) -> partlog::Result<Arc<dyn StorageFile>> {
+        let inner = self.run(path, || self.inner.open(path, mode))?;
+        Ok(Arc::new(FencedFile {
+            inner,
+            sim: self.sim.clone(),
+            gate: Arc::clone(&self.gate),
+        }))
+    }
+    fn create_dir_all(&self, path: &Path) -> partlog::Result<()> {
+        self.run(path, || self.inner.create_dir_all(path))
+    }
+    fn sync_dir(&self, dir: &Path) -> partlog::Result<()> {
+        self.run(dir, || self.inner.sync_dir(dir))
+    }
+    fn rename(&self, from: &Path, to: &Path) -> partlog::Result<()> {
+        self.run(from, || self.inner.rename(from, to))
+    }
+    fn remove(&self, path: &Path) -> partlog::Result<()> {
+        self.run(path, || self.inner.remove(path))
+    }
+    fn list(&self, dir: &Path) -> partlog::Result<Vec<String>> {
+        self.run(dir, || self.inner.list(dir))
+    }
+    fn metadata(&self, path: &Path) -> partlog::Result<Metadata> {
+        self.run(path, || self.inner.metadata(path))
+    }
+    fn lock(&self, path: &Path, mode: LockMode) -> partlog::Result<FileLock> {
+        self.run(path, || self.inner.lock(path, mode))
+    }
+    fn canonical_path(&self, path: &Path) -> partlog::Result<CanonicalPath> {
+        self.run(path, || self.inner.canonical_path(path))
+    }
+    fn set_mtime(&self, path: &Path, mtime_ms: i64) -> partlog::Result<()> {
+        self.run(path, || self.inner.set_mtime(path, mtime_ms))
+    }
+    fn lock_foreign_ofd(&self, path: &Path) -> partlog::Result<FileLock> {
+        self.run(path, || self.inner.lock_foreign_ofd(path))
+    }
 }
