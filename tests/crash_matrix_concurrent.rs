@@ -1277,7 +1277,7 @@ type HookSlot = Arc<parking_lot::Mutex<Option<(On, String, Action)>>>;
 /// A [`SimStorage`] that runs one action at the first operation of a kind on a path ending
 /// with a suffix.
 struct Hooked {
-    inner: SimStorage,
+    inner: Arc<dyn Storage>,
     hook: HookSlot,
 }
 
@@ -1729,8 +1729,9 @@ fn run_scripted(
         let image = CrashConfig::random().seed(nth.rotate_left(17) ^ op as u64);
         sim.inject(FaultRule::crash(op, nth).crash_config(image));
     }
+    // Fenced inside: the hook's actions run outside the fence's gate, which they take again.
     let hooked = Arc::new(Hooked {
-        inner: sim.clone(),
+        inner: Arc::new(Fenced::new(Arc::new(sim.clone()), sim.clone())),
         hook: Arc::new(parking_lot::Mutex::new(None)),
     });
     let config = case.config_on(hooked.clone(), &clock);
@@ -1790,6 +1791,8 @@ fn run_scripted(
     sim.clear_faults();
     let stats = sim.stats();
     let history = History::merge(vec![journal]);
+    // The next process's storage: the fenced one died with the machine.
+    let config = case.config(&sim, &clock);
     check_recovered(&case, &config, &history).map_err(|failure| {
         format!(
             "crash {crash_at:?}: {failure}\nop log (sequence numbers start..end):\n{}",
@@ -2047,7 +2050,7 @@ fn a_truncation_between_a_compaction_passs_read_and_its_re_read_is_no_corruption
         let clock = Arc::new(ManualClock::new(T0));
         let sim = SimStorage::new(case.seed).with_clock(clock.clone());
         let hooked = Arc::new(Hooked {
-            inner: sim.clone(),
+            inner: Arc::new(sim.clone()),
             hook: Arc::new(parking_lot::Mutex::new(None)),
         });
         let config = case.config_on(hooked.clone(), &clock);
@@ -2144,7 +2147,7 @@ fn a_compaction_pass_records_a_recovery_point_only_over_synced_indexes() {
         let clock = Arc::new(ManualClock::new(T0));
         let sim = SimStorage::new(case.seed).with_clock(clock.clone());
         let hooked = Arc::new(Hooked {
-            inner: sim.clone(),
+            inner: Arc::new(sim.clone()),
             hook: Arc::new(parking_lot::Mutex::new(None)),
         });
         let config = case.config_on(hooked.clone(), &clock);
@@ -2246,7 +2249,7 @@ fn a_truncation_during_a_compaction_passs_recovery_point_sync_cleans_nothing_and
     let clock = Arc::new(ManualClock::new(T0));
     let sim = SimStorage::new(case.seed).with_clock(clock.clone());
     let hooked = Arc::new(Hooked {
-        inner: sim.clone(),
+        inner: Arc::new(sim.clone()),
         hook: Arc::new(parking_lot::Mutex::new(None)),
     });
     let config = case.config_on(hooked.clone(), &clock);
@@ -2357,11 +2360,10 @@ fn nothing_the_log_does_after_a_crash_reaches_the_recovered_image() {
     let clock = Arc::new(ManualClock::new(T0));
     let sim = SimStorage::new(case.seed).with_clock(clock.clone());
     let hooked = Arc::new(Hooked {
-        inner: sim.clone(),
+        inner: Arc::new(Fenced::new(Arc::new(sim.clone()), sim.clone())),
         hook: Arc::new(parking_lot::Mutex::new(None)),
     });
-    let fenced = Fenced::new(hooked.clone(), sim.clone());
-    let log = Log::open(DIR, case.config_on(Arc::new(fenced), &clock)).unwrap();
+    let log = Log::open(DIR, case.config_on(hooked.clone(), &clock)).unwrap();
     let mut rng = Rng::new(case.seed, 1);
     let mut latest: BTreeMap<Vec<u8>, (i64, Rec)> = BTreeMap::new();
     for n in 0..60 {
