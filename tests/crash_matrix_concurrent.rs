@@ -21,8 +21,9 @@
 //! ends with a crash too, after every thread is done. The threads' log runs on [`Fenced`]
 //! storage, which fails every operation from the crash on: the simulator kills only handles,
 //! and a dead log that went on renaming and removing files by path would change the image the
-//! next open recovers, which no crashed machine does (the finding of seed 8172). After each crash `verify_dir` must find no corruption,
-//! the log must open under `RecoveryMode::Fail`, and:
+//! next open recovers, which no crashed machine does (the finding of seed 8172). After each
+//! crash `verify_dir` must find no corruption, the log must open under `RecoveryMode::Fail`,
+//! and:
 //! - every acknowledged record (its `wait_durable` or its `acks=all` handle returned `Ok`, or its
 //!   append did under `FlushPolicy::EveryAppend`) is at its offset with its bytes;
 //! - every record the durable reader saw is at the offset it saw it at, with the same bytes;
