@@ -289,7 +289,15 @@ impl Log {
             // pile up.
             let end = writer.log_end_offset;
             drop(writer);
-            match shared.sync_through(end - 1) {
+            // Everything published may be durable already while segments stay listed (a
+            // truncation during their sync keeps them there): a group commit would then have
+            // nothing to do, so sync the sealed segments alone, or this would spin.
+            let synced = if shared.commit.durable_offset() >= end {
+                shared.sync_sealed_segments()
+            } else {
+                shared.sync_through(end - 1)
+            };
+            match synced {
                 Ok(()) | Err(Error::Truncated { .. }) => {}
                 Err(error) => return Err(error),
             }

@@ -199,7 +199,7 @@ impl Shared {
     /// them off the list. A durable offset at or above a sealed segment's end says only that
     /// its `.log` is synced (a group commit may have synced it while it was active); its index
     /// entries, which recovery trusts below a recovery point, may not be.
-    fn sync_sealed_segments(&self) -> Result<()> {
+    pub(super) fn sync_sealed_segments(&self) -> Result<()> {
         let (sealed, truncations) = {
             let writer = self.writer.lock();
             (
