@@ -136,6 +136,59 @@ pub enum Error {
         /// The configured `max.block.ms`.
         max_block_ms: u64,
     },
+
+    /// An idempotent or transactional batch does not continue its producer's sequence: its
+    /// `baseSequence` is not the last one plus 1 (wrapping after `i32::MAX` to 0), or a new epoch
+    /// does not start at 0 (Kafka's `OutOfOrderSequenceException`, code 45). A retry of a batch
+    /// older than the producer's last 5 lands here too.
+    #[error("out of order sequence for producer {producer_id}: expected {expected}, found {found}")]
+    OutOfOrderSequence {
+        /// The producer id of the batch.
+        producer_id: i64,
+        /// The sequence the log expected (0 for a new epoch); -1 when the producer has no
+        /// sequence yet (its last write was a marker).
+        expected: i32,
+        /// The batch's `baseSequence`.
+        found: i32,
+    },
+
+    /// A batch or marker carries a producer epoch below the one the log knows for its producer:
+    /// a fenced (zombie) producer (Kafka's `InvalidProducerEpochException`, code 47).
+    #[error("producer {producer_id} has epoch {current}; epoch {found} is fenced")]
+    InvalidProducerEpoch {
+        /// The producer id of the batch.
+        producer_id: i64,
+        /// The epoch the log holds for the producer.
+        current: i16,
+        /// The epoch of the batch.
+        found: i16,
+    },
+
+    /// A batch does not fit its producer's transaction state: non-transactional data while the
+    /// producer has an open transaction, or transactional data that no registered transaction
+    /// covers (Kafka's `InvalidTxnStateException`, code 48).
+    #[error("invalid transaction state for producer {producer_id}: {reason}")]
+    InvalidTxnState {
+        /// The producer id of the batch.
+        producer_id: i64,
+        /// Which rule the batch broke.
+        reason: String,
+    },
+
+    /// A transaction marker carries a coordinator epoch below the one the log holds for its
+    /// producer: it comes from a zombie transaction coordinator (Kafka's
+    /// `TransactionCoordinatorFencedException`, code 52).
+    #[error(
+        "transaction marker for producer {producer_id} has coordinator epoch {found}, below the current {current}"
+    )]
+    TransactionCoordinatorFenced {
+        /// The producer id of the marker.
+        producer_id: i64,
+        /// The coordinator epoch the log holds for the producer.
+        current: i32,
+        /// The coordinator epoch of the marker.
+        found: i32,
+    },
 }
 
 /// What is wrong with a corrupt batch, record or index entry.
@@ -298,6 +351,70 @@ impl Error {
                 buffer_memory: *buffer_memory,
                 max_block_ms: *max_block_ms,
             },
+            Error::OutOfOrderSequence {
+                producer_id,
+                expected,
+                found,
+            } => Error::OutOfOrderSequence {
+                producer_id: *producer_id,
+                expected: *expected,
+                found: *found,
+            },
+            Error::InvalidProducerEpoch {
+                producer_id,
+                current,
+                found,
+            } => Error::InvalidProducerEpoch {
+                producer_id: *producer_id,
+                current: *current,
+                found: *found,
+            },
+            Error::InvalidTxnState {
+                producer_id,
+                reason,
+            } => Error::InvalidTxnState {
+                producer_id: *producer_id,
+                reason: reason.clone(),
+            },
+            Error::TransactionCoordinatorFenced {
+                producer_id,
+                current,
+                found,
+            } => Error::TransactionCoordinatorFenced {
+                producer_id: *producer_id,
+                current: *current,
+                found: *found,
+            },
+        }
+    }
+
+    /// The code of Kafka's `Errors` enum that a broker answers for this failure, so that tests
+    /// and callers bridging to Kafka's protocol can speak Kafka's codes. `None` where Kafka has
+    /// no matching code (a lock held by another user of the directory, a closed handle, a
+    /// precondition of partlog's API, the batching writer's full memory).
+    ///
+    /// A batch whose bytes fail a check is `CORRUPT_MESSAGE` (2), as Kafka answers a batch that
+    /// fails its CRC or size checks; a poisoned log is `KAFKA_STORAGE_ERROR` (56), as a broker
+    /// answers for a log directory that failed.
+    pub fn kafka_code(&self) -> Option<i16> {
+        match self {
+            Error::OffsetOutOfRange { .. } => Some(1),
+            Error::Corrupt { .. } | Error::InvalidBatch { .. } => Some(2),
+            Error::RecordTooLarge { .. } => Some(10),
+            Error::InvalidTimestamp { .. } => Some(32),
+            Error::InvalidConfig { .. } => Some(40),
+            Error::OutOfOrderSequence { .. } => Some(45),
+            Error::InvalidProducerEpoch { .. } => Some(47),
+            Error::InvalidTxnState { .. } => Some(48),
+            Error::TransactionCoordinatorFenced { .. } => Some(52),
+            Error::Io { .. } | Error::Poisoned => Some(56),
+            Error::UnsupportedCompression { .. } => Some(76),
+            Error::Locked { .. }
+            | Error::Truncated { .. }
+            | Error::Closed
+            | Error::Unsupported { .. }
+            | Error::InvalidArgument { .. }
+            | Error::BufferExhausted { .. } => None,
         }
     }
 
@@ -307,5 +424,127 @@ impl Error {
             Error::Io { source, .. } => Some(source.kind()),
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn io_error() -> Error {
+        Error::io("/x", std::io::Error::other("disk"))
+    }
+
+    #[test]
+    fn kafka_code_matches_kafkas_errors_enum() {
+        let cases: Vec<(Error, Option<i16>)> = vec![
+            (
+                Error::OffsetOutOfRange {
+                    requested: 5,
+                    start: 0,
+                    end: 3,
+                },
+                Some(1),
+            ),
+            (
+                Error::Corrupt {
+                    file: "/x".into(),
+                    position: 0,
+                    what: Corruption::BadVarint,
+                },
+                Some(2),
+            ),
+            (
+                Error::InvalidBatch {
+                    what: Corruption::BadVarint,
+                },
+                Some(2),
+            ),
+            (Error::RecordTooLarge { size: 2, max: 1 }, Some(10)),
+            (
+                Error::InvalidTimestamp {
+                    timestamp: 0,
+                    why: "old".into(),
+                },
+                Some(32),
+            ),
+            (
+                Error::InvalidConfig {
+                    setting: "segment.bytes",
+                    why: "small".into(),
+                },
+                Some(40),
+            ),
+            (
+                Error::OutOfOrderSequence {
+                    producer_id: 1,
+                    expected: 2,
+                    found: 5,
+                },
+                Some(45),
+            ),
+            (
+                Error::InvalidProducerEpoch {
+                    producer_id: 1,
+                    current: 1,
+                    found: 0,
+                },
+                Some(47),
+            ),
+            (
+                Error::InvalidTxnState {
+                    producer_id: 1,
+                    reason: "open transaction".into(),
+                },
+                Some(48),
+            ),
+            (
+                Error::TransactionCoordinatorFenced {
+                    producer_id: 1,
+                    current: 2,
+                    found: 1,
+                },
+                Some(52),
+            ),
+            (io_error(), Some(56)),
+            (Error::Poisoned, Some(56)),
+            (Error::UnsupportedCompression { codec: 2 }, Some(76)),
+            (Error::Locked { path: "/x".into() }, None),
+            (Error::Truncated { at: 3 }, None),
+            (Error::Closed, None),
+            (Error::Unsupported { what: "x".into() }, None),
+            (Error::InvalidArgument { why: "x".into() }, None),
+            (
+                Error::BufferExhausted {
+                    buffer_memory: 1,
+                    max_block_ms: 1,
+                },
+                None,
+            ),
+        ];
+        for (error, code) in cases {
+            assert_eq!(error.kafka_code(), code, "{error}");
+            // A copy delivered to another waiter keeps the code.
+            assert_eq!(error.duplicate().kafka_code(), code, "{error}");
+        }
+    }
+
+    #[test]
+    fn producer_state_errors_name_the_producer() {
+        let error = Error::OutOfOrderSequence {
+            producer_id: 7,
+            expected: 3,
+            found: 9,
+        };
+        assert_eq!(
+            error.to_string(),
+            "out of order sequence for producer 7: expected 3, found 9"
+        );
+        let error = Error::TransactionCoordinatorFenced {
+            producer_id: 7,
+            current: 2,
+            found: 1,
+        };
+        assert!(error.to_string().contains("coordinator epoch 1"), "{error}");
     }
 }

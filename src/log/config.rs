@@ -261,6 +261,33 @@ pub struct LogConfig {
     /// Range: at most 1 s. Default: 1 ms.
     pub group_commit_max_gather: Duration,
 
+    /// `producer.id.expiration.ms` (broker: `producer.id.expiration.ms`, Kafka's
+    /// `TransactionLogConfig`): how long the log keeps an idle producer's state (its epoch and
+    /// its last 5 batches, for duplicate detection) after the producer's last write, measured on
+    /// the log's [`clock`](Self::clock) against the timestamp of that write. A producer with an
+    /// open transaction never expires. Once expired, the producer's next batch is accepted with
+    /// any sequence, as for a new producer.
+    ///
+    /// Range: at least 1. Default: 86400000 (1 day).
+    pub producer_id_expiration_ms: i64,
+
+    /// `producer.id.expiration.check.interval.ms` (broker:
+    /// `producer.id.expiration.check.interval.ms`): how often the maintenance thread drops the
+    /// producers idle for [`producer_id_expiration_ms`](Self::producer_id_expiration_ms).
+    ///
+    /// Range: at least 1. Default: 600000 (10 minutes).
+    pub producer_id_expiration_check_interval_ms: i64,
+
+    /// `transaction.partition.verification.enable` (broker:
+    /// `transaction.partition.verification.enable`, KIP-890): whether a transactional batch that
+    /// opens a transaction must have been registered by the transaction coordinator first
+    /// (`Log::register_transaction`, the in-process form of Kafka's partition verification).
+    /// With it, a late write from a fenced or aborted producer fails with
+    /// [`Error::InvalidTxnState`] instead of opening a transaction that no marker will close.
+    /// Kafka's broker default is `true`; a bare `Log` has no coordinator to register
+    /// transactions, so partlog's default is `false`. Default: false.
+    pub transaction_partition_verification_enable: bool,
+
     /// partlog's own setting: the file system the log lives on. Tests pass a simulator
     /// (`SimStorage`, feature `sim`) to crash the log at chosen points. Default: `OsStorage`.
     pub storage: Arc<dyn Storage>,
@@ -313,6 +340,9 @@ impl Default for LogConfig {
             allow_live_writer: false,
             poll_interval: Duration::from_millis(100),
             group_commit_max_gather: Duration::from_millis(1),
+            producer_id_expiration_ms: 24 * 60 * 60 * 1000,
+            producer_id_expiration_check_interval_ms: 10 * 60 * 1000,
+            transaction_partition_verification_enable: false,
             storage: Arc::new(OsStorage::new()),
             clock: Arc::new(SystemClock),
             observer: None,
@@ -501,6 +531,16 @@ impl LogConfig {
                 ),
             ));
         }
+        at_least(
+            "producer.id.expiration.ms",
+            self.producer_id_expiration_ms,
+            1,
+        )?;
+        at_least(
+            "producer.id.expiration.check.interval.ms",
+            self.producer_id_expiration_check_interval_ms,
+            1,
+        )?;
 
         // Rules between settings come last, so that a bad value on its own is reported as such.
         if self.max_message_bytes > self.segment_bytes {
@@ -693,6 +733,14 @@ impl LogConfigBuilder {
         poll_interval: Duration;
         /// Sets [`LogConfig::group_commit_max_gather`] (partlog's `group.commit.max.gather`).
         group_commit_max_gather: Duration;
+        /// Sets [`LogConfig::producer_id_expiration_ms`] (`producer.id.expiration.ms`).
+        producer_id_expiration_ms: i64;
+        /// Sets [`LogConfig::producer_id_expiration_check_interval_ms`]
+        /// (`producer.id.expiration.check.interval.ms`).
+        producer_id_expiration_check_interval_ms: i64;
+        /// Sets [`LogConfig::transaction_partition_verification_enable`]
+        /// (`transaction.partition.verification.enable`).
+        transaction_partition_verification_enable: bool;
         /// Sets [`LogConfig::storage`].
         storage: Arc<dyn Storage>;
         /// Sets [`LogConfig::clock`].
@@ -722,6 +770,10 @@ impl LogConfigBuilder {
         message_timestamp_before_max_duration => message_timestamp_before_max_ms;
         /// Sets [`LogConfig::message_timestamp_after_max_ms`] from a `Duration`.
         message_timestamp_after_max_duration => message_timestamp_after_max_ms;
+        /// Sets [`LogConfig::producer_id_expiration_ms`] from a `Duration`.
+        producer_id_expiration_duration => producer_id_expiration_ms;
+        /// Sets [`LogConfig::producer_id_expiration_check_interval_ms`] from a `Duration`.
+        producer_id_expiration_check_interval_duration => producer_id_expiration_check_interval_ms;
     }
 
     /// Sets [`LogConfig::observer`].
@@ -1574,6 +1626,40 @@ mod tests {
         accepts(LogConfig::builder().position_cache_bytes(0));
         accepts(LogConfig::builder().position_cache_bytes(1 << 30));
         assert_eq!(LogConfig::default().position_cache_bytes, 2 << 20);
+    }
+
+    #[test]
+    fn producer_state_settings_defaults_setters_and_ranges() {
+        let config = LogConfig::default();
+        assert_eq!(config.producer_id_expiration_ms, 86_400_000);
+        assert_eq!(config.producer_id_expiration_check_interval_ms, 600_000);
+        assert!(!config.transaction_partition_verification_enable);
+
+        let config = accepts(
+            LogConfig::builder()
+                .producer_id_expiration_ms(1)
+                .producer_id_expiration_check_interval_ms(1)
+                .transaction_partition_verification_enable(true),
+        );
+        assert_eq!(config.producer_id_expiration_ms, 1);
+        assert_eq!(config.producer_id_expiration_check_interval_ms, 1);
+        assert!(config.transaction_partition_verification_enable);
+        let config = accepts(
+            LogConfig::builder()
+                .producer_id_expiration_duration(Duration::from_secs(2))
+                .producer_id_expiration_check_interval_duration(Duration::from_millis(3)),
+        );
+        assert_eq!(config.producer_id_expiration_ms, 2000);
+        assert_eq!(config.producer_id_expiration_check_interval_ms, 3);
+
+        rejects(
+            LogConfig::builder().producer_id_expiration_ms(0),
+            "producer.id.expiration.ms",
+        );
+        rejects(
+            LogConfig::builder().producer_id_expiration_check_interval_ms(0),
+            "producer.id.expiration.check.interval.ms",
+        );
     }
 
     #[test]

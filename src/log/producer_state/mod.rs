@@ -1,0 +1,489 @@
+//! The per-partition producer state: idempotent dedupe, transactions and the last stable offset
+//! (Kafka's `ProducerStateManager`; the rules are FORMAT.md's and issue 14's).
+//!
+//! [`ProducerStateManager`] holds, per producer id, a [`ProducerStateEntry`] (epoch, the last 5
+//! batches, coordinator epoch, last timestamp, open transaction), the open transactions by first
+//! offset, the ended ones whose marker is not yet below the high watermark, and the map end
+//! offset (the offset after the last batch it has seen). It does no I/O: the log feeds it
+//! [`BatchSummary`] values and writes the `.snapshot` and `.txnindex` files itself. It lives
+//! under the writer mutex, as Kafka's lives under the log lock.
+//!
+//! # How the log drives it
+//!
+//! - **Append** (after offsets are assigned, before the segment write), for a batch with
+//!   `producer_id >= 0` only, so that other batches cost one branch:
+//!   [`analyze`](ProducerStateManager::analyze) with [`AppendOrigin::Client`] (or
+//!   [`AppendOrigin::Coordinator`] for a marker) returns either
+//!   [`ProducerAppendCheck::Duplicate`] (write nothing, answer the original offsets) or
+//!   [`ProducerAppendCheck::Append`] holding a validated [`ProducerAppendInfo`]. Once the segment
+//!   write succeeded, [`commit`](ProducerStateManager::commit) applies it and returns the ended
+//!   transactions with their `lastStableOffset`: each aborted one is the `AbortedTxn` to append
+//!   to the `.txnindex` of the segment holding the marker. A failed write drops the info and
+//!   leaves the state as it was.
+//! - **Recovery replay and rebuild**: [`replay`](ProducerStateManager::replay) (origin
+//!   REPLICATION: no sequence checks) for every batch with a producer id, in log order; its
+//!   result rebuilds the `.txnindex` the same way.
+//! - **Snapshots**: [`entries`](ProducerStateManager::entries) is the sorted view a snapshot
+//!   writes (one 46-byte entry per producer from [`ProducerStateEntry`]'s `last_*` getters);
+//!   write it at [`map_end_offset`](ProducerStateManager::map_end_offset) when
+//!   [`needs_snapshot`](ProducerStateManager::needs_snapshot), then call
+//!   [`snapshot_written`](ProducerStateManager::snapshot_written).
+//!   [`load_entries`](ProducerStateManager::load_entries) loads a snapshot (entries built with
+//!   [`ProducerStateEntry::from_snapshot`]), dropping expired producers; with no valid snapshot,
+//!   load no entries at the log start offset. Kafka's `truncateAndReload(start, end)` is: delete
+//!   the snapshots above `end` or at or below `start`; if
+//!   [`needs_reload(end)`](ProducerStateManager::needs_reload), load the newest remaining one
+//!   and replay from its offset to `end`; otherwise
+//!   [`truncate_head(start)`](ProducerStateManager::truncate_head).
+//! - **Log start moves** (retention, `delete_records_before`):
+//!   [`truncate_head`](ProducerStateManager::truncate_head). **Everything goes**:
+//!   [`truncate_fully`](ProducerStateManager::truncate_fully).
+//! - **Reads**: [`lso`](ProducerStateManager::lso) with the high watermark (the log end offset
+//!   of a bare `Log`) and the log start; [`on_high_watermark_updated`](ProducerStateManager::on_high_watermark_updated)
+//!   whenever the high watermark moves.
+//! - **Maintenance**: [`remove_expired_producers`](ProducerStateManager::remove_expired_producers)
+//!   every `producer.id.expiration.check.interval.ms`, on the log's clock.
+//! - **KIP-890**: [`register_transaction`](ProducerStateManager::register_transaction) before a
+//!   transaction's first write, when `transaction.partition.verification.enable` is on.
+//!
+//! Until `Log` uses it, this module is reached from its tests alone, hence the `dead_code`
+//! allowance below; the integration of issue 14 removes it.
+#![allow(
+    dead_code,
+    reason = "the Log integration of issue 14 (append, markers, recovery) is the user; until it lands only tests call in"
+)]
+
+mod append_info;
+mod entry;
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeMap, HashMap};
+
+use crate::error::Result;
+
+use super::config::LogConfig;
+
+pub(crate) use append_info::{
+    AppendOrigin, BatchKind, BatchSummary, CompletedTxn, ProducerAppendInfo,
+};
+pub(crate) use entry::ProducerStateEntry;
+
+/// The settings the producer state reads from a [`LogConfig`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ProducerStateConfig {
+    /// `producer.id.expiration.ms`.
+    pub(crate) producer_id_expiration_ms: i64,
+    /// `transaction.partition.verification.enable`.
+    pub(crate) transaction_verification_enabled: bool,
+}
+
+impl ProducerStateConfig {
+    /// The producer-state settings of `config`.
+    pub(crate) fn from_log_config(config: &LogConfig) -> Self {
+        ProducerStateConfig {
+            producer_id_expiration_ms: config.producer_id_expiration_ms,
+            transaction_verification_enabled: config.transaction_partition_verification_enable,
+        }
+    }
+}
+
+/// The outcome of [`ProducerStateManager::analyze`].
+#[derive(Debug, Clone)]
+pub(crate) enum ProducerAppendCheck {
+    /// The batch re-sends one of its producer's last 5: write nothing, and answer with the
+    /// offsets the original got.
+    Duplicate {
+        /// The original batch's first offset.
+        first_offset: i64,
+        /// The original batch's last offset.
+        last_offset: i64,
+    },
+    /// The batch is valid; apply the info with [`ProducerStateManager::commit`] once written.
+    Append(ProducerAppendInfo),
+}
+
+/// An ended transaction and the `lastStableOffset` its `.txnindex` entry records: the first
+/// offset of the earliest *other* open transaction when the marker was written, or the marker's
+/// offset + 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FinishedTxn {
+    /// The transaction.
+    pub(crate) txn: CompletedTxn,
+    /// The `lastStableOffset` of its `.txnindex` entry.
+    pub(crate) last_stable_offset: i64,
+}
+
+/// A transaction registered by the coordinator (KIP-890's verification state, reduced to what
+/// an in-process coordinator needs: the epoch of the transaction and when it was registered).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct VerificationStateEntry {
+    epoch: i16,
+    timestamp: i64,
+}
+
+/// The producer state of one partition. See the module docs for how the log drives it.
+#[derive(Debug, Clone)]
+pub(crate) struct ProducerStateManager {
+    config: ProducerStateConfig,
+    producers: HashMap<i64, ProducerStateEntry>,
+    verification_states: HashMap<i64, VerificationStateEntry>,
+    /// Open transactions, keyed by (first offset, producer id). The producer id is in the key
+    /// so that two entries of a damaged snapshot claiming one first offset cannot hide each
+    /// other.
+    ongoing_txns: BTreeMap<(i64, i64), ()>,
+    /// Ended transactions whose marker is not yet below the high watermark, keyed as
+    /// `ongoing_txns`, valued by the marker's offset.
+    unreplicated_txns: BTreeMap<(i64, i64), i64>,
+    /// The offset after the last batch seen: Kafka's `lastMapOffset`.
+    last_map_offset: i64,
+    /// The map end offset of the last snapshot written or loaded: Kafka's `lastSnapOffset`.
+    last_snap_offset: i64,
+}
+
+impl ProducerStateManager {
+    /// An empty state whose map starts at `log_start_offset`.
+    pub(crate) fn new(config: ProducerStateConfig, log_start_offset: i64) -> Self {
+        ProducerStateManager {
+            config,
+            producers: HashMap::new(),
+            verification_states: HashMap::new(),
+            ongoing_txns: BTreeMap::new(),
+            unreplicated_txns: BTreeMap::new(),
+            last_map_offset: log_start_offset,
+            last_snap_offset: log_start_offset,
+        }
+    }
+
+    /// The settings in use.
+    pub(crate) fn config(&self) -> ProducerStateConfig {
+        self.config
+    }
+
+    /// The entry of `producer_id`, if the log has state for it.
+    pub(crate) fn last_entry(&self, producer_id: i64) -> Option<&ProducerStateEntry> {
+        self.producers.get(&producer_id)
+    }
+
+    /// How many producers the log has state for.
+    pub(crate) fn producer_count(&self) -> usize {
+        self.producers.len()
+    }
+
+    /// Every producer's entry, by ascending producer id: the order partlog writes a snapshot
+    /// in (Kafka writes `HashMap` order and reads any).
+    pub(crate) fn entries(&self) -> Vec<(i64, &ProducerStateEntry)> {
+        let mut entries: Vec<_> = self.producers.iter().map(|(&pid, e)| (pid, e)).collect();
+        entries.sort_unstable_by_key(|&(pid, _)| pid);
+        entries
+    }
+
+    /// A fresh append for `producer_id` on top of its entry (Kafka's `prepareUpdate`).
+    pub(crate) fn prepare_update(
+        &self,
+        producer_id: i64,
+        origin: AppendOrigin,
+    ) -> ProducerAppendInfo {
+        let empty;
+        let current = match self.producers.get(&producer_id) {
+            Some(entry) => entry,
+            None => {
+                empty = ProducerStateEntry::empty();
+                &empty
+            }
+        };
+        ProducerAppendInfo::new(
+            producer_id,
+            current,
+            origin,
+            self.config.transaction_verification_enabled,
+            self.verification_states
+                .get(&producer_id)
+                .map(|state| state.epoch),
+        )
+    }
+
+    /// Validates one batch with a producer id, whose offsets are assigned, against the state.
+    /// A producer's re-send of one of its last 5 batches (origin CLIENT) is a duplicate;
+    /// anything else is checked in the order of issue 14's validation table and yields the
+    /// changes to [`commit`](Self::commit) after the write.
+    pub(crate) fn analyze(
+        &self,
+        batch: &BatchSummary,
+        origin: AppendOrigin,
+    ) -> Result<ProducerAppendCheck> {
+        if origin == AppendOrigin::Client && batch.kind == BatchKind::Data {
+            let duplicate = self.producers.get(&batch.producer_id).and_then(|entry| {
+                entry.find_duplicate_batch(
+                    batch.producer_epoch,
+                    batch.base_sequence,
+                    batch.last_sequence,
+                )
+            });
+            if let Some(original) = duplicate {
+                return Ok(ProducerAppendCheck::Duplicate {
+                    first_offset: original.first_offset(),
+                    last_offset: original.last_offset,
+                });
+            }
+        }
+        let mut info = self.prepare_update(batch.producer_id, origin);
+        info.append(batch)?;
+        Ok(ProducerAppendCheck::Append(info))
+    }
+
+    /// Applies a validated append once its batches are written, and moves the map end to
+    /// `next_offset` (the offset after the append). Returns the transactions the append ended,
+    /// in order, each with the `lastStableOffset` of its `.txnindex` entry.
+    pub(crate) fn commit(
+        &mut self,
+        info: ProducerAppendInfo,
+        next_offset: i64,
+    ) -> Vec<FinishedTxn> {
+        let completed = self.update(info);
+        let finished = completed
+            .into_iter()
+            .map(|txn| {
+                let last_stable_offset = self.last_stable_offset(&txn);
+                self.complete_txn(txn);
+                FinishedTxn {
+                    txn,
+                    last_stable_offset,
+                }
+            })
+            .collect();
+        self.update_map_end_offset(next_offset);
+        finished
+    }
+
+    /// Replays one batch from the log with REPLICATION rules (recovery, rebuild after a
+    /// truncation): [`analyze`](Self::analyze) then [`commit`](Self::commit) up to the batch's
+    /// end. An error (data of a producer outside its open transaction) leaves the state as it
+    /// was.
+    pub(crate) fn replay(&mut self, batch: &BatchSummary) -> Result<Vec<FinishedTxn>> {
+        let mut info = self.prepare_update(batch.producer_id, AppendOrigin::Replication);
+        info.append(batch)?;
+        Ok(self.commit(info, batch.last_offset + 1))
+    }
+
+    /// Applies the entry changes and opened transactions of `info` (Kafka's `update`), and
+    /// returns the transactions it ended, which the caller passes to
+    /// [`complete_txn`](Self::complete_txn) after taking their
+    /// [`last_stable_offset`](Self::last_stable_offset).
+    pub(crate) fn update(&mut self, info: ProducerAppendInfo) -> Vec<CompletedTxn> {
+        let producer_id = info.producer_id();
+        let (updated, started, completed, used_registration) = info.into_parts();
+        match self.producers.get_mut(&producer_id) {
+            Some(entry) => entry.update(updated),
+            None => {
+                self.producers.insert(producer_id, updated);
+            }
+        }
+        for first_offset in started {
+            self.ongoing_txns.insert((first_offset, producer_id), ());
+        }
+        // A registration opens one transaction: the first write or the marker uses it up.
+        if used_registration {
+            self.verification_states.remove(&producer_id);
+        }
+        completed
+    }
+
+    /// The `lastStableOffset` of the `.txnindex` entry for `txn`: the first offset of the
+    /// earliest open transaction of another producer, or the marker's offset + 1.
+    pub(crate) fn last_stable_offset(&self, txn: &CompletedTxn) -> i64 {
+        self.ongoing_txns
+            .keys()
+            .find(|&&(_, producer_id)| producer_id != txn.producer_id)
+            .map_or(txn.last_offset + 1, |&(first_offset, _)| first_offset)
+    }
+
+    /// Moves `txn` from the open transactions to the unreplicated ones, until the high
+    /// watermark passes its marker.
+    pub(crate) fn complete_txn(&mut self, txn: CompletedTxn) {
+        let key = (txn.first_offset, txn.producer_id);
+        if self.ongoing_txns.remove(&key).is_none() {
+            // Kafka throws here. The producer's entry said the transaction was open, so only a
+            // damaged snapshot gets here; keeping the transaction unstable until the high
+            // watermark passes its marker is the safe side.
+            log::warn!(
+                "producer {} ended transaction at {} that was not open",
+                txn.producer_id,
+                txn.first_offset
+            );
+        }
+        self.unreplicated_txns.insert(key, txn.last_offset);
+    }
+
+    /// Moves the map end offset (Kafka's `updateMapEndOffset`).
+    pub(crate) fn update_map_end_offset(&mut self, offset: i64) {
+        self.last_map_offset = offset;
+    }
+
+    /// The offset after the last batch the state has seen.
+    pub(crate) fn map_end_offset(&self) -> i64 {
+        self.last_map_offset
+    }
+
+    /// The first offset of the earliest open transaction.
+    pub(crate) fn first_undecided_offset(&self) -> Option<i64> {
+        self.ongoing_txns
+            .keys()
+            .next()
+            .map(|&(first_offset, _)| first_offset)
+    }
+
+    /// The lowest first offset among open transactions and ended ones whose marker is not yet
+    /// below the high watermark.
+    pub(crate) fn first_unstable_offset(&self) -> Option<i64> {
+        let unreplicated = self
+            .unreplicated_txns
+            .keys()
+            .next()
+            .map(|&(first, _)| first);
+        match (self.first_undecided_offset(), unreplicated) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The last stable offset: `min(first unstable offset, high watermark)`, never below the
+    /// log start offset. A `read_committed` read stops there.
+    pub(crate) fn lso(&self, high_watermark: i64, log_start_offset: i64) -> i64 {
+        let bound = match self.first_unstable_offset() {
+            Some(first_unstable) => first_unstable.min(high_watermark),
+            None => high_watermark,
+        };
+        bound.max(log_start_offset)
+    }
+
+    /// Forgets the ended transactions whose marker is below `high_watermark`: they no longer
+    /// hold the LSO back.
+    pub(crate) fn on_high_watermark_updated(&mut self, high_watermark: i64) {
+        self.unreplicated_txns
+            .retain(|_, &mut marker| marker >= high_watermark);
+    }
+
+    /// Whether a producer idle since `entry.last_timestamp` has expired at `now_ms`. A producer
+    /// with an open transaction never expires: its marker is still to come.
+    fn is_expired(&self, now_ms: i64, entry: &ProducerStateEntry) -> bool {
+        entry.current_txn_first_offset.is_none()
+            && now_ms.saturating_sub(entry.last_timestamp) >= self.config.producer_id_expiration_ms
+    }
+
+    /// Drops the producers idle for `producer.id.expiration.ms` at `now_ms` (their next batch
+    /// is accepted with any sequence), and registrations as old.
+    pub(crate) fn remove_expired_producers(&mut self, now_ms: i64) {
+        let expiration_ms = self.config.producer_id_expiration_ms;
+        let mut producers = std::mem::take(&mut self.producers);
+        producers.retain(|_, entry| !self.is_expired(now_ms, entry));
+        self.producers = producers;
+        self.verification_states
+            .retain(|_, state| now_ms.saturating_sub(state.timestamp) < expiration_ms);
+    }
+
+    /// Records that the coordinator added this partition to `producer_id`'s transaction at
+    /// `epoch` (KIP-890's verification, in process): with
+    /// `transaction.partition.verification.enable`, the transaction's first batch must carry
+    /// this epoch. The registration is used up by the producer's next transactional batch or
+    /// marker, and expires as producers do.
+    pub(crate) fn register_transaction(&mut self, producer_id: i64, epoch: i16, now_ms: i64) {
+        let state = self
+            .verification_states
+            .entry(producer_id)
+            .or_insert(VerificationStateEntry {
+                epoch,
+                timestamp: now_ms,
+            });
+        // A newer epoch replaces an older registration; a stale one changes nothing.
+        if epoch > state.epoch {
+            *state = VerificationStateEntry {
+                epoch,
+                timestamp: now_ms,
+            };
+        }
+    }
+
+    /// The log start moved to `log_start_offset` (retention, `delete_records_before`). A
+    /// producer whose remembered data lies wholly below it is dropped, so that its next batch
+    /// is accepted with any sequence (KIP-360); a producer with an open transaction is kept,
+    /// and so is one with no data of its current epoch (its last write was a marker), whose
+    /// epoch still fences zombies until it expires. Ended transactions with a marker below the
+    /// start are forgotten.
+    pub(crate) fn truncate_head(&mut self, log_start_offset: i64) {
+        self.producers.retain(|_, entry| {
+            entry.current_txn_first_offset.is_some()
+                || entry.is_empty()
+                || entry.last_data_offset() >= log_start_offset
+        });
+        self.unreplicated_txns
+            .retain(|_, &mut marker| marker >= log_start_offset);
+        self.last_map_offset = self.last_map_offset.max(log_start_offset);
+    }
+
+    /// Forgets everything and starts the map at `offset` (Kafka's `truncateFullyAndStartAt`).
+    /// The caller deletes the snapshot files.
+    pub(crate) fn truncate_fully(&mut self, offset: i64) {
+        self.producers.clear();
+        self.ongoing_txns.clear();
+        self.unreplicated_txns.clear();
+        self.last_map_offset = offset;
+        self.last_snap_offset = 0;
+    }
+
+    /// Whether a log ending at `log_end_offset` needs the state reloaded from a snapshot and
+    /// replayed, because the map does not end there.
+    pub(crate) fn needs_reload(&self, log_end_offset: i64) -> bool {
+        log_end_offset != self.last_map_offset
+    }
+
+    /// Replaces the state with the entries of the snapshot at `snapshot_offset` (or, with no
+    /// valid snapshot, with nothing at the log start offset). Producers expired at `now_ms` are
+    /// dropped; an entry with an open transaction reopens it. The ended transactions are
+    /// forgotten: the snapshot lies at or below the high watermark.
+    pub(crate) fn load_entries(
+        &mut self,
+        entries: impl IntoIterator<Item = (i64, ProducerStateEntry)>,
+        snapshot_offset: i64,
+        now_ms: i64,
+    ) {
+        self.producers.clear();
+        self.ongoing_txns.clear();
+        self.unreplicated_txns.clear();
+        for (producer_id, entry) in entries {
+            if self.is_expired(now_ms, &entry) {
+                continue;
+            }
+            let open_txn = entry.current_txn_first_offset;
+            if let Some(replaced) = self.producers.insert(producer_id, entry) {
+                // A damaged snapshot listed the producer twice: the later entry wins, and the
+                // earlier one's transaction must not stay open without its producer.
+                if let Some(first_offset) = replaced.current_txn_first_offset {
+                    self.ongoing_txns.remove(&(first_offset, producer_id));
+                }
+            }
+            if let Some(first_offset) = open_txn {
+                self.ongoing_txns.insert((first_offset, producer_id), ());
+            }
+        }
+        self.last_map_offset = snapshot_offset;
+        self.last_snap_offset = snapshot_offset;
+    }
+
+    /// Whether the map moved past the last snapshot, so that a snapshot at
+    /// [`map_end_offset`](Self::map_end_offset) is worth writing (one at the same offset as the
+    /// last is not written again).
+    pub(crate) fn needs_snapshot(&self) -> bool {
+        self.last_map_offset > self.last_snap_offset
+    }
+
+    /// Records that a snapshot at `offset` was written.
+    pub(crate) fn snapshot_written(&mut self, offset: i64) {
+        self.last_snap_offset = offset;
+    }
+
+    /// The offset of the last snapshot written or loaded.
+    pub(crate) fn last_snapshot_offset(&self) -> i64 {
+        self.last_snap_offset
+    }
+}
