@@ -23,6 +23,7 @@ mod group_commit;
 pub(crate) mod kafka_dir;
 mod live;
 mod observer;
+pub(crate) mod producer_state;
 mod recovery;
 mod retention;
 mod snapshot;
