@@ -284,3 +284,121 @@ fn swap_next_offset(storage: &Arc<dyn Storage>, path: &Path, base: i64) -> Resul
     }
     Ok(next_offset)
 }
+
+#[cfg(test)]
+mod txn_index_swap_tests {
+    use super::*;
+    use crate::format::{BatchBuilder, Compression};
+    use crate::storage::OsStorage;
+
+    fn os() -> Arc<dyn Storage> {
+        Arc::new(OsStorage::new())
+    }
+
+    /// A `.log` whose one batch holds offsets `[base, base + count)`.
+    fn log_bytes(base: i64, count: i64) -> Vec<u8> {
+        let mut builder = BatchBuilder::new(Compression::None).base_offset(base);
+        for i in 0..count {
+            builder.push_parts::<&str>(1_700_000_000_000 + i, Some(b"k"), Some(b"v"), &[]);
+        }
+        builder.build().unwrap()
+    }
+
+    fn name(base: i64, kind: SegmentFileKind, suffix: &str) -> String {
+        format!("{}{suffix}", segment_file_name(base, kind))
+    }
+
+    fn files(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// The old group 0 and 5 (each with a `.txnindex`) and a cleaned `.log.swap` covering both.
+    fn old_group_and_swap(dir: &Path) {
+        for base in [0, 5] {
+            std::fs::write(dir.join(name(base, SegmentFileKind::Log, "")), log_bytes(base, 5))
+                .unwrap();
+            std::fs::write(dir.join(name(base, SegmentFileKind::TxnIndex, "")), b"old").unwrap();
+        }
+        std::fs::write(
+            dir.join(name(0, SegmentFileKind::Log, SWAP_SUFFIX)),
+            log_bytes(0, 10),
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn txn_index_swap_next_to_a_log_swap_replaces_the_groups_indexes() {
+        for new_suffix in [SWAP_SUFFIX, CLEANED_SUFFIX] {
+            let dir = tempfile::tempdir().unwrap();
+            old_group_and_swap(dir.path());
+            std::fs::write(
+                dir.path().join(name(0, SegmentFileKind::TxnIndex, new_suffix)),
+                b"new",
+            )
+            .unwrap();
+            assert!(complete_swaps(&os(), dir.path()).unwrap());
+            assert_eq!(
+                files(dir.path()),
+                vec![
+                    name(0, SegmentFileKind::Log, ""),
+                    name(0, SegmentFileKind::TxnIndex, "")
+                ],
+                "{new_suffix}"
+            );
+            let txn_index = dir.path().join(name(0, SegmentFileKind::TxnIndex, ""));
+            assert_eq!(std::fs::read(txn_index).unwrap(), b"new");
+        }
+    }
+
+    #[test]
+    fn txn_index_of_the_old_group_goes_when_the_swap_brings_none() {
+        let dir = tempfile::tempdir().unwrap();
+        old_group_and_swap(dir.path());
+        assert!(complete_swaps(&os(), dir.path()).unwrap());
+        assert_eq!(files(dir.path()), vec![name(0, SegmentFileKind::Log, "")]);
+    }
+
+    /// A crash after the `.log.swap` became the `.log`, before the `.txnindex.swap` followed.
+    #[test]
+    fn txn_index_swap_without_a_log_swap_is_renamed_in() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::write(d.join(name(0, SegmentFileKind::Log, "")), log_bytes(0, 10)).unwrap();
+        std::fs::write(d.join(name(0, SegmentFileKind::TxnIndex, SWAP_SUFFIX)), b"new").unwrap();
+        std::fs::write(d.join(name(5, SegmentFileKind::Log, DELETED_SUFFIX)), b"x").unwrap();
+        assert!(complete_swaps(&os(), d).unwrap());
+        assert_eq!(
+            std::fs::read(d.join(name(0, SegmentFileKind::TxnIndex, ""))).unwrap(),
+            b"new"
+        );
+        assert!(!d.join(name(0, SegmentFileKind::TxnIndex, SWAP_SUFFIX)).exists());
+    }
+
+    /// A crash before the swap began: the cleaned files go, the old `.txnindex` stays.
+    #[test]
+    fn txn_index_cleaned_without_a_swap_is_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::write(d.join(name(0, SegmentFileKind::Log, "")), log_bytes(0, 5)).unwrap();
+        std::fs::write(d.join(name(0, SegmentFileKind::TxnIndex, "")), b"old").unwrap();
+        std::fs::write(d.join(name(0, SegmentFileKind::Log, CLEANED_SUFFIX)), b"c").unwrap();
+        std::fs::write(d.join(name(0, SegmentFileKind::TxnIndex, CLEANED_SUFFIX)), b"c").unwrap();
+        assert!(complete_swaps(&os(), d).unwrap());
+        assert_eq!(
+            files(d),
+            vec![
+                name(0, SegmentFileKind::Log, ""),
+                name(0, SegmentFileKind::TxnIndex, "")
+            ]
+        );
+        assert_eq!(
+            std::fs::read(d.join(name(0, SegmentFileKind::TxnIndex, ""))).unwrap(),
+            b"old"
+        );
+    }
+}
