@@ -159,10 +159,17 @@ pub mod unstable {
     pub use crate::index::{OffsetIndex, OffsetPosition, TimeIndex, TimestampOffset};
     pub use crate::log::checkpoint;
     pub use crate::segment::{
-        AppendInfo, InvalidBytes, RollReason, ScanReport, Segment, SegmentConfig, SegmentFileKind,
-        SegmentFileName, SegmentRead, SegmentRole, TransientSuffix, list_segment_bases,
+        ABORTED_TXN_VERSION, AbortedTxn, AppendInfo, InvalidBytes, RollReason, ScanReport,
+        Segment, SegmentConfig, SegmentFileKind, SegmentFileName, SegmentRead, SegmentRole,
+        TransactionIndex, TransientSuffix, TxnIndexSearchResult, list_segment_bases,
         parse_segment_file_name, segment_file_name, segment_file_path,
     };
+
+    /// Kafka's producer-state snapshot files (`<offset>.snapshot`, `ProducerSnapshot` v1): the
+    /// codec, the names, and the list of a directory's snapshots (FORMAT.md §9).
+    pub mod producer_snapshot {
+        pub use crate::log::producer_state::snapshot_file::*;
+    }
     #[cfg(feature = "sim")]
     pub use crate::storage::sim;
     pub use crate::storage::{

@@ -570,3 +570,277 @@ Non-consecutive offsets in /p/00000000000000000100.log
         "isvalid: false and Mismatches in"
     );
 }
+
+// Kafka's producer-state files, written by partlog's codecs and read by DumpLogSegments
+// (FORMAT.md §9 and §10).
+
+mod producer_state_files {
+    use std::collections::BTreeMap;
+    use std::path::{Path, PathBuf};
+    use std::process::Command;
+    use std::sync::Arc;
+
+    use partlog::unstable::producer_snapshot::{SnapshotEntry, decode_snapshot, write_snapshot};
+    use partlog::unstable::{
+        AbortedTxn, OsStorage, SegmentFileKind, Storage, TransactionIndex, segment_file_path,
+    };
+    use partlog::{Corruption, Error, Log, LogConfig, NewRecord};
+
+    use super::kafka;
+
+    fn os() -> Arc<dyn Storage> {
+        Arc::new(OsStorage::new())
+    }
+
+    /// Entries that exercise every field: an open transaction, a coordinator epoch, sequences
+    /// that wrap inside the batch, no batch at all (after a marker), extreme values.
+    fn snapshot_entries() -> Vec<SnapshotEntry> {
+        vec![
+            SnapshotEntry {
+                producer_id: 0,
+                producer_epoch: 0,
+                last_sequence: 4,
+                last_offset: 10,
+                offset_delta: 4,
+                timestamp: 1_767_225_614_000,
+                coordinator_epoch: -1,
+                current_txn_first_offset: -1,
+            },
+            SnapshotEntry {
+                producer_id: 6,
+                producer_epoch: 2,
+                last_sequence: 9,
+                last_offset: 2020,
+                offset_delta: 20,
+                timestamp: 2000,
+                coordinator_epoch: 7,
+                current_txn_first_offset: 2000,
+            },
+            SnapshotEntry {
+                producer_id: 1000,
+                producer_epoch: 1,
+                last_sequence: -1,
+                last_offset: 30,
+                offset_delta: 0,
+                timestamp: -1,
+                coordinator_epoch: 3,
+                current_txn_first_offset: -1,
+            },
+            SnapshotEntry {
+                producer_id: i64::MAX,
+                producer_epoch: i16::MAX,
+                last_sequence: i32::MAX,
+                last_offset: i64::MAX - 1,
+                offset_delta: 0,
+                timestamp: i64::MAX,
+                coordinator_epoch: i32::MAX,
+                current_txn_first_offset: i64::MAX - 5,
+            },
+        ]
+    }
+
+    fn aborted_txns() -> Vec<AbortedTxn> {
+        vec![
+            AbortedTxn {
+                producer_id: 1000,
+                first_offset: 100,
+                last_offset: 106,
+                last_stable_offset: 100,
+            },
+            AbortedTxn {
+                producer_id: 1,
+                first_offset: 15,
+                last_offset: 117,
+                last_stable_offset: 118,
+            },
+            AbortedTxn {
+                producer_id: i64::MAX,
+                first_offset: 0,
+                last_offset: i64::MAX,
+                last_stable_offset: i64::MAX,
+            },
+        ]
+    }
+
+    /// `key: value` pairs of a DumpLogSegments line (values hold no spaces here).
+    fn fields(line: &str) -> BTreeMap<String, String> {
+        let words: Vec<&str> = line.split(' ').collect();
+        words
+            .chunks(2)
+            .map(|pair| {
+                let key = pair[0].strip_suffix(':').unwrap_or_else(|| panic!("{line}"));
+                (key.to_owned(), pair.get(1).unwrap_or(&"").to_string())
+            })
+            .collect()
+    }
+
+    /// What DumpLogSegments must print for `entry`, field by field.
+    fn expected_snapshot_fields(entry: &SnapshotEntry) -> BTreeMap<String, String> {
+        let txn = if entry.current_txn_first_offset >= 0 {
+            format!("OptionalLong[{}]", entry.current_txn_first_offset)
+        } else {
+            "OptionalLong.empty".to_owned()
+        };
+        [
+            ("producerId", entry.producer_id.to_string()),
+            ("producerEpoch", entry.producer_epoch.to_string()),
+            ("coordinatorEpoch", entry.coordinator_epoch.to_string()),
+            ("currentTxnFirstOffset", txn),
+            ("lastTimestamp", entry.timestamp.to_string()),
+            ("firstSequence", entry.first_sequence().to_string()),
+            ("lastSequence", entry.last_sequence.to_string()),
+            ("lastOffset", entry.last_offset.to_string()),
+            ("offsetDelta", entry.offset_delta.to_string()),
+            ("timestamp", entry.timestamp.to_string()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect()
+    }
+
+    fn expected_txn_fields(txn: &AbortedTxn) -> BTreeMap<String, String> {
+        [
+            ("version", "0".to_owned()),
+            ("producerId", txn.producer_id.to_string()),
+            ("firstOffset", txn.first_offset.to_string()),
+            ("lastOffset", txn.last_offset.to_string()),
+            ("lastStableOffset", txn.last_stable_offset.to_string()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect()
+    }
+
+    fn assert_clean_run(dump: &kafka::Output) {
+        assert!(dump.status.success(), "{dump:?}");
+        assert_eq!(dump.stderr, "", "{dump:?}");
+    }
+
+    fn write_txn_index(dir: &Path, base: i64) -> PathBuf {
+        let path = segment_file_path(dir, base, SegmentFileKind::TxnIndex);
+        let index = TransactionIndex::open(&os(), &path, base, true).unwrap();
+        for txn in aborted_txns() {
+            index.append(txn).unwrap();
+        }
+        index.flush().unwrap();
+        path
+    }
+
+    #[test]
+    fn partlog_snapshot_values_match_kafka_dump_log_segments() {
+        let dir = tempfile::tempdir().unwrap();
+        let entries = snapshot_entries();
+        let path = write_snapshot(&*os(), dir.path(), 42, &entries).unwrap();
+        let Some(dump) = kafka::dump_log_segments(&[&path], &[]) else {
+            return;
+        };
+        assert_clean_run(&dump);
+        let lines: Vec<&str> = dump.stdout.lines().collect();
+        assert_eq!(
+            lines[0],
+            format!("Dumping {}", dump.files[0].display()),
+            "{dump:?}"
+        );
+        assert_eq!(lines.len(), 1 + entries.len(), "{dump:?}");
+        for (line, entry) in lines[1..].iter().zip(&entries) {
+            assert_eq!(fields(line), expected_snapshot_fields(entry), "{line}");
+        }
+    }
+
+    #[test]
+    fn empty_partlog_snapshot_is_read_by_kafka_dump_log_segments() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write_snapshot(&*os(), dir.path(), 0, &[]).unwrap();
+        let Some(dump) = kafka::dump_log_segments(&[&path], &[]) else {
+            return;
+        };
+        assert_clean_run(&dump);
+        assert_eq!(dump.stdout.lines().count(), 1, "{dump:?}");
+    }
+
+    #[test]
+    fn partlog_txnindex_values_match_kafka_dump_log_segments() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write_txn_index(dir.path(), 100);
+        let bytes = std::fs::read(&path).unwrap();
+        assert_eq!(
+            bytes[..34],
+            [
+                0x00, 0x00, 0, 0, 0, 0, 0, 0, 0x03, 0xe8, 0, 0, 0, 0, 0, 0, 0, 0x64, 0, 0, 0, 0, 0,
+                0, 0, 0x6a, 0, 0, 0, 0, 0, 0, 0, 0x64
+            ]
+        );
+        let Some(dump) = kafka::dump_log_segments(&[&path], &[]) else {
+            return;
+        };
+        assert_clean_run(&dump);
+        let lines: Vec<&str> = dump.stdout.lines().collect();
+        assert_eq!(lines.len(), 1 + aborted_txns().len(), "{dump:?}");
+        for (line, txn) in lines[1..].iter().zip(&aborted_txns()) {
+            assert_eq!(fields(line), expected_txn_fields(txn), "{line}");
+        }
+    }
+
+    /// A flipped byte in a snapshot: DumpLogSegments reports the CRC failure on stderr, with
+    /// the same stored and computed CRCs as partlog's decoder.
+    #[test]
+    fn flipped_snapshot_byte_is_reported_by_kafka_dump_log_segments() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write_snapshot(&*os(), dir.path(), 42, &snapshot_entries()).unwrap();
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes[20] ^= 0x01;
+        std::fs::write(&path, &bytes).unwrap();
+        let Err(Error::Corrupt {
+            what: Corruption::CrcMismatch { stored, computed },
+            ..
+        }) = decode_snapshot(&path, &bytes)
+        else {
+            panic!("partlog's decoder accepted a flipped byte");
+        };
+        let Some(dump) = kafka::dump_log_segments(&[&path], &[]) else {
+            return;
+        };
+        let expected = format!(
+            "Snapshot is corrupt (CRC is no longer valid). Stored crc: {stored}. Computed crc: \
+             {computed}"
+        );
+        assert!(dump.stderr.contains(&expected), "{expected}\n{dump:?}");
+        assert_eq!(dump.stdout.lines().count(), 1, "no entry printed: {dump:?}");
+    }
+
+    /// `partlog dump --producer-state` prints both files exactly as DumpLogSegments does.
+    #[test]
+    fn partlog_dump_prints_snapshot_and_txnindex_like_kafka_dump_log_segments() {
+        let dir = tempfile::tempdir().unwrap();
+        let dir = std::path::absolute(dir.path()).unwrap();
+        let log = Log::open(&dir, LogConfig::default()).unwrap();
+        log.append(&[NewRecord::new(1_700_000_000_000, None, Some(b"v"))])
+            .unwrap();
+        log.close().unwrap();
+        drop(log);
+        let txn_index = write_txn_index(&dir, 0);
+        let snapshot = write_snapshot(&*os(), &dir, 1, &snapshot_entries()).unwrap();
+        let output = Command::new(env!("CARGO_BIN_EXE_partlog"))
+            .arg("dump")
+            .arg(&dir)
+            .arg("--producer-state")
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{output:?}");
+        let ours = String::from_utf8(output.stdout).unwrap();
+        let from = ours
+            .find("Dumping ")
+            .and_then(|first| ours[first..].find(".txnindex").map(|_| first))
+            .unwrap_or_else(|| panic!("{ours}"));
+        let ours: Vec<&str> = ours[from..]
+            .lines()
+            .skip_while(|line| !line.ends_with(".txnindex"))
+            .collect();
+        let Some(dump) = kafka::dump_log_segments(&[&txn_index, &snapshot], &[]) else {
+            return;
+        };
+        assert_clean_run(&dump);
+        let kafka: Vec<&str> = dump.stdout.lines().collect();
+        assert_eq!(ours, kafka, "{dump:?}");
+    }
+}

@@ -23,7 +23,7 @@ mod group_commit;
 pub(crate) mod kafka_dir;
 mod live;
 mod observer;
-mod producer_state;
+pub(crate) mod producer_state;
 mod recovery;
 mod retention;
 mod snapshot;

@@ -12,7 +12,8 @@
 //! This file holds the types, the segment's construction and opening, its accessors, and seal
 //! and flush. The rest of `impl Segment` lives beside it, one block a file: `append.rs` (the
 //! write path and the roll decision), `read.rs` (reads), `lookup.rs` (offset and timestamp
-//! lookups, and the index rebuild policy) and `scan.rs` (validation, recovery and truncation).
+//! lookups, and the index rebuild policy), `scan.rs` (validation, recovery and truncation) and
+//! `transactions.rs` (the aborted-transaction index, `.txnindex`).
 
 use crate::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::path::{Path, PathBuf};
@@ -23,6 +24,7 @@ use crate::sync::{Mutex, RwLock};
 use super::files::{SegmentFileKind, segment_file_path};
 use super::positions::{DEFAULT_POSITION_CACHE_BYTES, PositionCache};
 use super::read::MappingState;
+use super::txn_index::TransactionIndex;
 use super::walker::{BatchSummary, BatchWalker, Step};
 use crate::error::{Corruption, Error, Result};
 use crate::index::{OffsetIndex, TimeIndex, TimestampOffset};
@@ -186,8 +188,9 @@ pub(super) struct WriterState {
     pub(super) index_room: Option<(usize, usize)>,
 }
 
-/// A `.log` file and its two indexes. One appender and any number of readers share it through
-/// `&self`; a batch becomes readable only once its bytes and index entries are complete.
+/// A `.log` file, its two sparse indexes and its aborted-transaction index. One appender and any
+/// number of readers share it through `&self`; a batch becomes readable only once its bytes and
+/// index entries are complete.
 #[derive(Debug)]
 pub struct Segment {
     pub(super) storage: Arc<dyn Storage>,
@@ -197,6 +200,8 @@ pub struct Segment {
     pub(super) log: Arc<dyn StorageFile>,
     pub(super) offset_index: OffsetIndex,
     pub(super) time_index: TimeIndex,
+    /// The `.txnindex`, whose file exists only once the segment holds an aborted transaction.
+    pub(super) txn_index: TransactionIndex,
     pub(super) config: SegmentConfig,
     pub(super) role: RwLock<SegmentRole>,
     pub(super) published_size: AtomicU64,
@@ -221,8 +226,10 @@ pub struct Segment {
 }
 impl Segment {
     /// Creates a new, empty segment at `base_offset` in `dir`: its `.log`, `.index` and
-    /// `.timeindex` files. All or nothing: if any file cannot be created, the ones already
-    /// created are removed and the error is returned. Directory durability is the log's job.
+    /// `.timeindex` files (the `.txnindex` comes with the first aborted transaction; a stale one
+    /// left at that name belongs to a segment that is gone, and is removed). All or nothing: if
+    /// any file cannot be created, the ones already created are removed and the error is
+    /// returned. Directory durability is the log's job.
     pub fn create(
         storage: &Arc<dyn Storage>,
         dir: &Path,
@@ -239,6 +246,7 @@ impl Segment {
         let log_path = segment_file_path(dir, base_offset, SegmentFileKind::Log);
         let index_path = segment_file_path(dir, base_offset, SegmentFileKind::OffsetIndex);
         let time_path = segment_file_path(dir, base_offset, SegmentFileKind::TimeIndex);
+        let txn_path = segment_file_path(dir, base_offset, SegmentFileKind::TxnIndex);
         let mut created: Vec<&Path> = Vec::new();
         let result = (|| {
             let log = storage.open(&log_path, OpenMode::CreateNew)?;
@@ -255,9 +263,17 @@ impl Segment {
             created.push(&index_path);
             let time_index =
                 TimeIndex::create(storage, &time_path, base_offset, config.segment_index_bytes)?;
-            Ok((log, offset_index, time_index))
+            created.push(&time_path);
+            let txn_index = TransactionIndex::open(storage, &txn_path, base_offset, true)?;
+            if txn_index.delete_if_exists()? {
+                log::warn!(
+                    "removed the stale {} of a segment that no longer exists",
+                    txn_path.display()
+                );
+            }
+            Ok((log, offset_index, time_index, txn_index))
         })();
-        let (log, offset_index, time_index) = match result {
+        let (log, offset_index, time_index, txn_index) = match result {
             Ok(files) => files,
             Err(error) => {
                 for path in created {
@@ -278,6 +294,7 @@ impl Segment {
             log,
             offset_index,
             time_index,
+            txn_index,
             config,
             SegmentRole::Active,
             now_ms,
@@ -328,6 +345,12 @@ impl Segment {
             role,
             writable_indexes,
         )?;
+        let txn_index = TransactionIndex::open(
+            storage,
+            &segment_file_path(dir, base_offset, SegmentFileKind::TxnIndex),
+            base_offset,
+            role != SegmentRole::ReadOnly,
+        )?;
         let offset_index_ok = offset_index.quick_check(size).is_ok();
         let time_index_ok = time_index.quick_check().is_ok();
         let rebuild = created || !offset_index_ok || !time_index_ok;
@@ -338,6 +361,7 @@ impl Segment {
             log,
             offset_index,
             time_index,
+            txn_index,
             config,
             role,
             now_ms,
@@ -401,6 +425,13 @@ impl Segment {
         let log_path = segment_file_path(dir, base_offset, SegmentFileKind::Log);
         let index_path = segment_file_path(dir, base_offset, SegmentFileKind::OffsetIndex);
         let time_path = segment_file_path(dir, base_offset, SegmentFileKind::TimeIndex);
+        // Kept as it is: rebuilding it needs the producer state, which is the log's.
+        let txn_index = TransactionIndex::open(
+            storage,
+            &segment_file_path(dir, base_offset, SegmentFileKind::TxnIndex),
+            base_offset,
+            !read_only,
+        )?;
         if read_only {
             let log = storage.open(&log_path, OpenMode::Read)?;
             let offset_index =
@@ -414,6 +445,7 @@ impl Segment {
                 log,
                 offset_index,
                 time_index,
+                txn_index,
                 config,
                 SegmentRole::ReadOnly,
                 now_ms,
@@ -436,6 +468,7 @@ impl Segment {
             log,
             offset_index,
             time_index,
+            txn_index,
             config,
             role,
             now_ms,
@@ -453,6 +486,7 @@ impl Segment {
         log: Arc<dyn StorageFile>,
         offset_index: OffsetIndex,
         time_index: TimeIndex,
+        txn_index: TransactionIndex,
         config: SegmentConfig,
         role: SegmentRole,
         now_ms: i64,
@@ -465,6 +499,7 @@ impl Segment {
             log,
             offset_index,
             time_index,
+            txn_index,
             config,
             role: RwLock::new(role),
             published_size: AtomicU64::new(0),
@@ -681,7 +716,8 @@ impl Segment {
     pub fn flush(&self) -> Result<()> {
         self.log.sync_data()?;
         self.offset_index.sync()?;
-        self.time_index.sync()
+        self.time_index.sync()?;
+        self.txn_index.flush()
     }
 
     /// Makes a sealed segment durable with its metadata: `fsync` of the `.log`, not `fdatasync`,
@@ -690,7 +726,8 @@ impl Segment {
     pub fn flush_sealed(&self) -> Result<()> {
         self.log.sync_all()?;
         self.offset_index.sync()?;
-        self.time_index.sync()
+        self.time_index.sync()?;
+        self.txn_index.flush()
     }
 
     /// Makes only the `.log` data durable: the acknowledgement path needs nothing else, since
@@ -705,13 +742,18 @@ impl Segment {
         self.writer.lock().broken
     }
 
-    /// The paths of the segment's `.log`, `.index` and `.timeindex` files.
+    /// The paths of the segment's `.log`, `.index` and `.timeindex` files, and of its
+    /// `.txnindex` when that file exists.
     pub fn file_paths(&self) -> Vec<PathBuf> {
-        vec![
+        let mut paths = vec![
             self.log_path(),
             self.offset_index.path(),
             self.time_index.path(),
-        ]
+        ];
+        if self.txn_index.file_exists() {
+            paths.push(self.txn_index.path());
+        }
+        paths
     }
 
     /// The storage this segment lives on.

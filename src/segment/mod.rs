@@ -1,4 +1,5 @@
-//! A segment: one `.log` file with its offset and time indexes, and Kafka's file names.
+//! A segment: one `.log` file with its offset, time and aborted-transaction indexes, and
+//! Kafka's file names.
 
 mod append;
 mod files;
@@ -7,6 +8,8 @@ mod lookup;
 mod positions;
 mod read;
 mod scan;
+mod transactions;
+mod txn_index;
 mod walker;
 
 pub use files::{
@@ -18,6 +21,7 @@ pub use log_segment::{
     AppendInfo, InvalidBytes, RollReason, ScanReport, Segment, SegmentConfig, SegmentRead,
     SegmentRole,
 };
+pub use txn_index::{ABORTED_TXN_VERSION, AbortedTxn, TransactionIndex, TxnIndexSearchResult};
 pub(crate) use walker::{BatchWalker, Step};
 #[cfg(test)]
 mod tests;

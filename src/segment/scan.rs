@@ -334,6 +334,8 @@ impl Segment {
         // may name an offset below `offset` inside a straddling batch).
         self.offset_index.truncate_to(kept_end)?;
         self.time_index.truncate_to(kept_end)?;
+        // An aborted transaction whose marker is cut goes with it (Kafka's `txnIndex.truncateTo`).
+        self.txn_index.truncate_to(kept_end)?;
         self.log.set_len(position)?;
         // After the cut: a read that learned positions from the old bytes cannot keep them.
         self.positions.forget();
@@ -456,6 +458,7 @@ impl Segment {
         let file_bytes = self.log.len()?;
         if file_bytes > valid_bytes {
             let _under_way = self.begin_truncation(writer.next_offset);
+            self.txn_index.truncate_to(writer.next_offset)?;
             self.log.set_len(valid_bytes)?;
             self.positions.forget();
         }

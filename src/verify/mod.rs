@@ -17,6 +17,7 @@ use crate::log::checkpoint::{CHECKPOINT_FILE_NAME, CheckpointFile, CheckpointRec
 use crate::storage::{FileLock, LockMode, Storage};
 
 mod index_check;
+mod txn_check;
 mod walk;
 
 use walk::{InvalidAt, SegmentWalk, list_segments, walk_segment};
@@ -159,7 +160,10 @@ impl VerifyReport {
 ///   against the batch it names (the batch starting at its position must have its offset as
 ///   last offset), as Kafka's `DumpLogSegments` checks;
 /// - every `.timeindex`: the same, with each entry's timestamp equal to the `maxTimestamp` of
-///   the batch whose last offset the entry holds.
+///   the batch whose last offset the entry holds;
+/// - every `.txnindex`: Kafka's sanity check (entries at or above the segment's base, in
+///   increasing order, whole), and each entry's `lastOffset` an ABORT marker of its producer;
+/// - every `.snapshot` (Kafka's producer-state snapshot): version, CRC and entry count.
 ///
 /// Each finding gets a [`Severity`], decided as recovery would decide it: an invalid byte above
 /// the recovery point is a torn tail, the normal state after a crash, which the next writable
@@ -217,6 +221,13 @@ pub fn verify_dir(dir: impl AsRef<Path>, config: &LogConfig) -> Result<VerifyRep
     // Phase 2: grade the problems as recovery would.
     let grading = Grading::new(record, first_base, &bases, &walks, config, &mut findings);
     let cut_at = grading.grade(&walks, &mut findings);
+    txn_check::check_producer_state_files(
+        &storage,
+        dir,
+        &bases,
+        grading.first_rescanned,
+        &mut findings,
+    )?;
 
     // Then the report. The log ends where the next writable open would cut it.
     let log_end_offset = match cut_at {

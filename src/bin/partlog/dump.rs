@@ -15,6 +15,7 @@ Examples:
   partlog dump /tmp/orders-0                     # the batches, like kafka-dump-log
   partlog dump /tmp/orders-0 --records           # and their records (--print-data-log)
   partlog dump /tmp/orders-0 --index             # and every index entry, checked
+  partlog dump /tmp/orders-0 --producer-state    # and every .txnindex and .snapshot entry
   partlog dump /tmp/orders-0 --from 1000 --json  # one JSON object per record from offset 1000
 
 The log is opened read-only without a lock: a process may be writing it meanwhile.
@@ -60,6 +61,11 @@ pub struct DumpArgs {
     /// batch (exit status 1 on a mismatch).
     #[arg(long)]
     pub index: bool,
+
+    /// Also print every .txnindex entry (aborted transactions) and every .snapshot entry
+    /// (producer state), in the words of Kafka's DumpLogSegments (exit status 1 on a bad file).
+    #[arg(long, conflicts_with = "json")]
+    pub producer_state: bool,
 }
 
 /// How much one read asks for.
@@ -118,6 +124,18 @@ pub fn run(args: &DumpArgs) -> Result<Outcome, CliError> {
             Err(e) => return Err(CliError::new(format!("cannot write: {e}"))),
         }
         if tally.mismatches > 0 {
+            return Ok(Outcome::Corrupt);
+        }
+    }
+    if args.producer_state {
+        let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+        let bad = crate::dump_txn::dump_producer_state(&mut out, &args.dir)?;
+        match out.flush() {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+            Err(e) => return Err(CliError::new(format!("cannot write: {e}"))),
+        }
+        if bad > 0 {
             return Ok(Outcome::Corrupt);
         }
     }

@@ -35,6 +35,7 @@ mod compact;
 mod consume;
 mod dump;
 mod dump_index;
+mod dump_txn;
 mod maint;
 mod perf;
 mod produce;

@@ -13,7 +13,7 @@ use crate::error::Result;
 use crate::segment::{BatchWalker, Step};
 use crate::segment::{
     CLEANED_SUFFIX, DELETED_SUFFIX, SWAP_SUFFIX, SegmentFileKind, TransientSuffix,
-    parse_segment_file_name, rename_segment_files, segment_file_path,
+    parse_segment_file_name, rename_segment_files, segment_file_name, segment_file_path,
 };
 use crate::storage::{OpenMode, Storage};
 
@@ -32,6 +32,11 @@ impl Shared {
     /// writer mutex) can never delete a segment whose `.swap` a crash would then bring back.
     /// `false` when a segment of the group left the log meanwhile (a truncation or retention
     /// took it): the cleaned file is then removed.
+    ///
+    /// A `<base>.txnindex.cleaned` (the cleaned group's aborted transactions, written and
+    /// fsynced before this call) joins the swap: it becomes `.txnindex.swap` right after the
+    /// `.log` does, and `.txnindex` right after the `.log` does, so that [`complete_swaps`] can
+    /// tell from the names alone which `.txnindex` is the new one.
     pub(super) fn swap_in(&self, group: &[Planned], truncations_at_start: u64) -> Result<bool> {
         let Some(first) = group.first() else {
             return Ok(false);
@@ -40,6 +45,8 @@ impl Shared {
         let dir = &self.dir;
         let cleaned_path = transient_log_path(dir, base, CLEANED_SUFFIX);
         let swap_path = transient_log_path(dir, base, SWAP_SUFFIX);
+        let txn_cleaned = transient_txn_index_path(dir, base, CLEANED_SUFFIX);
+        let txn_swap = transient_txn_index_path(dir, base, SWAP_SUFFIX);
         let old_handles: Vec<Arc<SegmentHandle>> =
             group.iter().map(|p| Arc::clone(&p.handle)).collect();
         let mut writer = self.writer.lock();
@@ -53,9 +60,16 @@ impl Shared {
         if !still_there || self.truncations.load(Ordering::Acquire) != truncations_at_start {
             drop(writer);
             remove_quietly(&*self.storage, &cleaned_path);
+            remove_quietly(&*self.storage, &txn_cleaned);
             return Ok(false);
         }
         self.storage.rename(&cleaned_path, &swap_path)?;
+        // After the `.log`'s rename: a `.txnindex.swap` without a `.log.swap` then always means
+        // the `.log` was swapped in.
+        let has_txn_index = self.storage.exists(&txn_cleaned)?;
+        if has_txn_index {
+            self.storage.rename(&txn_cleaned, &txn_swap)?;
+        }
         if let Err(error) = self.storage.sync_dir(dir) {
             // Whether the rename is durable is unknown: stop writing; reopening resolves it.
             self.commit.poison();
@@ -79,13 +93,21 @@ impl Shared {
                 self.storage.rename(
                     &swap_path,
                     &segment_file_path(dir, base, SegmentFileKind::Log),
-                )
+                )?;
+                if has_txn_index {
+                    self.storage.rename(
+                        &txn_swap,
+                        &segment_file_path(dir, base, SegmentFileKind::TxnIndex),
+                    )?;
+                }
+                Ok(())
             });
         let old_segments = match replaced {
             Ok(Some(old_segments)) => old_segments,
             Ok(None) => {
                 // Checked above under the same writer mutex: nothing can have removed them.
                 remove_quietly(&*self.storage, &swap_path);
+                remove_quietly(&*self.storage, &txn_swap);
                 self.storage.sync_dir(dir)?;
                 return Ok(false);
             }
@@ -140,9 +162,14 @@ impl Shared {
 /// segment whose base lies in `[base, the swap's next offset)` (the old group: the cleaned
 /// segment ends with the group's last batch), and the segment at `base` in any case; their
 /// index files go with them, also those of a segment whose `.log` the swap had already renamed
-/// (the new segment's are rebuilt from its `.log` on first use). Index
-/// `.swap` files are deleted: partlog never writes them. Returns whether anything changed (the
-/// directory is then fsynced).
+/// (the new segment's offset and time indexes are rebuilt from its `.log` on first use).
+///
+/// The cleaned segment's `.txnindex` cannot be rebuilt from its `.log` alone, so it travels
+/// with the swap (see `Shared::swap_in`): a `<base>.txnindex.swap` or `.txnindex.cleaned` next
+/// to a `<base>.log.swap` becomes the new `<base>.txnindex`, and a `.txnindex.swap` whose
+/// `.log.swap` is gone (the `.log` was swapped in, as the order of the renames guarantees, here
+/// and in Kafka) is renamed in. Other index `.swap` files are deleted: partlog never writes them.
+/// Returns whether anything changed (the directory is then fsynced).
 pub(crate) fn complete_swaps(storage: &Arc<dyn Storage>, dir: &Path) -> Result<bool> {
     let mut changed = false;
     let names = storage.list(dir)?;
@@ -157,46 +184,69 @@ pub(crate) fn complete_swaps(storage: &Arc<dyn Storage>, dir: &Path) -> Result<b
         .collect();
     segment_bases.sort_unstable();
     segment_bases.dedup();
-    for name in &names {
-        let Some(parsed) = parse_segment_file_name(name) else {
+    let mut log_swaps: Vec<i64> = names
+        .iter()
+        .filter_map(|name| parse_segment_file_name(name))
+        .filter(|p| p.transient == Some(TransientSuffix::Swap) && p.kind == SegmentFileKind::Log)
+        .map(|parsed| parsed.base_offset)
+        .collect();
+    log_swaps.sort_unstable();
+    for base in log_swaps {
+        let path = transient_log_path(dir, base, SWAP_SUFFIX);
+        let next_offset = swap_next_offset(storage, &path, base)?;
+        let replaced: Vec<i64> = segment_bases
+            .iter()
+            .copied()
+            .filter(|&old| old == base || (base..next_offset).contains(&old))
+            .collect();
+        for &old in &replaced {
+            for kind in [
+                SegmentFileKind::Log,
+                SegmentFileKind::OffsetIndex,
+                SegmentFileKind::TimeIndex,
+                SegmentFileKind::TxnIndex,
+            ] {
+                let old_path = segment_file_path(dir, old, kind);
+                if storage.exists(&old_path)? {
+                    storage.remove(&old_path)?;
+                }
+            }
+        }
+        segment_bases.retain(|b| !replaced.contains(b));
+        storage.rename(&path, &segment_file_path(dir, base, SegmentFileKind::Log))?;
+        for suffix in [SWAP_SUFFIX, CLEANED_SUFFIX] {
+            let new_txn_index = transient_txn_index_path(dir, base, suffix);
+            if storage.exists(&new_txn_index)? {
+                storage.rename(
+                    &new_txn_index,
+                    &segment_file_path(dir, base, SegmentFileKind::TxnIndex),
+                )?;
+                break;
+            }
+        }
+        segment_bases.push(base);
+        segment_bases.sort_unstable();
+        log::info!(
+            "{}: completed the compaction swap of the segments at {replaced:?} into one at {base}",
+            dir.display()
+        );
+        changed = true;
+    }
+    for name in storage.list(dir)? {
+        let Some(parsed) = parse_segment_file_name(&name) else {
             continue;
         };
-        let path = dir.join(name);
+        let path = dir.join(&name);
         match (parsed.transient, parsed.kind) {
             (Some(TransientSuffix::Cleaned), _) => {
                 storage.remove(&path)?;
                 changed = true;
             }
-            (Some(TransientSuffix::Swap), SegmentFileKind::Log) => {
-                let base = parsed.base_offset;
-                let next_offset = swap_next_offset(storage, &path, base)?;
-                let replaced: Vec<i64> = segment_bases
-                    .iter()
-                    .copied()
-                    .filter(|&old| old == base || (base..next_offset).contains(&old))
-                    .collect();
-                for &old in &replaced {
-                    for kind in [
-                        SegmentFileKind::Log,
-                        SegmentFileKind::OffsetIndex,
-                        SegmentFileKind::TimeIndex,
-                        SegmentFileKind::TxnIndex,
-                    ] {
-                        let old_path = segment_file_path(dir, old, kind);
-                        if storage.exists(&old_path)? {
-                            storage.remove(&old_path)?;
-                        }
-                    }
-                }
-                segment_bases.retain(|b| !replaced.contains(b));
-                storage.rename(&path, &segment_file_path(dir, base, SegmentFileKind::Log))?;
-                segment_bases.push(base);
-                segment_bases.sort_unstable();
-                log::info!(
-                    "{}: completed the compaction swap of the segments at {replaced:?} into one \
-                     at {base}",
-                    dir.display()
-                );
+            (Some(TransientSuffix::Swap), SegmentFileKind::TxnIndex) => {
+                storage.rename(
+                    &path,
+                    &segment_file_path(dir, parsed.base_offset, SegmentFileKind::TxnIndex),
+                )?;
                 changed = true;
             }
             (Some(TransientSuffix::Swap), _) => {
@@ -212,6 +262,14 @@ pub(crate) fn complete_swaps(storage: &Arc<dyn Storage>, dir: &Path) -> Result<b
     Ok(changed)
 }
 
+/// `<base>.txnindex<suffix>`: the cleaned segment's aborted-transaction index on its way in.
+fn transient_txn_index_path(dir: &Path, base_offset: i64, suffix: &str) -> PathBuf {
+    dir.join(format!(
+        "{}{suffix}",
+        segment_file_name(base_offset, SegmentFileKind::TxnIndex)
+    ))
+}
+
 /// The offset after the last batch of a `.swap` file (its base when it has none). The file was
 /// fsynced before its rename to `.swap`, so it holds whole batches.
 fn swap_next_offset(storage: &Arc<dyn Storage>, path: &Path, base: i64) -> Result<i64> {
@@ -225,4 +283,122 @@ fn swap_next_offset(storage: &Arc<dyn Storage>, path: &Path, base: i64) -> Resul
         position += frame.total_size;
     }
     Ok(next_offset)
+}
+
+#[cfg(test)]
+mod txn_index_swap_tests {
+    use super::*;
+    use crate::format::{BatchBuilder, Compression};
+    use crate::storage::OsStorage;
+
+    fn os() -> Arc<dyn Storage> {
+        Arc::new(OsStorage::new())
+    }
+
+    /// A `.log` whose one batch holds offsets `[base, base + count)`.
+    fn log_bytes(base: i64, count: i64) -> Vec<u8> {
+        let mut builder = BatchBuilder::new(Compression::None).base_offset(base);
+        for i in 0..count {
+            builder.push_parts::<&str>(1_700_000_000_000 + i, Some(b"k"), Some(b"v"), &[]);
+        }
+        builder.build().unwrap()
+    }
+
+    fn name(base: i64, kind: SegmentFileKind, suffix: &str) -> String {
+        format!("{}{suffix}", segment_file_name(base, kind))
+    }
+
+    fn files(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// The old group 0 and 5 (each with a `.txnindex`) and a cleaned `.log.swap` covering both.
+    fn old_group_and_swap(dir: &Path) {
+        for base in [0, 5] {
+            std::fs::write(dir.join(name(base, SegmentFileKind::Log, "")), log_bytes(base, 5))
+                .unwrap();
+            std::fs::write(dir.join(name(base, SegmentFileKind::TxnIndex, "")), b"old").unwrap();
+        }
+        std::fs::write(
+            dir.join(name(0, SegmentFileKind::Log, SWAP_SUFFIX)),
+            log_bytes(0, 10),
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn txn_index_swap_next_to_a_log_swap_replaces_the_groups_indexes() {
+        for new_suffix in [SWAP_SUFFIX, CLEANED_SUFFIX] {
+            let dir = tempfile::tempdir().unwrap();
+            old_group_and_swap(dir.path());
+            std::fs::write(
+                dir.path().join(name(0, SegmentFileKind::TxnIndex, new_suffix)),
+                b"new",
+            )
+            .unwrap();
+            assert!(complete_swaps(&os(), dir.path()).unwrap());
+            assert_eq!(
+                files(dir.path()),
+                vec![
+                    name(0, SegmentFileKind::Log, ""),
+                    name(0, SegmentFileKind::TxnIndex, "")
+                ],
+                "{new_suffix}"
+            );
+            let txn_index = dir.path().join(name(0, SegmentFileKind::TxnIndex, ""));
+            assert_eq!(std::fs::read(txn_index).unwrap(), b"new");
+        }
+    }
+
+    #[test]
+    fn txn_index_of_the_old_group_goes_when_the_swap_brings_none() {
+        let dir = tempfile::tempdir().unwrap();
+        old_group_and_swap(dir.path());
+        assert!(complete_swaps(&os(), dir.path()).unwrap());
+        assert_eq!(files(dir.path()), vec![name(0, SegmentFileKind::Log, "")]);
+    }
+
+    /// A crash after the `.log.swap` became the `.log`, before the `.txnindex.swap` followed.
+    #[test]
+    fn txn_index_swap_without_a_log_swap_is_renamed_in() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::write(d.join(name(0, SegmentFileKind::Log, "")), log_bytes(0, 10)).unwrap();
+        std::fs::write(d.join(name(0, SegmentFileKind::TxnIndex, SWAP_SUFFIX)), b"new").unwrap();
+        std::fs::write(d.join(name(5, SegmentFileKind::Log, DELETED_SUFFIX)), b"x").unwrap();
+        assert!(complete_swaps(&os(), d).unwrap());
+        assert_eq!(
+            std::fs::read(d.join(name(0, SegmentFileKind::TxnIndex, ""))).unwrap(),
+            b"new"
+        );
+        assert!(!d.join(name(0, SegmentFileKind::TxnIndex, SWAP_SUFFIX)).exists());
+    }
+
+    /// A crash before the swap began: the cleaned files go, the old `.txnindex` stays.
+    #[test]
+    fn txn_index_cleaned_without_a_swap_is_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::write(d.join(name(0, SegmentFileKind::Log, "")), log_bytes(0, 5)).unwrap();
+        std::fs::write(d.join(name(0, SegmentFileKind::TxnIndex, "")), b"old").unwrap();
+        std::fs::write(d.join(name(0, SegmentFileKind::Log, CLEANED_SUFFIX)), b"c").unwrap();
+        std::fs::write(d.join(name(0, SegmentFileKind::TxnIndex, CLEANED_SUFFIX)), b"c").unwrap();
+        assert!(complete_swaps(&os(), d).unwrap());
+        assert_eq!(
+            files(d),
+            vec![
+                name(0, SegmentFileKind::Log, ""),
+                name(0, SegmentFileKind::TxnIndex, "")
+            ]
+        );
+        assert_eq!(
+            std::fs::read(d.join(name(0, SegmentFileKind::TxnIndex, ""))).unwrap(),
+            b"old"
+        );
+    }
 }

@@ -54,6 +54,7 @@
 )]
 
 mod append_info;
+pub(crate) mod snapshot_file;
 mod entry;
 #[cfg(test)]
 mod tests;

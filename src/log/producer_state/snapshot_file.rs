@@ -1,0 +1,443 @@
+//! Kafka's producer-state snapshot file, `<20-digit offset>.snapshot` (`ProducerSnapshot` v1),
+//! and the list of those files in a partition directory (FORMAT.md §9).
+//!
+//! The file holds, per producer id, the newest batch the log has of it, so that an open need not
+//! replay the whole log to rebuild the producer state: it loads the newest snapshot at or below
+//! the offset it recovers from and replays only what follows. The name's offset is the log end
+//! offset the state covers (the replay starts there).
+//!
+//! Layout, big-endian: `i16 version (1) | u32 CRC-32C of bytes [6, end) | i32 count |` count ×
+//! 46-byte entries. Kafka writes the entries in `HashMap` order and reads any order; partlog
+//! writes them in the order given (the manager sorts them by producer id) and reads any order.
+//!
+//! A snapshot is derived data: a bad one is reported as [`Error::Corrupt`] and the caller
+//! deletes it and falls back to an older one, never trusting a torn file. Writes are durable
+//! and atomic (a temporary file, fsynced, renamed, then the directory fsynced), so a crash
+//! leaves either no snapshot at that offset or a whole one.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::{Corruption, Error, Result};
+use crate::format::crc32c;
+use crate::storage::{OpenMode, Storage};
+
+/// The suffix of a producer-state snapshot file.
+pub const SNAPSHOT_SUFFIX: &str = ".snapshot";
+/// The suffix of a snapshot being written, before its rename. Not Kafka's: Kafka writes the
+/// final name directly and trusts its CRC to catch a torn file; partlog never exposes one.
+const SNAPSHOT_TEMP_SUFFIX: &str = ".snapshot.tmp";
+/// The only `ProducerSnapshot` version Kafka has written since 0.11.
+pub const PRODUCER_SNAPSHOT_VERSION: i16 = 1;
+/// The bytes before the first entry: version, CRC and count.
+pub const SNAPSHOT_HEADER_BYTES: usize = 10;
+/// Where the CRC's coverage starts: the count, then the entries.
+const CRC_COVERAGE_START: usize = 6;
+/// The bytes of one entry.
+pub const SNAPSHOT_ENTRY_BYTES: usize = 46;
+
+/// One producer's entry in a snapshot: its epoch, its newest batch and its transaction state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SnapshotEntry {
+    /// The producer id.
+    pub producer_id: i64,
+    /// The producer's current epoch.
+    pub producer_epoch: i16,
+    /// The last sequence of the producer's newest batch (-1 when it has none, after a marker).
+    pub last_sequence: i32,
+    /// The last offset of the producer's newest batch.
+    pub last_offset: i64,
+    /// That batch's `lastOffsetDelta`: its first offset is `last_offset - offset_delta`.
+    pub offset_delta: i32,
+    /// The producer's last timestamp (a marker updates it); expiration reads it.
+    pub timestamp: i64,
+    /// The coordinator epoch of the producer's last marker (-1 when none).
+    pub coordinator_epoch: i32,
+    /// The first offset of the producer's open transaction, -1 when none is open.
+    pub current_txn_first_offset: i64,
+}
+
+impl SnapshotEntry {
+    /// The first sequence of the newest batch, as Kafka derives it: `last_sequence -
+    /// offset_delta`, wrapping below 0 to just under `i32::MAX + 1` (sequences wrap to 0 after
+    /// `i32::MAX`).
+    pub fn first_sequence(&self) -> i32 {
+        let (last, delta) = (i64::from(self.last_sequence), i64::from(self.offset_delta));
+        if last < delta {
+            // The batch's sequences wrapped: its first one lies below i32::MAX.
+            i32::try_from(i64::from(i32::MAX) - (delta - last) + 1).unwrap_or(i32::MAX)
+        } else {
+            i32::try_from(last - delta).unwrap_or(0)
+        }
+    }
+
+    /// The current transaction's first offset, `None` when the producer has none open.
+    pub fn open_transaction(&self) -> Option<i64> {
+        (self.current_txn_first_offset >= 0).then_some(self.current_txn_first_offset)
+    }
+
+    fn encode_into(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.producer_id.to_be_bytes());
+        out.extend_from_slice(&self.producer_epoch.to_be_bytes());
+        out.extend_from_slice(&self.last_sequence.to_be_bytes());
+        out.extend_from_slice(&self.last_offset.to_be_bytes());
+        out.extend_from_slice(&self.offset_delta.to_be_bytes());
+        out.extend_from_slice(&self.timestamp.to_be_bytes());
+        out.extend_from_slice(&self.coordinator_epoch.to_be_bytes());
+        out.extend_from_slice(&self.current_txn_first_offset.to_be_bytes());
+    }
+
+    fn decode(bytes: &[u8; SNAPSHOT_ENTRY_BYTES]) -> SnapshotEntry {
+        let mut fields = Fields { bytes, at: 0 };
+        SnapshotEntry {
+            producer_id: i64::from_be_bytes(fields.take()),
+            producer_epoch: i16::from_be_bytes(fields.take()),
+            last_sequence: i32::from_be_bytes(fields.take()),
+            last_offset: i64::from_be_bytes(fields.take()),
+            offset_delta: i32::from_be_bytes(fields.take()),
+            timestamp: i64::from_be_bytes(fields.take()),
+            coordinator_epoch: i32::from_be_bytes(fields.take()),
+            current_txn_first_offset: i64::from_be_bytes(fields.take()),
+        }
+    }
+}
+
+/// Reads consecutive fixed-size fields of one entry, whose length the caller has checked.
+struct Fields<'a> {
+    bytes: &'a [u8; SNAPSHOT_ENTRY_BYTES],
+    at: usize,
+}
+
+impl Fields<'_> {
+    fn take<const N: usize>(&mut self) -> [u8; N] {
+        let mut field = [0u8; N];
+        // The entry layout sums to SNAPSHOT_ENTRY_BYTES, so every field is in range; the
+        // zero fallback is never reached.
+        if let Some(bytes) = self.bytes.get(self.at..self.at + N) {
+            field.copy_from_slice(bytes);
+        }
+        self.at += N;
+        field
+    }
+}
+
+/// The bytes of a snapshot holding `entries`, in the order given.
+pub fn encode_snapshot(entries: &[SnapshotEntry]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(SNAPSHOT_HEADER_BYTES + entries.len() * SNAPSHOT_ENTRY_BYTES);
+    out.extend_from_slice(&PRODUCER_SNAPSHOT_VERSION.to_be_bytes());
+    out.extend_from_slice(&[0u8; 4]);
+    // More entries than i32::MAX would need a 98 GiB file: there are never that many producers.
+    let count = i32::try_from(entries.len()).unwrap_or(i32::MAX);
+    out.extend_from_slice(&count.to_be_bytes());
+    for entry in entries {
+        entry.encode_into(&mut out);
+    }
+    let crc = crc32c(&out[CRC_COVERAGE_START..]);
+    out[2..CRC_COVERAGE_START].copy_from_slice(&crc.to_be_bytes());
+    out
+}
+
+/// Decodes the bytes of a snapshot read from `file` (named in errors), checking, in Kafka's
+/// order, the length of the header, the version and the CRC, then that the count matches the
+/// bytes exactly.
+///
+/// Every failure is [`Error::Corrupt`] with the position of the bad field: an empty or short
+/// file [`Corruption::Truncated`], another version [`Corruption::BadHeader`], a CRC mismatch
+/// [`Corruption::CrcMismatch`], and a count that disagrees with the length (negative, too large,
+/// or with bytes left over) [`Corruption::RecordCount`]. Kafka ignores bytes after the counted
+/// entries; partlog writes none and so refuses them.
+pub fn decode_snapshot(file: &Path, bytes: &[u8]) -> Result<Vec<SnapshotEntry>> {
+    let corrupt = |position: u64, what: Corruption| Error::Corrupt {
+        file: file.to_path_buf(),
+        position,
+        what,
+    };
+    let Some(header) = bytes.get(..SNAPSHOT_HEADER_BYTES) else {
+        return Err(corrupt(
+            0,
+            Corruption::Truncated {
+                needed: SNAPSHOT_HEADER_BYTES as u64,
+                available: bytes.len() as u64,
+            },
+        ));
+    };
+    let version = i16::from_be_bytes([header[0], header[1]]);
+    if version != PRODUCER_SNAPSHOT_VERSION {
+        return Err(corrupt(
+            0,
+            Corruption::BadHeader("the producer snapshot's version is not 1"),
+        ));
+    }
+    let stored = u32::from_be_bytes([header[2], header[3], header[4], header[5]]);
+    let computed = crc32c(&bytes[CRC_COVERAGE_START..]);
+    if stored != computed {
+        return Err(corrupt(2, Corruption::CrcMismatch { stored, computed }));
+    }
+    let declared = i32::from_be_bytes([header[6], header[7], header[8], header[9]]);
+    let body = &bytes[SNAPSHOT_HEADER_BYTES..];
+    let found = body.len() / SNAPSHOT_ENTRY_BYTES;
+    let exact = body.len() % SNAPSHOT_ENTRY_BYTES == 0;
+    if declared < 0 || !exact || usize::try_from(declared).ok() != Some(found) {
+        return Err(corrupt(
+            CRC_COVERAGE_START as u64,
+            Corruption::RecordCount {
+                declared,
+                found: if exact { found as i64 } else { -1 },
+            },
+        ));
+    }
+    Ok(body
+        .chunks_exact(SNAPSHOT_ENTRY_BYTES)
+        .filter_map(|chunk| <&[u8; SNAPSHOT_ENTRY_BYTES]>::try_from(chunk).ok())
+        .map(SnapshotEntry::decode)
+        .collect())
+}
+
+/// The name of the snapshot at `offset`: `format!("{offset:020}.snapshot")`.
+pub fn snapshot_file_name(offset: i64) -> String {
+    format!("{offset:020}{SNAPSHOT_SUFFIX}")
+}
+
+/// The path of the snapshot at `offset` in `dir`.
+pub fn snapshot_path(dir: &Path, offset: i64) -> PathBuf {
+    dir.join(snapshot_file_name(offset))
+}
+
+/// The offset a snapshot file name encodes, or `None` for any other name (a `.deleted` or
+/// temporary snapshot, a segment file). Like segment names, exactly 20 digits.
+pub fn parse_snapshot_file_name(name: &str) -> Option<i64> {
+    let digits = name.strip_suffix(SNAPSHOT_SUFFIX)?;
+    if digits.len() != 20 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// Reads and decodes the snapshot at `path` (see [`decode_snapshot`]).
+pub fn read_snapshot(storage: &dyn Storage, path: &Path) -> Result<Vec<SnapshotEntry>> {
+    let file = storage.open(path, OpenMode::Read)?;
+    let len = usize::try_from(file.len()?).map_err(|_| Error::Corrupt {
+        file: path.to_path_buf(),
+        position: 0,
+        what: Corruption::BadHeader("the producer snapshot is larger than memory"),
+    })?;
+    let mut bytes = vec![0u8; len];
+    file.read_exact_at(&mut bytes, 0)?;
+    decode_snapshot(path, &bytes)
+}
+
+/// Writes the snapshot of `entries` at `offset` in `dir` durably and atomically: the bytes go to
+/// a temporary file, which is fsynced and renamed over `<offset>.snapshot`, then the directory
+/// is fsynced. On an error the temporary file is removed (best effort) and any snapshot already
+/// at that name is untouched unless the rename happened; the caller decides whether a failed
+/// fsync must poison the log.
+pub fn write_snapshot(
+    storage: &dyn Storage,
+    dir: &Path,
+    offset: i64,
+    entries: &[SnapshotEntry],
+) -> Result<PathBuf> {
+    if offset < 0 {
+        return Err(Error::InvalidArgument {
+            why: format!("a producer snapshot offset cannot be negative ({offset})"),
+        });
+    }
+    let path = snapshot_path(dir, offset);
+    let temp = dir.join(format!("{offset:020}{SNAPSHOT_TEMP_SUFFIX}"));
+    let bytes = encode_snapshot(entries);
+    let written = storage.open(&temp, OpenMode::Create).and_then(|file| {
+        file.set_len(0)?;
+        file.write_all_at(&bytes, 0)?;
+        file.sync_all()
+    });
+    if let Err(error) = written.and_then(|()| storage.rename(&temp, &path)) {
+        match storage.remove(&temp) {
+            Ok(()) => {}
+            Err(gone) if gone.io_kind() == Some(std::io::ErrorKind::NotFound) => {}
+            Err(cleanup) => log::warn!("could not remove {}: {cleanup}", temp.display()),
+        }
+        return Err(error);
+    }
+    storage.sync_dir(dir)?;
+    Ok(path)
+}
+
+/// The offsets of the `<offset>.snapshot` files in `dir`, ascending. Temporary and `.deleted`
+/// snapshots are not listed.
+pub fn list_snapshots(storage: &dyn Storage, dir: &Path) -> Result<Vec<i64>> {
+    let mut offsets: Vec<i64> = storage
+        .list(dir)?
+        .iter()
+        .filter_map(|name| parse_snapshot_file_name(name))
+        .collect();
+    offsets.sort_unstable();
+    Ok(offsets)
+}
+
+/// The newest snapshot offset at or below `offset` (Kafka's `latestSnapshotFile` floor lookup).
+pub fn latest_snapshot_at_or_below(
+    storage: &dyn Storage,
+    dir: &Path,
+    offset: i64,
+) -> Result<Option<i64>> {
+    Ok(list_snapshots(storage, dir)?
+        .into_iter()
+        .rev()
+        .find(|&snapshot| snapshot <= offset))
+}
+
+/// A snapshot that decoded: its offset and entries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadedSnapshot {
+    /// The offset in the file's name: the log end offset the state covers.
+    pub offset: i64,
+    /// The entries, in file order.
+    pub entries: Vec<SnapshotEntry>,
+}
+
+/// The newest snapshot at or below `offset` that decodes, trying older ones after a bad one.
+///
+/// A snapshot that is corrupt (empty, truncated, CRC-bad, another version, a wrong count) is
+/// skipped with a log line, and deleted when `delete_bad` (a writable open; a read-only one
+/// deletes nothing). One that vanished meanwhile is skipped. Any other I/O error is returned:
+/// it says nothing about the file's bytes.
+pub fn load_newest_valid_snapshot(
+    storage: &dyn Storage,
+    dir: &Path,
+    offset: i64,
+    delete_bad: bool,
+) -> Result<Option<LoadedSnapshot>> {
+    let candidates = list_snapshots(storage, dir)?;
+    for &candidate in candidates.iter().rev().filter(|&&c| c <= offset) {
+        let path = snapshot_path(dir, candidate);
+        match read_snapshot(storage, &path) {
+            Ok(entries) => {
+                return Ok(Some(LoadedSnapshot {
+                    offset: candidate,
+                    entries,
+                }));
+            }
+            Err(error @ Error::Corrupt { .. }) => {
+                log::warn!(
+                    "{}: the producer snapshot is unusable ({error}); {}",
+                    path.display(),
+                    if delete_bad {
+                        "deleting it and trying an older one"
+                    } else {
+                        "trying an older one"
+                    }
+                );
+                if delete_bad {
+                    remove_if_exists(storage, &path)?;
+                }
+            }
+            Err(error) if error.io_kind() == Some(std::io::ErrorKind::NotFound) => {}
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(None)
+}
+
+/// Removes temporary snapshots a crash left behind mid-write (never renamed, so never trusted).
+/// Returns how many were removed; the caller fsyncs the directory if it must be durable.
+pub fn remove_temporary_snapshots(storage: &dyn Storage, dir: &Path) -> Result<usize> {
+    let mut removed = 0;
+    for name in storage.list(dir)? {
+        if name.ends_with(SNAPSHOT_TEMP_SUFFIX) {
+            remove_if_exists(storage, &dir.join(name))?;
+            removed += 1;
+        }
+    }
+    Ok(removed)
+}
+
+/// Deletes the snapshots above `offset` (a truncation to a new log end removes the state past
+/// it) and returns their offsets. The caller fsyncs the directory.
+pub fn delete_snapshots_above(storage: &dyn Storage, dir: &Path, offset: i64) -> Result<Vec<i64>> {
+    delete_where(storage, dir, |snapshot| snapshot > offset)
+}
+
+/// Deletes the snapshots below `offset` (Kafka's `deleteSnapshotsBefore`: the state below a new
+/// log start offset is no longer needed) and returns their offsets. The caller fsyncs the
+/// directory.
+pub fn delete_snapshots_below(storage: &dyn Storage, dir: &Path, offset: i64) -> Result<Vec<i64>> {
+    delete_where(storage, dir, |snapshot| snapshot < offset)
+}
+
+/// Keeps only the snapshots in `(log_start_offset, log_end_offset]`, as Kafka's
+/// `truncateAndReload` does before it reloads: one at the start offset itself goes too, since
+/// its state covers nothing above the start that a replay from the start would not rebuild.
+/// Returns the deleted offsets. The caller fsyncs the directory.
+pub fn retain_snapshots_within(
+    storage: &dyn Storage,
+    dir: &Path,
+    log_start_offset: i64,
+    log_end_offset: i64,
+) -> Result<Vec<i64>> {
+    delete_where(storage, dir, |snapshot| {
+        snapshot <= log_start_offset || snapshot > log_end_offset
+    })
+}
+
+/// The snapshots Kafka's `removeStraySnapshots` deletes, given the snapshot offsets and the
+/// segment base offsets: every snapshot at a segment base stays; of the others (strays) only
+/// the newest may stay, and only when it is not below the newest segment base (it is then the
+/// log-end snapshot of the active segment). Returns the offsets to delete, ascending.
+pub fn stray_snapshots(snapshots: &[i64], segment_bases: &[i64]) -> Vec<i64> {
+    let mut sorted = snapshots.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let mut strays: Vec<i64> = sorted
+        .into_iter()
+        .filter(|snapshot| !segment_bases.contains(snapshot))
+        .collect();
+    let keep_newest = match (strays.last(), segment_bases.iter().max()) {
+        (Some(&newest), Some(&max_base)) => newest >= max_base,
+        (Some(_), None) => true,
+        (None, _) => false,
+    };
+    if keep_newest {
+        strays.pop();
+    }
+    strays
+}
+
+/// Deletes the stray snapshots of `dir` (see [`stray_snapshots`]) and returns their offsets.
+/// The caller fsyncs the directory.
+pub fn remove_stray_snapshots(
+    storage: &dyn Storage,
+    dir: &Path,
+    segment_bases: &[i64],
+) -> Result<Vec<i64>> {
+    let strays = stray_snapshots(&list_snapshots(storage, dir)?, segment_bases);
+    for &offset in &strays {
+        remove_if_exists(storage, &snapshot_path(dir, offset))?;
+    }
+    Ok(strays)
+}
+
+fn delete_where(
+    storage: &dyn Storage,
+    dir: &Path,
+    doomed: impl Fn(i64) -> bool,
+) -> Result<Vec<i64>> {
+    let mut deleted = Vec::new();
+    for offset in list_snapshots(storage, dir)? {
+        if doomed(offset) {
+            remove_if_exists(storage, &snapshot_path(dir, offset))?;
+            deleted.push(offset);
+        }
+    }
+    Ok(deleted)
+}
+
+fn remove_if_exists(storage: &dyn Storage, path: &Path) -> Result<()> {
+    match storage.remove(path) {
+        Ok(()) => Ok(()),
+        Err(error) if error.io_kind() == Some(std::io::ErrorKind::NotFound) => Ok(()),
+        Err(error) => Err(error),
+    }
+}
+
+#[cfg(test)]
+#[path = "snapshot_file_tests.rs"]
+mod tests;
