@@ -134,12 +134,13 @@ pub use crate::{
         LegacyHeader, LegacyRecordIter, NewRecord, Record, RecordIter, TimestampType,
     },
     log::{
-        CleanupPolicy, CompactionOptions, CompactionSchedule, CompactionStats, CompressionType,
-        DeletedSegment, FetchBatches, FetchData, FlushPolicy, Log, LogAppendInfo, LogConfig,
-        LogConfigBuilder, LogEvent, LogRecord, LogRecords, LogStats, Observer,
-        PRODUCER_ID_EXPIRATION_MS, ReadBound, RecoveryMode, RecoveryReport, RetentionReport,
-        RetentionRule, WaitDurable, WaitForData,
+        CleanupPolicy, CommittedRecords, CompactionOptions, CompactionSchedule, CompactionStats,
+        CompressionType, DeletedSegment, FetchBatches, FetchData, FlushPolicy, Isolation, Log,
+        LogAppendInfo, LogConfig, LogConfigBuilder, LogEvent, LogRecord, LogRecords, LogStats,
+        Observer, PRODUCER_ID_EXPIRATION_MS, ProducerStateEntry, ReadBound, ReadOptions,
+        RecoveryMode, RecoveryReport, RetentionReport, RetentionRule, WaitDurable, WaitForData,
     },
+    segment::AbortedTxn,
     producer::{Acks, Producer, ProducerConfig, ProducerConfigBuilder, ProducerStats, SendHandle},
 };
 

@@ -12,10 +12,12 @@ use std::sync::Arc;
 use crate::clock::{COARSE_CLOCK_LAG_MS, Clock};
 use crate::error::{Error, Result};
 use crate::format::{
-    BatchBuilder, BatchHeader, BatchView, Compression, NewRecord, TimestampType, set_base_offset,
-    set_log_append_time, set_partition_leader_epoch,
+    BatchBuilder, BatchHeader, BatchView, Compression, ControlRecordType, EndTransactionMarker,
+    NewRecord, TimestampType, control_record_type, set_base_offset, set_log_append_time,
+    set_partition_leader_epoch,
 };
 
+use super::producer_state::{AppendOrigin, ProducerAppendCheck};
 use super::{CompressionType, FlushPolicy, Log, LogAppendInfo, LogConfig, TruncationEpoch};
 
 impl Log {
@@ -186,6 +188,9 @@ impl Log {
         if header.producer_id >= 0 && header.base_sequence < 0 {
             return Err(invalid("an idempotent batch needs a base sequence"));
         }
+        if header.is_transactional() && header.producer_id < 0 {
+            return Err(invalid("a transactional batch needs a producer id"));
+        }
         if header.is_control() {
             return Err(invalid("producers may not write control batches"));
         }
@@ -271,6 +276,20 @@ impl Log {
         batch: &mut [u8],
         now: i64,
     ) -> Result<(LogAppendInfo, TruncationEpoch)> {
+        self.append_built_from(batch, now, AppendOrigin::Client)
+    }
+
+    /// [`append_built_in_epoch`](Self::append_built_in_epoch) for a batch from `origin`: a
+    /// batch with a producer id is checked against its producer's state after its offsets are
+    /// assigned and before it is written (a re-sent one is answered with the original's
+    /// offsets, writing nothing), and the state is updated once it is written
+    /// (`transactions.rs`).
+    pub(super) fn append_built_from(
+        &self,
+        batch: &mut [u8],
+        now: i64,
+        origin: AppendOrigin,
+    ) -> Result<(LogAppendInfo, TruncationEpoch)> {
         let shared = &self.shared;
         let config = &shared.config;
         if batch.len() as u64 > u64::from(config.max_message_bytes) {
@@ -309,6 +328,35 @@ impl Log {
         set_partition_leader_epoch(batch, NO_PARTITION_LEADER_EPOCH)?;
         let header = BatchHeader::parse(batch).map_err(|what| Error::InvalidBatch { what })?;
         let last_offset = header.last_offset();
+        // One branch for batches without a producer id.
+        let producer_info = if header.producer_id >= 0 {
+            let marker = if header.is_control() {
+                transaction_marker(batch)?
+            } else {
+                None
+            };
+            match shared.check_producer(&writer, &header, marker, origin)? {
+                ProducerAppendCheck::Duplicate {
+                    first_offset,
+                    last_offset,
+                } => {
+                    let epoch = TruncationEpoch(shared.truncations.load(Ordering::Acquire));
+                    let info = LogAppendInfo {
+                        first_offset,
+                        last_offset,
+                        records: u32::try_from(header.records_count).unwrap_or(0),
+                        max_timestamp: header.max_timestamp,
+                        log_append_time: None,
+                        bytes: 0,
+                        duplicate: true,
+                    };
+                    return Ok((info, epoch));
+                }
+                ProducerAppendCheck::Append(info) => Some(info),
+            }
+        } else {
+            None
+        };
         // Kafka's shouldRoll, then the append, under one hold of the segment's lock.
         let appended =
             match writer
@@ -332,8 +380,12 @@ impl Log {
             }
             return Err(error);
         }
+        // Before the log end moves: a `read_committed` reader must find a transaction's
+        // first offset unstable before it can find the transaction's data.
+        let committed = shared.commit_producer(&mut writer, producer_info, last_offset + 1);
         writer.log_end_offset = last_offset + 1;
         shared.log_end.advance(last_offset + 1);
+        committed?;
         let epoch = TruncationEpoch(shared.truncations.load(Ordering::Acquire));
         let records = u32::try_from(header.records_count).unwrap_or(0);
         // Only appends write these, under the writer mutex: a load and a store each, not the
@@ -375,6 +427,7 @@ impl Log {
             max_timestamp: log_append_time.unwrap_or(header.max_timestamp),
             log_append_time,
             bytes: batch.len(),
+            duplicate: false,
         };
         Ok((info, epoch))
     }
@@ -452,4 +505,25 @@ fn give_back_batch_buffer(buffer: Vec<u8>) {
     if buffer.capacity() <= KEPT_BATCH_BUFFER_BYTES {
         BATCH_BUFFER.set(buffer);
     }
+}
+
+/// The type and value of a control batch's marker record, `None` when the batch holds none (a
+/// control batch the cleaner emptied). A control record that is no COMMIT or ABORT comes back
+/// too: the producer state refuses it.
+fn transaction_marker(batch: &[u8]) -> Result<Option<(ControlRecordType, EndTransactionMarker)>> {
+    let view = BatchView::new(batch).map_err(|what| Error::InvalidBatch { what })?;
+    let mut scratch = Vec::new();
+    let Some(record) = view.records(&mut scratch)?.next() else {
+        return Ok(None);
+    };
+    let record = record?;
+    let kind = control_record_type(&record)?;
+    let marker = if kind.is_transaction_marker() {
+        EndTransactionMarker::parse(&record)?
+    } else {
+        EndTransactionMarker {
+            coordinator_epoch: -1,
+        }
+    };
+    Ok(Some((kind, marker)))
 }

@@ -13,11 +13,13 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::format::{Batch, TimestampType, peek_batch_frame};
-use crate::segment::{Segment, SegmentRead};
+use crate::segment::{AbortedTxn, Segment, SegmentRead};
 
 use super::Log;
+use super::snapshot::SegmentList;
 
 /// How far a read may go. Default: [`ReadBound::LogEnd`].
+#[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ReadBound {
     /// Up to the log end offset: everything appended, as a Kafka leader serves
@@ -29,13 +31,62 @@ pub enum ReadBound {
     Durable,
 }
 
+/// Which records of transactions a read returns (Kafka's `isolation.level`). Default:
+/// [`Isolation::ReadUncommitted`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Isolation {
+    /// Everything up to the read's bound, the data of open and aborted transactions included.
+    #[default]
+    ReadUncommitted,
+    /// Only below the last stable offset ([`Log::last_stable_offset`]), with the aborted
+    /// transactions in the range listed in [`FetchData::aborted_transactions`], so that the
+    /// reader can skip their data ([`Log::committed_records`] does). With
+    /// [`ReadBound::Durable`] the read stops at the lower of the two bounds.
+    ReadCommitted,
+}
+
+/// How [`Log::read_with`] reads: its bound and its isolation level.
+///
+/// ```
+/// use partlog::{Isolation, ReadBound, ReadOptions};
+///
+/// let options = ReadOptions::default()
+///     .bound(ReadBound::Durable)
+///     .isolation(Isolation::ReadCommitted);
+/// assert_eq!(options.isolation, Isolation::ReadCommitted);
+/// ```
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ReadOptions {
+    /// How far the read may go. Default: [`ReadBound::LogEnd`].
+    pub bound: ReadBound,
+    /// Which transactional records it returns. Default: [`Isolation::ReadUncommitted`].
+    pub isolation: Isolation,
+}
+
+impl ReadOptions {
+    /// These options with `bound`.
+    pub fn bound(mut self, bound: ReadBound) -> Self {
+        self.bound = bound;
+        self
+    }
+
+    /// These options with `isolation`.
+    pub fn isolation(mut self, isolation: Isolation) -> Self {
+        self.isolation = isolation;
+        self
+    }
+}
+
 /// Whole record batches read from one segment, with the segment pinned.
 ///
 /// The bytes are exactly the `.log` bytes (Kafka's disk format is its wire format), and every
 /// batch in them has passed its CRC check. A log Kafka wrote before 0.11 may hold legacy
 /// (magic 0 and 1) messages: they come back as they are stored, and [`FetchData::batches`]
-/// reads them too. Until transactions land, batches of aborted
-/// transactions are returned too (`read_uncommitted`); control batches are returned, flagged.
+/// reads them too. Control batches (transaction markers) are returned, flagged. A
+/// `read_uncommitted` read returns the batches of open and aborted transactions too; a
+/// `read_committed` one ([`Log::read_with`]) stops at the last stable offset and lists the
+/// aborted transactions its batches may hold ([`aborted_transactions`](Self::aborted_transactions)).
 ///
 /// The bytes live in a buffer that [`Log::read_into`](crate::Log::read_into) reuses: a reader
 /// that keeps one `FetchData` and reads into it again and again allocates nothing per read once
@@ -53,6 +104,10 @@ pub struct FetchData {
     /// The segment the bytes came from, pinned for [`send_to`](Self::send_to), with its
     /// truncation sequence from before the bytes were read.
     segment: Option<(Arc<Segment>, u64)>,
+    /// The last stable offset when the read ran.
+    last_stable_offset: i64,
+    /// The aborted transactions of a `read_committed` read's range.
+    aborted: Vec<AbortedTxn>,
 }
 
 impl FetchData {
@@ -69,6 +124,7 @@ impl FetchData {
         self.next_offset = at;
         self.log_end_offset = log_end_offset;
         self.segment = None;
+        self.aborted.clear();
     }
 
     /// The buffer a read fills; [`fill`](Self::fill) says where the batches landed.
@@ -124,6 +180,19 @@ impl FetchData {
     /// The log end offset when the read ran.
     pub fn log_end_offset(&self) -> i64 {
         self.log_end_offset
+    }
+
+    /// The last stable offset when the read ran ([`Log::last_stable_offset`]).
+    pub fn last_stable_offset(&self) -> i64 {
+        self.last_stable_offset
+    }
+
+    /// For a `read_committed` read ([`Isolation::ReadCommitted`]), the aborted transactions
+    /// that may have data among the returned batches: every one whose first offset lies below
+    /// [`next_offset`](Self::next_offset) and whose ABORT marker lies at or above the read's
+    /// offset, as Kafka's fetch response lists them. Empty for a `read_uncommitted` read.
+    pub fn aborted_transactions(&self) -> &[AbortedTxn] {
+        &self.aborted
     }
 
     /// The batches, as borrowed views of either kind: v2 batches and legacy messages.
@@ -291,6 +360,20 @@ impl Log {
         Ok(fetch)
     }
 
+    /// [`read`](Self::read) with [`ReadOptions`]: with [`Isolation::ReadCommitted`] the read
+    /// stops at the last stable offset and fills [`FetchData::aborted_transactions`], as a Kafka
+    /// leader serves a `read_committed` consumer.
+    pub fn read_with(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        options: ReadOptions,
+    ) -> Result<FetchData> {
+        let mut fetch = FetchData::new();
+        self.read_with_into(offset, max_bytes, options, &mut fetch)?;
+        Ok(fetch)
+    }
+
     /// [`read`](Self::read) into `fetch`, reusing its buffer: a reader that keeps one
     /// [`FetchData`] allocates nothing per read once the buffer has grown to its largest read.
     /// Whatever `fetch` held is replaced (on an error it is left empty).
@@ -301,11 +384,23 @@ impl Log {
         bound: ReadBound,
         fetch: &mut FetchData,
     ) -> Result<()> {
+        self.read_with_into(offset, max_bytes, ReadOptions::default().bound(bound), fetch)
+    }
+
+    /// [`read_with`](Self::read_with) into `fetch`, reusing its buffer as
+    /// [`read_into`](Self::read_into) does.
+    pub fn read_with_into(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        options: ReadOptions,
+        fetch: &mut FetchData,
+    ) -> Result<()> {
         let resume = fetch.take_resume_point();
         fetch.clear_at(offset, 0);
         self.check_open()?;
         self.poll_live();
-        match self.read_current(offset, max_bytes, bound, resume.as_ref(), fetch) {
+        match self.read_current(offset, max_bytes, options, resume.as_ref(), fetch) {
             // A live writer deleted a segment this view still lists (retention, a truncation)
             // since the last poll: look again, and answer from what is there now.
             Err(error)
@@ -314,7 +409,7 @@ impl Log {
             {
                 fetch.clear_at(offset, 0);
                 self.refresh()?;
-                self.read_current(offset, max_bytes, bound, None, fetch)
+                self.read_current(offset, max_bytes, options, None, fetch)
             }
             other => other,
         }
@@ -325,7 +420,7 @@ impl Log {
         &self,
         offset: i64,
         max_bytes: usize,
-        bound: ReadBound,
+        options: ReadOptions,
         resume: Option<&ResumePoint>,
         fetch: &mut FetchData,
     ) -> Result<()> {
@@ -334,11 +429,11 @@ impl Log {
         // case, the same gap at the end of the bound, and ends with nothing once more).
         const MAX_OVERTAKEN_READS: u32 = 4;
         for _ in 1..MAX_OVERTAKEN_READS {
-            if !self.read_current_once(offset, max_bytes, bound, resume, fetch)? {
+            if !self.read_current_once(offset, max_bytes, options, resume, fetch)? {
                 return Ok(());
             }
         }
-        self.read_current_once(offset, max_bytes, bound, resume, fetch)
+        self.read_current_once(offset, max_bytes, options, resume, fetch)
             .map(|_| ())
     }
 
@@ -350,7 +445,7 @@ impl Log {
         &self,
         offset: i64,
         max_bytes: usize,
-        bound: ReadBound,
+        options: ReadOptions,
         resume: Option<&ResumePoint>,
         fetch: &mut FetchData,
     ) -> Result<bool> {
@@ -370,11 +465,19 @@ impl Log {
                 end,
             });
         }
-        let upper = match bound {
+        let last_stable_offset = shared.last_stable_offset();
+        let upper = match options.bound {
             ReadBound::LogEnd => end,
             ReadBound::Durable => self.durable_offset().min(end),
         };
+        let read_committed = options.isolation == Isolation::ReadCommitted;
+        let upper = if read_committed {
+            upper.min(last_stable_offset)
+        } else {
+            upper
+        };
         fetch.clear_at(offset, end);
+        fetch.last_stable_offset = last_stable_offset;
         if offset >= upper {
             return Ok(false);
         }
@@ -412,6 +515,9 @@ impl Log {
                 )?;
                 if let Some((read, at)) = found {
                     fetch.fill(&read, at, end, segment, segment_truncations);
+                    if read_committed {
+                        self.collect_aborted(&list, index, offset, fetch)?;
+                    }
                     return Ok(false);
                 }
                 index += 1;
@@ -429,9 +535,40 @@ impl Log {
         }
     }
 
+    /// Kafka's `collectAbortedTransactions` for a fetch from `offset` whose batches end at
+    /// `fetch.next_offset()`: the `.txnindex` entries of the segment at `index` and the later
+    /// ones that overlap the fetch, until a segment's search says no later transaction can.
+    fn collect_aborted(
+        &self,
+        list: &SegmentList,
+        index: usize,
+        offset: i64,
+        fetch: &mut FetchData,
+    ) -> Result<()> {
+        let upper_bound = fetch.next_offset;
+        // No segment above the last one that ever held a `.txnindex` has entries.
+        let last_indexed = self.shared.last_txn_index_base.load(Ordering::Acquire);
+        for handle in list.handles().iter().skip(index) {
+            if handle.base_offset() > last_indexed {
+                break;
+            }
+            let Some(segment) = self.shared.snapshot.pin(handle)? else {
+                // Gone under the read (retention, a truncation): what it held is gone too.
+                continue;
+            };
+            let found = segment.collect_aborted_txns(offset, upper_bound)?;
+            fetch.aborted.extend(found.aborted);
+            if found.complete {
+                break;
+            }
+        }
+        Ok(())
+    }
+
     /// An iterator over the data records from `offset` on, across segments, up to `bound` as
-    /// it stands when each fetch runs. Control records are skipped. Until transactions land,
-    /// records of aborted transactions are returned too (`read_uncommitted`).
+    /// it stands when each fetch runs. Control records are skipped. Records of open and aborted
+    /// transactions are returned too (`read_uncommitted`); [`committed_records`](Self::committed_records)
+    /// returns only committed ones.
     pub fn records(&self, offset: i64, bound: ReadBound) -> LogRecords<'_> {
         LogRecords {
             log: self,

@@ -15,6 +15,7 @@
 
 mod append;
 pub mod checkpoint;
+mod committed;
 mod compaction;
 mod config;
 mod fetch;
@@ -28,6 +29,7 @@ mod recovery;
 mod retention;
 mod snapshot;
 mod stats;
+mod transactions;
 mod truncate;
 mod wait;
 mod watermark;
@@ -48,6 +50,7 @@ use crate::storage::{FileLock, LockMode, Storage};
 use checkpoint::{CheckpointFile, CleanShutdown};
 use flusher::flusher_loop;
 use group_commit::GroupCommit;
+use producer_state::ProducerStateManager;
 use snapshot::{SegmentHandle, SegmentList, Snapshot};
 use truncate::PendingDelete;
 use watermark::Watermark;
@@ -58,10 +61,15 @@ pub use compaction::{
 pub use config::{
     CleanupPolicy, CompressionType, FlushPolicy, LogConfig, LogConfigBuilder, RecoveryMode,
 };
-pub use fetch::{FetchBatches, FetchData, LogRecord, LogRecords, ReadBound};
+pub use committed::CommittedRecords;
+pub use fetch::{
+    FetchBatches, FetchData, Isolation, LogRecord, LogRecords, ReadBound,
+    ReadOptions,
+};
 pub use observer::{LogEvent, Observer};
 pub use retention::{DeletedSegment, RetentionReport, RetentionRule};
 pub use stats::{LogStats, RecoveryReport};
+pub use transactions::ProducerStateEntry;
 pub use wait::{WaitDurable, WaitForData};
 
 /// The name of the lock file in a log directory.
@@ -86,6 +94,9 @@ pub struct LogAppendInfo {
     pub log_append_time: Option<i64>,
     /// The size of the batch in bytes.
     pub bytes: usize,
+    /// The batch re-sent one of its producer's last 5 batches (an idempotent producer's retry):
+    /// nothing was written, and the offsets are the original's.
+    pub duplicate: bool,
 }
 
 /// How many truncations the log had seen when a batch was appended, read under the writer
@@ -122,6 +133,9 @@ struct Writer {
     /// Files renamed `.deleted`, removed once no reader pins their segment.
     pending_deletes: Vec<PendingDelete>,
     jitter_state: u64,
+    /// Per-producer sequences, epochs and open transactions (Kafka's `ProducerStateManager`,
+    /// under the log lock as here): `transactions.rs`.
+    producer_state: ProducerStateManager,
 }
 
 impl Writer {
@@ -181,6 +195,13 @@ struct Shared {
     /// Counts truncations, so that a compaction pass never swaps in a copy of a segment that a
     /// truncation changed meanwhile.
     truncations: AtomicU64,
+    /// The producer state's first unstable offset (`i64::MAX` when none), published under the
+    /// writer lock before the log end moves past a transactional batch: a `read_committed`
+    /// read, which takes no writer lock, bounds itself by it (`transactions.rs`).
+    first_unstable: AtomicI64,
+    /// The highest base of a segment that has held a `.txnindex` since open (-1: none): a
+    /// `read_committed` read searches no segment above it for aborted transactions.
+    last_txn_index_base: AtomicI64,
     /// Held for a whole retention pass: passes run one at a time.
     retention_pass: Mutex<()>,
     /// Held while unlinking `.deleted` files outside the writer lock, so that a caller who reaps
@@ -310,6 +331,23 @@ impl Log {
             MAX_OPEN_SEGMENTS,
         );
         let log_end_offset = recovered.active.next_offset();
+        let producer_state = transactions::load_producer_state(
+            &storage,
+            dir,
+            &config,
+            &snapshot,
+            transactions::LoadFrom {
+                log_start_offset: recovered.log_start_offset,
+                log_end_offset,
+                first_recovered_base: recovered.first_recovered_base,
+                read_only,
+                now_ms,
+            },
+        )?;
+        let first_unstable = producer_state
+            .first_unstable_offset()
+            .unwrap_or(i64::MAX);
+        let last_txn_index_base = transactions::last_txn_index_base(&*storage, dir)?;
         let (cleaner, compaction_status) =
             compaction::load_cleaner_state(&*storage, dir, log_end_offset, read_only);
         let shared = Arc::new(Shared {
@@ -331,6 +369,7 @@ impl Log {
                 bytes_since_flush: 0,
                 pending_deletes: Vec::new(),
                 jitter_state,
+                producer_state,
             }),
             log_end: Watermark::new(log_end_offset),
             log_start: AtomicI64::new(recovered.log_start_offset),
@@ -345,6 +384,8 @@ impl Log {
             compaction: Mutex::new(cleaner),
             compaction_status,
             truncations: AtomicU64::new(0),
+            first_unstable: AtomicI64::new(first_unstable),
+            last_txn_index_base: AtomicI64::new(last_txn_index_base),
             retention_pass: Mutex::new(()),
             reaping: Mutex::new(()),
             live: (read_only && config.allow_live_writer)
@@ -641,6 +682,16 @@ impl Shared {
                 new_base: base,
             },
         );
+        // Kafka's snapshot at every roll, at the new segment's base: recovery replays the
+        // producer state from the newest snapshot at or below where it starts scanning, so
+        // this bounds that replay to about a segment. The snapshot is an optimisation whose
+        // loss costs only a longer replay: a failure is a warning, not a failed roll.
+        if let Err(error) = self.take_producer_snapshot(writer) {
+            log::warn!(
+                "{}: could not write the producer snapshot at {base}: {error}",
+                self.dir.display()
+            );
+        }
         self.flusher.lock().roll_pending = true;
         self.flusher_wake.notify_all();
         log::debug!("rolled {} to a new segment at {base}", self.dir.display());
@@ -672,6 +723,9 @@ impl Shared {
             self.storage.sync_dir(&self.dir)?;
         }
         self.reap_deleted(&mut writer, true);
+        // The snapshot at the log end, durable before the clean-shutdown record: the next open
+        // loads it and replays nothing.
+        self.take_producer_snapshot(&mut writer)?;
         let log_start = self.log_start.load(Ordering::Acquire);
         let clean = CleanShutdown {
             active_segment_base: active.base_offset(),

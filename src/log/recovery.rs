@@ -39,6 +39,9 @@ pub(crate) struct Recovered {
     pub recovery_point: i64,
     pub log_start_offset: i64,
     pub durable_offset: i64,
+    /// The base of the first segment an unclean recovery scanned (`None` after a clean
+    /// shutdown): the `.txnindex` files from there on are rebuilt with the producer state.
+    pub first_recovered_base: Option<i64>,
     pub report: RecoveryReport,
 }
 
@@ -197,6 +200,7 @@ fn start_empty_log(
         recovery_point: checkpoint_start,
         log_start_offset: checkpoint_start,
         durable_offset: checkpoint_start,
+        first_recovered_base: None,
         report,
     })
 }
@@ -219,6 +223,7 @@ fn recovered_clean(bases: &[i64], active: Arc<Segment>, mut report: RecoveryRepo
         recovery_point: end,
         log_start_offset: 0,
         durable_offset: end,
+        first_recovered_base: None,
         report,
     }
 }
@@ -266,6 +271,7 @@ fn restart_at_log_start(
     recovered.active = active;
     recovered.recovery_point = recovered.log_start_offset;
     recovered.durable_offset = recovered.log_start_offset;
+    recovered.first_recovered_base = None;
     Ok(())
 }
 
@@ -451,6 +457,7 @@ fn recover_unclean(
     } else {
         end
     };
+    let first_recovered_base = handles.get(start).map(|handle| handle.base_offset());
     Ok(Recovered {
         handles,
         active,
@@ -458,6 +465,7 @@ fn recover_unclean(
         recovery_point: durable,
         log_start_offset: 0,
         durable_offset: durable,
+        first_recovered_base,
         report,
     })
 }

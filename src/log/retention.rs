@@ -595,6 +595,9 @@ impl Shared {
         let recovery_point = writer.recovery_point;
         self.write_checkpoint_durably(writer, recovery_point, log_start_offset)?;
         self.log_start.fetch_max(log_start_offset, Ordering::AcqRel);
+        // A producer whose data now lies wholly below the start is forgotten (KIP-360).
+        writer.producer_state.truncate_head(log_start_offset);
+        self.publish_first_unstable(writer);
 
         // 2. Out of the snapshot: no reader finds these segments from now on.
         let taken = self.snapshot.swap(SegmentList::new(kept.to_vec()), removed);

@@ -76,6 +76,9 @@ impl Log {
         let recovery_point = writer.recovery_point;
         shared.write_checkpoint_durably(&mut writer, recovery_point, offset)?;
         shared.log_start.store(offset, Ordering::Release);
+        // A producer whose data now lies wholly below the start is forgotten (KIP-360).
+        writer.producer_state.truncate_head(offset);
+        shared.publish_first_unstable(&writer);
         Ok(())
     }
 }
@@ -186,6 +189,9 @@ impl Shared {
         // watermark only wakes them by itself if it moves down.
         self.commit.durable_watermark().wake_all();
         self.reap_deleted(writer, false);
+        // 4. The producer state as of the new end, before the lock goes: the next append is
+        //    checked against it.
+        self.reload_producer_state(writer, new_end)?;
         Ok(new_end)
     }
 

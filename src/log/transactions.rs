@@ -1,0 +1,535 @@
+//! The producer state at the log level (ARCHITECTURE.md §9): idempotent appends, transaction
+//! markers, the last stable offset, producer snapshots, and the replay that rebuilds the state
+//! and the `.txnindex` files at open and after a truncation.
+//!
+//! The rules live in `producer_state/` (Kafka's `ProducerStateManager`), which does no I/O; this
+//! file feeds it batches and writes what it decides:
+//! - **Append.** A batch with a producer id is checked under the writer lock after its offsets
+//!   are assigned and before the segment write ([`Shared::check_producer`]); a duplicate writes
+//!   nothing. Once the write succeeded, [`Shared::commit_producer`] applies the change, appends
+//!   the `AbortedTxn` of an ABORT marker to the `.txnindex` of the segment holding it, and
+//!   publishes the first unstable offset, all before the log end moves past the batch.
+//! - **Snapshots** (`<offset>.snapshot`, FORMAT.md §9) at each roll, at the new segment's base,
+//!   and at close, at the log end, before the clean-shutdown record.
+//! - **Open** ([`load_producer_state`]): the newest valid snapshot at or below where recovery
+//!   began scanning (the log end after a clean shutdown), then a replay of every batch with a
+//!   producer id from there to the log end; the `.txnindex` of every segment recovery scanned is
+//!   rebuilt by that replay.
+//! - **Truncation** ([`Shared::reload_producer_state`]): the snapshots above the new end go, and
+//!   the state is reloaded from the newest one left and replayed to the new end.
+
+use crate::sync::atomic::Ordering;
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::format::{
+    AnyBatchIter, Batch, BatchHeader, ControlRecordType, EndTransactionMarker,
+    build_control_batch, control_record_type,
+};
+use crate::segment::{AbortedTxn, Segment, SegmentFileKind, parse_segment_file_name};
+use crate::storage::Storage;
+
+use super::config::LogConfig;
+use super::producer_state::snapshot_file::{
+    SnapshotEntry, delete_snapshots_above, load_newest_valid_snapshot, remove_stray_snapshots,
+    remove_temporary_snapshots, retain_snapshots_within, write_snapshot,
+};
+use super::producer_state::{
+    AppendOrigin, BatchSummary, FinishedTxn, ProducerAppendCheck, ProducerAppendInfo,
+    ProducerStateConfig, ProducerStateManager,
+};
+use super::snapshot::Snapshot;
+use super::{Log, LogAppendInfo, Shared, Writer};
+
+/// How much a replay reads at once.
+const REPLAY_CHUNK_BYTES: usize = 1 << 20;
+
+/// One producer's state as the log holds it (a read-only copy; Kafka's `ProducerStateEntry`
+/// as `kafka-dump-log` prints it from a snapshot).
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProducerStateEntry {
+    /// The producer id.
+    pub producer_id: i64,
+    /// The producer's current epoch.
+    pub producer_epoch: i16,
+    /// The first sequence of the oldest batch the log remembers (-1 when none: after a marker
+    /// of a new epoch).
+    pub first_sequence: i32,
+    /// The last sequence of the newest batch (-1 when none).
+    pub last_sequence: i32,
+    /// The last offset of the newest data batch (-1 when none).
+    pub last_offset: i64,
+    /// How many batches the log remembers for duplicate detection (at most 5; 1 right after a
+    /// load from a snapshot, which stores only the newest).
+    pub cached_batches: usize,
+    /// The coordinator epoch of the producer's last marker (-1 when none).
+    pub coordinator_epoch: i32,
+    /// The timestamp of the producer's last batch or marker; expiration counts from it.
+    pub last_timestamp: i64,
+    /// The first offset of the producer's open transaction.
+    pub current_txn_first_offset: Option<i64>,
+}
+
+impl ProducerStateEntry {
+    fn of(producer_id: i64, entry: &super::producer_state::ProducerStateEntry) -> Self {
+        ProducerStateEntry {
+            producer_id,
+            producer_epoch: entry.producer_epoch,
+            first_sequence: entry.first_seq(),
+            last_sequence: entry.last_seq(),
+            last_offset: entry.last_data_offset(),
+            cached_batches: entry.batches.len(),
+            coordinator_epoch: entry.coordinator_epoch,
+            last_timestamp: entry.last_timestamp,
+            current_txn_first_offset: entry.current_txn_first_offset,
+        }
+    }
+}
+
+impl Log {
+    /// Appends a transaction marker (a COMMIT or ABORT control batch, as a Kafka broker writes
+    /// for its transaction coordinator) that ends `producer_id`'s open transaction on this
+    /// partition, and returns where it landed.
+    ///
+    /// The marker is checked as Kafka checks one from the coordinator: an epoch below the
+    /// producer's is [`Error::InvalidProducerEpoch`], a `coordinator_epoch` below the last one
+    /// seen is [`Error::TransactionCoordinatorFenced`]; a marker for a producer with no open
+    /// transaction is written and ends nothing. An ABORT records the transaction in the
+    /// `.txnindex` of the segment that holds the marker, so that `read_committed` reads skip its
+    /// data ([`Log::read_with`]).
+    ///
+    /// A `producer_id` below 0, or a `marker` other than COMMIT or ABORT, is
+    /// [`Error::InvalidArgument`].
+    pub fn append_marker(
+        &self,
+        producer_id: i64,
+        producer_epoch: i16,
+        marker: ControlRecordType,
+        coordinator_epoch: i32,
+    ) -> Result<LogAppendInfo> {
+        self.check_writable()?;
+        if producer_id < 0 {
+            return Err(Error::InvalidArgument {
+                why: format!("a transaction marker needs a producer id, not {producer_id}"),
+            });
+        }
+        if !marker.is_transaction_marker() {
+            return Err(Error::InvalidArgument {
+                why: format!("{marker:?} is not a transaction marker (COMMIT or ABORT)"),
+            });
+        }
+        let now = self.shared.clock.now_ms();
+        let mut batch =
+            build_control_batch(marker, producer_id, producer_epoch, coordinator_epoch, 0, now);
+        self.append_built_from(&mut batch, now, AppendOrigin::Coordinator)
+            .map(|(info, _)| info)
+    }
+
+    /// Records that the transaction coordinator added this partition to `producer_id`'s
+    /// transaction at `producer_epoch` (KIP-890's partition verification, in process). With
+    /// [`LogConfig::transaction_partition_verification_enable`], a transaction's first batch is
+    /// refused with [`Error::InvalidTxnState`] unless it was registered so: a late write from a
+    /// fenced or aborted producer cannot open a transaction that no marker will close.
+    pub fn register_transaction(&self, producer_id: i64, producer_epoch: i16) -> Result<()> {
+        self.check_writable()?;
+        if producer_id < 0 {
+            return Err(Error::InvalidArgument {
+                why: format!("a transaction needs a producer id, not {producer_id}"),
+            });
+        }
+        let now = self.shared.clock.now_ms();
+        self.shared
+            .writer
+            .lock()
+            .producer_state
+            .register_transaction(producer_id, producer_epoch, now);
+        Ok(())
+    }
+
+    /// The state the log holds for `producer_id`, if any.
+    pub fn producer_state(&self, producer_id: i64) -> Option<ProducerStateEntry> {
+        let writer = self.shared.writer.lock();
+        writer
+            .producer_state
+            .last_entry(producer_id)
+            .map(|entry| ProducerStateEntry::of(producer_id, entry))
+    }
+
+    /// Every producer the log holds state for, by ascending producer id.
+    pub fn active_producers(&self) -> Vec<ProducerStateEntry> {
+        let writer = self.shared.writer.lock();
+        writer
+            .producer_state
+            .entries()
+            .into_iter()
+            .map(|(producer_id, entry)| ProducerStateEntry::of(producer_id, entry))
+            .collect()
+    }
+
+    /// The first offset of the earliest transaction that is open (or ended above the high
+    /// watermark), if any.
+    pub fn first_unstable_offset(&self) -> Option<i64> {
+        self.poll_live();
+        let first_unstable = self.shared.first_unstable.load(Ordering::Acquire);
+        (first_unstable != i64::MAX).then_some(first_unstable)
+    }
+
+    /// The last stable offset: `read_committed` reads stop below it. It is the first unstable
+    /// offset, or the high watermark when no transaction is unstable, and never below the log
+    /// start. A bare `Log` has one replica, so its high watermark is its log end offset (as a
+    /// Kafka leader alone in its ISR has it).
+    pub fn last_stable_offset(&self) -> i64 {
+        self.poll_live();
+        self.shared.last_stable_offset()
+    }
+}
+
+impl Shared {
+    /// See [`Log::last_stable_offset`]. The first unstable offset is read before the log end:
+    /// an append publishes it before it moves the end past a transactional batch.
+    pub(super) fn last_stable_offset(&self) -> i64 {
+        let first_unstable = self.first_unstable.load(Ordering::Acquire);
+        let high_watermark = self.readable_end();
+        let log_start = self.log_start.load(Ordering::Acquire);
+        first_unstable.min(high_watermark).max(log_start)
+    }
+
+    /// Checks a batch whose offsets are assigned against its producer's state. Batches without
+    /// a producer id pass with one branch.
+    pub(super) fn check_producer(
+        &self,
+        writer: &Writer,
+        header: &BatchHeader,
+        control: Option<(ControlRecordType, EndTransactionMarker)>,
+        origin: AppendOrigin,
+    ) -> Result<ProducerAppendCheck> {
+        let summary = BatchSummary::from_header(header, control)?;
+        writer.producer_state.analyze(&summary, origin)
+    }
+
+    /// Applies a checked append once its batch is in `segment` (the active segment), records
+    /// an ABORT marker's transaction in that segment's `.txnindex`, and publishes the first
+    /// unstable offset. Call it before the log end moves past the batch.
+    pub(super) fn commit_producer(
+        &self,
+        writer: &mut Writer,
+        info: Option<ProducerAppendInfo>,
+        next_offset: i64,
+    ) -> Result<()> {
+        let Some(info) = info else {
+            writer.producer_state.update_map_end_offset(next_offset);
+            return Ok(());
+        };
+        let finished = writer.producer_state.commit(info, next_offset);
+        let segment = Arc::clone(&writer.active);
+        let recorded = record_aborted(&segment, &finished);
+        if finished.iter().any(|done| done.txn.is_aborted) {
+            self.last_txn_index_base
+                .fetch_max(segment.base_offset(), Ordering::AcqRel);
+        }
+        // A bare log's high watermark is its end: a marker is below it once written.
+        writer.producer_state.on_high_watermark_updated(next_offset);
+        self.publish_first_unstable(writer);
+        if let Err(error) = recorded {
+            // The marker is in the log but its `.txnindex` entry is not: `read_committed`
+            // readers would take the aborted data for committed.
+            log::error!(
+                "poisoning {}: an aborted transaction could not be indexed",
+                self.dir.display()
+            );
+            self.commit.poison();
+            return Err(error);
+        }
+        Ok(())
+    }
+
+    /// Publishes the producer state's first unstable offset for readers.
+    pub(super) fn publish_first_unstable(&self, writer: &Writer) {
+        let first_unstable = writer
+            .producer_state
+            .first_unstable_offset()
+            .unwrap_or(i64::MAX);
+        self.first_unstable.store(first_unstable, Ordering::Release);
+    }
+
+    /// Writes the producer snapshot at the map end offset, unless one is there already. A
+    /// read-only log writes none.
+    pub(super) fn take_producer_snapshot(&self, writer: &mut Writer) -> Result<()> {
+        if self.read_only || !writer.producer_state.needs_snapshot() {
+            return Ok(());
+        }
+        let offset = writer.producer_state.map_end_offset();
+        let entries = snapshot_entries(&writer.producer_state);
+        write_snapshot(&*self.storage, &self.dir, offset, &entries)?;
+        writer.producer_state.snapshot_written(offset);
+        Ok(())
+    }
+
+    /// After a truncation to `new_end` (under the same hold of the writer lock): the snapshots
+    /// above it go, and the state is reloaded from the newest one left and replayed to
+    /// `new_end`, as Kafka's `truncateAndReload` does. The `.txnindex` entries above the new end
+    /// went with the segment truncation.
+    pub(super) fn reload_producer_state(&self, writer: &mut Writer, new_end: i64) -> Result<()> {
+        let log_start = self.log_start.load(Ordering::Acquire);
+        // Durably gone before any append reuses their offsets: a snapshot that came back
+        // after a crash would describe records that are no longer there.
+        if !delete_snapshots_above(&*self.storage, &self.dir, new_end)?.is_empty() {
+            self.storage.sync_dir(&self.dir)?;
+        }
+        let state = replay_state(
+            &*self.storage,
+            &self.dir,
+            &self.config,
+            &self.snapshot,
+            Replay {
+                log_start_offset: log_start,
+                log_end_offset: new_end,
+                snapshot_limit: new_end,
+                rebuild_txn_index_from: None,
+                delete_bad: true,
+                now_ms: self.clock.now_ms(),
+            },
+        )?;
+        writer.producer_state = state;
+        self.publish_first_unstable(writer);
+        Ok(())
+    }
+}
+
+/// The highest base of a segment with a `.txnindex` file in `dir`, -1 when none has one.
+pub(super) fn last_txn_index_base(storage: &dyn Storage, dir: &Path) -> Result<i64> {
+    Ok(storage
+        .list(dir)?
+        .iter()
+        .filter_map(|name| parse_segment_file_name(name))
+        .filter(|name| name.kind == SegmentFileKind::TxnIndex && name.transient.is_none())
+        .map(|name| name.base_offset)
+        .max()
+        .unwrap_or(-1))
+}
+
+/// Appends the `AbortedTxn` of each aborted transaction in `finished` to `segment`'s
+/// `.txnindex`.
+fn record_aborted(segment: &Segment, finished: &[FinishedTxn]) -> Result<()> {
+    for done in finished.iter().filter(|done| done.txn.is_aborted) {
+        segment.append_aborted_txn(AbortedTxn {
+            producer_id: done.txn.producer_id,
+            first_offset: done.txn.first_offset,
+            last_offset: done.txn.last_offset,
+            last_stable_offset: done.last_stable_offset,
+        })?;
+    }
+    Ok(())
+}
+
+/// The snapshot entries of `state`: the newest batch of each producer, by ascending id.
+fn snapshot_entries(state: &ProducerStateManager) -> Vec<SnapshotEntry> {
+    state
+        .entries()
+        .into_iter()
+        .map(|(producer_id, entry)| {
+            let newest = entry.batches.back();
+            SnapshotEntry {
+                producer_id,
+                producer_epoch: entry.producer_epoch,
+                last_sequence: newest.map_or(-1, |batch| batch.last_seq),
+                last_offset: newest.map_or(-1, |batch| batch.last_offset),
+                offset_delta: newest.map_or(0, |batch| batch.offset_delta),
+                timestamp: entry.last_timestamp,
+                coordinator_epoch: entry.coordinator_epoch,
+                current_txn_first_offset: entry.current_txn_first_offset.unwrap_or(-1),
+            }
+        })
+        .collect()
+}
+
+/// Where [`load_producer_state`] starts from.
+pub(super) struct LoadFrom {
+    pub(super) log_start_offset: i64,
+    pub(super) log_end_offset: i64,
+    /// The first segment an unclean recovery scanned: its `.txnindex` and those after it are
+    /// rebuilt, so the replay starts at or below it.
+    pub(super) first_recovered_base: Option<i64>,
+    pub(super) read_only: bool,
+    pub(super) now_ms: i64,
+}
+
+/// The producer state of a log just recovered: see the [module docs](self).
+pub(super) fn load_producer_state(
+    storage: &Arc<dyn Storage>,
+    dir: &Path,
+    config: &LogConfig,
+    snapshot: &Snapshot,
+    from: LoadFrom,
+) -> Result<ProducerStateManager> {
+    if !from.read_only {
+        // Kafka's removeStraySnapshots, and what no rename finished: a snapshot above the log
+        // end (a crash between a snapshot and a truncation, or a lost tail), or at or below
+        // the start, says nothing about this log.
+        remove_temporary_snapshots(&**storage, dir)?;
+        retain_snapshots_within(
+            &**storage,
+            dir,
+            from.log_start_offset,
+            from.log_end_offset,
+        )?;
+        let bases: Vec<i64> = snapshot
+            .load()
+            .handles()
+            .iter()
+            .map(|handle| handle.base_offset())
+            .collect();
+        remove_stray_snapshots(&**storage, dir, &bases)?;
+    }
+    let rebuild_txn_index_from = if from.read_only {
+        None
+    } else {
+        from.first_recovered_base
+    };
+    let state = replay_state(
+        &**storage,
+        dir,
+        config,
+        snapshot,
+        Replay {
+            log_start_offset: from.log_start_offset,
+            log_end_offset: from.log_end_offset,
+            snapshot_limit: rebuild_txn_index_from.unwrap_or(from.log_end_offset),
+            rebuild_txn_index_from,
+            delete_bad: !from.read_only,
+            now_ms: from.now_ms,
+        },
+    )?;
+    if !from.read_only && rebuild_txn_index_from.is_some() {
+        storage.sync_dir(dir)?;
+    }
+    Ok(state)
+}
+
+/// What [`replay_state`] loads and replays.
+struct Replay {
+    log_start_offset: i64,
+    log_end_offset: i64,
+    /// The newest snapshot at or below this is loaded.
+    snapshot_limit: i64,
+    /// The `.txnindex` of every segment from this base on is reset and rebuilt by the replay.
+    rebuild_txn_index_from: Option<i64>,
+    /// Whether a corrupt snapshot is deleted (a writable log).
+    delete_bad: bool,
+    now_ms: i64,
+}
+
+/// Loads the newest valid snapshot at or below `replay.snapshot_limit` (in the log's range) and
+/// replays every batch with a producer id from its offset to the log end.
+fn replay_state(
+    storage: &dyn Storage,
+    dir: &Path,
+    config: &LogConfig,
+    snapshot: &Snapshot,
+    replay: Replay,
+) -> Result<ProducerStateManager> {
+    let settings = ProducerStateConfig::from_log_config(config);
+    let mut state = ProducerStateManager::new(settings, replay.log_start_offset);
+    let limit = replay.snapshot_limit.min(replay.log_end_offset);
+    let loaded = load_newest_valid_snapshot(storage, dir, limit, replay.delete_bad)?
+        .filter(|loaded| loaded.offset > replay.log_start_offset);
+    let replay_from = match loaded {
+        Some(loaded) => {
+            let entries = loaded.entries.iter().map(|entry| {
+                (
+                    entry.producer_id,
+                    super::producer_state::ProducerStateEntry::from_snapshot(
+                        entry.producer_epoch,
+                        entry.last_sequence,
+                        entry.last_offset,
+                        entry.offset_delta,
+                        entry.timestamp,
+                        entry.coordinator_epoch,
+                        entry.current_txn_first_offset,
+                    ),
+                )
+            });
+            state.load_entries(entries, loaded.offset, replay.now_ms);
+            loaded.offset
+        }
+        None => replay.log_start_offset,
+    };
+    let list = snapshot.load();
+    let mut scratch = Vec::new();
+    let mut buffer = Vec::new();
+    for handle in list.handles() {
+        let base = handle.base_offset();
+        let rebuild = replay.rebuild_txn_index_from.is_some_and(|from| base >= from);
+        let next_base = list
+            .handles()
+            .iter()
+            .find(|h| h.base_offset() > base)
+            .map(|h| h.base_offset());
+        if next_base.is_some_and(|next| next <= replay_from) && !rebuild {
+            continue;
+        }
+        let Some(segment) = snapshot.pin(handle)? else {
+            continue;
+        };
+        if rebuild {
+            segment.txn_index().reset()?;
+        }
+        let mut offset = replay_from.max(base);
+        while offset < replay.log_end_offset {
+            let Some(read) = segment.read(offset, REPLAY_CHUNK_BYTES, None, &mut buffer)? else {
+                break;
+            };
+            let bytes = buffer.get(..read.len).unwrap_or_default();
+            for (position, batch) in AnyBatchIter::new(bytes) {
+                let batch = batch.map_err(|what| Error::Corrupt {
+                    file: segment.log_path(),
+                    position: read.position + position as u64,
+                    what,
+                })?;
+                let Batch::V2(view) = batch else { continue };
+                let header = *view.header();
+                if header.producer_id < 0
+                    || header.last_offset() < replay_from
+                    || header.base_offset >= replay.log_end_offset
+                {
+                    continue;
+                }
+                let control = if header.is_control() {
+                    let mut records = view.records(&mut scratch)?;
+                    match records.next() {
+                        Some(record) => {
+                            let record = record?;
+                            let kind = control_record_type(&record)?;
+                            if kind.is_transaction_marker() {
+                                Some((kind, EndTransactionMarker::parse(&record)?))
+                            } else {
+                                continue;
+                            }
+                        }
+                        None => None,
+                    }
+                } else {
+                    None
+                };
+                let summary = BatchSummary::from_header(&header, control)?;
+                let finished = state.replay(&summary)?;
+                state.on_high_watermark_updated(header.last_offset() + 1);
+                if rebuild {
+                    record_aborted(&segment, &finished)?;
+                }
+            }
+            if read.next_offset <= offset {
+                break;
+            }
+            offset = read.next_offset;
+        }
+        if rebuild {
+            segment.txn_index().flush()?;
+        }
+    }
+    state.update_map_end_offset(replay.log_end_offset);
+    state.on_high_watermark_updated(replay.log_end_offset);
+    Ok(state)
+}
