@@ -1,0 +1,370 @@
+//! The producer state through `Log` (ARCHITECTURE.md §9): idempotent re-sends, transaction
+//! markers and the `.txnindex`, the last stable offset, `read_committed` reads, snapshots at roll
+//! and close, and the replay that rebuilds the state at open and after a truncation.
+//!
+//! The manager's own rules (Kafka's `ProducerStateManagerTest`) are tested in
+//! `src/log/producer_state/tests.rs`; the files, in `src/log/producer_state/snapshot_file_tests.rs`
+//! and `src/segment/txn_index_tests.rs`. Here each test goes through the log's calls.
+
+use std::path::{Path, PathBuf};
+
+use partlog::{
+    AbortedTxn, BatchBuilder, Compression, ControlRecordType, Error, Isolation, Log, LogConfig,
+    NewRecord, ReadBound, ReadOptions,
+};
+
+/// Now, on the wall clock the logs run on: a producer idle for `producer.id.expiration.ms`
+/// (measured from its batches' timestamps, as in Kafka) is dropped at load.
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+fn config() -> LogConfig {
+    LogConfig::builder_for_tests().build().unwrap()
+}
+
+fn small_segments() -> LogConfig {
+    LogConfig::builder_for_tests()
+        .segment_bytes(1024)
+        .build()
+        .unwrap()
+}
+
+/// A batch of `count` records from producer `pid` at `epoch`, from sequence `base_seq`.
+fn batch(pid: i64, epoch: i16, base_seq: i32, count: usize, transactional: bool) -> Vec<u8> {
+    let mut builder = BatchBuilder::new(Compression::None)
+        .producer(pid, epoch, base_seq)
+        .transactional(transactional);
+    for i in 0..count {
+        let value = format!("p{pid}e{epoch}s{}", base_seq + i as i32);
+        builder.push(&NewRecord::new(now_ms(), Some(b"k"), Some(value.as_bytes())));
+    }
+    builder.build().unwrap()
+}
+
+fn plain(log: &Log, value: &str) -> i64 {
+    log.append(&[NewRecord::new(now_ms(), Some(b"k"), Some(value.as_bytes()))])
+        .unwrap()
+        .first_offset
+}
+
+fn values(records: impl Iterator<Item = partlog::Result<partlog::LogRecord>>) -> Vec<String> {
+    records
+        .map(|r| String::from_utf8(r.unwrap().value.unwrap()).unwrap())
+        .collect()
+}
+
+fn committed_values(log: &Log) -> Vec<String> {
+    values(log.committed_records(log.log_start_offset(), ReadBound::LogEnd))
+}
+
+fn files_with_suffix(dir: &Path, suffix: &str) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with(suffix))
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn producer_state_a_resent_batch_is_a_duplicate_with_the_original_offsets() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::open(dir.path(), config()).unwrap();
+    plain(&log, "before");
+    let first = log.append_batch(&batch(7, 0, 0, 3, false)).unwrap();
+    let second = log.append_batch(&batch(7, 0, 3, 2, false)).unwrap();
+    assert_eq!((first.first_offset, first.last_offset), (1, 3));
+    assert!(!first.duplicate);
+    let end = log.log_end_offset();
+    let again = log.append_batch(&batch(7, 0, 0, 3, false)).unwrap();
+    assert!(again.duplicate);
+    assert_eq!((again.first_offset, again.last_offset), (1, 3));
+    let again = log.append_batch(&batch(7, 0, 3, 2, false)).unwrap();
+    assert_eq!(
+        (again.first_offset, again.last_offset),
+        (second.first_offset, second.last_offset)
+    );
+    assert_eq!(log.log_end_offset(), end, "a duplicate writes nothing");
+    let state = log.producer_state(7).unwrap();
+    assert_eq!((state.producer_epoch, state.last_sequence), (0, 4));
+    assert_eq!(state.last_offset, 5);
+}
+
+#[test]
+fn producer_state_sequence_and_epoch_errors_carry_kafka_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::open(dir.path(), config()).unwrap();
+    log.append_batch(&batch(1, 3, 0, 2, false)).unwrap();
+    let gap = log.append_batch(&batch(1, 3, 5, 1, false)).unwrap_err();
+    assert!(matches!(gap, Error::OutOfOrderSequence { .. }), "{gap}");
+    assert_eq!(gap.kafka_code(), Some(45));
+    let old = log.append_batch(&batch(1, 2, 2, 1, false)).unwrap_err();
+    assert!(matches!(old, Error::InvalidProducerEpoch { .. }), "{old}");
+    assert_eq!(old.kafka_code(), Some(47));
+    // A new epoch starts at sequence 0.
+    log.append_batch(&batch(1, 4, 0, 1, false)).unwrap();
+    assert_eq!(log.log_end_offset(), 3, "refused batches wrote nothing");
+}
+
+/// `testDuplicateAppends` through the log: the last 5 batches are recognised, older ones are
+/// out of order, and a partial overlap is out of order.
+#[test]
+fn producer_state_duplicate_appends_within_the_last_five_batches() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::open(dir.path(), config()).unwrap();
+    let mut offsets = Vec::new();
+    for seq in 0..6 {
+        offsets.push(log.append_batch(&batch(1, 0, seq, 1, false)).unwrap());
+    }
+    let multi = log.append_batch(&batch(1, 0, 6, 3, false)).unwrap();
+    let resent = log.append_batch(&batch(1, 0, 6, 3, false)).unwrap();
+    assert!(resent.duplicate);
+    assert_eq!(resent.first_offset, multi.first_offset);
+    let partial = log.append_batch(&batch(1, 0, 7, 2, false)).unwrap_err();
+    assert!(matches!(partial, Error::OutOfOrderSequence { .. }));
+    let recent = log.append_batch(&batch(1, 0, 2, 1, false)).unwrap();
+    assert!(recent.duplicate);
+    assert_eq!(recent.first_offset, offsets[2].first_offset);
+    let too_old = log.append_batch(&batch(1, 0, 1, 1, false)).unwrap_err();
+    assert!(matches!(too_old, Error::OutOfOrderSequence { .. }));
+}
+
+#[test]
+fn read_committed_skips_aborted_data_and_stops_at_the_lso() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::open(dir.path(), config()).unwrap();
+    plain(&log, "a");
+    log.append_batch(&batch(1, 0, 0, 2, true)).unwrap(); // 1-2, committed later
+    log.append_batch(&batch(2, 0, 0, 2, true)).unwrap(); // 3-4, aborted later
+    plain(&log, "b"); // 5
+    assert_eq!(log.first_unstable_offset(), Some(1));
+    assert_eq!(log.last_stable_offset(), 1);
+    assert_eq!(committed_values(&log), ["a"]);
+    let abort = log
+        .append_marker(2, 0, ControlRecordType::Abort, 0)
+        .unwrap(); // 6
+    assert_eq!(abort.first_offset, 6);
+    assert_eq!(log.last_stable_offset(), 1, "pid 1's transaction is still open");
+    log.append_marker(1, 0, ControlRecordType::Commit, 0)
+        .unwrap(); // 7
+    plain(&log, "c"); // 8
+    assert_eq!(log.first_unstable_offset(), None);
+    assert_eq!(log.last_stable_offset(), 9);
+    assert_eq!(committed_values(&log), ["a", "p1e0s0", "p1e0s1", "b", "c"]);
+    // The uncommitted view still has everything but the markers.
+    assert_eq!(values(log.records(0, ReadBound::LogEnd)).len(), 7);
+    let fetch = log
+        .read_with(
+            0,
+            1 << 20,
+            ReadOptions::default().isolation(Isolation::ReadCommitted),
+        )
+        .unwrap();
+    assert_eq!(fetch.last_stable_offset(), 9);
+    let aborted: Vec<(i64, i64)> = fetch
+        .aborted_transactions()
+        .iter()
+        .map(|t| (t.producer_id, t.first_offset))
+        .collect();
+    assert_eq!(aborted, [(2, 3)]);
+    let entry: &AbortedTxn = &fetch.aborted_transactions()[0];
+    // The other open transaction (pid 1, from 1) bounded the LSO when the abort was written.
+    assert_eq!((entry.last_offset, entry.last_stable_offset), (6, 1));
+    // A read_uncommitted read lists none.
+    let fetch = log.read(0, 1 << 20, ReadBound::LogEnd).unwrap();
+    assert!(fetch.aborted_transactions().is_empty());
+}
+
+#[test]
+fn read_committed_an_aborted_transaction_spanning_segments_is_listed_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::open(dir.path(), small_segments()).unwrap();
+    let mut seq = 0;
+    while log.stats().segments < 3 {
+        log.append_batch(&batch(137, 0, seq, 4, true)).unwrap();
+        seq += 4;
+    }
+    log.append_marker(137, 0, ControlRecordType::Abort, 0)
+        .unwrap();
+    plain(&log, "after");
+    let fetch = log
+        .read_with(
+            0,
+            64,
+            ReadOptions::default().isolation(Isolation::ReadCommitted),
+        )
+        .unwrap();
+    let aborted: Vec<(i64, i64)> = fetch
+        .aborted_transactions()
+        .iter()
+        .map(|t| (t.producer_id, t.first_offset))
+        .collect();
+    assert_eq!(aborted, [(137, 0)]);
+    assert_eq!(committed_values(&log), ["after"]);
+}
+
+#[test]
+fn producer_state_survives_a_clean_reopen_from_its_snapshot() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let log = Log::open(dir.path(), config()).unwrap();
+        log.append_batch(&batch(9, 1, 0, 2, false)).unwrap();
+        log.append_batch(&batch(9, 1, 2, 2, false)).unwrap();
+        log.append_batch(&batch(4, 0, 0, 1, true)).unwrap();
+        log.close().unwrap();
+    }
+    let snapshots = files_with_suffix(dir.path(), ".snapshot");
+    assert_eq!(
+        snapshots.last().unwrap().file_name().unwrap(),
+        "00000000000000000005.snapshot"
+    );
+    let log = Log::open(dir.path(), config()).unwrap();
+    assert!(log.recovery_report().clean_shutdown);
+    // The newest batch of each producer is recognised after the load; the older ones are not
+    // (a snapshot holds one batch per producer).
+    let again = log.append_batch(&batch(9, 1, 2, 2, false)).unwrap();
+    assert!(again.duplicate);
+    assert_eq!(again.first_offset, 2);
+    let older = log.append_batch(&batch(9, 1, 0, 2, false)).unwrap_err();
+    assert!(matches!(older, Error::OutOfOrderSequence { .. }));
+    // The open transaction of pid 4 holds the LSO back after the reopen.
+    assert_eq!(log.first_unstable_offset(), Some(4));
+    assert_eq!(log.last_stable_offset(), 4);
+}
+
+#[test]
+fn producer_state_and_txn_index_are_rebuilt_by_an_unclean_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let expected_index;
+    {
+        let log = Log::open(dir.path(), small_segments()).unwrap();
+        let mut seq = [0i32; 3];
+        for round in 0..12 {
+            let pid = (round % 3) as i64;
+            log.append_batch(&batch(pid, 0, seq[pid as usize], 3, true))
+                .unwrap();
+            seq[pid as usize] += 3;
+            if round % 4 == 3 {
+                let marker = if round % 8 == 3 {
+                    ControlRecordType::Abort
+                } else {
+                    ControlRecordType::Commit
+                };
+                log.append_marker(pid, 0, marker, 0).unwrap();
+            }
+        }
+        log.append_marker(0, 0, ControlRecordType::Abort, 0)
+            .unwrap();
+        log.append_marker(1, 0, ControlRecordType::Abort, 0)
+            .unwrap();
+        expected_index = (
+            committed_values(&log),
+            log.active_producers(),
+            log.last_stable_offset(),
+        );
+        log.close().unwrap();
+    }
+    let txn_indexes = files_with_suffix(dir.path(), ".txnindex");
+    assert!(!txn_indexes.is_empty());
+    let index_bytes: Vec<Vec<u8>> = txn_indexes
+        .iter()
+        .map(|p| std::fs::read(p).unwrap())
+        .collect();
+    // An unclean open without snapshots and without `.txnindex` files: the checkpoint goes
+    // (nothing says the shutdown was clean) and so do the derived files.
+    std::fs::remove_file(dir.path().join("partlog.checkpoint")).unwrap();
+    for path in files_with_suffix(dir.path(), ".snapshot")
+        .iter()
+        .chain(&txn_indexes)
+    {
+        std::fs::remove_file(path).unwrap();
+    }
+    let log = Log::open(dir.path(), small_segments()).unwrap();
+    assert!(!log.recovery_report().clean_shutdown);
+    let rebuilt: Vec<Vec<u8>> = txn_indexes
+        .iter()
+        .map(|p| std::fs::read(p).unwrap())
+        .collect();
+    assert_eq!(rebuilt, index_bytes, "the .txnindex files are rebuilt byte for byte");
+    assert_eq!(
+        (
+            committed_values(&log),
+            log.active_producers(),
+            log.last_stable_offset()
+        ),
+        expected_index
+    );
+}
+
+#[test]
+fn producer_state_is_rebuilt_after_a_truncation() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::open(dir.path(), small_segments()).unwrap();
+    let mut seq = 0;
+    for _ in 0..40 {
+        log.append_batch(&batch(5, 0, seq, 2, false)).unwrap();
+        seq += 2;
+    }
+    assert!(log.stats().segments > 2);
+    let end = log.truncate_to(20).unwrap();
+    assert_eq!(end, 20);
+    // The producer is back at the batch ending at 19 (sequence 19): sequence 20 follows.
+    let state = log.producer_state(5).unwrap();
+    assert_eq!((state.last_sequence, state.last_offset), (19, 19));
+    let next = log.append_batch(&batch(5, 0, 20, 2, false)).unwrap();
+    assert_eq!(next.first_offset, 20);
+    assert!(!next.duplicate);
+    // No snapshot above the new end survives the truncation.
+    for path in files_with_suffix(dir.path(), ".snapshot") {
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let offset: i64 = name.trim_end_matches(".snapshot").parse().unwrap();
+        assert!(offset <= 22, "{name} outlived the truncation");
+    }
+}
+
+#[test]
+fn read_committed_truncation_takes_back_an_abort_and_its_index_entry() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::open(dir.path(), config()).unwrap();
+    log.append_batch(&batch(3, 0, 0, 2, true)).unwrap(); // 0-1
+    let abort = log
+        .append_marker(3, 0, ControlRecordType::Abort, 0)
+        .unwrap(); // 2
+    assert_eq!(committed_values(&log), Vec::<String>::new());
+    log.truncate_to(abort.first_offset).unwrap();
+    // The transaction is open again: nothing is stable from 0.
+    assert_eq!(log.first_unstable_offset(), Some(0));
+    log.append_marker(3, 0, ControlRecordType::Commit, 0)
+        .unwrap();
+    assert_eq!(committed_values(&log), ["p3e0s0", "p3e0s1"]);
+}
+
+#[test]
+fn append_marker_refuses_bad_arguments() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::open(dir.path(), config()).unwrap();
+    assert!(matches!(
+        log.append_marker(-1, 0, ControlRecordType::Commit, 0),
+        Err(Error::InvalidArgument { .. })
+    ));
+    assert!(matches!(
+        log.append_marker(1, 0, ControlRecordType::LeaderChange, 0),
+        Err(Error::InvalidArgument { .. })
+    ));
+    // A marker for a producer without an open transaction is written and ends nothing.
+    let info = log.append_marker(1, 0, ControlRecordType::Commit, 0).unwrap();
+    assert_eq!(info.first_offset, 0);
+    assert_eq!(log.first_unstable_offset(), None);
+    // Coordinator fencing.
+    log.append_marker(1, 0, ControlRecordType::Commit, 2).unwrap();
+    let fenced = log
+        .append_marker(1, 0, ControlRecordType::Commit, 1)
+        .unwrap_err();
+    assert!(matches!(fenced, Error::TransactionCoordinatorFenced { .. }), "{fenced}");
+    assert_eq!(fenced.kafka_code(), Some(52));
+}
