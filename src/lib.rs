@@ -140,8 +140,8 @@ pub use crate::{
         Observer, PRODUCER_ID_EXPIRATION_MS, ProducerStateEntry, ReadBound, ReadOptions,
         RecoveryMode, RecoveryReport, RetentionReport, RetentionRule, WaitDurable, WaitForData,
     },
-    segment::AbortedTxn,
     producer::{Acks, Producer, ProducerConfig, ProducerConfigBuilder, ProducerStats, SendHandle},
+    segment::AbortedTxn,
 };
 
 /// The lower layers: segments, indexes, the storage seam, the clock and (feature `sim`) the
@@ -160,8 +160,8 @@ pub mod unstable {
     pub use crate::index::{OffsetIndex, OffsetPosition, TimeIndex, TimestampOffset};
     pub use crate::log::checkpoint;
     pub use crate::segment::{
-        ABORTED_TXN_VERSION, AbortedTxn, AppendInfo, InvalidBytes, RollReason, ScanReport,
-        Segment, SegmentConfig, SegmentFileKind, SegmentFileName, SegmentRead, SegmentRole,
+        ABORTED_TXN_VERSION, AbortedTxn, AppendInfo, InvalidBytes, RollReason, ScanReport, Segment,
+        SegmentConfig, SegmentFileKind, SegmentFileName, SegmentRead, SegmentRole,
         TransactionIndex, TransientSuffix, TxnIndexSearchResult, list_segment_bases,
         parse_segment_file_name, segment_file_name, segment_file_path,
     };

@@ -335,14 +335,19 @@ fn run_case(step: Step, fault: Fault, nth: u64) {
         });
     // Some failed syncs lose nothing, so they need not poison: the checkpoint's slot is
     // rewritten whole at the next write and its synced slot was never touched
-    // (src/log/checkpoint.rs), and a compaction pass discards a `.cleaned` copy it could not
-    // sync (the caller gets the error). After a swap, a pass builds the new segment's indexes
+    // (src/log/checkpoint.rs), a compaction pass discards a `.cleaned` copy it could not
+    // sync (the caller gets the error), and so does a producer snapshot's writer its
+    // temporary file. After a swap, a pass builds the new segment's indexes
     // and syncs them with the already durable `.log`; indexes are derived data, so a failure
     // there is only logged (the crash check below proves nothing was lost).
     let harmless_sync = fault.is_sync()
         && faulted_path.as_ref().is_some_and(|path| {
             let name = path.to_string_lossy();
-            let scratch = name.ends_with("partlog.checkpoint") || name.ends_with(".cleaned");
+            // A producer snapshot's temporary file is removed after a failed sync, and no
+            // snapshot is ever needed to keep a record (only to shorten a replay).
+            let scratch = name.ends_with("partlog.checkpoint")
+                || name.ends_with(".cleaned")
+                || name.ends_with(".snapshot.tmp");
             if scratch {
                 assert!(result.is_err(), "{label}: the failed sync is reported");
             }

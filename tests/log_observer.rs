@@ -192,8 +192,9 @@ fn the_log_reports_rolls_fsyncs_recovery_retention_and_compaction() {
     );
 }
 
-/// Fail the sync that follows the `nth` roll: it is the flusher's (or a waiter's) sync of the
-/// segment just sealed. The log must poison itself, report nothing of that segment durable, and
+/// Fail the first sync of a `.log` that follows the `nth` roll: it is the flusher's (or a
+/// waiter's) sync of the segment just sealed (the roll's own producer snapshot is synced
+/// before it). The log must poison itself, report nothing of that segment durable, and
 /// after a crash that keeps only what was synced, hold every offset it had reported durable.
 #[test]
 fn a_sync_failing_right_after_a_roll_poisons_and_loses_nothing_durable() {
@@ -202,7 +203,11 @@ fn a_sync_failing_right_after_a_roll_poisons_and_loses_nothing_durable() {
         let recorder = Arc::new(Recorder::default());
         let mut config = config(&sim, &recorder, CleanupPolicy::DELETE);
         config.flush_policy = FlushPolicy::EveryMessages(std::num::NonZeroU64::new(3).unwrap());
-        *recorder.aim.lock() = Some((nth, sim.clone(), FaultRule::fail(FaultOp::Sync, 1)));
+        *recorder.aim.lock() = Some((
+            nth,
+            sim.clone(),
+            FaultRule::fail(FaultOp::Sync, 1).on_paths_ending_with(".log"),
+        ));
         let log = Log::open(DIR, config.clone()).unwrap();
         let mut acknowledged = 0;
         let mut error = None;

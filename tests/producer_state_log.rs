@@ -40,7 +40,11 @@ fn batch(pid: i64, epoch: i16, base_seq: i32, count: usize, transactional: bool)
         .transactional(transactional);
     for i in 0..count {
         let value = format!("p{pid}e{epoch}s{}", base_seq + i as i32);
-        builder.push(&NewRecord::new(now_ms(), Some(b"k"), Some(value.as_bytes())));
+        builder.push(&NewRecord::new(
+            now_ms(),
+            Some(b"k"),
+            Some(value.as_bytes()),
+        ));
     }
     builder.build().unwrap()
 }
@@ -149,7 +153,11 @@ fn read_committed_skips_aborted_data_and_stops_at_the_lso() {
         .append_marker(2, 0, ControlRecordType::Abort, 0)
         .unwrap(); // 6
     assert_eq!(abort.first_offset, 6);
-    assert_eq!(log.last_stable_offset(), 1, "pid 1's transaction is still open");
+    assert_eq!(
+        log.last_stable_offset(),
+        1,
+        "pid 1's transaction is still open"
+    );
     log.append_marker(1, 0, ControlRecordType::Commit, 0)
         .unwrap(); // 7
     plain(&log, "c"); // 8
@@ -290,7 +298,10 @@ fn producer_state_and_txn_index_are_rebuilt_by_an_unclean_open() {
         .iter()
         .map(|p| std::fs::read(p).unwrap())
         .collect();
-    assert_eq!(rebuilt, index_bytes, "the .txnindex files are rebuilt byte for byte");
+    assert_eq!(
+        rebuilt, index_bytes,
+        "the .txnindex files are rebuilt byte for byte"
+    );
     assert_eq!(
         (
             committed_values(&log),
@@ -357,14 +368,20 @@ fn append_marker_refuses_bad_arguments() {
         Err(Error::InvalidArgument { .. })
     ));
     // A marker for a producer without an open transaction is written and ends nothing.
-    let info = log.append_marker(1, 0, ControlRecordType::Commit, 0).unwrap();
+    let info = log
+        .append_marker(1, 0, ControlRecordType::Commit, 0)
+        .unwrap();
     assert_eq!(info.first_offset, 0);
     assert_eq!(log.first_unstable_offset(), None);
     // Coordinator fencing.
-    log.append_marker(1, 0, ControlRecordType::Commit, 2).unwrap();
+    log.append_marker(1, 0, ControlRecordType::Commit, 2)
+        .unwrap();
     let fenced = log
         .append_marker(1, 0, ControlRecordType::Commit, 1)
         .unwrap_err();
-    assert!(matches!(fenced, Error::TransactionCoordinatorFenced { .. }), "{fenced}");
+    assert!(
+        matches!(fenced, Error::TransactionCoordinatorFenced { .. }),
+        "{fenced}"
+    );
     assert_eq!(fenced.kafka_code(), Some(52));
 }

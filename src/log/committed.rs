@@ -13,8 +13,8 @@ use std::collections::{BinaryHeap, HashSet};
 use crate::error::Result;
 use crate::format::{Batch, ControlRecordType, control_record_type};
 
-use super::fetch::{FetchData, Isolation, LogRecord, ReadBound, ReadOptions, decode_records};
 use super::Log;
+use super::fetch::{FetchData, Isolation, LogRecord, ReadBound, ReadOptions, decode_records};
 
 impl Log {
     /// An iterator over the committed data records from `offset` on, up to `bound` and the last
@@ -123,7 +123,8 @@ impl Iterator for CommittedRecords<'_> {
                 return None;
             }
             for txn in fetch.aborted_transactions() {
-                self.aborted.push(Reverse((txn.first_offset, txn.producer_id)));
+                self.aborted
+                    .push(Reverse((txn.first_offset, txn.producer_id)));
             }
             let mut records = Vec::new();
             for batch in fetch.batches() {

@@ -273,7 +273,10 @@ pub struct LogConfig {
 
     /// `producer.id.expiration.check.interval.ms` (broker:
     /// `producer.id.expiration.check.interval.ms`): how often the maintenance thread drops the
-    /// producers idle for [`producer_id_expiration_ms`](Self::producer_id_expiration_ms).
+    /// producers idle for [`producer_id_expiration_ms`](Self::producer_id_expiration_ms). The
+    /// maintenance thread runs only with
+    /// [`retention_check_interval_ms`](Self::retention_check_interval_ms) set; without it,
+    /// producers expire at the next open.
     ///
     /// Range: at least 1. Default: 600000 (10 minutes).
     pub producer_id_expiration_check_interval_ms: i64,

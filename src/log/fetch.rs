@@ -384,7 +384,12 @@ impl Log {
         bound: ReadBound,
         fetch: &mut FetchData,
     ) -> Result<()> {
-        self.read_with_into(offset, max_bytes, ReadOptions::default().bound(bound), fetch)
+        self.read_with_into(
+            offset,
+            max_bytes,
+            ReadOptions::default().bound(bound),
+            fetch,
+        )
     }
 
     /// [`read_with`](Self::read_with) into `fetch`, reusing its buffer as

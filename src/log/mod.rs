@@ -55,16 +55,15 @@ use snapshot::{SegmentHandle, SegmentList, Snapshot};
 use truncate::PendingDelete;
 use watermark::Watermark;
 
+pub use committed::CommittedRecords;
 pub use compaction::{
     CompactionOptions, CompactionSchedule, CompactionStats, PRODUCER_ID_EXPIRATION_MS,
 };
 pub use config::{
     CleanupPolicy, CompressionType, FlushPolicy, LogConfig, LogConfigBuilder, RecoveryMode,
 };
-pub use committed::CommittedRecords;
 pub use fetch::{
-    FetchBatches, FetchData, Isolation, LogRecord, LogRecords, ReadBound,
-    ReadOptions,
+    FetchBatches, FetchData, Isolation, LogRecord, LogRecords, ReadBound, ReadOptions,
 };
 pub use observer::{LogEvent, Observer};
 pub use retention::{DeletedSegment, RetentionReport, RetentionRule};
@@ -344,9 +343,7 @@ impl Log {
                 now_ms,
             },
         )?;
-        let first_unstable = producer_state
-            .first_unstable_offset()
-            .unwrap_or(i64::MAX);
+        let first_unstable = producer_state.first_unstable_offset().unwrap_or(i64::MAX);
         let last_txn_index_base = transactions::last_txn_index_base(&*storage, dir)?;
         let (cleaner, compaction_status) =
             compaction::load_cleaner_state(&*storage, dir, log_end_offset, read_only);
@@ -684,14 +681,10 @@ impl Shared {
         );
         // Kafka's snapshot at every roll, at the new segment's base: recovery replays the
         // producer state from the newest snapshot at or below where it starts scanning, so
-        // this bounds that replay to about a segment. The snapshot is an optimisation whose
-        // loss costs only a longer replay: a failure is a warning, not a failed roll.
-        if let Err(error) = self.take_producer_snapshot(writer) {
-            log::warn!(
-                "{}: could not write the producer snapshot at {base}: {error}",
-                self.dir.display()
-            );
-        }
+        // this bounds that replay to about a segment. A failure fails the append that rolled
+        // (the roll itself stands), as it does in Kafka; `take_producer_snapshot` says when
+        // it also poisons.
+        self.take_producer_snapshot(writer)?;
         self.flusher.lock().roll_pending = true;
         self.flusher_wake.notify_all();
         log::debug!("rolled {} to a new segment at {base}", self.dir.display());

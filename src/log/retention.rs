@@ -737,6 +737,7 @@ pub(super) fn maintenance_loop(shared: &Shared, opened_ms: i64) {
     // busier than every 5 ms nor lazier than every 100 ms.
     let tick = Duration::from_millis(u64::try_from(interval_ms.clamp(5, 100)).unwrap_or(100));
     let mut last_pass_ms = opened_ms;
+    let mut last_expiration_ms = opened_ms;
     loop {
         {
             let mut stop = shared.maintenance_stop.lock();
@@ -748,6 +749,13 @@ pub(super) fn maintenance_loop(shared: &Shared, opened_ms: i64) {
             }
         }
         let now_ms = shared.clock.now_ms();
+        // Kafka's producer-expiration task, on its own interval.
+        if now_ms.saturating_sub(last_expiration_ms)
+            >= shared.config.producer_id_expiration_check_interval_ms
+        {
+            last_expiration_ms = now_ms;
+            shared.remove_expired_producers(now_ms);
+        }
         if now_ms.saturating_sub(last_pass_ms) < interval_ms {
             continue;
         }

@@ -24,8 +24,8 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::format::{
-    AnyBatchIter, Batch, BatchHeader, ControlRecordType, EndTransactionMarker,
-    build_control_batch, control_record_type,
+    AnyBatchIter, Batch, BatchHeader, ControlRecordType, EndTransactionMarker, build_control_batch,
+    control_record_type,
 };
 use crate::segment::{AbortedTxn, Segment, SegmentFileKind, parse_segment_file_name};
 use crate::storage::Storage;
@@ -33,7 +33,7 @@ use crate::storage::Storage;
 use super::config::LogConfig;
 use super::producer_state::snapshot_file::{
     SnapshotEntry, delete_snapshots_above, load_newest_valid_snapshot, remove_stray_snapshots,
-    remove_temporary_snapshots, retain_snapshots_within, write_snapshot,
+    remove_temporary_snapshots, retain_snapshots_within, write_snapshot_file,
 };
 use super::producer_state::{
     AppendOrigin, BatchSummary, FinishedTxn, ProducerAppendCheck, ProducerAppendInfo,
@@ -121,8 +121,14 @@ impl Log {
             });
         }
         let now = self.shared.clock.now_ms();
-        let mut batch =
-            build_control_batch(marker, producer_id, producer_epoch, coordinator_epoch, 0, now);
+        let mut batch = build_control_batch(
+            marker,
+            producer_id,
+            producer_epoch,
+            coordinator_epoch,
+            0,
+            now,
+        );
         self.append_built_from(&mut batch, now, AppendOrigin::Coordinator)
             .map(|(info, _)| info)
     }
@@ -245,6 +251,14 @@ impl Shared {
         Ok(())
     }
 
+    /// Drops the producers idle for `producer.id.expiration.ms` at `now_ms` (the maintenance
+    /// thread runs it every `producer.id.expiration.check.interval.ms`).
+    pub(super) fn remove_expired_producers(&self, now_ms: i64) {
+        let mut writer = self.writer.lock();
+        writer.producer_state.remove_expired_producers(now_ms);
+        self.publish_first_unstable(&writer);
+    }
+
     /// Publishes the producer state's first unstable offset for readers.
     pub(super) fn publish_first_unstable(&self, writer: &Writer) {
         let first_unstable = writer
@@ -256,13 +270,28 @@ impl Shared {
 
     /// Writes the producer snapshot at the map end offset, unless one is there already. A
     /// read-only log writes none.
+    ///
+    /// A failure to write or fsync the snapshot's temporary file is returned and leaves the
+    /// log as it was (the file is removed, and a missing snapshot only lengthens a replay). A
+    /// failed fsync of the directory poisons the log: the directory holds the segments too, and
+    /// the kernel may have dropped their entries with the snapshot's (ARCHITECTURE.md §8,
+    /// "Failed fsyncs").
     pub(super) fn take_producer_snapshot(&self, writer: &mut Writer) -> Result<()> {
         if self.read_only || !writer.producer_state.needs_snapshot() {
             return Ok(());
         }
         let offset = writer.producer_state.map_end_offset();
         let entries = snapshot_entries(&writer.producer_state);
-        write_snapshot(&*self.storage, &self.dir, offset, &entries)?;
+        write_snapshot_file(&*self.storage, &self.dir, offset, &entries)?;
+        if let Err(error) = self.storage.sync_dir(&self.dir) {
+            log::error!(
+                "poisoning {}: the directory fsync after the producer snapshot at {offset} \
+                 failed: {error}",
+                self.dir.display()
+            );
+            self.commit.poison();
+            return Err(error);
+        }
         writer.producer_state.snapshot_written(offset);
         Ok(())
     }
@@ -369,12 +398,7 @@ pub(super) fn load_producer_state(
         // end (a crash between a snapshot and a truncation, or a lost tail), or at or below
         // the start, says nothing about this log.
         remove_temporary_snapshots(&**storage, dir)?;
-        retain_snapshots_within(
-            &**storage,
-            dir,
-            from.log_start_offset,
-            from.log_end_offset,
-        )?;
+        retain_snapshots_within(&**storage, dir, from.log_start_offset, from.log_end_offset)?;
         let bases: Vec<i64> = snapshot
             .load()
             .handles()
@@ -461,7 +485,9 @@ fn replay_state(
     let mut buffer = Vec::new();
     for handle in list.handles() {
         let base = handle.base_offset();
-        let rebuild = replay.rebuild_txn_index_from.is_some_and(|from| base >= from);
+        let rebuild = replay
+            .rebuild_txn_index_from
+            .is_some_and(|from| base >= from);
         let next_base = list
             .handles()
             .iter()

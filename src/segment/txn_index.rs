@@ -408,9 +408,7 @@ impl TransactionIndex {
                     return Err(Error::Corrupt {
                         file: state.path.clone(),
                         position,
-                        what: Corruption::BadHeader(
-                            "the aborted transaction's version is not 0",
-                        ),
+                        what: Corruption::BadHeader("the aborted transaction's version is not 0"),
                     });
                 };
                 if !visit(position, txn) {

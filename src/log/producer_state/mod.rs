@@ -54,8 +54,8 @@
 )]
 
 mod append_info;
-pub(crate) mod snapshot_file;
 mod entry;
+pub(crate) mod snapshot_file;
 #[cfg(test)]
 mod tests;
 

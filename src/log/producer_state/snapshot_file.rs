@@ -236,6 +236,20 @@ pub fn write_snapshot(
     offset: i64,
     entries: &[SnapshotEntry],
 ) -> Result<PathBuf> {
+    let path = write_snapshot_file(storage, dir, offset, entries)?;
+    storage.sync_dir(dir)?;
+    Ok(path)
+}
+
+/// [`write_snapshot`] without the directory fsync, which the caller runs (and judges) itself:
+/// a failure here touched only the temporary file, which is removed, while a failed fsync of
+/// the directory may have lost other entries of it.
+pub fn write_snapshot_file(
+    storage: &dyn Storage,
+    dir: &Path,
+    offset: i64,
+    entries: &[SnapshotEntry],
+) -> Result<PathBuf> {
     if offset < 0 {
         return Err(Error::InvalidArgument {
             why: format!("a producer snapshot offset cannot be negative ({offset})"),
@@ -257,7 +271,6 @@ pub fn write_snapshot(
         }
         return Err(error);
     }
-    storage.sync_dir(dir)?;
     Ok(path)
 }
 
