@@ -768,6 +768,359 @@ fn producer_state_entries_are_sorted_and_reload_keeps_only_the_newest_batch() {
     ));
 }
 
+#[test]
+fn producer_state_prepare_update_does_not_mutate() {
+    let mut m = manager();
+    let mut info = m.prepare_update(PRODUCER_ID, AppendOrigin::Client);
+    info.append_data_batch(&data(PRODUCER_ID, EPOCH, 0, 15, 20, NOW, false))
+        .unwrap();
+    assert!(m.last_entry(PRODUCER_ID).is_none());
+    m.update(info);
+    let mut next = m.prepare_update(PRODUCER_ID, AppendOrigin::Client);
+    next.append_data_batch(&data(PRODUCER_ID, EPOCH, 6, 26, 30, NOW, false))
+        .unwrap();
+    let last = entry(&m, PRODUCER_ID);
+    assert_eq!((last.first_seq(), last.last_seq()), (0, 5));
+    assert_eq!(last.last_data_offset(), 20);
+    m.update(next);
+    let last = entry(&m, PRODUCER_ID);
+    assert_eq!((last.first_seq(), last.last_seq()), (0, 10));
+    assert_eq!(last.last_data_offset(), 30);
+}
+
+#[test]
+fn producer_state_update_producer_transaction_state() {
+    let mut m = manager();
+    let coordinator_epoch = 15;
+    append_client_entry(&mut m, PRODUCER_ID, EPOCH, DEFAULT_SEQUENCE, 9, false).unwrap();
+    let mut info = m.prepare_update(PRODUCER_ID, AppendOrigin::Client);
+    let check = |info: &ProducerAppendInfo, last_seq: i32, last_offset: i64, txn: Option<i64>| {
+        let updated = info.updated_entry();
+        assert_eq!(updated.producer_epoch, EPOCH);
+        assert_eq!((updated.first_seq(), updated.last_seq()), (1, last_seq));
+        assert_eq!(
+            (updated.first_data_offset(), updated.last_data_offset()),
+            (16, last_offset)
+        );
+        assert_eq!(updated.current_txn_first_offset, txn);
+        assert_eq!(info.started_transactions(), &[16]);
+    };
+    info.append_data_batch(&data(PRODUCER_ID, EPOCH, 1, 16, 20, NOW, true))
+        .unwrap();
+    check(&info, 5, 20, Some(16));
+    info.append_data_batch(&data(PRODUCER_ID, EPOCH, 6, 26, 30, NOW, true))
+        .unwrap();
+    check(&info, 10, 30, Some(16));
+    let completed = info
+        .append_end_txn_marker(EPOCH, 40, NOW, false, coordinator_epoch)
+        .unwrap()
+        .expect("the transaction should be completed");
+    assert_eq!(
+        completed,
+        CompletedTxn {
+            producer_id: PRODUCER_ID,
+            first_offset: 16,
+            last_offset: 40,
+            is_aborted: false
+        }
+    );
+    // The marker leaves the remembered batches as they were.
+    check(&info, 10, 30, None);
+    m.commit(info, 41);
+    let last = entry(&m, PRODUCER_ID);
+    assert_eq!(last.coordinator_epoch, coordinator_epoch);
+    assert_eq!(last.current_txn_first_offset, None);
+    assert_eq!((last.first_seq(), last.last_seq()), (0, 10));
+    assert_eq!(m.first_undecided_offset(), None);
+    assert_eq!(m.first_unstable_offset(), Some(16));
+}
+
+#[test]
+fn producer_state_recover_from_snapshot_unfinished_transaction() {
+    let mut m = manager();
+    append_client_entry(&mut m, PRODUCER_ID, EPOCH, 0, 0, true).unwrap();
+    append_client_entry(&mut m, PRODUCER_ID, EPOCH, 1, 1, true).unwrap();
+    let mut recovered = manager();
+    recovered.load_entries(snapshot_round_trip(&m), m.map_end_offset(), NOW);
+    // The snapshot keeps only the newest batch.
+    let loaded = entry(&recovered, PRODUCER_ID);
+    assert_eq!(
+        (loaded.first_data_offset(), loaded.last_data_offset()),
+        (1, 1)
+    );
+    assert_eq!((loaded.first_seq(), loaded.last_seq()), (1, 1));
+    assert_eq!(loaded.current_txn_first_offset, Some(0));
+    assert_eq!(recovered.first_unstable_offset(), Some(0));
+    append_client_entry(&mut recovered, PRODUCER_ID, EPOCH, 2, 2, true).unwrap();
+}
+
+#[test]
+fn producer_state_recover_from_snapshot_finished_transaction() {
+    let mut m = manager();
+    append_client_entry(&mut m, PRODUCER_ID, EPOCH, 0, 0, true).unwrap();
+    append_client_entry(&mut m, PRODUCER_ID, EPOCH, 1, 1, true).unwrap();
+    append_end_txn_marker(&mut m, PRODUCER_ID, EPOCH, true, 2, 0).unwrap();
+    let mut recovered = manager();
+    recovered.load_entries(snapshot_round_trip(&m), m.map_end_offset(), NOW);
+    let loaded = entry(&recovered, PRODUCER_ID);
+    assert_eq!(
+        (loaded.first_data_offset(), loaded.last_data_offset()),
+        (1, 1)
+    );
+    assert_eq!((loaded.first_seq(), loaded.last_seq()), (1, 1));
+    assert_eq!(loaded.current_txn_first_offset, None);
+    assert_eq!(recovered.first_unstable_offset(), None);
+    assert_eq!(recovered.map_end_offset(), 3);
+}
+
+#[test]
+fn producer_state_recover_from_snapshot_empty_transaction() {
+    let mut m = manager();
+    let append_timestamp = NOW - 5;
+    let mut info = m.prepare_update(PRODUCER_ID, AppendOrigin::Coordinator);
+    info.append(&marker(PRODUCER_ID, EPOCH, 0, true, 0, append_timestamp))
+        .unwrap();
+    m.commit(info, 1);
+    let mut recovered = manager();
+    recovered.load_entries(snapshot_round_trip(&m), 1, NOW);
+    let last = entry(&recovered, PRODUCER_ID);
+    assert_eq!(
+        last.last_timestamp, append_timestamp,
+        "a marker sets the timestamp"
+    );
+    assert_eq!(last.current_txn_first_offset, None);
+}
+
+#[test]
+fn producer_state_accept_append_without_producer_state_on_replica() {
+    let mut m = manager();
+    append_entry(
+        &mut m,
+        PRODUCER_ID,
+        EPOCH,
+        0,
+        0,
+        0,
+        AppendOrigin::Client,
+        false,
+    )
+    .unwrap();
+    append_entry(
+        &mut m,
+        PRODUCER_ID,
+        EPOCH,
+        1,
+        1,
+        1,
+        AppendOrigin::Client,
+        false,
+    )
+    .unwrap();
+    // Expired at the reload: gone from the state.
+    let mut recovered = ProducerStateManager::new(
+        ProducerStateConfig {
+            producer_id_expiration_ms: 60_000,
+            transaction_verification_enabled: false,
+        },
+        0,
+    );
+    recovered.load_entries(snapshot_round_trip(&m), 1, 70_000);
+    assert!(recovered.last_entry(PRODUCER_ID).is_none());
+    let sequence = 2;
+    append_entry(
+        &mut recovered,
+        PRODUCER_ID,
+        EPOCH,
+        sequence,
+        2,
+        70_001,
+        AppendOrigin::Replication,
+        false,
+    )
+    .unwrap();
+    let loaded = entry(&recovered, PRODUCER_ID);
+    assert_eq!(loaded.producer_epoch, EPOCH);
+    assert_eq!(
+        (loaded.first_seq(), loaded.last_seq()),
+        (sequence, sequence)
+    );
+}
+
+#[test]
+fn producer_state_accept_append_with_sequence_gaps_on_replica() {
+    let mut m = manager();
+    append_client_entry(&mut m, PRODUCER_ID, EPOCH, DEFAULT_SEQUENCE, 0, false).unwrap();
+    let out_of_order = 3;
+    assert_eq!(
+        kafka_code(append_client_entry(
+            &mut m,
+            PRODUCER_ID,
+            EPOCH,
+            out_of_order,
+            1,
+            false
+        )),
+        45
+    );
+    assert_eq!(entry(&m, PRODUCER_ID).last_seq(), 0);
+    append_replication_entry(&mut m, EPOCH, out_of_order, 1);
+    assert_eq!(entry(&m, PRODUCER_ID).last_seq(), out_of_order);
+}
+
+#[test]
+fn producer_state_first_unstable_offset_after_truncation() {
+    // Kafka's truncateAndReload(0, end), with the snapshots kept in memory: load the newest
+    // snapshot at or below `end`.
+    let mut m = manager();
+    let mut snapshots: Vec<(i64, Vec<(i64, ProducerStateEntry)>)> = Vec::new();
+    let take_snapshot = |m: &mut ProducerStateManager, snapshots: &mut Vec<_>| {
+        if m.needs_snapshot() {
+            snapshots.push((m.map_end_offset(), snapshot_round_trip(m)));
+            m.snapshot_written(m.map_end_offset());
+        }
+    };
+    let truncate_and_reload =
+        |m: &mut ProducerStateManager, snapshots: &mut Vec<(i64, Vec<_>)>, end: i64| {
+            snapshots.retain(|&(offset, _)| offset <= end);
+            if m.needs_reload(end) {
+                match snapshots.last() {
+                    Some((offset, entries)) => m.load_entries(entries.clone(), *offset, NOW),
+                    None => m.load_entries([], 0, NOW),
+                }
+            } else {
+                m.truncate_head(0);
+            }
+        };
+    append_client_entry(&mut m, PRODUCER_ID, EPOCH, DEFAULT_SEQUENCE, 99, true).unwrap();
+    assert_eq!(m.first_unstable_offset(), Some(99));
+    take_snapshot(&mut m, &mut snapshots);
+    append_end_txn_marker(&mut m, PRODUCER_ID, EPOCH, false, 105, 0).unwrap();
+    m.on_high_watermark_updated(106);
+    assert_eq!(m.first_unstable_offset(), None);
+    take_snapshot(&mut m, &mut snapshots);
+    append_client_entry(&mut m, PRODUCER_ID, EPOCH, DEFAULT_SEQUENCE + 1, 106, false).unwrap();
+    truncate_and_reload(&mut m, &mut snapshots, 106);
+    assert_eq!(m.first_unstable_offset(), None);
+    truncate_and_reload(&mut m, &mut snapshots, 100);
+    assert_eq!(m.first_unstable_offset(), Some(99));
+}
+
+#[test]
+fn producer_state_load_from_snapshot_retains_non_expired_producers() {
+    let mut m = manager();
+    append_client_entry(&mut m, 1, EPOCH, DEFAULT_SEQUENCE, 0, false).unwrap();
+    append_client_entry(&mut m, 2, EPOCH, DEFAULT_SEQUENCE, 1, false).unwrap();
+    let mut reloaded = manager();
+    reloaded.load_entries(snapshot_round_trip(&m), 2, NOW);
+    assert_eq!(reloaded.producer_count(), 2);
+    let first = entry(&reloaded, 1);
+    assert_eq!((first.last_seq(), first.last_data_offset()), (0, 0));
+    let second = entry(&reloaded, 2);
+    assert_eq!((second.last_seq(), second.last_data_offset()), (0, 1));
+}
+
+#[test]
+fn producer_state_append_empty_control_batch() {
+    let mut m = manager();
+    let producer_id = 23_423;
+    let batch = BatchSummary {
+        kind: BatchKind::EmptyControl,
+        ..marker(producer_id, EPOCH, 15, true, 0, NOW)
+    };
+    let finished = m.replay(&batch).unwrap();
+    assert!(finished.is_empty());
+    assert_eq!(entry(&m, producer_id).current_txn_first_offset, None);
+    assert_eq!(m.first_unstable_offset(), None);
+    assert_eq!(m.map_end_offset(), 16);
+}
+
+#[test]
+fn producer_state_sequence_not_validated_for_coordinator_data() {
+    // Kafka's testSequenceNotValidatedForGroupMetadataTopic: the coordinator's own
+    // transactional writes carry no sequence.
+    let mut m = manager();
+    append_entry(
+        &mut m,
+        PRODUCER_ID,
+        EPOCH,
+        -1,
+        99,
+        NOW,
+        AppendOrigin::Coordinator,
+        true,
+    )
+    .unwrap();
+    append_entry(
+        &mut m,
+        PRODUCER_ID,
+        EPOCH,
+        -1,
+        100,
+        NOW,
+        AppendOrigin::Coordinator,
+        true,
+    )
+    .unwrap();
+}
+
+#[test]
+fn producer_state_batch_summary_from_header() {
+    use crate::format::{BatchHeader, ControlRecordType, EndTransactionMarker};
+    let header = BatchHeader {
+        base_offset: 2000,
+        batch_length: 0,
+        partition_leader_epoch: 0,
+        magic: 2,
+        crc: 0,
+        attributes: 0x10,
+        last_offset_delta: 20,
+        base_timestamp: 5,
+        max_timestamp: 9,
+        producer_id: 7,
+        producer_epoch: 3,
+        base_sequence: i32::MAX - 10,
+        records_count: 21,
+    };
+    let summary = BatchSummary::from_header(&header, None).unwrap();
+    assert_eq!(summary.kind, BatchKind::Data);
+    assert!(summary.is_transactional);
+    assert_eq!((summary.first_offset, summary.last_offset), (2000, 2020));
+    assert_eq!(
+        (summary.base_sequence, summary.last_sequence),
+        (i32::MAX - 10, 9)
+    );
+    assert_eq!(summary.timestamp, 9);
+
+    let control = BatchHeader {
+        attributes: 0x30,
+        last_offset_delta: 0,
+        base_sequence: -1,
+        records_count: 1,
+        ..header
+    };
+    let abort = (
+        ControlRecordType::Abort,
+        EndTransactionMarker {
+            coordinator_epoch: 4,
+        },
+    );
+    let summary = BatchSummary::from_header(&control, Some(abort)).unwrap();
+    assert_eq!(
+        summary.kind,
+        BatchKind::Marker {
+            is_abort: true,
+            coordinator_epoch: 4
+        }
+    );
+    let emptied = BatchSummary::from_header(&control, None).unwrap();
+    assert_eq!(emptied.kind, BatchKind::EmptyControl);
+    let leader_change = (ControlRecordType::LeaderChange, abort.1);
+    assert_eq!(
+        kafka_code(BatchSummary::from_header(&control, Some(leader_change))),
+        2
+    );
+}
+
 /// A leader's log over the manager: offsets assigned at the log end, duplicates answered with
 /// the original offsets, the state applied only after the (here, infallible) write.
 struct LeaderLog {
