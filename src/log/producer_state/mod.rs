@@ -1,5 +1,5 @@
 //! The per-partition producer state: idempotent dedupe, transactions and the last stable offset
-//! (Kafka's `ProducerStateManager`; the rules are FORMAT.md's and issue 14's).
+//! (Kafka's `ProducerStateManager`).
 //!
 //! [`ProducerStateManager`] holds, per producer id, a [`ProducerStateEntry`] (epoch, the last 5
 //! batches, coordinator epoch, last timestamp, open transaction), the open transactions by first
@@ -7,6 +7,31 @@
 //! offset (the offset after the last batch it has seen). It does no I/O: the log feeds it
 //! [`BatchSummary`] values and writes the `.snapshot` and `.txnindex` files itself. It lives
 //! under the writer mutex, as Kafka's lives under the log lock.
+//!
+//! # The rules
+//!
+//! A batch is checked against its producer's entry in this order (origin CLIENT; COORDINATOR
+//! skips the sequence rules, REPLICATION skips every sequence rule and accepts old epochs):
+//!
+//! | the batch | outcome |
+//! | --- | --- |
+//! | same epoch, and `[baseSeq, lastSeq]` equals one of the ≤ 5 remembered batches | duplicate: nothing written; the original first and last offset |
+//! | `epoch < current` | [`Error::InvalidProducerEpoch`](crate::Error::InvalidProducerEpoch) (47) |
+//! | `epoch > current`, `baseSeq != 0`, and the producer has state | [`Error::OutOfOrderSequence`](crate::Error::OutOfOrderSequence) (45) |
+//! | same epoch, `baseSeq != lastSeq + 1` (after `i32::MAX` comes 0) | 45 (a retry older than the last 5 lands here) |
+//! | no state for the pid (new, expired, or its data deleted) | any sequence accepted |
+//! | non-transactional data while the pid has an open transaction | [`Error::InvalidTxnState`](crate::Error::InvalidTxnState) (48) |
+//! | transactional data opening a transaction, verification on, no registration at its epoch | 48 |
+//! | marker with `coordinatorEpoch < stored` | [`Error::TransactionCoordinatorFenced`](crate::Error::TransactionCoordinatorFenced) (52) |
+//!
+//! A new epoch empties the 5-batch window. A marker for a producer without an open transaction
+//! completes nothing, but still sets its epoch and coordinator epoch. Kafka checks KIP-890's
+//! registration before the epoch and sequence; here it comes after them, so a fenced producer
+//! hears 47 rather than 48. Either refuses the batch.
+//!
+//! The first unstable offset is the lowest first offset of the open transactions and of the
+//! ended ones whose marker is not yet below the high watermark; the LSO is
+//! `min(first unstable offset, high watermark)`, never below the log start.
 //!
 //! # How the log drives it
 //!
@@ -47,10 +72,10 @@
 //!   transaction's first write, when `transaction.partition.verification.enable` is on.
 //!
 //! Until `Log` uses it, this module is reached from its tests alone, hence the `dead_code`
-//! allowance below; the integration of issue 14 removes it.
+//! allowance below; the integration into `Log` removes it.
 #![allow(
     dead_code,
-    reason = "the Log integration of issue 14 (append, markers, recovery) is the user; until it lands only tests call in"
+    reason = "the Log integration (append, markers, recovery) is the user; until it lands only tests call in"
 )]
 
 mod append_info;
@@ -205,7 +230,7 @@ impl ProducerStateManager {
 
     /// Validates one batch with a producer id, whose offsets are assigned, against the state.
     /// A producer's re-send of one of its last 5 batches (origin CLIENT) is a duplicate;
-    /// anything else is checked in the order of issue 14's validation table and yields the
+    /// anything else is checked in the order of the module docs' table and yields the
     /// changes to [`commit`](Self::commit) after the write.
     pub(crate) fn analyze(
         &self,

@@ -1,6 +1,5 @@
 //! Kafka's `ProducerStateManagerTest` and the producer-state cases of `UnifiedLogTest`, ported at
-//! the manager level (issue 14, "Kafka behaviours to match"), plus a property test of the
-//! invariants.
+//! the manager level, plus a property test of the invariants.
 
 use proptest::prelude::*;
 
@@ -1289,8 +1288,8 @@ fn producer_state_verification_refuses_a_late_write_after_the_marker() {
 
 #[test]
 fn producer_state_commit_reports_the_txn_index_entry() {
-    // As issue 14's `.txnindex` example: pid 1000's aborted transaction ends at 106 while
-    // another producer's, opened at 100, is still open, so its lastStableOffset is 100.
+    // Producer 1000's aborted transaction ends at 106 while another producer's, opened at 100,
+    // is still open: its `.txnindex` entry's lastStableOffset is 100.
     let mut m = ProducerStateManager::new(config(false), 100);
     m.replay(&data(2000, 0, 0, 100, 100, NOW, true)).unwrap();
     m.replay(&data(1000, 0, 0, 101, 105, NOW, true)).unwrap();
