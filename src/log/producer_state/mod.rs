@@ -85,7 +85,7 @@ mod tests;
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 use super::config::LogConfig;
 
@@ -126,6 +126,19 @@ pub(crate) enum ProducerAppendCheck {
     },
     /// The batch is valid; apply the info with [`ProducerStateManager::commit`] once written.
     Append(ProducerAppendInfo),
+}
+
+/// Batches without a producer id have no producer state; the log keeps them off this path.
+fn check_producer_id(batch: &BatchSummary) -> Result<()> {
+    if batch.producer_id < 0 {
+        return Err(Error::InvalidArgument {
+            why: format!(
+                "batch at offset {} has no producer id ({})",
+                batch.first_offset, batch.producer_id
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// An ended transaction and the `lastStableOffset` its `.txnindex` entry records: the first
@@ -237,6 +250,7 @@ impl ProducerStateManager {
         batch: &BatchSummary,
         origin: AppendOrigin,
     ) -> Result<ProducerAppendCheck> {
+        check_producer_id(batch)?;
         if origin == AppendOrigin::Client && batch.kind == BatchKind::Data {
             let duplicate = self.producers.get(&batch.producer_id).and_then(|entry| {
                 entry.find_duplicate_batch(
@@ -286,6 +300,7 @@ impl ProducerStateManager {
     /// end. An error (data of a producer outside its open transaction) leaves the state as it
     /// was.
     pub(crate) fn replay(&mut self, batch: &BatchSummary) -> Result<Vec<FinishedTxn>> {
+        check_producer_id(batch)?;
         let mut info = self.prepare_update(batch.producer_id, AppendOrigin::Replication);
         info.append(batch)?;
         Ok(self.commit(info, batch.last_offset + 1))

@@ -1034,6 +1034,22 @@ fn producer_state_append_empty_control_batch() {
 }
 
 #[test]
+fn producer_state_refuses_a_batch_without_a_producer_id() {
+    let mut m = manager();
+    let batch = data(-1, -1, -1, 0, 0, NOW, false);
+    assert!(matches!(
+        m.analyze(&batch, AppendOrigin::Client),
+        Err(Error::InvalidArgument { .. })
+    ));
+    assert!(matches!(
+        m.replay(&batch),
+        Err(Error::InvalidArgument { .. })
+    ));
+    assert_eq!(m.producer_count(), 0);
+    assert_eq!(m.map_end_offset(), 0);
+}
+
+#[test]
 fn producer_state_sequence_not_validated_for_coordinator_data() {
     // Kafka's testSequenceNotValidatedForGroupMetadataTopic: the coordinator's own
     // transactional writes carry no sequence.
