@@ -389,8 +389,20 @@ impl ProducerStateManager {
 
     /// The last stable offset: `min(first unstable offset, high watermark)`, never below the
     /// log start offset. A `read_committed` read stops there.
+    ///
+    /// Ended transactions whose marker is below `high_watermark` do not count, whether or not
+    /// [`on_high_watermark_updated`](Self::on_high_watermark_updated) has pruned them yet.
     pub(crate) fn lso(&self, high_watermark: i64, log_start_offset: i64) -> i64 {
-        let bound = match self.first_unstable_offset() {
+        let unreplicated = self
+            .unreplicated_txns
+            .iter()
+            .find(|&(_, &marker)| marker >= high_watermark)
+            .map(|(&(first_offset, _), _)| first_offset);
+        let first_unstable = match (self.first_undecided_offset(), unreplicated) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let bound = match first_unstable {
             Some(first_unstable) => first_unstable.min(high_watermark),
             None => high_watermark,
         };

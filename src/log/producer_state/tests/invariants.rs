@@ -131,6 +131,22 @@ proptest! {
             let lso = m.lso(high_watermark, log_start);
             prop_assert!(lso <= high_watermark.max(log_start));
             prop_assert!(lso >= log_start);
+            prop_assert_eq!(
+                lso,
+                expected_fuo.map_or(high_watermark, |fuo| fuo.min(high_watermark)).max(log_start)
+            );
+            // A high watermark at the log end that nobody announced yet: ended transactions
+            // with a marker below it no longer count.
+            let unannounced = open
+                .iter()
+                .flatten()
+                .copied()
+                .chain(ended.iter().filter(|&&(_, marker)| marker >= log_end).map(|&(first, _)| first))
+                .min();
+            prop_assert_eq!(
+                m.lso(log_end, log_start),
+                unannounced.map_or(log_end, |fuo| fuo.min(log_end)).max(log_start)
+            );
             for (_, e) in m.entries() {
                 prop_assert!(e.batches.len() <= NUM_BATCHES_TO_RETAIN);
             }

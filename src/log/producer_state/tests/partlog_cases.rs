@@ -336,3 +336,176 @@ fn producer_state_marker_from_snapshot_of_any_values_never_panics() {
     let _ = odd.first_seq();
     let _ = odd.first_data_offset();
 }
+
+/// The broker fixture's files, written by a Kafka 4.4 broker.
+const FIXTURE_LOG: &[u8] = include_bytes!(concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/broker/partlog-fixture-0/00000000000000000000.log"
+));
+const FIXTURE_SNAPSHOT: &[u8] = include_bytes!(concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/broker/partlog-fixture-0/00000000000000000018.snapshot"
+));
+const FIXTURE_TXN_INDEX: &[u8] = include_bytes!(concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/broker/partlog-fixture-0/00000000000000000000.txnindex"
+));
+
+fn be_i16(bytes: &[u8], at: usize) -> i16 {
+    i16::from_be_bytes(bytes[at..at + 2].try_into().unwrap())
+}
+
+fn be_i32(bytes: &[u8], at: usize) -> i32 {
+    i32::from_be_bytes(bytes[at..at + 4].try_into().unwrap())
+}
+
+fn be_i64(bytes: &[u8], at: usize) -> i64 {
+    i64::from_be_bytes(bytes[at..at + 8].try_into().unwrap())
+}
+
+/// The broker's snapshot entries as (pid, epoch, lastSeq, lastOffset, offsetDelta, timestamp,
+/// coordinatorEpoch, currentTxnFirstOffset), checked against the file's CRC.
+fn broker_snapshot_entries() -> Vec<(i64, i16, i32, i64, i32, i64, i32, i64)> {
+    let bytes = FIXTURE_SNAPSHOT;
+    assert_eq!(be_i16(bytes, 0), 1, "ProducerSnapshot version 1");
+    let crc = u32::from_be_bytes(bytes[2..6].try_into().unwrap());
+    assert_eq!(crc, crate::format::crc32c(&bytes[6..]));
+    let count = usize::try_from(be_i32(bytes, 6)).unwrap();
+    assert_eq!(bytes.len(), 10 + 46 * count);
+    (0..count)
+        .map(|i| {
+            let e = &bytes[10 + 46 * i..];
+            (
+                be_i64(e, 0),
+                be_i16(e, 8),
+                be_i32(e, 10),
+                be_i64(e, 14),
+                be_i32(e, 22),
+                be_i64(e, 26),
+                be_i32(e, 34),
+                be_i64(e, 38),
+            )
+        })
+        .collect()
+}
+
+/// Replays every batch of the broker-written log with REPLICATION rules, as recovery will.
+fn replay_fixture(m: &mut ProducerStateManager) -> Vec<FinishedTxn> {
+    use crate::format::{BatchIter, EndTransactionMarker, control_record_type};
+    let mut finished = Vec::new();
+    let mut scratch = Vec::new();
+    for (_, view) in BatchIter::new(FIXTURE_LOG) {
+        let view = view.unwrap();
+        let header = *view.header();
+        if !header.has_producer_id() {
+            continue;
+        }
+        let control = if header.is_control() {
+            let record = view.records(&mut scratch).unwrap().next();
+            record.map(|record| {
+                let record = record.unwrap();
+                (
+                    control_record_type(&record).unwrap(),
+                    EndTransactionMarker::parse(&record).unwrap(),
+                )
+            })
+        } else {
+            None
+        };
+        let batch = BatchSummary::from_header(&header, control).unwrap();
+        finished.extend(m.replay(&batch).unwrap());
+    }
+    finished
+}
+
+#[test]
+fn producer_state_replay_of_the_broker_fixture_equals_the_broker_snapshot() {
+    let mut m = manager();
+    let finished = replay_fixture(&mut m);
+    assert_eq!(m.map_end_offset(), 18, "the broker's snapshot is at 18");
+    let ours: Vec<_> = m
+        .entries()
+        .into_iter()
+        .map(|(pid, e)| {
+            (
+                pid,
+                e.producer_epoch,
+                e.last_seq(),
+                e.last_data_offset(),
+                e.last_offset_delta(),
+                e.last_timestamp,
+                e.coordinator_epoch,
+                e.current_txn_first_offset.unwrap_or(-1),
+            )
+        })
+        .collect();
+    let broker = broker_snapshot_entries();
+    assert_eq!(ours, broker);
+    assert_eq!(broker[0].0, 0, "pid 0");
+    assert_eq!(
+        (broker[0].1, broker[0].2, broker[0].3, broker[0].4),
+        (0, 4, 10, 4)
+    );
+    assert_eq!(
+        (broker[1].0, broker[1].6),
+        (1, 0),
+        "pid 1, coordinator epoch 0"
+    );
+
+    // The one aborted transaction is the broker's `.txnindex` entry.
+    let aborted: Vec<_> = finished.iter().filter(|f| f.txn.is_aborted).collect();
+    assert_eq!(aborted.len(), 1);
+    assert_eq!(FIXTURE_TXN_INDEX.len(), 34);
+    assert_eq!(be_i16(FIXTURE_TXN_INDEX, 0), 0);
+    assert_eq!(
+        (
+            aborted[0].txn.producer_id,
+            aborted[0].txn.first_offset,
+            aborted[0].txn.last_offset,
+            aborted[0].last_stable_offset
+        ),
+        (
+            be_i64(FIXTURE_TXN_INDEX, 2),
+            be_i64(FIXTURE_TXN_INDEX, 10),
+            be_i64(FIXTURE_TXN_INDEX, 18),
+            be_i64(FIXTURE_TXN_INDEX, 26)
+        )
+    );
+    assert_eq!(m.first_undecided_offset(), None);
+    assert_eq!(
+        m.lso(18, 0),
+        18,
+        "every transaction of the fixture has ended"
+    );
+    assert_eq!(m.lso(17, 0), 15, "until the HW passes the ABORT at 17");
+    m.on_high_watermark_updated(18);
+    assert_eq!(m.first_unstable_offset(), None);
+}
+
+#[test]
+fn producer_state_load_of_the_broker_snapshot_equals_the_replay() {
+    let mut replayed = manager();
+    replay_fixture(&mut replayed);
+    let mut loaded = manager();
+    let entries = broker_snapshot_entries().into_iter().map(
+        |(pid, epoch, last_seq, last_offset, delta, timestamp, coordinator_epoch, txn)| {
+            (
+                pid,
+                ProducerStateEntry::from_snapshot(
+                    epoch,
+                    last_seq,
+                    last_offset,
+                    delta,
+                    timestamp,
+                    coordinator_epoch,
+                    txn,
+                ),
+            )
+        },
+    );
+    // On the fixture's own clock, at its older producer's last write: neither is idle for a day.
+    let now = broker_snapshot_entries()[0].5;
+    loaded.load_entries(entries, 18, now);
+    assert_eq!(loaded.map_end_offset(), 18);
+    assert_eq!(snapshot_round_trip(&loaded), snapshot_round_trip(&replayed));
+}
