@@ -363,9 +363,12 @@ fn be_i64(bytes: &[u8], at: usize) -> i64 {
     i64::from_be_bytes(bytes[at..at + 8].try_into().unwrap())
 }
 
-/// The broker's snapshot entries as (pid, epoch, lastSeq, lastOffset, offsetDelta, timestamp,
-/// coordinatorEpoch, currentTxnFirstOffset), checked against the file's CRC.
-fn broker_snapshot_entries() -> Vec<(i64, i16, i32, i64, i32, i64, i32, i64)> {
+/// The fields of a 46-byte snapshot entry: (pid, epoch, lastSeq, lastOffset, offsetDelta,
+/// timestamp, coordinatorEpoch, currentTxnFirstOffset).
+type SnapshotFields = (i64, i16, i32, i64, i32, i64, i32, i64);
+
+/// The broker's snapshot entries, checked against the file's CRC.
+fn broker_snapshot_entries() -> Vec<SnapshotFields> {
     let bytes = FIXTURE_SNAPSHOT;
     assert_eq!(be_i16(bytes, 0), 1, "ProducerSnapshot version 1");
     let crc = u32::from_be_bytes(bytes[2..6].try_into().unwrap());
