@@ -83,7 +83,7 @@ mod entry;
 #[cfg(test)]
 mod tests;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::error::{Error, Result};
 
@@ -169,7 +169,7 @@ pub(crate) struct ProducerStateManager {
     /// Open transactions, keyed by (first offset, producer id). The producer id is in the key
     /// so that two entries of a damaged snapshot claiming one first offset cannot hide each
     /// other.
-    ongoing_txns: BTreeMap<(i64, i64), ()>,
+    ongoing_txns: BTreeSet<(i64, i64)>,
     /// Ended transactions whose marker is not yet below the high watermark, keyed as
     /// `ongoing_txns`, valued by the marker's offset.
     unreplicated_txns: BTreeMap<(i64, i64), i64>,
@@ -186,7 +186,7 @@ impl ProducerStateManager {
             config,
             producers: HashMap::new(),
             verification_states: HashMap::new(),
-            ongoing_txns: BTreeMap::new(),
+            ongoing_txns: BTreeSet::new(),
             unreplicated_txns: BTreeMap::new(),
             last_map_offset: log_start_offset,
             last_snap_offset: log_start_offset,
@@ -320,7 +320,7 @@ impl ProducerStateManager {
             }
         }
         for first_offset in started {
-            self.ongoing_txns.insert((first_offset, producer_id), ());
+            self.ongoing_txns.insert((first_offset, producer_id));
         }
         // A registration opens one transaction: the first write or the marker uses it up.
         if used_registration {
@@ -333,7 +333,7 @@ impl ProducerStateManager {
     /// earliest open transaction of another producer, or the marker's offset + 1.
     pub(crate) fn last_stable_offset(&self, txn: &CompletedTxn) -> i64 {
         self.ongoing_txns
-            .keys()
+            .iter()
             .find(|&&(_, producer_id)| producer_id != txn.producer_id)
             .map_or(txn.last_offset + 1, |&(first_offset, _)| first_offset)
     }
@@ -342,7 +342,7 @@ impl ProducerStateManager {
     /// watermark passes its marker.
     pub(crate) fn complete_txn(&mut self, txn: CompletedTxn) {
         let key = (txn.first_offset, txn.producer_id);
-        if self.ongoing_txns.remove(&key).is_none() {
+        if !self.ongoing_txns.remove(&key) {
             // Kafka throws here. The producer's entry said the transaction was open, so only a
             // damaged snapshot gets here; keeping the transaction unstable until the high
             // watermark passes its marker is the safe side.
@@ -368,7 +368,7 @@ impl ProducerStateManager {
     /// The first offset of the earliest open transaction.
     pub(crate) fn first_undecided_offset(&self) -> Option<i64> {
         self.ongoing_txns
-            .keys()
+            .iter()
             .next()
             .map(|&(first_offset, _)| first_offset)
     }
@@ -462,6 +462,12 @@ impl ProducerStateManager {
     /// and so is one with no data of its current epoch (its last write was a marker), whose
     /// epoch still fences zombies until it expires. Ended transactions with a marker below the
     /// start are forgotten.
+    ///
+    /// Kafka 4.4 keeps such producers until they expire (`onLogStartOffsetIncremented` only
+    /// forgets ended transactions). Dropping them lets a producer whose data retention deleted
+    /// start afresh at once; the price is that a re-send of a deleted batch is written again
+    /// instead of being answered as a duplicate, which retention's deletion made unknowable
+    /// anyway.
     pub(crate) fn truncate_head(&mut self, log_start_offset: i64) {
         self.producers.retain(|_, entry| {
             entry.current_txn_first_offset.is_some()
@@ -515,7 +521,7 @@ impl ProducerStateManager {
                 }
             }
             if let Some(first_offset) = open_txn {
-                self.ongoing_txns.insert((first_offset, producer_id), ());
+                self.ongoing_txns.insert((first_offset, producer_id));
             }
         }
         self.last_map_offset = snapshot_offset;

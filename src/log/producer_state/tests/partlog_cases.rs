@@ -512,3 +512,28 @@ fn producer_state_load_of_the_broker_snapshot_equals_the_replay() {
     assert_eq!(loaded.map_end_offset(), 18);
     assert_eq!(snapshot_round_trip(&loaded), snapshot_round_trip(&replayed));
 }
+
+#[test]
+fn producer_state_config_comes_from_the_log_config() {
+    let config = crate::LogConfig::builder()
+        .producer_id_expiration_ms(1234)
+        .transaction_partition_verification_enable(true)
+        .build()
+        .unwrap();
+    assert_eq!(
+        ProducerStateConfig::from_log_config(&config),
+        ProducerStateConfig {
+            producer_id_expiration_ms: 1234,
+            transaction_verification_enabled: true
+        }
+    );
+    let defaults = ProducerStateConfig::from_log_config(&crate::LogConfig::default());
+    assert_eq!(defaults, config_with_defaults());
+}
+
+fn config_with_defaults() -> ProducerStateConfig {
+    ProducerStateConfig {
+        producer_id_expiration_ms: 86_400_000,
+        transaction_verification_enabled: false,
+    }
+}
