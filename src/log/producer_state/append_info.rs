@@ -201,7 +201,7 @@ impl ProducerAppendInfo {
         }
     }
 
-    /// Validates and records a data batch, in the order of issue 14's validation table:
+    /// Validates and records a data batch, in the order of the table in the module docs:
     /// producer epoch, sequence, then transaction state.
     pub(crate) fn append_data_batch(&mut self, batch: &BatchSummary) -> Result<()> {
         let epoch = batch.producer_epoch;

@@ -1,5 +1,5 @@
 //! The per-partition producer state: idempotent dedupe, transactions and the last stable offset
-//! (Kafka's `ProducerStateManager`; the rules are FORMAT.md's and issue 14's).
+//! (Kafka's `ProducerStateManager`).
 //!
 //! [`ProducerStateManager`] holds, per producer id, a [`ProducerStateEntry`] (epoch, the last 5
 //! batches, coordinator epoch, last timestamp, open transaction), the open transactions by first
@@ -7,6 +7,31 @@
 //! offset (the offset after the last batch it has seen). It does no I/O: the log feeds it
 //! [`BatchSummary`] values and writes the `.snapshot` and `.txnindex` files itself. It lives
 //! under the writer mutex, as Kafka's lives under the log lock.
+//!
+//! # The rules
+//!
+//! A batch is checked against its producer's entry in this order (origin CLIENT; COORDINATOR
+//! skips the sequence rules, REPLICATION skips every sequence rule and accepts old epochs):
+//!
+//! | the batch | outcome |
+//! | --- | --- |
+//! | same epoch, and `[baseSeq, lastSeq]` equals one of the ≤ 5 remembered batches | duplicate: nothing written; the original first and last offset |
+//! | `epoch < current` | [`Error::InvalidProducerEpoch`](crate::Error::InvalidProducerEpoch) (47) |
+//! | `epoch > current`, `baseSeq != 0`, and the producer has state | [`Error::OutOfOrderSequence`](crate::Error::OutOfOrderSequence) (45) |
+//! | same epoch, `baseSeq != lastSeq + 1` (after `i32::MAX` comes 0) | 45 (a retry older than the last 5 lands here) |
+//! | no state for the pid (new, expired, or its data deleted) | any sequence accepted |
+//! | non-transactional data while the pid has an open transaction | [`Error::InvalidTxnState`](crate::Error::InvalidTxnState) (48) |
+//! | transactional data opening a transaction, verification on, no registration at its epoch | 48 |
+//! | marker with `coordinatorEpoch < stored` | [`Error::TransactionCoordinatorFenced`](crate::Error::TransactionCoordinatorFenced) (52) |
+//!
+//! A new epoch empties the 5-batch window. A marker for a producer without an open transaction
+//! completes nothing, but still sets its epoch and coordinator epoch. Kafka checks KIP-890's
+//! registration before the epoch and sequence; here it comes after them, so a fenced producer
+//! hears 47 rather than 48. Either refuses the batch.
+//!
+//! The first unstable offset is the lowest first offset of the open transactions and of the
+//! ended ones whose marker is not yet below the high watermark; the LSO is
+//! `min(first unstable offset, high watermark)`, never below the log start.
 //!
 //! # How the log drives it
 //!
@@ -47,10 +72,10 @@
 //!   transaction's first write, when `transaction.partition.verification.enable` is on.
 //!
 //! Until `Log` uses it, this module is reached from its tests alone, hence the `dead_code`
-//! allowance below; the integration of issue 14 removes it.
+//! allowance below; the integration into `Log` removes it.
 #![allow(
     dead_code,
-    reason = "the Log integration of issue 14 (append, markers, recovery) is the user; until it lands only tests call in"
+    reason = "the Log integration (append, markers, recovery) is the user; until it lands only tests call in"
 )]
 
 mod append_info;
@@ -59,9 +84,9 @@ pub(crate) mod snapshot_file;
 #[cfg(test)]
 mod tests;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 use super::config::LogConfig;
 
@@ -104,6 +129,19 @@ pub(crate) enum ProducerAppendCheck {
     Append(ProducerAppendInfo),
 }
 
+/// Batches without a producer id have no producer state; the log keeps them off this path.
+fn check_producer_id(batch: &BatchSummary) -> Result<()> {
+    if batch.producer_id < 0 {
+        return Err(Error::InvalidArgument {
+            why: format!(
+                "batch at offset {} has no producer id ({})",
+                batch.first_offset, batch.producer_id
+            ),
+        });
+    }
+    Ok(())
+}
+
 /// An ended transaction and the `lastStableOffset` its `.txnindex` entry records: the first
 /// offset of the earliest *other* open transaction when the marker was written, or the marker's
 /// offset + 1.
@@ -132,7 +170,7 @@ pub(crate) struct ProducerStateManager {
     /// Open transactions, keyed by (first offset, producer id). The producer id is in the key
     /// so that two entries of a damaged snapshot claiming one first offset cannot hide each
     /// other.
-    ongoing_txns: BTreeMap<(i64, i64), ()>,
+    ongoing_txns: BTreeSet<(i64, i64)>,
     /// Ended transactions whose marker is not yet below the high watermark, keyed as
     /// `ongoing_txns`, valued by the marker's offset.
     unreplicated_txns: BTreeMap<(i64, i64), i64>,
@@ -149,7 +187,7 @@ impl ProducerStateManager {
             config,
             producers: HashMap::new(),
             verification_states: HashMap::new(),
-            ongoing_txns: BTreeMap::new(),
+            ongoing_txns: BTreeSet::new(),
             unreplicated_txns: BTreeMap::new(),
             last_map_offset: log_start_offset,
             last_snap_offset: log_start_offset,
@@ -206,13 +244,14 @@ impl ProducerStateManager {
 
     /// Validates one batch with a producer id, whose offsets are assigned, against the state.
     /// A producer's re-send of one of its last 5 batches (origin CLIENT) is a duplicate;
-    /// anything else is checked in the order of issue 14's validation table and yields the
+    /// anything else is checked in the order of the module docs' table and yields the
     /// changes to [`commit`](Self::commit) after the write.
     pub(crate) fn analyze(
         &self,
         batch: &BatchSummary,
         origin: AppendOrigin,
     ) -> Result<ProducerAppendCheck> {
+        check_producer_id(batch)?;
         if origin == AppendOrigin::Client && batch.kind == BatchKind::Data {
             let duplicate = self.producers.get(&batch.producer_id).and_then(|entry| {
                 entry.find_duplicate_batch(
@@ -262,6 +301,7 @@ impl ProducerStateManager {
     /// end. An error (data of a producer outside its open transaction) leaves the state as it
     /// was.
     pub(crate) fn replay(&mut self, batch: &BatchSummary) -> Result<Vec<FinishedTxn>> {
+        check_producer_id(batch)?;
         let mut info = self.prepare_update(batch.producer_id, AppendOrigin::Replication);
         info.append(batch)?;
         Ok(self.commit(info, batch.last_offset + 1))
@@ -281,7 +321,7 @@ impl ProducerStateManager {
             }
         }
         for first_offset in started {
-            self.ongoing_txns.insert((first_offset, producer_id), ());
+            self.ongoing_txns.insert((first_offset, producer_id));
         }
         // A registration opens one transaction: the first write or the marker uses it up.
         if used_registration {
@@ -294,7 +334,7 @@ impl ProducerStateManager {
     /// earliest open transaction of another producer, or the marker's offset + 1.
     pub(crate) fn last_stable_offset(&self, txn: &CompletedTxn) -> i64 {
         self.ongoing_txns
-            .keys()
+            .iter()
             .find(|&&(_, producer_id)| producer_id != txn.producer_id)
             .map_or(txn.last_offset + 1, |&(first_offset, _)| first_offset)
     }
@@ -303,7 +343,7 @@ impl ProducerStateManager {
     /// watermark passes its marker.
     pub(crate) fn complete_txn(&mut self, txn: CompletedTxn) {
         let key = (txn.first_offset, txn.producer_id);
-        if self.ongoing_txns.remove(&key).is_none() {
+        if !self.ongoing_txns.remove(&key) {
             // Kafka throws here. The producer's entry said the transaction was open, so only a
             // damaged snapshot gets here; keeping the transaction unstable until the high
             // watermark passes its marker is the safe side.
@@ -329,7 +369,7 @@ impl ProducerStateManager {
     /// The first offset of the earliest open transaction.
     pub(crate) fn first_undecided_offset(&self) -> Option<i64> {
         self.ongoing_txns
-            .keys()
+            .iter()
             .next()
             .map(|&(first_offset, _)| first_offset)
     }
@@ -350,8 +390,20 @@ impl ProducerStateManager {
 
     /// The last stable offset: `min(first unstable offset, high watermark)`, never below the
     /// log start offset. A `read_committed` read stops there.
+    ///
+    /// Ended transactions whose marker is below `high_watermark` do not count, whether or not
+    /// [`on_high_watermark_updated`](Self::on_high_watermark_updated) has pruned them yet.
     pub(crate) fn lso(&self, high_watermark: i64, log_start_offset: i64) -> i64 {
-        let bound = match self.first_unstable_offset() {
+        let unreplicated = self
+            .unreplicated_txns
+            .iter()
+            .find(|&(_, &marker)| marker >= high_watermark)
+            .map(|(&(first_offset, _), _)| first_offset);
+        let first_unstable = match (self.first_undecided_offset(), unreplicated) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let bound = match first_unstable {
             Some(first_unstable) => first_unstable.min(high_watermark),
             None => high_watermark,
         };
@@ -411,6 +463,12 @@ impl ProducerStateManager {
     /// and so is one with no data of its current epoch (its last write was a marker), whose
     /// epoch still fences zombies until it expires. Ended transactions with a marker below the
     /// start are forgotten.
+    ///
+    /// Kafka 4.4 keeps such producers until they expire (`onLogStartOffsetIncremented` only
+    /// forgets ended transactions). Dropping them lets a producer whose data retention deleted
+    /// start afresh at once; the price is that a re-send of a deleted batch is written again
+    /// instead of being answered as a duplicate, which retention's deletion made unknowable
+    /// anyway.
     pub(crate) fn truncate_head(&mut self, log_start_offset: i64) {
         self.producers.retain(|_, entry| {
             entry.current_txn_first_offset.is_some()
@@ -464,7 +522,7 @@ impl ProducerStateManager {
                 }
             }
             if let Some(first_offset) = open_txn {
-                self.ongoing_txns.insert((first_offset, producer_id), ());
+                self.ongoing_txns.insert((first_offset, producer_id));
             }
         }
         self.last_map_offset = snapshot_offset;
