@@ -340,16 +340,19 @@ impl ProducerAppendInfo {
     }
 
     /// The first offsets of the transactions this append opens, in order.
+    #[cfg(test)]
     pub(crate) fn started_transactions(&self) -> &[i64] {
         &self.started
     }
 
     /// The transactions this append's markers end, in order.
+    #[cfg(test)]
     pub(crate) fn completed_transactions(&self) -> &[CompletedTxn] {
         &self.completed
     }
 
     /// The entry as this append leaves it, holding only the batches the append adds.
+    #[cfg(test)]
     pub(crate) fn updated_entry(&self) -> &ProducerStateEntry {
         &self.updated
     }

@@ -141,6 +141,7 @@ impl ProducerStateEntry {
     }
 
     /// The first offset of the oldest remembered batch, or -1.
+    #[cfg(test)]
     pub(crate) fn first_data_offset(&self) -> i64 {
         self.batches.front().map_or(-1, BatchMetadata::first_offset)
     }
@@ -153,6 +154,7 @@ impl ProducerStateEntry {
 
     /// The offset delta of the newest remembered batch, or 0: the `offsetDelta` of a snapshot
     /// entry.
+    #[cfg(test)]
     pub(crate) fn last_offset_delta(&self) -> i32 {
         self.batches.back().map_or(0, |batch| batch.offset_delta)
     }

@@ -70,13 +70,6 @@
 //!   every `producer.id.expiration.check.interval.ms`, on the log's clock.
 //! - **KIP-890**: [`register_transaction`](ProducerStateManager::register_transaction) before a
 //!   transaction's first write, when `transaction.partition.verification.enable` is on.
-//!
-//! Until `Log` uses it, this module is reached from its tests alone, hence the `dead_code`
-//! allowance below; the integration into `Log` removes it.
-#![allow(
-    dead_code,
-    reason = "the Log integration (append, markers, recovery) is the user; until it lands only tests call in"
-)]
 
 mod append_info;
 mod entry;
@@ -195,6 +188,7 @@ impl ProducerStateManager {
     }
 
     /// The settings in use.
+    #[cfg(test)]
     pub(crate) fn config(&self) -> ProducerStateConfig {
         self.config
     }
@@ -205,6 +199,7 @@ impl ProducerStateManager {
     }
 
     /// How many producers the log has state for.
+    #[cfg(test)]
     pub(crate) fn producer_count(&self) -> usize {
         self.producers.len()
     }
@@ -393,6 +388,7 @@ impl ProducerStateManager {
     ///
     /// Ended transactions whose marker is below `high_watermark` do not count, whether or not
     /// [`on_high_watermark_updated`](Self::on_high_watermark_updated) has pruned them yet.
+    #[cfg(test)]
     pub(crate) fn lso(&self, high_watermark: i64, log_start_offset: i64) -> i64 {
         let unreplicated = self
             .unreplicated_txns
@@ -482,6 +478,7 @@ impl ProducerStateManager {
 
     /// Forgets everything and starts the map at `offset` (Kafka's `truncateFullyAndStartAt`).
     /// The caller deletes the snapshot files.
+    #[cfg(test)]
     pub(crate) fn truncate_fully(&mut self, offset: i64) {
         self.producers.clear();
         self.ongoing_txns.clear();
@@ -492,6 +489,7 @@ impl ProducerStateManager {
 
     /// Whether a log ending at `log_end_offset` needs the state reloaded from a snapshot and
     /// replayed, because the map does not end there.
+    #[cfg(test)]
     pub(crate) fn needs_reload(&self, log_end_offset: i64) -> bool {
         log_end_offset != self.last_map_offset
     }
@@ -542,6 +540,7 @@ impl ProducerStateManager {
     }
 
     /// The offset of the last snapshot written or loaded.
+    #[cfg(test)]
     pub(crate) fn last_snapshot_offset(&self) -> i64 {
         self.last_snap_offset
     }
