@@ -40,6 +40,15 @@ impl NewRecord {
         }
     }
 
+    /// A record stamped with the system's current time (milliseconds since the epoch), as a
+    /// Kafka producer stamps a record sent without a timestamp.
+    ///
+    /// The log checks the timestamp against its own clock (`message.timestamp.before.max.ms`,
+    /// `message.timestamp.after.max.ms`): a log opened with a manual clock may refuse it.
+    pub fn now(key: Option<&[u8]>, value: Option<&[u8]>) -> NewRecord {
+        NewRecord::new(crate::clock::Clock::now_ms(&crate::clock::SystemClock), key, value)
+    }
+
     /// Adds a header.
     #[must_use]
     pub fn with_header(mut self, key: impl Into<String>, value: Option<&[u8]>) -> NewRecord {
@@ -573,6 +582,7 @@ impl BatchBuilder {
             .ok_or(Error::RecordTooLarge {
                 size: batch.len() as u64,
                 max: i32::MAX as u64,
+                limit: crate::error::FORMAT_BATCH_LIMIT,
             })?;
 
         let mut attributes = i16::from(self.compression.id());

@@ -175,6 +175,7 @@ impl Log {
             return Err(Error::RecordTooLarge {
                 size: bytes.len() as u64,
                 max: u64::from(config.max_message_bytes),
+                limit: crate::error::MAX_MESSAGE_BYTES,
             });
         }
         if header.records_count <= 0 {
@@ -244,6 +245,7 @@ impl Log {
                     return Err(Error::RecordTooLarge {
                         size: batch.len() as u64,
                         max: u64::from(config.max_message_bytes),
+                limit: crate::error::MAX_MESSAGE_BYTES,
                     });
                 }
                 return Ok(batch);
@@ -277,6 +279,7 @@ impl Log {
             return Err(Error::RecordTooLarge {
                 size: batch.len() as u64,
                 max: u64::from(config.max_message_bytes),
+                limit: crate::error::MAX_MESSAGE_BYTES,
             });
         }
         let log_append_time = (config.message_timestamp_type == TimestampType::LogAppendTime)
@@ -406,7 +409,8 @@ fn check_timestamp(config: &LogConfig, timestamp: i64, now_ms: i64) -> Result<()
         return Err(Error::InvalidTimestamp {
             timestamp,
             why: format!(
-                "it is more than message.timestamp.before.max.ms ({}) before the log's time {now_ms}",
+                "it is more than message.timestamp.before.max.ms ({}) before the log's time {now_ms}; \
+                 raise it with LogConfig::builder().message_timestamp_before_max_ms(..)",
                 config.message_timestamp_before_max_ms
             ),
         });
@@ -415,7 +419,8 @@ fn check_timestamp(config: &LogConfig, timestamp: i64, now_ms: i64) -> Result<()
         return Err(Error::InvalidTimestamp {
             timestamp,
             why: format!(
-                "it is more than message.timestamp.after.max.ms ({}) after the log's time {now_ms}",
+                "it is more than message.timestamp.after.max.ms ({}) after the log's time {now_ms}; \
+                 raise it with LogConfig::builder().message_timestamp_after_max_ms(..)",
                 config.message_timestamp_after_max_ms
             ),
         });
