@@ -57,7 +57,10 @@ pub enum Error {
     /// A batch is larger than the configured limit (`max.message.bytes`), than the batching
     /// writer's `buffer.memory`, or than the format or a segment can hold. The message names
     /// the limit and, for a setting, how to raise it.
-    #[error("batch of {size} bytes exceeds {limit} ({max} bytes){}", limit_hint(limit))]
+    #[error(
+        "batch of {size} bytes exceeds {limit} ({max} bytes){}",
+        limit_hint(limit)
+    )]
     RecordTooLarge {
         /// The size of the batch in bytes, including the 12-byte log overhead.
         size: u64,

@@ -136,9 +136,9 @@ pub use crate::{
     log::{
         CleanupPolicy, CompactionOptions, CompactionSchedule, CompactionStats, CompressionType,
         DeletedSegment, FetchBatches, FetchData, FlushPolicy, Log, LogAppendInfo, LogConfig,
-        LogConfigBuilder, LogEvent, LogRecord, LogRecords, LogStats, Observer,
-        PRODUCER_ID_EXPIRATION_MS, ReadBound, RecoveryMode, RecoveryReport, RetentionReport,
-        RetentionRule, WaitDurable, WaitForData,
+        LogConfigBuilder, LogEvent, LogRecord, LogRecords, LogStats, LogTail, Observer,
+        PRODUCER_ID_EXPIRATION_MS, ReadBound, ReadEnd, RecoveryMode, RecoveryReport,
+        RetentionReport, RetentionRule, WaitDurable, WaitForData,
     },
     producer::{Acks, Producer, ProducerConfig, ProducerConfigBuilder, ProducerStats, SendHandle},
 };

@@ -46,7 +46,11 @@ impl NewRecord {
     /// The log checks the timestamp against its own clock (`message.timestamp.before.max.ms`,
     /// `message.timestamp.after.max.ms`): a log opened with a manual clock may refuse it.
     pub fn now(key: Option<&[u8]>, value: Option<&[u8]>) -> NewRecord {
-        NewRecord::new(crate::clock::Clock::now_ms(&crate::clock::SystemClock), key, value)
+        NewRecord::new(
+            crate::clock::Clock::now_ms(&crate::clock::SystemClock),
+            key,
+            value,
+        )
     }
 
     /// Adds a header.

@@ -245,7 +245,7 @@ impl Log {
                     return Err(Error::RecordTooLarge {
                         size: batch.len() as u64,
                         max: u64::from(config.max_message_bytes),
-                limit: crate::error::MAX_MESSAGE_BYTES,
+                        limit: crate::error::MAX_MESSAGE_BYTES,
                     });
                 }
                 return Ok(batch);

@@ -24,6 +24,7 @@ mod group_commit;
 pub(crate) mod kafka_dir;
 mod live;
 mod observer;
+mod records;
 mod recovery;
 mod retention;
 mod snapshot;
@@ -60,6 +61,7 @@ pub use config::{
 };
 pub use fetch::{FetchBatches, FetchData, LogRecord, LogRecords, ReadBound};
 pub use observer::{LogEvent, Observer};
+pub use records::{LogTail, ReadEnd};
 pub use retention::{DeletedSegment, RetentionReport, RetentionRule};
 pub use stats::{LogStats, RecoveryReport};
 pub use wait::{WaitDurable, WaitForData};
@@ -279,7 +281,8 @@ impl Log {
         } else {
             kafka_dir::enter(&storage, dir)?
         };
-        let lock = match dir_lock::lock_log_dir(&*storage, dir, read_only, config.allow_live_writer) {
+        let lock = match dir_lock::lock_log_dir(&*storage, dir, read_only, config.allow_live_writer)
+        {
             Ok(lock) => lock,
             Err(error) => {
                 // No log data changed yet, so this does not spoil the directory's clean close.
@@ -518,6 +521,8 @@ impl Log {
         self.stop_maintenance();
         self.stop_flusher();
         self.shared.log_end.wake_all();
+        // Tails waiting for durability: what close syncs wakes only those below the end.
+        self.shared.commit.durable_watermark().wake_all();
         let result = if self.shared.read_only {
             Ok(())
         } else {
