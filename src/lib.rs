@@ -115,6 +115,7 @@ mod error;
 mod format;
 mod index;
 mod log;
+mod position;
 mod producer;
 mod segment;
 mod storage;
@@ -140,6 +141,7 @@ pub use crate::{
         PRODUCER_ID_EXPIRATION_MS, ReadBound, ReadEnd, RecoveryMode, RecoveryReport,
         RetentionReport, RetentionRule, WaitDurable, WaitForData,
     },
+    position::ConsumerPosition,
     producer::{Acks, Producer, ProducerConfig, ProducerConfigBuilder, ProducerStats, SendHandle},
 };
 
