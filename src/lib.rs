@@ -132,7 +132,7 @@ pub use crate::{
     format::{
         AnyBatchIter, Batch, BatchBuilder, BatchHeader, BatchIter, BatchRecords, BatchView,
         Compression, ControlRecordType, EndTransactionMarker, Header, HeaderIter, LegacyBatchView,
-        LegacyHeader, LegacyRecordIter, NewRecord, Record, RecordIter, TimestampType,
+        LegacyHeader, LegacyRecordIter, NewRecord, Record, RecordIter, RecordRef, TimestampType,
     },
     log::{
         CleanupPolicy, CompactionOptions, CompactionSchedule, CompactionStats, CompressionType,

@@ -61,6 +61,56 @@ impl NewRecord {
     }
 }
 
+/// A record to append, borrowing its bytes: [`Log::append_refs`](crate::Log::append_refs) and
+/// [`BatchBuilder::push_ref`] encode it straight into the batch, with no copy before. The
+/// form for callers whose bytes live elsewhere already (a benchmark's payloads, a decoded
+/// request); [`NewRecord`] owns its bytes instead.
+///
+/// ```
+/// use partlog::{Log, LogConfig, RecordRef};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let dir = tempfile::tempdir()?;
+/// let log = Log::open(dir.path(), LogConfig::default())?;
+/// let payload = vec![7u8; 100];
+/// let records: Vec<RecordRef<'_>> = (0..10)
+///     .map(|n| RecordRef::new(1_700_000_000_000 + n, None, Some(&payload)))
+///     .collect();
+/// let appended = log.append_refs(&records)?;
+/// assert_eq!(appended.records, 10);
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct RecordRef<'a> {
+    /// Create time in milliseconds since the epoch.
+    pub timestamp: i64,
+    /// The key; `None` writes a null key.
+    pub key: Option<&'a [u8]>,
+    /// The value; `None` writes a null value (a tombstone).
+    pub value: Option<&'a [u8]>,
+    /// Headers in order: a UTF-8 key and a nullable value.
+    pub headers: &'a [(&'a str, Option<&'a [u8]>)],
+}
+
+impl<'a> RecordRef<'a> {
+    /// A record with the given timestamp, key and value, and no headers.
+    pub fn new(timestamp: i64, key: Option<&'a [u8]>, value: Option<&'a [u8]>) -> RecordRef<'a> {
+        RecordRef {
+            timestamp,
+            key,
+            value,
+            headers: &[],
+        }
+    }
+
+    /// The same record with these headers.
+    #[must_use]
+    pub fn with_headers(self, headers: &'a [(&'a str, Option<&'a [u8]>)]) -> RecordRef<'a> {
+        RecordRef { headers, ..self }
+    }
+}
+
 /// What a record's encoding needs that does not depend on its batch: its field lengths, checked
 /// to fit the format, and the size of everything after its two deltas. Measured once, it gives
 /// both the batching writer's upper bound and the exact encoding
@@ -338,6 +388,20 @@ impl BatchBuilder {
                 .headers
                 .iter()
                 .map(|(key, value)| (key.as_bytes(), value.as_deref())),
+        );
+    }
+
+    /// Appends a borrowed record: its bytes are copied once, into the batch.
+    pub fn push_ref(&mut self, record: &RecordRef<'_>) {
+        self.push_encoded(
+            None,
+            record.timestamp,
+            record.key,
+            record.value,
+            record
+                .headers
+                .iter()
+                .map(|(key, value)| (key.as_bytes(), *value)),
         );
     }
 
