@@ -1,0 +1,590 @@
+//! The library as a Rust developer meets it (issue 15): the calls a new user reaches for, and
+//! the messages they get. `NewRecord::now`, reads with an end (`records_until`), a record view
+//! that starts at the offset asked for, the tailing iterator, `ConsumerPosition`, the borrowed
+//! record form, `Log::sync`, `Log::roll`, and errors that name the setting to change.
+
+use std::collections::BTreeSet;
+use std::io::{BufRead, BufReader};
+use std::ops::ControlFlow;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use partlog::{
+    CompressionType, ConsumerPosition, Error, FlushPolicy, Log, LogConfig, NewRecord, Producer,
+    ProducerConfig, ReadBound, ReadEnd, RecordRef, verify_dir,
+};
+
+const T0: i64 = 1_700_000_000_000;
+/// The longest any test waits for another thread: generous, for a loaded machine.
+const PATIENCE: Duration = Duration::from_secs(120);
+
+fn system_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+fn value(n: i64) -> Vec<u8> {
+    format!("value {n}").into_bytes()
+}
+
+/// `count` records, one batch each, stamped T0 + n seconds.
+fn log_with(dir: &std::path::Path, config: LogConfig, count: i64) -> Log {
+    let log = Log::open(dir, config).unwrap();
+    for n in 0..count {
+        log.append(&[NewRecord::new(T0 + n * 1000, None, Some(&value(n)))])
+            .unwrap();
+    }
+    log
+}
+
+fn offsets(records: impl Iterator<Item = partlog::Result<partlog::LogRecord>>) -> Vec<i64> {
+    records.map(|record| record.unwrap().offset).collect()
+}
+
+#[test]
+fn new_record_now_is_stamped_with_the_system_time() {
+    let before = system_ms();
+    let record = NewRecord::now(Some(b"k"), Some(b"v"));
+    let after = system_ms();
+    assert!(
+        (before..=after).contains(&record.timestamp),
+        "{before} <= {} <= {after}",
+        record.timestamp
+    );
+    assert_eq!(record.key.as_deref(), Some(&b"k"[..]));
+    // A log with the default timestamp bounds takes it.
+    let temp = tempfile::tempdir().unwrap();
+    let log = Log::open(temp.path(), LogConfig::default()).unwrap();
+    log.append(&[record]).unwrap();
+}
+
+#[test]
+fn records_until_an_offset_stop_below_it() {
+    let temp = tempfile::tempdir().unwrap();
+    let log = log_with(temp.path(), LogConfig::default(), 10);
+    let until = |from, end| offsets(log.records_until(from, ReadBound::LogEnd, end));
+    assert_eq!(until(2, ReadEnd::Offset(5)), [2, 3, 4]);
+    assert_eq!(until(5, ReadEnd::Offset(5)), Vec::<i64>::new());
+    assert_eq!(until(8, ReadEnd::Offset(100)), [8, 9]);
+    assert_eq!(until(0, ReadEnd::Unbounded).len(), 10);
+    // Records appended after the iterator began stay out when they lie at or above the end.
+    let mut records = log.records_until(7, ReadBound::LogEnd, ReadEnd::Offset(11));
+    assert_eq!(records.next().unwrap().unwrap().offset, 7);
+    for n in 10..13 {
+        log.append(&[NewRecord::new(T0 + n * 1000, None, Some(&value(n)))])
+            .unwrap();
+    }
+    assert_eq!(offsets(records), [8, 9, 10]);
+}
+
+#[test]
+fn records_until_a_timestamp_stop_below_the_first_record_at_it() {
+    let temp = tempfile::tempdir().unwrap();
+    let log = log_with(temp.path(), LogConfig::default(), 10);
+    let until =
+        |from, ts| offsets(log.records_until(from, ReadBound::LogEnd, ReadEnd::Timestamp(ts)));
+    // Record n is stamped T0 + n s: the first at or after T0 + 4.5 s is offset 5.
+    assert_eq!(until(2, T0 + 4500), [2, 3, 4]);
+    assert_eq!(until(0, T0 + 3000), [0, 1, 2]);
+    assert_eq!(until(0, T0), Vec::<i64>::new());
+    // Every record older: up to the log end offset.
+    assert_eq!(until(7, T0 + 3_600_000), [7, 8, 9]);
+    let mut records = log.records_until(0, ReadBound::LogEnd, ReadEnd::Timestamp(T0 + 2000));
+    assert_eq!(records.end_offset(), None, "resolved at the first next");
+    records.next().unwrap().unwrap();
+    assert_eq!(records.end_offset(), Some(2));
+}
+
+#[test]
+fn the_record_view_of_a_read_starts_exactly_at_the_offset_asked_for() {
+    for compression in [CompressionType::Uncompressed, CompressionType::Lz4] {
+        let temp = tempfile::tempdir().unwrap();
+        let config = LogConfig::builder()
+            .compression_type(compression)
+            .build()
+            .unwrap();
+        let log = Log::open(temp.path(), config).unwrap();
+        let batch: Vec<NewRecord> = (0..10)
+            .map(|n| NewRecord::new(T0, None, Some(&value(n))))
+            .collect();
+        log.append(&batch).unwrap();
+        log.append(&batch).unwrap();
+        let fetch = log.read(4, 1 << 20, ReadBound::LogEnd).unwrap();
+        assert_eq!(fetch.requested_offset(), 4);
+        let first_batch_base = fetch.batches().next().unwrap().unwrap().last_offset() - 9;
+        assert_eq!(first_batch_base, 0, "the read returns the whole batch");
+        let mut seen = Vec::new();
+        let mut scratch = Vec::new();
+        fetch
+            .for_each_record(&mut scratch, |record| {
+                assert_eq!(record.value, Some(&value(record.offset % 10)[..]));
+                seen.push(record.offset);
+                ControlFlow::Continue(())
+            })
+            .unwrap();
+        assert_eq!(seen, (4..20).collect::<Vec<_>>(), "{compression:?}");
+        // A break stops the visit.
+        let mut visited = 0;
+        fetch
+            .for_each_record(&mut scratch, |_| {
+                visited += 1;
+                if visited == 3 {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(())
+                }
+            })
+            .unwrap();
+        assert_eq!(visited, 3);
+    }
+}
+
+#[test]
+fn a_tail_takes_records_as_another_thread_appends_them() {
+    let temp = tempfile::tempdir().unwrap();
+    let log = Arc::new(Log::open(temp.path(), LogConfig::default()).unwrap());
+    let writer = {
+        let log = Arc::clone(&log);
+        std::thread::spawn(move || {
+            for n in 0..200 {
+                log.append(&[NewRecord::new(T0 + n, None, Some(&value(n)))])
+                    .unwrap();
+            }
+        })
+    };
+    let got: Vec<i64> = log
+        .tail(0, ReadBound::LogEnd)
+        .take(200)
+        .map(|record| record.unwrap().offset)
+        .collect();
+    writer.join().unwrap();
+    assert_eq!(got, (0..200).collect::<Vec<_>>());
+}
+
+#[test]
+fn a_tail_waiting_at_the_end_ends_when_the_log_closes() {
+    let temp = tempfile::tempdir().unwrap();
+    let log = Arc::new(log_with(temp.path(), LogConfig::default(), 3));
+    let (started_tx, started_rx) = std::sync::mpsc::channel();
+    let tail = {
+        let log = Arc::clone(&log);
+        std::thread::spawn(move || {
+            let mut tail = log.tail(1, ReadBound::Durable);
+            let mut got = Vec::new();
+            for record in tail.by_ref() {
+                got.push(record.unwrap().offset);
+                if got.len() == 2 {
+                    started_tx.send(()).unwrap();
+                }
+            }
+            (got, tail.position())
+        })
+    };
+    // The first two come once durable; the log's close makes them so, and ends the tail.
+    log.sync().unwrap();
+    started_rx.recv_timeout(PATIENCE).unwrap();
+    log.close().unwrap();
+    let (got, position) = tail.join().unwrap();
+    assert_eq!(got, [1, 2]);
+    assert_eq!(position, 3);
+}
+
+#[test]
+fn a_durable_tail_waits_for_the_sync_not_for_the_append() {
+    let temp = tempfile::tempdir().unwrap();
+    // Nothing syncs unless asked: a long flush interval.
+    let config = LogConfig::builder()
+        .flush_policy(FlushPolicy::Interval(Duration::from_secs(3600)))
+        .build()
+        .unwrap();
+    let log = log_with(temp.path(), config, 1);
+    let mut tail = log.tail(0, ReadBound::Durable);
+    // Appended, not durable: nothing within a short wait (not a timing assertion: nothing
+    // can make it durable meanwhile).
+    assert_eq!(tail.next_within(Duration::from_millis(20)).unwrap(), None);
+    log.sync().unwrap();
+    let record = tail.next_within(PATIENCE).unwrap().unwrap();
+    assert_eq!(record.offset, 0);
+    assert_eq!(tail.next_within(Duration::from_millis(1)).unwrap(), None);
+}
+
+#[test]
+fn a_consumer_position_resumes_within_the_log() {
+    let temp = tempfile::tempdir().unwrap();
+    let log = log_with(&temp.path().join("t-0"), LogConfig::default(), 10);
+    let path = temp.path().join("c.position");
+    let mut position = ConsumerPosition::open(&path).unwrap();
+    assert_eq!(position.resume_offset(&log), 0);
+    let mut processed = Vec::new();
+    for record in log.records(position.resume_offset(&log), ReadBound::LogEnd) {
+        let record = record.unwrap();
+        processed.push(record.offset);
+        if record.offset == 5 {
+            position.commit(record.offset + 1).unwrap();
+            break;
+        }
+    }
+    // A restart resumes after the last commit.
+    let position = ConsumerPosition::open(&path).unwrap();
+    assert_eq!(position.committed(), Some(6));
+    assert_eq!(position.resume_offset(&log), 6);
+    // Retention moved the start past it: resume at the start, not out of range.
+    log.delete_records_before(8).unwrap();
+    assert_eq!(position.resume_offset(&log), 8);
+    // A truncation cut the log below it: resume at the end.
+    let mut ahead = ConsumerPosition::open(&path).unwrap();
+    ahead.commit(50).unwrap();
+    assert_eq!(ahead.resume_offset(&log), 10);
+}
+
+#[cfg(feature = "sim")]
+#[test]
+fn a_crash_leaves_the_old_consumer_position_or_the_new_one() {
+    use partlog::unstable::Storage;
+    use partlog::unstable::sim::{FaultError, FaultOp, SimStorage};
+
+    for seed in 0..50 {
+        for (fault, n) in [
+            (None, 0),
+            (Some(FaultOp::Write), 1),
+            (Some(FaultOp::Sync), 1),
+            (Some(FaultOp::Rename), 1),
+            (Some(FaultOp::SyncDir), 1),
+        ] {
+            let sim = SimStorage::new(seed);
+            let storage: Arc<dyn Storage> = Arc::new(sim.clone());
+            storage.create_dir_all(std::path::Path::new("/c")).unwrap();
+            storage.sync_dir(std::path::Path::new("/")).unwrap();
+            let path = std::path::Path::new("/c/p");
+            let mut position = ConsumerPosition::open_with(Arc::clone(&storage), path).unwrap();
+            position.commit(5).unwrap();
+            if let Some(op) = fault {
+                sim.fail_nth(op, n, FaultError::Eio);
+            }
+            let committed = position.commit(9);
+            sim.crash();
+            let after = ConsumerPosition::open_with(Arc::clone(&storage), path)
+                .unwrap()
+                .committed();
+            match committed {
+                // Acknowledged: it must be there.
+                Ok(()) => assert_eq!(after, Some(9), "seed {seed}, {fault:?}"),
+                Err(_) => {
+                    assert!(
+                        after == Some(5) || after == Some(9),
+                        "seed {seed}, {fault:?}: {after:?}"
+                    );
+                    assert_eq!(position.committed(), Some(5));
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn record_refs_append_the_same_batch_as_new_records() {
+    let headers: &[(&str, Option<&[u8]>)] = &[("h", Some(b"x")), ("none", None)];
+    let payloads: Vec<Vec<u8>> = (0..5).map(value).collect();
+    let owned: Vec<NewRecord> = payloads
+        .iter()
+        .enumerate()
+        .map(|(n, payload)| {
+            NewRecord::new(T0 + n as i64, Some(b"k"), Some(payload))
+                .with_header("h", Some(b"x"))
+                .with_header("none", None)
+        })
+        .collect();
+    let borrowed: Vec<RecordRef<'_>> = payloads
+        .iter()
+        .enumerate()
+        .map(|(n, payload)| {
+            RecordRef::new(T0 + n as i64, Some(b"k"), Some(payload)).with_headers(headers)
+        })
+        .collect();
+    let temp = tempfile::tempdir().unwrap();
+    let from_owned = Log::open(temp.path().join("owned"), LogConfig::default()).unwrap();
+    let from_borrowed = Log::open(temp.path().join("borrowed"), LogConfig::default()).unwrap();
+    assert_eq!(
+        from_owned.append(&owned).unwrap(),
+        from_borrowed.append_refs(&borrowed).unwrap()
+    );
+    let bytes = |log: &Log| {
+        log.read(0, 1 << 20, ReadBound::LogEnd)
+            .unwrap()
+            .bytes()
+            .to_vec()
+    };
+    assert_eq!(bytes(&from_owned), bytes(&from_borrowed));
+    // The same checks: an empty append, and a timestamp out of bounds.
+    assert!(matches!(
+        from_borrowed.append_refs(&[]),
+        Err(Error::InvalidArgument { .. })
+    ));
+    let ahead = RecordRef::new(system_ms() + 2 * 3_600_000, None, Some(b"v"));
+    assert!(matches!(
+        from_borrowed.append_refs(&[ahead]),
+        Err(Error::InvalidTimestamp { .. })
+    ));
+}
+
+#[test]
+fn sync_makes_everything_appended_durable_and_succeeds_on_an_empty_log() {
+    let temp = tempfile::tempdir().unwrap();
+    let config = LogConfig::builder()
+        .flush_policy(FlushPolicy::Interval(Duration::from_secs(3600)))
+        .build()
+        .unwrap();
+    let log = Log::open(temp.path(), config).unwrap();
+    log.sync().unwrap();
+    assert_eq!(log.durable_offset(), 0);
+    // wait_durable has no offset to wait for on an empty log; sync does not need one.
+    assert!(matches!(
+        log.wait_durable(0),
+        Err(Error::OffsetOutOfRange { .. })
+    ));
+    for n in 0..20 {
+        log.append(&[NewRecord::new(T0 + n, None, Some(&value(n)))])
+            .unwrap();
+    }
+    log.sync().unwrap();
+    assert_eq!(log.durable_offset(), 20);
+    // Durable already: nothing to do, still Ok.
+    log.sync().unwrap();
+    log.roll().unwrap();
+    log.sync().unwrap();
+    log.close().unwrap();
+    assert!(matches!(log.sync(), Err(Error::Closed)));
+    let reader = Log::open_read_only(temp.path(), LogConfig::default()).unwrap();
+    assert!(matches!(reader.sync(), Err(Error::Unsupported { .. })));
+}
+
+#[test]
+fn roll_starts_a_segment_at_the_log_end_and_an_empty_one_stays() {
+    let temp = tempfile::tempdir().unwrap();
+    let log = log_with(temp.path(), LogConfig::default(), 5);
+    assert_eq!(log.stats().segments, 1);
+    assert_eq!(log.roll().unwrap(), 5);
+    assert_eq!(log.stats().segments, 2);
+    assert_eq!(log.stats().rolls, 1);
+    // The new active segment is empty and starts at the log end: a roll changes nothing.
+    assert_eq!(log.roll().unwrap(), 5);
+    assert_eq!(log.stats().segments, 2);
+    assert_eq!(log.stats().rolls, 1);
+    log.append(&[NewRecord::new(T0, None, Some(b"after"))])
+        .unwrap();
+    assert_eq!(log.roll().unwrap(), 6);
+    assert_eq!(
+        offsets(log.records(0, ReadBound::LogEnd)),
+        (0..6).collect::<Vec<_>>()
+    );
+    log.close().unwrap();
+    assert!(matches!(log.roll(), Err(Error::Closed)));
+    let report = verify_dir(temp.path(), &LogConfig::default()).unwrap();
+    assert_eq!(report.worst(), None, "{report:?}");
+    let reopened = Log::open(temp.path(), LogConfig::default()).unwrap();
+    assert_eq!(reopened.stats().segments, 3);
+    assert_eq!(reopened.log_end_offset(), 6);
+}
+
+#[test]
+fn rolls_concurrent_with_appends_lose_nothing() {
+    let temp = tempfile::tempdir().unwrap();
+    let log = Arc::new(Log::open(temp.path(), LogConfig::default()).unwrap());
+    let writers: Vec<_> = (0..3)
+        .map(|t| {
+            let log = Arc::clone(&log);
+            std::thread::spawn(move || {
+                (0..300)
+                    .map(|n| {
+                        let payload = format!("{t}/{n}");
+                        let appended = log
+                            .append(&[NewRecord::new(T0, None, Some(payload.as_bytes()))])
+                            .unwrap();
+                        (appended.first_offset, payload)
+                    })
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    let roller = {
+        let log = Arc::clone(&log);
+        std::thread::spawn(move || {
+            let mut bases = BTreeSet::new();
+            for _ in 0..100 {
+                bases.insert(log.roll().unwrap());
+            }
+            bases
+        })
+    };
+    let mut expected = Vec::new();
+    for writer in writers {
+        expected.extend(writer.join().unwrap());
+    }
+    let bases = roller.join().unwrap();
+    expected.sort();
+    let read: Vec<(i64, String)> = log
+        .records(0, ReadBound::LogEnd)
+        .map(|record| {
+            let record = record.unwrap();
+            (
+                record.offset,
+                String::from_utf8(record.value.unwrap()).unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(read, expected);
+    assert_eq!(read.len(), 900);
+    // Every roll reported a segment the log lists (or one a later roll left empty: none here,
+    // since a roll at an empty active segment is a no-op that reports the same base).
+    assert!(log.stats().segments >= bases.len());
+    Arc::into_inner(log).unwrap().close().unwrap();
+    let report = verify_dir(temp.path(), &LogConfig::default()).unwrap();
+    assert_eq!(report.worst(), None, "{report:?}");
+}
+
+#[test]
+fn a_second_open_in_this_process_says_so() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("t-0");
+    let first = Log::open(&dir, LogConfig::default()).unwrap();
+    for second in [
+        Log::open(&dir, LogConfig::default()),
+        // The same directory by another spelling.
+        Log::open(dir.join("."), LogConfig::default()),
+        Log::open_read_only(&dir, LogConfig::default()),
+    ] {
+        match second {
+            Err(
+                error @ Error::Locked {
+                    in_this_process: true,
+                    ..
+                },
+            ) => {
+                let message = error.to_string();
+                assert!(message.contains("this process"), "{message}");
+                assert!(message.contains("partlog.lock"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    first.close().unwrap();
+    drop(first);
+    // Released: a reader, then a writer beside nothing.
+    let reader = Log::open_read_only(&dir, LogConfig::default()).unwrap();
+    match Log::open(&dir, LogConfig::default()) {
+        Err(Error::Locked {
+            in_this_process: true,
+            ..
+        }) => {}
+        other => panic!("a reader of this process holds it: {other:?}"),
+    }
+    drop(reader);
+    Log::open(&dir, LogConfig::default())
+        .unwrap()
+        .close()
+        .unwrap();
+}
+
+#[test]
+fn a_lock_held_by_another_process_is_not_blamed_on_this_one() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("t-0");
+    Log::open(&dir, LogConfig::default())
+        .unwrap()
+        .close()
+        .unwrap();
+    // util-linux flock(1) takes the same flock(2) lock partlog does.
+    let child = Command::new("flock")
+        .arg(dir.join("partlog.lock"))
+        .args(["-c", "echo held; cat"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn();
+    let Ok(mut child) = child else {
+        eprintln!("skipping: no flock(1) on this machine");
+        return;
+    };
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line.trim(), "held");
+    let refused = Log::open(&dir, LogConfig::default());
+    drop(child.stdin.take()); // cat ends, flock releases
+    child.wait().unwrap();
+    match refused {
+        Err(
+            error @ Error::Locked {
+                in_this_process: false,
+                ..
+            },
+        ) => assert!(!error.to_string().contains("this process"), "{error}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_timestamp_too_far_ahead_names_the_setting_and_how_to_raise_it() {
+    let temp = tempfile::tempdir().unwrap();
+    let log = Arc::new(Log::open(temp.path(), LogConfig::default()).unwrap());
+    let ahead = system_ms() + 2 * 3_600_000;
+    let producer = Producer::new(Arc::clone(&log), ProducerConfig::default()).unwrap();
+    for refused in [
+        log.append(&[NewRecord::new(ahead, None, Some(b"v"))])
+            .map(drop),
+        producer
+            .send(&NewRecord::new(ahead, None, Some(b"v")))
+            .map(drop),
+    ] {
+        match refused {
+            Err(error @ Error::InvalidTimestamp { .. }) => {
+                let message = error.to_string();
+                assert!(
+                    message.contains("message.timestamp.after.max.ms"),
+                    "{message}"
+                );
+                assert!(
+                    message.contains("message_timestamp_after_max_ms("),
+                    "{message}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    producer.close().unwrap();
+}
+
+#[test]
+fn a_record_over_the_limit_names_max_message_bytes_and_how_to_raise_it() {
+    let temp = tempfile::tempdir().unwrap();
+    let config = LogConfig::builder()
+        .max_message_bytes(2000)
+        .build()
+        .unwrap();
+    let log = Arc::new(Log::open(temp.path(), config).unwrap());
+    let big = vec![0u8; 5000];
+    let producer = Producer::new(Arc::clone(&log), ProducerConfig::default()).unwrap();
+    for refused in [
+        log.append(&[NewRecord::new(T0, None, Some(&big))])
+            .map(drop),
+        producer
+            .send(&NewRecord::new(T0, None, Some(&big)))
+            .map(drop),
+    ] {
+        match refused {
+            Err(error @ Error::RecordTooLarge { max: 2000, .. }) => {
+                let message = error.to_string();
+                assert!(
+                    message.contains("max.message.bytes (2000 bytes)"),
+                    "{message}"
+                );
+                assert!(message.contains(".max_message_bytes("), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    producer.close().unwrap();
+}
