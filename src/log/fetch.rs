@@ -624,10 +624,10 @@ impl Iterator for LogRecords<'_> {
             self.finished = true;
             return Some(Err(error));
         }
-        let end = self.end_offset().unwrap_or(i64::MAX);
+        let end = self.end_offset();
         loop {
             if let Some(record) = self.buffered.next() {
-                if record.offset >= end {
+                if end.is_some_and(|end| record.offset >= end) {
                     // Done: nothing at or above the end is returned, now or later.
                     self.buffered = Vec::new().into_iter();
                     self.finished = true;
@@ -636,7 +636,7 @@ impl Iterator for LogRecords<'_> {
                 self.position = record.offset + 1;
                 return Some(Ok(record));
             }
-            if self.finished || self.position >= end {
+            if self.finished || end.is_some_and(|end| self.position >= end) {
                 return None;
             }
             let fetch = &mut self.fetch;
