@@ -123,6 +123,8 @@ mod sync;
 mod upgrade;
 mod verify;
 
+#[cfg(feature = "stream")]
+pub use crate::log::LogTailStream;
 pub use crate::upgrade::{
     GROUPED_RECORDS_BYTES, UpgradeOptions, UpgradeReport, UpgradedSegment, upgrade_dir,
 };

@@ -588,3 +588,82 @@ fn a_record_over_the_limit_names_max_message_bytes_and_how_to_raise_it() {
     }
     producer.close().unwrap();
 }
+
+/// Polls `stream` for its next item on this thread, parking between wake-ups: a wake-up that
+/// never comes fails the test after `PATIENCE` instead of hanging it.
+#[cfg(feature = "stream")]
+fn next_item<S: futures_core::Stream + Unpin>(stream: &mut S) -> Option<S::Item> {
+    use std::task::{Context, Poll, Wake, Waker};
+    struct Unpark(std::thread::Thread, std::sync::atomic::AtomicBool);
+    impl Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.1.store(true, std::sync::atomic::Ordering::SeqCst);
+            self.0.unpark();
+        }
+    }
+    let unpark = Arc::new(Unpark(
+        std::thread::current(),
+        std::sync::atomic::AtomicBool::new(false),
+    ));
+    let waker = Waker::from(Arc::clone(&unpark));
+    let deadline = std::time::Instant::now() + PATIENCE;
+    loop {
+        let polled = std::pin::Pin::new(&mut *stream).poll_next(&mut Context::from_waker(&waker));
+        if let Poll::Ready(item) = polled {
+            return item;
+        }
+        while !unpark.1.swap(false, std::sync::atomic::Ordering::SeqCst) {
+            assert!(std::time::Instant::now() < deadline, "never woken");
+            std::thread::park_timeout(Duration::from_secs(1));
+        }
+    }
+}
+
+#[cfg(feature = "stream")]
+#[test]
+fn a_tail_stream_yields_records_as_they_come_and_ends_at_close() {
+    let temp = tempfile::tempdir().unwrap();
+    let log = Arc::new(Log::open(temp.path(), LogConfig::default()).unwrap());
+    let writer = {
+        let log = Arc::clone(&log);
+        std::thread::spawn(move || {
+            for n in 0..100 {
+                log.append(&[NewRecord::new(T0 + n, None, Some(&value(n)))])
+                    .unwrap();
+            }
+        })
+    };
+    let mut stream = log.tail_stream(0, ReadBound::LogEnd);
+    for n in 0..100 {
+        let record = next_item(&mut stream).unwrap().unwrap();
+        assert_eq!((record.offset, record.value), (n, Some(value(n))));
+    }
+    writer.join().unwrap();
+    assert_eq!(stream.position(), 100);
+    let closer = {
+        let log = Arc::clone(&log);
+        std::thread::spawn(move || log.close())
+    };
+    // Waiting at the end: the close wakes it, and the stream ends.
+    assert!(next_item(&mut stream).is_none());
+    closer.join().unwrap().unwrap();
+}
+
+#[cfg(feature = "stream")]
+#[test]
+fn a_durable_tail_stream_is_woken_by_the_sync() {
+    let temp = tempfile::tempdir().unwrap();
+    let config = LogConfig::builder()
+        .flush_policy(FlushPolicy::Interval(Duration::from_secs(3600)))
+        .build()
+        .unwrap();
+    let log = Arc::new(log_with(temp.path(), config, 2));
+    let mut stream = log.tail_stream(0, ReadBound::Durable);
+    let syncer = {
+        let log = Arc::clone(&log);
+        std::thread::spawn(move || log.sync())
+    };
+    assert_eq!(next_item(&mut stream).unwrap().unwrap().offset, 0);
+    assert_eq!(next_item(&mut stream).unwrap().unwrap().offset, 1);
+    syncer.join().unwrap().unwrap();
+}

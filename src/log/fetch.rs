@@ -56,6 +56,9 @@ pub struct FetchData {
     position: u64,
     /// The offset the read asked for: the first batch may start below it.
     requested_offset: i64,
+    /// Where the read's bound ended when it ran: an empty read at an offset below it found a
+    /// gap, and new data can only come at or above it.
+    bound_end: i64,
     next_offset: i64,
     log_end_offset: i64,
     /// The segment the bytes came from, pinned for [`send_to`](Self::send_to), with its
@@ -75,6 +78,7 @@ impl FetchData {
         self.range = 0..0;
         self.position = 0;
         self.requested_offset = at;
+        self.bound_end = at;
         self.next_offset = at;
         self.log_end_offset = log_end_offset;
         self.segment = None;
@@ -444,6 +448,7 @@ impl Log {
             ReadBound::Durable => self.durable_offset().min(end),
         };
         fetch.clear_at(offset, end);
+        fetch.bound_end = upper;
         if offset >= upper {
             return Ok(false);
         }
@@ -586,6 +591,13 @@ impl<'a> LogRecords<'a> {
     /// Whether the iterator has ended for good: after an error, or at its end offset. Without
     /// either, a `None` from `next` means only that the bound was reached: a later call may
     /// find new records.
+    /// The offset a tail waits for after `next` returned `None`: its position, or the end of
+    /// the last read's bound if that read found only a gap above the position (data can then
+    /// come only above it, and waiting at the position would find it there at once).
+    pub(super) fn waiting_offset(&self) -> i64 {
+        self.position.max(self.fetch.bound_end)
+    }
+
     pub(super) fn is_finished(&self) -> bool {
         self.finished || self.end_offset().is_some_and(|end| self.position >= end)
     }

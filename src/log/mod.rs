@@ -29,6 +29,8 @@ mod recovery;
 mod retention;
 mod snapshot;
 mod stats;
+#[cfg(feature = "stream")]
+mod tail_stream;
 mod truncate;
 mod wait;
 mod watermark;
@@ -64,6 +66,8 @@ pub use observer::{LogEvent, Observer};
 pub use records::{LogTail, ReadEnd};
 pub use retention::{DeletedSegment, RetentionReport, RetentionRule};
 pub use stats::{LogStats, RecoveryReport};
+#[cfg(feature = "stream")]
+pub use tail_stream::LogTailStream;
 pub use wait::{WaitDurable, WaitForData};
 
 /// The name of the lock file in a log directory.

@@ -183,7 +183,7 @@ impl LogTail<'_> {
                 Some(Err(error)) => return Err(self.finish(error)),
                 None if self.records.is_finished() => self.finished = true,
                 None => {
-                    let position = self.records.position();
+                    let position = self.records.waiting_offset();
                     match self.log.wait_within(position, self.bound, deadline) {
                         Ok(true) => {}
                         Ok(false) => return Ok(None),
