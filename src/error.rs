@@ -311,7 +311,7 @@ impl Error {
             Error::RecordTooLarge { size, max, limit } => Error::RecordTooLarge {
                 size: *size,
                 max: *max,
-                limit: *limit,
+                limit,
             },
             Error::InvalidTimestamp { timestamp, why } => Error::InvalidTimestamp {
                 timestamp: *timestamp,
