@@ -77,11 +77,11 @@ impl Log {
     /// let log = Arc::new(Log::open(dir.path(), LogConfig::default())?);
     /// let writer = {
     ///     let log = Arc::clone(&log);
-    ///     std::thread::spawn(move || {
+    ///     std::thread::spawn(move || -> partlog::Result<()> {
     ///         for n in 0..5 {
     ///             log.append(&[NewRecord::now(None, Some(format!("{n}").as_bytes()))])?;
     ///         }
-    ///         partlog::Result::Ok(())
+    ///         Ok(())
     ///     })
     /// };
     /// // Takes the five records as they come, however fast the writer is.
