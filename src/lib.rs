@@ -102,8 +102,9 @@
 //! README maps Kafka's `acks` to these calls.
 //!
 //! **Which calls block.** `append` blocks on the write (and on the fsync under `EveryAppend`);
-//! `wait_durable` and [`Log::wait_for_data`] block until their condition holds; `close`
-//! blocks on the final fsync. [`Producer::send`] blocks only while `buffer.memory` is full;
+//! `wait_durable` and [`Log::wait_for_data`] block until their condition holds, as does the
+//! `next` of a [`LogTail`] until a record comes; [`Log::sync`] and `close` block on an fsync,
+//! [`Log::roll`] on creating the new segment's files. [`Producer::send`] blocks only while `buffer.memory` is full;
 //! [`Producer::flush`] and [`Producer::close`] block until what was sent is stored. The
 //! futures ([`SendHandle`], [`Log::durable`], [`Log::data_available`]) never block: they need
 //! no runtime and wake through the task's `Waker`.
