@@ -212,6 +212,34 @@ fn a_durable_tail_waits_for_the_sync_not_for_the_append() {
 }
 
 #[test]
+fn a_tail_of_a_read_only_log_follows_a_live_writer() {
+    let temp = tempfile::tempdir().unwrap();
+    let writer = Arc::new(log_with(temp.path(), LogConfig::default(), 2));
+    let config = LogConfig::builder()
+        .allow_live_writer(true)
+        .poll_interval(Duration::from_millis(5))
+        .build()
+        .unwrap();
+    let reader = Log::open_read_only(temp.path(), config).unwrap();
+    let appender = {
+        let writer = Arc::clone(&writer);
+        std::thread::spawn(move || {
+            for n in 2..50 {
+                writer
+                    .append(&[NewRecord::new(T0 + n, None, Some(&value(n)))])
+                    .unwrap();
+            }
+        })
+    };
+    let mut tail = reader.tail(0, ReadBound::LogEnd);
+    let got: Vec<i64> = (0..50)
+        .map(|_| tail.next_within(PATIENCE).unwrap().unwrap().offset)
+        .collect();
+    appender.join().unwrap();
+    assert_eq!(got, (0..50).collect::<Vec<_>>());
+}
+
+#[test]
 fn a_consumer_position_resumes_within_the_log() {
     let temp = tempfile::tempdir().unwrap();
     let log = log_with(&temp.path().join("t-0"), LogConfig::default(), 10);
@@ -265,6 +293,11 @@ fn a_crash_leaves_the_old_consumer_position_or_the_new_one() {
                 sim.fail_nth(op, n, FaultError::Eio);
             }
             let committed = position.commit(9);
+            assert_eq!(
+                committed.is_err(),
+                fault.is_some(),
+                "seed {seed}, {fault:?}"
+            );
             sim.crash();
             let after = ConsumerPosition::open_with(Arc::clone(&storage), path)
                 .unwrap()
@@ -647,6 +680,26 @@ fn a_tail_stream_yields_records_as_they_come_and_ends_at_close() {
     // Waiting at the end: the close wakes it, and the stream ends.
     assert!(next_item(&mut stream).is_none());
     closer.join().unwrap().unwrap();
+}
+
+#[cfg(feature = "stream")]
+#[test]
+fn a_tail_stream_of_a_log_that_follows_a_live_writer_says_it_cannot() {
+    let temp = tempfile::tempdir().unwrap();
+    let _writer = log_with(temp.path(), LogConfig::default(), 1);
+    let config = LogConfig::builder()
+        .allow_live_writer(true)
+        .build()
+        .unwrap();
+    let reader = Log::open_read_only(temp.path(), config).unwrap();
+    let mut stream = reader.tail_stream(0, ReadBound::LogEnd);
+    // What is there comes; then, at the end, the stream cannot wait without blocking.
+    assert_eq!(next_item(&mut stream).unwrap().unwrap().offset, 0);
+    match next_item(&mut stream) {
+        Some(Err(Error::Unsupported { what })) => assert!(what.contains("Log::tail"), "{what}"),
+        other => panic!("{other:?}"),
+    }
+    assert!(next_item(&mut stream).is_none());
 }
 
 #[cfg(feature = "stream")]
