@@ -9,8 +9,9 @@
 //!
 //! `cleanup.policy=compact` keeps at least the last record of every key, so the log stays about
 //! as large as the state, and a tombstone (a null value) deletes a key. Compaction is what
-//! `Log::compact` does (the `partlog compact` command runs it too); this example runs it once,
-//! and the state rebuilt afterwards is the same.
+//! `Log::compact` does (the `partlog compact` command runs it too); it cleans sealed segments
+//! only, so this example rolls the active one first (`Log::roll`), runs one pass, and checks
+//! that the state rebuilt afterwards is the same. It uses the stable API only.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -27,8 +28,7 @@ struct Store {
 impl Store {
     /// Opens the log and rebuilds the state by replaying it from the start.
     fn open(dir: &Path) -> partlog::Result<Store> {
-        let config = LogConfig::builder_for_tests()
-            .segment_bytes(4096) // small segments, so that compaction has sealed ones
+        let config = LogConfig::builder()
             .cleanup_policy(CleanupPolicy::COMPACT)
             // The OS writes back (Kafka's default): an event survives a crash of this process
             // once `put` returns. FlushPolicy::EveryAppend would make it survive a machine
@@ -59,10 +59,9 @@ impl Store {
         Ok(())
     }
 
-    /// Records a change in the log, then applies it.
-    fn put(&mut self, key: &str, value: Option<&str>, now_ms: i64) -> partlog::Result<()> {
-        self.log.append(&[NewRecord::new(
-            now_ms,
+    /// Records a change in the log, stamped with the current time, then applies it.
+    fn put(&mut self, key: &str, value: Option<&str>) -> partlog::Result<()> {
+        self.log.append(&[NewRecord::now(
             Some(key.as_bytes()),
             value.map(str::as_bytes),
         )])?;
@@ -74,15 +73,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let events: i64 = std::env::args().nth(1).map_or(Ok(3_000), |n| n.parse())?;
     let temp = tempfile::tempdir()?;
     let dir = temp.path().join("accounts-0");
-    let now_ms = 1_700_000_000_000;
 
     let mut store = Store::open(&dir)?;
     for n in 0..events {
         let account = format!("account-{}", n % 100);
         if n % 37 == 36 {
-            store.put(&account, None, now_ms + n)?; // closed
+            store.put(&account, None)?; // closed
         } else {
-            store.put(&account, Some(&format!("balance {}", n * 10)), now_ms + n)?;
+            store.put(&account, Some(&format!("balance {}", n * 10)))?;
         }
     }
     let before = store.state.clone();
@@ -94,7 +92,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         store.log.log_end_offset()
     );
 
-    // Compaction drops every record a later one with the same key supersedes.
+    // Compaction drops every record a later one with the same key supersedes, in sealed
+    // segments: the roll seals the one the events went to.
+    store.log.roll()?;
     let compacted = store.log.compact()?;
     println!(
         "compaction: {} records removed from {} segments, {} bytes read, {} written",

@@ -54,13 +54,22 @@ pub enum Error {
         end: i64,
     },
 
-    /// A batch is larger than the configured limit (`max.message.bytes`) or than a segment can hold.
-    #[error("batch of {size} bytes exceeds the limit of {max} bytes")]
+    /// A batch is larger than the configured limit (`max.message.bytes`), than the batching
+    /// writer's `buffer.memory`, or than the format or a segment can hold. The message names
+    /// the limit and, for a setting, how to raise it.
+    #[error(
+        "batch of {size} bytes exceeds {limit} ({max} bytes){}",
+        limit_hint(limit)
+    )]
     RecordTooLarge {
         /// The size of the batch in bytes, including the 12-byte log overhead.
         size: u64,
         /// The limit that it exceeds.
         max: u64,
+        /// Which limit: a setting's Kafka name (`max.message.bytes`, `buffer.memory`) or what
+        /// else bounds it (`the largest batch the format can frame`, `the room left in the
+        /// segment`).
+        limit: &'static str,
     },
 
     /// A record timestamp is outside the allowed window.
@@ -90,10 +99,13 @@ pub enum Error {
     },
 
     /// Another process or handle holds the lock on the log directory.
-    #[error("{} is locked by another user of the log", path.display())]
+    #[error("{} is locked by another user of the log{}", path.display(), locked_hint(*in_this_process))]
     Locked {
         /// The lock file.
         path: PathBuf,
+        /// Whether the holder is another [`Log`](crate::Log) of this very process, which a
+        /// second `Log::open` of the same directory meets: share the first handle instead.
+        in_this_process: bool,
     },
 
     /// A previous fsync failed; the log refuses writes until it is reopened and recovered.
@@ -274,6 +286,32 @@ impl fmt::Display for Corruption {
 }
 
 /// Why a codec id is unsupported, for the message of [`Error::UnsupportedCompression`].
+fn limit_hint(limit: &str) -> &'static str {
+    match limit {
+        MAX_MESSAGE_BYTES => {
+            "; raise it with LogConfig::builder().max_message_bytes(..) (Kafka's topic config max.message.bytes)"
+        }
+        BUFFER_MEMORY => "; raise it with ProducerConfig::builder().buffer_memory(..)",
+        _ => "",
+    }
+}
+
+/// The `limit` of [`Error::RecordTooLarge`] for the log's batch limit.
+pub(crate) const MAX_MESSAGE_BYTES: &str = "max.message.bytes";
+/// The `limit` of [`Error::RecordTooLarge`] for the batching writer's memory.
+pub(crate) const BUFFER_MEMORY: &str = "buffer.memory";
+/// The `limit` of [`Error::RecordTooLarge`] for a batch the format cannot frame.
+pub(crate) const FORMAT_BATCH_LIMIT: &str = "the largest batch the format can frame";
+
+fn locked_hint(in_this_process: bool) -> &'static str {
+    if in_this_process {
+        ": this process has it open already (one Log per directory: share that handle, \
+         it is Send + Sync, or close it first)"
+    } else {
+        ""
+    }
+}
+
 fn codec_hint(codec: u8) -> &'static str {
     match codec {
         1 => " (gzip: partlog reads it with the `gzip` feature and never writes it)",
@@ -323,9 +361,10 @@ impl Error {
                 start: *start,
                 end: *end,
             },
-            Error::RecordTooLarge { size, max } => Error::RecordTooLarge {
+            Error::RecordTooLarge { size, max, limit } => Error::RecordTooLarge {
                 size: *size,
                 max: *max,
+                limit,
             },
             Error::InvalidTimestamp { timestamp, why } => Error::InvalidTimestamp {
                 timestamp: *timestamp,
@@ -338,7 +377,13 @@ impl Error {
                 setting,
                 why: why.clone(),
             },
-            Error::Locked { path } => Error::Locked { path: path.clone() },
+            Error::Locked {
+                path,
+                in_this_process,
+            } => Error::Locked {
+                path: path.clone(),
+                in_this_process: *in_this_process,
+            },
             Error::Poisoned => Error::Poisoned,
             Error::Truncated { at } => Error::Truncated { at: *at },
             Error::Closed => Error::Closed,

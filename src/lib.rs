@@ -73,12 +73,13 @@
 //!
 //! | item | what it is |
 //! | --- | --- |
-//! | [`Log`] | one partition directory: [`open`](Log::open) / [`open_read_only`](Log::open_read_only), [`append`](Log::append) / [`append_batch`](Log::append_batch), [`read`](Log::read) / [`read_into`](Log::read_into) / [`records`](Log::records), [`wait_durable`](Log::wait_durable), [`truncate_to`](Log::truncate_to), [`delete_records_before`](Log::delete_records_before), [`enforce_retention`](Log::enforce_retention), [`compact`](Log::compact), [`close`](Log::close). `Send + Sync`: share it with an `Arc`. |
+//! | [`Log`] | one partition directory: [`open`](Log::open) / [`open_read_only`](Log::open_read_only), [`append`](Log::append) / [`append_refs`](Log::append_refs) / [`append_batch`](Log::append_batch), [`read`](Log::read) / [`read_into`](Log::read_into) / [`records`](Log::records) / [`records_until`](Log::records_until) / [`tail`](Log::tail), [`wait_durable`](Log::wait_durable), [`sync`](Log::sync), [`roll`](Log::roll), [`truncate_to`](Log::truncate_to), [`delete_records_before`](Log::delete_records_before), [`enforce_retention`](Log::enforce_retention), [`compact`](Log::compact), [`close`](Log::close). `Send + Sync`: share it with an `Arc`. |
 //! | [`LogConfig`], [`LogConfigBuilder`] | every setting, under its Kafka name with Kafka's default; [`CleanupPolicy`], [`CompressionType`], [`RecoveryMode`] |
 //! | [`FlushPolicy`] | when appends are fsynced without being asked (Kafka's `flush.messages` / `flush.ms`); the default leaves it to the OS, as Kafka does |
-//! | [`ReadBound`] | how far a read may go: [`LogEnd`](ReadBound::LogEnd), or only what is [`Durable`](ReadBound::Durable) |
+//! | [`ReadBound`], [`ReadEnd`] | how far a read may go: [`LogEnd`](ReadBound::LogEnd), or only what is [`Durable`](ReadBound::Durable); where [`Log::records_until`] stops: an offset or a timestamp |
 //! | [`FetchData`], [`FetchBatches`] | what [`Log::read`] returns: whole, CRC-checked batches, with their segment pinned |
-//! | [`LogRecord`], [`LogRecords`] | owned records, and the iterator of [`Log::records`] across segments |
+//! | [`LogRecord`], [`LogRecords`], [`LogTail`] | owned records, the iterator of [`Log::records`] across segments, and the one of [`Log::tail`], which waits for new records; with feature `stream`, `LogTailStream` ([`Log::tail_stream`](Log)) is the same as an async `Stream` |
+//! | [`ConsumerPosition`] | a consumer's committed position, kept durably in a file of its own |
 //! | [`LogAppendInfo`], [`LogStats`], [`RecoveryReport`] | what an append stored, the log's counters, what the last open found and did |
 //! | [`RetentionReport`], [`DeletedSegment`], [`RetentionRule`] | what a retention pass deleted, and by which rule |
 //! | [`CompactionOptions`], [`CompactionStats`], [`CompactionSchedule`], [`PRODUCER_ID_EXPIRATION_MS`] | one compaction pass's settings and what it did; whether a pass is due ([`Log::compaction_schedule`]) |
@@ -86,7 +87,7 @@
 //! | [`Producer`], [`ProducerConfig`], [`ProducerConfigBuilder`], [`Acks`], [`SendHandle`] | the batching writer: `send` one record at a time, appended in batches by a background thread; the handle resolves per `acks` (0, 1, all), blocking or as a future |
 //! | [`WaitDurable`], [`WaitForData`] | the future forms of [`Log::wait_durable`] and [`Log::wait_for_data`]: [`Log::durable`], [`Log::data_available`] |
 //! | [`Error`], [`Corruption`], [`Result`] | the one error type, and the kinds of bad bytes |
-//! | [`BatchBuilder`], [`NewRecord`] | records in, one RecordBatch v2 out (none, lz4 or zstd), for [`Log::append_batch`] |
+//! | [`BatchBuilder`], [`NewRecord`], [`RecordRef`] | records in (owning or borrowing their bytes), one RecordBatch v2 out (none, lz4 or zstd), for [`Log::append_batch`] |
 //! | [`BatchView`], [`BatchHeader`], [`BatchIter`], [`Record`], [`RecordIter`], [`Header`], [`HeaderIter`] | borrowed, validated views of batch bytes; records decode lazily |
 //! | [`Batch`], [`AnyBatchIter`], [`BatchRecords`], [`LegacyBatchView`], [`LegacyHeader`], [`LegacyRecordIter`] | either kind of batch a log may hold: v2, or legacy (magic 0/1) messages, as [`FetchData::batches`] yields them |
 //! | [`Compression`], [`TimestampType`], [`ControlRecordType`], [`EndTransactionMarker`] | the codec, timestamp-type and control-record fields of the format |
@@ -101,8 +102,9 @@
 //! README maps Kafka's `acks` to these calls.
 //!
 //! **Which calls block.** `append` blocks on the write (and on the fsync under `EveryAppend`);
-//! `wait_durable` and [`Log::wait_for_data`] block until their condition holds; `close`
-//! blocks on the final fsync. [`Producer::send`] blocks only while `buffer.memory` is full;
+//! `wait_durable` and [`Log::wait_for_data`] block until their condition holds, as does the
+//! `next` of a [`LogTail`] until a record comes; [`Log::sync`] and `close` block on an fsync,
+//! [`Log::roll`] on creating the new segment's files. [`Producer::send`] blocks only while `buffer.memory` is full;
 //! [`Producer::flush`] and [`Producer::close`] block until what was sent is stored. The
 //! futures ([`SendHandle`], [`Log::durable`], [`Log::data_available`]) never block: they need
 //! no runtime and wake through the task's `Waker`.
@@ -115,6 +117,7 @@ mod error;
 mod format;
 mod index;
 mod log;
+mod position;
 mod producer;
 mod segment;
 mod storage;
@@ -122,6 +125,8 @@ mod sync;
 mod upgrade;
 mod verify;
 
+#[cfg(feature = "stream")]
+pub use crate::log::LogTailStream;
 pub use crate::upgrade::{
     GROUPED_RECORDS_BYTES, UpgradeOptions, UpgradeReport, UpgradedSegment, upgrade_dir,
 };
@@ -131,15 +136,17 @@ pub use crate::{
     format::{
         AnyBatchIter, Batch, BatchBuilder, BatchHeader, BatchIter, BatchRecords, BatchView,
         Compression, ControlRecordType, EndTransactionMarker, Header, HeaderIter, LegacyBatchView,
-        LegacyHeader, LegacyRecordIter, NewRecord, Record, RecordIter, TimestampType,
+        LegacyHeader, LegacyRecordIter, NewRecord, Record, RecordIter, RecordRef, TimestampType,
     },
     log::{
         CleanupPolicy, CommittedRecords, CompactionOptions, CompactionSchedule, CompactionStats,
         CompressionType, DeletedSegment, FetchBatches, FetchData, FlushPolicy, Isolation, Log,
         LogAppendInfo, LogConfig, LogConfigBuilder, LogEvent, LogRecord, LogRecords, LogStats,
-        Observer, PRODUCER_ID_EXPIRATION_MS, ProducerStateEntry, ReadBound, ReadOptions,
-        RecoveryMode, RecoveryReport, RetentionReport, RetentionRule, WaitDurable, WaitForData,
+        LogTail, Observer, PRODUCER_ID_EXPIRATION_MS, ProducerStateEntry, ReadBound, ReadEnd,
+        ReadOptions, RecoveryMode, RecoveryReport, RetentionReport, RetentionRule, WaitDurable,
+        WaitForData,
     },
+    position::ConsumerPosition,
     producer::{Acks, Producer, ProducerConfig, ProducerConfigBuilder, ProducerStats, SendHandle},
     segment::AbortedTxn,
 };

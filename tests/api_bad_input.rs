@@ -76,7 +76,15 @@ fn empty_appends_and_oversized_records_are_refused() {
     let big = vec![7u8; 2000];
     match log.append(&[NewRecord::new(now_ms(), None, Some(&big))]) {
         Err(error @ Error::RecordTooLarge { max: 1024, .. }) => {
-            assert!(message(&error).contains("exceeds the limit of 1024 bytes"));
+            // The limit by its Kafka name, and how to raise it.
+            assert!(
+                message(&error).contains("exceeds max.message.bytes (1024 bytes)"),
+                "{error}"
+            );
+            assert!(
+                message(&error).contains("LogConfig::builder().max_message_bytes("),
+                "{error}"
+            );
         }
         other => panic!("{other:?}"),
     }
@@ -251,6 +259,8 @@ fn two_writers_on_one_directory() {
                 message(&error).contains("locked by another user"),
                 "{error}"
             );
+            // The other user is this process: the message must say so.
+            assert!(message(&error).contains("this process"), "{error}");
         }
         other => panic!("{other:?}"),
     }

@@ -296,7 +296,7 @@ fn a_clean_hand_off_is_served_by_the_restarted_broker_which_leaves_partlogs_file
     let log_dir_before: Vec<String> = dir_contents(&log_dir).into_keys().collect();
     let refused = Log::open(&partition, config());
     assert!(
-        matches!(refused, Err(Error::Locked { ref path }) if path.ends_with(".lock")),
+        matches!(refused, Err(Error::Locked { ref path, .. }) if path.ends_with(".lock")),
         "{refused:?}"
     );
     assert_eq!(read(&partition, PARTLOG_LOCK), None);

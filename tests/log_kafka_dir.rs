@@ -171,7 +171,7 @@ fn a_failed_open_in_the_log_dir_does_not_spoil_the_clean_close_of_the_others() {
     let log = Log::open(log_dir.join("topic-0"), config()).unwrap();
     // The same partition twice in one process: partlog.lock refuses the second.
     let twice = Log::open(log_dir.join("topic-0"), config());
-    assert!(matches!(twice, Err(Error::Locked { ref path }) if path.ends_with("partlog.lock")));
+    assert!(matches!(twice, Err(Error::Locked { ref path, .. }) if path.ends_with("partlog.lock")));
     append_n(&log, 3);
     log.close().unwrap();
     assert_eq!(read(log_dir, MARKER).as_deref(), Some(MARKER_BYTES));
@@ -251,7 +251,7 @@ fn the_lock_conflicts_with_a_posix_lockf_held_by_another_process_both_ways() {
     assert_eq!(wait_for_line(&mut out, &["HELD"]), "HELD");
     let refused = Log::open(log_dir.join("topic-7"), config());
     assert!(
-        matches!(refused, Err(Error::Locked { ref path }) if path.ends_with(BROKER_LOCK)),
+        matches!(refused, Err(Error::Locked { ref path, .. }) if path.ends_with(BROKER_LOCK)),
         "{refused:?}"
     );
     assert!(!log_dir.join("topic-7").exists(), "nothing is created");
@@ -369,7 +369,7 @@ fn a_killed_writer_leaves_the_marker_aside_and_the_next_clean_run_keeps_it_there
     assert_eq!(read(log_dir, SET_ASIDE).as_deref(), Some(MARKER_BYTES));
     assert!(matches!(
         Log::open(&partition, config()),
-        Err(Error::Locked { ref path }) if path.ends_with(BROKER_LOCK)
+        Err(Error::Locked { ref path, .. }) if path.ends_with(BROKER_LOCK)
     ));
 
     child.kill().unwrap(); // SIGKILL: no close, no destructor.

@@ -95,6 +95,32 @@ fn the_readme_config_table_has_every_setting() {
 }
 
 #[test]
+fn the_readme_shows_the_dependency_line_on_its_first_screen() {
+    let first_screen: String = README.lines().take(24).collect::<Vec<_>>().join("\n");
+    assert!(
+        first_screen.contains("```toml\n[dependencies]\npartlog = "),
+        "the README's first screen shows the Cargo.toml dependency line:\n{first_screen}"
+    );
+    // Every feature it names exists.
+    let manifest = include_str!("../Cargo.toml");
+    for feature in ["stream", "sim", "gzip", "snappy", "cli"] {
+        assert!(first_screen.contains(&format!("`{feature}`")), "{feature}");
+        assert!(manifest.contains(&format!("\n{feature} = [")), "{feature}");
+    }
+}
+
+#[test]
+fn the_event_store_example_uses_the_stable_api_only() {
+    let example = include_str!("../examples/event_store.rs");
+    for unstable in ["builder_for_tests", "for_tests", "unstable::"] {
+        assert!(
+            !example.contains(unstable),
+            "examples/event_store.rs uses {unstable}"
+        );
+    }
+}
+
+#[test]
 fn the_readme_keeps_the_test_command_ci_runs() {
     assert!(
         README.contains("```sh\ncargo test --all-features\n```"),

@@ -40,11 +40,74 @@ impl NewRecord {
         }
     }
 
+    /// A record stamped with the system's current time (milliseconds since the epoch), as a
+    /// Kafka producer stamps a record sent without a timestamp.
+    ///
+    /// The log checks the timestamp against its own clock (`message.timestamp.before.max.ms`,
+    /// `message.timestamp.after.max.ms`): a log opened with a manual clock may refuse it.
+    pub fn now(key: Option<&[u8]>, value: Option<&[u8]>) -> NewRecord {
+        NewRecord::new(
+            crate::clock::Clock::now_ms(&crate::clock::SystemClock),
+            key,
+            value,
+        )
+    }
+
     /// Adds a header.
     #[must_use]
     pub fn with_header(mut self, key: impl Into<String>, value: Option<&[u8]>) -> NewRecord {
         self.headers.push((key.into(), value.map(<[u8]>::to_vec)));
         self
+    }
+}
+
+/// A record to append, borrowing its bytes: [`Log::append_refs`](crate::Log::append_refs) and
+/// [`BatchBuilder::push_ref`] encode it straight into the batch, with no copy before. The
+/// form for callers whose bytes live elsewhere already (a benchmark's payloads, a decoded
+/// request); [`NewRecord`] owns its bytes instead.
+///
+/// ```
+/// use partlog::{Log, LogConfig, RecordRef};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let dir = tempfile::tempdir()?;
+/// let log = Log::open(dir.path(), LogConfig::default())?;
+/// let payload = vec![7u8; 100];
+/// let records: Vec<RecordRef<'_>> = (0..10)
+///     .map(|n| RecordRef::new(1_700_000_000_000 + n, None, Some(&payload)))
+///     .collect();
+/// let appended = log.append_refs(&records)?;
+/// assert_eq!(appended.records, 10);
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct RecordRef<'a> {
+    /// Create time in milliseconds since the epoch.
+    pub timestamp: i64,
+    /// The key; `None` writes a null key.
+    pub key: Option<&'a [u8]>,
+    /// The value; `None` writes a null value (a tombstone).
+    pub value: Option<&'a [u8]>,
+    /// Headers in order: a UTF-8 key and a nullable value.
+    pub headers: &'a [(&'a str, Option<&'a [u8]>)],
+}
+
+impl<'a> RecordRef<'a> {
+    /// A record with the given timestamp, key and value, and no headers.
+    pub fn new(timestamp: i64, key: Option<&'a [u8]>, value: Option<&'a [u8]>) -> RecordRef<'a> {
+        RecordRef {
+            timestamp,
+            key,
+            value,
+            headers: &[],
+        }
+    }
+
+    /// The same record with these headers.
+    #[must_use]
+    pub fn with_headers(self, headers: &'a [(&'a str, Option<&'a [u8]>)]) -> RecordRef<'a> {
+        RecordRef { headers, ..self }
     }
 }
 
@@ -328,6 +391,20 @@ impl BatchBuilder {
         );
     }
 
+    /// Appends a borrowed record: its bytes are copied once, into the batch.
+    pub fn push_ref(&mut self, record: &RecordRef<'_>) {
+        self.push_encoded(
+            None,
+            record.timestamp,
+            record.key,
+            record.value,
+            record
+                .headers
+                .iter()
+                .map(|(key, value)| (key.as_bytes(), *value)),
+        );
+    }
+
     /// Appends a record from borrowed parts. Header keys may be `&str`, `String` or `&[u8]`.
     pub fn push_parts<K: AsRef<[u8]>>(
         &mut self,
@@ -573,6 +650,7 @@ impl BatchBuilder {
             .ok_or(Error::RecordTooLarge {
                 size: batch.len() as u64,
                 max: i32::MAX as u64,
+                limit: crate::error::FORMAT_BATCH_LIMIT,
             })?;
 
         let mut attributes = i16::from(self.compression.id());

@@ -74,7 +74,7 @@ pub use batch::{
     legacy_magic_error, peek_batch_frame, peek_magic,
 };
 pub(crate) use builder::RecordShape;
-pub use builder::{BatchBuilder, NewRecord};
+pub use builder::{BatchBuilder, NewRecord, RecordRef};
 pub use compression::{Compression, DEFAULT_ZSTD_LEVEL, MAX_DECOMPRESSED_BATCH_SIZE};
 pub use control::{
     CONTROL_BATCH_SIZE, ControlRecordType, EndTransactionMarker, build_control_batch,

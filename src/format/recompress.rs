@@ -55,6 +55,7 @@ pub(crate) fn recompress(
         .ok_or(Error::RecordTooLarge {
             size: out.len() as u64,
             max: i32::MAX as u64,
+            limit: crate::error::FORMAT_BATCH_LIMIT,
         })?;
     header.attributes = (header.attributes & !COMPRESSION_MASK) | i16::from(codec.id());
     seal(&mut out, &header);

@@ -13,8 +13,8 @@ use crate::clock::{COARSE_CLOCK_LAG_MS, Clock};
 use crate::error::{Error, Result};
 use crate::format::{
     BatchBuilder, BatchHeader, BatchView, Compression, ControlRecordType, EndTransactionMarker,
-    NewRecord, TimestampType, control_record_type, set_base_offset, set_log_append_time,
-    set_partition_leader_epoch,
+    NewRecord, RecordRef, TimestampType, control_record_type, set_base_offset,
+    set_log_append_time, set_partition_leader_epoch,
 };
 
 use super::producer_state::{AppendOrigin, ProducerAppendCheck};
@@ -31,6 +31,32 @@ impl Log {
     /// [`Error::InvalidTimestamp`] outside the timestamp bounds, and [`Error::InvalidArgument`]
     /// for an empty slice or, in a compacted log, a record without a key.
     pub fn append(&self, records: &[NewRecord]) -> Result<LogAppendInfo> {
+        self.append_records(
+            records,
+            |record| (record.timestamp, record.key.is_some()),
+            BatchBuilder::push,
+        )
+    }
+
+    /// [`append`](Self::append) for records that borrow their bytes: each is encoded straight
+    /// into the batch, where `append` takes [`NewRecord`]s that the caller had to copy its
+    /// bytes into first. The same checks and the same errors.
+    pub fn append_refs(&self, records: &[RecordRef<'_>]) -> Result<LogAppendInfo> {
+        self.append_records(
+            records,
+            |record| (record.timestamp, record.key.is_some()),
+            BatchBuilder::push_ref,
+        )
+    }
+
+    /// The body of [`append`](Self::append) for records of either form: `describe` gives a
+    /// record's timestamp and whether it has a key, `push` encodes it.
+    fn append_records<R>(
+        &self,
+        records: &[R],
+        describe: impl Fn(&R) -> (i64, bool),
+        push: impl Fn(&mut BatchBuilder, &R),
+    ) -> Result<LogAppendInfo> {
         self.check_writable()?;
         if records.is_empty() {
             return Err(Error::InvalidArgument {
@@ -39,11 +65,12 @@ impl Log {
         }
         let now = self.shared.clock.now_ms();
         for record in records {
-            self.check_new_record(record.timestamp, record.key.is_some(), now)?;
+            let (timestamp, has_key) = describe(record);
+            self.check_new_record(timestamp, has_key, now)?;
         }
         let mut builder = BatchBuilder::with_buffer(self.records_codec(), take_batch_buffer());
         for record in records {
-            builder.push(record);
+            push(&mut builder, record);
         }
         let mut batch = builder.build()?;
         // The time the records were checked against serves the append too: a second clock read
@@ -177,6 +204,7 @@ impl Log {
             return Err(Error::RecordTooLarge {
                 size: bytes.len() as u64,
                 max: u64::from(config.max_message_bytes),
+                limit: crate::error::MAX_MESSAGE_BYTES,
             });
         }
         if header.records_count <= 0 {
@@ -249,6 +277,7 @@ impl Log {
                     return Err(Error::RecordTooLarge {
                         size: batch.len() as u64,
                         max: u64::from(config.max_message_bytes),
+                        limit: crate::error::MAX_MESSAGE_BYTES,
                     });
                 }
                 return Ok(batch);
@@ -296,6 +325,7 @@ impl Log {
             return Err(Error::RecordTooLarge {
                 size: batch.len() as u64,
                 max: u64::from(config.max_message_bytes),
+                limit: crate::error::MAX_MESSAGE_BYTES,
             });
         }
         let log_append_time = (config.message_timestamp_type == TimestampType::LogAppendTime)
@@ -459,7 +489,8 @@ fn check_timestamp(config: &LogConfig, timestamp: i64, now_ms: i64) -> Result<()
         return Err(Error::InvalidTimestamp {
             timestamp,
             why: format!(
-                "it is more than message.timestamp.before.max.ms ({}) before the log's time {now_ms}",
+                "it is more than message.timestamp.before.max.ms ({}) before the log's time {now_ms}; \
+                 raise it with LogConfig::builder().message_timestamp_before_max_ms(..)",
                 config.message_timestamp_before_max_ms
             ),
         });
@@ -468,7 +499,8 @@ fn check_timestamp(config: &LogConfig, timestamp: i64, now_ms: i64) -> Result<()
         return Err(Error::InvalidTimestamp {
             timestamp,
             why: format!(
-                "it is more than message.timestamp.after.max.ms ({}) after the log's time {now_ms}",
+                "it is more than message.timestamp.after.max.ms ({}) after the log's time {now_ms}; \
+                 raise it with LogConfig::builder().message_timestamp_after_max_ms(..)",
                 config.message_timestamp_after_max_ms
             ),
         });

@@ -12,13 +12,18 @@ use std::os::fd::BorrowedFd;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::format::{Batch, TimestampType, peek_batch_frame};
+use crate::format::{Batch, Record, TimestampType, peek_batch_frame};
 use crate::segment::{AbortedTxn, Segment, SegmentRead};
+use std::ops::ControlFlow;
 
 use super::Log;
+use super::records::ReadEnd;
 use super::snapshot::SegmentList;
 
 /// How far a read may go. Default: [`ReadBound::LogEnd`].
+///
+/// `#[non_exhaustive]`: a bound such as the high watermark of replication may come; match it
+/// with a wildcard arm.
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ReadBound {
@@ -99,6 +104,11 @@ pub struct FetchData {
     range: std::ops::Range<usize>,
     /// The `.log` position of the first returned byte.
     position: u64,
+    /// The offset the read asked for: the first batch may start below it.
+    requested_offset: i64,
+    /// Where the read's bound ended when it ran: an empty read at an offset below it found a
+    /// gap, and new data can only come at or above it.
+    bound_end: i64,
     next_offset: i64,
     log_end_offset: i64,
     /// The segment the bytes came from, pinned for [`send_to`](Self::send_to), with its
@@ -121,6 +131,8 @@ impl FetchData {
     pub(crate) fn clear_at(&mut self, at: i64, log_end_offset: i64) {
         self.range = 0..0;
         self.position = 0;
+        self.requested_offset = at;
+        self.bound_end = at;
         self.next_offset = at;
         self.log_end_offset = log_end_offset;
         self.segment = None;
@@ -175,6 +187,66 @@ impl FetchData {
     /// The offset to read next: one past the last returned batch.
     pub fn next_offset(&self) -> i64 {
         self.next_offset
+    }
+
+    /// The offset the read asked for. The first batch holds it, so it may begin below it:
+    /// [`for_each_record`](Self::for_each_record) starts exactly here.
+    pub fn requested_offset(&self) -> i64 {
+        self.requested_offset
+    }
+
+    /// Calls `visit` with each data record of the fetch in offset order, starting exactly at
+    /// [`requested_offset`](Self::requested_offset): the records of the first batch below it
+    /// are skipped, as are control batches (transaction markers). A compressed batch is
+    /// decompressed into `scratch` (keep one and pass it again: it is reused). The records
+    /// borrow the fetch's buffer or `scratch`, and live for one call of `visit`.
+    ///
+    /// Stops early when `visit` returns [`ControlFlow::Break`], and at the first record that
+    /// fails to decode, whose error it returns.
+    ///
+    /// ```
+    /// use std::ops::ControlFlow;
+    /// use partlog::{Log, LogConfig, NewRecord, ReadBound};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dir = tempfile::tempdir()?;
+    /// let log = Log::open(dir.path(), LogConfig::default())?;
+    /// let ts = 1_700_000_000_000;
+    /// log.append(&[
+    ///     NewRecord::new(ts, None, Some(b"a")),
+    ///     NewRecord::new(ts, None, Some(b"b")),
+    ///     NewRecord::new(ts, None, Some(b"c")),
+    /// ])?;
+    /// let fetch = log.read(1, 1 << 20, ReadBound::LogEnd)?; // the whole batch, from offset 0
+    /// let mut offsets = Vec::new();
+    /// fetch.for_each_record(&mut Vec::new(), |record| {
+    ///     offsets.push(record.offset);
+    ///     ControlFlow::Continue(())
+    /// })?;
+    /// assert_eq!(offsets, [1, 2]);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn for_each_record<F>(&self, scratch: &mut Vec<u8>, mut visit: F) -> Result<()>
+    where
+        F: FnMut(&Record<'_>) -> ControlFlow<()>,
+    {
+        for batch in self.batches() {
+            let batch = batch?;
+            if batch.is_control() || batch.next_offset() <= self.requested_offset {
+                continue;
+            }
+            for record in batch.records(scratch)? {
+                let record = record?;
+                if record.offset < self.requested_offset {
+                    continue;
+                }
+                if visit(&record).is_break() {
+                    return Ok(());
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The log end offset when the read ran.
@@ -483,6 +555,7 @@ impl Log {
         };
         fetch.clear_at(offset, end);
         fetch.last_stable_offset = last_stable_offset;
+        fetch.bound_end = upper;
         if offset >= upper {
             return Ok(false);
         }
@@ -575,15 +648,7 @@ impl Log {
     /// transactions are returned too (`read_uncommitted`); [`committed_records`](Self::committed_records)
     /// returns only committed ones.
     pub fn records(&self, offset: i64, bound: ReadBound) -> LogRecords<'_> {
-        LogRecords {
-            log: self,
-            position: offset,
-            bound,
-            buffered: Vec::new().into_iter(),
-            scratch: Vec::new(),
-            fetch: FetchData::new(),
-            failed: false,
-        }
+        LogRecords::new(self, offset, bound, ReadEnd::Unbounded)
     }
 
     /// Kafka's ListOffsets by timestamp: the first record whose timestamp is at or above
@@ -628,23 +693,76 @@ impl Log {
     }
 }
 
-/// The iterator of [`Log::records`].
+/// The iterator of [`Log::records`] and [`Log::records_until`].
 #[derive(Debug)]
 pub struct LogRecords<'a> {
     log: &'a Log,
     position: i64,
     bound: ReadBound,
+    /// Where the records end; a timestamp is turned into an offset at the first `next`.
+    end: ReadEnd,
     buffered: std::vec::IntoIter<LogRecord>,
     scratch: Vec<u8>,
     /// Reused by every fetch, so that the iterator's reads allocate no new buffers.
     fetch: FetchData,
-    failed: bool,
+    /// Set after an error, or once the end is reached: the iterator has ended.
+    finished: bool,
 }
 
-impl LogRecords<'_> {
+impl<'a> LogRecords<'a> {
+    /// An iterator over the records from `offset` below `end`.
+    pub(super) fn new(log: &'a Log, offset: i64, bound: ReadBound, end: ReadEnd) -> Self {
+        LogRecords {
+            log,
+            position: offset,
+            bound,
+            end,
+            buffered: Vec::new().into_iter(),
+            scratch: Vec::new(),
+            fetch: FetchData::new(),
+            finished: false,
+        }
+    }
+
     /// The offset the iterator will read next.
     pub fn position(&self) -> i64 {
         self.position
+    }
+
+    /// Whether the iterator has ended for good: after an error, or at its end offset. Without
+    /// either, a `None` from `next` means only that the bound was reached: a later call may
+    /// find new records.
+    /// The offset a tail waits for after `next` returned `None`: its position, or the end of
+    /// the last read's bound if that read found only a gap above the position (data can then
+    /// come only above it, and waiting at the position would find it there at once).
+    pub(super) fn waiting_offset(&self) -> i64 {
+        self.position.max(self.fetch.bound_end)
+    }
+
+    pub(super) fn is_finished(&self) -> bool {
+        self.finished || self.end_offset().is_some_and(|end| self.position >= end)
+    }
+
+    /// The offset the records end below, once known: the end offset given, or the one a
+    /// timestamp end resolved to at the first `next`. `None` without an end, or before then.
+    pub fn end_offset(&self) -> Option<i64> {
+        match self.end {
+            ReadEnd::Offset(end) => Some(end),
+            _ => None,
+        }
+    }
+
+    /// Turns a timestamp end into an offset: the first record at or after it, or the log end
+    /// offset when every record is older.
+    fn resolve_end(&mut self) -> Result<()> {
+        if let ReadEnd::Timestamp(timestamp) = self.end {
+            let end = match self.log.offset_for_timestamp(timestamp)? {
+                Some((offset, _)) => offset,
+                None => self.log.log_end_offset(),
+            };
+            self.end = ReadEnd::Offset(end);
+        }
+        Ok(())
     }
 }
 
@@ -652,12 +770,26 @@ impl Iterator for LogRecords<'_> {
     type Item = Result<LogRecord>;
 
     fn next(&mut self) -> Option<Self::Item> {
+        if self.finished {
+            return None;
+        }
+        if let Err(error) = self.resolve_end() {
+            self.finished = true;
+            return Some(Err(error));
+        }
+        let end = self.end_offset();
         loop {
             if let Some(record) = self.buffered.next() {
+                if end.is_some_and(|end| record.offset >= end) {
+                    // Done: nothing at or above the end is returned, now or later.
+                    self.buffered = Vec::new().into_iter();
+                    self.finished = true;
+                    return None;
+                }
                 self.position = record.offset + 1;
                 return Some(Ok(record));
             }
-            if self.failed {
+            if self.finished || end.is_some_and(|end| self.position >= end) {
                 return None;
             }
             let fetch = &mut self.fetch;
@@ -665,7 +797,7 @@ impl Iterator for LogRecords<'_> {
                 .log
                 .read_into(self.position, 1 << 20, self.bound, fetch)
             {
-                self.failed = true;
+                self.finished = true;
                 return Some(Err(error));
             }
             if fetch.is_empty() {
@@ -677,7 +809,7 @@ impl Iterator for LogRecords<'_> {
                     decode_records(&batch, self.position, &mut self.scratch, &mut records)
                 });
                 if let Err(error) = result {
-                    self.failed = true;
+                    self.finished = true;
                     return Some(Err(error));
                 }
             }

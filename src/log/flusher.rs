@@ -18,6 +18,34 @@ use super::observer;
 use super::{FlushPolicy, Log, LogConfig, LogEvent, Shared, Writer};
 
 impl Log {
+    /// Makes everything appended so far durable (Kafka's `UnifiedLog.flush()`): when it returns,
+    /// [`durable_offset`](Self::durable_offset) has reached the log end offset as it stood when
+    /// the call began, and the sealed segments' indexes are synced too. It joins or leads one
+    /// group-commit fsync, as [`wait_durable`](Self::wait_durable) does, and succeeds at once on
+    /// an empty log or one that is durable already.
+    ///
+    /// Fails with [`Error::Poisoned`] after a failed fsync (nothing more can be made durable),
+    /// [`Error::Closed`] after close, and [`Error::Unsupported`] on a log opened read-only.
+    pub fn sync(&self) -> Result<()> {
+        self.check_writable()?;
+        let shared = &self.shared;
+        loop {
+            let end = shared.log_end.get();
+            if shared.commit.durable_offset() >= end {
+                break;
+            }
+            match shared.sync_through(end - 1) {
+                Ok(()) => break,
+                // A truncation took `end - 1` away meanwhile: sync to where the log ends now.
+                Err(Error::Truncated { .. }) => continue,
+                Err(error) => return Err(error),
+            }
+        }
+        // A roll with nothing appended after it leaves its sealed segment for the flusher: the
+        // data may be durable while its indexes are not yet.
+        shared.sync_sealed_segments()
+    }
+
     /// Asks the flusher thread to run a group-commit sync now, without waiting for it.
     pub(crate) fn request_sync(&self) {
         self.shared.request_sync();

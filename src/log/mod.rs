@@ -18,6 +18,7 @@ pub mod checkpoint;
 mod committed;
 mod compaction;
 mod config;
+mod dir_lock;
 mod fetch;
 mod flusher;
 mod group_commit;
@@ -25,11 +26,14 @@ pub(crate) mod kafka_dir;
 mod live;
 mod observer;
 pub(crate) mod producer_state;
+mod records;
 mod recovery;
 mod retention;
 mod snapshot;
 mod stats;
 mod transactions;
+#[cfg(feature = "stream")]
+mod tail_stream;
 mod truncate;
 mod wait;
 mod watermark;
@@ -45,7 +49,7 @@ use crate::sync::{Condvar, Mutex};
 use crate::clock::Clock;
 use crate::error::{Error, Result};
 use crate::segment::{Segment, SegmentRole};
-use crate::storage::{FileLock, LockMode, Storage};
+use crate::storage::Storage;
 
 use checkpoint::{CheckpointFile, CleanShutdown};
 use flusher::flusher_loop;
@@ -66,9 +70,12 @@ pub use fetch::{
     FetchBatches, FetchData, Isolation, LogRecord, LogRecords, ReadBound, ReadOptions,
 };
 pub use observer::{LogEvent, Observer};
+pub use records::{LogTail, ReadEnd};
 pub use retention::{DeletedSegment, RetentionReport, RetentionRule};
 pub use stats::{LogStats, RecoveryReport};
 pub use transactions::ProducerStateEntry;
+#[cfg(feature = "stream")]
+pub use tail_stream::LogTailStream;
 pub use wait::{WaitDurable, WaitForData};
 
 /// The name of the lock file in a log directory.
@@ -170,7 +177,7 @@ struct Shared {
     clock: Arc<dyn Clock>,
     read_only: bool,
     /// The directory lock, released by `close()` (or the drop of the log).
-    dir_lock: Mutex<Option<FileLock>>,
+    dir_lock: Mutex<Option<dir_lock::DirLock>>,
     /// This log's share of its Kafka log directory's lock, left at close (ARCHITECTURE.md §7,
     /// "Opening inside a Kafka log dir").
     kafka_dir: Mutex<Option<kafka_dir::KafkaDirMembership>>,
@@ -299,7 +306,8 @@ impl Log {
         } else {
             kafka_dir::enter(&storage, dir)?
         };
-        let lock = match lock_log_dir(&*storage, dir, read_only, config.allow_live_writer) {
+        let lock = match dir_lock::lock_log_dir(&*storage, dir, read_only, config.allow_live_writer)
+        {
             Ok(lock) => lock,
             Err(error) => {
                 // No log data changed yet, so this does not spoil the directory's clean close.
@@ -519,6 +527,28 @@ impl Log {
         }
     }
 
+    /// Rolls the active segment (Kafka's `UnifiedLog.roll()`): seals it and starts a new active
+    /// segment at the log end offset, whose base offset it returns. A sealed segment is what
+    /// retention deletes and compaction cleans, so a roll makes the newest records eligible
+    /// for both.
+    ///
+    /// An active segment that is empty and already starts at the log end offset stays: the
+    /// call then changes nothing and returns its base (Kafka replaces such a segment with an
+    /// identical one). Appends from other threads serialise with the roll.
+    ///
+    /// Fails with [`Error::Closed`], [`Error::Poisoned`], [`Error::Unsupported`] on a log
+    /// opened read-only, or an I/O error creating the new segment (the old one then stays
+    /// active).
+    pub fn roll(&self) -> Result<i64> {
+        self.check_writable()?;
+        let shared = &self.shared;
+        let mut writer = shared.writer.lock();
+        // Again under the writer lock: a close or a poison may have come while it was taken.
+        self.check_writable()?;
+        shared.roll(&mut writer, shared.clock.now_ms())?;
+        Ok(writer.active.base_offset())
+    }
+
     /// Makes everything appended so far durable, then writes the clean-shutdown checkpoint so
     /// that the next open scans nothing. Later calls fail with [`Error::Closed`]. A poisoned log
     /// writes no clean-shutdown fields and returns [`Error::Poisoned`]: the next open recovers.
@@ -534,6 +564,8 @@ impl Log {
         self.stop_maintenance();
         self.stop_flusher();
         self.shared.log_end.wake_all();
+        // Tails waiting for durability: what close syncs wakes only those below the end.
+        self.shared.commit.durable_watermark().wake_all();
         let result = if self.shared.read_only {
             Ok(())
         } else {
@@ -731,29 +763,6 @@ impl Shared {
         }
         Ok(())
     }
-}
-
-/// Takes the lock on `partlog.lock`: exclusive for a writer (creating `dir` first), shared for
-/// a reader when the file exists, none otherwise.
-/// A reader that allows a live writer takes no lock: the writer holds it exclusively.
-fn lock_log_dir(
-    storage: &dyn Storage,
-    dir: &Path,
-    read_only: bool,
-    allow_live_writer: bool,
-) -> Result<Option<FileLock>> {
-    let lock_path = dir.join(LOCK_FILE);
-    if read_only && allow_live_writer {
-        return Ok(None);
-    }
-    if read_only {
-        if storage.exists(&lock_path)? {
-            return Ok(Some(storage.lock(&lock_path, LockMode::Shared)?));
-        }
-        return Ok(None);
-    }
-    create_dir_durably(storage, dir)?;
-    Ok(Some(storage.lock(&lock_path, LockMode::Exclusive)?))
 }
 
 /// Creates `dir` and any missing ancestors, and syncs the parent of each directory it created:

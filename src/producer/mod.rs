@@ -327,6 +327,7 @@ impl Producer {
             return Err(Error::RecordTooLarge {
                 size: alone as u64,
                 max: u64::from(inner.log.config().max_message_bytes),
+                limit: crate::error::MAX_MESSAGE_BYTES,
             });
         }
         let reserve = estimate as u64;
@@ -335,6 +336,7 @@ impl Producer {
             return Err(Error::RecordTooLarge {
                 size: reserve,
                 max: buffer_memory,
+                limit: crate::error::BUFFER_MEMORY,
             });
         }
 

@@ -75,6 +75,7 @@ impl Segment {
             return Err(Error::RecordTooLarge {
                 size: batches.len() as u64,
                 max: (i32::MAX as u64).saturating_sub(start),
+                limit: "the room left in the segment",
             });
         }
         let checked = self.check_batches(batches, writer.next_offset)?;

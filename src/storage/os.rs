@@ -304,6 +304,7 @@ impl Storage for OsStorage {
             }))),
             Err(rustix::io::Errno::WOULDBLOCK) => Err(Error::Locked {
                 path: path.to_path_buf(),
+                in_this_process: false,
             }),
             Err(errno) => Err(Error::io(path, errno.into())),
         }
@@ -348,6 +349,7 @@ impl Storage for OsStorage {
             if !try_ofd_write_lock(&file).map_err(|e| Error::io(path, e))? {
                 return Err(Error::Locked {
                     path: path.to_path_buf(),
+                    in_this_process: false,
                 });
             }
             if still_named_by(&file, path)? {

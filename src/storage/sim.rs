@@ -370,6 +370,7 @@ impl Storage for SimStorage {
             }))),
             None => Err(Error::Locked {
                 path: path.to_path_buf(),
+                in_this_process: false,
             }),
         }
     }
@@ -396,6 +397,7 @@ impl Storage for SimStorage {
             }))),
             None => Err(Error::Locked {
                 path: path.to_path_buf(),
+                in_this_process: false,
             }),
         }
     }
