@@ -159,8 +159,8 @@ pub mod unstable {
     pub use crate::index::{OffsetIndex, OffsetPosition, TimeIndex, TimestampOffset};
     pub use crate::log::checkpoint;
     pub use crate::segment::{
-        ABORTED_TXN_VERSION, AbortedTxn, AppendInfo, InvalidBytes, RollReason, ScanReport,
-        Segment, SegmentConfig, SegmentFileKind, SegmentFileName, SegmentRead, SegmentRole,
+        ABORTED_TXN_VERSION, AbortedTxn, AppendInfo, InvalidBytes, RollReason, ScanReport, Segment,
+        SegmentConfig, SegmentFileKind, SegmentFileName, SegmentRead, SegmentRole,
         TransactionIndex, TransientSuffix, TxnIndexSearchResult, list_segment_bases,
         parse_segment_file_name, segment_file_name, segment_file_path,
     };

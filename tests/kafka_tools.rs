@@ -668,7 +668,9 @@ mod producer_state_files {
         words
             .chunks(2)
             .map(|pair| {
-                let key = pair[0].strip_suffix(':').unwrap_or_else(|| panic!("{line}"));
+                let key = pair[0]
+                    .strip_suffix(':')
+                    .unwrap_or_else(|| panic!("{line}"));
                 (key.to_owned(), pair.get(1).unwrap_or(&"").to_string())
             })
             .collect()

@@ -71,7 +71,10 @@ fn txn_index_entry_without_its_abort_marker_is_reported_by_verify() {
         findings.iter().map(|f| f.position).collect::<Vec<_>>(),
         vec![Some(0), Some(34), Some(68)]
     );
-    assert!(findings[0].what.contains("no ABORT marker"), "{findings:#?}");
+    assert!(
+        findings[0].what.contains("no ABORT marker"),
+        "{findings:#?}"
+    );
     assert!(findings[2].what.contains("producer 1's"), "{findings:#?}");
     assert!(
         findings[0].what.contains("rebuilds its .txnindex"),

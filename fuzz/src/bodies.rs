@@ -1243,7 +1243,11 @@ pub fn producer_snapshot_decode(data: &[u8]) {
     let path = Path::new("/fuzz/00000000000000000009.snapshot");
     let decoded = match decode_snapshot(path, &file) {
         Ok(entries) => {
-            assert_eq!(file.len(), 10 + 46 * entries.len(), "accepted a wrong length");
+            assert_eq!(
+                file.len(),
+                10 + 46 * entries.len(),
+                "accepted a wrong length"
+            );
             assert_eq!(encode_snapshot(&entries), file, "re-encodes differently");
             Some(entries)
         }
@@ -1271,7 +1275,9 @@ pub fn producer_snapshot_decode(data: &[u8]) {
     let newest = storage
         .open(&snapshot_path(dir, 9), OpenMode::CreateNew)
         .expect("create the newest snapshot");
-    newest.write_all_at(&file, 0).expect("write the newest snapshot");
+    newest
+        .write_all_at(&file, 0)
+        .expect("write the newest snapshot");
     let loaded = load_newest_valid_snapshot(&*storage, dir, 9, true).expect("load");
     let listed = list_snapshots(&*storage, dir).expect("list");
     match decoded {

@@ -119,10 +119,16 @@ impl TransactionIndex {
         } else {
             OpenMode::Read
         };
-        let file = match storage.open(path, mode) {
-            Ok(file) => Some(file),
-            Err(error) if error.io_kind() == Some(std::io::ErrorKind::NotFound) => None,
-            Err(error) => return Err(error),
+        // Most segments have no `.txnindex`: look before opening, so that their open costs no
+        // failed open.
+        let file = if storage.exists(path)? {
+            match storage.open(path, mode) {
+                Ok(file) => Some(file),
+                Err(error) if error.io_kind() == Some(std::io::ErrorKind::NotFound) => None,
+                Err(error) => return Err(error),
+            }
+        } else {
+            None
         };
         let size = AbortedTxn::SIZE as u64;
         let (len, last_offset) = match &file {
@@ -150,6 +156,26 @@ impl TransactionIndex {
                 last_offset,
             }),
         })
+    }
+
+    /// An empty, writable index whose file does not exist yet (a new segment's): no I/O until
+    /// the first [`append`](Self::append) creates the file.
+    pub fn new_empty(
+        storage: &Arc<dyn Storage>,
+        path: &Path,
+        base_offset: i64,
+    ) -> TransactionIndex {
+        TransactionIndex {
+            storage: Arc::clone(storage),
+            base_offset,
+            writable: true,
+            state: RwLock::new(State {
+                path: path.to_path_buf(),
+                file: None,
+                len: 0,
+                last_offset: None,
+            }),
+        }
     }
 
     /// The segment's base offset: no entry's `lastOffset` may lie below it.
@@ -215,10 +241,9 @@ impl TransactionIndex {
                 file
             }
         };
-        if let Err(error) = file.write_all_at(&txn.to_bytes(), state.len) {
-            // A torn entry past `len` is ignored by reads and overwritten by the next append.
-            return Err(error);
-        }
+        // On an error, a torn entry past `len` is ignored by reads and overwritten by the next
+        // append.
+        file.write_all_at(&txn.to_bytes(), state.len)?;
         state.len += AbortedTxn::SIZE as u64;
         state.last_offset = Some(txn.last_offset);
         Ok(())
@@ -408,9 +433,7 @@ impl TransactionIndex {
                     return Err(Error::Corrupt {
                         file: state.path.clone(),
                         position,
-                        what: Corruption::BadHeader(
-                            "the aborted transaction's version is not 0",
-                        ),
+                        what: Corruption::BadHeader("the aborted transaction's version is not 0"),
                     });
                 };
                 if !visit(position, txn) {

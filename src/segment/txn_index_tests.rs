@@ -40,7 +40,10 @@ fn txn_index_entry_bytes_match_the_example() {
             + "000000000000006a"
             + "0000000000000064"
     );
-    assert_eq!(AbortedTxn::from_bytes(&bytes), Some(txn(1000, 100, 106, 100)));
+    assert_eq!(
+        AbortedTxn::from_bytes(&bytes),
+        Some(txn(1000, 100, 106, 100))
+    );
 }
 
 /// Kafka's `testAbortedTxnSerde`.
@@ -123,7 +126,10 @@ fn txn_index_truncate_removes_entries_at_or_above_the_offset() {
     ));
     index.append(txn(3, 32, 50, 40)).unwrap();
     index.reset().unwrap();
-    assert_eq!(index.collect(0, 100).unwrap(), TxnIndexSearchResult::default());
+    assert_eq!(
+        index.collect(0, 100).unwrap(),
+        TxnIndexSearchResult::default()
+    );
     assert_eq!(std::fs::metadata(&path).unwrap().len(), 0);
     index.append(txn(0, 0, 1, 2)).unwrap();
     assert_eq!(index.entries(), 1);
@@ -233,7 +239,10 @@ fn txn_index_file_is_created_lazily() {
     let dir = tempfile::tempdir().unwrap();
     let path = segment_file_path(dir.path(), 0, SegmentFileKind::TxnIndex);
     let read_only = TransactionIndex::open(&os(), &path, 0, false).unwrap();
-    assert_eq!(read_only.collect(0, 10).unwrap(), TxnIndexSearchResult::default());
+    assert_eq!(
+        read_only.collect(0, 10).unwrap(),
+        TxnIndexSearchResult::default()
+    );
     assert!(read_only.append(txn(1, 0, 1, 2)).is_err());
     assert!(!path.exists());
     let (_, index) = index_at(dir.path(), 0);
@@ -306,7 +315,8 @@ fn txn_index_segment_keeps_its_file_across_reopen_and_truncation() {
         assert_eq!(found.aborted, vec![txn(7, 10, 14, 15), txn(8, 12, 19, 20)]);
         assert!(!found.complete);
     }
-    let segment = Segment::open(&storage, dir.path(), 10, config(), SegmentRole::Sealed, 0).unwrap();
+    let segment =
+        Segment::open(&storage, dir.path(), 10, config(), SegmentRole::Sealed, 0).unwrap();
     segment.truncate_to(15, 0).unwrap();
     assert_eq!(
         segment.collect_aborted_txns(0, 100).unwrap().aborted,
@@ -326,5 +336,8 @@ fn txn_index_segment_create_drops_a_stale_file() {
     std::fs::write(&path, txn(1, 0, 5, 6).to_bytes()).unwrap();
     let segment = Segment::create(&storage, dir.path(), 0, config(), 0).unwrap();
     assert!(!path.exists());
-    assert_eq!(segment.collect_aborted_txns(0, 100).unwrap().aborted, vec![]);
+    assert_eq!(
+        segment.collect_aborted_txns(0, 100).unwrap().aborted,
+        vec![]
+    );
 }

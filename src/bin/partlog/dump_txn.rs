@@ -5,7 +5,9 @@ use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
 
-use partlog::unstable::producer_snapshot::{SnapshotEntry, list_snapshots, read_snapshot, snapshot_path};
+use partlog::unstable::producer_snapshot::{
+    SnapshotEntry, list_snapshots, read_snapshot, snapshot_path,
+};
 use partlog::unstable::{
     OsStorage, SegmentFileKind, Storage, TransactionIndex, list_segment_bases, segment_file_path,
 };

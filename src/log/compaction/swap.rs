@@ -320,8 +320,11 @@ mod txn_index_swap_tests {
     /// The old group 0 and 5 (each with a `.txnindex`) and a cleaned `.log.swap` covering both.
     fn old_group_and_swap(dir: &Path) {
         for base in [0, 5] {
-            std::fs::write(dir.join(name(base, SegmentFileKind::Log, "")), log_bytes(base, 5))
-                .unwrap();
+            std::fs::write(
+                dir.join(name(base, SegmentFileKind::Log, "")),
+                log_bytes(base, 5),
+            )
+            .unwrap();
             std::fs::write(dir.join(name(base, SegmentFileKind::TxnIndex, "")), b"old").unwrap();
         }
         std::fs::write(
@@ -337,7 +340,8 @@ mod txn_index_swap_tests {
             let dir = tempfile::tempdir().unwrap();
             old_group_and_swap(dir.path());
             std::fs::write(
-                dir.path().join(name(0, SegmentFileKind::TxnIndex, new_suffix)),
+                dir.path()
+                    .join(name(0, SegmentFileKind::TxnIndex, new_suffix)),
                 b"new",
             )
             .unwrap();
@@ -369,14 +373,21 @@ mod txn_index_swap_tests {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
         std::fs::write(d.join(name(0, SegmentFileKind::Log, "")), log_bytes(0, 10)).unwrap();
-        std::fs::write(d.join(name(0, SegmentFileKind::TxnIndex, SWAP_SUFFIX)), b"new").unwrap();
+        std::fs::write(
+            d.join(name(0, SegmentFileKind::TxnIndex, SWAP_SUFFIX)),
+            b"new",
+        )
+        .unwrap();
         std::fs::write(d.join(name(5, SegmentFileKind::Log, DELETED_SUFFIX)), b"x").unwrap();
         assert!(complete_swaps(&os(), d).unwrap());
         assert_eq!(
             std::fs::read(d.join(name(0, SegmentFileKind::TxnIndex, ""))).unwrap(),
             b"new"
         );
-        assert!(!d.join(name(0, SegmentFileKind::TxnIndex, SWAP_SUFFIX)).exists());
+        assert!(
+            !d.join(name(0, SegmentFileKind::TxnIndex, SWAP_SUFFIX))
+                .exists()
+        );
     }
 
     /// A crash before the swap began: the cleaned files go, the old `.txnindex` stays.
@@ -387,7 +398,11 @@ mod txn_index_swap_tests {
         std::fs::write(d.join(name(0, SegmentFileKind::Log, "")), log_bytes(0, 5)).unwrap();
         std::fs::write(d.join(name(0, SegmentFileKind::TxnIndex, "")), b"old").unwrap();
         std::fs::write(d.join(name(0, SegmentFileKind::Log, CLEANED_SUFFIX)), b"c").unwrap();
-        std::fs::write(d.join(name(0, SegmentFileKind::TxnIndex, CLEANED_SUFFIX)), b"c").unwrap();
+        std::fs::write(
+            d.join(name(0, SegmentFileKind::TxnIndex, CLEANED_SUFFIX)),
+            b"c",
+        )
+        .unwrap();
         assert!(complete_swaps(&os(), d).unwrap());
         assert_eq!(
             files(d),

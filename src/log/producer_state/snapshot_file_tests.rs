@@ -93,7 +93,10 @@ fn broker_fixture_producer_state_snapshot_decodes() {
 fn producer_state_snapshot_round_trips_entries_in_the_order_given() {
     let entries = vec![entry(9, 100), entry(-5, 7), entry(i64::MAX, i64::MAX)];
     let bytes = encode_snapshot(&entries);
-    assert_eq!(bytes.len(), SNAPSHOT_HEADER_BYTES + 3 * SNAPSHOT_ENTRY_BYTES);
+    assert_eq!(
+        bytes.len(),
+        SNAPSHOT_HEADER_BYTES + 3 * SNAPSHOT_ENTRY_BYTES
+    );
     assert_eq!(&bytes[..2], &[0, 1]);
     assert_eq!(&bytes[6..10], &[0, 0, 0, 3]);
     assert_eq!(decode_snapshot(Path::new("x"), &bytes).unwrap(), entries);
@@ -293,9 +296,18 @@ fn producer_state_snapshot_load_ignores_snapshots_above_the_offset() {
     write_snapshot(&*storage, &dir, 8, &[entry(1, 7)]).unwrap();
     let loaded = load_newest_valid_snapshot(&*storage, &dir, 7, true).unwrap();
     assert_eq!(loaded.map(|l| l.offset), Some(3));
-    assert_eq!(load_newest_valid_snapshot(&*storage, &dir, 2, true).unwrap(), None);
-    assert_eq!(latest_snapshot_at_or_below(&*storage, &dir, 8).unwrap(), Some(8));
-    assert_eq!(latest_snapshot_at_or_below(&*storage, &dir, 7).unwrap(), Some(3));
+    assert_eq!(
+        load_newest_valid_snapshot(&*storage, &dir, 2, true).unwrap(),
+        None
+    );
+    assert_eq!(
+        latest_snapshot_at_or_below(&*storage, &dir, 8).unwrap(),
+        Some(8)
+    );
+    assert_eq!(
+        latest_snapshot_at_or_below(&*storage, &dir, 7).unwrap(),
+        Some(3)
+    );
     assert_eq!(list_snapshots(&*storage, &dir).unwrap(), vec![3, 8]);
 }
 
@@ -319,7 +331,10 @@ fn producer_state_snapshot_delete_above_and_below_are_strict() {
     for offset in [0, 4, 8, 12] {
         write_snapshot(&*storage, &dir, offset, &[]).unwrap();
     }
-    assert_eq!(delete_snapshots_above(&*storage, &dir, 8).unwrap(), vec![12]);
+    assert_eq!(
+        delete_snapshots_above(&*storage, &dir, 8).unwrap(),
+        vec![12]
+    );
     assert_eq!(delete_snapshots_below(&*storage, &dir, 4).unwrap(), vec![0]);
     assert_eq!(list_snapshots(&*storage, &dir).unwrap(), vec![4, 8]);
 }
@@ -378,7 +393,10 @@ fn producer_state_snapshot_write_is_atomic_across_crashes() {
             sim.crash_with(&CrashConfig::random());
             let listed = list_snapshots(&*storage, &dir).unwrap();
             assert_eq!(listed.first(), Some(&5), "stop {stop_at} seed {crash_seed}");
-            assert_eq!(read_snapshot(&*storage, &snapshot_path(&dir, 5)).unwrap(), older);
+            assert_eq!(
+                read_snapshot(&*storage, &snapshot_path(&dir, 5)).unwrap(),
+                older
+            );
             if finished {
                 assert_eq!(listed, vec![5, 9], "stop {stop_at} seed {crash_seed}");
             }
@@ -412,16 +430,18 @@ fn arb_entry() -> impl Strategy<Value = SnapshotEntry> {
         any::<i32>(),
         any::<i64>(),
     )
-        .prop_map(|(pid, epoch, seq, last, delta, ts, coord, txn)| SnapshotEntry {
-            producer_id: pid,
-            producer_epoch: epoch,
-            last_sequence: seq,
-            last_offset: last,
-            offset_delta: delta,
-            timestamp: ts,
-            coordinator_epoch: coord,
-            current_txn_first_offset: txn,
-        })
+        .prop_map(
+            |(pid, epoch, seq, last, delta, ts, coord, txn)| SnapshotEntry {
+                producer_id: pid,
+                producer_epoch: epoch,
+                last_sequence: seq,
+                last_offset: last,
+                offset_delta: delta,
+                timestamp: ts,
+                coordinator_epoch: coord,
+                current_txn_first_offset: txn,
+            },
+        )
 }
 
 proptest! {
