@@ -138,3 +138,51 @@ fn producer_state_snapshot_damage_is_corruption_in_verify() {
         assert!(findings[0].what.contains(what), "{what}: {findings:#?}");
     }
 }
+
+/// A `.txnindex` a broker left beside a segment is kept when partlog opens the log, and a
+/// truncation into the segment removes exactly the entries whose marker it cuts (Kafka's
+/// `truncateTo`); the later segments' go `.deleted` with them.
+#[test]
+fn txn_index_is_cut_with_its_segment_by_truncate_to() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path();
+    let config = || {
+        LogConfig::builder_for_tests()
+            .segment_bytes(1024)
+            .build()
+            .unwrap()
+    };
+    let log = partlog::Log::open(dir, config()).unwrap();
+    for i in 0..40 {
+        log.append(&[partlog::NewRecord::new(
+            1_700_000_000_000 + i,
+            None,
+            Some(&[b'v'; 100][..]),
+        )])
+        .unwrap();
+    }
+    log.close().unwrap();
+    drop(log);
+    let bases =
+        partlog::unstable::list_segment_bases(&partlog::unstable::OsStorage::new(), dir).unwrap();
+    assert!(bases.len() >= 3, "{bases:?}");
+    let (first, second) = (bases[0], bases[1]);
+    // Entries of the first segment whose markers end at first + 1 and second - 1.
+    write_txn_index(
+        dir,
+        &[
+            txn(7, first, first + 1, first + 2),
+            txn(8, first, second - 1, second),
+        ],
+    );
+    let later = dir.join(format!("{second:020}.txnindex"));
+    std::fs::write(&later, txn(9, second, second, second + 1).to_bytes()).unwrap();
+
+    let log = partlog::Log::open(dir, config()).unwrap();
+    assert_eq!(log.truncate_to(second - 1).unwrap(), second - 1);
+    log.close().unwrap();
+    drop(log);
+    let kept = std::fs::read(dir.join(TXN_INDEX)).unwrap();
+    assert_eq!(kept, txn(7, first, first + 1, first + 2).to_bytes());
+    assert!(!later.exists());
+}
