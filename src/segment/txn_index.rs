@@ -400,6 +400,38 @@ impl TransactionIndex {
         Ok(())
     }
 
+    /// Catches up with a writer in another process (a read-only index of a live log): opens
+    /// the file if it has appeared since, and reads its whole entries up to its current length.
+    /// A writable index is its file's only writer and has nothing to catch up with.
+    pub fn refresh(&self) -> Result<()> {
+        if self.writable {
+            return Ok(());
+        }
+        let mut state = self.state.write();
+        if state.file.is_none() {
+            if !self.storage.exists(&state.path)? {
+                return Ok(());
+            }
+            state.file = Some(self.storage.open(&state.path, OpenMode::Read)?);
+        }
+        let Some(file) = state.file.clone() else {
+            return Ok(());
+        };
+        let size = AbortedTxn::SIZE as u64;
+        // A writer's truncation may also have shortened it.
+        let len = file.len()? / size * size;
+        let last_offset = if len >= size {
+            let mut bytes = [0u8; AbortedTxn::SIZE];
+            file.read_exact_at(&mut bytes, len - size)?;
+            AbortedTxn::from_bytes(&bytes).map(|txn| txn.last_offset)
+        } else {
+            None
+        };
+        state.len = len;
+        state.last_offset = last_offset;
+        Ok(())
+    }
+
     fn check_writable(&self, state: &State) -> Result<()> {
         if self.writable {
             Ok(())
