@@ -175,6 +175,18 @@ def main():
     write("legacy_message_set", "wrapper-high", bytes([1 | 2 | 12, 9, 255, 0, 3]) + messages)
     v1 = (FIXTURES / "legacy" / "v1.log").read_bytes()
     write("legacy_message_set", "wrapper-raw-inner", bytes([1 | 2 | 12 | 0x20, 9, 3, 0]) + v1[:300])
+    # producer_snapshot_decode: the broker's snapshot as it is, CRC-recomputed, and stored beside
+    # an older one; a partlog-layout snapshot with an open transaction; an empty one; a bad count.
+    snapshot = (FIXTURES / "broker" / "partlog-fixture-0" / "00000000000000000018.snapshot").read_bytes()
+    for flags in (0, 1, 2, 3):
+        write("producer_snapshot_decode", f"broker-{flags}", bytes([flags]) + snapshot)
+    entry = struct.pack(">qhiqiqiq", 7, 2, 9, 2020, 20, 2000, 3, 2000)
+    body = struct.pack(">i", 1) + entry
+    write("producer_snapshot_decode", "open-txn", bytes([2]) + struct.pack(">hI", 1, crc32c(body)) + body)
+    empty = struct.pack(">i", 0)
+    write("producer_snapshot_decode", "empty", bytes([2]) + struct.pack(">hI", 1, crc32c(empty)) + empty)
+    write("producer_snapshot_decode", "bad-count", bytes([3]) + struct.pack(">hIi", 1, 0, 2) + entry)
+    write("producer_snapshot_decode", "short", bytes([3, 0, 1, 0]))
 
 
 def crc32c(data):

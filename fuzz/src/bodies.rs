@@ -31,13 +31,14 @@ use partlog::{
 pub type Body = fn(&[u8]);
 
 /// The fuzz targets by name: the directory names under `fuzz/corpus/` and `fuzz/artifacts/`.
-pub const TARGETS: [(&str, Body); 6] = [
+pub const TARGETS: [(&str, Body); 7] = [
     ("batch_decode", batch_decode),
     ("index_open", index_open),
     ("segment_recover", segment_recover),
     ("log_ops", log_ops),
     ("checkpoint_decode", checkpoint_decode),
     ("legacy_message_set", legacy_message_set),
+    ("producer_snapshot_decode", producer_snapshot_decode),
 ];
 
 /// Reads the next byte of a fuzz input, 0 once it is used up (so every input decodes).
@@ -1216,4 +1217,83 @@ fn legacy_wrapper(mode: u8, input: &mut Bytes<'_>) {
         "wrapper (magic {magic}, codec {codec_id}, offset {wrapper_offset}) read as {records:?} \
          then {error:?}; Kafka's rules give {expected:?}, refused: {refused}"
     );
+}
+
+/// Fuzz target `producer_snapshot_decode`: Kafka's producer-state snapshot (FORMAT.md §9).
+///
+/// The first byte is flags, the rest the file. Bit 0 recomputes the CRC over bytes [6, end), so
+/// that mutations reach the count and entry checks rather than stopping at the checksum. The
+/// decoder must return the entries or `Error::Corrupt`, never panic; a file it accepts has
+/// exactly the length its count gives and re-encodes to its own bytes (one encoding per state).
+/// Bit 1 also stores the file as the newest of two snapshots in a simulated directory: loading
+/// the newest valid one must give this file's entries when it decodes, and otherwise the older
+/// snapshot, with this one deleted.
+pub fn producer_snapshot_decode(data: &[u8]) {
+    use partlog::unstable::producer_snapshot::{
+        LoadedSnapshot, SnapshotEntry, decode_snapshot, encode_snapshot, list_snapshots,
+        load_newest_valid_snapshot, snapshot_path, write_snapshot,
+    };
+    let mut input = Bytes(data);
+    let flags = input.byte();
+    let mut file = input.0.to_vec();
+    if flags & 1 == 1 && file.len() >= 6 {
+        let crc = partlog::unstable::format::crc32c(&file[6..]);
+        file[2..6].copy_from_slice(&crc.to_be_bytes());
+    }
+    let path = Path::new("/fuzz/00000000000000000009.snapshot");
+    let decoded = match decode_snapshot(path, &file) {
+        Ok(entries) => {
+            assert_eq!(
+                file.len(),
+                10 + 46 * entries.len(),
+                "accepted a wrong length"
+            );
+            assert_eq!(encode_snapshot(&entries), file, "re-encodes differently");
+            Some(entries)
+        }
+        Err(Error::Corrupt { .. }) => None,
+        Err(other) => panic!("untyped error from the snapshot decoder: {other}"),
+    };
+    if flags & 2 == 0 {
+        return;
+    }
+    let sim = SimStorage::new(u64::from(flags));
+    let storage: Arc<dyn Storage> = Arc::new(sim);
+    let dir = Path::new("/fuzz");
+    storage.create_dir_all(dir).expect("create the directory");
+    let older = vec![SnapshotEntry {
+        producer_id: 1,
+        producer_epoch: 0,
+        last_sequence: 4,
+        last_offset: 4,
+        offset_delta: 4,
+        timestamp: 1_700_000_000_000,
+        coordinator_epoch: -1,
+        current_txn_first_offset: -1,
+    }];
+    write_snapshot(&*storage, dir, 5, &older).expect("write the older snapshot");
+    let newest = storage
+        .open(&snapshot_path(dir, 9), OpenMode::CreateNew)
+        .expect("create the newest snapshot");
+    newest
+        .write_all_at(&file, 0)
+        .expect("write the newest snapshot");
+    let loaded = load_newest_valid_snapshot(&*storage, dir, 9, true).expect("load");
+    let listed = list_snapshots(&*storage, dir).expect("list");
+    match decoded {
+        Some(entries) => {
+            assert_eq!(loaded, Some(LoadedSnapshot { offset: 9, entries }));
+            assert_eq!(listed, vec![5, 9]);
+        }
+        None => {
+            assert_eq!(
+                loaded,
+                Some(LoadedSnapshot {
+                    offset: 5,
+                    entries: older
+                })
+            );
+            assert_eq!(listed, vec![5], "the bad snapshot was not deleted");
+        }
+    }
 }

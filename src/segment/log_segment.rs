@@ -264,13 +264,14 @@ impl Segment {
             let time_index =
                 TimeIndex::create(storage, &time_path, base_offset, config.segment_index_bytes)?;
             created.push(&time_path);
-            let txn_index = TransactionIndex::open(storage, &txn_path, base_offset, true)?;
-            if txn_index.delete_if_exists()? {
+            if storage.exists(&txn_path)? {
+                storage.remove(&txn_path)?;
                 log::warn!(
                     "removed the stale {} of a segment that no longer exists",
                     txn_path.display()
                 );
             }
+            let txn_index = TransactionIndex::new_empty(storage, &txn_path, base_offset);
             Ok((log, offset_index, time_index, txn_index))
         })();
         let (log, offset_index, time_index, txn_index) = match result {

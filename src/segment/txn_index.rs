@@ -119,10 +119,16 @@ impl TransactionIndex {
         } else {
             OpenMode::Read
         };
-        let file = match storage.open(path, mode) {
-            Ok(file) => Some(file),
-            Err(error) if error.io_kind() == Some(std::io::ErrorKind::NotFound) => None,
-            Err(error) => return Err(error),
+        // Most segments have no `.txnindex`: look before opening, so that their open costs no
+        // failed open.
+        let file = if storage.exists(path)? {
+            match storage.open(path, mode) {
+                Ok(file) => Some(file),
+                Err(error) if error.io_kind() == Some(std::io::ErrorKind::NotFound) => None,
+                Err(error) => return Err(error),
+            }
+        } else {
+            None
         };
         let size = AbortedTxn::SIZE as u64;
         let (len, last_offset) = match &file {
@@ -150,6 +156,26 @@ impl TransactionIndex {
                 last_offset,
             }),
         })
+    }
+
+    /// An empty, writable index whose file does not exist yet (a new segment's): no I/O until
+    /// the first [`append`](Self::append) creates the file.
+    pub fn new_empty(
+        storage: &Arc<dyn Storage>,
+        path: &Path,
+        base_offset: i64,
+    ) -> TransactionIndex {
+        TransactionIndex {
+            storage: Arc::clone(storage),
+            base_offset,
+            writable: true,
+            state: RwLock::new(State {
+                path: path.to_path_buf(),
+                file: None,
+                len: 0,
+                last_offset: None,
+            }),
+        }
     }
 
     /// The segment's base offset: no entry's `lastOffset` may lie below it.
@@ -215,10 +241,9 @@ impl TransactionIndex {
                 file
             }
         };
-        if let Err(error) = file.write_all_at(&txn.to_bytes(), state.len) {
-            // A torn entry past `len` is ignored by reads and overwritten by the next append.
-            return Err(error);
-        }
+        // On an error, a torn entry past `len` is ignored by reads and overwritten by the next
+        // append.
+        file.write_all_at(&txn.to_bytes(), state.len)?;
         state.len += AbortedTxn::SIZE as u64;
         state.last_offset = Some(txn.last_offset);
         Ok(())
@@ -372,6 +397,38 @@ impl TransactionIndex {
             self.storage.rename(&state.path, new_path)?;
         }
         state.path = new_path.to_path_buf();
+        Ok(())
+    }
+
+    /// Catches up with a writer in another process (a read-only index of a live log): opens
+    /// the file if it has appeared since, and reads its whole entries up to its current length.
+    /// A writable index is its file's only writer and has nothing to catch up with.
+    pub fn refresh(&self) -> Result<()> {
+        if self.writable {
+            return Ok(());
+        }
+        let mut state = self.state.write();
+        if state.file.is_none() {
+            if !self.storage.exists(&state.path)? {
+                return Ok(());
+            }
+            state.file = Some(self.storage.open(&state.path, OpenMode::Read)?);
+        }
+        let Some(file) = state.file.clone() else {
+            return Ok(());
+        };
+        let size = AbortedTxn::SIZE as u64;
+        // A writer's truncation may also have shortened it.
+        let len = file.len()? / size * size;
+        let last_offset = if len >= size {
+            let mut bytes = [0u8; AbortedTxn::SIZE];
+            file.read_exact_at(&mut bytes, len - size)?;
+            AbortedTxn::from_bytes(&bytes).map(|txn| txn.last_offset)
+        } else {
+            None
+        };
+        state.len = len;
+        state.last_offset = last_offset;
         Ok(())
     }
 

@@ -341,3 +341,47 @@ fn txn_index_segment_create_drops_a_stale_file() {
         vec![]
     );
 }
+
+/// A read-only index of a log another process writes sees the file appear and grow only when
+/// refreshed.
+#[test]
+fn txn_index_read_only_refresh_follows_a_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = segment_file_path(dir.path(), 0, SegmentFileKind::TxnIndex);
+    let reader = TransactionIndex::open(&os(), &path, 0, false).unwrap();
+    reader.refresh().unwrap();
+    assert!(!reader.file_exists());
+    let writer = TransactionIndex::open(&os(), &path, 0, true).unwrap();
+    writer.append(txn(1, 0, 3, 4)).unwrap();
+    assert_eq!(reader.all().unwrap(), vec![]);
+    reader.refresh().unwrap();
+    assert_eq!(reader.all().unwrap(), vec![txn(1, 0, 3, 4)]);
+    writer.append(txn(2, 4, 6, 7)).unwrap();
+    reader.refresh().unwrap();
+    assert_eq!(reader.last_offset(), Some(6));
+    writer.truncate_to(5).unwrap();
+    reader.refresh().unwrap();
+    assert_eq!(reader.all().unwrap(), vec![txn(1, 0, 3, 4)]);
+}
+
+/// Kafka's `testPositionSetCorrectlyWhenOpened`: appends after a reopen go after the entries
+/// already there.
+#[test]
+fn txn_index_appends_after_a_reopen_follow_the_existing_entries() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, index) = index_at(dir.path(), 0);
+    let mut aborted = vec![
+        txn(0, 0, 10, 11),
+        txn(1, 5, 15, 13),
+        txn(2, 18, 35, 25),
+        txn(3, 32, 50, 40),
+    ];
+    for entry in &aborted {
+        index.append(*entry).unwrap();
+    }
+    drop(index);
+    let reopened = TransactionIndex::open(&os(), &path, 0, true).unwrap();
+    reopened.append(txn(3, 50, 60, 55)).unwrap();
+    aborted.push(txn(3, 50, 60, 55));
+    assert_eq!(reopened.all().unwrap(), aborted);
+}
