@@ -505,7 +505,14 @@ mod tests {
                 },
                 Some(2),
             ),
-            (Error::RecordTooLarge { size: 2, max: 1 }, Some(10)),
+            (
+                Error::RecordTooLarge {
+                    size: 2,
+                    max: 1,
+                    limit: "max.message.bytes",
+                },
+                Some(10),
+            ),
             (
                 Error::InvalidTimestamp {
                     timestamp: 0,
@@ -554,7 +561,13 @@ mod tests {
             (io_error(), Some(56)),
             (Error::Poisoned, Some(56)),
             (Error::UnsupportedCompression { codec: 2 }, Some(76)),
-            (Error::Locked { path: "/x".into() }, None),
+            (
+                Error::Locked {
+                    path: "/x".into(),
+                    in_this_process: false,
+                },
+                None,
+            ),
             (Error::Truncated { at: 3 }, None),
             (Error::Closed, None),
             (Error::Unsupported { what: "x".into() }, None),

@@ -13,8 +13,8 @@ use crate::clock::{COARSE_CLOCK_LAG_MS, Clock};
 use crate::error::{Error, Result};
 use crate::format::{
     BatchBuilder, BatchHeader, BatchView, Compression, ControlRecordType, EndTransactionMarker,
-    NewRecord, RecordRef, TimestampType, control_record_type, set_base_offset,
-    set_log_append_time, set_partition_leader_epoch,
+    NewRecord, RecordRef, TimestampType, control_record_type, set_base_offset, set_log_append_time,
+    set_partition_leader_epoch,
 };
 
 use super::producer_state::{AppendOrigin, ProducerAppendCheck};

@@ -31,9 +31,9 @@ mod recovery;
 mod retention;
 mod snapshot;
 mod stats;
-mod transactions;
 #[cfg(feature = "stream")]
 mod tail_stream;
+mod transactions;
 mod truncate;
 mod wait;
 mod watermark;
@@ -73,9 +73,9 @@ pub use observer::{LogEvent, Observer};
 pub use records::{LogTail, ReadEnd};
 pub use retention::{DeletedSegment, RetentionReport, RetentionRule};
 pub use stats::{LogStats, RecoveryReport};
-pub use transactions::ProducerStateEntry;
 #[cfg(feature = "stream")]
 pub use tail_stream::LogTailStream;
+pub use transactions::ProducerStateEntry;
 pub use wait::{WaitDurable, WaitForData};
 
 /// The name of the lock file in a log directory.
