@@ -91,6 +91,9 @@ fn a_failed_roll_fsync_in_the_background_poisons_the_log() {
         match log.append(&[record(i)]) {
             Ok(_) => i += 1,
             Err(Error::Poisoned) => break,
+            // The producer snapshot of a roll fails its own sync: that append fails, the
+            // temporary file goes, and the log goes on (the failed sync lost nothing of it).
+            Err(Error::Io { path, .. }) if path.to_string_lossy().ends_with(".snapshot.tmp") => {}
             Err(other) => panic!("unexpected error: {other}"),
         }
         if log.stats().rolls > 0 {
