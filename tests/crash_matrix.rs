@@ -313,6 +313,40 @@ impl Model {
             .map(|(base, b)| (*base, *b))
     }
 
+    /// `offset`, or lower, so that no transaction begins below it and ends (or is still open)
+    /// at or above it. A log start inside a transaction leaves its beginning to whatever
+    /// producer state the log last loaded (a snapshot knows it, a replay of what is left does
+    /// not), which the checks after a crash do not model.
+    fn below_transactions(&self, offset: i64) -> i64 {
+        let mut open: BTreeMap<i64, i64> = BTreeMap::new();
+        // (first offset, marker offset, or none while open)
+        let mut spans: Vec<(i64, Option<i64>)> = Vec::new();
+        for (base, b) in &self.batches {
+            match b.kind {
+                Kind::Transactional => {
+                    open.entry(b.producer_id).or_insert(*base);
+                }
+                Kind::Commit | Kind::Abort => {
+                    if let Some(first) = open.remove(&b.producer_id) {
+                        spans.push((first, Some(*base)));
+                    }
+                }
+                Kind::Plain | Kind::Idempotent => {}
+            }
+        }
+        spans.extend(open.values().map(|first| (*first, None)));
+        let mut to = offset;
+        while let Some(first) = spans
+            .iter()
+            .filter(|(first, marker)| *first < to && marker.is_none_or(|m| m >= to))
+            .map(|(first, _)| *first)
+            .min()
+        {
+            to = first;
+        }
+        to
+    }
+
     /// The log reloaded its producer state (a reopen or a truncation): of each producer, only
     /// the newest batch is known, and only while some of its data lies at or above the start.
     fn reload_resendable(&mut self, log_start: i64) {
@@ -781,6 +815,7 @@ impl Run<'_> {
             }
             Op::DeleteBefore { eighths } => {
                 let to = start + (end - start) * i64::from(*eighths) / 8;
+                let to = self.model.below_transactions(to);
                 self.model.start_max = self.model.start_max.max(to);
                 let result = self.log().delete_records_before(to);
                 if result.is_ok() {
@@ -890,7 +925,7 @@ impl Run<'_> {
             }
             at = fetch.next_offset();
         }
-        for (base, meta) in model.batches.range(start..model.durable) {
+        for (base, meta) in model.batches.range(start..model.durable.max(start)) {
             let is_marker = matches!(meta.kind, Kind::Commit | Kind::Abort);
             check!(
                 !is_marker || !meta.acked || there.contains_key(base),
@@ -1107,11 +1142,12 @@ impl Run<'_> {
             );
         }
         // offset_for_timestamp: the first record at or after each timestamp.
-        // A marker is a record too (a control record, with the clock's time).
-        let mut timestamps: BTreeMap<i64, i64> =
+        // The markers' timestamps (the clock's, newer than every record's) are asked for too:
+        // `offset_for_timestamp` answers with data records only, never a marker.
+        let timestamps: BTreeMap<i64, i64> =
             found.iter().map(|(o, r)| (*o, r.timestamp)).collect();
-        timestamps.extend(&markers);
         let mut targets: Vec<i64> = timestamps.values().copied().collect();
+        targets.extend(markers.values());
         targets.push(T0);
         for target in targets {
             let answer = log
