@@ -345,12 +345,6 @@ impl ProducerAppendInfo {
         &self.started
     }
 
-    /// The transactions this append's markers end, in order.
-    #[cfg(test)]
-    pub(crate) fn completed_transactions(&self) -> &[CompletedTxn] {
-        &self.completed
-    }
-
     /// The entry as this append leaves it, holding only the batches the append adds.
     #[cfg(test)]
     pub(crate) fn updated_entry(&self) -> &ProducerStateEntry {

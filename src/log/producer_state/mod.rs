@@ -187,12 +187,6 @@ impl ProducerStateManager {
         }
     }
 
-    /// The settings in use.
-    #[cfg(test)]
-    pub(crate) fn config(&self) -> ProducerStateConfig {
-        self.config
-    }
-
     /// The entry of `producer_id`, if the log has state for it.
     pub(crate) fn last_entry(&self, producer_id: i64) -> Option<&ProducerStateEntry> {
         self.producers.get(&producer_id)
