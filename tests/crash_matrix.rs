@@ -2,8 +2,13 @@
 //! simulated machine crash injected at each write, sync and directory operation in turn.
 //!
 //! A case is a random sequence of appends (single records and producer batches, in every
-//! codec), flushes, rolls, `truncate_to`, `delete_records_before`, retention and compaction
-//! passes (in the compacted variant), and clean close-and-reopens. A dry run records every
+//! codec), idempotent and transactional batches of four producers, COMMIT and ABORT markers,
+//! re-sends of a producer's recent batches (each must be a duplicate with its original offsets:
+//! one of its last 5, and after a truncation or a reopen only its newest, as a snapshot holds
+//! one batch per producer), flushes, rolls, `truncate_to`, `delete_records_before` (never
+//! inside a transaction: what a log start there leaves depends on which producer state the log
+//! last loaded, which the model does not follow), retention and compaction passes (in the
+//! compacted variant), and clean close-and-reopens. A dry run records every
 //! operation that changes or persists state (create, write, `set_len`, sync, directory sync,
 //! rename, remove, ...); then the case runs once per such operation k, with the machine crashing
 //! just before the kth (a random legal crash image: unsynced writes kept, lost or torn at a
@@ -23,7 +28,15 @@
 //!   its horizon, must survive ([`Model::check_records`]);
 //! - the log start offset is at least what a returned `delete_records_before` set;
 //! - the read at every offset from the log start to the end, and `offset_for_timestamp` for
-//!   every record's timestamp, answer what the model says;
+//!   every record's and marker's timestamp, answer what the model says (markers are never an
+//!   answer);
+//! - every batch there is one appended at its offset, with its producer id and transactional
+//!   and control bits, and every durable marker is there; the first unstable offset, the last
+//!   stable offset, the aborted transactions each `read_committed` read lists, and
+//!   `committed_records` equal those of a replay of the surviving batches (after the ones below
+//!   the log start); a re-send of each producer's newest batch there is a duplicate with its
+//!   original offsets. So no torn or stale `.snapshot` (or `.txnindex`) is ever trusted
+//!   ([`Run::check_transactions`]);
 //! - the log takes an append at its end, and after a clean close `verify_dir` (which checks
 //!   every index entry against its batch) finds nothing wrong.
 //!
@@ -713,7 +726,10 @@ impl Run<'_> {
                     .get(&producer_id)
                     .cloned()
                     .unwrap_or_default();
-                let Some(&base) = window.iter().rev().nth(usize::from(*back) % window.len().max(1))
+                let Some(&base) = window
+                    .iter()
+                    .rev()
+                    .nth(usize::from(*back) % window.len().max(1))
                 else {
                     return Ok(());
                 };
@@ -1144,8 +1160,7 @@ impl Run<'_> {
         // offset_for_timestamp: the first record at or after each timestamp.
         // The markers' timestamps (the clock's, newer than every record's) are asked for too:
         // `offset_for_timestamp` answers with data records only, never a marker.
-        let timestamps: BTreeMap<i64, i64> =
-            found.iter().map(|(o, r)| (*o, r.timestamp)).collect();
+        let timestamps: BTreeMap<i64, i64> = found.iter().map(|(o, r)| (*o, r.timestamp)).collect();
         let mut targets: Vec<i64> = timestamps.values().copied().collect();
         targets.extend(markers.values());
         targets.push(T0);
@@ -1223,7 +1238,9 @@ fn run_case(case: &Case, crash_at: Option<(FaultOp, u64)>) -> Result<Vec<SimEven
                 )));
             }
             if let Some(failure) = run.failure.take() {
-                return Err(TestCaseError::fail(format!("{label}: op {index} {op:?}: {failure}")));
+                return Err(TestCaseError::fail(format!(
+                    "{label}: op {index} {op:?}: {failure}"
+                )));
             }
             if run.log.is_none() {
                 break;

@@ -53,7 +53,7 @@ const CRASH_TOPIC: &str = "handoff-crash";
 const TXN_TOPIC: &str = "handoff-txn";
 /// partlog's producer ids in the transactions test: far above the blocks of 1,000 that the
 /// broker's controller hands out from 0, so that they never meet an id the broker allocates
-/// (the hand-off caveat of ARCHITECTURE.md §9).
+/// (docs/kafka-handoff.md, "Producer ids belong to the broker").
 const PARTLOG_PIDS: [i64; 2] = [1 << 40, (1 << 40) + 1];
 const MARKER: &str = ".kafka_cleanshutdown";
 const SET_ASIDE: &str = ".kafka_cleanshutdown.partlog";
@@ -710,7 +710,10 @@ fn transactions_of_the_broker_and_of_partlog_are_served_read_committed_after_a_h
     let committed = kafka.produce(
         TXN_TOPIC,
         0,
-        &[record(b"b", b"broker committed 1", 0), record(b"b", b"broker committed 2", 1)],
+        &[
+            record(b"b", b"broker committed 1", 0),
+            record(b"b", b"broker committed 2", 1),
+        ],
         &transaction(false),
     );
     let aborted = kafka.produce(
@@ -750,7 +753,10 @@ fn transactions_of_the_broker_and_of_partlog_are_served_read_committed_after_a_h
         .iter()
         .map(|p| p.producer_id)
         .collect();
-    assert!(!broker_pids.is_empty(), "the broker's producer state was loaded");
+    assert!(
+        !broker_pids.is_empty(),
+        "the broker's producer state was loaded"
+    );
     assert!(
         broker_pids.iter().all(|pid| !PARTLOG_PIDS.contains(pid)),
         "{broker_pids:?}"
@@ -773,7 +779,8 @@ fn transactions_of_the_broker_and_of_partlog_are_served_read_committed_after_a_h
         }
         (builder.build().unwrap(), records)
     };
-    let (kept_batch, kept_records) = batch(kept, &["partlog committed 1", "partlog committed 2"], 10);
+    let (kept_batch, kept_records) =
+        batch(kept, &["partlog committed 1", "partlog committed 2"], 10);
     let (dropped_batch, dropped_records) = batch(dropped, &["partlog aborted"], 12);
     let kept_info = log.append_batch(&kept_batch).unwrap();
     let dropped_info = log.append_batch(&dropped_batch).unwrap();
@@ -817,7 +824,11 @@ fn transactions_of_the_broker_and_of_partlog_are_served_read_committed_after_a_h
         .collect();
     assert!(recovered_segments.is_empty(), "{recovered_segments:#?}");
     for needle in ["snapshot", "Snapshot", "corrupt", &format!("{TXN_TOPIC}-0")] {
-        assert_eq!(warnings_about(&kafka, needle), Vec::<String>::new(), "{needle}");
+        assert_eq!(
+            warnings_about(&kafka, needle),
+            Vec::<String>::new(),
+            "{needle}"
+        );
     }
     assert_has_leader(&kafka, TXN_TOPIC);
     assert_eq!(

@@ -105,6 +105,17 @@ impl ProducerBatch {
     }
 }
 
+/// The transactions of the model's batches.
+#[derive(Debug, Default)]
+struct Transactions {
+    /// Producer id → the first offset of its open transaction.
+    open: BTreeMap<i64, i64>,
+    /// (producer id, first offset, marker offset) of each aborted transaction, in marker order.
+    aborted: Vec<(i64, i64, i64)>,
+    /// (first offset, marker offset) of each ended transaction.
+    ended: Vec<(i64, i64)>,
+}
+
 /// The idempotent producers, then the transactional ones.
 const PRODUCERS: [i64; 4] = [1000, 1001, 2000, 2001];
 
@@ -130,37 +141,32 @@ impl Model {
 
     /// The sequence after `producer_id`'s newest batch.
     fn next_sequence(&self, producer_id: i64) -> i32 {
-        self.newest_data_batch(producer_id)
-            .map_or(0, |(base, b)| {
-                b.base_sequence + i32::try_from(b.last_offset - base).unwrap() + 1
-            })
+        self.newest_data_batch(producer_id).map_or(0, |(base, b)| {
+            b.base_sequence + i32::try_from(b.last_offset - base).unwrap() + 1
+        })
     }
 
-    /// The transactions of the batches: the open ones (producer id → first offset) and the
-    /// aborted ones (producer id, first offset, marker offset), in marker order. A marker
-    /// without an open transaction ends nothing.
-    fn transactions(&self) -> (BTreeMap<i64, i64>, Vec<(i64, i64, i64)>, Vec<(i64, i64)>) {
-        let mut open = BTreeMap::new();
-        let mut aborted = Vec::new();
-        // (first offset, marker offset) of every ended transaction
-        let mut ended = Vec::new();
+    /// The transactions of the batches, replayed in offset order. A marker without an open
+    /// transaction ends nothing.
+    fn transactions(&self) -> Transactions {
+        let mut txns = Transactions::default();
         for (base, b) in &self.producer_batches {
             match b.kind {
                 Kind::Transactional => {
-                    open.entry(b.producer_id).or_insert(*base);
+                    txns.open.entry(b.producer_id).or_insert(*base);
                 }
                 Kind::Commit | Kind::Abort => {
-                    if let Some(first) = open.remove(&b.producer_id) {
-                        ended.push((first, *base));
+                    if let Some(first) = txns.open.remove(&b.producer_id) {
+                        txns.ended.push((first, *base));
                         if b.kind == Kind::Abort {
-                            aborted.push((b.producer_id, first, *base));
+                            txns.aborted.push((b.producer_id, first, *base));
                         }
                     }
                 }
                 Kind::Idempotent => {}
             }
         }
-        (open, aborted, ended)
+        txns
     }
 
     /// `offset`, or lower, so that no transaction begins below it and ends (or is still open)
@@ -168,7 +174,7 @@ impl Model {
     /// the log last loaded (a snapshot knows it, a replay of what is left does not), which this
     /// model does not follow.
     fn below_transactions(&self, offset: i64) -> i64 {
-        let (open, _, ended) = self.transactions();
+        let Transactions { open, ended, .. } = self.transactions();
         let spans: Vec<(i64, Option<i64>)> = ended
             .into_iter()
             .map(|(first, marker)| (first, Some(marker)))
@@ -472,7 +478,11 @@ impl Harness {
             .transactional(batch.kind == Kind::Transactional);
         for offset in base..=batch.last_offset {
             let epoch = self.model.epoch_of[usize::try_from(offset).unwrap()];
-            builder.push(&NewRecord::new(T0 + offset, None, Some(&value(offset, epoch))));
+            builder.push(&NewRecord::new(
+                T0 + offset,
+                None,
+                Some(&value(offset, epoch)),
+            ));
         }
         let info = self.log().append_batch(&builder.build().unwrap())?;
         assert!(
@@ -489,7 +499,7 @@ impl Harness {
         let log = self.log();
         let seed = self.seed;
         let (start, end) = (log.log_start_offset(), log.log_end_offset());
-        let (open, aborted, _) = self.model.transactions();
+        let Transactions { open, aborted, .. } = self.model.transactions();
         let first_unstable = open.values().min().copied();
         let lso = first_unstable.unwrap_or(i64::MAX).min(end).max(start);
         assert_eq!(log.first_unstable_offset(), first_unstable, "seed {seed}");
@@ -512,7 +522,10 @@ impl Harness {
                 .filter(|(_, first, marker)| *marker >= at && *first < upper)
                 .copied()
                 .collect();
-            assert_eq!(listed, expected, "seed {seed}: read_committed {at}..{upper}");
+            assert_eq!(
+                listed, expected,
+                "seed {seed}: read_committed {at}..{upper}"
+            );
             at = upper;
         }
         let aborted_data = |offset: i64| {

@@ -10,8 +10,8 @@ use partlog::unstable::producer_snapshot::{
     SnapshotEntry, decode_snapshot, encode_snapshot, snapshot_file_name,
 };
 use partlog::{
-    AbortedTxn, BatchBuilder, Compression, ControlRecordType, Isolation, Log, LogConfig,
-    NewRecord, ReadBound, ReadOptions,
+    AbortedTxn, BatchBuilder, Compression, ControlRecordType, Isolation, Log, LogConfig, NewRecord,
+    ReadBound, ReadOptions,
 };
 
 /// Now, on the wall clock the logs run on (producers idle for `producer.id.expiration.ms` are
@@ -41,7 +41,11 @@ fn batch(pid: i64, base_seq: i32, count: usize, transactional: bool) -> Vec<u8> 
         .transactional(transactional);
     for i in 0..count {
         let value = format!("p{pid}s{}", base_seq + i as i32);
-        builder.push(&NewRecord::new(now_ms(), Some(b"k"), Some(value.as_bytes())));
+        builder.push(&NewRecord::new(
+            now_ms(),
+            Some(b"k"),
+            Some(value.as_bytes()),
+        ));
     }
     builder.build().unwrap()
 }
@@ -120,12 +124,26 @@ fn log_at_100(dir: &Path) -> Log {
 /// Kafka's `LogSegmentTest` layout: pid1@100–101, pid2@102–103, plain@104–105, ABORT(pid2)@106,
 /// COMMIT(pid1)@107.
 fn write_segment_test_layout(log: &Log) {
-    assert_eq!(log.append_batch(&batch(1, 0, 2, true)).unwrap().first_offset, 100);
-    assert_eq!(log.append_batch(&batch(2, 0, 2, true)).unwrap().first_offset, 102);
+    assert_eq!(
+        log.append_batch(&batch(1, 0, 2, true))
+            .unwrap()
+            .first_offset,
+        100
+    );
+    assert_eq!(
+        log.append_batch(&batch(2, 0, 2, true))
+            .unwrap()
+            .first_offset,
+        102
+    );
     assert_eq!(log.append_batch(&plain_batch(2)).unwrap().first_offset, 104);
-    let abort = log.append_marker(2, 0, ControlRecordType::Abort, 0).unwrap();
+    let abort = log
+        .append_marker(2, 0, ControlRecordType::Abort, 0)
+        .unwrap();
     assert_eq!(abort.first_offset, 106);
-    let commit = log.append_marker(1, 0, ControlRecordType::Commit, 0).unwrap();
+    let commit = log
+        .append_marker(1, 0, ControlRecordType::Commit, 0)
+        .unwrap();
     assert_eq!(commit.first_offset, 107);
 }
 
@@ -196,14 +214,31 @@ fn producer_state_segment_recovery_keeps_a_transaction_begun_in_an_earlier_segme
                 .producer(2, 0, 0)
                 .transactional(true);
             txn.push(&NewRecord::new(old, Some(b"k"), Some(b"p2s0")));
-            assert_eq!(log.append_batch(&txn.build().unwrap()).unwrap().first_offset, 75);
+            assert_eq!(
+                log.append_batch(&txn.build().unwrap())
+                    .unwrap()
+                    .first_offset,
+                75
+            );
             plain(24);
-            assert_eq!(log.append_batch(&batch(1, 0, 2, true)).unwrap().first_offset, 100);
+            assert_eq!(
+                log.append_batch(&batch(1, 0, 2, true))
+                    .unwrap()
+                    .first_offset,
+                100
+            );
             assert_eq!(log.stats().segments, 2, "the roll at 100");
-            assert_eq!(log.append_batch(&batch(2, 1, 2, true)).unwrap().first_offset, 102);
+            assert_eq!(
+                log.append_batch(&batch(2, 1, 2, true))
+                    .unwrap()
+                    .first_offset,
+                102
+            );
             assert_eq!(log.append_batch(&plain_batch(2)).unwrap().first_offset, 104);
-            log.append_marker(2, 0, ControlRecordType::Abort, 0).unwrap();
-            log.append_marker(1, 0, ControlRecordType::Commit, 0).unwrap();
+            log.append_marker(2, 0, ControlRecordType::Abort, 0)
+                .unwrap();
+            log.append_marker(1, 0, ControlRecordType::Commit, 0)
+                .unwrap();
             log.close().unwrap();
         }
         let index = dir.path().join("00000000000000000100.txnindex");
@@ -324,9 +359,13 @@ fn txn_index_recovery_of_the_last_segment_without_snapshots_rebuilds_the_aborted
     txn_index_recovery_case(true, false);
 }
 
-/// What the log holds for each producer that survives a reload (a snapshot keeps only the
-/// newest batch, so the remembered-batch count is left out).
-fn producer_view(log: &Log) -> Vec<(i64, i16, i32, i64, i32, Option<i64>)> {
+/// One producer's state as it survives a reload: (producer id, epoch, last sequence, last
+/// offset, coordinator epoch, open transaction's first offset). A snapshot keeps only the
+/// newest batch, so the remembered-batch count is left out.
+type ProducerView = (i64, i16, i32, i64, i32, Option<i64>);
+
+/// What the log holds for each producer.
+fn producer_view(log: &Log) -> Vec<ProducerView> {
     log.active_producers()
         .into_iter()
         .map(|p| {
@@ -449,9 +488,8 @@ fn spoiled_snapshot_case(spoil: Spoil) {
     }
 }
 
-
 /// The first sequence of producer `pid`'s newest 4-record batch plus 3: its last sequence.
-fn seq_of(view: &[(i64, i16, i32, i64, i32, Option<i64>)], pid: i64) -> i32 {
+fn seq_of(view: &[ProducerView], pid: i64) -> i32 {
     view.iter().find(|p| p.0 == pid).unwrap().2
 }
 
