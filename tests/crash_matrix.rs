@@ -2,8 +2,13 @@
 //! simulated machine crash injected at each write, sync and directory operation in turn.
 //!
 //! A case is a random sequence of appends (single records and producer batches, in every
-//! codec), flushes, rolls, `truncate_to`, `delete_records_before`, retention and compaction
-//! passes (in the compacted variant), and clean close-and-reopens. A dry run records every
+//! codec), idempotent and transactional batches of four producers, COMMIT and ABORT markers,
+//! re-sends of a producer's recent batches (each must be a duplicate with its original offsets:
+//! one of its last 5, and after a truncation or a reopen only its newest, as a snapshot holds
+//! one batch per producer), flushes, rolls, `truncate_to`, `delete_records_before` (never
+//! inside a transaction: what a log start there leaves depends on which producer state the log
+//! last loaded, which the model does not follow), retention and compaction passes (in the
+//! compacted variant), and clean close-and-reopens. A dry run records every
 //! operation that changes or persists state (create, write, `set_len`, sync, directory sync,
 //! rename, remove, ...); then the case runs once per such operation k, with the machine crashing
 //! just before the kth (a random legal crash image: unsynced writes kept, lost or torn at a
@@ -23,7 +28,15 @@
 //!   its horizon, must survive ([`Model::check_records`]);
 //! - the log start offset is at least what a returned `delete_records_before` set;
 //! - the read at every offset from the log start to the end, and `offset_for_timestamp` for
-//!   every record's timestamp, answer what the model says;
+//!   every record's and marker's timestamp, answer what the model says (markers are never an
+//!   answer);
+//! - every batch there is one appended at its offset, with its producer id and transactional
+//!   and control bits, and every durable marker is there; the first unstable offset, the last
+//!   stable offset, the aborted transactions each `read_committed` read lists, and
+//!   `committed_records` equal those of a replay of the surviving batches (after the ones below
+//!   the log start); a re-send of each producer's newest batch there is a duplicate with its
+//!   original offsets. So no torn or stale `.snapshot` (or `.txnindex`) is ever trusted
+//!   ([`Run::check_transactions`]);
 //! - the log takes an append at its end, and after a clean close `verify_dir` (which checks
 //!   every index entry against its batch) finds nothing wrong.
 //!
@@ -40,8 +53,9 @@ use std::time::{Duration, Instant};
 use partlog::unstable::sim::{CrashConfig, FaultOp, FaultRule, SimEvent};
 use partlog::unstable::{Clock, ManualClock, SimStorage, Storage};
 use partlog::{
-    BatchBuilder, CleanupPolicy, Compression, CompressionType, FlushPolicy, Log, LogConfig,
-    NewRecord, ReadBound, RecoveryMode, Severity, verify_dir,
+    BatchBuilder, CleanupPolicy, Compression, CompressionType, ControlRecordType, FlushPolicy,
+    Isolation, Log, LogConfig, NewRecord, ReadBound, ReadOptions, RecoveryMode, Severity,
+    verify_dir,
 };
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
@@ -74,6 +88,29 @@ enum Op {
     Compact,
     /// `close` and `open`.
     Reopen,
+    /// `append_batch` of an idempotent (non-transactional) batch of 1 to 3 records from
+    /// producer [`idempotent_pid`]`(producer)`, at the sequence after its last batch.
+    Idempotent { producer: u8, count: u8 },
+    /// `append_batch` of a transactional batch of 1 to 3 records from producer
+    /// [`transactional_pid`]`(producer)`: it opens the producer's transaction, or adds to it.
+    Transactional { producer: u8, count: u8 },
+    /// `append_marker` of a COMMIT or an ABORT for producer [`transactional_pid`]`(producer)`
+    /// (a marker without an open transaction is written and ends nothing).
+    EndTxn { producer: u8, commit: bool },
+    /// A re-send of one of the last batches of a producer (0 and 1: the idempotent ones, 2 and
+    /// 3: the transactional ones) that the log must still recognise: a duplicate, answered
+    /// with the original offsets, that writes nothing.
+    Resend { producer: u8, back: u8 },
+}
+
+/// The producer ids of the idempotent producers.
+fn idempotent_pid(producer: u8) -> i64 {
+    1000 + i64::from(producer % 2)
+}
+
+/// The producer ids of the transactional producers.
+fn transactional_pid(producer: u8) -> i64 {
+    2000 + i64::from(producer % 2)
 }
 
 #[derive(Debug, Clone)]
@@ -96,13 +133,18 @@ struct Case {
 /// tombstones) they must keep.
 fn op_strategy(compacted: bool) -> impl Strategy<Value = Op> {
     let (append, roll, truncate, max_back, compact) = if compacted {
-        (8, 4, 1, 16, 3)
+        (6, 4, 1, 16, 3)
     } else {
-        (6, 2, 2, 40, 1)
+        (4, 2, 2, 40, 1)
     };
     prop_oneof![
         append => (1u8..=3).prop_map(|count| Op::Append { count }),
-        3 => (1u8..=4, 0u8..3).prop_map(|(count, codec)| Op::AppendBatch { count, codec }),
+        2 => (1u8..=4, 0u8..3).prop_map(|(count, codec)| Op::AppendBatch { count, codec }),
+        2 => (0u8..2, 1u8..=3).prop_map(|(producer, count)| Op::Idempotent { producer, count }),
+        2 => (0u8..2, 1u8..=3)
+            .prop_map(|(producer, count)| Op::Transactional { producer, count }),
+        1 => (0u8..2, any::<bool>()).prop_map(|(producer, commit)| Op::EndTxn { producer, commit }),
+        1 => (0u8..4, 0u8..5).prop_map(|(producer, back)| Op::Resend { producer, back }),
         2 => Just(Op::Flush),
         roll => Just(Op::Roll),
         truncate => (0u8..max_back).prop_map(|back| Op::Truncate { back }),
@@ -227,9 +269,111 @@ struct Model {
     /// For each tombstone a finished pass recopied (it then wrote the delete horizon, its
     /// clock plus `delete.retention.ms`), that pass's index in `pass_ms`.
     horizon_pass: BTreeMap<i64, usize>,
+    /// Every batch appended (a completed truncation removes its tail), by base offset.
+    batches: BTreeMap<i64, BatchMeta>,
+    /// For each producer id, the base offsets of the batches a re-send of which the log must
+    /// answer as a duplicate: its last 5 since the last truncation or reopen, and right after
+    /// one only its newest (a snapshot holds one batch per producer).
+    resendable: BTreeMap<i64, Vec<i64>>,
+}
+
+/// What a batch of the model is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// `append` or a producer batch without a producer id.
+    Plain,
+    Idempotent,
+    Transactional,
+    Commit,
+    Abort,
+}
+
+/// One batch as the model knows it.
+#[derive(Debug, Clone, Copy)]
+struct BatchMeta {
+    kind: Kind,
+    /// -1 for a plain batch.
+    producer_id: i64,
+    /// -1 for a plain batch and a marker.
+    base_sequence: i32,
+    last_offset: i64,
+    /// Whether its append returned (else a crash interrupted it: it may be there or not).
+    acked: bool,
+}
+
+impl BatchMeta {
+    fn is_data(&self) -> bool {
+        matches!(self.kind, Kind::Idempotent | Kind::Transactional)
+    }
 }
 
 impl Model {
+    /// The sequence that `producer_id`'s next batch carries: the one after its newest batch
+    /// (a truncation takes the later ones back, and the log's state with them).
+    fn next_sequence(&self, producer_id: i64) -> i32 {
+        self.newest_data_batch(producer_id, i64::MAX)
+            .map_or(0, |(base, b)| {
+                b.base_sequence + i32::try_from(b.last_offset - base).expect("small") + 1
+            })
+    }
+
+    /// The newest data batch of `producer_id` that begins below `below`.
+    fn newest_data_batch(&self, producer_id: i64, below: i64) -> Option<(i64, BatchMeta)> {
+        self.batches
+            .range(..below)
+            .rev()
+            .find(|(_, b)| b.is_data() && b.producer_id == producer_id)
+            .map(|(base, b)| (*base, *b))
+    }
+
+    /// `offset`, or lower, so that no transaction begins below it and ends (or is still open)
+    /// at or above it. A log start inside a transaction leaves its beginning to whatever
+    /// producer state the log last loaded (a snapshot knows it, a replay of what is left does
+    /// not), which the checks after a crash do not model.
+    fn below_transactions(&self, offset: i64) -> i64 {
+        let mut open: BTreeMap<i64, i64> = BTreeMap::new();
+        // (first offset, marker offset, or none while open)
+        let mut spans: Vec<(i64, Option<i64>)> = Vec::new();
+        for (base, b) in &self.batches {
+            match b.kind {
+                Kind::Transactional => {
+                    open.entry(b.producer_id).or_insert(*base);
+                }
+                Kind::Commit | Kind::Abort => {
+                    if let Some(first) = open.remove(&b.producer_id) {
+                        spans.push((first, Some(*base)));
+                    }
+                }
+                Kind::Plain | Kind::Idempotent => {}
+            }
+        }
+        spans.extend(open.values().map(|first| (*first, None)));
+        let mut to = offset;
+        while let Some(first) = spans
+            .iter()
+            .filter(|(first, marker)| *first < to && marker.is_none_or(|m| m >= to))
+            .map(|(first, _)| *first)
+            .min()
+        {
+            to = first;
+        }
+        to
+    }
+
+    /// The log reloaded its producer state (a reopen or a truncation): of each producer, only
+    /// the newest batch is known, and only while some of its data lies at or above the start.
+    fn reload_resendable(&mut self, log_start: i64) {
+        let producers: Vec<i64> = self.resendable.keys().copied().collect();
+        for producer_id in producers {
+            let newest = self
+                .newest_data_batch(producer_id, i64::MAX)
+                .filter(|(_, b)| b.last_offset >= log_start)
+                .map(|(base, _)| base);
+            self.resendable
+                .insert(producer_id, newest.into_iter().collect());
+        }
+    }
+
     /// A compaction pass begins now: it may remove any record with a later record of its key.
     fn note_pass_start(&mut self, now_ms: i64) {
         self.pass_ms.push(now_ms);
@@ -393,6 +537,8 @@ struct Run<'a> {
     clock: Arc<ManualClock>,
     log: Option<Log>,
     model: Model,
+    /// A wrong answer of an operation that did not fail (a re-send that was not a duplicate).
+    failure: Option<String>,
 }
 
 macro_rules! check {
@@ -415,6 +561,14 @@ impl Run<'_> {
     fn note_append(&mut self, first: i64, count: i64, result: &partlog::Result<()>) {
         let (epoch, now_ms) = (self.model.epoch, self.clock.now_ms());
         self.model.batch_starts.insert(first);
+        let plain = BatchMeta {
+            kind: Kind::Plain,
+            producer_id: -1,
+            base_sequence: -1,
+            last_offset: first + count - 1,
+            acked: result.is_ok(),
+        };
+        self.model.batches.insert(first, plain);
         for offset in first..first + count {
             if result.is_ok() {
                 self.model.acked.insert(offset, rec(offset, epoch, now_ms));
@@ -422,6 +576,80 @@ impl Run<'_> {
                 self.model.maybe.insert(offset, rec(offset, epoch, now_ms));
             }
         }
+    }
+
+    /// Notes a batch (its records, if any, go through [`Self::note_append`]).
+    fn note_batch(&mut self, base: i64, meta: BatchMeta, result: &partlog::Result<()>) {
+        let meta = BatchMeta {
+            acked: result.is_ok(),
+            ..meta
+        };
+        self.model.batch_starts.insert(base);
+        self.model.batches.insert(base, meta);
+        if result.is_ok() && meta.is_data() {
+            let window = self.model.resendable.entry(meta.producer_id).or_default();
+            window.push(base);
+            if window.len() > 5 {
+                window.remove(0);
+            }
+        }
+    }
+
+    /// Appends a batch of `count` records from `producer_id` (the model's records at the log
+    /// end) at the producer's next sequence.
+    fn append_producer_batch(
+        &mut self,
+        producer_id: i64,
+        count: u8,
+        kind: Kind,
+    ) -> partlog::Result<()> {
+        let end = self.log().log_end_offset();
+        let (epoch, now_ms) = (self.model.epoch, self.clock.now_ms());
+        let count = i64::from(count);
+        let base_sequence = self.model.next_sequence(producer_id);
+        let mut builder = BatchBuilder::new(Compression::None)
+            .producer(producer_id, 0, base_sequence)
+            .transactional(kind == Kind::Transactional);
+        for o in end..end + count {
+            builder.push(&Self::new_record(&rec(o, epoch, now_ms)));
+        }
+        let batch = builder.build().expect("a valid batch");
+        let result = self.log().append_batch(&batch);
+        if let Ok(info) = &result
+            && (info.duplicate || info.first_offset != end)
+        {
+            self.failure = Some(format!(
+                "producer {producer_id} seq {base_sequence}: new batch answered {info:?}, \
+                 expected a write at {end}"
+            ));
+        }
+        let result = result.map(|_| ());
+        self.note_append(end, count, &result);
+        let meta = BatchMeta {
+            kind,
+            producer_id,
+            base_sequence,
+            last_offset: end + count - 1,
+            acked: true,
+        };
+        self.note_batch(end, meta, &result);
+        result
+    }
+
+    /// The batch the model noted at `base`, built again as its producer sent it.
+    fn rebuild_batch(model: &Model, base: i64, meta: &BatchMeta) -> Vec<u8> {
+        let mut builder = BatchBuilder::new(Compression::None)
+            .producer(meta.producer_id, 0, meta.base_sequence)
+            .transactional(meta.kind == Kind::Transactional);
+        for o in base..=meta.last_offset {
+            let r = model
+                .acked
+                .get(&o)
+                .or_else(|| model.maybe.get(&o))
+                .expect("the model holds the batch's records");
+            builder.push(&Self::new_record(r));
+        }
+        builder.build().expect("a valid batch")
     }
 
     fn new_record(r: &Rec) -> NewRecord {
@@ -457,6 +685,68 @@ impl Run<'_> {
                 self.note_append(end, count, &result);
                 result
             }
+            Op::Idempotent { producer, count } => {
+                self.append_producer_batch(idempotent_pid(*producer), *count, Kind::Idempotent)
+            }
+            Op::Transactional { producer, count } => self.append_producer_batch(
+                transactional_pid(*producer),
+                *count,
+                Kind::Transactional,
+            ),
+            Op::EndTxn { producer, commit } => {
+                let producer_id = transactional_pid(*producer);
+                let (marker, kind) = if *commit {
+                    (ControlRecordType::Commit, Kind::Commit)
+                } else {
+                    (ControlRecordType::Abort, Kind::Abort)
+                };
+                let result = self
+                    .log()
+                    .append_marker(producer_id, 0, marker, 0)
+                    .map(|_| ());
+                let meta = BatchMeta {
+                    kind,
+                    producer_id,
+                    base_sequence: -1,
+                    last_offset: end,
+                    acked: true,
+                };
+                self.note_batch(end, meta, &result);
+                result
+            }
+            Op::Resend { producer, back } => {
+                let producer_id = if *producer < 2 {
+                    idempotent_pid(*producer)
+                } else {
+                    transactional_pid(*producer)
+                };
+                let window = self
+                    .model
+                    .resendable
+                    .get(&producer_id)
+                    .cloned()
+                    .unwrap_or_default();
+                let Some(&base) = window
+                    .iter()
+                    .rev()
+                    .nth(usize::from(*back) % window.len().max(1))
+                else {
+                    return Ok(());
+                };
+                let meta = self.model.batches[&base];
+                let batch = Self::rebuild_batch(&self.model, base, &meta);
+                let info = self.log().append_batch(&batch)?;
+                if !info.duplicate
+                    || (info.first_offset, info.last_offset) != (base, meta.last_offset)
+                {
+                    self.failure = Some(format!(
+                        "producer {producer_id}: re-send of its batch at {base}..={} answered \
+                         {info:?}",
+                        meta.last_offset
+                    ));
+                }
+                Ok(())
+            }
             Op::Flush => {
                 if end > start {
                     self.log().wait_durable(end - 1)
@@ -481,6 +771,10 @@ impl Run<'_> {
                         self.model.orphaned.split_off(&new_end);
                         self.model.horizon_pass.split_off(&new_end);
                         self.model.maybe.clear();
+                        self.model.batches.split_off(&new_end);
+                        self.model.batches.retain(|_, b| b.acked);
+                        let log_start = self.log().log_start_offset();
+                        self.model.reload_resendable(log_start);
                         self.model.durable = self.model.durable.min(new_end);
                         self.model.start = self.model.start.min(new_end);
                         self.model.start_max = self.model.start_max.min(new_end);
@@ -524,6 +818,11 @@ impl Run<'_> {
                         self.model.note_truncation(cut);
                         let tail = self.model.acked.split_off(&cut);
                         self.model.maybe.extend(tail);
+                        let tail = self.model.batches.split_off(&cut);
+                        self.model.batches.extend(
+                            tail.into_iter()
+                                .map(|(base, b)| (base, BatchMeta { acked: false, ..b })),
+                        );
                         self.model.durable = self.model.durable.min(cut);
                         self.model.start = self.model.start.min(cut);
                         Err(error)
@@ -532,10 +831,23 @@ impl Run<'_> {
             }
             Op::DeleteBefore { eighths } => {
                 let to = start + (end - start) * i64::from(*eighths) / 8;
+                let to = self.model.below_transactions(to);
                 self.model.start_max = self.model.start_max.max(to);
                 let result = self.log().delete_records_before(to);
                 if result.is_ok() {
                     self.model.start = self.model.start.max(to);
+                    // A producer whose data all lies below the new start is forgotten.
+                    let start = self.log().log_start_offset();
+                    let producers: Vec<i64> = self.model.resendable.keys().copied().collect();
+                    for producer_id in producers {
+                        let gone = self
+                            .model
+                            .newest_data_batch(producer_id, i64::MAX)
+                            .is_none_or(|(_, b)| b.last_offset < start);
+                        if gone {
+                            self.model.resendable.insert(producer_id, Vec::new());
+                        }
+                    }
                 }
                 result
             }
@@ -556,10 +868,216 @@ impl Run<'_> {
                 drop(log);
                 closed?;
                 let log = Log::open(DIR, config(self.case, &self.sim, &self.clock))?;
+                self.model.reload_resendable(log.log_start_offset());
                 self.log = Some(log);
                 Ok(())
             }
         }
+    }
+
+    /// The producer-state checks after a crash: every batch there is one the model appended
+    /// there, and every durable marker is there; the first unstable offset, the last stable
+    /// offset, the aborted transactions of each `read_committed` read and the committed records
+    /// equal those of a replay of the surviving batches (with the ones below the log start);
+    /// and a re-send of each producer's newest batch there is a duplicate with its original
+    /// offsets. Returns the offsets and timestamps of the markers there.
+    fn check_transactions(
+        &self,
+        log: &Log,
+        label: &str,
+        start: i64,
+        end: i64,
+        found: &BTreeMap<i64, Rec>,
+    ) -> Result<BTreeMap<i64, i64>, TestCaseError> {
+        let model = &self.model;
+        let fail = |what: String| TestCaseError::fail(format!("{label}: {what}"));
+        // The batches there, each matched with the model's batch that ends where it ends (a
+        // compaction pass keeps a batch's base offset and last offset delta).
+        let mut there: BTreeMap<i64, BatchMeta> = BTreeMap::new();
+        let mut markers = BTreeMap::new();
+        let mut at = start;
+        while at < end {
+            let fetch = log
+                .read(at, 1 << 20, ReadBound::LogEnd)
+                .map_err(|e| fail(format!("scan at {at}: {e}")))?;
+            if fetch.is_empty() {
+                break;
+            }
+            for batch in fetch.batches() {
+                let batch = batch.map_err(|e| fail(format!("scan at {at}: {e}")))?;
+                let header = *batch.header().expect("partlog writes v2 batches");
+                let (base, meta) = model
+                    .batches
+                    .range(..=header.base_offset)
+                    .next_back()
+                    .filter(|(_, b)| b.last_offset == header.last_offset())
+                    .map(|(base, b)| (*base, *b))
+                    .ok_or_else(|| {
+                        fail(format!(
+                            "batch {}..={} was never appended",
+                            header.base_offset,
+                            header.last_offset()
+                        ))
+                    })?;
+                let kind_there = (
+                    header.producer_id,
+                    header.is_transactional(),
+                    header.is_control(),
+                );
+                let kind_appended = (
+                    meta.producer_id,
+                    matches!(meta.kind, Kind::Transactional | Kind::Commit | Kind::Abort),
+                    matches!(meta.kind, Kind::Commit | Kind::Abort),
+                );
+                check!(
+                    kind_there == kind_appended,
+                    "{label}: batch at {base} is (pid, transactional, control) {kind_there:?}, \
+                     appended as {meta:?}"
+                );
+                if header.is_control() {
+                    markers.insert(base, header.max_timestamp);
+                }
+                there.insert(base, meta);
+            }
+            at = fetch.next_offset();
+        }
+        for (base, meta) in model.batches.range(start..model.durable.max(start)) {
+            let is_marker = matches!(meta.kind, Kind::Commit | Kind::Abort);
+            check!(
+                !is_marker || !meta.acked || there.contains_key(base),
+                "{label}: durable marker at {base} lost (durable {})",
+                model.durable
+            );
+        }
+        // The replay: what survived, after what lay below it (acknowledged, since only the
+        // tail of an interrupted operation may be missing).
+        let scan_from = there.keys().next().copied().unwrap_or(end);
+        let history: Vec<(i64, BatchMeta)> = model
+            .batches
+            .range(..scan_from)
+            .filter(|(_, b)| b.acked)
+            .chain(there.iter())
+            .map(|(base, b)| (*base, *b))
+            .collect();
+        let mut open: BTreeMap<i64, i64> = BTreeMap::new();
+        // (producer id, first offset, marker offset)
+        let mut aborted: Vec<(i64, i64, i64)> = Vec::new();
+        for (base, b) in &history {
+            match b.kind {
+                Kind::Transactional => {
+                    open.entry(b.producer_id).or_insert(*base);
+                }
+                Kind::Commit | Kind::Abort => {
+                    if let Some(first) = open.remove(&b.producer_id)
+                        && b.kind == Kind::Abort
+                    {
+                        aborted.push((b.producer_id, first, *base));
+                    }
+                }
+                Kind::Plain | Kind::Idempotent => {}
+            }
+        }
+        let first_unstable = open.values().min().copied();
+        let lso = first_unstable.unwrap_or(i64::MAX).min(end).max(start);
+        check!(
+            log.first_unstable_offset() == first_unstable,
+            "{label}: first unstable offset {:?}, the surviving log says {first_unstable:?}",
+            log.first_unstable_offset()
+        );
+        check!(
+            log.last_stable_offset() == lso,
+            "{label}: last stable offset {}, the surviving log says {lso}",
+            log.last_stable_offset()
+        );
+        // Every read_committed read lists the aborted transactions it overlaps.
+        let read_committed = ReadOptions::default().isolation(Isolation::ReadCommitted);
+        let mut at = start;
+        while at < lso {
+            let fetch = log
+                .read_with(at, 1 << 20, read_committed)
+                .map_err(|e| fail(format!("read_committed at {at}: {e}")))?;
+            if fetch.is_empty() {
+                break;
+            }
+            let upper = fetch.next_offset();
+            let listed: Vec<(i64, i64, i64)> = fetch
+                .aborted_transactions()
+                .iter()
+                .map(|t| (t.producer_id, t.first_offset, t.last_offset))
+                .collect();
+            let expected: Vec<(i64, i64, i64)> = aborted
+                .iter()
+                .filter(|(_, first, marker)| *marker >= at && *first < upper)
+                .copied()
+                .collect();
+            check!(
+                listed == expected,
+                "{label}: read_committed {at}..{upper} lists aborted (pid, first, last) \
+                 {listed:?}, the surviving log says {expected:?}"
+            );
+            at = upper;
+        }
+        // The committed records: below the LSO, all but the data of aborted transactions.
+        let in_aborted = |offset: i64| {
+            let Some((_, b)) = there.range(..=offset).next_back() else {
+                return false;
+            };
+            b.kind == Kind::Transactional
+                && aborted.iter().any(|(pid, first, marker)| {
+                    *pid == b.producer_id && (*first..*marker).contains(&offset)
+                })
+        };
+        let expected: Vec<(i64, Option<Vec<u8>>)> = found
+            .range(..lso)
+            .filter(|(o, _)| !in_aborted(**o))
+            .map(|(o, r)| (*o, r.value.clone()))
+            .collect();
+        let mut committed = Vec::new();
+        for record in log.committed_records(start, ReadBound::LogEnd) {
+            let record = record.map_err(|e| fail(format!("committed_records: {e}")))?;
+            committed.push((record.offset, record.value));
+        }
+        let offsets = |v: &[(i64, Option<Vec<u8>>)]| v.iter().map(|(o, _)| *o).collect::<Vec<_>>();
+        check!(
+            committed == expected,
+            "{label}: committed records at {:?}, the surviving log says {:?}",
+            offsets(&committed),
+            offsets(&expected)
+        );
+        // The newest batch of each producer there is recognised, whether the state came from
+        // a snapshot (which holds only that batch) or from a replay of the log.
+        let producers: std::collections::BTreeSet<i64> = model
+            .batches
+            .values()
+            .filter(|b| b.is_data())
+            .map(|b| b.producer_id)
+            .collect();
+        for producer_id in producers {
+            let newest_appended = model.newest_data_batch(producer_id, end);
+            let newest_there = history
+                .iter()
+                .rev()
+                .find(|(_, b)| b.is_data() && b.producer_id == producer_id);
+            let Some(&(base, meta)) = newest_there else {
+                continue;
+            };
+            // Compaction may have emptied the newest batch away: then the log knows it only
+            // from its producer state, which this check cannot see.
+            if newest_appended.map(|(b, _)| b) != Some(base) || !there.contains_key(&base) {
+                continue;
+            }
+            let batch = Self::rebuild_batch(model, base, &meta);
+            let info = log
+                .append_batch(&batch)
+                .map_err(|e| fail(format!("re-send of {producer_id}'s batch at {base}: {e}")))?;
+            check!(
+                info.duplicate && (info.first_offset, info.last_offset) == (base, meta.last_offset),
+                "{label}: re-send of producer {producer_id}'s newest batch {base}..={} \
+                 answered {info:?}",
+                meta.last_offset
+            );
+        }
+        Ok(markers)
     }
 
     /// Everything the module docs promise of a log after a crash (or a clean run).
@@ -615,9 +1133,11 @@ impl Run<'_> {
             "{label}: end {end} below durable {}",
             model.durable
         );
+        // The markers there, by offset, with their timestamps.
+        let markers = self.check_transactions(&log, label, start, end, &found)?;
         if !self.case.compacted {
             let offsets: Vec<i64> = found.keys().copied().collect();
-            let expected: Vec<i64> = (start..end).collect();
+            let expected: Vec<i64> = (start..end).filter(|o| !markers.contains_key(o)).collect();
             check!(
                 offsets == expected,
                 "{label}: records are not gap-free from the start"
@@ -638,16 +1158,20 @@ impl Run<'_> {
             );
         }
         // offset_for_timestamp: the first record at or after each timestamp.
-        let mut targets: Vec<i64> = found.values().map(|r| r.timestamp).collect();
+        // The markers' timestamps (the clock's, newer than every record's) are asked for too:
+        // `offset_for_timestamp` answers with data records only, never a marker.
+        let timestamps: BTreeMap<i64, i64> = found.iter().map(|(o, r)| (*o, r.timestamp)).collect();
+        let mut targets: Vec<i64> = timestamps.values().copied().collect();
+        targets.extend(markers.values());
         targets.push(T0);
         for target in targets {
             let answer = log
                 .offset_for_timestamp(target)
                 .map_err(|e| TestCaseError::fail(format!("{label}: offset_for_timestamp: {e}")))?;
-            let expected = found
+            let expected = timestamps
                 .iter()
-                .find(|(_, r)| r.timestamp >= target)
-                .map(|(o, r)| (*o, r.timestamp));
+                .find(|(_, ts)| **ts >= target)
+                .map(|(o, ts)| (*o, *ts));
             check!(
                 answer == expected,
                 "{label}: offset_for_timestamp({target}) = {answer:?}, expected {expected:?}"
@@ -691,6 +1215,7 @@ fn run_case(case: &Case, crash_at: Option<(FaultOp, u64)>) -> Result<Vec<SimEven
             delete_retention_ms: case.delete_retention_ms,
             ..Model::default()
         },
+        failure: None,
     };
     match Log::open(DIR, config(case, &sim, &clock)) {
         Ok(log) => run.log = Some(log),
@@ -710,6 +1235,11 @@ fn run_case(case: &Case, crash_at: Option<(FaultOp, u64)>) -> Result<Vec<SimEven
             if let Err(error) = result {
                 return Err(TestCaseError::fail(format!(
                     "{label}: op {index} {op:?} failed without a crash: {error}"
+                )));
+            }
+            if let Some(failure) = run.failure.take() {
+                return Err(TestCaseError::fail(format!(
+                    "{label}: op {index} {op:?}: {failure}"
                 )));
             }
             if run.log.is_none() {

@@ -44,12 +44,17 @@ use std::process::{Command, Stdio};
 
 use broker::{Broker, ClientRecord, Isolation, PartitionLeader, ProduceOptions};
 use partlog::{
-    BatchBuilder, BatchHeader, BatchView, Compression, Error, FlushPolicy, Log, LogConfig,
-    LogRecord, NewRecord, ReadBound,
+    BatchBuilder, BatchHeader, BatchView, Compression, ControlRecordType, Error, FlushPolicy, Log,
+    LogConfig, LogRecord, NewRecord, ReadBound,
 };
 
 const TOPIC: &str = "handoff";
 const CRASH_TOPIC: &str = "handoff-crash";
+const TXN_TOPIC: &str = "handoff-txn";
+/// partlog's producer ids in the transactions test: far above the blocks of 1,000 that the
+/// broker's controller hands out from 0, so that they never meet an id the broker allocates
+/// (docs/kafka-handoff.md, "Producer ids belong to the broker").
+const PARTLOG_PIDS: [i64; 2] = [1 << 40, (1 << 40) + 1];
 const MARKER: &str = ".kafka_cleanshutdown";
 const SET_ASIDE: &str = ".kafka_cleanshutdown.partlog";
 const PARTLOG_LOCK: &str = "partlog.lock";
@@ -676,4 +681,175 @@ fn a_partlog_crash_mid_append_makes_the_broker_recover_and_cut_the_torn_tail() {
     for name in [PARTLOG_LOCK, PARTLOG_CHECKPOINT, SET_ASIDE] {
         assert_eq!(warnings_about(&kafka, name), Vec::<String>::new());
     }
+}
+
+/// Transactions both ways: the broker writes a committed and an aborted transaction (and a
+/// record outside any), partlog opens the partition, writes its own transactions with its own
+/// producer ids (one committed, one aborted, interleaved with a plain record) and closes
+/// cleanly; the restarted broker loads partlog's producer snapshot without a word, and a
+/// `read_committed` consumer reads exactly the committed records of both writers.
+#[test]
+fn transactions_of_the_broker_and_of_partlog_are_served_read_committed_after_a_hand_off() {
+    let Some(env) = broker::broker_env() else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let mut kafka = Broker::start(env, work.path());
+    let partition = kafka.partition_dir(TXN_TOPIC, 0);
+    kafka.create_topic(TXN_TOPIC, 1, &topic_configs());
+    let record = |key: &[u8], value: &[u8], at: i64| {
+        let mut record = ClientRecord::new(key, value);
+        record.timestamp = Some(T0 + at);
+        record
+    };
+    let transaction = |abort| ProduceOptions {
+        transactional_id: Some("broker-txn"),
+        abort,
+        ..ProduceOptions::default()
+    };
+    let committed = kafka.produce(
+        TXN_TOPIC,
+        0,
+        &[
+            record(b"b", b"broker committed 1", 0),
+            record(b"b", b"broker committed 2", 1),
+        ],
+        &transaction(false),
+    );
+    let aborted = kafka.produce(
+        TXN_TOPIC,
+        0,
+        &[record(b"b", b"broker aborted", 2)],
+        &transaction(true),
+    );
+    let plain = kafka.produce(
+        TXN_TOPIC,
+        0,
+        &[record(b"b", b"broker plain", 3)],
+        &ProduceOptions::default(),
+    );
+    let mut expected_committed: Vec<ClientRecord> =
+        committed.iter().chain(&plain).cloned().collect();
+    let mut expected_all: Vec<ClientRecord> = committed
+        .iter()
+        .chain(&aborted)
+        .chain(&plain)
+        .cloned()
+        .collect();
+    kafka.stop();
+
+    // partlog reads the broker's transactions as a read_committed consumer does.
+    let log = Log::open(&partition, config()).unwrap();
+    let committed_by_partlog = |log: &Log| -> Vec<ClientRecord> {
+        log.committed_records(log.log_start_offset(), ReadBound::LogEnd)
+            .map(|record| from_partlog(&record.unwrap()))
+            .collect()
+    };
+    assert_eq!(committed_by_partlog(&log), expected_committed);
+    assert_eq!(read_all(&log), expected_all);
+    assert_eq!(log.first_unstable_offset(), None);
+    let broker_pids: Vec<i64> = log
+        .active_producers()
+        .iter()
+        .map(|p| p.producer_id)
+        .collect();
+    assert!(
+        !broker_pids.is_empty(),
+        "the broker's producer state was loaded"
+    );
+    assert!(
+        broker_pids.iter().all(|pid| !PARTLOG_PIDS.contains(pid)),
+        "{broker_pids:?}"
+    );
+
+    // partlog's transactions: the first is committed, the second aborted, a plain record
+    // between them.
+    let [kept, dropped] = PARTLOG_PIDS;
+    let batch = |pid: i64, values: &[&str], at: i64| {
+        let records: Vec<NewRecord> = values
+            .iter()
+            .zip(at..)
+            .map(|(value, at)| NewRecord::new(T0 + at, Some(b"p"), Some(value.as_bytes())))
+            .collect();
+        let mut builder = BatchBuilder::new(Compression::None)
+            .producer(pid, 0, 0)
+            .transactional(true);
+        for record in &records {
+            builder.push(record);
+        }
+        (builder.build().unwrap(), records)
+    };
+    let (kept_batch, kept_records) =
+        batch(kept, &["partlog committed 1", "partlog committed 2"], 10);
+    let (dropped_batch, dropped_records) = batch(dropped, &["partlog aborted"], 12);
+    let kept_info = log.append_batch(&kept_batch).unwrap();
+    let dropped_info = log.append_batch(&dropped_batch).unwrap();
+    let plain_record = NewRecord::new(T0 + 13, Some(b"p"), Some(b"partlog plain"));
+    let plain_info = log.append(std::slice::from_ref(&plain_record)).unwrap();
+    log.append_marker(dropped, 0, ControlRecordType::Abort, 0)
+        .unwrap();
+    log.append_marker(kept, 0, ControlRecordType::Commit, 0)
+        .unwrap();
+    let from = |offset: i64, records: &[NewRecord]| -> Vec<ClientRecord> {
+        records
+            .iter()
+            .zip(offset..)
+            .map(|(record, offset)| expected_from(offset, record))
+            .collect()
+    };
+    let kept_expected = from(kept_info.first_offset, &kept_records);
+    let dropped_expected = from(dropped_info.first_offset, &dropped_records);
+    let plain_expected = from(plain_info.first_offset, std::slice::from_ref(&plain_record));
+    expected_committed.extend(kept_expected.iter().chain(&plain_expected).cloned());
+    expected_all.extend(
+        kept_expected
+            .iter()
+            .chain(&dropped_expected)
+            .chain(&plain_expected)
+            .cloned(),
+    );
+    assert_eq!(committed_by_partlog(&log), expected_committed);
+    assert_eq!(log.first_unstable_offset(), None);
+    let partlog_end = log.log_end_offset();
+    log.close().unwrap();
+
+    // The broker loads the log as after its own clean shutdown, producer snapshot included.
+    kafka.restart();
+    assert_logged(&kafka, broker::CLEAN_LOAD_LINE);
+    assert_not_logged(&kafka, broker::UNCLEAN_LOAD_LINE);
+    let recovered_segments: Vec<String> = kafka
+        .server_log_lines(broker::RECOVERING_SEGMENT_LINE)
+        .into_iter()
+        .filter(|line| line.contains(&format!("partition={TXN_TOPIC}-0")))
+        .collect();
+    assert!(recovered_segments.is_empty(), "{recovered_segments:#?}");
+    for needle in ["snapshot", "Snapshot", "corrupt", &format!("{TXN_TOPIC}-0")] {
+        assert_eq!(
+            warnings_about(&kafka, needle),
+            Vec::<String>::new(),
+            "{needle}"
+        );
+    }
+    assert_has_leader(&kafka, TXN_TOPIC);
+    assert_eq!(
+        kafka.consume(TXN_TOPIC, 0, 0, Isolation::ReadCommitted),
+        expected_committed
+    );
+    assert_eq!(
+        kafka.consume(TXN_TOPIC, 0, 0, Isolation::ReadUncommitted),
+        expected_all
+    );
+    // The broker's own transactions go on after partlog's markers.
+    let after = kafka.produce(
+        TXN_TOPIC,
+        0,
+        &[record(b"b", b"broker after the hand-off", 20)],
+        &transaction(false),
+    );
+    assert!(after[0].offset.is_some_and(|offset| offset >= partlog_end));
+    expected_committed.extend(after);
+    assert_eq!(
+        kafka.consume(TXN_TOPIC, 0, 0, Isolation::ReadCommitted),
+        expected_committed
+    );
 }

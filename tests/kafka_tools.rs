@@ -810,6 +810,51 @@ mod producer_state_files {
         assert_eq!(dump.stdout.lines().count(), 1, "no entry printed: {dump:?}");
     }
 
+    /// `--deep-iteration` reads the COMMIT and ABORT control batches `Log::append_marker`
+    /// writes as Kafka's end-transaction markers, with their coordinator epochs, and the
+    /// transactional batches as transactional.
+    #[test]
+    fn deep_iteration_prints_partlog_markers_as_end_txn_markers() {
+        use partlog::{BatchBuilder, Compression, ControlRecordType};
+
+        let dir = tempfile::tempdir().unwrap();
+        let log = Log::open(dir.path(), LogConfig::default()).unwrap();
+        for (pid, marker, coordinator_epoch) in [
+            (3000, ControlRecordType::Commit, 5),
+            (3001, ControlRecordType::Abort, 7),
+        ] {
+            let mut builder = BatchBuilder::new(Compression::None)
+                .producer(pid, 0, 0)
+                .transactional(true);
+            builder.push(&NewRecord::new(1_700_000_000_000, None, Some(b"v")));
+            log.append_batch(&builder.build().unwrap()).unwrap();
+            log.append_marker(pid, 0, marker, coordinator_epoch)
+                .unwrap();
+        }
+        log.close().unwrap();
+        drop(log);
+        let Some(dump) = kafka::dump_deep(dir.path()) else {
+            return;
+        };
+        kafka::assert_clean_deep_dump(&dump);
+        let lines: Vec<&str> = dump.stdout.lines().collect();
+        for (offset, expected) in [
+            (1, "endTxnMarker: COMMIT coordinatorEpoch: 5"),
+            (3, "endTxnMarker: ABORT coordinatorEpoch: 7"),
+        ] {
+            let line = lines
+                .iter()
+                .find(|line| line.contains(&format!("| offset: {offset} ")))
+                .unwrap_or_else(|| panic!("no record at {offset}: {dump:?}"));
+            assert!(line.contains(expected), "{line}\n{dump:?}");
+        }
+        let transactional = lines
+            .iter()
+            .filter(|line| line.contains("isTransactional: true"))
+            .count();
+        assert_eq!(transactional, 4, "every batch is transactional: {dump:?}");
+    }
+
     /// `partlog dump --producer-state` prints both files exactly as DumpLogSegments does.
     #[test]
     fn partlog_dump_prints_snapshot_and_txnindex_like_kafka_dump_log_segments() {

@@ -5,12 +5,20 @@
 //! - hold no torn or corrupt batch (every read is CRC-checked);
 //! - hold nothing a `Durable` reader saw beyond its new end;
 //! - never bring back a record removed by a completed `truncate_to`;
-//! - keep a log start offset that a returned `delete_records_before` set.
+//! - keep a log start offset that a returned `delete_records_before` set;
+//! - hold the producer state of the batches that survived (ARCHITECTURE.md §9): idempotent and
+//!   transactional batches of four producers and COMMIT/ABORT markers are in the mix, the
+//!   first unstable and last stable offsets, the aborted transactions of each `read_committed`
+//!   read and the committed records equal a replay of the surviving batches, a re-send of each
+//!   producer's newest batch is a duplicate with its original offsets, and the next batch of
+//!   each producer is accepted at the sequence after its newest surviving one.
 //!
 //! Every record's value names its offset and the "epoch" it was written in (the epoch moves at
 //! every truncation), so a resurrected record cannot pass for a new one at the same offset.
 //!
-//! `PARTLOG_CRASH_SEEDS=N` runs N seeds (default 128; seeds 66, 70, 75, 98 and 103 once found bugs); a failure prints its seed, and
+//! `PARTLOG_CRASH_SEEDS=N` runs N seeds (default 128; seeds 66, 70, 75, 98 and 103 once found
+//! bugs, before producer operations joined the mix and changed every seed's sequence); a
+//! failure prints its seed, and
 //! `PARTLOG_CRASH_SEED=S` replays that one.
 #![cfg(feature = "sim")] // the simulator and the manual clock: `cargo test --all-features`
 
@@ -22,8 +30,8 @@ use std::sync::Arc;
 use partlog::unstable::sim::{CrashConfig, FaultOp, FaultRule};
 use partlog::unstable::{ManualClock, SimStorage, Storage};
 use partlog::{
-    BatchBuilder, Compression, CompressionType, Error, FlushPolicy, Log, LogConfig, NewRecord,
-    ReadBound, RecoveryMode,
+    BatchBuilder, Compression, CompressionType, ControlRecordType, Error, FlushPolicy, Isolation,
+    Log, LogConfig, NewRecord, ReadBound, ReadOptions, RecoveryMode,
 };
 
 const T0: i64 = 1_700_000_000_000;
@@ -68,11 +76,120 @@ struct Model {
     epoch: u32,
     /// The highest offset a `Durable` read returned.
     max_durable_read: i64,
+    /// The batches with a producer id and the markers, acknowledged or pending, by base offset.
+    producer_batches: BTreeMap<i64, ProducerBatch>,
 }
+
+/// What a batch with a producer id is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Idempotent,
+    Transactional,
+    Commit,
+    Abort,
+}
+
+/// A batch with a producer id, or a marker, as the model knows it.
+#[derive(Debug, Clone, Copy)]
+struct ProducerBatch {
+    kind: Kind,
+    producer_id: i64,
+    /// -1 for a marker.
+    base_sequence: i32,
+    last_offset: i64,
+}
+
+impl ProducerBatch {
+    fn is_data(&self) -> bool {
+        matches!(self.kind, Kind::Idempotent | Kind::Transactional)
+    }
+}
+
+/// The transactions of the model's batches.
+#[derive(Debug, Default)]
+struct Transactions {
+    /// Producer id → the first offset of its open transaction.
+    open: BTreeMap<i64, i64>,
+    /// (producer id, first offset, marker offset) of each aborted transaction, in marker order.
+    aborted: Vec<(i64, i64, i64)>,
+    /// (first offset, marker offset) of each ended transaction.
+    ended: Vec<(i64, i64)>,
+}
+
+/// The idempotent producers, then the transactional ones.
+const PRODUCERS: [i64; 4] = [1000, 1001, 2000, 2001];
 
 impl Model {
     fn end(&self) -> i64 {
         self.epoch_of.len() as i64
+    }
+
+    fn is_marker(&self, offset: i64) -> bool {
+        self.producer_batches
+            .get(&offset)
+            .is_some_and(|b| matches!(b.kind, Kind::Commit | Kind::Abort))
+    }
+
+    /// The newest data batch of `producer_id`.
+    fn newest_data_batch(&self, producer_id: i64) -> Option<(i64, ProducerBatch)> {
+        self.producer_batches
+            .iter()
+            .rev()
+            .find(|(_, b)| b.is_data() && b.producer_id == producer_id)
+            .map(|(base, b)| (*base, *b))
+    }
+
+    /// The sequence after `producer_id`'s newest batch.
+    fn next_sequence(&self, producer_id: i64) -> i32 {
+        self.newest_data_batch(producer_id).map_or(0, |(base, b)| {
+            b.base_sequence + i32::try_from(b.last_offset - base).unwrap() + 1
+        })
+    }
+
+    /// The transactions of the batches, replayed in offset order. A marker without an open
+    /// transaction ends nothing.
+    fn transactions(&self) -> Transactions {
+        let mut txns = Transactions::default();
+        for (base, b) in &self.producer_batches {
+            match b.kind {
+                Kind::Transactional => {
+                    txns.open.entry(b.producer_id).or_insert(*base);
+                }
+                Kind::Commit | Kind::Abort => {
+                    if let Some(first) = txns.open.remove(&b.producer_id) {
+                        txns.ended.push((first, *base));
+                        if b.kind == Kind::Abort {
+                            txns.aborted.push((b.producer_id, first, *base));
+                        }
+                    }
+                }
+                Kind::Idempotent => {}
+            }
+        }
+        txns
+    }
+
+    /// `offset`, or lower, so that no transaction begins below it and ends (or is still open)
+    /// at or above it: a log start inside a transaction leaves its beginning to whatever state
+    /// the log last loaded (a snapshot knows it, a replay of what is left does not), which this
+    /// model does not follow.
+    fn below_transactions(&self, offset: i64) -> i64 {
+        let Transactions { open, ended, .. } = self.transactions();
+        let spans: Vec<(i64, Option<i64>)> = ended
+            .into_iter()
+            .map(|(first, marker)| (first, Some(marker)))
+            .chain(open.values().map(|first| (*first, None)))
+            .collect();
+        let mut to = offset;
+        while let Some(first) = spans
+            .iter()
+            .filter(|(first, marker)| *first < to && marker.is_none_or(|m| m >= to))
+            .map(|(first, _)| *first)
+            .min()
+        {
+            to = first;
+        }
+        to
     }
 }
 
@@ -154,7 +271,8 @@ impl Harness {
         self.model.durable = self.model.durable.max(self.log().durable_offset());
         let choice = self.rng.below(100);
         let outcome: Result<(), Error> = match choice {
-            0..=44 => self.append(end),
+            0..=37 => self.append(end),
+            38..=44 => self.producer_operation(end),
             45..=54 => self.append_batch(end),
             55..=64 => {
                 if end > start {
@@ -169,6 +287,7 @@ impl Harness {
             }
             72..=77 => {
                 let to = start + self.rng.below((end - start + 1) as u64) as i64;
+                let to = self.model.below_transactions(to).max(start);
                 let result = self.log().delete_records_before(to);
                 if result.is_ok() {
                     self.model.start = self.model.start.max(to);
@@ -272,6 +391,170 @@ impl Harness {
         result
     }
 
+    /// An idempotent or transactional batch, a marker, or a re-send of a producer's newest
+    /// batch, which must be a duplicate with its original offsets.
+    fn producer_operation(&mut self, end: i64) -> Result<(), Error> {
+        let producer_id = PRODUCERS[self.rng.below(4) as usize];
+        let transactional = producer_id >= 2000;
+        match self.rng.below(4) {
+            0 if transactional => {
+                let (marker, kind) = if self.rng.chance(50) {
+                    (ControlRecordType::Commit, Kind::Commit)
+                } else {
+                    (ControlRecordType::Abort, Kind::Abort)
+                };
+                let result = self
+                    .log()
+                    .append_marker(producer_id, 0, marker, 0)
+                    .map(|info| assert_eq!(info.first_offset, end, "seed {}", self.seed));
+                self.note_producer_batch(end, kind, producer_id, -1, 1, &result);
+                result
+            }
+            0 => self.resend_newest(producer_id),
+            _ => {
+                let records = self.records(end);
+                let base_sequence = self.model.next_sequence(producer_id);
+                let mut builder = BatchBuilder::new(Compression::None)
+                    .producer(producer_id, 0, base_sequence)
+                    .transactional(transactional);
+                for record in &records {
+                    builder.push(record);
+                }
+                let result = self
+                    .log()
+                    .append_batch(&builder.build().unwrap())
+                    .map(|info| {
+                        assert!(!info.duplicate, "seed {}: {info:?}", self.seed);
+                        assert_eq!(info.first_offset, end, "seed {}", self.seed);
+                    });
+                let kind = if transactional {
+                    Kind::Transactional
+                } else {
+                    Kind::Idempotent
+                };
+                self.note_producer_batch(
+                    end,
+                    kind,
+                    producer_id,
+                    base_sequence,
+                    records.len(),
+                    &result,
+                );
+                result
+            }
+        }
+    }
+
+    fn note_producer_batch(
+        &mut self,
+        first: i64,
+        kind: Kind,
+        producer_id: i64,
+        base_sequence: i32,
+        count: usize,
+        result: &Result<(), Error>,
+    ) {
+        self.note_append(first, count, result);
+        let batch = ProducerBatch {
+            kind,
+            producer_id,
+            base_sequence,
+            last_offset: first + count as i64 - 1,
+        };
+        self.model.producer_batches.insert(first, batch);
+    }
+
+    /// Sends `producer_id`'s newest batch again, if the log must still know it (some of the
+    /// producer's data lies at or above the log start): a duplicate, nothing written.
+    fn resend_newest(&self, producer_id: i64) -> Result<(), Error> {
+        let Some((base, batch)) = self.model.newest_data_batch(producer_id) else {
+            return Ok(());
+        };
+        if batch.last_offset < self.log().log_start_offset() {
+            return Ok(());
+        }
+        let mut builder = BatchBuilder::new(Compression::None)
+            .producer(producer_id, 0, batch.base_sequence)
+            .transactional(batch.kind == Kind::Transactional);
+        for offset in base..=batch.last_offset {
+            let epoch = self.model.epoch_of[usize::try_from(offset).unwrap()];
+            builder.push(&NewRecord::new(
+                T0 + offset,
+                None,
+                Some(&value(offset, epoch)),
+            ));
+        }
+        let info = self.log().append_batch(&builder.build().unwrap())?;
+        assert!(
+            info.duplicate && (info.first_offset, info.last_offset) == (base, batch.last_offset),
+            "seed {}: re-send of producer {producer_id}'s batch {base}..={} answered {info:?}",
+            self.seed,
+            batch.last_offset
+        );
+        Ok(())
+    }
+
+    /// The producer-state checks of the module docs, on the log as it is now.
+    fn check_transactions(&self) {
+        let log = self.log();
+        let seed = self.seed;
+        let (start, end) = (log.log_start_offset(), log.log_end_offset());
+        let Transactions { open, aborted, .. } = self.model.transactions();
+        let first_unstable = open.values().min().copied();
+        let lso = first_unstable.unwrap_or(i64::MAX).min(end).max(start);
+        assert_eq!(log.first_unstable_offset(), first_unstable, "seed {seed}");
+        assert_eq!(log.last_stable_offset(), lso, "seed {seed}");
+        let options = ReadOptions::default().isolation(Isolation::ReadCommitted);
+        let mut at = start;
+        while at < lso {
+            let fetch = log.read_with(at, 1 << 20, options).unwrap();
+            if fetch.is_empty() {
+                break;
+            }
+            let upper = fetch.next_offset();
+            let listed: Vec<(i64, i64, i64)> = fetch
+                .aborted_transactions()
+                .iter()
+                .map(|t| (t.producer_id, t.first_offset, t.last_offset))
+                .collect();
+            let expected: Vec<(i64, i64, i64)> = aborted
+                .iter()
+                .filter(|(_, first, marker)| *marker >= at && *first < upper)
+                .copied()
+                .collect();
+            assert_eq!(
+                listed, expected,
+                "seed {seed}: read_committed {at}..{upper}"
+            );
+            at = upper;
+        }
+        let aborted_data = |offset: i64| {
+            self.model
+                .producer_batches
+                .range(..=offset)
+                .next_back()
+                .is_some_and(|(_, b)| {
+                    b.kind == Kind::Transactional
+                        && b.last_offset >= offset
+                        && aborted.iter().any(|(pid, first, marker)| {
+                            *pid == b.producer_id && (*first..*marker).contains(&offset)
+                        })
+                })
+        };
+        let expected: Vec<i64> = (start..lso)
+            .filter(|o| !self.model.is_marker(*o) && !aborted_data(*o))
+            .collect();
+        let committed: Vec<i64> = log
+            .committed_records(start, ReadBound::LogEnd)
+            .map(|r| r.unwrap().offset)
+            .collect();
+        assert_eq!(committed, expected, "seed {seed}: committed records");
+        for producer_id in PRODUCERS {
+            self.resend_newest(producer_id)
+                .unwrap_or_else(|e| panic!("seed {seed}: re-send: {e}"));
+        }
+    }
+
     fn truncate(&mut self, to: i64) -> Result<(), Error> {
         let result = self.log().truncate_to(to);
         self.model.epoch += 1;
@@ -280,6 +563,7 @@ impl Harness {
                 assert!(new_end <= to, "seed {}", self.seed);
                 self.model.epoch_of.truncate(new_end as usize);
                 self.model.batch_starts.retain(|&b| b < new_end);
+                self.model.producer_batches.split_off(&new_end);
                 self.model.durable = self.model.durable.min(new_end);
                 // The start follows a truncation below it (ARCHITECTURE.md §3, invariant 15).
                 self.model.start = self.model.start.min(new_end);
@@ -343,8 +627,15 @@ impl Harness {
         let mut expected = start;
         for record in log.records(start, ReadBound::LogEnd) {
             let record = record.unwrap_or_else(|e| panic!("seed {}: read failed: {e}", self.seed));
+            // A marker holds an offset but no data record.
+            while expected < record.offset && self.model.is_marker(expected) {
+                expected += 1;
+            }
             assert_eq!(record.offset, expected, "seed {}: gap or repeat", self.seed);
             self.check_record(record.offset, record.value.as_deref());
+            expected += 1;
+        }
+        while expected < log.log_end_offset() && self.model.is_marker(expected) {
             expected += 1;
         }
         if expected != log.log_end_offset() {
@@ -402,6 +693,11 @@ impl Harness {
         let pending = std::mem::take(&mut self.model.pending);
         self.model.epoch_of.truncate(end as usize);
         self.model.batch_starts.retain(|&b| b < end);
+        // A batch the end cuts is gone whole: a log that lost its data comes back empty at
+        // its start, which a `delete_records_before` may have put inside a batch.
+        self.model
+            .producer_batches
+            .retain(|_, batch| batch.last_offset < end);
         while self.model.end() < end {
             let offset = self.model.end();
             let epoch = pending[&offset];
@@ -415,6 +711,7 @@ impl Harness {
             self.seed
         );
         self.model.max_durable_read = self.model.max_durable_read.min(end - 1);
+        self.check_transactions();
     }
 
     /// Closes and reopens; a crash inside either is handled by the caller.
@@ -428,6 +725,7 @@ impl Harness {
         assert_eq!(log.log_end_offset(), self.model.end(), "seed {}", self.seed);
         self.log = Some(log);
         self.verify_contents();
+        self.check_transactions();
         Ok(())
     }
 }
