@@ -519,6 +519,17 @@ impl Log {
         }
     }
 
+    /// Seals the active segment and starts a new, empty one at the log end offset (Kafka's
+    /// `UnifiedLog.roll`), unless the active segment is empty already. Compaction never cleans
+    /// the active segment: a roll makes everything appended so far cleanable. Takes a producer
+    /// snapshot at the new base, as every roll does.
+    pub fn roll(&self) -> Result<()> {
+        self.check_writable()?;
+        let now = self.shared.clock.now_ms();
+        let mut writer = self.shared.writer.lock();
+        self.shared.roll(&mut writer, now)
+    }
+
     /// Makes everything appended so far durable, then writes the clean-shutdown checkpoint so
     /// that the next open scans nothing. Later calls fail with [`Error::Closed`]. A poisoned log
     /// writes no clean-shutdown fields and returns [`Error::Poisoned`]: the next open recovers.

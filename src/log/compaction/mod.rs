@@ -99,7 +99,6 @@
 
 use crate::sync::atomic::{AtomicU64, Ordering};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::sync::Mutex;
@@ -109,17 +108,18 @@ use crate::format::{AnyBatchIter, Batch};
 use crate::segment::{Segment, SegmentFileKind, segment_file_name};
 use crate::storage::Storage;
 
-use super::snapshot::SegmentHandle;
 use super::{Log, Shared};
 
 mod checkpoint;
 mod clean;
 mod plan;
 mod swap;
+mod txn;
 
 pub(crate) use checkpoint::load_cleaner_state;
 use clean::GroupOutcome;
 pub(crate) use swap::complete_swaps;
+use txn::TxnTracker;
 
 /// How many bytes of a segment one read brings in while a pass walks it.
 const READ_CHUNK_BYTES: usize = 1 << 20;
@@ -260,9 +260,6 @@ pub(crate) struct CleanerState {
     first_dirty_offset: i64,
     /// The log's truncation count when `first_dirty_offset` was last valid.
     truncations_seen: u64,
-    /// The first segment found to hold transactional data: the cleanable range ends before it,
-    /// and it is not read again while it stays in the log.
-    uncleanable: Option<Arc<SegmentHandle>>,
 }
 
 /// Compaction's counters and its persisted checkpoint, readable without waiting for a pass.
@@ -270,7 +267,7 @@ pub(crate) struct CleanerState {
 pub(crate) struct CompactionStatus {
     passes: AtomicU64,
     failed_passes: AtomicU64,
-    /// Where transactional data stops compaction, and the bytes from there on.
+    /// Where the last stable offset held the last pass back, and the bytes from there on.
     uncleanable: Mutex<Option<(i64, u64)>>,
     /// The first dirty offset in `partlog.cleaner-checkpoint` (`None`: no valid file). Taken
     /// after the writer mutex by a truncation, and alone by a pass that persists.
@@ -493,7 +490,6 @@ impl Shared {
         let truncations = self.truncations.load(Ordering::Acquire);
         if cleaner.truncations_seen != truncations {
             cleaner.first_dirty_offset = 0;
-            cleaner.uncleanable = None;
             cleaner.truncations_seen = truncations;
         }
     }
@@ -567,9 +563,13 @@ impl Shared {
             return Ok(stats);
         }
 
-        // Phase 1: map the cleanable range.
-        let (map, mut mapped) =
-            self.map_cleanable_range(cleaner, &plan, options, first_dirty, &mut stats)?;
+        // Phase 1: map the cleanable range. The producers' last records are read once, at
+        // planning time: a later append only moves a producer's last record above the range,
+        // so a batch kept for an older one keeps more, never less.
+        let producers = self.active_producers_at(now_ms);
+        let (map, mut mapped, bytes_read) =
+            self.map_cleanable_range(&plan, options, first_dirty, producers)?;
+        stats.bytes_read += bytes_read;
         stats.cleaned_up_to = map.mapped_end;
         stats.uncleanable_bytes = match stats.uncleanable_from {
             Some(from) => self.bytes_from(from)?,
@@ -583,8 +583,10 @@ impl Shared {
         mapped.retain(|p| p.handle.base_offset() < map.mapped_end);
         let horizon_ms = now_ms.saturating_add(delete_retention_ms);
         let mut every_group_done = true;
+        // Carried from group to group, as Kafka's is: a transaction may span groups.
+        let mut tracker = TxnTracker::default();
         for group in self.group_by_size(&mapped)? {
-            match self.clean_group(group, &map, now_ms, horizon_ms, &mut stats)? {
+            match self.clean_group(group, &map, &mut tracker, now_ms, horizon_ms, &mut stats)? {
                 GroupOutcome::Unchanged => {}
                 GroupOutcome::Gone => every_group_done = false,
                 GroupOutcome::Written(written) => {
@@ -609,8 +611,10 @@ impl Shared {
     }
 }
 
-/// Kafka's default `producer.id.expiration.ms` (1 day): an empty header kept for a producer id
-/// goes once its batch's max timestamp is older than this.
+/// Kafka's default `producer.id.expiration.ms` (1 day). Compaction no longer reads it: a
+/// producer's last batch stays while the log's producer state holds the producer, which
+/// [`LogConfig::producer_id_expiration_ms`](crate::LogConfig::producer_id_expiration_ms) bounds.
+/// Kept because it is part of the stable API.
 pub const PRODUCER_ID_EXPIRATION_MS: i64 = 24 * 60 * 60 * 1000;
 
 /// Calls `visit` on every batch of `segment` in order, until it returns `false`. Returns the

@@ -263,7 +263,7 @@ pub(crate) fn complete_swaps(storage: &Arc<dyn Storage>, dir: &Path) -> Result<b
 }
 
 /// `<base>.txnindex<suffix>`: the cleaned segment's aborted-transaction index on its way in.
-fn transient_txn_index_path(dir: &Path, base_offset: i64, suffix: &str) -> PathBuf {
+pub(super) fn transient_txn_index_path(dir: &Path, base_offset: i64, suffix: &str) -> PathBuf {
     dir.join(format!(
         "{}{suffix}",
         segment_file_name(base_offset, SegmentFileKind::TxnIndex)
