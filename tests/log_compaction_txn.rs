@@ -145,7 +145,9 @@ fn with_batches<T>(dir: &Path, mut visit: impl FnMut(&Batch<'_>) -> Option<T>) -
 }
 
 fn batch_base_offsets(dir: &Path) -> Vec<i64> {
-    with_batches(dir, |batch| Some(batch.as_v2().unwrap().header().base_offset))
+    with_batches(dir, |batch| {
+        Some(batch.as_v2().unwrap().header().base_offset)
+    })
 }
 
 fn last_offsets_per_batch(dir: &Path) -> Vec<i64> {
@@ -632,7 +634,10 @@ fn compaction_txn_an_open_transaction_holds_the_cleanable_range_at_the_lso() {
     assert_eq!(stats.uncleanable_from, Some(2));
     assert_eq!(stats.cleaned_up_to, 2);
     assert_eq!(log.stats().compaction_uncleanable_from, Some(2));
-    assert_eq!(log.compaction_schedule().unwrap().first_uncleanable_offset, 2);
+    assert_eq!(
+        log.compaction_schedule().unwrap().first_uncleanable_offset,
+        2
+    );
     assert_eq!(offsets_in_log(dir.path()), [1, 2, 3, 4]);
 
     abort(&log, 7); // 5

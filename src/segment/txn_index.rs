@@ -215,10 +215,9 @@ impl TransactionIndex {
                 file
             }
         };
-        if let Err(error) = file.write_all_at(&txn.to_bytes(), state.len) {
-            // A torn entry past `len` is ignored by reads and overwritten by the next append.
-            return Err(error);
-        }
+        // On a failure, a torn entry past `len` is ignored by reads and overwritten by the next
+        // append.
+        file.write_all_at(&txn.to_bytes(), state.len)?;
         state.len += AbortedTxn::SIZE as u64;
         state.last_offset = Some(txn.last_offset);
         Ok(())

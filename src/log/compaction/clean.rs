@@ -18,8 +18,8 @@ use crate::storage::OpenMode;
 use crate::log::Shared;
 
 use super::plan::{KeyMap, Planned};
-use super::txn::{TxnTracker, last_record_of_producer, marker_type};
 use super::swap::transient_txn_index_path;
+use super::txn::{TxnTracker, last_record_of_producer, marker_type};
 use super::{
     CompactionStats, READ_CHUNK_BYTES, for_each_batch, remove_quietly, transient_log_path,
 };
@@ -155,7 +155,11 @@ impl GroupWriter<'_> {
             // still meet it.
             if discardable && header.delete_horizon_ms().is_none() {
                 return Ok((
-                    CleanedBatch::Rebuilt(with_delete_horizon(view, horizon_ms, &mut self.scratch)?),
+                    CleanedBatch::Rebuilt(with_delete_horizon(
+                        view,
+                        horizon_ms,
+                        &mut self.scratch,
+                    )?),
                     0,
                     0,
                 ));
@@ -169,7 +173,14 @@ impl GroupWriter<'_> {
         if !retain_empty && map.superseded_batch(header) {
             return Ok((CleanedBatch::Dropped, count, 0));
         }
-        clean_batch(view, map, now_ms, horizon_ms, retain_empty, &mut self.scratch)
+        clean_batch(
+            view,
+            map,
+            now_ms,
+            horizon_ms,
+            retain_empty,
+            &mut self.scratch,
+        )
     }
 
     /// Ends the group after its last segment, `segment`: a last batch that was to go stays as
@@ -313,9 +324,9 @@ impl Shared {
                 };
                 // The whole segment's range, as Kafka collects it: the cleaned `.txnindex`
                 // is rebuilt in full.
-                writer.tracker.add_aborted(
-                    self.aborted_in_range(segment.base_offset(), planned.end_offset)?,
-                );
+                writer
+                    .tracker
+                    .add_aborted(self.aborted_in_range(segment.base_offset(), planned.end_offset)?);
                 old_aborts.extend(segment.txn_index().all()?);
                 stats.bytes_read += for_each_batch(&segment, |batch| {
                     writer.take(&segment, batch, map, now_ms, horizon_ms)?;
@@ -360,7 +371,8 @@ impl Shared {
                 if !kept_aborts.is_empty() {
                     // Swapped in with the `.log` (swap.rs): the kept ABORT markers' entries
                     // cannot be rebuilt from the cleaned `.log` without the producer state.
-                    let index = TransactionIndex::open(&self.storage, &txn_cleaned_path, base, true)?;
+                    let index =
+                        TransactionIndex::open(&self.storage, &txn_cleaned_path, base, true)?;
                     for txn in kept_aborts {
                         index.append(txn)?;
                     }

@@ -93,8 +93,11 @@ impl TxnTracker {
         for txn in aborted {
             let id = (txn.producer_id, txn.first_offset);
             if self.added.insert(id) {
-                self.pending
-                    .push(Reverse((txn.first_offset, txn.producer_id, txn.last_offset)));
+                self.pending.push(Reverse((
+                    txn.first_offset,
+                    txn.producer_id,
+                    txn.last_offset,
+                )));
                 self.entries.insert(id, txn);
             }
         }
@@ -148,14 +151,15 @@ impl TxnTracker {
         match marker {
             // An empty control batch was cleaned before: nothing depends on it.
             None => true,
-            Some(ControlRecordType::Abort) => match self.ongoing_aborted.remove(&header.producer_id)
-            {
-                Some(ongoing) if ongoing.batch_seen => {
-                    self.kept_aborts.push(ongoing.txn);
-                    false
+            Some(ControlRecordType::Abort) => {
+                match self.ongoing_aborted.remove(&header.producer_id) {
+                    Some(ongoing) if ongoing.batch_seen => {
+                        self.kept_aborts.push(ongoing.txn);
+                        false
+                    }
+                    _ => true,
                 }
-                _ => true,
-            },
+            }
             Some(ControlRecordType::Commit) => !self.ongoing_committed.remove(&header.producer_id),
             Some(_) => false,
         }

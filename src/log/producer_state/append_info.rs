@@ -347,6 +347,7 @@ impl ProducerAppendInfo {
 
     /// The transactions this append's markers end, in order.
     #[cfg(test)]
+    #[allow(dead_code, reason = "a test accessor no test of this branch reads yet")]
     pub(crate) fn completed_transactions(&self) -> &[CompletedTxn] {
         &self.completed
     }

@@ -189,6 +189,7 @@ impl ProducerStateManager {
 
     /// The settings in use.
     #[cfg(test)]
+    #[allow(dead_code, reason = "a test accessor no test of this branch reads yet")]
     pub(crate) fn config(&self) -> ProducerStateConfig {
         self.config
     }

@@ -175,7 +175,7 @@ pub fn decode_snapshot(file: &Path, bytes: &[u8]) -> Result<Vec<SnapshotEntry>> 
     let declared = i32::from_be_bytes([header[6], header[7], header[8], header[9]]);
     let body = &bytes[SNAPSHOT_HEADER_BYTES..];
     let found = body.len() / SNAPSHOT_ENTRY_BYTES;
-    let exact = body.len() % SNAPSHOT_ENTRY_BYTES == 0;
+    let exact = body.len().is_multiple_of(SNAPSHOT_ENTRY_BYTES);
     if declared < 0 || !exact || usize::try_from(declared).ok() != Some(found) {
         return Err(corrupt(
             CRC_COVERAGE_START as u64,
