@@ -8,6 +8,9 @@
 //! Kafka's `FakeOffsetMap(slots)` at the cleaner's 0.75 load factor is a key map of
 //! `slots * 3 / 4` keys.
 
+#[path = "common/kafka.rs"]
+mod kafka;
+
 use std::path::Path;
 use std::sync::Arc;
 
@@ -259,25 +262,9 @@ fn compaction_txn_multi_pass_segment_cleaning_with_aborted_transactions() {
     let dir = tempfile::tempdir().unwrap();
     let clock = Arc::new(ManualClock::new(T0));
     let delete_retention_ms = 50_000;
-    let log = Log::open(dir.path(), config(&clock, delete_retention_ms)).unwrap();
+    let log = multi_pass_log(dir.path(), &clock, delete_retention_ms);
     // Kafka's FakeOffsetMap(slots = 4) at a 0.75 load factor.
     let max_map_keys = 3;
-    let (mut p1, mut p2) = (Producer::transactional(1), Producer::transactional(2));
-
-    p1.append(&log, &clock, &[1, 2]); // [0, 1]
-    p2.append(&log, &clock, &[2, 3]); // [2, 3]
-    p1.append(&log, &clock, &[3, 4]); // [4, 5]
-    commit(&log, 1); // 6
-    commit(&log, 2); // 7
-    p1.append(&log, &clock, &[2, 3]); // [8, 9]
-    abort(&log, 1); // 10
-    p2.append(&log, &clock, &[4, 5]); // [11, 12]
-    p1.append(&log, &clock, &[5, 6]); // [13, 14]
-    commit(&log, 1); // 15
-    abort(&log, 2); // 16
-    p2.append(&log, &clock, &[6, 7]); // [17, 18]
-    commit(&log, 2); // 19
-    log.roll().unwrap();
     assert_eq!(log.log_end_offset(), 20);
 
     let expected_aborted = vec![aborted(1, 8, 10, 11), aborted(2, 11, 16, 17)];
@@ -648,4 +635,109 @@ fn compaction_txn_an_open_transaction_holds_the_cleanable_range_at_the_lso() {
     // The aborted 1@2 went and superseded nothing; 2@3 went for 2@4; the marker stays.
     assert_eq!(offsets_in_log(dir.path()), [1, 4, 5]);
     assert_eq!(aborted_txns(dir.path()), [aborted(7, 2, 5, 6)]);
+}
+
+/// The log of [`compaction_txn_multi_pass_segment_cleaning_with_aborted_transactions`], rolled.
+fn multi_pass_log(dir: &Path, clock: &Arc<ManualClock>, delete_retention_ms: i64) -> Log {
+    let log = Log::open(dir, config(clock, delete_retention_ms)).unwrap();
+    let (mut p1, mut p2) = (Producer::transactional(1), Producer::transactional(2));
+    p1.append(&log, clock, &[1, 2]); // [0, 1]
+    p2.append(&log, clock, &[2, 3]); // [2, 3]
+    p1.append(&log, clock, &[3, 4]); // [4, 5]
+    commit(&log, 1); // 6
+    commit(&log, 2); // 7
+    p1.append(&log, clock, &[2, 3]); // [8, 9]
+    abort(&log, 1); // 10
+    p2.append(&log, clock, &[4, 5]); // [11, 12]
+    p1.append(&log, clock, &[5, 6]); // [13, 14]
+    commit(&log, 1); // 15
+    abort(&log, 2); // 16
+    p2.append(&log, clock, &[6, 7]); // [17, 18]
+    commit(&log, 2); // 19
+    log.roll().unwrap();
+    log
+}
+
+/// Closes `log`, checks the directory with `verify_dir` (every `.txnindex` entry against the
+/// ABORT markers of its `.log`, every snapshot), and reopens it.
+fn verified_reopen(
+    dir: &Path,
+    log: Log,
+    clock: &Arc<ManualClock>,
+    delete_retention_ms: i64,
+) -> Log {
+    log.close().unwrap();
+    drop(log);
+    let config = config(clock, delete_retention_ms);
+    let report = partlog::verify_dir(dir, &config).unwrap();
+    assert!(report.findings.is_empty(), "{:?}", report.findings);
+    Log::open(dir, config).unwrap()
+}
+
+/// Kafka's DumpLogSegments reads what transaction-aware passes write: the rebuilt `.txnindex`
+/// after the first pass, and after the second the markers rebuilt with their delete horizon
+/// (still control batches, their CRC valid, their `endTxnMarker` intact); `verify_dir` finds
+/// every `.txnindex` entry's ABORT marker after each pass. DumpLogSegments is skipped when the
+/// Kafka tools are not installed.
+#[test]
+fn compaction_txn_dump_log_segments_reads_cleaned_markers_and_txnindex() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let mut log = multi_pass_log(dir.path(), &clock, 50_000);
+    clean(&log, 3);
+    log = verified_reopen(dir.path(), log, &clock, 50_000);
+    let indexes = kafka::segment_files(dir.path(), &["txnindex"]);
+    assert_eq!(indexes.len(), 1, "{indexes:?}");
+    if let Some(dump) = kafka::dump_log_segments(&indexes, &[]) {
+        assert!(dump.status.success() && dump.stderr.is_empty(), "{dump:?}");
+        let entries: Vec<&str> = dump.stdout.lines().skip(1).collect();
+        assert_eq!(
+            entries,
+            [
+                "version: 0 producerId: 1 firstOffset: 8 lastOffset: 10 lastStableOffset: 11",
+                "version: 0 producerId: 2 firstOffset: 11 lastOffset: 16 lastStableOffset: 17",
+            ],
+            "{dump:?}"
+        );
+    }
+    assert_eq!(clean(&log, 3), 14);
+    let log = verified_reopen(dir.path(), log, &clock, 50_000);
+    log.close().unwrap();
+    drop(log);
+    let Some(dump) = kafka::dump_deep(dir.path()) else {
+        return;
+    };
+    kafka::assert_clean_deep_dump(&dump);
+    let batches = kafka::parse_batches(&dump);
+    let markers: Vec<_> = batches.iter().filter(|b| b.is_control).collect();
+    assert_eq!(
+        markers.iter().map(|b| b.base_offset).collect::<Vec<_>>(),
+        [6, 7, 10, 15, 16, 19],
+        "{dump:?}"
+    );
+    for marker in &markers {
+        assert!(marker.is_valid && marker.is_transactional, "{marker:?}");
+        assert_eq!(marker.count, Some(1), "{marker:?}");
+    }
+    // The ABORT markers whose data is gone carry the horizon of the second pass.
+    let horizon = T0 + 50_000;
+    for marker in markers.iter().filter(|b| [10, 16].contains(&b.base_offset)) {
+        assert_eq!(marker.delete_horizon_ms, Some(horizon), "{marker:?}");
+    }
+    let control: Vec<_> = kafka::parse_records(&dump)
+        .into_iter()
+        .filter_map(|record| record.control.map(|control| (record.offset, control)))
+        .collect();
+    assert_eq!(
+        control,
+        [
+            (6, "endTxnMarker: COMMIT coordinatorEpoch: 0".to_owned()),
+            (7, "endTxnMarker: COMMIT coordinatorEpoch: 0".to_owned()),
+            (10, "endTxnMarker: ABORT coordinatorEpoch: 0".to_owned()),
+            (15, "endTxnMarker: COMMIT coordinatorEpoch: 0".to_owned()),
+            (16, "endTxnMarker: ABORT coordinatorEpoch: 0".to_owned()),
+            (19, "endTxnMarker: COMMIT coordinatorEpoch: 0".to_owned()),
+        ],
+        "{dump:?}"
+    );
 }
