@@ -869,3 +869,118 @@ fn compaction_txn_a_crash_at_any_step_of_a_pass_never_exposes_aborted_data() {
     }
     assert!(crashes > 30, "only {crashes} crashes");
 }
+
+/// One step of [`compaction_txn_read_committed_agrees_with_a_model`].
+#[derive(Debug, Clone)]
+enum Op {
+    /// A transactional batch of one of three producers.
+    Data {
+        producer: usize,
+        keys: Vec<i32>,
+    },
+    /// A COMMIT (or ABORT) marker for one of them, open transaction or not.
+    End {
+        producer: usize,
+        commit: bool,
+    },
+    /// A record without a producer.
+    Plain {
+        key: i32,
+    },
+    Roll,
+    /// A pass with a key map of this many keys.
+    Compact {
+        max_map_keys: usize,
+    },
+}
+
+fn op() -> impl proptest::strategy::Strategy<Value = Op> {
+    use proptest::prelude::*;
+    prop_oneof![
+        4 => (0..3usize, proptest::collection::vec(0..6i32, 1..4))
+            .prop_map(|(producer, keys)| Op::Data { producer, keys }),
+        2 => (0..3usize, any::<bool>()).prop_map(|(producer, commit)| Op::End { producer, commit }),
+        1 => (0..6i32).prop_map(|key| Op::Plain { key }),
+        1 => Just(Op::Roll),
+        1 => (1..8usize).prop_map(|max_map_keys| Op::Compact { max_map_keys }),
+    ]
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(32))]
+
+    /// Random interleavings of transactions, plain records, rolls and passes (small key maps
+    /// included): `read_committed` never returns an aborted record, and once every transaction
+    /// has ended and passes have run past the markers' horizons, it returns exactly the latest
+    /// committed record of every key, and so does `read_uncommitted`.
+    #[test]
+    fn compaction_txn_read_committed_agrees_with_a_model(ops in proptest::collection::vec(op(), 1..60)) {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = Arc::new(ManualClock::new(T0));
+        let log = Log::open(dir.path(), config(&clock, DAY_MS)).unwrap();
+        let mut producers: Vec<Producer> = (1..=3).map(Producer::transactional).collect();
+        // Each producer's records since its last marker, and every committed record.
+        let mut open: Vec<Vec<(i64, String, String)>> = vec![Vec::new(); 3];
+        let mut committed_model: Vec<(i64, String, String)> = Vec::new();
+        let record = |offset: i64, key: i32| (offset, key.to_string(), key.to_string());
+        let end = |producer: usize, commit: bool, open: &mut Vec<Vec<_>>, committed_model: &mut Vec<_>| {
+            let id = producer as i64 + 1;
+            if commit {
+                log.append_marker(id, 0, ControlRecordType::Commit, 0).unwrap();
+                committed_model.append(&mut open[producer]);
+            } else {
+                log.append_marker(id, 0, ControlRecordType::Abort, 0).unwrap();
+                open[producer].clear();
+            }
+        };
+        for op in ops {
+            match op {
+                Op::Data { producer, keys } => {
+                    let info = producers[producer].append(&log, &clock, &keys);
+                    for (i, key) in keys.iter().enumerate() {
+                        open[producer].push(record(info.first_offset + i as i64, *key));
+                    }
+                }
+                Op::End { producer, commit } => end(producer, commit, &mut open, &mut committed_model),
+                Op::Plain { key } => {
+                    let offset = log.log_end_offset();
+                    plain(&log, &clock, key);
+                    committed_model.push(record(offset, key));
+                }
+                Op::Roll => log.roll().unwrap(),
+                Op::Compact { max_map_keys } => {
+                    clean(&log, max_map_keys);
+                    for found in committed(&log) {
+                        proptest::prop_assert!(
+                            committed_model.contains(&found),
+                            "read_committed returned {found:?}, not a committed record"
+                        );
+                    }
+                }
+            }
+        }
+        for producer in 0..3 {
+            end(producer, producer != 1, &mut open, &mut committed_model);
+        }
+        log.roll().unwrap();
+        committed_model.sort();
+        let expected = latest_committed_per_key(&committed_model);
+        for _ in 0..3 {
+            clean_all(&log);
+            clock.advance(DAY_MS + 1);
+        }
+        proptest::prop_assert_eq!(committed(&log), expected.clone());
+        let everything: Vec<_> = log
+            .records(0, ReadBound::LogEnd)
+            .map(|found| {
+                let found = found.unwrap();
+                (
+                    found.offset,
+                    String::from_utf8(found.key.unwrap()).unwrap(),
+                    String::from_utf8(found.value.unwrap()).unwrap(),
+                )
+            })
+            .collect();
+        proptest::prop_assert_eq!(everything, expected);
+    }
+}
