@@ -340,6 +340,48 @@ fn compaction_txn_basic_transaction_aware_cleaning() {
     assert_eq!(aborted_txns(dir.path()), aborted_before);
 }
 
+/// `LogCleanerTest.testCleanWithTransactionsSpanningSegments`: transactions whose data lies in
+/// the cleaned segment and whose markers lie in a later one are known from that segment's
+/// `.txnindex`; a later pass, held back by newly open transactions, cleans the second segment.
+#[test]
+fn compaction_txn_clean_with_transactions_spanning_segments() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let log = Log::open(dir.path(), config(&clock, DAY_MS)).unwrap();
+    let mut p1 = Producer::transactional(1);
+    let mut p2 = Producer::transactional(2);
+    let mut p3 = Producer::transactional(3);
+
+    p1.append(&log, &clock, &[1, 2]);
+    p3.append(&log, &clock, &[2, 3]);
+    p2.append(&log, &clock, &[3, 4]);
+    log.roll().unwrap();
+    p2.append(&log, &clock, &[5, 6]);
+    p3.append(&log, &clock, &[6, 7]);
+    p1.append(&log, &clock, &[7, 8]);
+    abort(&log, 2);
+    p3.append(&log, &clock, &[8, 9]);
+    commit(&log, 3);
+    p1.append(&log, &clock, &[9, 10]);
+    abort(&log, 1);
+
+    // Only the first segment is cleaned (the second is active).
+    assert_eq!(clean_all(&log), 6);
+    assert_eq!(
+        keys_in_log(dir.path()),
+        [2, 3, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10]
+    );
+
+    log.roll().unwrap();
+    // New transactions in the active segment: the LSO holds the next pass below it.
+    p2.append(&log, &clock, &[11]);
+    p1.append(&log, &clock, &[12]);
+
+    // Only the keys of producer 3 (committed) are left in the cleaned segments.
+    clean_all(&log);
+    assert_eq!(keys_in_log(dir.path()), [2, 3, 6, 7, 8, 9, 11, 12]);
+}
+
 /// `LogCleanerTest.testCommitMarkerRemoval`: a COMMIT marker stays while data of its
 /// transaction is left, then gets a delete horizon, and goes once it has passed.
 #[test]
