@@ -8,6 +8,7 @@
 //! segment's `.txnindex`). Once none was, the marker is discardable: the rewrite gives it a
 //! delete horizon, and a pass after the horizon drops it.
 
+use crate::sync::atomic::Ordering;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, HashSet};
 
@@ -177,8 +178,14 @@ impl Shared {
         let from = handles
             .partition_point(|handle| handle.base_offset() <= start)
             .saturating_sub(1);
+        // No segment above the last one that ever held a `.txnindex` has entries: the walk
+        // stops there rather than open every later segment.
+        let last_indexed = self.last_txn_index_base.load(Ordering::Acquire);
         let mut aborted = Vec::new();
         for handle in handles.iter().skip(from) {
+            if handle.base_offset() > last_indexed {
+                break;
+            }
             let Some(segment) = self.snapshot.pin(handle)? else {
                 continue;
             };
