@@ -46,7 +46,8 @@ pub(super) struct GroupWriter<'f> {
     removed: u64,
     tombstones: u64,
     /// The last batch seen, when it is to go: it stays as an empty header if it turns out to
-    /// be the group's last batch (its header and its bytes as they were).
+    /// be the group's last batch and nothing else of the last segment stays (its header and
+    /// its bytes as they were).
     pending_drop: Option<(BatchHeader, Vec<u8>)>,
     /// Decompressed records, reused from batch to batch.
     scratch: Vec<u8>,

@@ -58,7 +58,9 @@
 //! new `.log` takes the mtime of the group's last `.log` (time retention's append time). Open
 //! ([`complete_swaps`]) deletes a leftover `.cleaned` and completes a leftover `.swap`: it
 //! deletes every segment whose base lies in `[swap base, swap's next offset)` (Kafka's rule),
-//! which is the whole group because the cleaned segment ends with the group's last batch. A
+//! which is the whole group because the cleaned segment ends above the base of the group's last
+//! segment (see "A pass", step 3). The group's `.txnindex.cleaned` follows the `.log` through
+//! the same renames, right after it. A
 //! crash therefore leaves each group either wholly old or wholly new. Readers on an old segment
 //! keep its descriptor and finish on it: the old handles leave the snapshot and are never
 //! reopened by path.

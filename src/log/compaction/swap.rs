@@ -160,7 +160,8 @@ impl Shared {
 /// Resolves what an interrupted compaction left in `dir`, as Kafka's log loader does: a
 /// `.cleaned` file is deleted (the swap never began), and a `<base>.log.swap` replaces every
 /// segment whose base lies in `[base, the swap's next offset)` (the old group: the cleaned
-/// segment ends with the group's last batch), and the segment at `base` in any case; their
+/// segment ends above the base of the group's last segment), and the segment at `base` in any
+/// case; their
 /// index files go with them, also those of a segment whose `.log` the swap had already renamed
 /// (the new segment's offset and time indexes are rebuilt from its `.log` on first use).
 ///
