@@ -1026,3 +1026,30 @@ proptest::proptest! {
         proptest::prop_assert_eq!(everything, expected);
     }
 }
+
+/// `Log::roll` seals the active segment (so that a pass may clean it) and starts an empty one at
+/// the log end; a second roll with nothing appended is a no-op, and a read-only log refuses it.
+#[test]
+fn roll_seals_the_active_segment_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let log = Log::open(dir.path(), config(&clock, DAY_MS)).unwrap();
+    plain(&log, &clock, 1);
+    plain(&log, &clock, 1);
+    assert_eq!(
+        log.compact().unwrap().cleaned_up_to,
+        0,
+        "nothing sealed yet"
+    );
+    log.roll().unwrap();
+    log.roll().unwrap();
+    let logs = |dir: &Path| kafka::segment_files(dir, &["log"]).len();
+    assert_eq!(logs(dir.path()), 2);
+    assert_eq!(log.stats().rolls, 1);
+    assert_eq!(log.compact().unwrap().cleaned_up_to, 2);
+    assert_eq!(offsets_in_log(dir.path()), [1]);
+    log.close().unwrap();
+    drop(log);
+    let read_only = Log::open_read_only(dir.path(), config(&clock, DAY_MS)).unwrap();
+    assert!(read_only.roll().is_err());
+}
