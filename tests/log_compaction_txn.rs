@@ -480,6 +480,153 @@ fn compaction_txn_commit_marker_retention_with_empty_batch() {
     assert_eq!(last_offsets_per_batch(dir.path()), [1, 5, 6, 7, 8, 9]);
 }
 
+/// `LogCleanerTest.testCleanEmptyControlBatch`: a marker that is its producer's last record (no
+/// data, current epoch) stays as an empty control batch once its horizon has passed, and an
+/// empty control batch is cleaned again without harm.
+#[test]
+fn compaction_txn_clean_empty_control_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let log = Log::open(dir.path(), config(&clock, DAY_MS)).unwrap();
+    commit(&log, 1); // 0
+    plain(&log, &clock, 2); // 1
+    plain(&log, &clock, 3); // 2
+    log.roll().unwrap();
+
+    two_pass_clean(&log, &clock);
+    assert_eq!(keys_in_log(dir.path()), [2, 3]);
+    assert_eq!(offsets_in_log(dir.path()), [1, 2]);
+    assert_eq!(last_offsets_per_batch(dir.path()), [0, 1, 2]);
+
+    clock.advance(DAY_MS);
+    clean_all(&log);
+    assert_eq!(keys_in_log(dir.path()), [2, 3]);
+    assert_eq!(offsets_in_log(dir.path()), [1, 2]);
+    assert_eq!(last_offsets_per_batch(dir.path()), [0, 1, 2]);
+}
+
+/// `LogCleanerTest.testCommittedTransactionSpanningSegments`: the data and its COMMIT in two
+/// segments both stay.
+#[test]
+fn compaction_txn_committed_transaction_spanning_segments() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let log = Log::open(dir.path(), config(&clock, DAY_MS)).unwrap();
+    Producer::transactional(1).append(&log, &clock, &[1]);
+    log.roll().unwrap();
+    commit(&log, 1);
+    log.roll().unwrap();
+
+    two_pass_clean(&log, &clock);
+    assert_eq!(offsets_in_log(dir.path()), [0, 1]);
+    assert_eq!(last_offsets_per_batch(dir.path()), [0, 1]);
+}
+
+/// `LogCleanerTest.testAbortedTransactionSpanningSegments`: the aborted batch stays empty (its
+/// producer's last), and so its ABORT marker stays, pass after pass.
+#[test]
+fn compaction_txn_aborted_transaction_spanning_segments() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let log = Log::open(dir.path(), config(&clock, DAY_MS)).unwrap();
+    Producer::transactional(1).append(&log, &clock, &[1]);
+    log.roll().unwrap();
+    abort(&log, 1);
+    log.roll().unwrap();
+
+    clean_all(&log);
+    assert_eq!(offsets_in_log(dir.path()), [1]);
+    assert_eq!(last_offsets_per_batch(dir.path()), [0, 1]);
+
+    clock.advance(DAY_MS + 1);
+    clean_all(&log);
+    assert_eq!(offsets_in_log(dir.path()), [1]);
+    assert_eq!(last_offsets_per_batch(dir.path()), [0, 1]);
+}
+
+/// `LogCleanerTest.testAbortMarkerRemoval`: aborted records go at once, their ABORT marker two
+/// passes (and `delete.retention.ms`) later.
+#[test]
+fn compaction_txn_abort_marker_removal() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let log = Log::open(dir.path(), config(&clock, DAY_MS)).unwrap();
+    let mut producer = Producer::transactional(1);
+    producer.append(&log, &clock, &[1]);
+    producer.append(&log, &clock, &[2, 3]);
+    abort(&log, 1);
+    producer.append(&log, &clock, &[3]);
+    commit(&log, 1);
+    log.roll().unwrap();
+
+    clean_all(&log);
+    assert_eq!(keys_in_log(dir.path()), [3]);
+    assert_eq!(offsets_in_log(dir.path()), [3, 4, 5]);
+
+    two_pass_clean(&log, &clock);
+    assert_eq!(keys_in_log(dir.path()), [3]);
+    assert_eq!(offsets_in_log(dir.path()), [4, 5]);
+}
+
+/// `LogCleanerTest.testAbortMarkerRetentionWithEmptyBatch`: the ABORT marker (and its
+/// `.txnindex` entry) stays while the empty batch of its transaction does; once a newer batch
+/// lets that go, the marker goes two passes later. Kafka's test cleans past the newer batch's
+/// open transaction (it hands the cleaner its bounds); partlog never cleans past the last
+/// stable offset, so here a COMMIT at 4 ends that transaction, and the offsets after the
+/// roll carry it.
+#[test]
+fn compaction_txn_abort_marker_retention_with_empty_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let log = Log::open(dir.path(), config(&clock, DAY_MS)).unwrap();
+    let mut producer = Producer::transactional(1);
+    producer.append(&log, &clock, &[2, 3]); // last offset 1
+    abort(&log, 1); // 2
+    log.roll().unwrap();
+    let indexed = || {
+        let aborted = aborted_txns(dir.path());
+        assert_eq!(
+            aborted
+                .iter()
+                .map(|txn| (txn.producer_id, txn.first_offset, txn.last_offset))
+                .collect::<Vec<_>>(),
+            [(1, 0, 2)]
+        );
+    };
+    indexed();
+
+    // The records go; the marker and the empty batch stay.
+    clean_all(&log);
+    indexed();
+    assert_eq!(keys_in_log(dir.path()), [] as [i32; 0]);
+    assert_eq!(offsets_in_log(dir.path()), [2]);
+    assert_eq!(last_offsets_per_batch(dir.path()), [1, 2]);
+
+    // Still there: the empty batch holds the producer's last sequence.
+    two_pass_clean(&log, &clock);
+    indexed();
+    assert_eq!(keys_in_log(dir.path()), [] as [i32; 0]);
+    assert_eq!(offsets_in_log(dir.path()), [2]);
+    assert_eq!(last_offsets_per_batch(dir.path()), [1, 2]);
+
+    // A newer batch lets the empty one go; the marker stays this pass (it read the empty batch).
+    producer.append(&log, &clock, &[1]); // 3
+    commit(&log, 1); // 4
+    log.roll().unwrap();
+    clean_all(&log);
+    indexed();
+    assert_eq!(keys_in_log(dir.path()), [1]);
+    assert_eq!(offsets_in_log(dir.path()), [2, 3, 4]);
+    assert_eq!(last_offsets_per_batch(dir.path()), [2, 3, 4]);
+
+    // The first pass sets the marker's horizon and drops its entry, the second removes it.
+    two_pass_clean(&log, &clock);
+    assert_eq!(keys_in_log(dir.path()), [1]);
+    assert_eq!(offsets_in_log(dir.path()), [3, 4]);
+    assert_eq!(last_offsets_per_batch(dir.path()), [3, 4]);
+    assert_eq!(aborted_txns(dir.path()), []);
+}
+
 fn reopen(dir: &Path, log: Log, clock: &Arc<ManualClock>) -> Log {
     log.close().unwrap();
     drop(log);
