@@ -82,7 +82,7 @@
 //! | [`ConsumerPosition`] | a consumer's committed position, kept durably in a file of its own |
 //! | [`LogAppendInfo`], [`LogStats`], [`RecoveryReport`] | what an append stored, the log's counters, what the last open found and did |
 //! | [`RetentionReport`], [`DeletedSegment`], [`RetentionRule`] | what a retention pass deleted, and by which rule |
-//! | [`CompactionOptions`], [`CompactionStats`], [`CompactionSchedule`], [`PRODUCER_ID_EXPIRATION_MS`] | one compaction pass's settings and what it did; whether a pass is due ([`Log::compaction_schedule`]) |
+//! | [`CompactionOptions`], [`CompactionStats`], [`CompactionSchedule`], [`PRODUCER_ID_EXPIRATION_MS`] | one compaction pass's settings and what it did (transactions included: it cleans below the last stable offset); whether a pass is due ([`Log::compaction_schedule`]); Kafka's default `producer.id.expiration.ms` |
 //! | [`Observer`], [`LogEvent`] | a hook that hears rolls, fsyncs, recoveries, retention and compaction passes as they happen (metrics, aimed fault tests) |
 //! | [`Producer`], [`ProducerConfig`], [`ProducerConfigBuilder`], [`Acks`], [`SendHandle`] | the batching writer: `send` one record at a time, appended in batches by a background thread; the handle resolves per `acks` (0, 1, all), blocking or as a future |
 //! | [`WaitDurable`], [`WaitForData`] | the future forms of [`Log::wait_durable`] and [`Log::wait_for_data`]: [`Log::durable`], [`Log::data_available`] |

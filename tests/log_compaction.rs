@@ -232,11 +232,12 @@ fn a_full_key_map_cleans_only_what_it_mapped() {
         put(&log, &clock, key, Some(value));
     }
     put(&log, &clock, "end", Some("x"));
-    // One key fits: the map covers offsets 0..2 (where `b` would need a second slot).
+    // Two keys fit: the map covers offsets 0..3. The record at 3 finds it full and ends the
+    // mapped range, although its key is in the map (Kafka's rule).
     let stats = log
-        .compact_with(CompactionOptions::with_max_map_keys(1))
+        .compact_with(CompactionOptions::with_max_map_keys(2))
         .unwrap();
-    assert_eq!(stats.cleaned_up_to, 2);
+    assert_eq!(stats.cleaned_up_to, 3);
     assert_eq!(stats.records_removed, 1);
     assert_eq!(
         key_value_offsets(&log),

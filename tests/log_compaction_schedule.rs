@@ -1,7 +1,7 @@
 //! Compaction's scheduling and bookkeeping (ARCHITECTURE.md §3, invariant 8; Kafka's `LogCleaner`):
 //! the dirty ratio, `min.compaction.lag.ms` and `max.compaction.lag.ms` on the manual clock, the
-//! maintenance thread, segment grouping within `segment.bytes`, the uncleanable range of
-//! transactional data, failed passes, and the persisted first dirty offset.
+//! maintenance thread, segment grouping within `segment.bytes`, the range an open transaction
+//! holds back (the last stable offset), failed passes, and the persisted first dirty offset.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -358,14 +358,14 @@ fn segments_are_merged_within_segment_index_bytes() {
 }
 
 #[test]
-fn transactional_data_stops_compaction_and_is_reported_once() {
+fn an_open_transaction_holds_compaction_back_at_the_lso() {
     let dir = tempfile::tempdir().unwrap();
     let clock = Arc::new(ManualClock::new(T0));
     let log = Log::open(dir.path(), config(&clock)).unwrap();
     for key in ["a", "a", "b"] {
         put(&log, &clock, key, b"1");
     }
-    // A transactional batch in its own segment at 3.
+    // A transactional batch in its own segment at 3, its transaction open: the LSO is 3.
     clock.advance(SEGMENT_MS + 1);
     let mut builder = BatchBuilder::new(Compression::None)
         .producer(7, 0, 0)
@@ -389,8 +389,8 @@ fn transactional_data_stops_compaction_and_is_reported_once() {
     let keys = key_offsets(&log);
     assert_eq!(keys.first(), Some(&("a".into(), 1)));
     assert_eq!(keys.len(), 6);
-    // The next pass does not read the transactional segment again: it reads only what lies
-    // below it (once to map it, once to find that nothing there changes).
+    // The next pass does not read the held-back segments: it reads only what lies below the
+    // LSO's segment (once to map it, once to find that nothing there changes).
     let below: u64 = log_files(dir.path())
         .iter()
         .filter(|(base, _)| *base < 3)
@@ -402,11 +402,10 @@ fn transactional_data_stops_compaction_and_is_reported_once() {
     assert!(!log.compaction_due().unwrap());
 }
 
-/// A segment whose transactional batch comes after plain records: the pass stops at its base,
-/// and the plain records there supersede nothing (their keys were mapped before the walk met the
-/// transactional batch).
+/// A segment whose open transaction begins after plain records: the range ends at its base (a
+/// segment boundary below the LSO), and the plain records there supersede nothing.
 #[test]
-fn a_transactional_batch_part_way_through_a_segment_stops_the_pass_at_its_base() {
+fn an_open_transaction_part_way_through_a_segment_holds_the_pass_at_its_base() {
     let dir = tempfile::tempdir().unwrap();
     let clock = Arc::new(ManualClock::new(T0));
     let log = Log::open(dir.path(), config(&clock)).unwrap();
@@ -436,8 +435,10 @@ fn a_transactional_batch_part_way_through_a_segment_stops_the_pass_at_its_base()
     );
 }
 
+/// A `.txnindex` no longer stops compaction: with no transaction open, its segment is cleaned
+/// like any other.
 #[test]
-fn a_txnindex_file_makes_its_segment_uncleanable() {
+fn a_segment_with_a_txnindex_is_cleaned_like_any_other() {
     let dir = tempfile::tempdir().unwrap();
     let clock = Arc::new(ManualClock::new(T0));
     let log = Log::open(dir.path(), config(&clock)).unwrap();
@@ -446,17 +447,9 @@ fn a_txnindex_file_makes_its_segment_uncleanable() {
     }
     std::fs::write(dir.path().join(format!("{:020}.txnindex", 2)), b"").unwrap();
     let stats = log.compact().unwrap();
-    assert_eq!(stats.uncleanable_from, Some(2));
-    assert_eq!(stats.cleaned_up_to, 2);
-    assert_eq!(
-        key_offsets(&log),
-        [
-            ("a".into(), 1),
-            ("a".into(), 2),
-            ("a".into(), 3),
-            ("end".into(), 4)
-        ]
-    );
+    assert_eq!(stats.uncleanable_from, None);
+    assert_eq!(stats.cleaned_up_to, 4);
+    assert_eq!(key_offsets(&log), [("a".into(), 3), ("end".into(), 4)]);
 }
 
 #[cfg(feature = "sim")]

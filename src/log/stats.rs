@@ -41,9 +41,9 @@ pub struct LogStats {
     pub compaction_passes: u64,
     /// Compaction passes that failed since open (an I/O error, say); the next pass retries.
     pub compaction_failed_passes: u64,
-    /// Where the last pass found transactional data, which compaction does not clean until
-    /// transactions are supported: the base of the first segment holding a transactional or
-    /// control batch, or a `.txnindex`.
+    /// Where the last stable offset held the last compaction pass back: the base of the segment
+    /// holding the LSO (a transaction still open there), which waits with every later segment
+    /// until the transactions end. `None` when the LSO did not end the cleanable range.
     pub compaction_uncleanable_from: Option<i64>,
     /// The bytes from [`compaction_uncleanable_from`](Self::compaction_uncleanable_from) to the
     /// log end when the last pass ran.

@@ -15,8 +15,9 @@ Examples:
 
 Runs one compaction pass now, due or not: for every key only the record with the highest offset
 stays, at its own offset (gaps remain), and small segments are merged up to --segment-bytes. The
-active segment is never compacted, and until transactions are supported the pass stops at the
-first segment holding transactional data. A tombstone is first given a delete horizon (now +
+active segment is never compacted, nor the segment holding the last stable offset (an open
+transaction) and those after it. Data of aborted transactions goes; COMMIT and ABORT markers go
+once no data of their transaction is left and their delete horizon has passed. A tombstone is first given a delete horizon (now +
 delete.retention.ms, one day by default) and removed by the first pass after it.
 
 The log is opened for writing (no other process may have it open) and closed cleanly.";
@@ -87,7 +88,7 @@ fn render(
 ) -> String {
     let uncleanable = match stats.uncleanable_from {
         Some(from) => format!(
-            "from offset {from} ({} bytes of transactional data and after, not compacted yet)",
+            "from offset {from} ({} bytes held back by the last stable offset: a transaction is open there)",
             stats.uncleanable_bytes
         ),
         None => "none".to_owned(),

@@ -6,7 +6,7 @@
 //! The *cleanable range* runs from the first sealed segment up to the first of: the active
 //! segment (never cleaned), a dirty segment whose largest timestamp is younger than
 //! `min.compaction.lag.ms` when that is above 0 (Kafka's rule: with 0, a timestamp in the future
-//! holds nothing back), and the first segment that holds transactional data (below). Within
+//! holds nothing back), and the segment holding the last stable offset (below). Within
 //! it, segments wholly below the *first dirty offset* are clean (earlier passes compared every
 //! record there with every later one), the rest are dirty. A pass is due
 //! ([`Log::compaction_schedule`]) when the dirty bytes are at least `min.cleanable.dirty.ratio`
@@ -23,10 +23,12 @@
 //! # A pass
 //!
 //! 1. **Map.** Walk the cleanable range, recording for every key at or above the first dirty
-//!    offset the highest offset it has. The map holds at most
-//!    [`CompactionOptions::max_map_keys`] keys; when it fills, the mapped range ends at the first
-//!    record it could not take, and the pass cleans only that far (a record above the mapped
-//!    range is always kept), so that the next pass continues from there. A segment mapped whole
+//!    offset the highest offset it has. Data of aborted transactions is skipped (its keys never
+//!    enter the map, so it supersedes nothing); control batches only move the transaction state
+//!    along (below). The map holds at most [`CompactionOptions::max_map_keys`] keys; once it
+//!    holds that many, the mapped range ends at the next keyed record, whatever its key (Kafka's
+//!    rule), and the pass cleans only that far (a record above the mapped range is always kept),
+//!    so that the next pass continues from there. A segment mapped whole
 //!    takes the mapped range to the next segment's base, across any offset gap between them, so
 //!    that the first dirty offset never lies inside a gap.
 //! 2. **Group.** The segments of the mapped range are grouped as Kafka's `groupSegmentsBySize`
@@ -38,9 +40,10 @@
 //!    whose records all stay is copied byte for byte; one that loses records is rebuilt at its
 //!    own base offset, keeping its last offset, producer fields, transactional flag, timestamp
 //!    type, codec and leader epoch, with each kept record at its own offset (gaps remain); a
-//!    batch that loses all its records goes, except the group's last batch, which stays as an
-//!    empty header, so that the cleaned segment ends where the group ended (Kafka keeps the
-//!    last batch of a round for the same reason). A group of one segment is written only from
+//!    batch that loses all its records goes (but see "What stays"), except a group's last
+//!    batch when nothing else of the group's last segment stays: it stays as an empty header,
+//!    so that the cleaned segment ends above the base of every segment it replaces (open's
+//!    swap completion relies on it) and is never empty. A group of one segment is written only from
 //!    its first change on (the unchanged batches before it are copied then), and not at all
 //!    when nothing in it changes: the clean segments a pass walks cost reads, not writes. A
 //!    batch none of whose records is the latest of its key (no key's latest offset lies in its
@@ -55,7 +58,9 @@
 //! new `.log` takes the mtime of the group's last `.log` (time retention's append time). Open
 //! ([`complete_swaps`]) deletes a leftover `.cleaned` and completes a leftover `.swap`: it
 //! deletes every segment whose base lies in `[swap base, swap's next offset)` (Kafka's rule),
-//! which is the whole group because the cleaned segment ends with the group's last batch. A
+//! which is the whole group because the cleaned segment ends above the base of the group's last
+//! segment (see "A pass", step 3). The group's `.txnindex.cleaned` follows the `.log` through
+//! the same renames, right after it. A
 //! crash therefore leaves each group either wholly old or wholly new. Readers on an old segment
 //! keep its descriptor and finish on it: the old handles leave the snapshot and are never
 //! reopened by path.
@@ -70,16 +75,32 @@
 //! snappy) are copied whole, and their keys are not mapped: the pass then keeps more than Kafka
 //! would, never less.
 //!
-//! The last batch of each producer id in the cleaned range stays as an empty header when all its
-//! records go (Kafka's RETAIN_EMPTY), until its max timestamp is older than
-//! [`PRODUCER_ID_EXPIRATION_MS`] (`producer.id.expiration.ms`'s default, one day).
+//! Kafka's `checkBatchRetention` decides each batch, in this order:
+//! 1. the batch holding an active producer's last record, according to the log's producer
+//!    state read when the pass plans (its last data batch, or, when it has none, a marker of its
+//!    current epoch), and the batch that ends the cleanable range, stay, as empty headers when
+//!    all their records go (RETAIN_EMPTY): the producer's sequence and epoch survive for
+//!    idempotent dedupe and fencing. A producer that `producer.id.expiration.ms` (the log's
+//!    config) would expire counts as gone;
+//! 2. otherwise, data of an aborted transaction goes;
+//! 3. a discardable marker (below) whose delete horizon has passed goes;
+//! 4. otherwise the batch goes when none of its records stays.
 //!
 //! # Transactions
 //!
-//! Until transactions are supported, the cleanable range ends at the base of the first segment
-//! that holds a transactional or control batch, or has a `.txnindex`. The bytes from there on
-//! are reported once as uncleanable ([`LogStats::compaction_uncleanable_bytes`], and one log
-//! line), and that segment is not read again while it stays in the log.
+//! The cleanable range ends below the last stable offset, rounded down to a segment boundary:
+//! the segment holding the LSO and those after it wait until the transactions open there end.
+//! So every transaction the pass sees data of is decided. [`LogStats::compaction_uncleanable_from`]
+//! and [`LogStats::compaction_uncleanable_bytes`] report where the LSO held the last pass back.
+//!
+//! Both phases walk the range with Kafka's `CleanedTransactionMetadata` (`txn.rs`): the aborted
+//! transactions come from the `.txnindex` files, and a data batch of one is *aborted*. A marker
+//! is *discardable* when no data batch of its transaction was seen in the walk: an ABORT
+//! marker stays while one was, and its `AbortedTxn` goes into the cleaned segment's
+//! `.txnindex` (`<base>.txnindex.cleaned`, swapped in with the `.log`); a COMMIT marker the
+//! same. A discardable marker is rebuilt with a delete horizon (now + `delete.retention.ms`),
+//! and a pass at or after it drops the marker; its transaction has left the `.txnindex` by
+//! then. Tombstones and markers therefore go in two passes, `delete.retention.ms` apart.
 //!
 //! # Failures
 //!
@@ -91,15 +112,16 @@
 //!
 //! As Kafka keeps `LogCleaner`, `LogCleanerManager` and `SkimpyOffsetMap` apart: this file
 //! holds the options, the stats and a pass from end to end; `plan.rs` the cleanable range, the
-//! schedule, the key map and the groups; `clean.rs` the writing of cleaned segments; `swap.rs`
-//! their swap into the log and its completion at open; `checkpoint.rs` the cleaner checkpoint.
+//! schedule, the key map and the groups; `txn.rs` the transaction state of a walk and the
+//! producers' last records; `clean.rs` the writing of cleaned segments; `swap.rs` their swap into
+//! the log and its completion at open; `checkpoint.rs` the cleaner checkpoint.
 //!
+//! [`LogStats::compaction_uncleanable_from`]: crate::LogStats::compaction_uncleanable_from
 //! [`LogStats::compaction_uncleanable_bytes`]: crate::LogStats::compaction_uncleanable_bytes
 //! [`LogStats::compaction_failed_passes`]: crate::LogStats::compaction_failed_passes
 
 use crate::sync::atomic::{AtomicU64, Ordering};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::sync::Mutex;
@@ -109,17 +131,18 @@ use crate::format::{AnyBatchIter, Batch};
 use crate::segment::{Segment, SegmentFileKind, segment_file_name};
 use crate::storage::Storage;
 
-use super::snapshot::SegmentHandle;
 use super::{Log, Shared};
 
 mod checkpoint;
 mod clean;
 mod plan;
 mod swap;
+mod txn;
 
 pub(crate) use checkpoint::load_cleaner_state;
 use clean::GroupOutcome;
 pub(crate) use swap::complete_swaps;
+use txn::TxnTracker;
 
 /// How many bytes of a segment one read brings in while a pass walks it.
 const READ_CHUNK_BYTES: usize = 1 << 20;
@@ -193,8 +216,9 @@ pub struct CompactionStats {
     /// The end of the range the pass cleaned: every record below it was compared with the
     /// latest record of its key below it.
     pub cleaned_up_to: i64,
-    /// Where the uncleanable range starts when a transactional or control batch (or a
-    /// `.txnindex`) stopped the pass, until transactions are supported.
+    /// The base of the segment holding the last stable offset, when the LSO (a transaction
+    /// still open, or ended above the high watermark) ended the cleanable range: that segment
+    /// and the later ones wait.
     pub uncleanable_from: Option<i64>,
     /// The bytes of the segments from [`uncleanable_from`](Self::uncleanable_from) to the log
     /// end, the active segment included.
@@ -236,8 +260,8 @@ pub struct CompactionSchedule {
     /// passes (Kafka's cleaner checkpoint).
     pub first_dirty_offset: i64,
     /// The end of the cleanable range: the active segment's base, or the base of the first
-    /// dirty segment younger than `min.compaction.lag.ms` (when above 0), or of the first segment holding
-    /// transactional data, whichever is lowest.
+    /// dirty segment younger than `min.compaction.lag.ms` (when above 0), or of the segment
+    /// holding the last stable offset, whichever is lowest.
     pub first_uncleanable_offset: i64,
     /// Bytes of the cleanable segments wholly below the first dirty offset.
     pub clean_bytes: u64,
@@ -260,9 +284,6 @@ pub(crate) struct CleanerState {
     first_dirty_offset: i64,
     /// The log's truncation count when `first_dirty_offset` was last valid.
     truncations_seen: u64,
-    /// The first segment found to hold transactional data: the cleanable range ends before it,
-    /// and it is not read again while it stays in the log.
-    uncleanable: Option<Arc<SegmentHandle>>,
 }
 
 /// Compaction's counters and its persisted checkpoint, readable without waiting for a pass.
@@ -270,7 +291,7 @@ pub(crate) struct CleanerState {
 pub(crate) struct CompactionStatus {
     passes: AtomicU64,
     failed_passes: AtomicU64,
-    /// Where transactional data stops compaction, and the bytes from there on.
+    /// Where the last stable offset held the last pass back, and the bytes from there on.
     uncleanable: Mutex<Option<(i64, u64)>>,
     /// The first dirty offset in `partlog.cleaner-checkpoint` (`None`: no valid file). Taken
     /// after the writer mutex by a truncation, and alone by a pass that persists.
@@ -331,10 +352,15 @@ impl Log {
     /// - **Tombstones** (a null value) are kept for `delete.retention.ms` (one day) after the pass
     ///   that first recopies them, then removed by the next pass: a consumer reading from the start
     ///   sees the delete if it reads within that time.
-    /// - **Idempotent producers.** The last batch of each producer id stays as an empty batch
-    ///   header when all its records go, so that the producer's last sequence survives; it goes
-    ///   once it is older than `producer.id.expiration.ms` (one day,
-    ///   `partlog::PRODUCER_ID_EXPIRATION_MS`), as in Kafka.
+    /// - **Idempotent producers.** The batch holding a producer's last record stays (as an empty
+    ///   batch header when all its records go) while the log's producer state holds the
+    ///   producer, so that its last sequence and epoch survive; it goes once the producer expires
+    ///   (`producer.id.expiration.ms`, one day by default), as in Kafka.
+    /// - **Transactions.** Compaction cleans only below the last stable offset (the segment
+    ///   holding it waits). Data of aborted transactions is removed whatever its keys, and never
+    ///   hides an older committed record. A COMMIT or ABORT marker stays while data of its
+    ///   transaction is left; then, like a tombstone, it stays `delete.retention.ms` more and
+    ///   goes. `read_committed` readers therefore never see an aborted record come back.
     /// - **Small segments are merged** as Kafka does it: consecutive cleaned segments become one
     ///   while it stays within `segment.bytes`, `segment.index.bytes` and the i32 range of relative
     ///   offsets, so a fully superseded segment leaves no empty file behind.
@@ -350,12 +376,9 @@ impl Log {
     /// - **A failed pass** (an I/O error) is counted in `stats().compaction_failed_passes`, leaves
     ///   nothing behind, and the maintenance thread retries at its next interval.
     ///
-    /// **Transactions are not compacted yet.** Until transactions land, compaction cleans only up
-    /// to the base of the first segment that holds a transactional or control batch (or has a
-    /// `.txnindex`). The rest is reported once, as `stats().compaction_uncleanable_from` and
-    /// `compaction_uncleanable_bytes` (and in `CompactionStats`), with one log line, and that
-    /// segment is not read again while it stays in the log. Nothing after it is compacted, however
-    /// old.
+    /// Where an open transaction holds a pass back is reported as
+    /// `stats().compaction_uncleanable_from` and `compaction_uncleanable_bytes` (and in
+    /// `CompactionStats`).
     ///
     /// # From the command line
     ///
@@ -397,9 +420,9 @@ impl Log {
     /// [`compaction_schedule`](Self::compaction_schedule) define it; the active segment is never
     /// cleaned), whether or not one is due: for every key only the record with the highest
     /// offset stays, and offsets never change (gaps remain). A batch keeps its base and last
-    /// offset, producer fields, transactional flag, timestamp type and codec; the last batch
-    /// of a producer id whose records all go stays as an empty header for
-    /// `producer.id.expiration.ms` (one day, Kafka's RETAIN_EMPTY). Consecutive segments are
+    /// offset, producer fields, transactional flag, timestamp type and codec; the batch holding
+    /// an active producer's last record stays as an empty header when its records all go
+    /// (Kafka's RETAIN_EMPTY). Consecutive segments are
     /// merged into one while the result stays within `segment.bytes`, `segment.index.bytes`
     /// and the i32 range of relative offsets.
     ///
@@ -412,9 +435,11 @@ impl Log {
     /// crash left, so each group is wholly old or wholly new. A reader on an old segment
     /// finishes on it.
     ///
-    /// Until transactions are supported, the pass stops at the first segment that holds a
-    /// transactional or control batch, or has a `.txnindex`, and reports that offset in
-    /// [`CompactionStats::uncleanable_from`].
+    /// Transactions: the pass cleans only below the segment holding the last stable offset
+    /// (reported in [`CompactionStats::uncleanable_from`] when it ends the range); data of
+    /// aborted transactions goes, and COMMIT and ABORT markers go once no data of their
+    /// transaction is left and their delete horizon (set as for tombstones) has passed. The
+    /// module docs of `compaction` give Kafka's rules.
     ///
     /// Blocks on the reads, writes and fsyncs of the pass. Appends wait only while a cleaned
     /// segment is swapped in (a few renames and two directory fsyncs); readers wait only for
@@ -493,7 +518,6 @@ impl Shared {
         let truncations = self.truncations.load(Ordering::Acquire);
         if cleaner.truncations_seen != truncations {
             cleaner.first_dirty_offset = 0;
-            cleaner.uncleanable = None;
             cleaner.truncations_seen = truncations;
         }
     }
@@ -567,9 +591,13 @@ impl Shared {
             return Ok(stats);
         }
 
-        // Phase 1: map the cleanable range.
-        let (map, mut mapped) =
-            self.map_cleanable_range(cleaner, &plan, options, first_dirty, &mut stats)?;
+        // Phase 1: map the cleanable range. The producers' last records are read once, at
+        // planning time: a later append only moves a producer's last record above the range,
+        // so a batch kept for an older one keeps more, never less.
+        let producers = self.active_producers_at(now_ms);
+        let (map, mut mapped, bytes_read) =
+            self.map_cleanable_range(&plan, options, first_dirty, producers)?;
+        stats.bytes_read += bytes_read;
         stats.cleaned_up_to = map.mapped_end;
         stats.uncleanable_bytes = match stats.uncleanable_from {
             Some(from) => self.bytes_from(from)?,
@@ -583,8 +611,10 @@ impl Shared {
         mapped.retain(|p| p.handle.base_offset() < map.mapped_end);
         let horizon_ms = now_ms.saturating_add(delete_retention_ms);
         let mut every_group_done = true;
+        // Carried from group to group, as Kafka's is: a transaction may span groups.
+        let mut tracker = TxnTracker::default();
         for group in self.group_by_size(&mapped)? {
-            match self.clean_group(group, &map, now_ms, horizon_ms, &mut stats)? {
+            match self.clean_group(group, &map, &mut tracker, now_ms, horizon_ms, &mut stats)? {
                 GroupOutcome::Unchanged => {}
                 GroupOutcome::Gone => every_group_done = false,
                 GroupOutcome::Written(written) => {
@@ -609,8 +639,10 @@ impl Shared {
     }
 }
 
-/// Kafka's default `producer.id.expiration.ms` (1 day): an empty header kept for a producer id
-/// goes once its batch's max timestamp is older than this.
+/// Kafka's default `producer.id.expiration.ms` (1 day). Compaction no longer reads it: a
+/// producer's last batch stays while the log's producer state holds the producer, which
+/// [`LogConfig::producer_id_expiration_ms`](crate::LogConfig::producer_id_expiration_ms) bounds.
+/// Kept because it is part of the stable API.
 pub const PRODUCER_ID_EXPIRATION_MS: i64 = 24 * 60 * 60 * 1000;
 
 /// Calls `visit` on every batch of `segment` in order, until it returns `false`. Returns the

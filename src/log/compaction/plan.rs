@@ -16,7 +16,8 @@ use crate::log::Shared;
 use crate::log::snapshot::SegmentHandle;
 
 use super::clean::rewritable;
-use super::{CleanerState, CompactionOptions, CompactionSchedule, CompactionStats, for_each_batch};
+use super::txn::{ActiveProducers, TxnTracker, last_record_of_producer, marker_type};
+use super::{CleanerState, CompactionOptions, CompactionSchedule, for_each_batch};
 
 /// The key map of phase 1: for each key, the highest offset it has in the mapped range.
 pub(super) struct KeyMap {
@@ -28,9 +29,11 @@ pub(super) struct KeyMap {
     /// The mapped range holds batches copied whole (legacy, gzip, snappy), whose keys the map
     /// lacks: no tombstone may go in this pass.
     pub(super) holds_unmapped_records: bool,
-    /// For each producer id, the last offset of its last batch in the mapped range: that batch
-    /// survives as an empty header when all its records go (Kafka's RETAIN_EMPTY).
-    pub(super) producer_last_offset: HashMap<i64, i64>,
+    /// Every active producer's last record at planning time: its batch stays (RETAIN_EMPTY).
+    pub(super) producers: ActiveProducers,
+    /// The end of the cleanable range: the batch that ends there stays too (Kafka keeps the
+    /// last batch of a cleaning round, so that the range's last offset stays in the log).
+    pub(super) round_end: i64,
     /// The records from here on were mapped (those below were not: they were clean).
     first_dirty: i64,
     /// Every key's latest offset, sorted, once phase 1 is done; `None` when some lies at or
@@ -53,7 +56,8 @@ pub(super) struct Planned {
 pub(super) struct Plan {
     pub(super) segments: Vec<Planned>,
     pub(super) schedule: CompactionSchedule,
-    /// The known transactional segment that ends the range, if it does.
+    /// The base of the segment holding the last stable offset, when the LSO (an undecided
+    /// transaction) ends the range.
     pub(super) uncleanable_from: Option<i64>,
 }
 
@@ -78,10 +82,10 @@ impl KeyMap {
             return false;
         };
         let last_offset = header.last_offset();
-        let last_of_producer = header.producer_id >= 0
-            && self.producer_last_offset.get(&header.producer_id) == Some(&last_offset);
+        let last_of_producer = last_record_of_producer(&self.producers, header, false);
         let first_latest_in_or_after = sorted.partition_point(|&o| o < header.base_offset);
         header.records_count > 0
+            && !header.is_control()
             && header.base_offset >= self.first_dirty
             && last_offset < self.mapped_end
             && !last_of_producer
@@ -91,23 +95,20 @@ impl KeyMap {
     }
 
     /// Records `offset` as the latest of `key` (records come in offset order), allocating only
-    /// for a new key. When a new key does not fit, the mapped range ends just below this record
-    /// and `false` says to stop.
-    ///
-    /// Keys are put as a segment is walked, before the walk knows whether the segment is
-    /// cleanable: a segment found to hold transactional data part-way leaves offsets at or above
-    /// `mapped_end` in the map, which [`clean_batch`] reads as "keep" (never as "superseded").
+    /// for a new key. Once the map holds its capacity of keys, the mapped range ends just below
+    /// this record, whatever its key, and `false` says to stop: Kafka's rule, so that a pass
+    /// with a small map stops where Kafka's stops.
     fn put(&mut self, key: &[u8], offset: i64) -> bool {
-        if let Some(latest) = self.latest.get_mut(key) {
-            *latest = offset;
-            return true;
-        }
         if self.latest.len() >= self.capacity {
             self.full = true;
             self.mapped_end = offset;
             return false;
         }
-        self.latest.insert(key.to_vec(), offset);
+        if let Some(latest) = self.latest.get_mut(key) {
+            *latest = offset;
+        } else {
+            self.latest.insert(key.to_vec(), offset);
+        }
         true
     }
 }
@@ -124,6 +125,9 @@ impl Shared {
         check_max_lag: bool,
     ) -> Result<Plan> {
         let first_dirty = cleaner.first_dirty_offset;
+        // Read before the segment list: the LSO only grows while no truncation runs, and a
+        // truncation resets the cleaner (and the pass then swaps nothing in).
+        let last_stable = self.last_stable_offset();
         let list = self.snapshot.load();
         let handles = list.handles();
         let mut plan = Plan::default();
@@ -139,11 +143,10 @@ impl Shared {
             let end_offset = handles
                 .get(index + 1)
                 .map_or(i64::MAX, |next| next.base_offset());
-            if cleaner
-                .uncleanable
-                .as_ref()
-                .is_some_and(|known| Arc::ptr_eq(known, handle))
-            {
+            if end_offset > last_stable {
+                // The segment holds the LSO (an undecided transaction begins in it, or a marker
+                // is not yet below the high watermark): the range ends at its base, a segment
+                // boundary, and the rest waits for the transactions to end.
                 plan.uncleanable_from = Some(handle.base_offset());
                 plan.schedule.first_uncleanable_offset = handle.base_offset();
                 break;
@@ -276,28 +279,36 @@ impl Shared {
     }
 
     /// Phase 1 of a pass: maps the cleanable range `plan` found, segment by segment, until the
-    /// key map fills, a segment leaves the log, or one holds transactional data (which then
-    /// ends the cleanable range for later passes too). Returns the map, sorted, and the segments
-    /// it covers.
+    /// key map fills or a segment leaves the log. Data of aborted transactions (from the
+    /// `.txnindex` files) is skipped: its keys never enter the map, so it supersedes nothing.
+    /// Control batches only move the transaction state along. Returns the map, sorted, and the
+    /// segments it covers.
     pub(super) fn map_cleanable_range(
         &self,
-        cleaner: &mut CleanerState,
         plan: &Plan,
         options: CompactionOptions,
         first_dirty: i64,
-        stats: &mut CompactionStats,
-    ) -> Result<(KeyMap, Vec<Planned>)> {
+        producers: ActiveProducers,
+    ) -> Result<(KeyMap, Vec<Planned>, u64)> {
         let mut map = KeyMap {
             latest: HashMap::new(),
             capacity: options.max_map_keys.max(1),
             mapped_end: plan.segments.first().map_or(0, |p| p.handle.base_offset()),
             full: false,
             holds_unmapped_records: false,
-            producer_last_offset: HashMap::new(),
+            producers,
+            round_end: plan.schedule.first_uncleanable_offset,
             first_dirty,
             latest_sorted: None,
         };
+        let mut bytes_read = 0u64;
         let mut mapped: Vec<Planned> = Vec::new();
+        let mut tracker = TxnTracker::default();
+        if !plan.segments.is_empty() {
+            tracker.add_aborted(
+                self.aborted_in_range(first_dirty, plan.schedule.first_uncleanable_offset)?,
+            );
+        }
         // Decompressed records, reused from batch to batch.
         let mut scratch = Vec::new();
         for planned in &plan.segments {
@@ -306,50 +317,39 @@ impl Shared {
                 // A truncation or retention changed the list: clean what was mapped so far.
                 break;
             };
-            let txn_index =
-                segment_file_path(&self.dir, handle.base_offset(), SegmentFileKind::TxnIndex);
-            let mut transactional = self.storage.exists(&txn_index)?;
-            let mut producer_last: Vec<(i64, i64)> = Vec::new();
-            if !transactional {
-                stats.bytes_read += for_each_batch(&segment, |batch| {
-                    if batch.is_control() || batch.header().is_some_and(|h| h.is_transactional()) {
-                        transactional = true;
+            bytes_read += for_each_batch(&segment, |batch| {
+                let Some(view) = batch.as_v2() else {
+                    // Legacy records are copied whole and not mapped: a tombstone must then
+                    // outlive them, or an older value of its key in them would come back.
+                    map.holds_unmapped_records = true;
+                    return Ok(true);
+                };
+                let header = view.header();
+                if header.is_control() {
+                    let marker = marker_type(view, &mut scratch)?;
+                    tracker.on_control_batch(header, marker);
+                    return Ok(true);
+                }
+                if tracker.on_data_batch(header) {
+                    // Aborted: the rewrite drops it whatever its keys.
+                    return Ok(true);
+                }
+                if !rewritable(view) {
+                    map.holds_unmapped_records = true;
+                    return Ok(true);
+                }
+                for record in view.records(&mut scratch)? {
+                    let record = record?;
+                    // Below the first dirty offset every record has already been compared
+                    // with every later one there: only the dirty part is mapped.
+                    if let Some(key) = record.key.filter(|_| record.offset >= first_dirty)
+                        && !map.put(key, record.offset)
+                    {
                         return Ok(false);
                     }
-                    let view = batch.as_v2().filter(|v| rewritable(v));
-                    // Records the pass copies whole are not mapped: a tombstone must then
-                    // outlive them, or an older value of its key in them would come back.
-                    map.holds_unmapped_records |= view.is_none();
-                    if let Some(header) = batch.header().filter(|h| h.producer_id >= 0) {
-                        producer_last.push((header.producer_id, header.last_offset()));
-                    }
-                    if let Some(view) = view {
-                        for record in view.records(&mut scratch)? {
-                            let record = record?;
-                            // Below the first dirty offset every record has already been
-                            // compared with every later one there: only the dirty part is
-                            // mapped.
-                            if let Some(key) = record.key.filter(|_| record.offset >= first_dirty)
-                                && !map.put(key, record.offset)
-                            {
-                                return Ok(false);
-                            }
-                        }
-                    }
-                    Ok(true)
-                })?;
-            }
-            if transactional {
-                stats.uncleanable_from = Some(handle.base_offset());
-                log::info!(
-                    "{}: compaction stops at offset {}: the segment there holds transactional \
-                     data, which is not compacted yet; it is not read again while it stays",
-                    self.dir.display(),
-                    handle.base_offset()
-                );
-                cleaner.uncleanable = Some(Arc::clone(handle));
-                break;
-            }
+                }
+                Ok(true)
+            })?;
             if !map.full {
                 // The next segment's base, not this one's next offset: an offset gap between
                 // the two (compaction leaves them) is mapped too, or the next pass would start
@@ -357,18 +357,13 @@ impl Shared {
                 // past the gap the same way, KAFKA-8764).
                 map.mapped_end = planned.end_offset;
             }
-            for (producer_id, last_offset) in producer_last {
-                if last_offset < map.mapped_end {
-                    map.producer_last_offset.insert(producer_id, last_offset);
-                }
-            }
             mapped.push(planned.clone());
             if map.full {
                 break;
             }
         }
         map.sort_latest();
-        Ok((map, mapped))
+        Ok((map, mapped, bytes_read))
     }
 }
 

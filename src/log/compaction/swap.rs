@@ -160,7 +160,8 @@ impl Shared {
 /// Resolves what an interrupted compaction left in `dir`, as Kafka's log loader does: a
 /// `.cleaned` file is deleted (the swap never began), and a `<base>.log.swap` replaces every
 /// segment whose base lies in `[base, the swap's next offset)` (the old group: the cleaned
-/// segment ends with the group's last batch), and the segment at `base` in any case; their
+/// segment ends above the base of the group's last segment), and the segment at `base` in any
+/// case; their
 /// index files go with them, also those of a segment whose `.log` the swap had already renamed
 /// (the new segment's offset and time indexes are rebuilt from its `.log` on first use).
 ///
@@ -263,7 +264,7 @@ pub(crate) fn complete_swaps(storage: &Arc<dyn Storage>, dir: &Path) -> Result<b
 }
 
 /// `<base>.txnindex<suffix>`: the cleaned segment's aborted-transaction index on its way in.
-fn transient_txn_index_path(dir: &Path, base_offset: i64, suffix: &str) -> PathBuf {
+pub(super) fn transient_txn_index_path(dir: &Path, base_offset: i64, suffix: &str) -> PathBuf {
     dir.join(format!(
         "{}{suffix}",
         segment_file_name(base_offset, SegmentFileKind::TxnIndex)
