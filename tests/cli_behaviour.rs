@@ -82,6 +82,7 @@ fn every_command_has_help_with_an_example() {
         Some("retention"),
         Some("upgrade"),
         Some("compact"),
+        Some("config"),
     ] {
         let mut args: Vec<&str> = command.into_iter().collect();
         args.push("--help");
@@ -518,6 +519,7 @@ fn a_closed_or_full_stdout_is_handled_by_every_reporting_command() {
         &["retention", dir],
         &["delete-records", dir, "--before", "0"],
         &["compact", dir],
+        &["config", dir, "--all"],
     ];
     for args in commands {
         let (reader, writer) = std::io::pipe().unwrap();

@@ -23,6 +23,7 @@ mod group_commit;
 pub(crate) mod kafka_dir;
 mod live;
 mod observer;
+mod properties;
 mod recovery;
 mod retention;
 mod snapshot;
@@ -59,6 +60,9 @@ pub use config::{
 };
 pub use fetch::{FetchBatches, FetchData, LogRecord, LogRecords, ReadBound};
 pub use observer::{LogEvent, Observer};
+pub use properties::{
+    PROPERTIES_FILE_NAME, per_log_setting_names, read_stored_settings, write_stored_settings,
+};
 pub use retention::{DeletedSegment, RetentionReport, RetentionRule};
 pub use stats::{LogStats, RecoveryReport};
 pub use wait::{WaitDurable, WaitForData};
@@ -282,6 +286,16 @@ impl Log {
             Ok(lock) => lock,
             Err(error) => {
                 // No log data changed yet, so this does not spoil the directory's clean close.
+                if let Some(Err(leave_error)) = kafka_dir.map(|m| m.leave(true)) {
+                    log::warn!("{}: {leave_error}", dir.display());
+                }
+                return Err(error);
+            }
+        };
+        // Under the lock: a writable open may store the settings it was given.
+        let config = match properties::apply_stored_settings(&*storage, dir, config, read_only) {
+            Ok(config) => config,
+            Err(error) => {
                 if let Some(Err(leave_error)) = kafka_dir.map(|m| m.leave(true)) {
                     log::warn!("{}: {leave_error}", dir.display());
                 }

@@ -56,7 +56,10 @@ pub fn run(args: &CompactArgs) -> Result<Outcome, CliError> {
     } else {
         LogConfig::builder()
     };
-    builder = builder.cleanup_policy(CleanupPolicy::COMPACT);
+    // A pass asked for by hand runs whatever the stored policy; nothing it is given is stored.
+    builder = builder
+        .cleanup_policy(CleanupPolicy::COMPACT)
+        .store_settings(false);
     if let Some(segment_bytes) = args.segment_bytes {
         builder = builder.segment_bytes(segment_bytes);
     }

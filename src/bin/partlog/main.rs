@@ -11,8 +11,12 @@
 //! partlog delete-records DIR --before N   move the log start offset up
 //! partlog retention DIR        apply retention now
 //! partlog upgrade SRC DST      rewrite a legacy or gzip/snappy partition directory as v2
-//! partlog compact DIR        run one compaction pass (--delete-retention-ms, --min-lag-ms)
+//! partlog compact DIR          run one compaction pass (--delete-retention-ms, --min-lag-ms)
+//! partlog config DIR           print the log's stored settings; --set key=value changes one
 //! ```
+//!
+//! Every command uses the settings stored with the log (`partlog.properties`, Kafka's topic
+//! config names) unless a flag overrides them.
 //!
 //! Reading commands (consume, dump, stats, perf-consume) open the log read-only without a lock
 //! (`allow_live_writer`), so they work while an application writes it.
@@ -32,6 +36,7 @@ macro_rules! outln {
 }
 
 mod compact;
+mod config;
 mod consume;
 mod dump;
 mod dump_index;
@@ -68,10 +73,13 @@ Examples:
   partlog stats /tmp/orders-0
   partlog perf-produce /tmp/perf-0 --records 1000000 --record-size 100
   partlog delete-records /tmp/orders-0 --before 1000
+  partlog config /tmp/orders-0 --set retention.ms=604800000
   partlog upgrade /var/kafka-0.10/orders-0 /tmp/orders-0
 
 Reading commands (consume, dump, stats, perf-consume) take no lock: they work on a log that a
-running application writes. Writing commands take the log's exclusive lock.
+running application writes. Writing commands take the log's exclusive lock. Every command uses
+the settings stored with the log (partlog.properties; see 'partlog config') unless a flag
+overrides them.
 
 Exit status: 0 on success, 1 when verify (or dump --index) finds corruption, 2 on any error.";
 
@@ -130,6 +138,10 @@ enum Command {
     /// Run one compaction pass over the log in DIR: only the latest record of each key stays.
     #[command(after_help = compact::EXAMPLES)]
     Compact(compact::CompactArgs),
+    /// Print the settings stored with the log in DIR (partlog.properties), or change one, like
+    /// kafka-configs --describe and --alter.
+    #[command(after_help = config::EXAMPLES)]
+    Config(config::ConfigArgs),
 }
 
 /// The first error from writing standard output other than a closed pipe (see `outln!`).
@@ -216,6 +228,7 @@ fn main() -> ExitCode {
         Command::Retention(args) => maint::run_retention(args),
         Command::Upgrade(args) => upgrade::run(args),
         Command::Compact(args) => compact::run(args),
+        Command::Config(args) => config::run(args),
     };
     let stdout_error = STDOUT_ERROR
         .lock()
@@ -294,6 +307,7 @@ const COMMANDS: &[&str] = &[
     "retention",
     "upgrade",
     "compact",
+    "config",
 ];
 
 /// Opens `dir` read-only without a lock, following a writer in another process if there is
@@ -307,6 +321,19 @@ pub fn open_live_reader(
         .poll_interval(poll_interval)
         .build()?;
     Ok(partlog::Log::open_read_only(dir, config)?)
+}
+
+/// A config builder holding the settings stored with the log in `dir` (partlog.properties),
+/// for the commands that do not open the log (`verify`), and that stores nothing: a flag given
+/// to such a command applies to that run only.
+pub fn stored_config_builder(dir: &std::path::Path) -> Result<partlog::LogConfigBuilder, CliError> {
+    use partlog::unstable::{OsStorage, read_stored_settings};
+    // The stored segment.bytes passed validation when it was stored, perhaps below 1 MiB.
+    let mut builder = partlog::LogConfig::builder_for_tests().store_settings(false);
+    for (key, value) in read_stored_settings(&OsStorage::new(), dir)? {
+        builder = builder.set(&key, &value)?;
+    }
+    Ok(builder)
 }
 
 /// The base offsets of the directory's segments, from their `.log` file names, in order.

@@ -20,11 +20,14 @@ while another process writes the log.";
 
 pub const RETENTION_EXAMPLES: &str = "\
 Examples:
-  partlog retention /tmp/orders-0                          # Kafka's defaults: 7 days, no size limit
-  partlog retention /tmp/orders-0 --retention-ms 3600000   # keep one hour
+  partlog retention /tmp/orders-0                          # the log's stored settings
+  partlog retention /tmp/orders-0 --retention-ms 3600000   # keep one hour, this pass only
   partlog retention /tmp/orders-0 --retention-bytes 1073741824 --retention-ms -1
+  partlog config /tmp/orders-0 --set retention.ms=604800000  # Kafka's 7 days, for every pass
 
-Runs one retention pass now, as the log's maintenance thread would with these settings, and
+Runs one retention pass now with the log's stored settings (partlog.properties, see 'partlog
+config'; partlog's default keeps everything: retention.ms=-1, retention.bytes=-1), the flags
+overriding them for this pass only, as the log's maintenance thread would, and
 prints each segment deleted and the rule that deleted it: below the log start offset, over
 retention.bytes, or older than retention.ms (by its largest timestamp). A log whose
 cleanup.policy has no delete keeps its segments but for the first rule. The active segment goes
@@ -50,19 +53,20 @@ pub struct RetentionArgs {
     #[arg(value_name = "DIR")]
     pub dir: PathBuf,
 
-    /// Kafka's retention.ms: segments whose newest record is older are deleted; -1 keeps
-    /// them forever.
-    #[arg(long, value_name = "MS", allow_negative_numbers = true, default_value_t = 7 * 24 * 60 * 60 * 1000)]
-    pub retention_ms: i64,
+    /// Kafka's retention.ms for this pass: segments whose newest record is older are deleted;
+    /// -1 keeps them forever. By default, the log's stored retention.ms, else -1.
+    #[arg(long, value_name = "MS", allow_negative_numbers = true)]
+    pub retention_ms: Option<i64>,
 
-    /// Kafka's retention.bytes: the oldest segments are deleted while the log is larger; -1
-    /// sets no limit.
-    #[arg(long, value_name = "BYTES", allow_negative_numbers = true, default_value_t = -1)]
-    pub retention_bytes: i64,
+    /// Kafka's retention.bytes for this pass: the oldest segments are deleted while the log is
+    /// larger; -1 sets no limit. By default, the log's stored retention.bytes, else -1.
+    #[arg(long, value_name = "BYTES", allow_negative_numbers = true)]
+    pub retention_bytes: Option<i64>,
 
-    /// Kafka's cleanup.policy: delete, compact, or compact,delete.
-    #[arg(long, value_name = "POLICY", default_value = "delete")]
-    pub cleanup_policy: String,
+    /// Kafka's cleanup.policy for this pass: delete, compact, or compact,delete. By default,
+    /// the log's stored cleanup.policy, else delete.
+    #[arg(long, value_name = "POLICY")]
+    pub cleanup_policy: Option<String>,
 }
 
 /// Runs `partlog delete-records`.
@@ -78,6 +82,7 @@ pub fn run_delete_records(args: &DeleteRecordsArgs) -> Result<Outcome, CliError>
     let config = LogConfig::builder()
         .retention_ms(-1)
         .retention_bytes(-1)
+        .store_settings(false)
         .build()?;
     let log = Log::open(&args.dir, config)?;
     let old_start = log.log_start_offset();
@@ -100,11 +105,18 @@ pub fn run_delete_records(args: &DeleteRecordsArgs) -> Result<Outcome, CliError>
 /// Runs `partlog retention`.
 pub fn run_retention(args: &RetentionArgs) -> Result<Outcome, CliError> {
     crate::require_dir(&args.dir)?;
-    let config = LogConfig::builder()
-        .retention_ms(args.retention_ms)
-        .retention_bytes(args.retention_bytes)
-        .cleanup_policy(CleanupPolicy::from_kafka_str(&args.cleanup_policy)?)
-        .build()?;
+    // The flags override the stored settings for this pass only.
+    let mut builder = LogConfig::builder().store_settings(false);
+    if let Some(retention_ms) = args.retention_ms {
+        builder = builder.retention_ms(retention_ms);
+    }
+    if let Some(retention_bytes) = args.retention_bytes {
+        builder = builder.retention_bytes(retention_bytes);
+    }
+    if let Some(policy) = &args.cleanup_policy {
+        builder = builder.cleanup_policy(CleanupPolicy::from_kafka_str(policy)?);
+    }
+    let config = builder.build()?;
     let log = Log::open(&args.dir, config)?;
     let report = log.enforce_retention()?;
     let start = log.log_start_offset();

@@ -34,7 +34,9 @@ Examples:
 
 Each line of standard input becomes one record: its bytes up to the newline (a '\\r' before the
 newline is kept; a last line without a newline is a record too). The timestamp is the time of
-reading. The log is created if DIR does not exist, and closed cleanly at the end of input.";
+reading. The log is created if DIR does not exist, and closed cleanly at the end of input.
+--cleanup-policy, --compression and --segment-bytes are stored with the log (partlog.properties,
+see 'partlog config'): a later produce without them keeps the log as it was made.";
 
 /// The codecs `produce` writes batches with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -74,9 +76,10 @@ pub struct ProduceArgs {
     #[arg(long, value_name = "MARKER", alias = "tombstone-value")]
     pub null_marker: Option<String>,
 
-    /// The codec of the batches written (Kafka's compression.type).
-    #[arg(long, value_name = "CODEC", value_enum, default_value_t = Codec::None)]
-    pub compression: Codec,
+    /// The codec of the batches written (Kafka's compression.type; stored with the log). By
+    /// default, the log's stored compression.type, else none.
+    #[arg(long, value_name = "CODEC", value_enum)]
+    pub compression: Option<Codec>,
 
     /// When appends are fsynced: always (each append, before it is acknowledged), never (the
     /// OS decides, Kafka's default), or interval:MS (at least every MS milliseconds).
@@ -97,10 +100,12 @@ pub struct ProduceArgs {
     #[arg(long, value_name = "N", default_value = "1", value_parser = parse_batch)]
     pub batch: NonZeroUsize,
 
-    /// The log's cleanup.policy (Kafka's syntax: delete, compact, or compact,delete). A
-    /// compacted log takes only keyed records: use --key-separator, and give every line a key.
-    #[arg(long, value_name = "POLICY", default_value = "delete", value_parser = parse_cleanup_policy)]
-    pub cleanup_policy: CleanupPolicy,
+    /// The log's cleanup.policy (Kafka's syntax: delete, compact, or compact,delete), stored
+    /// with the log (partlog.properties) for every later command. By default, the stored
+    /// policy, else delete. A compacted log takes only keyed records: use --key-separator, and
+    /// give every line a key.
+    #[arg(long, value_name = "POLICY", value_parser = parse_cleanup_policy)]
+    pub cleanup_policy: Option<CleanupPolicy>,
 
     /// Print the offset of each line on standard output, one per line, once its append is
     /// acknowledged: after the fsync with --flush always; otherwise once the batch is written
@@ -160,14 +165,18 @@ pub fn run(args: &ProduceArgs) -> Result<Outcome, CliError> {
     } else {
         LogConfig::builder()
     };
-    builder = builder
-        .compression_type(match args.compression {
+    // Flags given are stored with the log; the rest come from its stored settings.
+    builder = builder.flush_policy(args.flush);
+    if let Some(codec) = args.compression {
+        builder = builder.compression_type(match codec {
             Codec::None => CompressionType::Uncompressed,
             Codec::Lz4 => CompressionType::Lz4,
             Codec::Zstd => CompressionType::Zstd,
-        })
-        .flush_policy(args.flush)
-        .cleanup_policy(args.cleanup_policy);
+        });
+    }
+    if let Some(policy) = args.cleanup_policy {
+        builder = builder.cleanup_policy(policy);
+    }
     if let Some(segment_bytes) = args.segment_bytes {
         builder = builder.segment_bytes(segment_bytes);
     }

@@ -42,8 +42,9 @@ pub struct StatsArgs {
     /// prints Kafka's dirty ratio as the writer's scheduler sees it (Log::compaction_schedule):
     /// the first dirty offset (from partlog.cleaner-checkpoint), dirty and clean bytes, and
     /// whether a pass is due at min.cleanable.dirty.ratio 0.5 and the default lags.
-    #[arg(long, value_name = "POLICY", default_value = "delete")]
-    pub cleanup_policy: String,
+    /// By default, the log's stored cleanup.policy (partlog.properties), else delete.
+    #[arg(long, value_name = "POLICY")]
+    pub cleanup_policy: Option<String>,
 
     /// One JSON object instead of text.
     #[arg(long)]
@@ -61,13 +62,14 @@ struct SegmentLine {
 /// Runs `partlog stats`.
 pub fn run(args: &StatsArgs) -> Result<Outcome, CliError> {
     crate::require_dir(&args.dir)?;
-    let cleanup_policy = partlog::CleanupPolicy::from_kafka_str(&args.cleanup_policy)?;
-    let config = partlog::LogConfig::builder()
+    let mut builder = partlog::LogConfig::builder()
         .allow_live_writer(true)
-        .poll_interval(Duration::from_millis(100))
-        .cleanup_policy(cleanup_policy)
-        .build()?;
-    let log = Log::open_read_only(&args.dir, config)?;
+        .poll_interval(Duration::from_millis(100));
+    if let Some(policy) = &args.cleanup_policy {
+        builder = builder.cleanup_policy(partlog::CleanupPolicy::from_kafka_str(policy)?);
+    }
+    let log = Log::open_read_only(&args.dir, builder.build()?)?;
+    let cleanup_policy = log.config().cleanup_policy;
     let stats = log.stats();
     let schedule = if cleanup_policy.compact {
         Some(log.compaction_schedule()?)
