@@ -549,3 +549,61 @@ fn a_closed_or_full_stdout_is_handled_by_every_reporting_command() {
         );
     }
 }
+
+/// `partlog dump DIR --index | grep -m3 '^offset:'`: the reader leaves in the middle of the
+/// index entries, with far more than a pipe holds still to come. Every report command ends
+/// quietly then (status 0, nothing on standard error), the index dump included.
+#[test]
+fn a_reader_that_leaves_mid_output_ends_every_report_command_quietly() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("log");
+    produce_lines(&dir, 10);
+    // An index entry for every batch: tens of thousands of index lines, megabytes of output.
+    let output = run(partlog()
+        .arg("config")
+        .arg(&dir)
+        .args(["--set", "index.interval.bytes=0"]));
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let input: String = (0..20_000).map(|i| format!("{i}\n")).collect();
+    let output = run_with_input(
+        partlog().arg("produce").arg(&dir).args(["--batch", "1"]),
+        input.as_bytes(),
+    );
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let dir = dir.to_str().unwrap();
+    let commands: &[(&[&str], &str)] = &[
+        (&["dump", dir, "--index"], "offset:"),
+        (&["dump", dir, "--records", "--index"], "offset:"),
+        (&["dump", dir, "--records"], "| offset:"),
+        (&["consume", dir], "1"),
+    ];
+    for (args, prefix) in commands {
+        let mut child = partlog()
+            .args(*args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut matches = 0;
+        for line in stdout.lines() {
+            if line.unwrap().starts_with(prefix) {
+                matches += 1;
+                if matches == 3 {
+                    break;
+                }
+            }
+        }
+        // `grep -m3` exits here, and the pipe closes under the tool.
+        assert_eq!(matches, 3, "{args:?}");
+        let output = child.wait_with_output().unwrap();
+        let stderr = text(&output.stderr);
+        assert!(
+            output.status.success(),
+            "{args:?} after the reader left: {:?}, stderr {stderr:?}",
+            output.status
+        );
+        assert!(stderr.is_empty(), "{args:?}: {stderr:?}");
+    }
+}

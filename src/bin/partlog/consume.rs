@@ -175,7 +175,7 @@ pub fn run(args: &ConsumeArgs) -> Result<Outcome, CliError> {
         Ok(())
     })();
     match result {
-        Ok(()) => Ok(Outcome::Done),
+        Ok(()) => Ok(crate::finish_reading(&log)),
         Err(ConsumeError::Output(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => {
             Ok(Outcome::Done)
         }

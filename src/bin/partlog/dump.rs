@@ -79,9 +79,8 @@ pub fn run(args: &DumpArgs) -> Result<Outcome, CliError> {
             "--from {from} is out of range: the log holds offsets [{start}, {end})"
         )));
     }
-    let stdout = std::io::stdout().lock();
     let mut dumper = Dumper {
-        out: std::io::BufWriter::with_capacity(1 << 16, stdout),
+        out: std::io::BufWriter::with_capacity(1 << 16, crate::QuietStdout),
         json: args.json,
         records: args.records,
         dir: &args.dir,
@@ -103,7 +102,8 @@ pub fn run(args: &DumpArgs) -> Result<Outcome, CliError> {
         Err(DumpError::Log(e)) => return Err(e.into()),
     }
     if args.index {
-        let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+        // The check runs to the end and sets the exit status even if the reader left early.
+        let mut out = std::io::BufWriter::new(crate::QuietStdout);
         let mut tally = crate::dump_index::IndexTally::default();
         for &base in &bases {
             crate::dump_index::dump_segment_indexes(&mut out, &args.dir, base, &mut tally)?;
@@ -112,16 +112,15 @@ pub fn run(args: &DumpArgs) -> Result<Outcome, CliError> {
             "index check: {} entries, {} mismatches",
             tally.entries, tally.mismatches
         );
-        match writeln!(out, "{summary}").and_then(|()| out.flush()) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
-            Err(e) => return Err(CliError::new(format!("cannot write: {e}"))),
+        if let Err(e) = writeln!(out, "{summary}").and_then(|()| out.flush()) {
+            return Err(CliError::new(format!("cannot write to standard output: {e}")));
         }
         if tally.mismatches > 0 {
+            crate::finish_reading(&log);
             return Ok(Outcome::Corrupt);
         }
     }
-    Ok(Outcome::Done)
+    Ok(crate::finish_reading(&log))
 }
 
 enum DumpError {

@@ -41,7 +41,8 @@ pub fn dump_segment_indexes(
         &storage,
         &segment_file_path(dir, base, SegmentFileKind::Log),
     )?;
-    let write = |e: std::io::Error| crate::CliError::new(format!("cannot write: {e}"));
+    let write =
+        |e: std::io::Error| crate::CliError::new(format!("cannot write to standard output: {e}"));
 
     let index_path = segment_file_path(dir, base, SegmentFileKind::OffsetIndex);
     writeln!(out, "Dumping {}", index_path.display()).map_err(write)?;

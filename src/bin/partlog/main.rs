@@ -21,9 +21,10 @@
 //! Reading commands (consume, dump, stats, perf-consume) open the log read-only without a lock
 //! (`allow_live_writer`), so they work while an application writes it.
 //!
-//! Exit status: 0 on success; 1 when `verify` (or `dump --index`) finds corruption; 2 for any error (bad
-//! arguments, a missing directory, an I/O error, a locked log...), reported as one line on
-//! standard error: `partlog: <message>`.
+//! Exit status: 0 on success; 1 when `verify` (or `dump --index`) finds corruption, or when
+//! `dump`, `consume` or `stats` met corrupt bytes (they print every valid batch before them,
+//! then the error); 2 for any error (bad arguments, a missing directory, an I/O error, a locked
+//! log...), reported as one line on standard error: `partlog: <message>`.
 
 /// Prints one line on standard output, as `println!` does, except that a failed write never
 /// panics. A reader that went away (`partlog stats DIR | grep -q ...`) is not an error: the rest
@@ -81,7 +82,9 @@ running application writes. Writing commands take the log's exclusive lock. Ever
 the settings stored with the log (partlog.properties; see 'partlog config') unless a flag
 overrides them.
 
-Exit status: 0 on success, 1 when verify (or dump --index) finds corruption, 2 on any error.";
+Exit status: 0 on success, 1 when verify (or dump --index) finds corruption or when dump,
+consume or stats meet corrupt bytes (they print every valid batch before them, then the error),
+2 on any error.";
 
 /// The command line.
 #[derive(Debug, Parser)]
@@ -167,6 +170,42 @@ fn stdout_line(line: std::fmt::Arguments<'_>) {
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             first.get_or_insert(error);
+        }
+    }
+}
+
+/// Standard output for commands that write it through `Write` rather than `outln!`, with the
+/// same rule: once the reader has gone away (`partlog dump DIR --index | grep -m3 ...`), every
+/// write succeeds and is dropped, so the command finishes its work and exits quietly. Other
+/// errors are returned as they are.
+pub struct QuietStdout;
+
+impl std::io::Write for QuietStdout {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        use std::sync::atomic::Ordering;
+        if STDOUT_CLOSED.load(Ordering::Relaxed) {
+            return Ok(buf.len());
+        }
+        match std::io::stdout().lock().write(buf) {
+            Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => {
+                STDOUT_CLOSED.store(true, Ordering::Relaxed);
+                Ok(buf.len())
+            }
+            other => other,
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        use std::sync::atomic::Ordering;
+        if STDOUT_CLOSED.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        match std::io::stdout().lock().flush() {
+            Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => {
+                STDOUT_CLOSED.store(true, Ordering::Relaxed);
+                Ok(())
+            }
+            other => other,
         }
     }
 }
@@ -312,6 +351,11 @@ const COMMANDS: &[&str] = &[
 
 /// Opens `dir` read-only without a lock, following a writer in another process if there is
 /// one (`allow_live_writer`): what every reading command does.
+///
+/// Read-only inspection never needs a repair first: the open stops at the first invalid byte
+/// below the recovery point (`RecoveryMode::TruncateAtCorruption`, which a read-only open
+/// applies to its own view and never to the files), so the command shows every valid batch
+/// before it; [`corruption_found`] then reports the bytes, as DumpLogSegments does.
 pub fn open_live_reader(
     dir: &std::path::Path,
     poll_interval: std::time::Duration,
@@ -319,8 +363,40 @@ pub fn open_live_reader(
     let config = partlog::LogConfig::builder()
         .allow_live_writer(true)
         .poll_interval(poll_interval)
+        .recovery_mode(partlog::RecoveryMode::TruncateAtCorruption)
         .build()?;
     Ok(partlog::Log::open_read_only(dir, config)?)
+}
+
+/// After a reading command printed what `log` holds: the corruption its open stopped at, as
+/// the error to end with (exit status 1), naming the file, the byte and what is wrong there.
+pub fn corruption_found(log: &partlog::Log) -> Option<String> {
+    let report = log.recovery_report();
+    let (file, position, what) = report.corruption.as_ref()?;
+    let later = match report.segments_deleted {
+        0 => String::new(),
+        1 => " and 1 later segment".to_owned(),
+        n => format!(" and {n} later segments"),
+    };
+    Some(format!(
+        "corrupt data in {} at byte {position}: {what}; everything before it was shown, the {} \
+         bytes from there{later} were not read (partlog verify {} checks all of it)",
+        file.display(),
+        report.bytes_truncated,
+        log.dir().display()
+    ))
+}
+
+/// Ends a reading command: exit status 1 with the corruption its open stopped at on standard
+/// error (after the output, which it follows), else `Done`.
+pub fn finish_reading(log: &partlog::Log) -> Outcome {
+    match corruption_found(log) {
+        Some(message) => {
+            eprintln!("partlog: {message}");
+            Outcome::Corrupt
+        }
+        None => Outcome::Done,
+    }
 }
 
 /// A config builder holding the settings stored with the log in `dir` (partlog.properties),

@@ -62,9 +62,11 @@ struct SegmentLine {
 /// Runs `partlog stats`.
 pub fn run(args: &StatsArgs) -> Result<Outcome, CliError> {
     crate::require_dir(&args.dir)?;
+    // Stops at corrupt bytes instead of refusing: see `open_live_reader`.
     let mut builder = partlog::LogConfig::builder()
         .allow_live_writer(true)
-        .poll_interval(Duration::from_millis(100));
+        .poll_interval(Duration::from_millis(100))
+        .recovery_mode(partlog::RecoveryMode::TruncateAtCorruption);
     if let Some(policy) = &args.cleanup_policy {
         builder = builder.cleanup_policy(partlog::CleanupPolicy::from_kafka_str(policy)?);
     }
@@ -151,9 +153,16 @@ pub fn run(args: &StatsArgs) -> Result<Outcome, CliError> {
                 schedule.due
             ));
         }
+        if let Some((file, position, what)) = &log.recovery_report().corruption {
+            out.push_str(&format!(
+                ",\"corruption\":{{\"file\":{},\"position\":{position},\"what\":{}}}",
+                json_text(&file.display().to_string()),
+                json_text(&what.to_string())
+            ));
+        }
         out.push('}');
         outln!("{out}");
-        return Ok(Outcome::Done);
+        return Ok(crate::finish_reading(&log));
     }
     outln!("log {}", args.dir.display());
     outln!("{} segments, {total_bytes} bytes of .log", segments.len());
@@ -198,7 +207,7 @@ pub fn run(args: &StatsArgs) -> Result<Outcome, CliError> {
             if schedule.due { "due" } else { "not due" }
         );
     }
-    Ok(Outcome::Done)
+    Ok(crate::finish_reading(&log))
 }
 
 /// The first batch's first timestamp and the last batch's largest, when the log holds any.

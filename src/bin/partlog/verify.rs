@@ -94,7 +94,7 @@ fn repair(args: &VerifyArgs, config: &LogConfig, report: &VerifyReport) -> Resul
         && !args.truncate_at_corruption
     {
         return Err(CliError::new(format!(
-            "not repairing: {finding}; a repair would cut the log there and lose every record              after it (add --truncate-at-corruption to do so)"
+            "not repairing: {finding}; a repair would cut the log there and lose every record after it (add --truncate-at-corruption to do so)"
         )));
     }
     // The first segment with a bad index: recovery rebuilds every index from its base on.
