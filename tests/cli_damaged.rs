@@ -106,7 +106,10 @@ fn dump_prints_every_valid_batch_and_record_then_the_corruption() {
         .collect();
     assert_eq!(batches.len(), 10, "{stdout}");
     assert!(batches[9].starts_with("baseOffset: 900 lastOffset: 999 "));
-    let records = stdout.lines().filter(|l| l.starts_with("| offset:")).count();
+    let records = stdout
+        .lines()
+        .filter(|l| l.starts_with("| offset:"))
+        .count();
     assert_eq!(records, 1000);
     assert!(stdout.contains("| offset: 999 ") && stdout.contains("payload: line 999"));
 
@@ -142,7 +145,10 @@ fn consume_and_stats_print_what_is_valid_then_the_corruption() {
     assert_ends_with_the_corruption(&output, &segment, at, "stats --json");
     let stdout = text(&output.stdout);
     assert!(
-        stdout.contains(&format!("\"corruption\":{{\"file\":\"{}\",\"position\":{at},", segment.display())),
+        stdout.contains(&format!(
+            "\"corruption\":{{\"file\":\"{}\",\"position\":{at},",
+            segment.display()
+        )),
         "{stdout}"
     );
 }

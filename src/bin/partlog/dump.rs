@@ -113,7 +113,9 @@ pub fn run(args: &DumpArgs) -> Result<Outcome, CliError> {
             tally.entries, tally.mismatches
         );
         if let Err(e) = writeln!(out, "{summary}").and_then(|()| out.flush()) {
-            return Err(CliError::new(format!("cannot write to standard output: {e}")));
+            return Err(CliError::new(format!(
+                "cannot write to standard output: {e}"
+            )));
         }
         if tally.mismatches > 0 {
             crate::finish_reading(&log);

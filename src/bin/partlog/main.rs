@@ -41,6 +41,7 @@ mod config;
 mod consume;
 mod dump;
 mod dump_index;
+mod kcat_format;
 mod maint;
 mod perf;
 mod produce;
@@ -326,6 +327,10 @@ fn usage_error_line(rendered: &str) -> String {
                 .take_while(|word| !word.starts_with(['[', '<']))
                 .collect::<Vec<_>>()
                 .join(" ");
+        } else if line.starts_with("tip: to pass '-") {
+            // "use '-- -1'": wrong for an option's value, and every option that takes a
+            // negative number accepts it as it is.
+            continue;
         } else if !line.is_empty() && !line.starts_with("For more information") {
             parts.push(line.strip_prefix("error: ").unwrap_or(line).to_owned());
         }
