@@ -40,6 +40,7 @@ mod compact;
 mod config;
 mod consume;
 mod dump;
+mod dump_file;
 mod dump_index;
 mod kcat_format;
 mod maint;
