@@ -494,6 +494,28 @@ impl Log {
         }
     }
 
+    /// Rolls the active segment (Kafka's `UnifiedLog.roll()`): seals it and starts a new active
+    /// segment at the log end offset, whose base offset it returns. A sealed segment is what
+    /// retention deletes and compaction cleans, so a roll makes the newest records eligible
+    /// for both.
+    ///
+    /// An active segment that is empty and already starts at the log end offset stays: the
+    /// call then changes nothing and returns its base. Appends from other threads serialise
+    /// with the roll.
+    ///
+    /// Fails with [`Error::Closed`], [`Error::Poisoned`], [`Error::Unsupported`] on a log
+    /// opened read-only, or an I/O error creating the new segment (the old one then stays
+    /// active).
+    pub fn roll(&self) -> Result<i64> {
+        self.check_writable()?;
+        let shared = &self.shared;
+        let mut writer = shared.writer.lock();
+        // Again under the writer lock: a close or a poison may have come while it was taken.
+        self.check_writable()?;
+        shared.roll(&mut writer, shared.clock.now_ms())?;
+        Ok(writer.active.base_offset())
+    }
+
     /// Makes everything appended so far durable, then writes the clean-shutdown checkpoint so
     /// that the next open scans nothing. Later calls fail with [`Error::Closed`]. A poisoned log
     /// writes no clean-shutdown fields and returns [`Error::Poisoned`]: the next open recovers.

@@ -13,6 +13,7 @@
 //! partlog upgrade SRC DST      rewrite a legacy or gzip/snappy partition directory as v2
 //! partlog compact DIR          run one compaction pass (--delete-retention-ms, --min-lag-ms)
 //! partlog config DIR           print the log's stored settings; --set key=value changes one
+//! partlog roll DIR             seal the active segment (Kafka's UnifiedLog.roll())
 //! ```
 //!
 //! Every command uses the settings stored with the log (`partlog.properties`, Kafka's topic
@@ -77,6 +78,7 @@ Examples:
   partlog perf-produce /tmp/perf-0 --records 1000000 --record-size 100
   partlog delete-records /tmp/orders-0 --before 1000
   partlog config /tmp/orders-0 --set retention.ms=604800000
+  partlog roll /tmp/orders-0
   partlog upgrade /var/kafka-0.10/orders-0 /tmp/orders-0
 
 Reading commands (consume, dump, stats, perf-consume) take no lock: they work on a log that a
@@ -147,6 +149,10 @@ enum Command {
     /// kafka-configs --describe and --alter.
     #[command(after_help = config::EXAMPLES)]
     Config(config::ConfigArgs),
+    /// Seal the active segment of the log in DIR and start a new one (Kafka's
+    /// UnifiedLog.roll()), so that retention and compaction can reach its records.
+    #[command(after_help = maint::ROLL_EXAMPLES)]
+    Roll(maint::RollArgs),
 }
 
 /// The first error from writing standard output other than a closed pipe (see `outln!`).
@@ -270,6 +276,7 @@ fn main() -> ExitCode {
         Command::Upgrade(args) => upgrade::run(args),
         Command::Compact(args) => compact::run(args),
         Command::Config(args) => config::run(args),
+        Command::Roll(args) => maint::run_roll(args),
     };
     let stdout_error = STDOUT_ERROR
         .lock()
@@ -353,6 +360,7 @@ const COMMANDS: &[&str] = &[
     "upgrade",
     "compact",
     "config",
+    "roll",
 ];
 
 /// Opens `dir` read-only without a lock, following a writer in another process if there is

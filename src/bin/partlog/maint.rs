@@ -1,5 +1,6 @@
-//! Maintenance that writes: `partlog delete-records` and `partlog retention`. Both open the log
-//! for writing, so they take its exclusive lock and fail, saying so, while a writer runs.
+//! Maintenance that writes: `partlog delete-records`, `partlog retention` and `partlog roll`.
+//! They open the log for writing, so they take its exclusive lock and fail, saying so, while a
+//! writer runs.
 
 use std::path::PathBuf;
 
@@ -33,6 +34,48 @@ retention.bytes, or older than retention.ms (by its largest timestamp). A log wh
 cleanup.policy has no delete keeps its segments but for the first rule. The active segment goes
 too when every record is past retention; the log then rolls an empty one at the log end offset.
 Takes the log's exclusive lock: it fails while another process writes the log.";
+
+pub const ROLL_EXAMPLES: &str = "\
+Examples:
+  partlog roll /tmp/users-0                  # seal the active segment
+  partlog roll /tmp/users-0 && partlog compact /tmp/users-0
+
+Like Kafka's UnifiedLog.roll(): seals the active segment and starts a new, empty one at the log
+end offset (Log::roll in the crate). Retention deletes and compaction cleans only sealed
+segments, so a roll makes the newest records reachable by both. An empty active segment stays
+as it is. Takes the log's exclusive lock: it fails while another process writes the log.";
+
+/// Arguments of `partlog roll`.
+#[derive(Debug, Args)]
+pub struct RollArgs {
+    /// The log directory.
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+}
+
+/// Runs `partlog roll`.
+pub fn run_roll(args: &RollArgs) -> Result<Outcome, CliError> {
+    crate::require_dir(&args.dir)?;
+    if crate::segment_bases(&args.dir)?.is_empty() {
+        return Err(CliError::new(format!(
+            "{} holds no log (no .log file)",
+            args.dir.display()
+        )));
+    }
+    let log = Log::open(&args.dir, LogConfig::default())?;
+    let before = log.stats().segments;
+    let base = log.roll()?;
+    let after = log.stats().segments;
+    log.close()?;
+    if after > before {
+        outln!(
+            "rolled: {base:020}.log is the new active segment; the records below offset {base} are in sealed segments"
+        );
+    } else {
+        outln!("nothing to roll: the active segment {base:020}.log is empty");
+    }
+    Ok(Outcome::Done)
+}
 
 /// Arguments of `partlog delete-records`.
 #[derive(Debug, Args)]

@@ -15,6 +15,7 @@ pub const EXAMPLES: &str = "\
 Examples:
   partlog stats /tmp/orders-0
   partlog stats /tmp/users-0 --cleanup-policy compact --superseded --json
+  partlog stats /tmp/orders-0 --batches          # how well the producers batched
 
 Prints the segments (base offset, offsets, .log/.index/.timeindex sizes), the log start and end
 offsets, the durable offset (the recovery point the writer recorded; the whole log after a clean
@@ -45,6 +46,11 @@ pub struct StatsArgs {
     /// By default, the log's stored cleanup.policy (partlog.properties), else delete.
     #[arg(long, value_name = "POLICY")]
     pub cleanup_policy: Option<String>,
+
+    /// Also count the batches and their records (reading every batch header), as a broker's
+    /// batch-size metrics would show how well producers batched.
+    #[arg(long)]
+    pub batches: bool,
 
     /// One JSON object instead of text.
     #[arg(long)]
@@ -109,6 +115,11 @@ pub fn run(args: &StatsArgs) -> Result<Outcome, CliError> {
     } else {
         None
     };
+    let batches = if args.batches {
+        Some(batch_count(&log)?)
+    } else {
+        None
+    };
     let total_bytes: u64 = segments.iter().map(|s| s.log_bytes).sum();
     if args.json {
         let mut out = String::from("{");
@@ -136,6 +147,11 @@ pub fn run(args: &StatsArgs) -> Result<Outcome, CliError> {
         if let Some((records, gone)) = superseded {
             out.push_str(&format!(
                 ",\"records\":{records},\"superseded_records\":{gone}"
+            ));
+        }
+        if let Some((batches, records)) = batches {
+            out.push_str(&format!(
+                ",\"batches\":{batches},\"batch_records\":{records}"
             ));
         }
         if let Some(schedule) = &schedule {
@@ -197,6 +213,14 @@ pub fn run(args: &StatsArgs) -> Result<Outcome, CliError> {
             "compaction: {gone} of {records} records are superseded by a later record with their key ({share:.1}%)"
         );
     }
+    if let Some((batches, records)) = batches {
+        let per_batch = if batches == 0 {
+            0.0
+        } else {
+            records as f64 / batches as f64
+        };
+        outln!("batches: {batches}, {records} records, {per_batch:.1} records per batch");
+    }
     if let Some(schedule) = &schedule {
         outln!(
             "compaction: first dirty offset {}, {} dirty and {} clean bytes in the cleanable range, dirty ratio {:.3}, a pass is {}",
@@ -238,6 +262,27 @@ fn time_range(log: &Log) -> Result<(Option<i64>, Option<i64>), CliError> {
 }
 
 /// How many records there are, and how many a later record with the same key supersedes.
+/// The batches of the log and the records they hold (control batches included), from their
+/// headers; decompresses nothing.
+fn batch_count(log: &Log) -> Result<(u64, u64), CliError> {
+    let (mut batches, mut records) = (0u64, 0u64);
+    let mut offset = log.log_start_offset();
+    loop {
+        let fetch = log.read(offset, 1 << 20, ReadBound::LogEnd)?;
+        if fetch.is_empty() {
+            return Ok((batches, records));
+        }
+        for batch in fetch.batches() {
+            let batch = batch?;
+            batches += 1;
+            records += batch
+                .header()
+                .map_or(1, |header| u64::try_from(header.records_count).unwrap_or(0));
+        }
+        offset = fetch.next_offset();
+    }
+}
+
 fn superseded(log: &Log) -> Result<(u64, u64), CliError> {
     let mut last_offset_of_key: HashMap<Vec<u8>, i64> = HashMap::new();
     let mut records = 0u64;
