@@ -83,6 +83,7 @@ fn every_command_has_help_with_an_example() {
         Some("upgrade"),
         Some("compact"),
         Some("config"),
+        Some("roll"),
     ] {
         let mut args: Vec<&str> = command.into_iter().collect();
         args.push("--help");

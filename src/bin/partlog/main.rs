@@ -46,6 +46,7 @@ mod dump_index;
 mod kcat_format;
 mod maint;
 mod perf;
+mod perf_producer;
 mod produce;
 mod stats;
 mod text;

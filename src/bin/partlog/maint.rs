@@ -12,6 +12,7 @@ use crate::{CliError, Outcome};
 pub const DELETE_RECORDS_EXAMPLES: &str = "\
 Examples:
   partlog delete-records /tmp/orders-0 --before 1000
+  partlog delete-records /tmp/orders-0 --before -1     # everything: the log end offset
 
 Like kafka-delete-records: moves the log start offset up to OFFSET, durably (an fsynced
 partlog.checkpoint), so that reads below it fail from then on; then deletes the segments that lie
@@ -84,7 +85,8 @@ pub struct DeleteRecordsArgs {
     #[arg(value_name = "DIR")]
     pub dir: PathBuf,
 
-    /// The new log start offset: every record below it is deleted.
+    /// The new log start offset: every record below it is deleted. -1 means the log end
+    /// offset (everything), as in kafka-delete-records' offset JSON.
     #[arg(long, value_name = "OFFSET", allow_negative_numbers = true)]
     pub before: i64,
 }
@@ -115,9 +117,9 @@ pub struct RetentionArgs {
 /// Runs `partlog delete-records`.
 pub fn run_delete_records(args: &DeleteRecordsArgs) -> Result<Outcome, CliError> {
     crate::require_dir(&args.dir)?;
-    if args.before < 0 {
+    if args.before < -1 {
         return Err(CliError::new(format!(
-            "--before {} is negative",
+            "--before {} is negative: give an offset, or -1 for the log end (everything)",
             args.before
         )));
     }
@@ -130,18 +132,29 @@ pub fn run_delete_records(args: &DeleteRecordsArgs) -> Result<Outcome, CliError>
     let log = Log::open(&args.dir, config)?;
     let old_start = log.log_start_offset();
     let end = log.log_end_offset();
-    if args.before > end {
+    let before = if args.before == -1 { end } else { args.before };
+    if before > end {
         return Err(CliError::new(format!(
-            "--before {} is above the log end offset {end}: the log holds offsets [{old_start}, {end})",
-            args.before
+            "--before {before} is above the log end offset {end}: the log holds offsets [{old_start}, {end})"
         )));
     }
-    log.delete_records_before(args.before)?;
-    let report = log.enforce_retention()?;
+    log.delete_records_before(before)?;
+    // The move is durable now: say so before the deletions, which may fail on their own.
     let new_start = log.log_start_offset();
-    log.close()?;
     outln!("log start offset: {old_start} -> {new_start} (the log ends at {end})");
-    print_deleted(&report);
+    let deleted = log.enforce_retention();
+    let closed = log.close();
+    match deleted {
+        Ok(report) => print_deleted(&report),
+        Err(error) => {
+            return Err(CliError::new(format!(
+                "the log start offset moved to {new_start} (durably: reads below it fail), but \
+                 deleting the segments below it failed: {error}; the next retention pass or \
+                 open retries"
+            )));
+        }
+    }
+    closed?;
     Ok(Outcome::Done)
 }
 
