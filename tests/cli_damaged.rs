@@ -1,7 +1,8 @@
 //! Read-only inspection of a damaged log: `dump`, `consume` and `stats` on a log whose second
 //! half is garbage print every valid batch and record before the garbage, then one line naming
 //! the file and the byte where it starts (exit status 1), as DumpLogSegments reports invalid
-//! bytes after the valid ones. They never write. Only `verify` and the writers refuse.
+//! bytes after the valid ones. They never write. Only `verify` and the writers refuse. A sealed
+//! segment the open did not scan ends the output the same way when a read meets it.
 #![cfg(feature = "cli")]
 
 use std::io::Write;
@@ -170,4 +171,67 @@ fn verify_and_the_writers_still_refuse_a_corrupt_log() {
         "{stderr}"
     );
     assert_eq!(std::fs::read(&segment).unwrap(), bytes_before);
+}
+
+/// Corruption in a sealed segment below the recovery point, which a read-only open does not
+/// scan: the reads meet it, and the commands end as they do for the open's: what came before,
+/// then one line, exit status 1.
+#[test]
+fn corruption_in_an_unscanned_sealed_segment_ends_the_output_with_one_line() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("orders-0");
+    let input: String = (0..600).map(|i| format!("order {i}\n")).collect();
+    let output = run_with_input(
+        partlog().arg("produce").arg(&dir).args([
+            "--batch",
+            "10",
+            "--segment-bytes",
+            "2048",
+            "--allow-small-segments",
+        ]),
+        input.as_bytes(),
+    );
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let mut segments: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .collect();
+    segments.sort();
+    assert!(segments.len() >= 4, "{segments:?}");
+    // A value byte of the second segment's first batch.
+    let second = &segments[1];
+    let mut bytes = std::fs::read(second).unwrap();
+    bytes[70] ^= 0x55;
+    std::fs::write(second, &bytes).unwrap();
+    let first_base: i64 = 0;
+    let second_base: i64 = second
+        .file_stem()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+
+    let output = run(partlog().arg("consume").arg(&dir));
+    assert_ends_with_the_corruption(&output, second, 0, "consume");
+    let expected: String = (first_base..second_base)
+        .map(|i| format!("order {i}\n"))
+        .collect();
+    assert_eq!(text(&output.stdout), expected);
+
+    let output = run(partlog().arg("dump").arg(&dir));
+    assert_ends_with_the_corruption(&output, second, 0, "dump");
+    assert!(text(&output.stdout).contains(&format!("Dumping {}", segments[0].display())));
+
+    // stats reads only the first and the last batch, which are sound; --batches reads them all.
+    let output = run(partlog().arg("stats").arg(&dir));
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let output = run(partlog().arg("stats").arg(&dir).arg("--batches"));
+    assert_ends_with_the_corruption(&output, second, 0, "stats --batches");
+    assert!(
+        text(&output.stdout).contains("log end 600"),
+        "{}",
+        text(&output.stdout)
+    );
 }

@@ -317,7 +317,11 @@ pub fn run(args: &ConsumeArgs) -> Result<Outcome, CliError> {
         Err(ConsumeError::Output(e)) => Err(CliError::new(format!(
             "cannot write to standard output: {e}"
         ))),
-        Err(ConsumeError::Log(e)) => Err(e.into()),
+        Err(ConsumeError::Log(e)) => {
+            // Flushed first: the error follows the output it ends.
+            let _ = out.flush();
+            crate::stopped_reading(e)
+        }
     }
 }
 

@@ -117,7 +117,11 @@ pub fn run(args: &DumpArgs) -> Result<Outcome, CliError> {
                 "cannot write to standard output: {e}"
             )));
         }
-        Err(DumpError::Log(e)) => return Err(e.into()),
+        Err(DumpError::Log(e)) => {
+            // Flushed first: the error follows the output it ends.
+            let _ = dumper.out.flush();
+            return crate::stopped_reading(e);
+        }
     }
     dumper.report_gaps();
     if args.index {

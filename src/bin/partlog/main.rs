@@ -402,6 +402,19 @@ pub fn corruption_found(log: &partlog::Log) -> Option<String> {
     ))
 }
 
+/// Ends a reading command that met `error` after printing what came before it: corrupt bytes
+/// in a segment the open did not scan (it scans from the recovery point) end it as the open's
+/// corruption does, with exit status 1 and one line that names them; any other error is one.
+pub fn stopped_reading(error: partlog::Error) -> Result<Outcome, CliError> {
+    match error {
+        partlog::Error::Corrupt { .. } => {
+            eprintln!("partlog: {error}; everything before it was shown");
+            Ok(Outcome::Corrupt)
+        }
+        other => Err(other.into()),
+    }
+}
+
 /// Ends a reading command: exit status 1 with the corruption its open stopped at on standard
 /// error (after the output, which it follows), else `Done`.
 pub fn finish_reading(log: &partlog::Log) -> Outcome {

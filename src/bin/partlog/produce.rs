@@ -231,7 +231,8 @@ pub fn run(args: &ProduceArgs) -> Result<Outcome, CliError> {
         static_headers: &args.headers,
         null_marker: args.null_marker.as_deref().map(str::as_bytes),
         print_offsets: args.print_offsets,
-        out: std::io::BufWriter::new(std::io::stdout().lock()),
+        // Not locked for the run: the batched path prints from its settling thread.
+        out: std::io::BufWriter::new(std::io::stdout()),
         pending: Vec::with_capacity(args.batch.map_or(1, NonZeroUsize::get)),
         first_pending_line: 1,
     };
@@ -319,8 +320,10 @@ fn writable(dir: &std::path::Path) -> bool {
 }
 
 /// Reads standard input line by line, handing each line (without its newline) and its number
-/// to `each`.
-fn for_each_line(mut each: impl FnMut(&[u8], u64) -> Result<(), CliError>) -> Result<(), CliError> {
+/// to `each`, until the input ends or `each` returns `false`.
+fn for_each_line(
+    mut each: impl FnMut(&[u8], u64) -> Result<bool, CliError>,
+) -> Result<(), CliError> {
     let mut input = std::io::stdin().lock();
     let mut line = Vec::new();
     let mut line_number = 0u64;
@@ -336,7 +339,9 @@ fn for_each_line(mut each: impl FnMut(&[u8], u64) -> Result<(), CliError>) -> Re
         if line.last() == Some(&b'\n') {
             line.pop();
         }
-        each(&line, line_number)?;
+        if !each(&line, line_number)? {
+            return Ok(());
+        }
     }
 }
 
@@ -355,7 +360,7 @@ fn produce_in_batches_of<W: Write>(
             let appended = producer.append()?;
             first.get_or_insert(appended);
         }
-        Ok(())
+        Ok(true)
     })?;
     if !producer.pending.is_empty() {
         let appended = producer.append()?;
@@ -365,13 +370,16 @@ fn produce_in_batches_of<W: Write>(
 }
 
 /// The default: records batched by the crate's `Producer` (batch.size, linger.ms), as
-/// kafka-console-producer batches them. Offsets print in input order, each once its batch is
-/// acknowledged. Returns the first offset written, if any.
+/// kafka-console-producer batches them. A settling thread waits for each record's handle in
+/// input order and prints its offset once acknowledged (with --print-offsets), so that an
+/// offset shows while standard input is still open: a caller may wait for it before writing the
+/// next line. Returns the first offset written, if any.
 fn produce_batched<W: Write>(
     producer: &mut Producer<'_, W>,
     log: &std::sync::Arc<Log>,
     args: &ProduceArgs,
 ) -> Result<Option<i64>, CliError> {
+    use std::sync::atomic::{AtomicBool, Ordering};
     let acks = if args.flush == FlushPolicy::EveryAppend {
         Acks::All
     } else {
@@ -383,45 +391,116 @@ fn produce_batched<W: Write>(
         .acks(acks)
         .build()?;
     let sender = partlog::Producer::new(std::sync::Arc::clone(log), config)?;
-    let mut in_flight: std::collections::VecDeque<(u64, SendHandle)> =
-        std::collections::VecDeque::new();
-    let mut first = None;
+    let (handles, settling) = std::sync::mpsc::channel::<(u64, SendHandle)>();
+    let failed_early = std::sync::Arc::new(AtomicBool::new(false));
+    let settler = {
+        let failed_early = std::sync::Arc::clone(&failed_early);
+        let print = args.print_offsets;
+        std::thread::Builder::new()
+            .name("partlog-produce-acks".into())
+            .spawn(move || settle(&settling, print, &failed_early))
+            .map_err(|e| CliError::new(format!("cannot start a thread: {e}")))?
+    };
     let sent = for_each_line(|line, line_number| {
+        if failed_early.load(Ordering::Relaxed) {
+            // An append failed: the settler reports it; stop reading.
+            return Ok(false);
+        }
         producer.push(line);
-        let record = producer
-            .pending
-            .pop()
-            .unwrap_or_else(|| NewRecord::new(0, None, None));
+        let Some(record) = producer.pending.pop() else {
+            return Ok(true);
+        };
         let handle = sender
             .send(&record)
             .map_err(|error| producer.append_error(line_number, line_number, &error))?;
-        in_flight.push_back((line_number, handle));
-        // Offsets print as their batches complete, without waiting for the rest.
-        while let Some(outcome) = in_flight
-            .front_mut()
-            .and_then(|(_, front)| front.wait_timeout(std::time::Duration::ZERO))
-        {
-            let line_number = in_flight.pop_front().map_or(0, |(n, _)| n);
-            let offset =
-                outcome.map_err(|error| producer.append_error(line_number, line_number, &error))?;
-            first.get_or_insert(offset);
-            producer.print_offset(offset)?;
-        }
-        Ok(())
+        // The settler only ends after this sender is dropped.
+        let _ = handles.send((line_number, handle));
+        Ok(true)
     });
-    // Whatever was sent is drained and settled, even after a failure, before the log closes.
+    drop(handles);
+    // Whatever was sent is drained and settled, even after a failure, before the log closes:
+    // the lines before a bad one are acknowledged, and their offsets printed.
     let closed = sender.close();
+    let settled = settler
+        .join()
+        .map_err(|_| CliError::new("the thread printing offsets panicked"))?;
     sent?;
-    for (line_number, handle) in in_flight {
-        let offset = handle
-            .wait()
-            .map_err(|error| producer.append_error(line_number, line_number, &error))?;
-        first.get_or_insert(offset);
-        producer.print_offset(offset)?;
+    if let Some((line_number, error)) = &settled.failed {
+        return Err(producer.append_error(*line_number, *line_number, error));
     }
     closed?;
-    producer.flush_offsets()?;
-    Ok(first)
+    if let Some(error) = settled.write_error {
+        return Err(CliError::new(format!(
+            "cannot write to standard output: {error}"
+        )));
+    }
+    Ok(settled.first)
+}
+
+/// What the settling thread saw.
+struct Settled {
+    /// The first offset acknowledged.
+    first: Option<i64>,
+    /// The first record that failed, by input line.
+    failed: Option<(u64, partlog::Error)>,
+    /// The first error writing an offset.
+    write_error: Option<std::io::Error>,
+}
+
+/// Waits for each handle in input order, printing its offset when `print`; flushes whenever it
+/// has caught up with the sends, so that each offset shows as soon as it is acknowledged.
+fn settle(
+    handles: &std::sync::mpsc::Receiver<(u64, SendHandle)>,
+    print: bool,
+    failed_early: &std::sync::atomic::AtomicBool,
+) -> Settled {
+    use std::sync::mpsc::TryRecvError;
+    let mut out = std::io::BufWriter::new(std::io::stdout());
+    let mut settled = Settled {
+        first: None,
+        failed: None,
+        write_error: None,
+    };
+    loop {
+        let (line_number, handle) = match handles.try_recv() {
+            Ok(next) => next,
+            Err(TryRecvError::Empty) => {
+                if print
+                    && settled.write_error.is_none()
+                    && let Err(error) = out.flush()
+                {
+                    settled.write_error = Some(error);
+                }
+                match handles.recv() {
+                    Ok(next) => next,
+                    Err(_) => break,
+                }
+            }
+            Err(TryRecvError::Disconnected) => break,
+        };
+        match handle.wait() {
+            Ok(offset) => {
+                settled.first.get_or_insert(offset);
+                if print
+                    && settled.write_error.is_none()
+                    && let Err(error) = writeln!(out, "{offset}")
+                {
+                    settled.write_error = Some(error);
+                }
+            }
+            Err(error) => {
+                failed_early.store(true, std::sync::atomic::Ordering::Relaxed);
+                settled.failed.get_or_insert((line_number, error));
+            }
+        }
+    }
+    if print
+        && settled.write_error.is_none()
+        && let Err(error) = out.flush()
+    {
+        settled.write_error = Some(error);
+    }
+    settled
 }
 
 /// Lines waiting to be appended as one batch, and where their offsets go.

@@ -109,14 +109,18 @@ pub fn run(args: &StatsArgs) -> Result<Outcome, CliError> {
             )),
         });
     }
-    let (first_timestamp, last_timestamp) = time_range(&log)?;
+    // Corrupt bytes in a segment the open did not scan stop these reads: the figures they
+    // feed are left out, the rest is printed, and the corruption ends the report.
+    let mut stopped = None;
+    let (first_timestamp, last_timestamp) =
+        reading(time_range(&log), &mut stopped).unwrap_or((None, None));
     let superseded = if args.superseded {
-        Some(superseded(&log)?)
+        reading(superseded(&log), &mut stopped)
     } else {
         None
     };
     let batches = if args.batches {
-        Some(batch_count(&log)?)
+        reading(batch_count(&log), &mut stopped)
     } else {
         None
     };
@@ -178,6 +182,9 @@ pub fn run(args: &StatsArgs) -> Result<Outcome, CliError> {
         }
         out.push('}');
         outln!("{out}");
+        if let Some(error) = stopped {
+            return crate::stopped_reading(error);
+        }
         return Ok(crate::finish_reading(&log));
     }
     outln!("log {}", args.dir.display());
@@ -201,6 +208,7 @@ pub fn run(args: &StatsArgs) -> Result<Outcome, CliError> {
     );
     match (first_timestamp, last_timestamp) {
         (Some(first), Some(last)) => outln!("timestamps: {first} .. {last} (ms since the epoch)"),
+        _ if stopped.is_some() => outln!("timestamps: unknown (a read met corrupt data)"),
         _ => outln!("timestamps: none (the log is empty)"),
     }
     if let Some((records, gone)) = superseded {
@@ -231,11 +239,14 @@ pub fn run(args: &StatsArgs) -> Result<Outcome, CliError> {
             if schedule.due { "due" } else { "not due" }
         );
     }
+    if let Some(error) = stopped {
+        return crate::stopped_reading(error);
+    }
     Ok(crate::finish_reading(&log))
 }
 
 /// The first batch's first timestamp and the last batch's largest, when the log holds any.
-fn time_range(log: &Log) -> Result<(Option<i64>, Option<i64>), CliError> {
+fn time_range(log: &Log) -> partlog::Result<(Option<i64>, Option<i64>)> {
     let start = log.log_start_offset();
     let end = log.log_end_offset();
     if end <= start {
@@ -261,10 +272,20 @@ fn time_range(log: &Log) -> Result<(Option<i64>, Option<i64>), CliError> {
     Ok((first_timestamp, last_timestamp))
 }
 
-/// How many records there are, and how many a later record with the same key supersedes.
+/// The value of a read, or `None` after keeping its error in `stopped` (the first one wins).
+fn reading<T>(result: partlog::Result<T>, stopped: &mut Option<partlog::Error>) -> Option<T> {
+    match result {
+        Ok(value) => Some(value),
+        Err(error) => {
+            stopped.get_or_insert(error);
+            None
+        }
+    }
+}
+
 /// The batches of the log and the records they hold (control batches included), from their
 /// headers; decompresses nothing.
-fn batch_count(log: &Log) -> Result<(u64, u64), CliError> {
+fn batch_count(log: &Log) -> partlog::Result<(u64, u64)> {
     let (mut batches, mut records) = (0u64, 0u64);
     let mut offset = log.log_start_offset();
     loop {
@@ -283,7 +304,8 @@ fn batch_count(log: &Log) -> Result<(u64, u64), CliError> {
     }
 }
 
-fn superseded(log: &Log) -> Result<(u64, u64), CliError> {
+/// How many records there are, and how many a later record with the same key supersedes.
+fn superseded(log: &Log) -> partlog::Result<(u64, u64)> {
     let mut last_offset_of_key: HashMap<Vec<u8>, i64> = HashMap::new();
     let mut records = 0u64;
     let mut keyed = 0u64;
