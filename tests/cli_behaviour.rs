@@ -106,6 +106,47 @@ fn every_command_has_help_with_an_example() {
     }
 }
 
+/// The commands and flags issue 15 added each show in an example of their command's help.
+#[test]
+fn the_new_commands_and_flags_have_examples_in_their_help() {
+    for (command, example) in [
+        (
+            "config",
+            "partlog config /tmp/users-0 --set cleanup.policy=compact",
+        ),
+        ("roll", "partlog roll /tmp/users-0"),
+        ("consume", "-Z -f '%o %k %s %T %h\\n'"),
+        ("consume", "-o s@1700000000000 -o e@1700003600000"),
+        (
+            "dump",
+            "partlog dump /tmp/orders-0/00000000000000000000.log",
+        ),
+        ("dump", "--skip-record-metadata"),
+        ("dump", "--max-bytes"),
+        (
+            "perf-produce",
+            "--acks all --linger-ms 10 --batch-size 65536",
+        ),
+        ("perf-produce", "--throughput 20000 --payload-file"),
+        ("perf-consume", "--csv"),
+        ("produce", "--create --max-message-bytes"),
+        ("stats", "--batches"),
+        ("delete-records", "--before -1"),
+    ] {
+        let output = run(partlog().args([command, "--help"]));
+        let help = text(&output.stdout);
+        let examples: Vec<&str> = help
+            .lines()
+            .skip_while(|l| !l.starts_with("Examples:"))
+            .filter(|l| l.trim_start().starts_with("partlog ") || l.contains("| partlog "))
+            .collect();
+        assert!(
+            examples.iter().any(|l| l.contains(example)),
+            "{command} --help has no example with {example:?}: {examples:#?}"
+        );
+    }
+}
+
 #[test]
 fn bad_arguments_are_one_clear_line() {
     let temp = tempfile::tempdir().unwrap();

@@ -296,6 +296,10 @@ fn verify_repair_truncates_a_torn_tail_and_refuses_to_cut_corruption() {
     let stderr = text(&output.stderr);
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(stderr.contains("--truncate-at-corruption"), "{stderr}");
+    assert!(
+        !stderr.contains("  "),
+        "a run of spaces in the message: {stderr:?}"
+    );
     assert_eq!(
         std::fs::read(&first).unwrap(),
         bytes,

@@ -74,7 +74,7 @@ Examples:
   partlog consume /tmp/orders-0 --timestamp 1700000000000   # from the first record at/after it
   partlog consume /tmp/orders-0 --end --follow        # like kcat -o end: new records as they come
   partlog consume /tmp/orders-0 --follow --durable-only --key-separator =
-  partlog consume /tmp/orders-0 -Z -f '%o %k %s %T %h\n'   # kcat's format string, nulls as NULL
+  partlog consume /tmp/orders-0 -Z -f '%o %k %s %T %h\\n'   # kcat's format string, nulls as NULL
   partlog consume /tmp/orders-0 -o s@1700000000000 -o e@1700003600000   # one hour, by timestamp
   partlog consume /tmp/orders-0 -o 1000 --end-offset 2000  # offsets [1000, 2000)
 
