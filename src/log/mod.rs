@@ -227,6 +227,11 @@ impl Log {
     /// a clean shutdown it reads only the checkpoint and the active segment's tail; after a crash
     /// it validates every batch from the recovery point on (see [`RecoveryReport`]).
     ///
+    /// The per-log settings stored with the log (`partlog.properties`) fill every per-log
+    /// setting `config` leaves unset; those `config` sets are applied and stored in their place
+    /// (unless [`LogConfig::store_settings`] is false). See [`LogConfig`], "Per-log settings are
+    /// stored with the log".
+    ///
     /// Inside a Kafka log directory (`dir`'s parent holds `meta.properties`) it first takes the
     /// broker's lock on the parent's `.lock` ([`Error::Locked`] while a broker runs, before
     /// anything is created) and sets `.kafka_cleanshutdown` aside, so that a crash of this
@@ -238,6 +243,9 @@ impl Log {
 
     /// Opens the log in `dir` for reading only. It never writes, truncates or creates a file;
     /// it takes a shared lock when `partlog.lock` exists and runs unlocked otherwise.
+    ///
+    /// It applies the settings stored with the log (`partlog.properties`) as [`Log::open`]
+    /// does, and never writes them.
     ///
     /// With [`LogConfig::allow_live_writer`] it takes no lock at all and coexists with a writer
     /// in another process: at most every [`LogConfig::poll_interval`] (when a read, a getter,
