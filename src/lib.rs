@@ -166,6 +166,9 @@ pub mod unstable {
     pub use crate::clock::{Clock, SystemClock};
     pub use crate::index::{OffsetIndex, OffsetPosition, TimeIndex, TimestampOffset};
     pub use crate::log::checkpoint;
+    pub use crate::log::{
+        PROPERTIES_FILE_NAME, per_log_setting_names, read_stored_settings, write_stored_settings,
+    };
     pub use crate::segment::{
         ABORTED_TXN_VERSION, AbortedTxn, AppendInfo, InvalidBytes, RollReason, ScanReport, Segment,
         SegmentConfig, SegmentFileKind, SegmentFileName, SegmentRead, SegmentRole,

@@ -82,6 +82,8 @@ fn every_command_has_help_with_an_example() {
         Some("retention"),
         Some("upgrade"),
         Some("compact"),
+        Some("config"),
+        Some("roll"),
     ] {
         let mut args: Vec<&str> = command.into_iter().collect();
         args.push("--help");
@@ -100,6 +102,47 @@ fn every_command_has_help_with_an_example() {
                 .skip_while(|l| !l.starts_with("Examples:"))
                 .any(|l| l.contains(&example)),
             "{args:?}: no example running {example:?}: {help}"
+        );
+    }
+}
+
+/// The commands and flags issue 15 added each show in an example of their command's help.
+#[test]
+fn the_new_commands_and_flags_have_examples_in_their_help() {
+    for (command, example) in [
+        (
+            "config",
+            "partlog config /tmp/users-0 --set cleanup.policy=compact",
+        ),
+        ("roll", "partlog roll /tmp/users-0"),
+        ("consume", "-Z -f '%o %k %s %T %h\\n'"),
+        ("consume", "-o s@1700000000000 -o e@1700003600000"),
+        (
+            "dump",
+            "partlog dump /tmp/orders-0/00000000000000000000.log",
+        ),
+        ("dump", "--skip-record-metadata"),
+        ("dump", "--max-bytes"),
+        (
+            "perf-produce",
+            "--acks all --linger-ms 10 --batch-size 65536",
+        ),
+        ("perf-produce", "--throughput 20000 --payload-file"),
+        ("perf-consume", "--csv"),
+        ("produce", "--create --max-message-bytes"),
+        ("stats", "--batches"),
+        ("delete-records", "--before -1"),
+    ] {
+        let output = run(partlog().args([command, "--help"]));
+        let help = text(&output.stdout);
+        let examples: Vec<&str> = help
+            .lines()
+            .skip_while(|l| !l.starts_with("Examples:"))
+            .filter(|l| l.trim_start().starts_with("partlog ") || l.contains("| partlog "))
+            .collect();
+        assert!(
+            examples.iter().any(|l| l.contains(example)),
+            "{command} --help has no example with {example:?}: {examples:#?}"
         );
     }
 }
@@ -150,10 +193,11 @@ fn a_missing_or_wrong_directory_is_one_clear_line() {
     }
     let file = temp.path().join("a-file");
     std::fs::write(&file, b"not a log").unwrap();
-    for command in ["dump", "verify"] {
-        let output = run(partlog().arg(command).arg(&file));
-        assert_one_line_error(&output, "is not a directory", command);
-    }
+    let output = run(partlog().arg("verify").arg(&file));
+    assert_one_line_error(&output, "is not a directory", "verify");
+    // dump takes a single segment file too, and says what it takes.
+    let output = run(partlog().arg("dump").arg(&file));
+    assert_one_line_error(&output, "is not a segment file", "dump");
     let output = run_with_input(partlog().arg("produce").arg(&file), b"x\n");
     assert_one_line_error(&output, "is not a directory", "produce into a file");
     let output = run(partlog().arg("dump").arg(temp.path()));
@@ -305,9 +349,14 @@ fn verify_fails_on_a_flipped_bit_below_the_recovery_point() {
     assert!(report.contains("result: CORRUPT"), "{report}");
     assert!(!report.contains("torn tail"), "{report}");
 
-    // A reader meets it too, and says so in one line.
+    // A reader meets it too: it shows the four batches before it, then says so in one line.
     let dumped = run(partlog().arg("dump").arg(&dir));
-    assert_eq!(dumped.status.code(), Some(2));
+    assert_eq!(dumped.status.code(), Some(1));
+    let batches = text(&dumped.stdout)
+        .lines()
+        .filter(|line| line.starts_with("baseOffset:"))
+        .count();
+    assert_eq!(batches, 4, "{}", text(&dumped.stdout));
     let stderr = text(&dumped.stderr);
     assert!(
         stderr.lines().count() == 1 && stderr.contains("corrupt data") && stderr.contains("crc"),
@@ -518,6 +567,7 @@ fn a_closed_or_full_stdout_is_handled_by_every_reporting_command() {
         &["retention", dir],
         &["delete-records", dir, "--before", "0"],
         &["compact", dir],
+        &["config", dir, "--all"],
     ];
     for args in commands {
         let (reader, writer) = std::io::pipe().unwrap();
@@ -545,5 +595,61 @@ fn a_closed_or_full_stdout_is_handled_by_every_reporting_command() {
             "No space left on device",
             &format!("{args:?} > /dev/full"),
         );
+    }
+}
+
+/// `partlog dump DIR --index | grep -m3 '^offset:'`: the reader leaves in the middle of the
+/// index entries, with far more than a pipe holds still to come. Every report command ends
+/// quietly then (status 0, nothing on standard error), the index dump included.
+#[test]
+fn a_reader_that_leaves_mid_output_ends_every_report_command_quietly() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("log");
+    // An index entry for every batch: tens of thousands of index lines, megabytes of output.
+    let config = LogConfig::builder()
+        .index_interval_bytes(0)
+        .build()
+        .unwrap();
+    let log = Log::open(&dir, config).unwrap();
+    for i in 0..20_000_i64 {
+        log.append(&[NewRecord::new(1_700_000_000_000 + i, None, Some(b"record"))])
+            .unwrap();
+    }
+    log.close().unwrap();
+    let dir = dir.to_str().unwrap();
+    let commands: &[(&[&str], &str)] = &[
+        (&["dump", dir, "--index"], "offset:"),
+        (&["dump", dir, "--records", "--index"], "offset:"),
+        (&["dump", dir, "--records"], "| offset:"),
+        (&["consume", dir], "record"),
+    ];
+    for (args, prefix) in commands {
+        let mut child = partlog()
+            .args(*args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut matches = 0;
+        for line in stdout.lines() {
+            if line.unwrap().starts_with(prefix) {
+                matches += 1;
+                if matches == 3 {
+                    break;
+                }
+            }
+        }
+        // `grep -m3` exits here, and the pipe closes under the tool.
+        assert_eq!(matches, 3, "{args:?}");
+        let output = child.wait_with_output().unwrap();
+        let stderr = text(&output.stderr);
+        assert!(
+            output.status.success(),
+            "{args:?} after the reader left: {:?}, stderr {stderr:?}",
+            output.status
+        );
+        assert!(stderr.is_empty(), "{args:?}: {stderr:?}");
     }
 }

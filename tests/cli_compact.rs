@@ -302,7 +302,10 @@ fn stats_prints_the_dirty_ratio_before_and_after_a_pass() {
         text.contains(&format!("first dirty offset {first_dirty}")),
         "{text}"
     );
-    // Without the policy, stats says nothing of the scheduler.
+    // Without the flag, stats uses the policy stored with the log: produce made it compacted.
     let plain = run_ok(&["stats", path, "--json"]);
-    assert!(!plain.contains("dirty_ratio"), "{plain}");
+    assert!(plain.contains("dirty_ratio"), "{plain}");
+    // A flag overrides it: as a delete log, stats says nothing of the scheduler.
+    let delete = run_ok(&["stats", path, "--cleanup-policy", "delete", "--json"]);
+    assert!(!delete.contains("dirty_ratio"), "{delete}");
 }

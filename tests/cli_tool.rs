@@ -41,11 +41,12 @@ fn produce(dir: &Path, lines: &str) {
     produce_in_segments_of(dir, lines, 1024);
 }
 
+/// One record per batch (`--batch 1`), as these tests count batches and segments.
 fn produce_in_segments_of(dir: &Path, lines: &str, segment_bytes: u32) {
     let mut child = partlog()
         .arg("produce")
         .arg(dir)
-        .args(["--key-separator", "="])
+        .args(["--key-separator", "=", "--batch", "1"])
         .args(["--segment-bytes", &segment_bytes.to_string()])
         .arg("--allow-small-segments")
         .stdin(Stdio::piped())
@@ -295,6 +296,10 @@ fn verify_repair_truncates_a_torn_tail_and_refuses_to_cut_corruption() {
     let stderr = text(&output.stderr);
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(stderr.contains("--truncate-at-corruption"), "{stderr}");
+    assert!(
+        !stderr.contains("  "),
+        "a run of spaces in the message: {stderr:?}"
+    );
     assert_eq!(
         std::fs::read(&first).unwrap(),
         bytes,

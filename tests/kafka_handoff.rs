@@ -13,7 +13,8 @@
 //!   real consumer reads the broker's records and partlog's, with their offsets, keys, values,
 //!   headers and timestamps, in `read_uncommitted` and `read_committed`; the broker's own
 //!   appends go on from partlog's log end offset;
-//! - Kafka's loader leaves `partlog.lock`, `partlog.checkpoint` and the log dir's
+//! - Kafka's loader leaves `partlog.lock`, `partlog.checkpoint`, `partlog.properties` (the
+//!   settings stored with the log, here the topic's own `max.message.bytes`) and the log dir's
 //!   `.kafka_cleanshutdown.partlog` alone, byte for byte, and warns about none of them;
 //! - a partition directory that partlog created on its own is not adopted: Kafka's metadata
 //!   knows no such topic, so the broker renames the directory a stray and serves nothing of it;
@@ -59,6 +60,10 @@ const MARKER: &str = ".kafka_cleanshutdown";
 const SET_ASIDE: &str = ".kafka_cleanshutdown.partlog";
 const PARTLOG_LOCK: &str = "partlog.lock";
 const PARTLOG_CHECKPOINT: &str = "partlog.checkpoint";
+const PARTLOG_PROPERTIES: &str = "partlog.properties";
+/// The topic's `max.message.bytes`, given to the broker and to partlog alike: a setting that
+/// differs from partlog's default, so that partlog stores it in `partlog.properties`.
+const MAX_MESSAGE_BYTES: &str = "2097164";
 /// A partition directory partlog creates without Kafka: topic `stranger`, which Kafka's metadata
 /// never heard of.
 const STRANGER_DIR: &str = "stranger-0";
@@ -78,17 +83,22 @@ const ACKED: &str = "ACKED ";
 /// How many acknowledged appends the parent waits for before it kills the child.
 const ACKS_BEFORE_KILL: usize = 100;
 
-/// partlog's settings for a Kafka partition: Kafka's defaults, and every append fsynced (the
+/// partlog's settings for a Kafka partition: the topic's configs, and every append fsynced (the
 /// acknowledgement the crash test counts on).
 fn config() -> LogConfig {
     LogConfig::builder()
         .flush_policy(FlushPolicy::EveryAppend)
+        .set("max.message.bytes", MAX_MESSAGE_BYTES)
+        .unwrap()
         .build()
         .unwrap()
 }
 
-fn topic_configs() -> [(&'static str, &'static str); 1] {
-    [("retention.ms", "-1")]
+fn topic_configs() -> [(&'static str, &'static str); 2] {
+    [
+        ("retention.ms", "-1"),
+        ("max.message.bytes", MAX_MESSAGE_BYTES),
+    ]
 }
 
 /// What the broker is given before the hand-off: keys, a null key, a tombstone, headers with a
@@ -306,6 +316,7 @@ fn a_clean_hand_off_is_served_by_the_restarted_broker_which_leaves_partlogs_file
     );
     assert_eq!(read(&partition, PARTLOG_LOCK), None);
     assert_eq!(read(&partition, PARTLOG_CHECKPOINT), None);
+    assert_eq!(read(&partition, PARTLOG_PROPERTIES), None);
     assert_eq!(dir_contents(&partition), partition_before);
     assert_eq!(
         dir_contents(&log_dir).into_keys().collect::<Vec<_>>(),
@@ -362,6 +373,13 @@ fn a_clean_hand_off_is_served_by_the_restarted_broker_which_leaves_partlogs_file
     assert_eq!(read(&log_dir, SET_ASIDE), None);
     let partlog_lock = read(&partition, PARTLOG_LOCK).expect("partlog.lock");
     let partlog_checkpoint = read(&partition, PARTLOG_CHECKPOINT).expect("partlog.checkpoint");
+    let partlog_properties = read(&partition, PARTLOG_PROPERTIES).expect("partlog.properties");
+    assert!(
+        String::from_utf8_lossy(&partlog_properties)
+            .contains(&format!("\nmax.message.bytes={MAX_MESSAGE_BYTES}\n")),
+        "{}",
+        String::from_utf8_lossy(&partlog_properties)
+    );
     assert_eq!(kafka_metadata_files(&partition), kafka_files_before);
     let segment = std::fs::read(partition.join(SEGMENT)).unwrap();
     let (batches, valid_end) = whole_batches(&segment);
@@ -465,7 +483,16 @@ fn a_clean_hand_off_is_served_by_the_restarted_broker_which_leaves_partlogs_file
         read(&partition, PARTLOG_CHECKPOINT),
         Some(partlog_checkpoint.clone())
     );
-    for name in [PARTLOG_LOCK, PARTLOG_CHECKPOINT, SET_ASIDE] {
+    assert_eq!(
+        read(&partition, PARTLOG_PROPERTIES),
+        Some(partlog_properties.clone())
+    );
+    for name in [
+        PARTLOG_LOCK,
+        PARTLOG_CHECKPOINT,
+        PARTLOG_PROPERTIES,
+        SET_ASIDE,
+    ] {
         assert_eq!(warnings_about(&kafka, name), Vec::<String>::new());
     }
     let about_the_partition = warnings_about(&kafka, &format!("{TOPIC}-0"));
@@ -477,6 +504,10 @@ fn a_clean_hand_off_is_served_by_the_restarted_broker_which_leaves_partlogs_file
     assert_eq!(
         read(&partition, PARTLOG_CHECKPOINT),
         Some(partlog_checkpoint)
+    );
+    assert_eq!(
+        read(&partition, PARTLOG_PROPERTIES),
+        Some(partlog_properties)
     );
     let marker = read(&log_dir, MARKER).expect("a clean shutdown writes the marker");
 
@@ -606,6 +637,7 @@ fn a_partlog_crash_mid_append_makes_the_broker_recover_and_cut_the_torn_tail() {
     assert_eq!(read(&log_dir, SET_ASIDE).as_ref(), Some(&marker));
     let partlog_lock = read(&partition, PARTLOG_LOCK).expect("partlog.lock");
     let partlog_checkpoint = read(&partition, PARTLOG_CHECKPOINT).expect("partlog.checkpoint");
+    let partlog_properties = read(&partition, PARTLOG_PROPERTIES).expect("partlog.properties");
 
     // Make the torn tail certain: the first half of the next batch, as a write cut short leaves
     // it. Everything up to the last whole batch is what a recovery must keep.
@@ -677,8 +709,17 @@ fn a_partlog_crash_mid_append_makes_the_broker_recover_and_cut_the_torn_tail() {
         read(&partition, PARTLOG_CHECKPOINT),
         Some(partlog_checkpoint)
     );
+    assert_eq!(
+        read(&partition, PARTLOG_PROPERTIES),
+        Some(partlog_properties)
+    );
     assert_eq!(read(&log_dir, SET_ASIDE), Some(marker));
-    for name in [PARTLOG_LOCK, PARTLOG_CHECKPOINT, SET_ASIDE] {
+    for name in [
+        PARTLOG_LOCK,
+        PARTLOG_CHECKPOINT,
+        PARTLOG_PROPERTIES,
+        SET_ASIDE,
+    ] {
         assert_eq!(warnings_about(&kafka, name), Vec::<String>::new());
     }
 }

@@ -34,6 +34,20 @@ const KAFKA_LONG_MAX: i64 = i64::MAX;
 /// differs) and end with the default. Invalid values are rejected by [`LogConfigBuilder::build`],
 /// by [`LogConfig::validate`] and again when a log opens, with
 /// [`Error::InvalidConfig`] naming the setting as Kafka spells it.
+///
+/// **Per-log settings are stored with the log.** The settings Kafka has as topic configs
+/// (`cleanup.policy`, `compression.type`, `delete.retention.ms`, `index.interval.bytes`,
+/// `max.compaction.lag.ms`, `max.message.bytes`, `message.timestamp.*`,
+/// `min.cleanable.dirty.ratio`, `min.compaction.lag.ms`, `preallocate`, `retention.bytes`,
+/// `retention.ms`, `segment.*`) are kept in the log's `partlog.properties` when they differ from
+/// the defaults. An open takes the stored value for each of them the caller left unset (not
+/// given to the builder, and at its default); one the caller set is applied and, by a writable
+/// open, stored in place of the old value, as `kafka-configs --alter` would. See
+/// [`store_settings`](Self::store_settings) and [`LogConfig::setting`]. The other fields are
+/// the opener's own and are never stored.
+///
+/// **Time retention is opt-in:** unlike Kafka's brokers (7 days), partlog's default
+/// `retention.ms` is -1, so a log deletes nothing by age until asked to.
 #[non_exhaustive]
 #[derive(Clone, Debug)]
 pub struct LogConfig {
@@ -78,7 +92,13 @@ pub struct LogConfig {
     /// `retention.ms` (broker: `log.retention.ms`): how long a segment is kept after its newest
     /// record, when [`cleanup_policy`](Self::cleanup_policy) includes `delete`.
     ///
-    /// Range: -1 (keep forever) or at least 0. Default: 604800000 (7 days).
+    /// **partlog's default is -1: no time retention unless asked for.** Kafka's default,
+    /// 604800000 (7 days), belongs to Kafka's brokers; an embedded log whose records carry old
+    /// timestamps (an import, a replay) would lose them all at its first retention pass. Set it
+    /// to Kafka's value explicitly to get Kafka's behaviour; it is then stored with the log
+    /// (`partlog.properties`).
+    ///
+    /// Range: -1 (keep forever) or at least 0. Default: -1 (Kafka's: 604800000, 7 days).
     pub retention_ms: i64,
 
     /// `retention.bytes` (broker: `log.retention.bytes`): the size the log may grow to before its
@@ -304,6 +324,24 @@ pub struct LogConfig {
     /// recovery, retention, compaction), for metrics or to aim faults in tests. Default: none.
     pub observer: Option<Arc<dyn Observer>>,
 
+    /// `store.settings`, partlog's own setting: whether a writable open stores the per-log
+    /// settings (Kafka's topic configs: `cleanup.policy`, `retention.ms`, `segment.bytes`...)
+    /// in `partlog.properties` beside the data, so that the next open, the `partlog` tool and
+    /// any other program see the same log.
+    ///
+    /// Every open, whatever this says, applies the stored settings to each per-log setting the
+    /// caller left unset: one not given to the builder (or [`LogConfigBuilder::set`]) and equal
+    /// to its default. A per-log setting the caller did set wins over the stored value: with
+    /// `true` it is applied and stored, replacing the stored value (as `kafka-configs --alter`
+    /// does), and a setting set back to its default leaves the file; with `false` it is applied
+    /// for this open only and the file is left as it was (the tool's one-off passes, such as
+    /// `partlog retention --retention-ms`). Read-only opens never write the file.
+    /// [`LogConfig::setting`] names the per-log settings. Default: true.
+    pub store_settings: bool,
+
+    /// Which per-log settings the builder was given: they win over stored ones at open.
+    pub(crate) explicit: super::properties::ExplicitSettings,
+
     /// The smallest `segment_bytes` that [`validate`](Self::validate) accepts: 1 MiB, or 1 KiB for
     /// a config made by [`for_tests`](Self::for_tests). Private so that only those constructors
     /// choose it.
@@ -319,7 +357,7 @@ impl Default for LogConfig {
             segment_jitter_ms: 0,
             segment_index_bytes: 10 * 1024 * 1024,
             index_interval_bytes: 4096,
-            retention_ms: 7 * 24 * 60 * 60 * 1000,
+            retention_ms: -1,
             retention_bytes: -1,
             retention_timestamp_skew_ms: 60 * 60 * 1000,
             retention_check_interval_ms: -1,
@@ -349,6 +387,8 @@ impl Default for LogConfig {
             storage: Arc::new(OsStorage::new()),
             clock: Arc::new(SystemClock),
             observer: None,
+            store_settings: true,
+            explicit: super::properties::ExplicitSettings::default(),
             segment_bytes_floor: LogConfig::MIN_SEGMENT_BYTES,
         }
     }
@@ -400,6 +440,12 @@ impl LogConfig {
             segment_bytes_floor: LogConfig::MIN_SEGMENT_BYTES_FOR_TESTS,
             ..LogConfig::default()
         }
+    }
+
+    /// Lets `segment_bytes` go down to [`LogConfig::MIN_SEGMENT_BYTES_FOR_TESTS`]: a stored
+    /// `segment.bytes` passed validation when it was stored, perhaps by a test-sized config.
+    pub(crate) fn allow_small_segments(&mut self) {
+        self.segment_bytes_floor = LogConfig::MIN_SEGMENT_BYTES_FOR_TESTS;
     }
 
     /// Checks every setting, and the rules between settings.
@@ -656,6 +702,7 @@ macro_rules! setters {
             $(#[$doc])*
             pub fn $name(mut self, $name: $ty) -> Self {
                 self.config.$name = $name;
+                self.config.explicit.mark_field(stringify!($name));
                 self
             }
         )*
@@ -670,6 +717,7 @@ macro_rules! duration_setters {
             $(#[$doc])*
             pub fn $name(mut self, $name: Duration) -> Self {
                 self.config.$field = duration_to_ms($name);
+                self.config.explicit.mark_field(stringify!($field));
                 self
             }
         )*
@@ -797,7 +845,26 @@ impl LogConfigBuilder {
     /// and [`build`](Self::build) fails if it exceeds `segment_bytes`.
     pub fn max_message_bytes(mut self, max_message_bytes: u32) -> Self {
         self.config.max_message_bytes = max_message_bytes;
+        self.config.explicit.mark_field("max_message_bytes");
         self.max_message_bytes_set = true;
+        self
+    }
+
+    /// Sets the per-log setting `key` by its Kafka name from text, as `partlog.properties` and
+    /// `kafka-configs --add-config` spell it: `builder.set("cleanup.policy", "compact")`. Fails
+    /// with [`Error::InvalidArgument`] for a name that is not a per-log setting (see
+    /// [`LogConfig::setting`]) and [`Error::InvalidConfig`] for a value that does not parse.
+    pub fn set(mut self, key: &str, value: &str) -> Result<Self> {
+        self.config.set_setting_text(key, value)?;
+        if key == "max.message.bytes" {
+            self.max_message_bytes_set = true;
+        }
+        Ok(self)
+    }
+
+    /// Sets [`LogConfig::store_settings`] (partlog's `store.settings`).
+    pub fn store_settings(mut self, store_settings: bool) -> Self {
+        self.config.store_settings = store_settings;
         self
     }
 
@@ -1201,7 +1268,8 @@ mod tests {
         assert_eq!(config.segment_jitter_ms, 0);
         assert_eq!(config.segment_index_bytes, 10_485_760);
         assert_eq!(config.index_interval_bytes, 4096);
-        assert_eq!(config.retention_ms, 604_800_000);
+        // Kafka's is 7 days; an embedded log deletes nothing by age unless asked to.
+        assert_eq!(config.retention_ms, -1);
         assert_eq!(config.retention_bytes, -1);
         assert_eq!(config.retention_timestamp_skew_ms, 3_600_000);
         assert_eq!(config.retention_check_interval_ms, -1);

@@ -26,6 +26,7 @@ pub(crate) mod kafka_dir;
 mod live;
 mod observer;
 pub(crate) mod producer_state;
+mod properties;
 mod records;
 mod recovery;
 mod retention;
@@ -70,6 +71,9 @@ pub use fetch::{
     FetchBatches, FetchData, Isolation, LogRecord, LogRecords, ReadBound, ReadOptions,
 };
 pub use observer::{LogEvent, Observer};
+pub use properties::{
+    PROPERTIES_FILE_NAME, per_log_setting_names, read_stored_settings, write_stored_settings,
+};
 pub use records::{LogTail, ReadEnd};
 pub use retention::{DeletedSegment, RetentionReport, RetentionRule};
 pub use stats::{LogStats, RecoveryReport};
@@ -251,6 +255,11 @@ impl Log {
     /// a clean shutdown it reads only the checkpoint and the active segment's tail; after a crash
     /// it validates every batch from the recovery point on (see [`RecoveryReport`]).
     ///
+    /// The per-log settings stored with the log (`partlog.properties`) fill every per-log
+    /// setting `config` leaves unset; those `config` sets are applied and stored in their place
+    /// (unless [`LogConfig::store_settings`] is false). See [`LogConfig`], "Per-log settings are
+    /// stored with the log".
+    ///
     /// Inside a Kafka log directory (`dir`'s parent holds `meta.properties`) it first takes the
     /// broker's lock on the parent's `.lock` ([`Error::Locked`] while a broker runs, before
     /// anything is created) and sets `.kafka_cleanshutdown` aside, so that a crash of this
@@ -262,6 +271,9 @@ impl Log {
 
     /// Opens the log in `dir` for reading only. It never writes, truncates or creates a file;
     /// it takes a shared lock when `partlog.lock` exists and runs unlocked otherwise.
+    ///
+    /// It applies the settings stored with the log (`partlog.properties`) as [`Log::open`]
+    /// does, and never writes them.
     ///
     /// With [`LogConfig::allow_live_writer`] it takes no lock at all and coexists with a writer
     /// in another process: at most every [`LogConfig::poll_interval`] (when a read, a getter,
@@ -311,6 +323,16 @@ impl Log {
             Ok(lock) => lock,
             Err(error) => {
                 // No log data changed yet, so this does not spoil the directory's clean close.
+                if let Some(Err(leave_error)) = kafka_dir.map(|m| m.leave(true)) {
+                    log::warn!("{}: {leave_error}", dir.display());
+                }
+                return Err(error);
+            }
+        };
+        // Under the lock: a writable open may store the settings it was given.
+        let config = match properties::apply_stored_settings(&*storage, dir, config, read_only) {
+            Ok(config) => config,
+            Err(error) => {
                 if let Some(Err(leave_error)) = kafka_dir.map(|m| m.leave(true)) {
                     log::warn!("{}: {leave_error}", dir.display());
                 }

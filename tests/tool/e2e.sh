@@ -58,7 +58,7 @@ follower=""
   fail "consume --follow printed: $(cat "$work/followed")"
 
 step "dump and stats while the writer is still running (read-only, no lock)"
-"$partlog" dump "$log" | grep -q '^baseOffset: 0 lastOffset: 0 count: 1 ' || fail "dump"
+"$partlog" dump "$log" | grep -q '^baseOffset: 0 lastOffset: [0-9]* count: [0-9]* ' || fail "dump"
 "$partlog" stats "$log" | grep -q 'log end 503' || fail "stats of the live log"
 exec 3>&-
 wait "$writer" || fail "the writer exited non-zero"
@@ -99,7 +99,7 @@ if "$partlog" delete-records "$log" --before 100000 2>"$work/err"; then
 fi
 [ "$(wc -l <"$work/err")" = 1 ] || fail "the error was not one line: $(cat "$work/err")"
 
-step "a corrupt file: verify exits 1, --repair refuses to cut it, dump fails in one line"
+step "a corrupt file: verify exits 1, --repair refuses to cut it, dump shows what is valid, then the error in one line"
 first="$(ls "$log"/*.log | head -1)"
 printf '\x55' | dd of="$first" bs=1 seek=70 conv=notrunc status=none
 status=0
@@ -110,11 +110,11 @@ status=0
 [ "$status" = 2 ] || fail "verify --repair of a corrupt .log exited $status, not 2"
 status=0
 "$partlog" dump "$log" --records >/dev/null 2>"$work/err" || status=$?
-[ "$status" = 2 ] && [ "$(wc -l <"$work/err")" = 1 ] || fail "dump of a corrupt log: exit $status"
+[ "$status" = 1 ] && [ "$(wc -l <"$work/err")" = 1 ] || fail "dump of a corrupt log: exit $status"
 grep -q 'panicked\|backtrace' "$work/err" && fail "a backtrace: $(cat "$work/err")"
 
 step "every command's --help shows an example"
-for command in produce consume dump verify stats perf-produce perf-consume delete-records retention upgrade; do
+for command in produce consume dump verify stats perf-produce perf-consume delete-records retention upgrade compact config roll; do
   "$partlog" "$command" --help | grep -q "^  partlog $command" || fail "$command --help has no example"
 done
 echo "RESULT: the tool passed its end-to-end test"

@@ -9,15 +9,17 @@ use crate::{CliError, Outcome};
 
 pub const EXAMPLES: &str = "\
 Examples:
+  partlog roll /tmp/users-0 && partlog compact /tmp/users-0   # include the newest records
   partlog compact /tmp/users-0
   partlog compact /tmp/users-0 --delete-retention-ms 0   # tombstones get a horizon of now
   partlog compact /tmp/users-0 --min-lag-ms 3600000      # leave the last hour uncompacted
 
 Runs one compaction pass now, due or not: for every key only the record with the highest offset
 stays, at its own offset (gaps remain), and small segments are merged up to --segment-bytes. The
-active segment is never compacted, nor the segment holding the last stable offset (an open
+active segment is never compacted (partlog roll seals it), nor the segment holding the last stable offset (an open
 transaction) and those after it. Data of aborted transactions goes; COMMIT and ABORT markers go
-once no data of their transaction is left and their delete horizon has passed. A tombstone is first given a delete horizon (now +
+once no data of their transaction is left and their delete horizon has passed. A pass that
+cleans no segment ends with a 'nothing to clean:' line saying why. A tombstone is first given a delete horizon (now +
 delete.retention.ms, one day by default) and removed by the first pass after it.
 
 The log is opened for writing (no other process may have it open) and closed cleanly.";
@@ -57,7 +59,10 @@ pub fn run(args: &CompactArgs) -> Result<Outcome, CliError> {
     } else {
         LogConfig::builder()
     };
-    builder = builder.cleanup_policy(CleanupPolicy::COMPACT);
+    // A pass asked for by hand runs whatever the stored policy; nothing it is given is stored.
+    builder = builder
+        .cleanup_policy(CleanupPolicy::COMPACT)
+        .store_settings(false);
     if let Some(segment_bytes) = args.segment_bytes {
         builder = builder.segment_bytes(segment_bytes);
     }
@@ -71,12 +76,40 @@ pub fn run(args: &CompactArgs) -> Result<Outcome, CliError> {
     }
     let log = Log::open(&args.dir, config)?;
     let segments_before = log.stats().segments;
+    let schedule = log.compaction_schedule()?;
     let stats = log.compact_with(options)?;
     let segments_after = log.stats().segments;
     log.close()?;
     let report = render(&args.dir, &stats, segments_before, segments_after);
     outln!("{}", report.trim_end_matches('\n'));
+    if stats.segments_cleaned == 0 {
+        outln!(
+            "{}",
+            why_nothing_was_cleaned(&stats, segments_before, schedule.first_dirty_offset)
+        );
+    }
     Ok(Outcome::Done)
+}
+
+/// The line that explains a pass that cleaned no segment, with what to do about it.
+fn why_nothing_was_cleaned(stats: &CompactionStats, segments: usize, first_dirty: i64) -> String {
+    if segments <= 1 {
+        return "nothing to clean: the log has only its active segment, which compaction never \
+                touches (partlog roll DIR seals it)"
+            .to_owned();
+    }
+    if let Some(from) = stats.uncleanable_from
+        && from <= first_dirty
+    {
+        return format!(
+            "nothing to clean: transactional data from offset {from} on is not compacted yet"
+        );
+    }
+    format!(
+        "nothing to clean: the sealed segments are clean up to offset {first_dirty} and the \
+         rest is the active segment or younger than min.compaction.lag.ms (partlog roll DIR \
+         seals the active segment)"
+    )
 }
 
 /// The report: one `name: value` line per figure of the pass.

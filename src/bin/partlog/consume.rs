@@ -8,8 +8,63 @@ use std::time::Duration;
 use clap::{ArgGroup, Args, ValueEnum};
 use partlog::{Log, LogRecord, ReadBound};
 
+use crate::kcat_format::{RecordFormat, topic_and_partition};
 use crate::text::json_bytes;
 use crate::{CliError, Outcome};
+
+/// One `-o` value: where to start, or (`e@MS`) where to stop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OffsetSpec {
+    /// `N`, or `-N`: N records before the end.
+    Offset(i64),
+    /// `beginning`: the log start offset.
+    Beginning,
+    /// `end`: the log end offset.
+    End,
+    /// `s@MS`: the first record whose timestamp is at or above MS.
+    StartTimestamp(i64),
+    /// `e@MS`: stop before the first record whose timestamp is at or above MS.
+    EndTimestamp(i64),
+}
+
+fn parse_offset_spec(value: &str) -> Result<OffsetSpec, String> {
+    let expected = "expected N, -N (from the end), beginning, end, s@MS or e@MS";
+    let timestamp = |ms: &str| {
+        ms.parse::<i64>()
+            .map_err(|_| format!("{ms:?} is not a timestamp in milliseconds ({expected})"))
+    };
+    match value {
+        "beginning" => Ok(OffsetSpec::Beginning),
+        "end" => Ok(OffsetSpec::End),
+        _ => {
+            if let Some(ms) = value.strip_prefix("s@") {
+                return timestamp(ms).map(OffsetSpec::StartTimestamp);
+            }
+            if let Some(ms) = value.strip_prefix("e@") {
+                return timestamp(ms).map(OffsetSpec::EndTimestamp);
+            }
+            value
+                .parse::<i64>()
+                .map(OffsetSpec::Offset)
+                .map_err(|_| format!("{value:?} is not an offset ({expected})"))
+        }
+    }
+}
+
+fn parse_count(value: &str) -> Result<u64, String> {
+    match value.parse::<i64>() {
+        Ok(n) if n >= 0 => Ok(n as u64),
+        Ok(_) => Err("a count is 0 or more (leave --count out to print every record)".to_owned()),
+        Err(_) => Err(format!("{value:?} is not a number of records")),
+    }
+}
+
+fn parse_non_negative(value: &str) -> Result<i64, String> {
+    match value.parse::<i64>() {
+        Ok(n) if n >= 0 => Ok(n),
+        _ => Err(format!("{value:?} is not an offset (0 or more)")),
+    }
+}
 
 pub const EXAMPLES: &str = "\
 Examples:
@@ -19,13 +74,17 @@ Examples:
   partlog consume /tmp/orders-0 --timestamp 1700000000000   # from the first record at/after it
   partlog consume /tmp/orders-0 --end --follow        # like kcat -o end: new records as they come
   partlog consume /tmp/orders-0 --follow --durable-only --key-separator =
+  partlog consume /tmp/orders-0 -Z -f '%o %k %s %T %h\\n'   # kcat's format string, nulls as NULL
+  partlog consume /tmp/orders-0 -o s@1700000000000 -o e@1700003600000   # one hour, by timestamp
+  partlog consume /tmp/orders-0 -o 1000 --end-offset 2000  # offsets [1000, 2000)
 
 The log is opened read-only without a lock, so a process may be writing it meanwhile
 (allow_live_writer): --follow polls the directory every --poll-ms and prints each record once its
 batch is complete. --durable-only prints only what the writer has recorded as durable (fsynced),
 so nothing printed can vanish in a crash of the writer's machine.
 
-text prints each value as raw bytes and a newline (a tombstone as an empty line); with
+text prints each value as raw bytes and a newline (a tombstone as an empty line, or as NULL
+with -Z); with
 --key-separator SEP, the key, SEP, then the value (what `partlog produce --key-separator SEP`
 reads back). json prints one object per record:
   {\"offset\":0,\"timestamp\":1700000000000,\"key\":\"user1\",\"value\":\"hello\",\"headers\":[]}
@@ -48,10 +107,26 @@ pub struct ConsumeArgs {
     #[arg(value_name = "DIR")]
     pub dir: PathBuf,
 
-    /// Start at this offset (default: the log start offset); a negative N starts N records
-    /// before the end, as kcat's -o -N does.
-    #[arg(long, value_name = "N", allow_negative_numbers = true)]
-    pub offset: Option<i64>,
+    /// Where to start, as kcat's -o: N, -N (N records before the end), beginning, end, or
+    /// s@MS (the first record whose timestamp is at or above MS); and e@MS, where to stop (before
+    /// the first record at or above MS). Repeatable: -o s@MS1 -o e@MS2. Default: beginning.
+    #[arg(
+        short = 'o',
+        long,
+        value_name = "SPEC",
+        allow_negative_numbers = true,
+        value_parser = parse_offset_spec
+    )]
+    pub offset: Vec<OffsetSpec>,
+
+    /// Stop before this offset (records up to N-1 are printed), like a consumer that stops at a
+    /// known end.
+    #[arg(long, value_name = "N", value_parser = parse_non_negative)]
+    pub end_offset: Option<i64>,
+
+    /// Stop before the first record whose timestamp is at or above MS (kcat's -o e@MS).
+    #[arg(long, value_name = "MS", allow_negative_numbers = true)]
+    pub end_timestamp: Option<i64>,
 
     /// Start at the first record whose timestamp is at or above MS (milliseconds since the
     /// epoch), as Kafka's ListOffsets finds it.
@@ -71,9 +146,25 @@ pub struct ConsumeArgs {
     #[arg(long)]
     pub durable_only: bool,
 
-    /// Stop after N records.
-    #[arg(long, value_name = "N")]
+    /// Stop after N records (kcat's -c).
+    #[arg(short = 'c', long, value_name = "N", allow_negative_numbers = true, value_parser = parse_count)]
     pub count: Option<u64>,
+
+    /// Print a null key or value as NULL, so that it differs from an empty one (kcat's -Z);
+    /// --null-marker chooses another string.
+    #[arg(short = 'Z', long)]
+    pub print_null: bool,
+
+    /// The string a null key or value prints as (implies -Z), like kafka-console-consumer's
+    /// null.literal.
+    #[arg(long, value_name = "MARKER")]
+    pub null_marker: Option<String>,
+
+    /// Print each record as kcat's -f format string says: %o offset, %k key, %s value, %T
+    /// timestamp, %h headers (k=v,...), %K and %S their lengths (-1 for null), %t topic and
+    /// %p partition (from DIR's name), %% a %; \n \t \r \0 \\ escapes. No newline is added.
+    #[arg(short = 'f', long, value_name = "FORMAT", conflicts_with_all = ["format", "key_separator"], value_parser = RecordFormat::parse)]
+    pub format_string: Option<RecordFormat>,
 
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
@@ -99,35 +190,68 @@ pub fn run(args: &ConsumeArgs) -> Result<Outcome, CliError> {
     };
     let start = log.log_start_offset();
     let end = log.log_end_offset();
-    let mut position = if let Some(offset) = args.offset {
-        let offset = if offset < 0 {
-            end.saturating_add(offset).max(start)
-        } else {
-            offset
-        };
-        if offset < start || offset > end {
-            return Err(CliError::new(format!(
-                "--offset {offset} is out of range: the log holds offsets [{start}, {end})"
-            )));
+    let mut start_spec = None;
+    let mut end_timestamp = args.end_timestamp;
+    for spec in &args.offset {
+        match spec {
+            OffsetSpec::EndTimestamp(ms) => end_timestamp = Some(*ms),
+            _ if start_spec.is_some() => {
+                return Err(CliError::new(
+                    "-o gives two starts: give one start (and at most one e@MS to stop at)",
+                ));
+            }
+            spec => start_spec = Some(*spec),
         }
-        offset
-    } else if let Some(timestamp) = args.timestamp {
-        match log.offset_for_timestamp(timestamp)? {
+    }
+    if args.timestamp.is_some() {
+        start_spec = args.timestamp.map(OffsetSpec::StartTimestamp);
+    } else if args.end {
+        start_spec = Some(OffsetSpec::End);
+    }
+    let mut position = match start_spec.unwrap_or(OffsetSpec::Beginning) {
+        OffsetSpec::Offset(offset) => {
+            let offset = if offset < 0 {
+                end.saturating_add(offset).max(start)
+            } else {
+                offset
+            };
+            if offset < start || offset > end {
+                return Err(CliError::new(format!(
+                    "--offset {offset} is out of range: the log holds offsets [{start}, {end})"
+                )));
+            }
+            offset
+        }
+        OffsetSpec::StartTimestamp(timestamp) => match log.offset_for_timestamp(timestamp)? {
             Some((offset, _)) => offset,
             // Every record is older: start where the next one will come.
             None => end,
-        }
-    } else if args.end {
-        end
-    } else {
-        start
+        },
+        OffsetSpec::End => end,
+        OffsetSpec::Beginning | OffsetSpec::EndTimestamp(_) => start,
     };
+    // The end bound: an offset, or the first offset at or after a timestamp. A timestamp no
+    // record has reached yet is checked record by record (a followed log may reach it).
+    let mut stop_before = args.end_offset.unwrap_or(i64::MAX);
+    let mut stop_at_timestamp = None;
+    if let Some(ms) = end_timestamp {
+        match log.offset_for_timestamp(ms)? {
+            Some((offset, _)) => stop_before = stop_before.min(offset),
+            None => stop_at_timestamp = Some(ms),
+        }
+    }
+    let null_marker: &[u8] = match (&args.null_marker, args.print_null) {
+        (Some(marker), _) => marker.as_bytes(),
+        (None, true) => b"NULL",
+        (None, false) => b"",
+    };
+    let (topic, partition) = topic_and_partition(&args.dir);
     let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
     let mut printed = 0u64;
     let mut line = Vec::new();
     let limit = args.count.unwrap_or(u64::MAX);
     let result = (|| -> Result<(), ConsumeError> {
-        while printed < limit {
+        while printed < limit && position < stop_before {
             let mut progressed = false;
             for record in log.records(position, bound) {
                 let record = match record {
@@ -147,17 +271,28 @@ pub fn run(args: &ConsumeArgs) -> Result<Outcome, CliError> {
                     }
                     Err(error) => return Err(error.into()),
                 };
+                if record.offset >= stop_before
+                    || stop_at_timestamp.is_some_and(|ms| record.timestamp >= ms)
+                {
+                    stop_before = position.min(record.offset);
+                    break;
+                }
                 position = record.offset + 1;
                 progressed = true;
                 line.clear();
-                render(&mut line, &record, args);
+                match &args.format_string {
+                    Some(format) => {
+                        format.render(&mut line, &record, &topic, partition, null_marker)
+                    }
+                    None => render(&mut line, &record, args, null_marker),
+                }
                 out.write_all(&line)?;
                 printed += 1;
                 if printed >= limit {
                     break;
                 }
             }
-            if printed >= limit || !args.follow {
+            if printed >= limit || !args.follow || position >= stop_before {
                 break;
             }
             if !progressed {
@@ -175,14 +310,18 @@ pub fn run(args: &ConsumeArgs) -> Result<Outcome, CliError> {
         Ok(())
     })();
     match result {
-        Ok(()) => Ok(Outcome::Done),
+        Ok(()) => Ok(crate::finish_reading(&log)),
         Err(ConsumeError::Output(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => {
             Ok(Outcome::Done)
         }
         Err(ConsumeError::Output(e)) => Err(CliError::new(format!(
             "cannot write to standard output: {e}"
         ))),
-        Err(ConsumeError::Log(e)) => Err(e.into()),
+        Err(ConsumeError::Log(e)) => {
+            // Flushed first: the error follows the output it ends.
+            let _ = out.flush();
+            crate::stopped_reading(e)
+        }
     }
 }
 
@@ -219,14 +358,14 @@ impl From<std::io::Error> for ConsumeError {
     }
 }
 
-fn render(out: &mut Vec<u8>, record: &LogRecord, args: &ConsumeArgs) {
+fn render(out: &mut Vec<u8>, record: &LogRecord, args: &ConsumeArgs, null_marker: &[u8]) {
     match args.format {
         Format::Text => {
             if let Some(separator) = &args.key_separator {
-                out.extend_from_slice(record.key.as_deref().unwrap_or_default());
+                out.extend_from_slice(record.key.as_deref().unwrap_or(null_marker));
                 out.extend_from_slice(separator.as_bytes());
             }
-            out.extend_from_slice(record.value.as_deref().unwrap_or_default());
+            out.extend_from_slice(record.value.as_deref().unwrap_or(null_marker));
         }
         Format::Json => json_log_record(out, record),
     }

@@ -17,8 +17,20 @@ Examples:
   partlog dump /tmp/orders-0 --index             # and every index entry, checked
   partlog dump /tmp/orders-0 --producer-state    # and every .txnindex and .snapshot entry
   partlog dump /tmp/orders-0 --from 1000 --json  # one JSON object per record from offset 1000
+  partlog dump /tmp/orders-0/00000000000000000000.log --skip-record-metadata   # one file
+  partlog dump /tmp/orders-0/00000000000000000000.timeindex
+  partlog dump /tmp/orders-0 --records --max-bytes 1048576   # the first MiB of each .log
 
-The log is opened read-only without a lock: a process may be writing it meanwhile.
+The log is opened read-only without a lock: a process may be writing it meanwhile. A damaged
+log is shown up to its first invalid byte, then that byte's file and position are reported
+(exit status 1); nothing is repaired. A single FILE is read as it lies on disk, like
+kafka-dump-log --files: an invalid batch is shown with 'isvalid: false' and stepped over, and
+'Found N invalid bytes at the end of FILE' reports what cannot be read.
+
+The lines are kafka-dump-log's (--deep-iteration --print-data-log with --records), so the two
+diff clean; 'Non-consecutive offsets in FILE' goes to standard error as Kafka prints it, for
+each gap compaction left (Kafka also lists every segment's first record as following -1;
+partlog lists only real gaps).
 
 The human format prints, per segment, 'Dumping <file>', then one line per batch (its offsets,
 count, producer fields, leader epoch, flags, file position, timestamp, size, magic, codec and
@@ -38,8 +50,9 @@ array of [key, value] pairs in record order (keys may repeat).";
 /// Arguments of `partlog dump`.
 #[derive(Debug, Args)]
 pub struct DumpArgs {
-    /// The log directory.
-    #[arg(value_name = "DIR")]
+    /// The log directory, or one segment file: a .log, .index or .timeindex (kafka-dump-log's
+    /// --files). A single file is read as it is on disk, without opening the log.
+    #[arg(value_name = "DIR|FILE")]
     pub dir: PathBuf,
 
     /// The first offset to print (default: the log start offset). Batches that end below it are
@@ -66,6 +79,16 @@ pub struct DumpArgs {
     /// (producer state), in the words of Kafka's DumpLogSegments (exit status 1 on a bad file).
     #[arg(long, conflicts_with = "json")]
     pub producer_state: bool,
+
+    /// Read at most N bytes of each .log file: only the batches that end within them
+    /// (kafka-dump-log's --max-bytes).
+    #[arg(long, value_name = "N")]
+    pub max_bytes: Option<u64>,
+
+    /// Print records without their metadata: '| key: K payload: P', and no control records
+    /// (kafka-dump-log's --skip-record-metadata). Implies --records.
+    #[arg(long, conflicts_with = "json")]
+    pub skip_record_metadata: bool,
 }
 
 /// How much one read asks for.
@@ -73,6 +96,9 @@ const READ_BYTES: usize = 1 << 20;
 
 /// Runs `partlog dump`.
 pub fn run(args: &DumpArgs) -> Result<Outcome, CliError> {
+    if std::fs::metadata(&args.dir).is_ok_and(|m| m.is_file()) {
+        return crate::dump_file::run(args);
+    }
     crate::require_dir(&args.dir)?;
     let config = LogConfig::default();
     let bases = partlog::unstable::list_segment_bases(&*config.storage, &args.dir)?;
@@ -85,16 +111,7 @@ pub fn run(args: &DumpArgs) -> Result<Outcome, CliError> {
             "--from {from} is out of range: the log holds offsets [{start}, {end})"
         )));
     }
-    let stdout = std::io::stdout().lock();
-    let mut dumper = Dumper {
-        out: std::io::BufWriter::with_capacity(1 << 16, stdout),
-        json: args.json,
-        records: args.records,
-        dir: &args.dir,
-        from,
-        line: Vec::new(),
-        scratch: Vec::new(),
-    };
+    let mut dumper = Dumper::new(args, from);
     match dumper.dump(&log, &bases, start) {
         Ok(()) => {}
         // A reader that went away (`partlog dump DIR | head`) is not an error.
@@ -106,10 +123,16 @@ pub fn run(args: &DumpArgs) -> Result<Outcome, CliError> {
                 "cannot write to standard output: {e}"
             )));
         }
-        Err(DumpError::Log(e)) => return Err(e.into()),
+        Err(DumpError::Log(e)) => {
+            // Flushed first: the error follows the output it ends.
+            let _ = dumper.out.flush();
+            return crate::stopped_reading(e);
+        }
     }
+    dumper.report_gaps();
     if args.index {
-        let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+        // The check runs to the end and sets the exit status even if the reader left early.
+        let mut out = std::io::BufWriter::new(crate::QuietStdout);
         let mut tally = crate::dump_index::IndexTally::default();
         for &base in &bases {
             crate::dump_index::dump_segment_indexes(&mut out, &args.dir, base, &mut tally)?;
@@ -118,12 +141,13 @@ pub fn run(args: &DumpArgs) -> Result<Outcome, CliError> {
             "index check: {} entries, {} mismatches",
             tally.entries, tally.mismatches
         );
-        match writeln!(out, "{summary}").and_then(|()| out.flush()) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
-            Err(e) => return Err(CliError::new(format!("cannot write: {e}"))),
+        if let Err(e) = writeln!(out, "{summary}").and_then(|()| out.flush()) {
+            return Err(CliError::new(format!(
+                "cannot write to standard output: {e}"
+            )));
         }
         if tally.mismatches > 0 {
+            crate::finish_reading(&log);
             return Ok(Outcome::Corrupt);
         }
     }
@@ -139,11 +163,14 @@ pub fn run(args: &DumpArgs) -> Result<Outcome, CliError> {
             return Ok(Outcome::Corrupt);
         }
     }
-    Ok(Outcome::Done)
+    Ok(crate::finish_reading(&log))
 }
 
-enum DumpError {
+/// Why a dump stopped.
+pub enum DumpError {
+    /// The log failed to read.
     Log(partlog::Error),
+    /// Standard output failed.
     Output(std::io::Error),
 }
 
@@ -159,20 +186,92 @@ impl From<std::io::Error> for DumpError {
     }
 }
 
-struct Dumper<'a, W: Write> {
-    out: W,
+/// The batch and record printer of `partlog dump`, over a log (here) or one file (dump_file.rs).
+pub struct Dumper<'a> {
+    pub out: std::io::BufWriter<crate::QuietStdout>,
     json: bool,
     /// Whether the human format prints records.
     records: bool,
+    /// `--skip-record-metadata`.
+    skip_record_metadata: bool,
+    /// `--max-bytes`: batches ending past it in their file are not printed.
+    pub max_bytes: Option<u64>,
     dir: &'a Path,
     from: i64,
     /// One output line, reused.
     line: Vec<u8>,
     /// Decompression space, reused.
     scratch: Vec<u8>,
+    /// Kafka's "Non-consecutive offsets" report.
+    gaps: Gaps,
 }
 
-impl<W: Write> Dumper<'_, W> {
+/// Kafka's "Non-consecutive offsets" report: per file, each record offset that does not follow
+/// the one before it (the first record of a file is compared with its base offset).
+#[derive(Default)]
+struct Gaps {
+    /// The `.log` file being printed.
+    file: PathBuf,
+    /// Its base offset.
+    segment_base: i64,
+    /// The offset of the last record printed from it, if any.
+    last_offset: Option<i64>,
+    /// The gaps found, per file.
+    found: Vec<(PathBuf, Vec<(i64, i64)>)>,
+}
+
+impl Gaps {
+    /// Starts the `.log` file `file`, whose base offset is `base`.
+    fn start(&mut self, file: &Path, base: i64) {
+        self.file = file.to_path_buf();
+        self.segment_base = base;
+        self.last_offset = None;
+    }
+
+    /// Notes the record at `offset`.
+    fn note(&mut self, offset: i64) {
+        let expected = self.last_offset.map_or(self.segment_base, |last| last + 1);
+        if offset != expected {
+            let before = self.last_offset.unwrap_or(-1);
+            match self.found.last_mut() {
+                Some((file, pairs)) if *file == self.file => pairs.push((before, offset)),
+                _ => self.found.push((self.file.clone(), vec![(before, offset)])),
+            }
+        }
+        self.last_offset = Some(offset);
+    }
+}
+
+impl<'a> Dumper<'a> {
+    /// A dumper with `args`' choices, printing from offset `from` on.
+    pub fn new(args: &'a DumpArgs, from: i64) -> Self {
+        Dumper {
+            out: std::io::BufWriter::with_capacity(1 << 16, crate::QuietStdout),
+            json: args.json,
+            records: args.records || args.skip_record_metadata,
+            skip_record_metadata: args.skip_record_metadata,
+            max_bytes: args.max_bytes,
+            dir: &args.dir,
+            from,
+            line: Vec::new(),
+            scratch: Vec::new(),
+            gaps: Gaps::default(),
+        }
+    }
+
+    /// Kafka's `Non-consecutive offsets in <file>` lines, on standard error as Kafka prints
+    /// them, after the dump: the gaps compaction leaves. Kafka also compares each file's first
+    /// record with -1, which reports every segment but the first; only a real gap (a first
+    /// record above its segment's base) is reported here, in Kafka's words.
+    pub fn report_gaps(&mut self) {
+        for (file, pairs) in std::mem::take(&mut self.gaps.found) {
+            eprintln!("Non-consecutive offsets in {}", file.display());
+            for (before, after) in pairs {
+                eprintln!("  {before} is followed by {after}");
+            }
+        }
+    }
+
     /// Reads from the start of the segment that holds `from`, so that batch positions can be
     /// counted from the segment's first byte, and prints what lies at or above `from`.
     ///
@@ -203,8 +302,11 @@ impl<W: Write> Dumper<'_, W> {
                     position = Some(0);
                     announced = false;
                 }
-                if batch.last_offset() >= self.from {
-                    if !announced && !self.json {
+                let past_max_bytes = self.max_bytes.is_some_and(|max| {
+                    position.is_some_and(|p| p + batch.total_size() as u64 > max)
+                });
+                if batch.last_offset() >= self.from && !past_max_bytes {
+                    if !announced {
                         let base = bases.get(segment).copied().unwrap_or(segment_base);
                         self.announce_segment(base)?;
                         announced = true;
@@ -220,13 +322,31 @@ impl<W: Write> Dumper<'_, W> {
     }
 
     fn announce_segment(&mut self, base: i64) -> Result<(), DumpError> {
-        let file = self.dir.join(format!("{base:020}.log"));
-        writeln!(self.out, "Dumping {}", file.display())?;
-        writeln!(self.out, "Log starting offset: {base}")?;
+        self.announce_file(&self.dir.join(format!("{base:020}.log")), base)
+    }
+
+    /// Starts the `.log` file `file`, whose base offset is `base`.
+    pub fn announce_file(&mut self, file: &Path, base: i64) -> Result<(), DumpError> {
+        self.gaps.start(file, base);
+        if !self.json {
+            writeln!(self.out, "Dumping {}", file.display())?;
+            writeln!(self.out, "Log starting offset: {base}")?;
+        }
         Ok(())
     }
 
-    fn batch(&mut self, batch: &Batch<'_>, position: Option<u64>) -> Result<(), DumpError> {
+    /// Prints the batch line of a batch whose CRC or contents are invalid, as Kafka does
+    /// (`isvalid: false`), from its header alone.
+    pub fn invalid_batch(&mut self, header: &BatchHeader, position: u64) -> Result<(), DumpError> {
+        if !self.json {
+            let line = batch_line(header, Some(position), header.total_size(), false);
+            writeln!(self.out, "{line}")?;
+        }
+        Ok(())
+    }
+
+    /// Prints one valid batch found at `position` of its file (`None`: unknown).
+    pub fn batch(&mut self, batch: &Batch<'_>, position: Option<u64>) -> Result<(), DumpError> {
         let header = match batch {
             Batch::V2(view) => *view.header(),
             Batch::Legacy(view) => {
@@ -258,42 +378,8 @@ impl<W: Write> Dumper<'_, W> {
             }
         };
         if !self.json {
-            let last_sequence = if header.base_sequence < 0 {
-                -1
-            } else {
-                header.last_sequence()
-            };
-            let codec = header.compression().map_or_else(
-                |_| format!("unknown({})", header.compression_id()),
-                |c| c.name().to_owned(),
-            );
-            writeln!(
-                self.out,
-                "baseOffset: {} lastOffset: {} count: {} baseSequence: {} lastSequence: {} \
-                 producerId: {} producerEpoch: {} partitionLeaderEpoch: {} isTransactional: {} \
-                 isControl: {} deleteHorizonMs: {} position: {} {}: {} size: {} magic: {} \
-                 compresscodec: {} crc: {} isvalid: true",
-                header.base_offset,
-                header.last_offset(),
-                header.records_count,
-                header.base_sequence,
-                last_sequence,
-                header.producer_id,
-                header.producer_epoch,
-                header.partition_leader_epoch,
-                header.is_transactional(),
-                header.is_control(),
-                header
-                    .delete_horizon_ms()
-                    .map_or_else(|| "none".to_owned(), |ms| ms.to_string()),
-                position.map_or_else(|| "unknown".to_owned(), |p| p.to_string()),
-                header.timestamp_type(),
-                header.max_timestamp,
-                batch.total_size(),
-                header.magic,
-                codec,
-                header.crc,
-            )?;
+            let line = batch_line(&header, position, batch.total_size(), true);
+            writeln!(self.out, "{line}")?;
         }
         if (self.json && header.is_control()) || !(self.json || self.records) {
             return Ok(());
@@ -314,9 +400,18 @@ impl<W: Write> Dumper<'_, W> {
             if record.offset < self.from {
                 continue;
             }
+            let control = header.is_some_and(BatchHeader::is_control);
+            if !self.json {
+                self.gaps.note(record.offset);
+            }
+            if self.skip_record_metadata && control {
+                continue;
+            }
             self.line.clear();
             if self.json {
                 json_record(&mut self.line, &record);
+            } else if self.skip_record_metadata {
+                bare_record(&mut self.line, &record);
             } else {
                 human_record(&mut self.line, &record, header, timestamp_type);
             }
@@ -325,6 +420,45 @@ impl<W: Write> Dumper<'_, W> {
         }
         Ok(())
     }
+}
+
+/// Kafka's DumpLogSegments line for a v2 batch, `isvalid` as given.
+fn batch_line(header: &BatchHeader, position: Option<u64>, size: usize, valid: bool) -> String {
+    let last_sequence = if header.base_sequence < 0 {
+        -1
+    } else {
+        header.last_sequence()
+    };
+    let codec = header.compression().map_or_else(
+        |_| format!("unknown({})", header.compression_id()),
+        |c| c.name().to_owned(),
+    );
+    // Kafka prints the Java OptionalLong as it is: diffs against its output stay clean.
+    let delete_horizon = header.delete_horizon_ms().map_or_else(
+        || "OptionalLong.empty".to_owned(),
+        |ms| format!("OptionalLong[{ms}]"),
+    );
+    format!(
+        "baseOffset: {} lastOffset: {} count: {} baseSequence: {} lastSequence: {} \
+         producerId: {} producerEpoch: {} partitionLeaderEpoch: {} isTransactional: {} \
+         isControl: {} deleteHorizonMs: {delete_horizon} position: {} {}: {} size: {size} \
+         magic: {} compresscodec: {codec} crc: {} isvalid: {valid}",
+        header.base_offset,
+        header.last_offset(),
+        header.records_count,
+        header.base_sequence,
+        last_sequence,
+        header.producer_id,
+        header.producer_epoch,
+        header.partition_leader_epoch,
+        header.is_transactional(),
+        header.is_control(),
+        position.map_or_else(|| "unknown".to_owned(), |p| p.to_string()),
+        header.timestamp_type(),
+        header.max_timestamp,
+        header.magic,
+        header.crc,
+    )
 }
 
 /// `{"offset":..,"timestamp":..,"key":..,"value":..,"headers":[[k,v],..]}`.
@@ -349,6 +483,19 @@ fn json_record(out: &mut Vec<u8>, record: &partlog::Record<'_>) {
         out.push(b']');
     }
     out.extend_from_slice(b"]}");
+}
+
+/// Kafka's `--skip-record-metadata` line: `| key: K payload: P`, each part only when present.
+fn bare_record(out: &mut Vec<u8>, record: &partlog::Record<'_>) {
+    out.push(b'|');
+    if let Some(key) = record.key {
+        out.extend_from_slice(b" key: ");
+        out.extend_from_slice(human(key).as_bytes());
+    }
+    if let Some(value) = record.value {
+        out.extend_from_slice(b" payload: ");
+        out.extend_from_slice(human(value).as_bytes());
+    }
 }
 
 /// Kafka's `| offset: .. CreateTime: .. keySize: .. valueSize: .. sequence: .. headerKeys: [..]

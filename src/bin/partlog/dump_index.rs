@@ -36,132 +36,169 @@ pub fn dump_segment_indexes(
     base: i64,
     tally: &mut IndexTally,
 ) -> Result<(), crate::CliError> {
+    dump_indexes(out, dir, base, tally, true, true)
+}
+
+/// Prints the entries of one `.index` or `.timeindex` file, checked against its segment's
+/// `.log` beside it (`partlog dump FILE`, as kafka-dump-log --files FILE).
+pub fn dump_index_file(
+    out: &mut impl Write,
+    path: &Path,
+    tally: &mut IndexTally,
+) -> Result<(), crate::CliError> {
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default();
+    let parsed = partlog::unstable::parse_segment_file_name(name).ok_or_else(|| {
+        crate::CliError::new(format!(
+            "{} is not a segment file name (<20-digit offset>.log, .index or .timeindex)",
+            path.display()
+        ))
+    })?;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let offset = parsed.kind == SegmentFileKind::OffsetIndex;
+    dump_indexes(out, dir, parsed.base_offset, tally, offset, !offset)
+}
+
+fn dump_indexes(
+    out: &mut impl Write,
+    dir: &Path,
+    base: i64,
+    tally: &mut IndexTally,
+    offset_index: bool,
+    time_index: bool,
+) -> Result<(), crate::CliError> {
     let storage: Arc<dyn Storage> = Arc::new(OsStorage::new());
     let batches = walk_log(
         &storage,
         &segment_file_path(dir, base, SegmentFileKind::Log),
     )?;
-    let write = |e: std::io::Error| crate::CliError::new(format!("cannot write: {e}"));
+    let write =
+        |e: std::io::Error| crate::CliError::new(format!("cannot write to standard output: {e}"));
 
-    let index_path = segment_file_path(dir, base, SegmentFileKind::OffsetIndex);
-    writeln!(out, "Dumping {}", index_path.display()).map_err(write)?;
-    if storage.exists(&index_path)? {
-        let index = OffsetIndex::open(
-            &storage,
-            &index_path,
-            base,
-            max_bytes(&storage, &index_path)?,
-            false,
-        )?;
-        let mut unused = 0usize;
-        for n in 0..index.entries() {
-            let entry = index.entry(n)?;
-            // A preallocated, still active index ends in zeros: slots, not entries.
-            if n > 0 && entry.offset == base && entry.position == 0 {
-                unused += 1;
-                continue;
-            }
-            tally.entries += 1;
-            writeln!(out, "offset: {} position: {}", entry.offset, entry.position)
-                .map_err(write)?;
-            let position = u64::from(entry.position);
-            match batches.binary_search_by_key(&position, |b| b.position) {
-                Ok(at) if batches[at].last_offset == entry.offset => {}
-                Ok(at) => {
-                    tally.mismatches += 1;
-                    writeln!(
-                        out,
-                        "Mismatches in :{}\n  Index offset: {}, log offset: {}",
-                        index_path.display(),
-                        entry.offset,
-                        batches[at].last_offset
-                    )
-                    .map_err(write)?;
+    if offset_index {
+        let index_path = segment_file_path(dir, base, SegmentFileKind::OffsetIndex);
+        writeln!(out, "Dumping {}", index_path.display()).map_err(write)?;
+        if storage.exists(&index_path)? {
+            let index = OffsetIndex::open(
+                &storage,
+                &index_path,
+                base,
+                max_bytes(&storage, &index_path)?,
+                false,
+            )?;
+            let mut unused = 0usize;
+            for n in 0..index.entries() {
+                let entry = index.entry(n)?;
+                // A preallocated, still active index ends in zeros: slots, not entries.
+                if n > 0 && entry.offset == base && entry.position == 0 {
+                    unused += 1;
+                    continue;
                 }
-                Err(_) => {
-                    tally.mismatches += 1;
-                    writeln!(
-                        out,
-                        "Mismatches in :{}\n  Index offset: {}, no batch starts at position {position}",
-                        index_path.display(),
-                        entry.offset
-                    )
+                tally.entries += 1;
+                writeln!(out, "offset: {} position: {}", entry.offset, entry.position)
                     .map_err(write)?;
+                let position = u64::from(entry.position);
+                match batches.binary_search_by_key(&position, |b| b.position) {
+                    Ok(at) if batches[at].last_offset == entry.offset => {}
+                    Ok(at) => {
+                        tally.mismatches += 1;
+                        writeln!(
+                            out,
+                            "Mismatches in :{}\n  Index offset: {}, log offset: {}",
+                            index_path.display(),
+                            entry.offset,
+                            batches[at].last_offset
+                        )
+                        .map_err(write)?;
+                    }
+                    Err(_) => {
+                        tally.mismatches += 1;
+                        writeln!(
+                            out,
+                            "Mismatches in :{}\n  Index offset: {}, no batch starts at position {position}",
+                            index_path.display(),
+                            entry.offset
+                        )
+                        .map_err(write)?;
+                    }
                 }
             }
+            if unused > 0 {
+                writeln!(out, "({unused} unused slots at the end)").map_err(write)?;
+            }
+        } else {
+            tally.mismatches += 1;
+            writeln!(out, "missing: {}", index_path.display()).map_err(write)?;
         }
-        if unused > 0 {
-            writeln!(out, "({unused} unused slots at the end)").map_err(write)?;
-        }
-    } else {
-        tally.mismatches += 1;
-        writeln!(out, "missing: {}", index_path.display()).map_err(write)?;
     }
-
-    let time_path = segment_file_path(dir, base, SegmentFileKind::TimeIndex);
-    writeln!(out, "Dumping {}", time_path.display()).map_err(write)?;
-    if storage.exists(&time_path)? {
-        let index = TimeIndex::open(
-            &storage,
-            &time_path,
-            base,
-            max_bytes(&storage, &time_path)?,
-            false,
-        )?;
-        let mut unused = 0usize;
-        let mut previous: Option<i64> = None;
-        for n in 0..index.entries() {
-            let entry = index.entry(n)?;
-            if n > 0 && entry.timestamp == 0 && entry.offset == base {
-                unused += 1;
-                continue;
-            }
-            tally.entries += 1;
-            writeln!(
-                out,
-                "timestamp: {} offset: {}",
-                entry.timestamp, entry.offset
-            )
-            .map_err(write)?;
-            // The entry names the batch whose last offset it holds, and that batch's largest
-            // timestamp; entries only grow.
-            let named = batches
-                .binary_search_by_key(&entry.offset, |b| b.last_offset)
-                .ok()
-                .map(|at| batches[at].max_timestamp);
-            if named != Some(entry.timestamp) {
-                tally.mismatches += 1;
+    if time_index {
+        let time_path = segment_file_path(dir, base, SegmentFileKind::TimeIndex);
+        writeln!(out, "Dumping {}", time_path.display()).map_err(write)?;
+        if storage.exists(&time_path)? {
+            let index = TimeIndex::open(
+                &storage,
+                &time_path,
+                base,
+                max_bytes(&storage, &time_path)?,
+                false,
+            )?;
+            let mut unused = 0usize;
+            let mut previous: Option<i64> = None;
+            for n in 0..index.entries() {
+                let entry = index.entry(n)?;
+                if n > 0 && entry.timestamp == 0 && entry.offset == base {
+                    unused += 1;
+                    continue;
+                }
+                tally.entries += 1;
                 writeln!(
                     out,
-                    "Found timestamp mismatch in :{}\n  Index timestamp: {}, log timestamp: {}",
-                    time_path.display(),
-                    entry.timestamp,
-                    named.map_or_else(
-                        || "no batch ends at that offset".to_owned(),
-                        |t| t.to_string()
+                    "timestamp: {} offset: {}",
+                    entry.timestamp, entry.offset
+                )
+                .map_err(write)?;
+                // The entry names the batch whose last offset it holds, and that batch's largest
+                // timestamp; entries only grow.
+                let named = batches
+                    .binary_search_by_key(&entry.offset, |b| b.last_offset)
+                    .ok()
+                    .map(|at| batches[at].max_timestamp);
+                if named != Some(entry.timestamp) {
+                    tally.mismatches += 1;
+                    writeln!(
+                        out,
+                        "Found timestamp mismatch in :{}\n  Index timestamp: {}, log timestamp: {}",
+                        time_path.display(),
+                        entry.timestamp,
+                        named.map_or_else(
+                            || "no batch ends at that offset".to_owned(),
+                            |t| t.to_string()
+                        )
                     )
-                )
-                .map_err(write)?;
+                    .map_err(write)?;
+                }
+                if previous.is_some_and(|p| entry.timestamp < p) {
+                    tally.mismatches += 1;
+                    writeln!(
+                        out,
+                        "Found out of order timestamp in :{}\n  Index timestamp: {}, previous: {}",
+                        time_path.display(),
+                        entry.timestamp,
+                        previous.unwrap_or_default()
+                    )
+                    .map_err(write)?;
+                }
+                previous = Some(entry.timestamp);
             }
-            if previous.is_some_and(|p| entry.timestamp < p) {
-                tally.mismatches += 1;
-                writeln!(
-                    out,
-                    "Found out of order timestamp in :{}\n  Index timestamp: {}, previous: {}",
-                    time_path.display(),
-                    entry.timestamp,
-                    previous.unwrap_or_default()
-                )
-                .map_err(write)?;
+            if unused > 0 {
+                writeln!(out, "({unused} unused slots at the end)").map_err(write)?;
             }
-            previous = Some(entry.timestamp);
+        } else {
+            tally.mismatches += 1;
+            writeln!(out, "missing: {}", time_path.display()).map_err(write)?;
         }
-        if unused > 0 {
-            writeln!(out, "({unused} unused slots at the end)").map_err(write)?;
-        }
-    } else {
-        tally.mismatches += 1;
-        writeln!(out, "missing: {}", time_path.display()).map_err(write)?;
     }
     Ok(())
 }

@@ -11,15 +11,21 @@
 //! partlog delete-records DIR --before N   move the log start offset up
 //! partlog retention DIR        apply retention now
 //! partlog upgrade SRC DST      rewrite a legacy or gzip/snappy partition directory as v2
-//! partlog compact DIR        run one compaction pass (--delete-retention-ms, --min-lag-ms)
+//! partlog compact DIR          run one compaction pass (--delete-retention-ms, --min-lag-ms)
+//! partlog config DIR           print the log's stored settings; --set key=value changes one
+//! partlog roll DIR             seal the active segment (Kafka's UnifiedLog.roll())
 //! ```
+//!
+//! Every command uses the settings stored with the log (`partlog.properties`, Kafka's topic
+//! config names) unless a flag overrides them.
 //!
 //! Reading commands (consume, dump, stats, perf-consume) open the log read-only without a lock
 //! (`allow_live_writer`), so they work while an application writes it.
 //!
-//! Exit status: 0 on success; 1 when `verify` (or `dump --index`) finds corruption; 2 for any error (bad
-//! arguments, a missing directory, an I/O error, a locked log...), reported as one line on
-//! standard error: `partlog: <message>`.
+//! Exit status: 0 on success; 1 when `verify` (or `dump --index`) finds corruption, or when
+//! `dump`, `consume` or `stats` met corrupt bytes (they print every valid batch before them,
+//! then the error); 2 for any error (bad arguments, a missing directory, an I/O error, a locked
+//! log...), reported as one line on standard error: `partlog: <message>`.
 
 /// Prints one line on standard output, as `println!` does, except that a failed write never
 /// panics. A reader that went away (`partlog stats DIR | grep -q ...`) is not an error: the rest
@@ -32,12 +38,16 @@ macro_rules! outln {
 }
 
 mod compact;
+mod config;
 mod consume;
 mod dump;
+mod dump_file;
 mod dump_index;
 mod dump_txn;
+mod kcat_format;
 mod maint;
 mod perf;
+mod perf_producer;
 mod produce;
 mod stats;
 mod text;
@@ -69,12 +79,18 @@ Examples:
   partlog stats /tmp/orders-0
   partlog perf-produce /tmp/perf-0 --records 1000000 --record-size 100
   partlog delete-records /tmp/orders-0 --before 1000
+  partlog config /tmp/orders-0 --set retention.ms=604800000
+  partlog roll /tmp/orders-0
   partlog upgrade /var/kafka-0.10/orders-0 /tmp/orders-0
 
 Reading commands (consume, dump, stats, perf-consume) take no lock: they work on a log that a
-running application writes. Writing commands take the log's exclusive lock.
+running application writes. Writing commands take the log's exclusive lock. Every command uses
+the settings stored with the log (partlog.properties; see 'partlog config') unless a flag
+overrides them.
 
-Exit status: 0 on success, 1 when verify (or dump --index) finds corruption, 2 on any error.";
+Exit status: 0 on success, 1 when verify (or dump --index) finds corruption or when dump,
+consume or stats meet corrupt bytes (they print every valid batch before them, then the error),
+2 on any error.";
 
 /// The command line.
 #[derive(Debug, Parser)]
@@ -131,6 +147,14 @@ enum Command {
     /// Run one compaction pass over the log in DIR: only the latest record of each key stays.
     #[command(after_help = compact::EXAMPLES)]
     Compact(compact::CompactArgs),
+    /// Print the settings stored with the log in DIR (partlog.properties), or change one, like
+    /// kafka-configs --describe and --alter.
+    #[command(after_help = config::EXAMPLES)]
+    Config(config::ConfigArgs),
+    /// Seal the active segment of the log in DIR and start a new one (Kafka's
+    /// UnifiedLog.roll()), so that retention and compaction can reach its records.
+    #[command(after_help = maint::ROLL_EXAMPLES)]
+    Roll(maint::RollArgs),
 }
 
 /// The first error from writing standard output other than a closed pipe (see `outln!`).
@@ -156,6 +180,42 @@ fn stdout_line(line: std::fmt::Arguments<'_>) {
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             first.get_or_insert(error);
+        }
+    }
+}
+
+/// Standard output for commands that write it through `Write` rather than `outln!`, with the
+/// same rule: once the reader has gone away (`partlog dump DIR --index | grep -m3 ...`), every
+/// write succeeds and is dropped, so the command finishes its work and exits quietly. Other
+/// errors are returned as they are.
+pub struct QuietStdout;
+
+impl std::io::Write for QuietStdout {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        use std::sync::atomic::Ordering;
+        if STDOUT_CLOSED.load(Ordering::Relaxed) {
+            return Ok(buf.len());
+        }
+        match std::io::stdout().lock().write(buf) {
+            Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => {
+                STDOUT_CLOSED.store(true, Ordering::Relaxed);
+                Ok(buf.len())
+            }
+            other => other,
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        use std::sync::atomic::Ordering;
+        if STDOUT_CLOSED.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        match std::io::stdout().lock().flush() {
+            Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => {
+                STDOUT_CLOSED.store(true, Ordering::Relaxed);
+                Ok(())
+            }
+            other => other,
         }
     }
 }
@@ -217,6 +277,8 @@ fn main() -> ExitCode {
         Command::Retention(args) => maint::run_retention(args),
         Command::Upgrade(args) => upgrade::run(args),
         Command::Compact(args) => compact::run(args),
+        Command::Config(args) => config::run(args),
+        Command::Roll(args) => maint::run_roll(args),
     };
     let stdout_error = STDOUT_ERROR
         .lock()
@@ -275,6 +337,10 @@ fn usage_error_line(rendered: &str) -> String {
                 .take_while(|word| !word.starts_with(['[', '<']))
                 .collect::<Vec<_>>()
                 .join(" ");
+        } else if line.starts_with("tip: to pass '-") {
+            // "use '-- -1'": wrong for an option's value, and every option that takes a
+            // negative number accepts it as it is.
+            continue;
         } else if !line.is_empty() && !line.starts_with("For more information") {
             parts.push(line.strip_prefix("error: ").unwrap_or(line).to_owned());
         }
@@ -295,10 +361,17 @@ const COMMANDS: &[&str] = &[
     "retention",
     "upgrade",
     "compact",
+    "config",
+    "roll",
 ];
 
 /// Opens `dir` read-only without a lock, following a writer in another process if there is
 /// one (`allow_live_writer`): what every reading command does.
+///
+/// Read-only inspection never needs a repair first: the open stops at the first invalid byte
+/// below the recovery point (`RecoveryMode::TruncateAtCorruption`, which a read-only open
+/// applies to its own view and never to the files), so the command shows every valid batch
+/// before it; [`corruption_found`] then reports the bytes, as DumpLogSegments does.
 pub fn open_live_reader(
     dir: &std::path::Path,
     poll_interval: std::time::Duration,
@@ -306,8 +379,66 @@ pub fn open_live_reader(
     let config = partlog::LogConfig::builder()
         .allow_live_writer(true)
         .poll_interval(poll_interval)
+        .recovery_mode(partlog::RecoveryMode::TruncateAtCorruption)
         .build()?;
     Ok(partlog::Log::open_read_only(dir, config)?)
+}
+
+/// After a reading command printed what `log` holds: the corruption its open stopped at, as
+/// the error to end with (exit status 1), naming the file, the byte and what is wrong there.
+pub fn corruption_found(log: &partlog::Log) -> Option<String> {
+    let report = log.recovery_report();
+    let (file, position, what) = report.corruption.as_ref()?;
+    let later = match report.segments_deleted {
+        0 => String::new(),
+        1 => " and 1 later segment".to_owned(),
+        n => format!(" and {n} later segments"),
+    };
+    Some(format!(
+        "corrupt data in {} at byte {position}: {what}; everything before it was shown, the {} \
+         bytes from there{later} were not read (partlog verify {} checks all of it)",
+        file.display(),
+        report.bytes_truncated,
+        log.dir().display()
+    ))
+}
+
+/// Ends a reading command that met `error` after printing what came before it: corrupt bytes
+/// in a segment the open did not scan (it scans from the recovery point) end it as the open's
+/// corruption does, with exit status 1 and one line that names them; any other error is one.
+pub fn stopped_reading(error: partlog::Error) -> Result<Outcome, CliError> {
+    match error {
+        partlog::Error::Corrupt { .. } => {
+            eprintln!("partlog: {error}; everything before it was shown");
+            Ok(Outcome::Corrupt)
+        }
+        other => Err(other.into()),
+    }
+}
+
+/// Ends a reading command: exit status 1 with the corruption its open stopped at on standard
+/// error (after the output, which it follows), else `Done`.
+pub fn finish_reading(log: &partlog::Log) -> Outcome {
+    match corruption_found(log) {
+        Some(message) => {
+            eprintln!("partlog: {message}");
+            Outcome::Corrupt
+        }
+        None => Outcome::Done,
+    }
+}
+
+/// A config builder holding the settings stored with the log in `dir` (partlog.properties),
+/// for the commands that do not open the log (`verify`), and that stores nothing: a flag given
+/// to such a command applies to that run only.
+pub fn stored_config_builder(dir: &std::path::Path) -> Result<partlog::LogConfigBuilder, CliError> {
+    use partlog::unstable::{OsStorage, read_stored_settings};
+    // The stored segment.bytes passed validation when it was stored, perhaps below 1 MiB.
+    let mut builder = partlog::LogConfig::builder_for_tests().store_settings(false);
+    for (key, value) in read_stored_settings(&OsStorage::new(), dir)? {
+        builder = builder.set(&key, &value)?;
+    }
+    Ok(builder)
 }
 
 /// The base offsets of the directory's segments, from their `.log` file names, in order.

@@ -8,7 +8,8 @@ use std::time::Duration;
 use clap::{Args, ValueEnum};
 use partlog::unstable::{Clock, OsStorage, Storage, SystemClock};
 use partlog::{
-    CleanupPolicy, CompressionType, FlushPolicy, Log, LogAppendInfo, LogConfig, NewRecord,
+    Acks, CleanupPolicy, CompressionType, FlushPolicy, Log, LogAppendInfo, LogConfig, NewRecord,
+    ProducerConfig, SendHandle,
 };
 
 use crate::{CliError, Outcome};
@@ -32,9 +33,17 @@ Examples:
   # zstd batches of 500 records in 64 MiB segments:
   partlog produce /tmp/orders-0 --compression zstd --batch 500 --segment-bytes 67108864 < events.txt
 
+  # A million lines, batched by the producer (16 KiB batches), into a new directory tree:
+  seq 1 1000000 | partlog produce /tmp/new/tree/numbers-0 --create --max-message-bytes 2097152
+
 Each line of standard input becomes one record: its bytes up to the newline (a '\\r' before the
 newline is kept; a last line without a newline is a record too). The timestamp is the time of
-reading. The log is created if DIR does not exist, and closed cleanly at the end of input.";
+reading. The log is created if DIR does not exist (its parent must exist, or add --create), and
+closed cleanly at the end of input; a directory of other files is refused. Records are batched
+as kafka-console-producer batches them (--batch-size, --linger-ms; --batch N for exactly N per
+batch), and a summary goes to standard error at the end (--quiet: none).
+--cleanup-policy, --compression and --segment-bytes are stored with the log (partlog.properties,
+see 'partlog config'): a later produce without them keeps the log as it was made.";
 
 /// The codecs `produce` writes batches with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -74,9 +83,10 @@ pub struct ProduceArgs {
     #[arg(long, value_name = "MARKER", alias = "tombstone-value")]
     pub null_marker: Option<String>,
 
-    /// The codec of the batches written (Kafka's compression.type).
-    #[arg(long, value_name = "CODEC", value_enum, default_value_t = Codec::None)]
-    pub compression: Codec,
+    /// The codec of the batches written (Kafka's compression.type; stored with the log). By
+    /// default, the log's stored compression.type, else none.
+    #[arg(long, value_name = "CODEC", value_enum)]
+    pub compression: Option<Codec>,
 
     /// When appends are fsynced: always (each append, before it is acknowledged), never (the
     /// OS decides, Kafka's default), or interval:MS (at least every MS milliseconds).
@@ -92,15 +102,40 @@ pub struct ProduceArgs {
     #[arg(long)]
     pub allow_small_segments: bool,
 
-    /// Records per batch: each batch is one append. A partial batch is appended at the end of
-    /// input.
-    #[arg(long, value_name = "N", default_value = "1", value_parser = parse_batch)]
-    pub batch: NonZeroUsize,
+    /// Exactly N records per batch, each batch one append (a partial batch at the end of
+    /// input). Without it, records are batched as kafka-console-producer batches them, through
+    /// the crate's Producer: up to --batch-size bytes, or --linger-ms after a batch's first
+    /// record.
+    #[arg(long, value_name = "N", value_parser = parse_batch, conflicts_with_all = ["batch_size", "linger_ms"])]
+    pub batch: Option<NonZeroUsize>,
 
-    /// The log's cleanup.policy (Kafka's syntax: delete, compact, or compact,delete). A
-    /// compacted log takes only keyed records: use --key-separator, and give every line a key.
-    #[arg(long, value_name = "POLICY", default_value = "delete", value_parser = parse_cleanup_policy)]
-    pub cleanup_policy: CleanupPolicy,
+    /// The producer's batch.size: a batch is sealed once its records take this many bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = 16384, value_parser = clap::value_parser!(u32).range(1..))]
+    pub batch_size: u32,
+
+    /// The producer's linger.ms: how long a batch waits for more records after its first.
+    #[arg(long, value_name = "MS", default_value_t = 5)]
+    pub linger_ms: u64,
+
+    /// The log's max.message.bytes: the largest batch an append accepts (stored with the log).
+    #[arg(long, value_name = "BYTES")]
+    pub max_message_bytes: Option<u32>,
+
+    /// Also create DIR's missing parent directories. Without it, produce creates DIR only in
+    /// an existing directory, and never writes into a directory of files that are not a log.
+    #[arg(long)]
+    pub create: bool,
+
+    /// No summary line on standard error at the end.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+
+    /// The log's cleanup.policy (Kafka's syntax: delete, compact, or compact,delete), stored
+    /// with the log (partlog.properties) for every later command. By default, the stored
+    /// policy, else delete. A compacted log takes only keyed records: use --key-separator, and
+    /// give every line a key.
+    #[arg(long, value_name = "POLICY", value_parser = parse_cleanup_policy)]
+    pub cleanup_policy: Option<CleanupPolicy>,
 
     /// Print the offset of each line on standard output, one per line, once its append is
     /// acknowledged: after the fsync with --flush always; otherwise once the batch is written
@@ -160,16 +195,23 @@ pub fn run(args: &ProduceArgs) -> Result<Outcome, CliError> {
     } else {
         LogConfig::builder()
     };
-    builder = builder
-        .compression_type(match args.compression {
+    // Flags given are stored with the log; the rest come from its stored settings.
+    builder = builder.flush_policy(args.flush);
+    if let Some(codec) = args.compression {
+        builder = builder.compression_type(match codec {
             Codec::None => CompressionType::Uncompressed,
             Codec::Lz4 => CompressionType::Lz4,
             Codec::Zstd => CompressionType::Zstd,
-        })
-        .flush_policy(args.flush)
-        .cleanup_policy(args.cleanup_policy);
+        });
+    }
+    if let Some(policy) = args.cleanup_policy {
+        builder = builder.cleanup_policy(policy);
+    }
     if let Some(segment_bytes) = args.segment_bytes {
         builder = builder.segment_bytes(segment_bytes);
+    }
+    if let Some(max_message_bytes) = args.max_message_bytes {
+        builder = builder.max_message_bytes(max_message_bytes);
     }
     let config = builder.build().map_err(|error| match error {
         partlog::Error::InvalidConfig {
@@ -180,16 +222,8 @@ pub fn run(args: &ProduceArgs) -> Result<Outcome, CliError> {
         )),
         other => other.into(),
     })?;
-    match OsStorage::new().metadata(&args.dir) {
-        Ok(metadata) if !metadata.is_dir => {
-            return Err(CliError::new(format!(
-                "{} is not a directory",
-                args.dir.display()
-            )));
-        }
-        _ => {}
-    }
-    let log = Log::open(&args.dir, config)?;
+    check_target(&args.dir, args.create)?;
+    let log = std::sync::Arc::new(Log::open(&args.dir, config)?);
     let mut producer = Producer {
         log: &log,
         separator: args.key_separator.as_deref().map(str::as_bytes),
@@ -197,10 +231,99 @@ pub fn run(args: &ProduceArgs) -> Result<Outcome, CliError> {
         static_headers: &args.headers,
         null_marker: args.null_marker.as_deref().map(str::as_bytes),
         print_offsets: args.print_offsets,
-        out: std::io::BufWriter::new(std::io::stdout().lock()),
-        pending: Vec::with_capacity(args.batch.get()),
+        // Not locked for the run: the batched path prints from its settling thread.
+        out: std::io::BufWriter::new(std::io::stdout()),
+        pending: Vec::with_capacity(args.batch.map_or(1, NonZeroUsize::get)),
         first_pending_line: 1,
     };
+    let produced = match args.batch {
+        Some(batch) => produce_in_batches_of(&mut producer, batch.get()),
+        None => produce_batched(&mut producer, &log, args),
+    };
+    drop(producer);
+    let stats = log.stats();
+    log.close()?;
+    let first = produced?;
+    if !args.quiet {
+        let records = stats.appended_records;
+        let range = match first {
+            Some(first) => format!("offsets [{first}, {}]", stats.log_end_offset - 1),
+            None => "no records".to_owned(),
+        };
+        eprintln!(
+            "partlog: produced {records} records to {}: {range}, {} bytes in {} batches",
+            args.dir.display(),
+            stats.appended_bytes,
+            stats.appends
+        );
+    }
+    Ok(Outcome::Done)
+}
+
+/// Refuses a DIR that is a file, a DIR whose parent is missing (without --create) or not
+/// writable, and a directory that holds files but no log, each with a message that names what
+/// the user gave rather than a file inside it.
+fn check_target(dir: &std::path::Path, create: bool) -> Result<(), CliError> {
+    let storage = OsStorage::new();
+    match storage.metadata(dir) {
+        Ok(metadata) if !metadata.is_dir => Err(CliError::new(format!(
+            "{} is not a directory",
+            dir.display()
+        ))),
+        Ok(_) => {
+            let names = storage.list(dir)?;
+            let is_log = names.iter().any(|name| {
+                name.ends_with(".log") || name.starts_with("partlog.") || name.ends_with(".index")
+            });
+            if names.is_empty() || is_log {
+                Ok(())
+            } else {
+                Err(CliError::new(format!(
+                    "{} holds files but no log (no .log segment, no partlog.checkpoint): give an \
+                     empty or new directory",
+                    dir.display()
+                )))
+            }
+        }
+        Err(error) if error.io_kind() == Some(std::io::ErrorKind::NotFound) => {
+            let parent = dir
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(std::path::Path::new("."));
+            if !create && !storage.exists(parent)? {
+                return Err(CliError::new(format!(
+                    "no such directory: {} (add --create to create it and the log {} in it)",
+                    parent.display(),
+                    dir.display()
+                )));
+            }
+            if storage.exists(parent)? && !writable(parent) {
+                return Err(CliError::new(format!(
+                    "cannot create {}: {} is not writable by this user",
+                    dir.display(),
+                    parent.display()
+                )));
+            }
+            Ok(())
+        }
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// Whether this process may create entries in `dir` (access(2) with W_OK and X_OK).
+fn writable(dir: &std::path::Path) -> bool {
+    rustix::fs::access(
+        dir,
+        rustix::fs::Access::WRITE_OK | rustix::fs::Access::EXEC_OK,
+    )
+    .is_ok()
+}
+
+/// Reads standard input line by line, handing each line (without its newline) and its number
+/// to `each`, until the input ends or `each` returns `false`.
+fn for_each_line(
+    mut each: impl FnMut(&[u8], u64) -> Result<bool, CliError>,
+) -> Result<(), CliError> {
     let mut input = std::io::stdin().lock();
     let mut line = Vec::new();
     let mut line_number = 0u64;
@@ -210,26 +333,174 @@ pub fn run(args: &ProduceArgs) -> Result<Outcome, CliError> {
             .read_until(b'\n', &mut line)
             .map_err(|e| CliError::new(format!("cannot read standard input: {e}")))?;
         if read == 0 {
-            break;
+            return Ok(());
         }
         line_number += 1;
         if line.last() == Some(&b'\n') {
             line.pop();
         }
+        if !each(&line, line_number)? {
+            return Ok(());
+        }
+    }
+}
+
+/// `--batch N`: exactly N records per append. Returns the first offset written, if any.
+fn produce_in_batches_of<W: Write>(
+    producer: &mut Producer<'_, W>,
+    batch: usize,
+) -> Result<Option<i64>, CliError> {
+    let mut first = None;
+    for_each_line(|line, line_number| {
         if producer.pending.is_empty() {
             producer.first_pending_line = line_number;
         }
-        producer.push(&line);
-        if producer.pending.len() == args.batch.get() {
-            producer.append()?;
+        producer.push(line);
+        if producer.pending.len() == batch {
+            let appended = producer.append()?;
+            first.get_or_insert(appended);
+        }
+        Ok(true)
+    })?;
+    if !producer.pending.is_empty() {
+        let appended = producer.append()?;
+        first.get_or_insert(appended);
+    }
+    Ok(first)
+}
+
+/// The default: records batched by the crate's `Producer` (batch.size, linger.ms), as
+/// kafka-console-producer batches them. A settling thread waits for each record's handle in
+/// input order and prints its offset once acknowledged (with --print-offsets), so that an
+/// offset shows while standard input is still open: a caller may wait for it before writing the
+/// next line. Returns the first offset written, if any.
+fn produce_batched<W: Write>(
+    producer: &mut Producer<'_, W>,
+    log: &std::sync::Arc<Log>,
+    args: &ProduceArgs,
+) -> Result<Option<i64>, CliError> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let acks = if args.flush == FlushPolicy::EveryAppend {
+        Acks::All
+    } else {
+        Acks::One
+    };
+    let config = ProducerConfig::builder()
+        .batch_size(args.batch_size)
+        .linger_ms(args.linger_ms)
+        .acks(acks)
+        .build()?;
+    let sender = partlog::Producer::new(std::sync::Arc::clone(log), config)?;
+    let (handles, settling) = std::sync::mpsc::channel::<(u64, SendHandle)>();
+    let failed_early = std::sync::Arc::new(AtomicBool::new(false));
+    let settler = {
+        let failed_early = std::sync::Arc::clone(&failed_early);
+        let print = args.print_offsets;
+        std::thread::Builder::new()
+            .name("partlog-produce-acks".into())
+            .spawn(move || settle(&settling, print, &failed_early))
+            .map_err(|e| CliError::new(format!("cannot start a thread: {e}")))?
+    };
+    let sent = for_each_line(|line, line_number| {
+        if failed_early.load(Ordering::Relaxed) {
+            // An append failed: the settler reports it; stop reading.
+            return Ok(false);
+        }
+        producer.push(line);
+        let Some(record) = producer.pending.pop() else {
+            return Ok(true);
+        };
+        let handle = sender
+            .send(&record)
+            .map_err(|error| producer.append_error(line_number, line_number, &error))?;
+        // The settler only ends after this sender is dropped.
+        let _ = handles.send((line_number, handle));
+        Ok(true)
+    });
+    drop(handles);
+    // Whatever was sent is drained and settled, even after a failure, before the log closes:
+    // the lines before a bad one are acknowledged, and their offsets printed.
+    let closed = sender.close();
+    let settled = settler
+        .join()
+        .map_err(|_| CliError::new("the thread printing offsets panicked"))?;
+    sent?;
+    if let Some((line_number, error)) = &settled.failed {
+        return Err(producer.append_error(*line_number, *line_number, error));
+    }
+    closed?;
+    if let Some(error) = settled.write_error {
+        return Err(CliError::new(format!(
+            "cannot write to standard output: {error}"
+        )));
+    }
+    Ok(settled.first)
+}
+
+/// What the settling thread saw.
+struct Settled {
+    /// The first offset acknowledged.
+    first: Option<i64>,
+    /// The first record that failed, by input line.
+    failed: Option<(u64, partlog::Error)>,
+    /// The first error writing an offset.
+    write_error: Option<std::io::Error>,
+}
+
+/// Waits for each handle in input order, printing its offset when `print`; flushes whenever it
+/// has caught up with the sends, so that each offset shows as soon as it is acknowledged.
+fn settle(
+    handles: &std::sync::mpsc::Receiver<(u64, SendHandle)>,
+    print: bool,
+    failed_early: &std::sync::atomic::AtomicBool,
+) -> Settled {
+    use std::sync::mpsc::TryRecvError;
+    let mut out = std::io::BufWriter::new(std::io::stdout());
+    let mut settled = Settled {
+        first: None,
+        failed: None,
+        write_error: None,
+    };
+    loop {
+        let (line_number, handle) = match handles.try_recv() {
+            Ok(next) => next,
+            Err(TryRecvError::Empty) => {
+                if print
+                    && settled.write_error.is_none()
+                    && let Err(error) = out.flush()
+                {
+                    settled.write_error = Some(error);
+                }
+                match handles.recv() {
+                    Ok(next) => next,
+                    Err(_) => break,
+                }
+            }
+            Err(TryRecvError::Disconnected) => break,
+        };
+        match handle.wait() {
+            Ok(offset) => {
+                settled.first.get_or_insert(offset);
+                if print
+                    && settled.write_error.is_none()
+                    && let Err(error) = writeln!(out, "{offset}")
+                {
+                    settled.write_error = Some(error);
+                }
+            }
+            Err(error) => {
+                failed_early.store(true, std::sync::atomic::Ordering::Relaxed);
+                settled.failed.get_or_insert((line_number, error));
+            }
         }
     }
-    if !producer.pending.is_empty() {
-        producer.append()?;
+    if print
+        && settled.write_error.is_none()
+        && let Err(error) = out.flush()
+    {
+        settled.write_error = Some(error);
     }
-    drop(producer);
-    log.close()?;
-    Ok(Outcome::Done)
+    settled
 }
 
 /// Lines waiting to be appended as one batch, and where their offsets go.
@@ -282,24 +553,58 @@ impl<W: Write> Producer<'_, W> {
     /// Appends the pending records as one batch, then prints their offsets. The offsets are
     /// printed and flushed only after `append` returned (under `--flush always`, after its
     /// fsync), so that no printed offset is ever unacknowledged, even if the process is killed.
-    fn append(&mut self) -> Result<(), CliError> {
+    /// Returns the batch's first offset.
+    fn append(&mut self) -> Result<i64, CliError> {
         let info: LogAppendInfo = self.log.append(&self.pending).map_err(|error| {
             let last_line = self.first_pending_line + self.pending.len() as u64 - 1;
-            let lines = if last_line == self.first_pending_line {
-                format!("line {last_line}")
-            } else {
-                format!("lines {}-{last_line}", self.first_pending_line)
-            };
-            CliError::new(format!("cannot append {lines}: {error}"))
+            self.append_error(self.first_pending_line, last_line, &error)
         })?;
         self.pending.clear();
+        for offset in info.first_offset..=info.last_offset {
+            self.print_offset(offset)?;
+        }
+        self.flush_offsets()?;
+        Ok(info.first_offset)
+    }
+
+    /// The error for lines `first..=last` that could not be appended; a batch over the limit
+    /// names `max.message.bytes` and how to raise it.
+    fn append_error(&self, first: u64, last: u64, error: &partlog::Error) -> CliError {
+        let lines = if first == last {
+            format!("line {last}")
+        } else {
+            format!("lines {first}-{last}")
+        };
+        match error {
+            partlog::Error::RecordTooLarge {
+                size,
+                max,
+                limit: "max.message.bytes",
+            } => CliError::new(format!(
+                "cannot append {lines}: a batch of {size} bytes exceeds max.message.bytes \
+                 ({max}); raise it with --max-message-bytes N (stored with the log) or \
+                 'partlog config {} --set max.message.bytes=N'",
+                self.log.dir().display()
+            )),
+            error => CliError::new(format!("cannot append {lines}: {error}")),
+        }
+    }
+
+    /// Prints an acknowledged offset (with --print-offsets).
+    fn print_offset(&mut self, offset: i64) -> Result<(), CliError> {
         if self.print_offsets {
-            let write_error =
-                |e: std::io::Error| CliError::new(format!("cannot write to standard output: {e}"));
-            for offset in info.first_offset..=info.last_offset {
-                writeln!(self.out, "{offset}").map_err(write_error)?;
-            }
-            self.out.flush().map_err(write_error)?;
+            writeln!(self.out, "{offset}")
+                .map_err(|e| CliError::new(format!("cannot write to standard output: {e}")))?;
+        }
+        Ok(())
+    }
+
+    /// Flushes the printed offsets, so that a reader sees each as soon as it is acknowledged.
+    fn flush_offsets(&mut self) -> Result<(), CliError> {
+        if self.print_offsets {
+            self.out
+                .flush()
+                .map_err(|e| CliError::new(format!("cannot write to standard output: {e}")))?;
         }
         Ok(())
     }

@@ -15,6 +15,7 @@ pub const EXAMPLES: &str = "\
 Examples:
   partlog stats /tmp/orders-0
   partlog stats /tmp/users-0 --cleanup-policy compact --superseded --json
+  partlog stats /tmp/orders-0 --batches          # how well the producers batched
 
 Prints the segments (base offset, offsets, .log/.index/.timeindex sizes), the log start and end
 offsets, the durable offset (the recovery point the writer recorded; the whole log after a clean
@@ -42,8 +43,14 @@ pub struct StatsArgs {
     /// prints Kafka's dirty ratio as the writer's scheduler sees it (Log::compaction_schedule):
     /// the first dirty offset (from partlog.cleaner-checkpoint), dirty and clean bytes, and
     /// whether a pass is due at min.cleanable.dirty.ratio 0.5 and the default lags.
-    #[arg(long, value_name = "POLICY", default_value = "delete")]
-    pub cleanup_policy: String,
+    /// By default, the log's stored cleanup.policy (partlog.properties), else delete.
+    #[arg(long, value_name = "POLICY")]
+    pub cleanup_policy: Option<String>,
+
+    /// Also count the batches and their records (reading every batch header), as a broker's
+    /// batch-size metrics would show how well producers batched.
+    #[arg(long)]
+    pub batches: bool,
 
     /// One JSON object instead of text.
     #[arg(long)]
@@ -61,13 +68,16 @@ struct SegmentLine {
 /// Runs `partlog stats`.
 pub fn run(args: &StatsArgs) -> Result<Outcome, CliError> {
     crate::require_dir(&args.dir)?;
-    let cleanup_policy = partlog::CleanupPolicy::from_kafka_str(&args.cleanup_policy)?;
-    let config = partlog::LogConfig::builder()
+    // Stops at corrupt bytes instead of refusing: see `open_live_reader`.
+    let mut builder = partlog::LogConfig::builder()
         .allow_live_writer(true)
         .poll_interval(Duration::from_millis(100))
-        .cleanup_policy(cleanup_policy)
-        .build()?;
-    let log = Log::open_read_only(&args.dir, config)?;
+        .recovery_mode(partlog::RecoveryMode::TruncateAtCorruption);
+    if let Some(policy) = &args.cleanup_policy {
+        builder = builder.cleanup_policy(partlog::CleanupPolicy::from_kafka_str(policy)?);
+    }
+    let log = Log::open_read_only(&args.dir, builder.build()?)?;
+    let cleanup_policy = log.config().cleanup_policy;
     let stats = log.stats();
     let schedule = if cleanup_policy.compact {
         Some(log.compaction_schedule()?)
@@ -99,9 +109,18 @@ pub fn run(args: &StatsArgs) -> Result<Outcome, CliError> {
             )),
         });
     }
-    let (first_timestamp, last_timestamp) = time_range(&log)?;
+    // Corrupt bytes in a segment the open did not scan stop these reads: the figures they
+    // feed are left out, the rest is printed, and the corruption ends the report.
+    let mut stopped = None;
+    let (first_timestamp, last_timestamp) =
+        reading(time_range(&log), &mut stopped).unwrap_or((None, None));
     let superseded = if args.superseded {
-        Some(superseded(&log)?)
+        reading(superseded(&log), &mut stopped)
+    } else {
+        None
+    };
+    let batches = if args.batches {
+        reading(batch_count(&log), &mut stopped)
     } else {
         None
     };
@@ -134,6 +153,11 @@ pub fn run(args: &StatsArgs) -> Result<Outcome, CliError> {
                 ",\"records\":{records},\"superseded_records\":{gone}"
             ));
         }
+        if let Some((batches, records)) = batches {
+            out.push_str(&format!(
+                ",\"batches\":{batches},\"batch_records\":{records}"
+            ));
+        }
         if let Some(schedule) = &schedule {
             out.push_str(&format!(
                 ",\"first_dirty_offset\":{},\"dirty_bytes\":{},\"clean_bytes\":{},\"dirty_ratio\":{},\"compaction_due\":{}",
@@ -149,9 +173,19 @@ pub fn run(args: &StatsArgs) -> Result<Outcome, CliError> {
                 schedule.due
             ));
         }
+        if let Some((file, position, what)) = &log.recovery_report().corruption {
+            out.push_str(&format!(
+                ",\"corruption\":{{\"file\":{},\"position\":{position},\"what\":{}}}",
+                json_text(&file.display().to_string()),
+                json_text(&what.to_string())
+            ));
+        }
         out.push('}');
         outln!("{out}");
-        return Ok(Outcome::Done);
+        if let Some(error) = stopped {
+            return crate::stopped_reading(error);
+        }
+        return Ok(crate::finish_reading(&log));
     }
     outln!("log {}", args.dir.display());
     outln!("{} segments, {total_bytes} bytes of .log", segments.len());
@@ -174,6 +208,7 @@ pub fn run(args: &StatsArgs) -> Result<Outcome, CliError> {
     );
     match (first_timestamp, last_timestamp) {
         (Some(first), Some(last)) => outln!("timestamps: {first} .. {last} (ms since the epoch)"),
+        _ if stopped.is_some() => outln!("timestamps: unknown (a read met corrupt data)"),
         _ => outln!("timestamps: none (the log is empty)"),
     }
     if let Some((records, gone)) = superseded {
@@ -186,6 +221,14 @@ pub fn run(args: &StatsArgs) -> Result<Outcome, CliError> {
             "compaction: {gone} of {records} records are superseded by a later record with their key ({share:.1}%)"
         );
     }
+    if let Some((batches, records)) = batches {
+        let per_batch = if batches == 0 {
+            0.0
+        } else {
+            records as f64 / batches as f64
+        };
+        outln!("batches: {batches}, {records} records, {per_batch:.1} records per batch");
+    }
     if let Some(schedule) = &schedule {
         outln!(
             "compaction: first dirty offset {}, {} dirty and {} clean bytes in the cleanable range, dirty ratio {:.3}, a pass is {}",
@@ -196,11 +239,14 @@ pub fn run(args: &StatsArgs) -> Result<Outcome, CliError> {
             if schedule.due { "due" } else { "not due" }
         );
     }
-    Ok(Outcome::Done)
+    if let Some(error) = stopped {
+        return crate::stopped_reading(error);
+    }
+    Ok(crate::finish_reading(&log))
 }
 
 /// The first batch's first timestamp and the last batch's largest, when the log holds any.
-fn time_range(log: &Log) -> Result<(Option<i64>, Option<i64>), CliError> {
+fn time_range(log: &Log) -> partlog::Result<(Option<i64>, Option<i64>)> {
     let start = log.log_start_offset();
     let end = log.log_end_offset();
     if end <= start {
@@ -226,8 +272,40 @@ fn time_range(log: &Log) -> Result<(Option<i64>, Option<i64>), CliError> {
     Ok((first_timestamp, last_timestamp))
 }
 
+/// The value of a read, or `None` after keeping its error in `stopped` (the first one wins).
+fn reading<T>(result: partlog::Result<T>, stopped: &mut Option<partlog::Error>) -> Option<T> {
+    match result {
+        Ok(value) => Some(value),
+        Err(error) => {
+            stopped.get_or_insert(error);
+            None
+        }
+    }
+}
+
+/// The batches of the log and the records they hold (control batches included), from their
+/// headers; decompresses nothing.
+fn batch_count(log: &Log) -> partlog::Result<(u64, u64)> {
+    let (mut batches, mut records) = (0u64, 0u64);
+    let mut offset = log.log_start_offset();
+    loop {
+        let fetch = log.read(offset, 1 << 20, ReadBound::LogEnd)?;
+        if fetch.is_empty() {
+            return Ok((batches, records));
+        }
+        for batch in fetch.batches() {
+            let batch = batch?;
+            batches += 1;
+            records += batch
+                .header()
+                .map_or(1, |header| u64::try_from(header.records_count).unwrap_or(0));
+        }
+        offset = fetch.next_offset();
+    }
+}
+
 /// How many records there are, and how many a later record with the same key supersedes.
-fn superseded(log: &Log) -> Result<(u64, u64), CliError> {
+fn superseded(log: &Log) -> partlog::Result<(u64, u64)> {
     let mut last_offset_of_key: HashMap<Vec<u8>, i64> = HashMap::new();
     let mut records = 0u64;
     let mut keyed = 0u64;

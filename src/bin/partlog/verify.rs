@@ -39,9 +39,10 @@ pub struct VerifyArgs {
 
     /// The log's `cleanup.policy` (Kafka's syntax: delete, compact, or compact,delete). In a
     /// compacted log offset gaps are legal; in any other, a gap between segments is a lost tail
-    /// or corruption.
-    #[arg(long, value_name = "POLICY", default_value = "delete")]
-    pub cleanup_policy: String,
+    /// or corruption. By default, the log's stored cleanup.policy (partlog.properties), else
+    /// delete.
+    #[arg(long, value_name = "POLICY")]
+    pub cleanup_policy: Option<String>,
 
     /// Repair: rebuild bad indexes, truncate a torn tail, remove leftovers (takes the
     /// exclusive lock), then verify again.
@@ -57,9 +58,11 @@ pub struct VerifyArgs {
 /// Runs `partlog verify`.
 pub fn run(args: &VerifyArgs) -> Result<Outcome, CliError> {
     crate::require_dir(&args.dir)?;
-    let config = LogConfig::builder()
-        .cleanup_policy(CleanupPolicy::from_kafka_str(&args.cleanup_policy)?)
-        .build()?;
+    let mut builder = crate::stored_config_builder(&args.dir)?;
+    if let Some(policy) = &args.cleanup_policy {
+        builder = builder.cleanup_policy(CleanupPolicy::from_kafka_str(policy)?);
+    }
+    let config = builder.build()?;
     let report = verify_dir(&args.dir, &config)?;
     print_report(&report);
     let report = if args.repair {
@@ -91,7 +94,7 @@ fn repair(args: &VerifyArgs, config: &LogConfig, report: &VerifyReport) -> Resul
         && !args.truncate_at_corruption
     {
         return Err(CliError::new(format!(
-            "not repairing: {finding}; a repair would cut the log there and lose every record              after it (add --truncate-at-corruption to do so)"
+            "not repairing: {finding}; a repair would cut the log there and lose every record after it (add --truncate-at-corruption to do so)"
         )));
     }
     // The first segment with a bad index: recovery rebuilds every index from its base on.

@@ -387,26 +387,31 @@ impl Log {
     /// printf 'user1=a\nuser2=b\nuser1=c\nuser2=DELETE\n' |
     ///   partlog produce /tmp/users-0 --key-separator = --cleanup-policy compact --tombstone-value DELETE
     ///
+    /// partlog roll /tmp/users-0      # compaction cleans sealed segments only: seal the active one
     /// partlog compact /tmp/users-0                            # one pass, due or not; prints its stats
-    /// partlog compact /tmp/users-0 --delete-retention-ms 0    # tombstones get a horizon of now ...
-    /// partlog compact /tmp/users-0 --delete-retention-ms 0    # ... and the next pass removes them
+    /// partlog compact /tmp/users-0 --delete-retention-ms 0    # tombstones get a horizon of now
     /// partlog compact /tmp/users-0 --min-lag-ms 3600000       # leave the last hour alone
-    /// partlog verify /tmp/users-0 --cleanup-policy compact
+    /// partlog verify /tmp/users-0                             # the stored cleanup.policy applies
     /// ```
     ///
-    /// `partlog compact` prints, for example:
+    /// After the roll, the first `partlog compact` prints (user1=a and user2=b went; the
+    /// tombstone stays until its delete horizon has passed):
     ///
     /// ```text
     /// compacted /tmp/users-0
-    /// segments: 10 -> 4 (9 replaced by 3)
-    /// cleaned up to offset: 21010
-    /// bytes read: 1176412
-    /// bytes written: 1751
-    /// records removed: 20960
+    /// segments: 2 -> 2 (1 replaced by 1)
+    /// cleaned up to offset: 4
+    /// bytes read: 590
+    /// bytes written: 150
+    /// records removed: 2
     /// tombstones removed: 0
     /// uncleanable: none
-    /// duration: 0.445 s
+    /// duration: 0.038 s
     /// ```
+    ///
+    /// Without the roll, the four records sit in the active segment, which no pass touches:
+    /// the report then ends with a `nothing to clean:` line that says so. That line explains
+    /// every pass that cleaned no segment.
     ///
     /// `--segment-bytes N` (with `--allow-small-segments` below 1 MiB) sets the size up to which
     /// segments are merged. `tests/cli_compact.rs` runs the validator kit's `check.sh`

@@ -1,0 +1,282 @@
+//! `partlog dump` against Kafka 4.4's DumpLogSegments on the same files: the diff of
+//! `partlog dump DIR --records` and `--deep-iteration --print-data-log` shows no line at all on
+//! standard output (keys, nulls, headers, lz4 and zstd batches, several segments, and a
+//! compacted log with gaps and tombstones that carry a delete horizon, `OptionalLong[..]`);
+//! partlog's "Non-consecutive offsets" lines are Kafka's, less the -1 quirk. `partlog dump FILE`
+//! and `--skip-record-metadata` and `--max-bytes` agree with Kafka's for single files, a
+//! garbage-tailed `.log` included ("isvalid: false", "Found N invalid bytes").
+//!
+//! Runs when Java and Kafka's jars are present (tests/common/kafka.rs finds them), skips
+//! otherwise with the reason printed, and fails under `CI=true` without them.
+#![cfg(feature = "cli")]
+
+#[path = "common/kafka.rs"]
+mod kafka;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn partlog() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_partlog"));
+    command.env("RUST_BACKTRACE", "1");
+    command
+}
+
+fn produce(dir: &Path, args: &[&str], input: &str) {
+    let mut child = partlog()
+        .arg("produce")
+        .arg(dir)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+fn run(command: &mut Command) -> Output {
+    command.stdin(Stdio::null()).output().unwrap()
+}
+
+fn logs_of(dir: &Path) -> Vec<PathBuf> {
+    kafka::segment_files(dir, &["log"])
+}
+
+/// Lines of `ours` not in `theirs` and of `theirs` not in `ours`, in order (a plain LCS diff).
+fn diff(ours: &str, theirs: &str) -> Vec<String> {
+    let a: Vec<&str> = ours.lines().collect();
+    let b: Vec<&str> = theirs.lines().collect();
+    let mut lcs = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for i in (0..a.len()).rev() {
+        for j in (0..b.len()).rev() {
+            lcs[i][j] = if a[i] == b[j] {
+                lcs[i + 1][j + 1] + 1
+            } else {
+                lcs[i + 1][j].max(lcs[i][j + 1])
+            };
+        }
+    }
+    let (mut i, mut j, mut out) = (0, 0, Vec::new());
+    while i < a.len() || j < b.len() {
+        if i < a.len() && j < b.len() && a[i] == b[j] {
+            i += 1;
+            j += 1;
+        } else if j < b.len() && (i == a.len() || lcs[i][j + 1] >= lcs[i + 1][j]) {
+            out.push(format!("> {}", b[j]));
+            j += 1;
+        } else {
+            out.push(format!("< {}", a[i]));
+            i += 1;
+        }
+    }
+    out
+}
+
+/// A log of several segments: keyed, unkeyed, empty and null values, headers, lz4 and zstd.
+fn mixed_log(root: &Path) -> PathBuf {
+    let dir = root.join("mixed-0");
+    let lines: String = (0..300)
+        .map(|i| match i % 5 {
+            0 => format!("h{i}:v,h2\tkey{i}=value {i}\n"),
+            1 => format!("\tno key {i} é ü\n"),
+            2 => format!("\tkey{i}=\n"),
+            3 => format!("\tkey{i}=NULL\n"),
+            _ => format!("a:b\tkey{i}={}\n", "x".repeat(i)),
+        })
+        .collect();
+    let common = [
+        "--key-separator",
+        "=",
+        "--header-separator",
+        "\t",
+        "--null-marker",
+        "NULL",
+        "--segment-bytes",
+        "8192",
+        "--allow-small-segments",
+    ];
+    for codec in ["none", "lz4", "zstd"] {
+        let mut args = common.to_vec();
+        args.extend(["--compression", codec, "--batch", "7"]);
+        produce(&dir, &args, &lines);
+    }
+    dir
+}
+
+/// A compacted log: duplicates, then tombstones kept with a delete horizon by a pass with the
+/// default delete.retention.ms, leaving gaps.
+fn compacted_log(root: &Path) -> PathBuf {
+    let dir = root.join("compacted-0");
+    let mut lines = String::new();
+    for round in 0..6 {
+        for key in 0..40 {
+            lines.push_str(&format!("user{key}=round {round}\n"));
+        }
+    }
+    for key in 0..10 {
+        lines.push_str(&format!("user{key}=DELETE\n"));
+    }
+    // More rounds of the other keys, so that the tombstones' segment is sealed and cleaned.
+    for round in 6..9 {
+        for key in 10..40 {
+            lines.push_str(&format!("user{key}=round {round}\n"));
+        }
+    }
+    produce(
+        &dir,
+        &[
+            "--key-separator",
+            "=",
+            "--null-marker",
+            "DELETE",
+            "--cleanup-policy",
+            "compact",
+            "--segment-bytes",
+            "2048",
+            "--allow-small-segments",
+            "--batch",
+            "5",
+        ],
+        &lines,
+    );
+    let output = run(partlog().arg("compact").arg(&dir));
+    assert!(output.status.success(), "{output:?}");
+    dir
+}
+
+#[test]
+fn partlog_dump_records_diffs_clean_against_dump_log_segments() {
+    let temp = tempfile::tempdir().unwrap();
+    for dir in [mixed_log(temp.path()), compacted_log(temp.path())] {
+        let Some(theirs) =
+            kafka::dump_log_segments(&logs_of(&dir), &["--deep-iteration", "--print-data-log"])
+        else {
+            return;
+        };
+        assert!(theirs.status.success(), "{theirs:?}");
+        let ours = run(partlog().arg("dump").arg(&dir).arg("--records"));
+        assert!(ours.status.success(), "{ours:?}");
+        let stdout = String::from_utf8(ours.stdout).unwrap();
+        assert!(stdout.lines().count() > 100, "{stdout}");
+        let differences = diff(&stdout, &theirs.stdout);
+        assert!(
+            differences.is_empty(),
+            "{}: partlog dump --records and DumpLogSegments differ:\n{}",
+            dir.display(),
+            differences.join("\n")
+        );
+        // Every gap partlog reports, Kafka reports too (Kafka adds each segment's first record
+        // as following -1).
+        let ours_gaps = kafka::non_consecutive_offsets(&kafka::Output {
+            stderr: String::from_utf8(ours.stderr).unwrap(),
+            stdout: String::new(),
+            ..theirs.clone()
+        });
+        let theirs_gaps = kafka::non_consecutive_offsets(&theirs);
+        for gap in &ours_gaps {
+            assert!(theirs_gaps.contains(gap), "{gap:?} not in {theirs_gaps:?}");
+        }
+        let real_gaps: Vec<_> = theirs_gaps
+            .iter()
+            .filter(|(file, before, after)| {
+                let base: i64 = file.file_stem().unwrap().to_str().unwrap().parse().unwrap();
+                *before != -1 || *after != base
+            })
+            .collect();
+        assert_eq!(
+            ours_gaps.len(),
+            real_gaps.len(),
+            "{ours_gaps:?} vs {theirs_gaps:?}"
+        );
+        if dir.ends_with("compacted-0") {
+            assert!(!ours_gaps.is_empty(), "compaction left no gap to report");
+            assert!(
+                stdout.contains("deleteHorizonMs: OptionalLong["),
+                "no tombstone kept its horizon: {stdout}"
+            );
+        }
+    }
+}
+
+#[test]
+fn partlog_dump_file_matches_dump_log_segments_file_by_file() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = mixed_log(temp.path());
+    let logs = logs_of(&dir);
+    assert!(logs.len() >= 3, "{logs:?}");
+    // The last segment gets a garbage tail, which both tools must report the same way.
+    let damaged = logs.last().unwrap();
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(damaged)
+        .unwrap();
+    file.write_all(&[0x47; 100]).unwrap();
+    drop(file);
+    let cases: &[&[&str]] = &[
+        &["--deep-iteration", "--print-data-log"],
+        &[
+            "--deep-iteration",
+            "--print-data-log",
+            "--skip-record-metadata",
+        ],
+        &["--max-bytes", "3000"],
+        &[],
+    ];
+    for kafka_args in cases {
+        let our_args: Vec<&str> = kafka_args
+            .iter()
+            .copied()
+            .filter(|arg| *arg != "--deep-iteration")
+            .map(|arg| {
+                if arg == "--print-data-log" {
+                    "--records"
+                } else {
+                    arg
+                }
+            })
+            .collect();
+        for log in [&logs[0], damaged] {
+            let Some(theirs) = kafka::dump_log_segments(&[log], kafka_args) else {
+                return;
+            };
+            let ours = run(partlog().arg("dump").arg(log).args(&our_args));
+            let stdout = String::from_utf8(ours.stdout).unwrap();
+            let differences = diff(&stdout, &theirs.stdout);
+            assert!(
+                differences.is_empty(),
+                "partlog dump {} {our_args:?} vs DumpLogSegments {kafka_args:?}:\n{}",
+                log.display(),
+                differences.join("\n")
+            );
+            let expected_status = if log == damaged && !kafka_args.contains(&"--max-bytes") {
+                1
+            } else {
+                0
+            };
+            assert_eq!(
+                ours.status.code(),
+                Some(expected_status),
+                "{}",
+                log.display()
+            );
+        }
+    }
+    assert!(
+        String::from_utf8(run(partlog().arg("dump").arg(damaged)).stdout)
+            .unwrap()
+            .contains("Found 100 invalid bytes at the end of ")
+    );
+}
