@@ -380,7 +380,16 @@ fn a_clean_hand_off_is_served_by_the_restarted_broker_which_leaves_partlogs_file
         "{}",
         String::from_utf8_lossy(&partlog_properties)
     );
-    assert_eq!(kafka_metadata_files(&partition), kafka_files_before);
+    // The broker's files are untouched; partlog's close added the producer snapshot at its log
+    // end, as a broker's clean shutdown does (empty: partlog appended no producer's batch).
+    let mut kafka_files_after = kafka_metadata_files(&partition);
+    let partlog_snapshot = kafka_files_after
+        .remove(&format!("{partlog_end:020}.snapshot"))
+        .flatten()
+        .expect("partlog's close writes the snapshot at its log end");
+    assert_eq!(partlog_snapshot.len(), 10, "version, CRC and a count of 0");
+    assert_eq!((&partlog_snapshot[..2], &partlog_snapshot[6..]), (&[0, 1][..], &[0; 4][..]));
+    assert_eq!(kafka_files_after, kafka_files_before);
     let segment = std::fs::read(partition.join(SEGMENT)).unwrap();
     let (batches, valid_end) = whole_batches(&segment);
     assert_eq!(valid_end, segment.len());
