@@ -14,7 +14,9 @@
 //! - **Open** ([`load_producer_state`]): the newest valid snapshot at or below where recovery
 //!   began scanning (the log end after a clean shutdown), then a replay of every batch with a
 //!   producer id from there to the log end; the `.txnindex` of every segment recovery scanned is
-//!   rebuilt by that replay.
+//!   rebuilt by that replay. In those segments the scan has just checked every batch, so the
+//!   replay reads only headers ([`Segment::visit_batch_headers`]); below them it reads whole
+//!   batches and checks their CRCs.
 //! - **Truncation** ([`Shared::reload_producer_state`]): the snapshots above the new end go, and
 //!   the state is reloaded from the newest one left and replayed to the new end.
 
@@ -27,7 +29,7 @@ use crate::format::{
     AnyBatchIter, Batch, BatchHeader, ControlRecordType, EndTransactionMarker, build_control_batch,
     control_record_type,
 };
-use crate::segment::{AbortedTxn, Segment, SegmentFileKind, parse_segment_file_name};
+use crate::segment::{AbortedTxn, Marker, Segment, SegmentFileKind, parse_segment_file_name};
 use crate::storage::Storage;
 
 use super::config::LogConfig;
@@ -317,6 +319,7 @@ impl Shared {
                 log_end_offset: new_end,
                 snapshot_limit: new_end,
                 rebuild_txn_index_from: None,
+                validated_from: None,
                 delete_bad: true,
                 now_ms: self.clock.now_ms(),
             },
@@ -422,6 +425,7 @@ pub(super) fn load_producer_state(
             log_end_offset: from.log_end_offset,
             snapshot_limit: rebuild_txn_index_from.unwrap_or(from.log_end_offset),
             rebuild_txn_index_from,
+            validated_from: from.first_recovered_base,
             delete_bad: !from.read_only,
             now_ms: from.now_ms,
         },
@@ -440,6 +444,9 @@ struct Replay {
     snapshot_limit: i64,
     /// The `.txnindex` of every segment from this base on is reset and rebuilt by the replay.
     rebuild_txn_index_from: Option<i64>,
+    /// Every batch of the segments from this base on was read and checked by this open's
+    /// recovery scan: the replay reads only their headers.
+    validated_from: Option<i64>,
     /// Whether a corrupt snapshot is deleted (a writable log).
     delete_bad: bool,
     now_ms: i64,
@@ -481,8 +488,6 @@ fn replay_state(
         None => replay.log_start_offset,
     };
     let list = snapshot.load();
-    let mut scratch = Vec::new();
-    let mut buffer = Vec::new();
     for handle in list.handles() {
         let base = handle.base_offset();
         let rebuild = replay
@@ -502,54 +507,31 @@ fn replay_state(
         if rebuild {
             segment.txn_index().reset()?;
         }
-        let mut offset = replay_from.max(base);
-        while offset < replay.log_end_offset {
-            let Some(read) = segment.read(offset, REPLAY_CHUNK_BYTES, None, &mut buffer)? else {
-                break;
-            };
-            let bytes = buffer.get(..read.len).unwrap_or_default();
-            for (position, batch) in AnyBatchIter::new(bytes) {
-                let batch = batch.map_err(|what| Error::Corrupt {
-                    file: segment.log_path(),
-                    position: read.position + position as u64,
-                    what,
-                })?;
-                let Batch::V2(view) = batch else { continue };
-                let header = *view.header();
-                if header.producer_id < 0
-                    || header.last_offset() < replay_from
-                    || header.base_offset >= replay.log_end_offset
-                {
-                    continue;
-                }
-                let control = if header.is_control() {
-                    let mut records = view.records(&mut scratch)?;
-                    match records.next() {
-                        Some(record) => {
-                            let record = record?;
-                            let kind = control_record_type(&record)?;
-                            if kind.is_transaction_marker() {
-                                Some((kind, EndTransactionMarker::parse(&record)?))
-                            } else {
-                                continue;
-                            }
-                        }
-                        None => None,
-                    }
-                } else {
-                    None
-                };
-                let summary = BatchSummary::from_header(&header, control)?;
-                let finished = state.replay(&summary)?;
-                state.on_high_watermark_updated(header.last_offset() + 1);
-                if rebuild {
-                    record_aborted(&segment, &finished)?;
-                }
+        let from = replay_from.max(base);
+        let mut replay_batch = |header: &BatchHeader, control: Option<Marker>| -> Result<()> {
+            if header.producer_id < 0
+                || header.last_offset() < replay_from
+                || header.base_offset >= replay.log_end_offset
+            {
+                return Ok(());
             }
-            if read.next_offset <= offset {
-                break;
+            let summary = BatchSummary::from_header(header, control)?;
+            let finished = state.replay(&summary)?;
+            state.on_high_watermark_updated(header.last_offset() + 1);
+            if rebuild {
+                record_aborted(&segment, &finished)?;
             }
-            offset = read.next_offset;
+            Ok(())
+        };
+        if replay
+            .validated_from
+            .is_some_and(|validated| base >= validated)
+        {
+            // Recovery's scan has just read and checked every batch here: the headers are
+            // enough, and only markers are read whole.
+            segment.visit_batch_headers(from, &mut replay_batch)?;
+        } else {
+            replay_checked_batches(&segment, from, replay.log_end_offset, &mut replay_batch)?;
         }
         if rebuild {
             segment.txn_index().flush()?;
@@ -558,4 +540,54 @@ fn replay_state(
     state.update_map_end_offset(replay.log_end_offset);
     state.on_high_watermark_updated(replay.log_end_offset);
     Ok(state)
+}
+
+/// Feeds `visit` every v2 batch of `segment` from `from` to `end`, each read whole and its CRC
+/// checked, with the marker of a COMMIT or ABORT control batch (other control batches are
+/// skipped), as [`Segment::visit_batch_headers`] does for bytes already checked.
+fn replay_checked_batches(
+    segment: &Segment,
+    from: i64,
+    end: i64,
+    visit: &mut dyn FnMut(&BatchHeader, Option<Marker>) -> Result<()>,
+) -> Result<()> {
+    let mut scratch = Vec::new();
+    let mut buffer = Vec::new();
+    let mut offset = from;
+    while offset < end {
+        let Some(read) = segment.read(offset, REPLAY_CHUNK_BYTES, None, &mut buffer)? else {
+            break;
+        };
+        let bytes = buffer.get(..read.len).unwrap_or_default();
+        for (position, batch) in AnyBatchIter::new(bytes) {
+            let batch = batch.map_err(|what| Error::Corrupt {
+                file: segment.log_path(),
+                position: read.position + position as u64,
+                what,
+            })?;
+            let Batch::V2(view) = batch else { continue };
+            let header = *view.header();
+            let control = if header.is_control() {
+                match view.records(&mut scratch)?.next() {
+                    Some(record) => {
+                        let record = record?;
+                        let kind = control_record_type(&record)?;
+                        if !kind.is_transaction_marker() {
+                            continue;
+                        }
+                        Some((kind, EndTransactionMarker::parse(&record)?))
+                    }
+                    None => None,
+                }
+            } else {
+                None
+            };
+            visit(&header, control)?;
+        }
+        if read.next_offset <= offset {
+            break;
+        }
+        offset = read.next_offset;
+    }
+    Ok(())
 }
