@@ -473,3 +473,42 @@ fn append_marker_refuses_bad_arguments() {
     );
     assert_eq!(fenced.kafka_code(), Some(52));
 }
+
+/// A roll writes its producer snapshot without an fsync (under the writer lock, as Kafka's roll
+/// does); the next sync fsyncs it before the directory, so that once the log says its data is
+/// durable, every roll's snapshot is too, under a durable name.
+#[cfg(feature = "sim")]
+#[test]
+fn producer_state_roll_snapshots_are_durable_after_the_next_sync() {
+    use partlog::unstable::{SimStorage, Storage};
+    use std::sync::Arc;
+
+    let sim = SimStorage::new(14);
+    let dir = Path::new("/data/topic-0");
+    let storage: Arc<dyn Storage> = Arc::new(sim.clone());
+    let config = LogConfig::builder_for_tests()
+        .segment_bytes(1024)
+        .storage(storage)
+        .build()
+        .unwrap();
+    let log = Log::open(dir, config).unwrap();
+    let mut seq = 0;
+    while log.stats().segments < 4 {
+        log.append_batch(&batch(3, 0, seq, 4, false)).unwrap();
+        seq += 4;
+    }
+    log.sync().unwrap();
+    let snapshots: Vec<_> = sim
+        .snapshot()
+        .files
+        .into_keys()
+        .filter(|path| path.to_string_lossy().ends_with(".snapshot"))
+        .collect();
+    assert_eq!(snapshots.len(), 3, "one snapshot a roll: {snapshots:?}");
+    for path in &snapshots {
+        let state = sim.file_state(path).unwrap();
+        assert!(!state.current.is_empty());
+        assert_eq!(state.synced, state.current, "{} is synced", path.display());
+        assert!(state.name_durable, "{} has a durable name", path.display());
+    }
+}

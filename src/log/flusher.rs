@@ -15,6 +15,7 @@ use crate::segment::Segment;
 
 use super::checkpoint::DurableWriteError;
 use super::observer;
+use super::producer_state::snapshot_file::sync_snapshot_file;
 use super::{FlushPolicy, Log, LogConfig, LogEvent, Shared, Writer};
 
 impl Log {
@@ -73,13 +74,14 @@ impl Shared {
     /// segment was created, then the active `.log` (data only: indexes are derived).
     fn sync_published(&self) -> Result<i64> {
         let durable_before = self.commit.durable_offset();
-        let (target, sealed, dir_dirty, active, truncations) = {
+        let (target, sealed, snapshots, dir_dirty, active, truncations) = {
             let mut writer = self.writer.lock();
             (
                 writer.log_end_offset,
                 // Left in the list until synced, so that no recovery point passes them
                 // while this sync runs (`Writer::recovery_point_bound`).
                 writer.unsynced_sealed.clone(),
+                std::mem::take(&mut writer.unsynced_snapshots),
                 std::mem::take(&mut writer.dir_dirty),
                 Arc::clone(&writer.active),
                 self.truncations.load(Ordering::Acquire),
@@ -92,6 +94,10 @@ impl Shared {
             for segment in &sealed {
                 // With its metadata: the `.log` mtime set at roll is what time retention reads.
                 segment.flush_sealed()?;
+            }
+            // The rolls' producer snapshots before the directory makes their names durable.
+            for path in &snapshots {
+                sync_snapshot_file(&*self.storage, path)?;
             }
             if dir_dirty {
                 self.storage.sync_dir(&self.dir)?;

@@ -36,6 +36,7 @@ use super::config::LogConfig;
 use super::producer_state::snapshot_file::{
     SnapshotEntry, delete_snapshots_above, load_newest_valid_snapshot, remove_stray_snapshots,
     remove_temporary_snapshots, retain_snapshots_within, write_snapshot_file,
+    write_snapshot_file_unsynced,
 };
 use super::producer_state::{
     AppendOrigin, BatchSummary, FinishedTxn, ProducerAppendCheck, ProducerAppendInfo,
@@ -294,6 +295,24 @@ impl Shared {
             self.commit.poison();
             return Err(error);
         }
+        writer.producer_state.snapshot_written(offset);
+        Ok(())
+    }
+
+    /// [`take_producer_snapshot`](Self::take_producer_snapshot) at a roll: the snapshot is
+    /// written and renamed, but neither it nor the directory is fsynced here, under the writer
+    /// lock. It joins `Writer::unsynced_snapshots`, which the next sync of the flusher (or
+    /// close) fsyncs before the directory. A crash before that may leave it torn or empty, which
+    /// its CRC tells: the next open deletes it and replays from an older snapshot.
+    pub(super) fn take_roll_snapshot(&self, writer: &mut Writer) -> Result<()> {
+        if self.read_only || !writer.producer_state.needs_snapshot() {
+            return Ok(());
+        }
+        let offset = writer.producer_state.map_end_offset();
+        let entries = snapshot_entries(&writer.producer_state);
+        let path = write_snapshot_file_unsynced(&*self.storage, &self.dir, offset, &entries)?;
+        writer.unsynced_snapshots.push(path);
+        writer.dir_dirty = true;
         writer.producer_state.snapshot_written(offset);
         Ok(())
     }

@@ -250,6 +250,38 @@ pub fn write_snapshot_file(
     offset: i64,
     entries: &[SnapshotEntry],
 ) -> Result<PathBuf> {
+    write_snapshot_file_with(storage, dir, offset, entries, true)
+}
+
+/// [`write_snapshot_file`] without the fsync of the file either: the caller fsyncs it later with
+/// [`sync_snapshot_file`], before the directory. Until then a crash may leave the file empty or
+/// torn, which its CRC tells (the replay then starts from an older snapshot).
+pub(crate) fn write_snapshot_file_unsynced(
+    storage: &dyn Storage,
+    dir: &Path,
+    offset: i64,
+    entries: &[SnapshotEntry],
+) -> Result<PathBuf> {
+    write_snapshot_file_with(storage, dir, offset, entries, false)
+}
+
+/// Fsyncs a snapshot written by [`write_snapshot_file_unsynced`]; one deleted since (by a
+/// truncation or retention) needs nothing.
+pub(crate) fn sync_snapshot_file(storage: &dyn Storage, path: &Path) -> Result<()> {
+    match storage.open(path, OpenMode::Read) {
+        Ok(file) => file.sync_all(),
+        Err(error) if error.io_kind() == Some(std::io::ErrorKind::NotFound) => Ok(()),
+        Err(error) => Err(error),
+    }
+}
+
+fn write_snapshot_file_with(
+    storage: &dyn Storage,
+    dir: &Path,
+    offset: i64,
+    entries: &[SnapshotEntry],
+    sync: bool,
+) -> Result<PathBuf> {
     if offset < 0 {
         return Err(Error::InvalidArgument {
             why: format!("a producer snapshot offset cannot be negative ({offset})"),
@@ -261,7 +293,7 @@ pub fn write_snapshot_file(
     let written = storage.open(&temp, OpenMode::Create).and_then(|file| {
         file.set_len(0)?;
         file.write_all_at(&bytes, 0)?;
-        file.sync_all()
+        if sync { file.sync_all() } else { Ok(()) }
     });
     if let Err(error) = written.and_then(|()| storage.rename(&temp, &path)) {
         match storage.remove(&temp) {
