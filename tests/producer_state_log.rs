@@ -474,9 +474,10 @@ fn append_marker_refuses_bad_arguments() {
     assert_eq!(fenced.kafka_code(), Some(52));
 }
 
-/// A roll writes its producer snapshot without an fsync (under the writer lock, as Kafka's roll
-/// does); the next sync fsyncs it before the directory, so that once the log says its data is
-/// durable, every roll's snapshot is too, under a durable name.
+/// A roll writes its producer snapshot to a temporary file without an fsync (under the writer
+/// lock, as Kafka's roll does); the next sync fsyncs it and renames it into place before the
+/// directory fsync, so that once the log says its data is durable, every roll's snapshot is too,
+/// whole and under a durable name, and no temporary file is left.
 #[cfg(feature = "sim")]
 #[test]
 fn producer_state_roll_snapshots_are_durable_after_the_next_sync() {
@@ -505,6 +506,13 @@ fn producer_state_roll_snapshots_are_durable_after_the_next_sync() {
         .filter(|path| path.to_string_lossy().ends_with(".snapshot"))
         .collect();
     assert_eq!(snapshots.len(), 3, "one snapshot a roll: {snapshots:?}");
+    let temporary: Vec<_> = sim
+        .snapshot()
+        .files
+        .into_keys()
+        .filter(|path| path.to_string_lossy().ends_with(".tmp"))
+        .collect();
+    assert!(temporary.is_empty(), "{temporary:?}");
     for path in &snapshots {
         let state = sim.file_state(path).unwrap();
         assert!(!state.current.is_empty());

@@ -15,7 +15,6 @@ use crate::segment::Segment;
 
 use super::checkpoint::DurableWriteError;
 use super::observer;
-use super::producer_state::snapshot_file::sync_snapshot_file;
 use super::{FlushPolicy, Log, LogConfig, LogEvent, Shared, Writer};
 
 impl Log {
@@ -95,11 +94,9 @@ impl Shared {
                 // With its metadata: the `.log` mtime set at roll is what time retention reads.
                 segment.flush_sealed()?;
             }
-            // The rolls' producer snapshots before the directory makes their names durable.
-            for path in &snapshots {
-                sync_snapshot_file(&*self.storage, path)?;
-            }
-            if dir_dirty {
+            // The rolls' producer snapshots, in place before the directory fsync.
+            let renamed = self.finish_roll_snapshots(&snapshots, truncations)?;
+            if dir_dirty || renamed {
                 self.storage.sync_dir(&self.dir)?;
             }
             active.flush_log()

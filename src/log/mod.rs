@@ -55,7 +55,6 @@ use checkpoint::{CheckpointFile, CleanShutdown};
 use flusher::flusher_loop;
 use group_commit::GroupCommit;
 use producer_state::ProducerStateManager;
-use producer_state::snapshot_file::sync_snapshot_file;
 use snapshot::{SegmentHandle, SegmentList, Snapshot};
 use truncate::PendingDelete;
 use watermark::Watermark;
@@ -133,9 +132,10 @@ struct Writer {
     unsynced_sealed: Vec<Arc<Segment>>,
     /// A segment file was created since the last directory sync.
     dir_dirty: bool,
-    /// Producer snapshots written at a roll and not yet fsynced: the flusher (or close) fsyncs
-    /// them before the directory, off the append path (`transactions.rs`).
-    unsynced_snapshots: Vec<PathBuf>,
+    /// Producer snapshots written at a roll and not yet fsynced nor in place: the flusher (or
+    /// close) fsyncs and renames them before the directory, off the append path
+    /// (`transactions.rs`).
+    unsynced_snapshots: Vec<producer_state::snapshot_file::UnsyncedSnapshot>,
     checkpoint: Option<CheckpointFile>,
     recovery_point: i64,
     messages_since_flush: u64,
@@ -720,9 +720,9 @@ impl Shared {
         // producer state from the newest snapshot at or below where it starts scanning, so
         // this bounds that replay to about a segment. Written without an fsync, as Kafka's
         // roll does under the log lock: two fsyncs here held every append up for 1.5-23 ms at
-        // each roll, with or without producer ids. The flusher fsyncs it with the sealed
-        // segment, before the directory. A failure fails the append that rolled (the roll
-        // itself stands), as it does in Kafka.
+        // each roll, with or without producer ids. The flusher fsyncs it and renames it into
+        // place with the sealed segment, before the directory. A failure fails the append that
+        // rolled (the roll itself stands), as it does in Kafka.
         self.take_roll_snapshot(writer)?;
         self.flusher.lock().roll_pending = true;
         self.flusher_wake.notify_all();
@@ -751,8 +751,11 @@ impl Shared {
         // The final time-index entry, then data and indexes to disk.
         active.seal()?;
         active.flush()?;
-        for path in std::mem::take(&mut writer.unsynced_snapshots) {
-            sync_snapshot_file(&*self.storage, &path)?;
+        for snapshot in std::mem::take(&mut writer.unsynced_snapshots) {
+            snapshot.sync()?;
+            if snapshot.rename_into_place(&*self.storage, &self.dir)? {
+                writer.dir_dirty = true;
+            }
         }
         if std::mem::take(&mut writer.dir_dirty) {
             self.storage.sync_dir(&self.dir)?;

@@ -34,9 +34,9 @@ use crate::storage::Storage;
 
 use super::config::LogConfig;
 use super::producer_state::snapshot_file::{
-    SnapshotEntry, delete_snapshots_above, load_newest_valid_snapshot, remove_stray_snapshots,
-    remove_temporary_snapshots, retain_snapshots_within, write_snapshot_file,
-    write_snapshot_file_unsynced,
+    SnapshotEntry, UnsyncedSnapshot, delete_snapshots_above, discard_snapshot_temp,
+    load_newest_valid_snapshot, remove_stray_snapshots, remove_temporary_snapshots,
+    retain_snapshots_within, write_snapshot_file, write_unsynced_snapshot_temp,
 };
 use super::producer_state::{
     AppendOrigin, BatchSummary, FinishedTxn, ProducerAppendCheck, ProducerAppendInfo,
@@ -299,22 +299,60 @@ impl Shared {
         Ok(())
     }
 
-    /// [`take_producer_snapshot`](Self::take_producer_snapshot) at a roll: the snapshot is
-    /// written and renamed, but neither it nor the directory is fsynced here, under the writer
-    /// lock. It joins `Writer::unsynced_snapshots`, which the next sync of the flusher (or
-    /// close) fsyncs before the directory. A crash before that may leave it torn or empty, which
-    /// its CRC tells: the next open deletes it and replays from an older snapshot.
+    /// [`take_producer_snapshot`](Self::take_producer_snapshot) at a roll: the snapshot's bytes
+    /// go to its temporary file, which is neither fsynced nor renamed here, under the writer
+    /// lock. It joins `Writer::unsynced_snapshots`; the next sync of the flusher (or close)
+    /// fsyncs it and renames it into place before the directory fsync
+    /// ([`finish_roll_snapshots`](Self::finish_roll_snapshots)). A crash before that leaves only
+    /// the temporary file, which the next open removes: a `.snapshot` is always whole.
     pub(super) fn take_roll_snapshot(&self, writer: &mut Writer) -> Result<()> {
         if self.read_only || !writer.producer_state.needs_snapshot() {
             return Ok(());
         }
         let offset = writer.producer_state.map_end_offset();
         let entries = snapshot_entries(&writer.producer_state);
-        let path = write_snapshot_file_unsynced(&*self.storage, &self.dir, offset, &entries)?;
-        writer.unsynced_snapshots.push(path);
+        // A truncation that removed the segment at this base may have left a roll's snapshot
+        // at the same offset pending: this one rewrites its file and takes its place.
+        writer
+            .unsynced_snapshots
+            .retain(|snapshot| snapshot.offset != offset);
+        let snapshot = write_unsynced_snapshot_temp(&*self.storage, &self.dir, offset, &entries)?;
+        writer.unsynced_snapshots.push(snapshot);
         writer.dir_dirty = true;
         writer.producer_state.snapshot_written(offset);
         Ok(())
+    }
+
+    /// Fsyncs the rolls' snapshots `pending` (taken from `Writer::unsynced_snapshots` when the
+    /// truncation count was `truncations`) and renames them into place, unless a truncation came
+    /// since: it may have cut the data they describe, so they are discarded (a missing snapshot
+    /// only lengthens a replay). Returns whether one was renamed: the directory then needs its
+    /// fsync.
+    pub(super) fn finish_roll_snapshots(
+        &self,
+        pending: &[UnsyncedSnapshot],
+        truncations: u64,
+    ) -> Result<bool> {
+        if pending.is_empty() {
+            return Ok(false);
+        }
+        for snapshot in pending {
+            snapshot.sync()?;
+        }
+        // Under the writer lock, which a truncation holds throughout: none can come between
+        // the check and the renames.
+        let _writer = self.writer.lock();
+        if self.truncations.load(Ordering::Acquire) != truncations {
+            for snapshot in pending {
+                discard_snapshot_temp(&*self.storage, &snapshot.temp);
+            }
+            return Ok(false);
+        }
+        let mut renamed = false;
+        for snapshot in pending {
+            renamed |= snapshot.rename_into_place(&*self.storage, &self.dir)?;
+        }
+        Ok(renamed)
     }
 
     /// After a truncation to `new_end` (under the same hold of the writer lock): the snapshots
@@ -323,6 +361,16 @@ impl Shared {
     /// went with the segment truncation.
     pub(super) fn reload_producer_state(&self, writer: &mut Writer, new_end: i64) -> Result<()> {
         let log_start = self.log_start.load(Ordering::Acquire);
+        // A roll's snapshot not yet in place describes the cut data if it lies above the new
+        // end: it must never be renamed into place.
+        let storage = &*self.storage;
+        writer.unsynced_snapshots.retain(|snapshot| {
+            let keep = snapshot.offset <= new_end;
+            if !keep {
+                discard_snapshot_temp(storage, &snapshot.temp);
+            }
+            keep
+        });
         // Durably gone before any append reuses their offsets: a snapshot that came back
         // after a crash would describe records that are no longer there.
         if !delete_snapshots_above(&*self.storage, &self.dir, new_end)?.is_empty() {
