@@ -185,11 +185,11 @@ fn build_transactional_log(dir: &Path, abort: bool) -> u64 {
     let mut txn = 0usize;
     while txn < write_rep_batches() {
         let mut open = Vec::new();
-        for producer in 0..2 {
+        for (producer, sequence) in next_sequence.iter_mut().enumerate() {
             let producer_id = producer as i64 + 1;
-            let batch = kib_batch(Some((producer_id, next_sequence[producer])), true);
+            let batch = kib_batch(Some((producer_id, *sequence)), true);
             log.append_batch(&batch).expect("append_batch");
-            next_sequence[producer] += 100;
+            *sequence += 100;
             open.push((producer_id, txn));
             txn += 1;
         }
