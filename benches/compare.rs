@@ -28,6 +28,8 @@ use std::time::{Duration, Instant};
 
 #[path = "common/compaction_log.rs"]
 mod compaction_log;
+#[path = "compare/producer_state.rs"]
+mod producer_state;
 
 use commitlog::message::MessageSet;
 use partlog::{
@@ -55,6 +57,17 @@ const ROWS: &[(&str, RowFn)] = &[
     ("durable_8_threads", row_durable_eight_threads),
     ("open_1000_segments", row_open),
     ("compaction", row_compaction),
+    ("producer_state_idempotent", producer_state::row_idempotent),
+    ("producer_state_1000_pids", producer_state::row_many_pids),
+    (
+        "producer_state_read_committed",
+        producer_state::row_read_committed,
+    ),
+    ("producer_state_open_100k", producer_state::row_open_100k),
+    (
+        "producer_state_unclean_recovery",
+        producer_state::row_unclean_recovery,
+    ),
 ];
 
 /// A fixed CreateTime inside partlog's timestamp bounds.

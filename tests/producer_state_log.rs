@@ -312,6 +312,94 @@ fn producer_state_and_txn_index_are_rebuilt_by_an_unclean_open() {
     );
 }
 
+/// A batch of `count` records of 1 KiB values: 16 or more make a batch that the replay after an
+/// unclean open walks past by reading only the next header.
+fn kib_batch(pid: i64, base_seq: i32, count: usize, transactional: bool) -> Vec<u8> {
+    let mut builder = BatchBuilder::new(Compression::None)
+        .producer(pid, 0, base_seq)
+        .transactional(transactional);
+    let value = vec![b'v'; 1024];
+    for _ in 0..count {
+        builder.push(&NewRecord::new(now_ms(), Some(b"k"), Some(&value)));
+    }
+    builder.build().unwrap()
+}
+
+/// The replay after an unclean open reads only the batch headers of what recovery's scan has
+/// just checked (a marker whole): large batches, read one header at a time, and small ones,
+/// read by the window, with markers and plain batches among them, rebuild the state, the LSO
+/// and the `.txnindex` exactly.
+#[test]
+fn producer_state_unclean_open_replays_large_and_small_batches_from_their_headers() {
+    let dir = tempfile::tempdir().unwrap();
+    let expected;
+    {
+        let log = Log::open(dir.path(), config()).unwrap();
+        let mut seq = [0i32; 3];
+        for round in 0..40 {
+            let pid = round % 3;
+            let count = if round % 4 < 2 { 40 } else { 1 };
+            log.append_batch(&kib_batch(pid as i64, seq[pid], count, pid != 0))
+                .unwrap();
+            seq[pid] += count as i32;
+            if round % 5 == 4 {
+                plain(&log, "plain");
+            }
+            if pid != 0 && round % 7 >= 5 {
+                let marker = if round % 2 == 0 {
+                    ControlRecordType::Abort
+                } else {
+                    ControlRecordType::Commit
+                };
+                log.append_marker(pid as i64, 0, marker, 0).unwrap();
+            }
+        }
+        // Producer 2's last transaction stays open: the LSO stops at its first offset.
+        log.append_marker(1, 0, ControlRecordType::Abort, 0)
+            .unwrap();
+        assert!(log.first_unstable_offset().is_some());
+        expected = (
+            committed_values(&log),
+            log.active_producers(),
+            log.last_stable_offset(),
+        );
+        log.close().unwrap();
+    }
+    let txn_index = dir.path().join("00000000000000000000.txnindex");
+    let index_bytes = std::fs::read(&txn_index).unwrap();
+    assert!(
+        index_bytes.len() >= 2 * 34,
+        "at least two aborted transactions"
+    );
+    std::fs::remove_file(dir.path().join("partlog.checkpoint")).unwrap();
+    for path in files_with_suffix(dir.path(), ".snapshot") {
+        std::fs::remove_file(path).unwrap();
+    }
+    std::fs::remove_file(&txn_index).unwrap();
+    let log = Log::open(dir.path(), config()).unwrap();
+    assert!(!log.recovery_report().clean_shutdown);
+    assert_eq!(std::fs::read(&txn_index).unwrap(), index_bytes);
+    assert_eq!(
+        (
+            committed_values(&log),
+            log.active_producers(),
+            log.last_stable_offset()
+        ),
+        expected
+    );
+    // Each producer's newest batches are recognised again as duplicates.
+    let resent = log
+        .append_batch(&kib_batch(0, seq_of_last(&log, 0), 1, false))
+        .unwrap();
+    assert!(resent.duplicate);
+}
+
+/// The first sequence of producer `pid`'s newest batch, from its state.
+fn seq_of_last(log: &Log, pid: i64) -> i32 {
+    let state = log.producer_state(pid).unwrap();
+    state.last_sequence
+}
+
 #[test]
 fn producer_state_is_rebuilt_after_a_truncation() {
     let dir = tempfile::tempdir().unwrap();
@@ -384,4 +472,51 @@ fn append_marker_refuses_bad_arguments() {
         "{fenced}"
     );
     assert_eq!(fenced.kafka_code(), Some(52));
+}
+
+/// A roll writes its producer snapshot to a temporary file without an fsync (under the writer
+/// lock, as Kafka's roll does); the next sync fsyncs it and renames it into place before the
+/// directory fsync, so that once the log says its data is durable, every roll's snapshot is too,
+/// whole and under a durable name, and no temporary file is left.
+#[cfg(feature = "sim")]
+#[test]
+fn producer_state_roll_snapshots_are_durable_after_the_next_sync() {
+    use partlog::unstable::{SimStorage, Storage};
+    use std::sync::Arc;
+
+    let sim = SimStorage::new(14);
+    let dir = Path::new("/data/topic-0");
+    let storage: Arc<dyn Storage> = Arc::new(sim.clone());
+    let config = LogConfig::builder_for_tests()
+        .segment_bytes(1024)
+        .storage(storage)
+        .build()
+        .unwrap();
+    let log = Log::open(dir, config).unwrap();
+    let mut seq = 0;
+    while log.stats().segments < 4 {
+        log.append_batch(&batch(3, 0, seq, 4, false)).unwrap();
+        seq += 4;
+    }
+    log.sync().unwrap();
+    let snapshots: Vec<_> = sim
+        .snapshot()
+        .files
+        .into_keys()
+        .filter(|path| path.to_string_lossy().ends_with(".snapshot"))
+        .collect();
+    assert_eq!(snapshots.len(), 3, "one snapshot a roll: {snapshots:?}");
+    let temporary: Vec<_> = sim
+        .snapshot()
+        .files
+        .into_keys()
+        .filter(|path| path.to_string_lossy().ends_with(".tmp"))
+        .collect();
+    assert!(temporary.is_empty(), "{temporary:?}");
+    for path in &snapshots {
+        let state = sim.file_state(path).unwrap();
+        assert!(!state.current.is_empty());
+        assert_eq!(state.synced, state.current, "{} is synced", path.display());
+        assert!(state.name_durable, "{} has a durable name", path.display());
+    }
 }

@@ -73,13 +73,14 @@ impl Shared {
     /// segment was created, then the active `.log` (data only: indexes are derived).
     fn sync_published(&self) -> Result<i64> {
         let durable_before = self.commit.durable_offset();
-        let (target, sealed, dir_dirty, active, truncations) = {
+        let (target, sealed, snapshots, dir_dirty, active, truncations) = {
             let mut writer = self.writer.lock();
             (
                 writer.log_end_offset,
                 // Left in the list until synced, so that no recovery point passes them
                 // while this sync runs (`Writer::recovery_point_bound`).
                 writer.unsynced_sealed.clone(),
+                std::mem::take(&mut writer.unsynced_snapshots),
                 std::mem::take(&mut writer.dir_dirty),
                 Arc::clone(&writer.active),
                 self.truncations.load(Ordering::Acquire),
@@ -93,7 +94,9 @@ impl Shared {
                 // With its metadata: the `.log` mtime set at roll is what time retention reads.
                 segment.flush_sealed()?;
             }
-            if dir_dirty {
+            // The rolls' producer snapshots, in place before the directory fsync.
+            let renamed = self.finish_roll_snapshots(&snapshots, truncations)?;
+            if dir_dirty || renamed {
                 self.storage.sync_dir(&self.dir)?;
             }
             active.flush_log()

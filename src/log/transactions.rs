@@ -14,7 +14,9 @@
 //! - **Open** ([`load_producer_state`]): the newest valid snapshot at or below where recovery
 //!   began scanning (the log end after a clean shutdown), then a replay of every batch with a
 //!   producer id from there to the log end; the `.txnindex` of every segment recovery scanned is
-//!   rebuilt by that replay.
+//!   rebuilt by that replay. In those segments the scan has just checked every batch, so the
+//!   replay reads only headers ([`Segment::visit_batch_headers`]); below them it reads whole
+//!   batches and checks their CRCs.
 //! - **Truncation** ([`Shared::reload_producer_state`]): the snapshots above the new end go, and
 //!   the state is reloaded from the newest one left and replayed to the new end.
 
@@ -27,13 +29,14 @@ use crate::format::{
     AnyBatchIter, Batch, BatchHeader, ControlRecordType, EndTransactionMarker, build_control_batch,
     control_record_type,
 };
-use crate::segment::{AbortedTxn, Segment, SegmentFileKind, parse_segment_file_name};
+use crate::segment::{AbortedTxn, Marker, Segment, SegmentFileKind, parse_segment_file_name};
 use crate::storage::Storage;
 
 use super::config::LogConfig;
 use super::producer_state::snapshot_file::{
-    SnapshotEntry, delete_snapshots_above, load_newest_valid_snapshot, remove_stray_snapshots,
-    remove_temporary_snapshots, retain_snapshots_within, write_snapshot_file,
+    SnapshotEntry, UnsyncedSnapshot, delete_snapshots_above, discard_snapshot_temp,
+    load_newest_valid_snapshot, remove_stray_snapshots, remove_temporary_snapshots,
+    retain_snapshots_within, write_snapshot_file, write_unsynced_snapshot_temp,
 };
 use super::producer_state::{
     AppendOrigin, BatchSummary, FinishedTxn, ProducerAppendCheck, ProducerAppendInfo,
@@ -296,12 +299,78 @@ impl Shared {
         Ok(())
     }
 
+    /// [`take_producer_snapshot`](Self::take_producer_snapshot) at a roll: the snapshot's bytes
+    /// go to its temporary file, which is neither fsynced nor renamed here, under the writer
+    /// lock. It joins `Writer::unsynced_snapshots`; the next sync of the flusher (or close)
+    /// fsyncs it and renames it into place before the directory fsync
+    /// ([`finish_roll_snapshots`](Self::finish_roll_snapshots)). A crash before that leaves only
+    /// the temporary file, which the next open removes: a `.snapshot` is always whole.
+    pub(super) fn take_roll_snapshot(&self, writer: &mut Writer) -> Result<()> {
+        if self.read_only || !writer.producer_state.needs_snapshot() {
+            return Ok(());
+        }
+        let offset = writer.producer_state.map_end_offset();
+        let entries = snapshot_entries(&writer.producer_state);
+        // A truncation that removed the segment at this base may have left a roll's snapshot
+        // at the same offset pending: this one rewrites its file and takes its place.
+        writer
+            .unsynced_snapshots
+            .retain(|snapshot| snapshot.offset != offset);
+        let snapshot = write_unsynced_snapshot_temp(&*self.storage, &self.dir, offset, &entries)?;
+        writer.unsynced_snapshots.push(snapshot);
+        writer.dir_dirty = true;
+        writer.producer_state.snapshot_written(offset);
+        Ok(())
+    }
+
+    /// Fsyncs the rolls' snapshots `pending` (taken from `Writer::unsynced_snapshots` when the
+    /// truncation count was `truncations`) and renames them into place, unless a truncation came
+    /// since: it may have cut the data they describe, so they are discarded (a missing snapshot
+    /// only lengthens a replay). Returns whether one was renamed: the directory then needs its
+    /// fsync.
+    pub(super) fn finish_roll_snapshots(
+        &self,
+        pending: &[UnsyncedSnapshot],
+        truncations: u64,
+    ) -> Result<bool> {
+        if pending.is_empty() {
+            return Ok(false);
+        }
+        for snapshot in pending {
+            snapshot.sync()?;
+        }
+        // Under the writer lock, which a truncation holds throughout: none can come between
+        // the check and the renames.
+        let _writer = self.writer.lock();
+        if self.truncations.load(Ordering::Acquire) != truncations {
+            for snapshot in pending {
+                discard_snapshot_temp(&*self.storage, &snapshot.temp);
+            }
+            return Ok(false);
+        }
+        let mut renamed = false;
+        for snapshot in pending {
+            renamed |= snapshot.rename_into_place(&*self.storage, &self.dir)?;
+        }
+        Ok(renamed)
+    }
+
     /// After a truncation to `new_end` (under the same hold of the writer lock): the snapshots
     /// above it go, and the state is reloaded from the newest one left and replayed to
     /// `new_end`, as Kafka's `truncateAndReload` does. The `.txnindex` entries above the new end
     /// went with the segment truncation.
     pub(super) fn reload_producer_state(&self, writer: &mut Writer, new_end: i64) -> Result<()> {
         let log_start = self.log_start.load(Ordering::Acquire);
+        // A roll's snapshot not yet in place describes the cut data if it lies above the new
+        // end: it must never be renamed into place.
+        let storage = &*self.storage;
+        writer.unsynced_snapshots.retain(|snapshot| {
+            let keep = snapshot.offset <= new_end;
+            if !keep {
+                discard_snapshot_temp(storage, &snapshot.temp);
+            }
+            keep
+        });
         // Durably gone before any append reuses their offsets: a snapshot that came back
         // after a crash would describe records that are no longer there.
         if !delete_snapshots_above(&*self.storage, &self.dir, new_end)?.is_empty() {
@@ -317,6 +386,7 @@ impl Shared {
                 log_end_offset: new_end,
                 snapshot_limit: new_end,
                 rebuild_txn_index_from: None,
+                validated_from: None,
                 delete_bad: true,
                 now_ms: self.clock.now_ms(),
             },
@@ -422,6 +492,7 @@ pub(super) fn load_producer_state(
             log_end_offset: from.log_end_offset,
             snapshot_limit: rebuild_txn_index_from.unwrap_or(from.log_end_offset),
             rebuild_txn_index_from,
+            validated_from: from.first_recovered_base,
             delete_bad: !from.read_only,
             now_ms: from.now_ms,
         },
@@ -440,6 +511,9 @@ struct Replay {
     snapshot_limit: i64,
     /// The `.txnindex` of every segment from this base on is reset and rebuilt by the replay.
     rebuild_txn_index_from: Option<i64>,
+    /// Every batch of the segments from this base on was read and checked by this open's
+    /// recovery scan: the replay reads only their headers.
+    validated_from: Option<i64>,
     /// Whether a corrupt snapshot is deleted (a writable log).
     delete_bad: bool,
     now_ms: i64,
@@ -481,8 +555,6 @@ fn replay_state(
         None => replay.log_start_offset,
     };
     let list = snapshot.load();
-    let mut scratch = Vec::new();
-    let mut buffer = Vec::new();
     for handle in list.handles() {
         let base = handle.base_offset();
         let rebuild = replay
@@ -502,54 +574,31 @@ fn replay_state(
         if rebuild {
             segment.txn_index().reset()?;
         }
-        let mut offset = replay_from.max(base);
-        while offset < replay.log_end_offset {
-            let Some(read) = segment.read(offset, REPLAY_CHUNK_BYTES, None, &mut buffer)? else {
-                break;
-            };
-            let bytes = buffer.get(..read.len).unwrap_or_default();
-            for (position, batch) in AnyBatchIter::new(bytes) {
-                let batch = batch.map_err(|what| Error::Corrupt {
-                    file: segment.log_path(),
-                    position: read.position + position as u64,
-                    what,
-                })?;
-                let Batch::V2(view) = batch else { continue };
-                let header = *view.header();
-                if header.producer_id < 0
-                    || header.last_offset() < replay_from
-                    || header.base_offset >= replay.log_end_offset
-                {
-                    continue;
-                }
-                let control = if header.is_control() {
-                    let mut records = view.records(&mut scratch)?;
-                    match records.next() {
-                        Some(record) => {
-                            let record = record?;
-                            let kind = control_record_type(&record)?;
-                            if kind.is_transaction_marker() {
-                                Some((kind, EndTransactionMarker::parse(&record)?))
-                            } else {
-                                continue;
-                            }
-                        }
-                        None => None,
-                    }
-                } else {
-                    None
-                };
-                let summary = BatchSummary::from_header(&header, control)?;
-                let finished = state.replay(&summary)?;
-                state.on_high_watermark_updated(header.last_offset() + 1);
-                if rebuild {
-                    record_aborted(&segment, &finished)?;
-                }
+        let from = replay_from.max(base);
+        let mut replay_batch = |header: &BatchHeader, control: Option<Marker>| -> Result<()> {
+            if header.producer_id < 0
+                || header.last_offset() < replay_from
+                || header.base_offset >= replay.log_end_offset
+            {
+                return Ok(());
             }
-            if read.next_offset <= offset {
-                break;
+            let summary = BatchSummary::from_header(header, control)?;
+            let finished = state.replay(&summary)?;
+            state.on_high_watermark_updated(header.last_offset() + 1);
+            if rebuild {
+                record_aborted(&segment, &finished)?;
             }
-            offset = read.next_offset;
+            Ok(())
+        };
+        if replay
+            .validated_from
+            .is_some_and(|validated| base >= validated)
+        {
+            // Recovery's scan has just read and checked every batch here: the headers are
+            // enough, and only markers are read whole.
+            segment.visit_batch_headers(from, &mut replay_batch)?;
+        } else {
+            replay_checked_batches(&segment, from, replay.log_end_offset, &mut replay_batch)?;
         }
         if rebuild {
             segment.txn_index().flush()?;
@@ -558,4 +607,54 @@ fn replay_state(
     state.update_map_end_offset(replay.log_end_offset);
     state.on_high_watermark_updated(replay.log_end_offset);
     Ok(state)
+}
+
+/// Feeds `visit` every v2 batch of `segment` from `from` to `end`, each read whole and its CRC
+/// checked, with the marker of a COMMIT or ABORT control batch (other control batches are
+/// skipped), as [`Segment::visit_batch_headers`] does for bytes already checked.
+fn replay_checked_batches(
+    segment: &Segment,
+    from: i64,
+    end: i64,
+    visit: &mut dyn FnMut(&BatchHeader, Option<Marker>) -> Result<()>,
+) -> Result<()> {
+    let mut scratch = Vec::new();
+    let mut buffer = Vec::new();
+    let mut offset = from;
+    while offset < end {
+        let Some(read) = segment.read(offset, REPLAY_CHUNK_BYTES, None, &mut buffer)? else {
+            break;
+        };
+        let bytes = buffer.get(..read.len).unwrap_or_default();
+        for (position, batch) in AnyBatchIter::new(bytes) {
+            let batch = batch.map_err(|what| Error::Corrupt {
+                file: segment.log_path(),
+                position: read.position + position as u64,
+                what,
+            })?;
+            let Batch::V2(view) = batch else { continue };
+            let header = *view.header();
+            let control = if header.is_control() {
+                match view.records(&mut scratch)?.next() {
+                    Some(record) => {
+                        let record = record?;
+                        let kind = control_record_type(&record)?;
+                        if !kind.is_transaction_marker() {
+                            continue;
+                        }
+                        Some((kind, EndTransactionMarker::parse(&record)?))
+                    }
+                    None => None,
+                }
+            } else {
+                None
+            };
+            visit(&header, control)?;
+        }
+        if read.next_offset <= offset {
+            break;
+        }
+        offset = read.next_offset;
+    }
+    Ok(())
 }

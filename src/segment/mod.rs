@@ -21,6 +21,7 @@ pub use log_segment::{
     AppendInfo, InvalidBytes, RollReason, ScanReport, Segment, SegmentConfig, SegmentRead,
     SegmentRole,
 };
+pub(crate) use transactions::Marker;
 pub use txn_index::{ABORTED_TXN_VERSION, AbortedTxn, TransactionIndex, TxnIndexSearchResult};
 pub(crate) use walker::{BatchWalker, Step};
 #[cfg(test)]

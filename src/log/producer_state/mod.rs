@@ -501,6 +501,10 @@ impl ProducerStateManager {
         self.producers.clear();
         self.ongoing_txns.clear();
         self.unreplicated_txns.clear();
+        let entries = entries.into_iter();
+        // One allocation for the whole table: a snapshot may hold hundreds of thousands of
+        // producers, and growing the table step by step re-inserts every entry each time.
+        self.producers.reserve(entries.size_hint().0);
         for (producer_id, entry) in entries {
             if self.is_expired(now_ms, &entry) {
                 continue;

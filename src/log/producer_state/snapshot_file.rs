@@ -250,25 +250,107 @@ pub fn write_snapshot_file(
     offset: i64,
     entries: &[SnapshotEntry],
 ) -> Result<PathBuf> {
+    let (temp, _) = write_snapshot_temp(storage, dir, offset, entries, true)?;
+    rename_snapshot_temp(storage, dir, offset, &temp)
+}
+
+/// The first half of [`write_snapshot_file`], for a caller that fsyncs later, off its hot path:
+/// the snapshot's bytes go to its temporary file, which is neither fsynced nor renamed.
+/// [`UnsyncedSnapshot::sync`] and [`UnsyncedSnapshot::rename_into_place`] do the rest. Until then a crash leaves
+/// at most the temporary file, which the next open removes: a `<offset>.snapshot` is always
+/// whole.
+pub(crate) fn write_unsynced_snapshot_temp(
+    storage: &dyn Storage,
+    dir: &Path,
+    offset: i64,
+    entries: &[SnapshotEntry],
+) -> Result<UnsyncedSnapshot> {
+    let (temp, file) = write_snapshot_temp(storage, dir, offset, entries, false)?;
+    Ok(UnsyncedSnapshot { offset, temp, file })
+}
+
+/// A snapshot written to its temporary file by [`write_unsynced_snapshot_temp`], with the handle
+/// it was written through: the fsync goes through that handle, so that it covers the bytes
+/// written (a file reopened by name after a crash of the storage could be an empty one).
+#[derive(Debug)]
+pub(crate) struct UnsyncedSnapshot {
+    /// Its offset.
+    pub(crate) offset: i64,
+    /// Its temporary file.
+    pub(crate) temp: PathBuf,
+    file: std::sync::Arc<dyn crate::storage::StorageFile>,
+}
+
+impl UnsyncedSnapshot {
+    /// Fsyncs the bytes written.
+    pub(crate) fn sync(&self) -> Result<()> {
+        self.file.sync_all()
+    }
+
+    /// Renames the temporary file into place, once [`sync`](Self::sync)ed: `Ok(false)` when it
+    /// is gone (discarded by a truncation since).
+    pub(crate) fn rename_into_place(&self, storage: &dyn Storage, dir: &Path) -> Result<bool> {
+        match storage.rename(&self.temp, &snapshot_path(dir, self.offset)) {
+            Ok(()) => Ok(true),
+            Err(error) if error.io_kind() == Some(std::io::ErrorKind::NotFound) => Ok(false),
+            Err(error) => Err(error),
+        }
+    }
+}
+
+/// Removes the temporary snapshot `temp` (best effort: the next open removes what is left).
+pub(crate) fn discard_snapshot_temp(storage: &dyn Storage, temp: &Path) {
+    match storage.remove(temp) {
+        Ok(()) => {}
+        Err(gone) if gone.io_kind() == Some(std::io::ErrorKind::NotFound) => {}
+        Err(cleanup) => log::warn!("could not remove {}: {cleanup}", temp.display()),
+    }
+}
+
+/// Writes the snapshot's bytes to its temporary file (fsynced when `sync`) and returns its path;
+/// on an error the temporary file is removed.
+fn write_snapshot_temp(
+    storage: &dyn Storage,
+    dir: &Path,
+    offset: i64,
+    entries: &[SnapshotEntry],
+    sync: bool,
+) -> Result<(PathBuf, std::sync::Arc<dyn crate::storage::StorageFile>)> {
     if offset < 0 {
         return Err(Error::InvalidArgument {
             why: format!("a producer snapshot offset cannot be negative ({offset})"),
         });
     }
-    let path = snapshot_path(dir, offset);
     let temp = dir.join(format!("{offset:020}{SNAPSHOT_TEMP_SUFFIX}"));
     let bytes = encode_snapshot(entries);
     let written = storage.open(&temp, OpenMode::Create).and_then(|file| {
         file.set_len(0)?;
         file.write_all_at(&bytes, 0)?;
-        file.sync_all()
-    });
-    if let Err(error) = written.and_then(|()| storage.rename(&temp, &path)) {
-        match storage.remove(&temp) {
-            Ok(()) => {}
-            Err(gone) if gone.io_kind() == Some(std::io::ErrorKind::NotFound) => {}
-            Err(cleanup) => log::warn!("could not remove {}: {cleanup}", temp.display()),
+        if sync {
+            file.sync_all()?;
         }
+        Ok(file)
+    });
+    match written {
+        Ok(file) => Ok((temp, file)),
+        Err(error) => {
+            discard_snapshot_temp(storage, &temp);
+            Err(error)
+        }
+    }
+}
+
+/// Renames the temporary snapshot `temp` to `<offset>.snapshot` and returns the new path; on an
+/// error the temporary file is removed.
+fn rename_snapshot_temp(
+    storage: &dyn Storage,
+    dir: &Path,
+    offset: i64,
+    temp: &Path,
+) -> Result<PathBuf> {
+    let path = snapshot_path(dir, offset);
+    if let Err(error) = storage.rename(temp, &path) {
+        discard_snapshot_temp(storage, temp);
         return Err(error);
     }
     Ok(path)
