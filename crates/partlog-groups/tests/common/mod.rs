@@ -1,6 +1,8 @@
 //! Shorthands for building groups and checking assignments in the assignor tests.
 #![allow(dead_code, reason = "each test crate uses a different part of it")]
 
+pub mod driver;
+
 use std::collections::{BTreeMap, BTreeSet};
 
 use partlog_groups::assignor::user_data::encode_sticky;

@@ -1,0 +1,137 @@
+//! Runs Kafka's own assignors (`tests/kafka/AssignorDriver.java`, compiled against Kafka 4.4's
+//! jars from `ci/pom.xml`) on JSON cases.
+//!
+//! Where the tools come from, first match wins:
+//! - java: `$PARTLOG_JAVA`, else `java` on `PATH`; javac: `$PARTLOG_JAVAC`, else the `javac` next
+//!   to `$PARTLOG_JAVA`, else `javac` on `PATH`;
+//! - classpath: `$PARTLOG_KAFKA_CLASSPATH`, else `$PARTLOG_CACHE/kafka-classpath.txt` (default
+//!   `$HOME/.cache/partlog/kafka-classpath.txt`), which `.ci/run` writes.
+//!
+//! Without them, [`KafkaDriver::locate`] says why; callers skip with a message, except under
+//! `CI=true`, where they must fail.
+#![allow(dead_code, reason = "the differential test and the benchmark use different parts")]
+
+use std::ffi::OsString;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// How long one driver run may take before the caller fails: a batch of thousands of sticky
+/// cases takes seconds; the margin is for a loaded 2-core machine.
+pub const DRIVER_TIMEOUT: Duration = Duration::from_secs(900);
+
+/// Whether this is a CI run, where a missing Java must fail instead of skipping.
+pub fn running_in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|value| value == "true")
+}
+
+fn env_nonempty(name: &str) -> Option<OsString> {
+    std::env::var_os(name).filter(|value| !value.is_empty())
+}
+
+/// A compiled driver, ready to run.
+pub struct KafkaDriver {
+    java: PathBuf,
+    classpath: String,
+}
+
+impl KafkaDriver {
+    /// Finds Java and Kafka's jars and compiles the driver into `out_dir`.
+    pub fn locate(out_dir: &Path) -> Result<KafkaDriver, String> {
+        let java = env_nonempty("PARTLOG_JAVA").map_or_else(|| PathBuf::from("java"), PathBuf::from);
+        let javac = match env_nonempty("PARTLOG_JAVAC") {
+            Some(javac) => PathBuf::from(javac),
+            None => match java.parent().filter(|dir| !dir.as_os_str().is_empty()) {
+                Some(dir) => dir.join("javac"),
+                None => PathBuf::from("javac"),
+            },
+        };
+        let classpath = locate_classpath()?;
+        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kafka/AssignorDriver.java");
+        let classes = out_dir.join("assignor-driver");
+        std::fs::create_dir_all(&classes).map_err(|e| format!("cannot create {}: {e}", classes.display()))?;
+        let output = Command::new(&javac)
+            .arg("-d")
+            .arg(&classes)
+            .arg("-cp")
+            .arg(&classpath)
+            .arg(&source)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("cannot run `{}` ({e}); install a JDK 17+ or set PARTLOG_JAVAC", javac.display()))?;
+        if !output.status.success() {
+            return Err(format!("javac failed ({}): {}", output.status, String::from_utf8_lossy(&output.stderr)));
+        }
+        Ok(KafkaDriver { java, classpath: format!("{}:{}", classes.display(), classpath) })
+    }
+
+    /// Runs the driver on `cases` (one JSON object per line) and returns its output lines.
+    pub fn run(&self, cases: &[String]) -> Result<Vec<String>, String> {
+        let mut child = Command::new(&self.java)
+            .arg("-Dorg.slf4j.simpleLogger.defaultLogLevel=off")
+            .arg("-cp")
+            .arg(&self.classpath)
+            .arg("AssignorDriver")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot run `{}`: {e}", self.java.display()))?;
+        let mut stdin = child.stdin.take().ok_or("no stdin")?;
+        let stdout = child.stdout.take().ok_or("no stdout")?;
+        let stderr = child.stderr.take().ok_or("no stderr")?;
+        let input: String = cases.iter().map(|c| format!("{c}\n")).collect();
+        let writer = std::thread::spawn(move || {
+            // A failed write shows up as missing output lines below.
+            let _ = stdin.write_all(input.as_bytes());
+        });
+        let err_reader = std::thread::spawn(move || std::io::read_to_string(stderr).unwrap_or_default());
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let lines: Result<Vec<String>, _> = BufReader::new(stdout).lines().collect();
+            let _ = tx.send(lines);
+        });
+        let lines = match rx.recv_timeout(DRIVER_TIMEOUT) {
+            Ok(lines) => lines.map_err(|e| format!("reading the driver's output: {e}"))?,
+            Err(_) => {
+                let _ = child.kill();
+                return Err(format!("the Java driver did not finish within {DRIVER_TIMEOUT:?}"));
+            }
+        };
+        let _ = writer.join();
+        let status = child.wait().map_err(|e| e.to_string())?;
+        let stderr = err_reader.join().unwrap_or_default();
+        if !status.success() || lines.len() != cases.len() {
+            return Err(format!(
+                "the Java driver exited with {status} after {} of {} cases: {stderr}",
+                lines.len(),
+                cases.len()
+            ));
+        }
+        Ok(lines)
+    }
+}
+
+fn locate_classpath() -> Result<String, String> {
+    let classpath = match env_nonempty("PARTLOG_KAFKA_CLASSPATH") {
+        Some(classpath) => classpath.to_string_lossy().into_owned(),
+        None => {
+            let cache = match env_nonempty("PARTLOG_CACHE") {
+                Some(cache) => PathBuf::from(cache),
+                None => PathBuf::from(env_nonempty("HOME").ok_or("no HOME")?).join(".cache/partlog"),
+            };
+            let file = cache.join("kafka-classpath.txt");
+            std::fs::read_to_string(&file).map_err(|e| {
+                format!("no PARTLOG_KAFKA_CLASSPATH and cannot read {} ({e}); run ci/kafka-classpath.sh", file.display())
+            })?
+        }
+    };
+    let classpath = classpath.trim().to_owned();
+    match classpath.split(':').find(|jar| !Path::new(jar).exists()) {
+        _ if classpath.is_empty() => Err("the Kafka classpath is empty".to_owned()),
+        Some(missing) => Err(format!("the Kafka classpath names {missing}, which does not exist")),
+        None => Ok(classpath),
+    }
+}
