@@ -16,6 +16,15 @@ pub enum Error {
         /// Which of Kafka's checks failed.
         reason: &'static str,
     },
+    /// Kafka's sticky balance loop (`performReassignments`) would never return on this input:
+    /// it came back to a state it had already been in, so Kafka's own class spins forever
+    /// (seen in Kafka 4.4 on some groups with unequal subscriptions). partlog stops and says so.
+    BalanceLoopCycles {
+        /// The assignor that gave up.
+        assignor: &'static str,
+        /// How many sweeps over the partitions ran before the repeat.
+        sweeps: usize,
+    },
 }
 
 impl fmt::Display for Error {
@@ -24,6 +33,10 @@ impl fmt::Display for Error {
             Error::InconsistentAssignment { assignor, reason } => {
                 write!(f, "the {assignor} assignor cannot assign this group: {reason}")
             }
+            Error::BalanceLoopCycles { assignor, sweeps } => write!(
+                f,
+                "the {assignor} assignor's balance loop repeats a state after {sweeps} sweeps: Kafka's own class never returns on this group"
+            ),
         }
     }
 }

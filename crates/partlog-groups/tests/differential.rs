@@ -15,14 +15,14 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use common::driver::{KafkaDriver, running_in_ci};
+use common::driver::{KafkaDriver, case_json, running_in_ci};
 use partlog_groups::Error;
 use partlog_groups::assignor::user_data::{encode_cooperative, encode_sticky, encode_sticky_v0};
 use partlog_groups::assignor::{
     Assignor, CooperativeStickyAssignor, GroupAssignment, MemberSubscription, PartitionsPerTopic, RangeAssignor,
     RoundRobinAssignor, StickyAssignor, TopicPartition,
 };
-use serde_json::{Value, json};
+use serde_json::Value;
 
 const ASSIGNORS: [&str; 4] = ["range", "roundrobin", "sticky", "cooperative-sticky"];
 /// Rebalance rounds per scenario: each round's members own what the previous round gave them.
@@ -248,21 +248,7 @@ impl Scenario {
     }
 
     fn case_json(&self, id: usize) -> String {
-        let members: Vec<Value> = self
-            .members
-            .iter()
-            .map(|m| {
-                json!({
-                    "id": m.member_id,
-                    "instance": m.instance_id,
-                    "topics": m.topics,
-                    "owned": m.owned.iter().map(|tp| json!([tp.topic, tp.partition])).collect::<Vec<_>>(),
-                    "generation": m.generation.unwrap_or(-1),
-                    "userData": m.user_data.as_ref().map(|d| d.iter().map(|b| format!("{b:02x}")).collect::<String>()),
-                })
-            })
-            .collect();
-        json!({"id": id, "assignor": self.assignor, "topics": self.topics, "members": members}).to_string()
+        case_json(id, self.assignor, &self.topics, &self.members, 0)
     }
 }
 
@@ -374,12 +360,29 @@ fn assignors_match_kafka_on_random_groups() {
     let mut compared: BTreeMap<&str, usize> = BTreeMap::new();
     let mut both_failed = 0usize;
     let mut failures: Vec<String> = Vec::new();
+    let mut cycles: Vec<String> = Vec::new();
     for round in 0..ROUNDS {
-        let ours: Vec<Ours> = scenarios.iter().map(assign_ours).collect();
-        let cases: Vec<String> = scenarios.iter().enumerate().map(|(i, s)| s.case_json(i)).collect();
+        let ours: Vec<Ours> = scenarios
+            .iter()
+            .map(|s| {
+                if std::env::var_os("PARTLOG_ASSIGNOR_TRACE").is_some() {
+                    eprintln!("{} seed {} round {round}: {}", s.assignor, s.seed, s.case_json(0));
+                }
+                assign_ours(s)
+            })
+            .collect();
+        // Where partlog finds Kafka's balance loop cycling, Kafka's class would spin forever:
+        // those cases are not sent to it (and their scenarios end here).
+        let cycling: BTreeSet<usize> =
+            ours.iter().enumerate().filter(|(_, o)| matches!(o.result, Err(Error::BalanceLoopCycles { .. }))).map(|(i, _)| i).collect();
+        let sent: Vec<usize> = (0..scenarios.len()).filter(|i| !cycling.contains(i)).collect();
+        let cases: Vec<String> = sent.iter().map(|&i| scenarios[i].case_json(i)).collect();
         let kafka = driver.run(&cases).unwrap_or_else(|why| panic!("round {round}: {why}"));
-        let mut failed_scenarios = BTreeSet::new();
-        for (i, line) in kafka.iter().enumerate() {
+        let mut failed_scenarios = cycling.clone();
+        for &i in &cycling {
+            cycles.push(format!("{} seed {} round {round}", scenarios[i].assignor, scenarios[i].seed));
+        }
+        for (&i, line) in sent.iter().zip(&kafka) {
             let value: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("driver output {line}: {e}"));
             *compared.entry(scenarios[i].assignor).or_default() += 1;
             if value.get("error").is_some() {
@@ -389,7 +392,7 @@ fn assignors_match_kafka_on_random_groups() {
                 failed_scenarios.insert(i);
                 failures.push(format!(
                     "{} seed {} round {round}: {why}\n  case: {}",
-                    scenarios[i].assignor, scenarios[i].seed, cases[i]
+                    scenarios[i].assignor, scenarios[i].seed, scenarios[i].case_json(i)
                 ));
             }
         }
@@ -406,8 +409,10 @@ fn assignors_match_kafka_on_random_groups() {
     }
     let counts: Vec<String> = compared.iter().map(|(a, n)| format!("{a} {n}")).collect();
     eprintln!(
-        "assignor differential: cases compared with Kafka 4.4 per assignor: {} (base seed {base_seed}; {both_failed} cases where Kafka threw and partlog returned an error too)",
-        counts.join(", ")
+        "assignor differential: cases compared with Kafka 4.4 per assignor: {} (base seed {base_seed}; {both_failed} cases where Kafka threw and partlog returned an error too; {} where Kafka's sticky balance loop cycles forever, not sent to Kafka: {})",
+        counts.join(", "),
+        cycles.len(),
+        cycles.join(", ")
     );
     if !failures.is_empty() {
         let shown: Vec<&String> = failures.iter().take(5).collect();

@@ -10,7 +10,7 @@ use super::{Assignor, GroupAssignment, MapOrder, MemberId, MemberSubscription, P
 use crate::Error;
 
 /// Kafka's `cooperative-sticky` assignor. Members report what they own in their subscriptions
-/// (`owned` and `generation`, or the generation in their user data: FORMAT.md §11). A partition
+/// (`owned` and `generation`, or the generation in their user data: FORMAT.md §9). A partition
 /// that changes owner is left out of this round: its old owner revokes it, and the next
 /// rebalance gives it to its new owner.
 #[derive(Debug, Clone)]

@@ -2,7 +2,9 @@
 //! `GeneralAssignmentBuilder`): keep every valid owned partition, give each unassigned one to the
 //! least loaded subscriber, then move partitions while that improves the balance.
 
+use std::collections::hash_map::DefaultHasher;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::hash::{Hash, Hasher};
 
 use super::owned::{MemberData, remove_first};
 use super::partition_movements::PartitionMovements;
@@ -246,7 +248,14 @@ impl<'a> Builder<'a> {
         previous: &HashMap<TopicPartition, (usize, i32)>,
     ) -> Result<bool, Error> {
         let mut moved_any = false;
+        // Kafka's loop runs until a sweep moves nothing, and on some groups it never gets there:
+        // its state comes back round. The loop is deterministic, so a repeated state at the start
+        // of a sweep proves it, and partlog stops where Kafka would spin.
+        let mut seen: HashSet<u64> = HashSet::new();
         loop {
+            if !seen.insert(self.fingerprint()) {
+                return Err(Error::BalanceLoopCycles { assignor: "sticky", sweeps: seen.len() });
+            }
             let mut moved = false;
             for tp in partitions {
                 if self.is_balanced()? {
@@ -279,6 +288,20 @@ impl<'a> Builder<'a> {
                 return Ok(moved_any);
             }
         }
+    }
+
+    /// A hash of everything that decides the balance loop's next moves: who holds what, and the
+    /// movement records.
+    fn fingerprint(&self) -> u64 {
+        let mut state = DefaultHasher::new();
+        let mut holders: Vec<(&TopicPartition, &usize)> = self.owner.iter().collect();
+        holders.sort();
+        holders.hash(&mut state);
+        for list in &self.current {
+            list.as_ref().map(Vec::len).hash(&mut state);
+        }
+        self.movements.fingerprint(&mut state);
+        state.finish()
     }
 
     fn reassign_to(&mut self, tp: &TopicPartition, new: usize) -> Result<(), Error> {

@@ -100,6 +100,18 @@ impl<T: Hash + Eq + Ord + Clone> JavaHashSet<T> {
         self.entries.is_empty()
     }
 
+    /// Feeds the set's iteration order and table size into `state`.
+    pub(crate) fn fingerprint(&self, state: &mut impl std::hash::Hasher) {
+        let mask = capacity_for(self.high_water) - 1;
+        let mut ordered: Vec<(usize, u64, &T)> =
+            self.entries.iter().map(|(value, (hash, seq))| ((spread(*hash) as usize) & mask, *seq, value)).collect();
+        ordered.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+        mask.hash(state);
+        for (_, _, value) in ordered {
+            value.hash(state);
+        }
+    }
+
     /// The element Java's iterator would return first.
     pub(crate) fn first(&self) -> Option<&T> {
         match self.order {

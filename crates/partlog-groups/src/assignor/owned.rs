@@ -9,7 +9,7 @@ use super::{MemberSubscription, TopicPartition};
 /// Where a sticky assignor reads a member's previous assignment from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Flavor {
-    /// `sticky`: the user data's partitions and generation (FORMAT.md §11).
+    /// `sticky`: the user data's partitions and generation (FORMAT.md §9).
     Eager,
     /// `cooperative-sticky`: the subscription's owned partitions, with its generation field, or
     /// else the generation in the user data.

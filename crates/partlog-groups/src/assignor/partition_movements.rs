@@ -3,6 +3,7 @@
 //! opposite direction moves one of those partitions back rather than a fresh one.
 
 use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
 
 use super::java_hash_map::{JavaHashSet, topic_partition_hash};
 use super::{MapOrder, TopicPartition};
@@ -63,6 +64,28 @@ impl PartitionMovements {
                 }
             }
             None => self.add_record(partition, MemberPair { src: old, dst: new }),
+        }
+    }
+
+    /// Feeds everything that decides later moves into `state`: each partition's move record,
+    /// and each record set's iteration order and table size (which decide its first element).
+    pub(crate) fn fingerprint(&self, state: &mut impl Hasher) {
+        let mut records: Vec<(&TopicPartition, &MemberPair)> = self.by_partition.iter().collect();
+        records.sort_by(|a, b| a.0.cmp(b.0));
+        for (tp, pair) in records {
+            tp.hash(state);
+            pair.hash(state);
+        }
+        let mut sets: Vec<(&String, &MemberPair, &JavaHashSet<TopicPartition>)> = self
+            .by_topic
+            .iter()
+            .flat_map(|(topic, pairs)| pairs.iter().map(move |(pair, set)| (topic, pair, set)))
+            .collect();
+        sets.sort_by(|a, b| a.0.cmp(b.0).then((a.1.src, a.1.dst).cmp(&(b.1.src, b.1.dst))));
+        for (topic, pair, set) in sets {
+            topic.hash(state);
+            pair.hash(state);
+            set.fingerprint(state);
         }
     }
 

@@ -7,7 +7,7 @@ use super::{Assignor, GroupAssignment, MapOrder, MemberSubscription, PartitionsP
 use crate::Error;
 
 /// Kafka's `sticky` assignor (eager protocol). Members report what they owned, and in which
-/// generation, in their user data (FORMAT.md §11); the assignment is as balanced as Kafka's, and
+/// generation, in their user data (FORMAT.md §9); the assignment is as balanced as Kafka's, and
 /// keeps as many owned partitions in place as Kafka's does — the same partitions.
 #[derive(Debug, Clone, Default)]
 pub struct StickyAssignor {

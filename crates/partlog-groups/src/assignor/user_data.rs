@@ -1,4 +1,4 @@
-//! The subscription user data of the sticky assignors (FORMAT.md §11), written and read as
+//! The subscription user data of the sticky assignors (FORMAT.md §9), written and read as
 //! Kafka's `StickyAssignor` and `CooperativeStickyAssignor` do.
 //!
 //! All integers are big-endian. Decoding never fails: user data that does not parse means
@@ -155,6 +155,20 @@ mod tests {
         let mut expected = owned;
         expected.sort();
         assert_eq!(partitions, expected);
+    }
+
+    /// The worked example of FORMAT.md §9.1, byte for byte.
+    #[test]
+    fn sticky_v1_bytes_match_the_format_example() {
+        let owned = vec![TopicPartition::new("t0", 0), TopicPartition::new("t0", 2), TopicPartition::new("t1", 1)];
+        let expected: Vec<u8> = [
+            &[0, 0, 0, 2][..],
+            &[0, 2, b't', b'0', 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 2],
+            &[0, 2, b't', b'1', 0, 0, 0, 1, 0, 0, 0, 1],
+            &[0, 0, 0, 3],
+        ]
+        .concat();
+        assert_eq!(encode_sticky(&owned, 3), expected);
     }
 
     #[test]

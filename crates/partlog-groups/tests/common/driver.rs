@@ -18,6 +18,9 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
+use partlog_groups::assignor::{MemberSubscription, PartitionsPerTopic};
+use serde_json::{Value, json};
+
 /// How long one driver run may take before the caller fails: a batch of thousands of sticky
 /// cases takes seconds; the margin is for a loaded 2-core machine.
 pub const DRIVER_TIMEOUT: Duration = Duration::from_secs(900);
@@ -134,4 +137,23 @@ fn locate_classpath() -> Result<String, String> {
         Some(missing) => Err(format!("the Kafka classpath names {missing}, which does not exist")),
         None => Ok(classpath),
     }
+}
+
+/// One case in the driver's input format (`tests/kafka/AssignorDriver.java`). With `time_runs`
+/// above zero, the driver also times `time_runs` assignments after as many warm-up runs.
+pub fn case_json(id: usize, assignor: &str, topics: &PartitionsPerTopic, members: &[MemberSubscription], time_runs: u32) -> String {
+    let members: Vec<Value> = members
+        .iter()
+        .map(|m| {
+            json!({
+                "id": m.member_id,
+                "instance": m.instance_id,
+                "topics": m.topics,
+                "owned": m.owned.iter().map(|tp| json!([tp.topic, tp.partition])).collect::<Vec<_>>(),
+                "generation": m.generation.unwrap_or(-1),
+                "userData": m.user_data.as_ref().map(|d| d.iter().map(|b| format!("{b:02x}")).collect::<String>()),
+            })
+        })
+        .collect();
+    json!({"id": id, "assignor": assignor, "topics": topics, "members": members, "timeRuns": time_runs}).to_string()
 }
