@@ -31,7 +31,10 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::InconsistentAssignment { assignor, reason } => {
-                write!(f, "the {assignor} assignor cannot assign this group: {reason}")
+                write!(
+                    f,
+                    "the {assignor} assignor cannot assign this group: {reason}"
+                )
             }
             Error::BalanceLoopCycles { assignor, sweeps } => write!(
                 f,

@@ -19,8 +19,8 @@ use common::driver::{KafkaDriver, case_json, running_in_ci};
 use partlog_groups::Error;
 use partlog_groups::assignor::user_data::{encode_cooperative, encode_sticky, encode_sticky_v0};
 use partlog_groups::assignor::{
-    Assignor, CooperativeStickyAssignor, GroupAssignment, MemberSubscription, PartitionsPerTopic, RangeAssignor,
-    RoundRobinAssignor, StickyAssignor, TopicPartition,
+    Assignor, CooperativeStickyAssignor, GroupAssignment, MemberSubscription, PartitionsPerTopic,
+    RangeAssignor, RoundRobinAssignor, StickyAssignor, TopicPartition,
 };
 use serde_json::Value;
 
@@ -54,7 +54,9 @@ impl Rng {
     }
 
     fn letters(&mut self, len: u64) -> String {
-        (0..len).map(|_| (b'a' + (self.next() % 26) as u8) as char).collect()
+        (0..len)
+            .map(|_| (b'a' + (self.next() % 26) as u8) as char)
+            .collect()
     }
 }
 
@@ -79,7 +81,11 @@ impl Scenario {
         let letter_names = rng.percent(50);
         while (topics.len() as u64) < topic_count {
             let len = rng.range(1, 8);
-            let name = if letter_names { rng.letters(len) } else { format!("t{}", topics.len()) };
+            let name = if letter_names {
+                rng.letters(len)
+            } else {
+                format!("t{}", topics.len())
+            };
             let partitions = rng.range(1, 40) as i32;
             topics.insert(name, partitions);
         }
@@ -97,9 +103,17 @@ impl Scenario {
         let member_count = scenario.rng.range(1, 30);
         let shared = scenario.random_subscription();
         while (scenario.members.len() as u64) < member_count {
-            let topics = if scenario.equal_subscriptions { shared.clone() } else { scenario.random_subscription() };
+            let topics = if scenario.equal_subscriptions {
+                shared.clone()
+            } else {
+                scenario.random_subscription()
+            };
             let member = scenario.new_member(topics);
-            if scenario.members.iter().all(|m| m.member_id != member.member_id) {
+            if scenario
+                .members
+                .iter()
+                .all(|m| m.member_id != member.member_id)
+            {
                 scenario.members.push(member);
             }
         }
@@ -125,7 +139,11 @@ impl Scenario {
 
     fn random_subscription(&mut self) -> Vec<String> {
         let names: Vec<String> = self.topics.keys().cloned().collect();
-        let mut chosen: Vec<String> = names.iter().filter(|_| self.rng.percent(50)).cloned().collect();
+        let mut chosen: Vec<String> = names
+            .iter()
+            .filter(|_| self.rng.percent(50))
+            .cloned()
+            .collect();
         if chosen.is_empty() && !self.rng.percent(3) {
             chosen.push(self.rng.pick(&names).clone());
         }
@@ -139,10 +157,22 @@ impl Scenario {
                 let len = self.rng.range(1, 6);
                 self.rng.letters(len)
             }
-            _ => format!("consumer-{:08x}-{:04x}", self.rng.next() as u32, self.rng.next() as u16),
+            _ => format!(
+                "consumer-{:08x}-{:04x}",
+                self.rng.next() as u32,
+                self.rng.next() as u16
+            ),
         };
-        let instance_id = self.rng.percent(self.static_percent).then(|| format!("instance-{}", self.rng.range(0, 40)));
-        MemberSubscription { member_id, instance_id, topics, ..MemberSubscription::default() }
+        let instance_id = self
+            .rng
+            .percent(self.static_percent)
+            .then(|| format!("instance-{}", self.rng.range(0, 40)));
+        MemberSubscription {
+            member_id,
+            instance_id,
+            topics,
+            ..MemberSubscription::default()
+        }
     }
 
     /// Sets what `member` reports owning, in `generation` (negative: none), the way this
@@ -174,7 +204,7 @@ impl Scenario {
                 } else {
                     Some(encode_sticky(&m.owned, generation))
                 };
-                if style % 4 == 0 {
+                if style.is_multiple_of(4) {
                     m.generation = None;
                 }
             }
@@ -220,7 +250,10 @@ impl Scenario {
         self.generation += 1;
         let generation = self.generation;
         for at in 0..self.members.len() {
-            let owned = assignment.get(&self.members[at].member_id).cloned().unwrap_or_default();
+            let owned = assignment
+                .get(&self.members[at].member_id)
+                .cloned()
+                .unwrap_or_default();
             self.report(at, owned, generation);
         }
         if self.members.len() > 1 && self.rng.percent(30) {
@@ -228,7 +261,11 @@ impl Scenario {
             self.members.remove(at);
         }
         if self.rng.percent(30) {
-            let topics = if self.equal_subscriptions { self.members[0].topics.clone() } else { self.random_subscription() };
+            let topics = if self.equal_subscriptions {
+                self.members[0].topics.clone()
+            } else {
+                self.random_subscription()
+            };
             let member = self.new_member(topics);
             if self.members.iter().all(|m| m.member_id != member.member_id) {
                 self.members.push(member);
@@ -261,12 +298,27 @@ struct Ours {
 fn assign_ours(scenario: &Scenario) -> Ours {
     let (topics, members) = (&scenario.topics, &scenario.members);
     match scenario.assignor {
-        "range" => Ours { result: RangeAssignor.assign(topics, members), transfers: None },
-        "roundrobin" => Ours { result: RoundRobinAssignor.assign(topics, members), transfers: None },
-        "sticky" => Ours { result: StickyAssignor::new().assign(topics, members), transfers: None },
+        "range" => Ours {
+            result: RangeAssignor.assign(topics, members),
+            transfers: None,
+        },
+        "roundrobin" => Ours {
+            result: RoundRobinAssignor.assign(topics, members),
+            transfers: None,
+        },
+        "sticky" => Ours {
+            result: StickyAssignor::new().assign(topics, members),
+            transfers: None,
+        },
         _ => match CooperativeStickyAssignor::new().assign_with_transfers(topics, members) {
-            Ok(round) => Ours { result: Ok(round.assignment), transfers: Some(round.transferring) },
-            Err(e) => Ours { result: Err(e), transfers: None },
+            Ok(round) => Ours {
+                result: Ok(round.assignment),
+                transfers: Some(round.transferring),
+            },
+            Err(e) => Ours {
+                result: Err(e),
+                transfers: None,
+            },
         },
     }
 }
@@ -274,7 +326,14 @@ fn assign_ours(scenario: &Scenario) -> Ours {
 fn as_sets(assignment: &GroupAssignment) -> BTreeMap<String, BTreeSet<(String, i32)>> {
     assignment
         .iter()
-        .map(|(m, list)| (m.clone(), list.iter().map(|tp| (tp.topic.clone(), tp.partition)).collect()))
+        .map(|(m, list)| {
+            (
+                m.clone(),
+                list.iter()
+                    .map(|tp| (tp.topic.clone(), tp.partition))
+                    .collect(),
+            )
+        })
         .collect()
 }
 
@@ -286,7 +345,12 @@ fn kafka_sets(value: &Value) -> Option<BTreeMap<String, BTreeSet<(String, i32)>>
             let set = list
                 .as_array()?
                 .iter()
-                .map(|tp| Some((tp.get(0)?.as_str()?.to_owned(), i32::try_from(tp.get(1)?.as_i64()?).ok()?)))
+                .map(|tp| {
+                    Some((
+                        tp.get(0)?.as_str()?.to_owned(),
+                        i32::try_from(tp.get(1)?.as_i64()?).ok()?,
+                    ))
+                })
                 .collect::<Option<BTreeSet<_>>>()?;
             Some((m.clone(), set))
         })
@@ -298,7 +362,10 @@ fn compare(ours: &Ours, kafka: &Value) -> Option<String> {
     if let Some(error) = kafka.get("error") {
         return match &ours.result {
             Err(_) => None,
-            Ok(a) => Some(format!("Kafka threw {error}; partlog assigned {:?}", as_sets(a))),
+            Ok(a) => Some(format!(
+                "Kafka threw {error}; partlog assigned {:?}",
+                as_sets(a)
+            )),
         };
     }
     let Some(theirs) = kafka.get("assignment").and_then(kafka_sets) else {
@@ -320,11 +387,18 @@ fn compare(ours: &Ours, kafka: &Value) -> Option<String> {
         return Some(format!("assignments differ: {}", differing.join("; ")));
     }
     if let (Some(Value::Object(theirs)), Some(mine)) = (kafka.get("transfers"), &ours.transfers) {
-        let theirs: BTreeMap<String, String> =
-            theirs.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned())).collect();
-        let mine: BTreeMap<String, String> = mine.iter().map(|(tp, m)| (tp.to_string(), m.clone())).collect();
+        let theirs: BTreeMap<String, String> = theirs
+            .iter()
+            .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned()))
+            .collect();
+        let mine: BTreeMap<String, String> = mine
+            .iter()
+            .map(|(tp, m)| (tp.to_string(), m.clone()))
+            .collect();
         if mine != theirs {
-            return Some(format!("transfers differ: Kafka {theirs:?}, partlog {mine:?}"));
+            return Some(format!(
+                "transfers differ: Kafka {theirs:?}, partlog {mine:?}"
+            ));
         }
     }
     None
@@ -332,7 +406,10 @@ fn compare(ours: &Ours, kafka: &Value) -> Option<String> {
 
 fn env_number(name: &str, default: u64) -> u64 {
     match std::env::var(name) {
-        Ok(value) => value.trim().parse().unwrap_or_else(|_| panic!("{name}={value} is not a number")),
+        Ok(value) => value
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("{name}={value} is not a number")),
         Err(_) => default,
     }
 }
@@ -341,9 +418,13 @@ fn env_number(name: &str, default: u64) -> u64 {
 fn assignors_match_kafka_on_random_groups() {
     let driver = match KafkaDriver::locate(Path::new(env!("CARGO_TARGET_TMPDIR"))) {
         Ok(driver) => driver,
-        Err(why) if running_in_ci() => panic!("the differential test needs Java and Kafka's jars under CI=true: {why}"),
+        Err(why) if running_in_ci() => {
+            panic!("the differential test needs Java and Kafka's jars under CI=true: {why}")
+        }
         Err(why) => {
-            eprintln!("skipping: assignors_match_kafka_on_random_groups needs Java and Kafka's jars: {why}");
+            eprintln!(
+                "skipping: assignors_match_kafka_on_random_groups needs Java and Kafka's jars: {why}"
+            );
             return;
         }
     };
@@ -353,7 +434,10 @@ fn assignors_match_kafka_on_random_groups() {
     let mut scenarios: Vec<Scenario> = Vec::new();
     for (a, assignor) in ASSIGNORS.iter().enumerate() {
         for i in 0..scenarios_per_assignor {
-            scenarios.push(Scenario::new(base_seed + (i * ASSIGNORS.len() + a) as u64, assignor));
+            scenarios.push(Scenario::new(
+                base_seed + (i * ASSIGNORS.len() + a) as u64,
+                assignor,
+            ));
         }
     }
 
@@ -366,24 +450,41 @@ fn assignors_match_kafka_on_random_groups() {
             .iter()
             .map(|s| {
                 if std::env::var_os("PARTLOG_ASSIGNOR_TRACE").is_some() {
-                    eprintln!("{} seed {} round {round}: {}", s.assignor, s.seed, s.case_json(0));
+                    eprintln!(
+                        "{} seed {} round {round}: {}",
+                        s.assignor,
+                        s.seed,
+                        s.case_json(0)
+                    );
                 }
                 assign_ours(s)
             })
             .collect();
         // Where partlog finds Kafka's balance loop cycling, Kafka's class would spin forever:
         // those cases are not sent to it (and their scenarios end here).
-        let cycling: BTreeSet<usize> =
-            ours.iter().enumerate().filter(|(_, o)| matches!(o.result, Err(Error::BalanceLoopCycles { .. }))).map(|(i, _)| i).collect();
-        let sent: Vec<usize> = (0..scenarios.len()).filter(|i| !cycling.contains(i)).collect();
+        let cycling: BTreeSet<usize> = ours
+            .iter()
+            .enumerate()
+            .filter(|(_, o)| matches!(o.result, Err(Error::BalanceLoopCycles { .. })))
+            .map(|(i, _)| i)
+            .collect();
+        let sent: Vec<usize> = (0..scenarios.len())
+            .filter(|i| !cycling.contains(i))
+            .collect();
         let cases: Vec<String> = sent.iter().map(|&i| scenarios[i].case_json(i)).collect();
-        let kafka = driver.run(&cases).unwrap_or_else(|why| panic!("round {round}: {why}"));
+        let kafka = driver
+            .run(&cases)
+            .unwrap_or_else(|why| panic!("round {round}: {why}"));
         let mut failed_scenarios = cycling.clone();
         for &i in &cycling {
-            cycles.push(format!("{} seed {} round {round}", scenarios[i].assignor, scenarios[i].seed));
+            cycles.push(format!(
+                "{} seed {} round {round}",
+                scenarios[i].assignor, scenarios[i].seed
+            ));
         }
         for (&i, line) in sent.iter().zip(&kafka) {
-            let value: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("driver output {line}: {e}"));
+            let value: Value =
+                serde_json::from_str(line).unwrap_or_else(|e| panic!("driver output {line}: {e}"));
             *compared.entry(scenarios[i].assignor).or_default() += 1;
             if value.get("error").is_some() {
                 both_failed += 1;
@@ -392,7 +493,9 @@ fn assignors_match_kafka_on_random_groups() {
                 failed_scenarios.insert(i);
                 failures.push(format!(
                     "{} seed {} round {round}: {why}\n  case: {}",
-                    scenarios[i].assignor, scenarios[i].seed, scenarios[i].case_json(i)
+                    scenarios[i].assignor,
+                    scenarios[i].seed,
+                    scenarios[i].case_json(i)
                 ));
             }
         }
@@ -416,13 +519,18 @@ fn assignors_match_kafka_on_random_groups() {
     );
     if !failures.is_empty() {
         let shown: Vec<&String> = failures.iter().take(5).collect();
-        let record = Path::new(env!("CARGO_TARGET_TMPDIR")).join("assignor-differential-failures.txt");
+        let record =
+            Path::new(env!("CARGO_TARGET_TMPDIR")).join("assignor-differential-failures.txt");
         let _ = std::fs::write(&record, failures.join("\n"));
         panic!(
             "{} of the cases differ from Kafka (all in {}); the first:\n{}",
             failures.len(),
             record.display(),
-            shown.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("\n")
+            shown
+                .iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join("\n")
         );
     }
 }

@@ -9,11 +9,17 @@ use std::path::Path;
 
 /// Runs every file of `fuzz/<kind>/<target>/` through `body`; returns how many ran.
 fn replay(kind: &str, target: &str, body: fn(&[u8])) -> usize {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz").join(kind).join(target);
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fuzz")
+        .join(kind)
+        .join(target);
     let Ok(entries) = std::fs::read_dir(&dir) else {
         return 0;
     };
-    let mut paths: Vec<_> = entries.map(|entry| entry.expect("readable fuzz directory").path()).filter(|p| p.is_file()).collect();
+    let mut paths: Vec<_> = entries
+        .map(|entry| entry.expect("readable fuzz directory").path())
+        .filter(|p| p.is_file())
+        .collect();
     paths.sort();
     for path in &paths {
         let input = std::fs::read(path).expect("readable fuzz input");
@@ -26,7 +32,10 @@ fn replay(kind: &str, target: &str, body: fn(&[u8])) -> usize {
 #[test]
 fn assignor_corpus_replays_clean() {
     for (target, body) in assignor_bodies::TARGETS {
-        assert!(replay("corpus", target, body) > 0, "fuzz/corpus/{target} holds no seed");
+        assert!(
+            replay("corpus", target, body) > 0,
+            "fuzz/corpus/{target} holds no seed"
+        );
     }
 }
 

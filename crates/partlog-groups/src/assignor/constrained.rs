@@ -30,7 +30,10 @@ struct Builder<'a> {
 }
 
 fn error(reason: &'static str) -> Error {
-    Error::InconsistentAssignment { assignor: "sticky", reason }
+    Error::InconsistentAssignment {
+        assignor: "sticky",
+        reason,
+    }
 }
 
 /// Runs the constrained path. `owned` is each member's resolved previous assignment,
@@ -58,21 +61,38 @@ pub(crate) fn assign(
     };
     let assigned = b.keep_owned(iteration, owned);
     let unassigned = unassigned_partitions(topics, assigned);
-    b.under.sort_by(|&x, &y| members[x].member_id.cmp(&members[y].member_id));
-    b.at_min.make_contiguous().sort_by(|&x, &y| members[x].member_id.cmp(&members[y].member_id));
+    b.under
+        .sort_by(|&x, &y| members[x].member_id.cmp(&members[y].member_id));
+    b.at_min
+        .make_contiguous()
+        .sort_by(|&x, &y| members[x].member_id.cmp(&members[y].member_id));
     b.deal(&unassigned)?;
     b.verify()?;
-    Ok(Constrained { assignment: b.assignment, transferring: b.transferring })
+    Ok(Constrained {
+        assignment: b.assignment,
+        transferring: b.transferring,
+    })
 }
 
 impl Builder<'_> {
     /// Keeps each member's owned partitions, lowest partition id first, up to its quota.
-    fn keep_owned(&mut self, iteration: &[usize], owned: &[Vec<TopicPartition>]) -> Vec<TopicPartition> {
+    fn keep_owned(
+        &mut self,
+        iteration: &[usize],
+        owned: &[Vec<TopicPartition>],
+    ) -> Vec<TopicPartition> {
         let mut assigned = Vec::new();
         for &m in iteration {
-            let mut own: Vec<TopicPartition> =
-                owned[m].iter().filter(|tp| !self.multiply_claimed.contains(*tp)).cloned().collect();
-            own.sort_by(|a, b| a.partition.cmp(&b.partition).then_with(|| a.topic.cmp(&b.topic)));
+            let mut own: Vec<TopicPartition> = owned[m]
+                .iter()
+                .filter(|tp| !self.multiply_claimed.contains(*tp))
+                .cloned()
+                .collect();
+            own.sort_by(|a, b| {
+                a.partition
+                    .cmp(&b.partition)
+                    .then_with(|| a.topic.cmp(&b.topic))
+            });
             let keep = if own.len() < self.min_quota {
                 self.under.push(m);
                 own.len()
@@ -122,7 +142,9 @@ impl Builder<'_> {
                 return Err(error("no more unfilled members to assign partitions to"));
             } else if self.under.is_empty() {
                 last = None;
-                self.at_min.pop_front().ok_or_else(|| error("no member at the minimum quota"))?
+                self.at_min
+                    .pop_front()
+                    .ok_or_else(|| error("no member at the minimum quota"))?
             } else {
                 next = 1;
                 last = Some(0);
@@ -130,7 +152,9 @@ impl Builder<'_> {
             };
             let count = self.give(tp, m);
             if count == self.min_quota {
-                let at = last.take().ok_or_else(|| error("iterator removal without a current member"))?;
+                let at = last
+                    .take()
+                    .ok_or_else(|| error("iterator removal without a current member"))?;
                 self.under.remove(at);
                 next = at;
                 self.at_min.push_back(m);
@@ -146,9 +170,15 @@ impl Builder<'_> {
             return Ok(());
         }
         if self.over != self.expected_over {
-            return Err(error("fewer members than expected took more than the minimum quota"));
+            return Err(error(
+                "fewer members than expected took more than the minimum quota",
+            ));
         }
-        if self.under.iter().any(|&m| self.assignment[m].len() != self.min_quota) {
+        if self
+            .under
+            .iter()
+            .any(|&m| self.assignment[m].len() != self.min_quota)
+        {
             return Err(error("a member ended below the minimum quota"));
         }
         Ok(())
@@ -157,7 +187,10 @@ impl Builder<'_> {
 
 /// All partitions of `topics` (by topic name, then id) that `assigned` does not hold, found by
 /// Kafka's merge of two sorted lists (which assumes `assigned` names only existing partitions).
-fn unassigned_partitions(topics: &BTreeMap<&str, i32>, mut assigned: Vec<TopicPartition>) -> Vec<TopicPartition> {
+fn unassigned_partitions(
+    topics: &BTreeMap<&str, i32>,
+    mut assigned: Vec<TopicPartition>,
+) -> Vec<TopicPartition> {
     let mut out = Vec::new();
     assigned.sort();
     let mut pending = assigned.iter();
@@ -180,7 +213,13 @@ mod tests {
     #[test]
     fn unassigned_skips_assigned_partitions_in_order() {
         let topics = BTreeMap::from([("a", 2), ("b", 2)]);
-        let left = unassigned_partitions(&topics, vec![TopicPartition::new("b", 0), TopicPartition::new("a", 1)]);
-        assert_eq!(left, vec![TopicPartition::new("a", 0), TopicPartition::new("b", 1)]);
+        let left = unassigned_partitions(
+            &topics,
+            vec![TopicPartition::new("b", 0), TopicPartition::new("a", 1)],
+        );
+        assert_eq!(
+            left,
+            vec![TopicPartition::new("a", 0), TopicPartition::new("b", 1)]
+        );
     }
 }

@@ -6,7 +6,10 @@ use std::collections::BTreeMap;
 use super::owned::Flavor;
 use super::sticky_common::{computed_transfers, sticky_assign};
 use super::user_data::{DEFAULT_GENERATION, encode_cooperative};
-use super::{Assignor, GroupAssignment, MapOrder, MemberId, MemberSubscription, PartitionsPerTopic, RebalanceProtocol, TopicPartition};
+use super::{
+    Assignor, GroupAssignment, MapOrder, MemberId, MemberSubscription, PartitionsPerTopic,
+    RebalanceProtocol, TopicPartition,
+};
 use crate::Error;
 
 /// Kafka's `cooperative-sticky` assignor. Members report what they own in their subscriptions
@@ -21,7 +24,10 @@ pub struct CooperativeStickyAssignor {
 
 impl Default for CooperativeStickyAssignor {
     fn default() -> Self {
-        CooperativeStickyAssignor { order: MapOrder::default(), generation: DEFAULT_GENERATION }
+        CooperativeStickyAssignor {
+            order: MapOrder::default(),
+            generation: DEFAULT_GENERATION,
+        }
     }
 }
 
@@ -43,7 +49,10 @@ impl CooperativeStickyAssignor {
 
     /// The assignor with the given tie-break order.
     pub fn with_map_order(order: MapOrder) -> Self {
-        CooperativeStickyAssignor { order, generation: DEFAULT_GENERATION }
+        CooperativeStickyAssignor {
+            order,
+            generation: DEFAULT_GENERATION,
+        }
     }
 
     /// Assigns, and also says which partitions change owner.
@@ -52,20 +61,28 @@ impl CooperativeStickyAssignor {
         partitions_per_topic: &PartitionsPerTopic,
         members: &[MemberSubscription],
     ) -> Result<CooperativeAssignment, Error> {
-        let outcome = sticky_assign(Flavor::Cooperative, self.order, partitions_per_topic, members)?;
+        let outcome = sticky_assign(
+            Flavor::Cooperative,
+            self.order,
+            partitions_per_topic,
+            members,
+        )?;
         let mut assignment = outcome.assignment;
         let transferring = match outcome.transferring {
             Some(recorded) => recorded,
             None => computed_transfers(members, &assignment),
         };
         for (tp, member) in &transferring {
-            if let Some(list) = assignment.get_mut(member) {
-                if let Some(at) = list.iter().position(|x| x == tp) {
-                    list.remove(at);
-                }
+            if let Some(list) = assignment.get_mut(member)
+                && let Some(at) = list.iter().position(|x| x == tp)
+            {
+                list.remove(at);
             }
         }
-        Ok(CooperativeAssignment { assignment, transferring })
+        Ok(CooperativeAssignment {
+            assignment,
+            transferring,
+        })
     }
 }
 
@@ -82,8 +99,14 @@ impl Assignor for CooperativeStickyAssignor {
         Some(encode_cooperative(self.generation))
     }
 
-    fn assign(&self, partitions_per_topic: &PartitionsPerTopic, members: &[MemberSubscription]) -> Result<GroupAssignment, Error> {
-        Ok(self.assign_with_transfers(partitions_per_topic, members)?.assignment)
+    fn assign(
+        &self,
+        partitions_per_topic: &PartitionsPerTopic,
+        members: &[MemberSubscription],
+    ) -> Result<GroupAssignment, Error> {
+        Ok(self
+            .assign_with_transfers(partitions_per_topic, members)?
+            .assignment)
     }
 
     fn on_assignment(&mut self, _assignment: &[TopicPartition], generation: i32) {

@@ -13,7 +13,10 @@ use super::{MapOrder, MemberSubscription, TopicPartition};
 use crate::Error;
 
 fn error(reason: &'static str) -> Error {
-    Error::InconsistentAssignment { assignor: "sticky", reason }
+    Error::InconsistentAssignment {
+        assignor: "sticky",
+        reason,
+    }
 }
 
 struct Builder<'a> {
@@ -46,7 +49,8 @@ pub(crate) fn assign(
     max_generation: i32,
     order: MapOrder,
 ) -> Result<Vec<Vec<TopicPartition>>, Error> {
-    let mut topic_subscribers: BTreeMap<&str, Vec<usize>> = topics.keys().map(|&t| (t, Vec::new())).collect();
+    let mut topic_subscribers: BTreeMap<&str, Vec<usize>> =
+        topics.keys().map(|&t| (t, Vec::new())).collect();
     let mut member_topics: Vec<Vec<&str>> = vec![Vec::new(); members.len()];
     for &m in iteration {
         for topic in &members[m].topics {
@@ -64,8 +68,10 @@ pub(crate) fn assign(
     }
     let mut topic_order: Vec<&str> = topics.keys().copied().collect();
     topic_order.sort_by_key(|t| (topic_subscribers[t].len(), *t));
-    let sorted_partitions =
-        topic_order.iter().flat_map(|&t| (0..topics[t]).map(move |p| TopicPartition::new(t, p))).collect();
+    let sorted_partitions = topic_order
+        .iter()
+        .flat_map(|&t| (0..topics[t]).map(move |p| TopicPartition::new(t, p)))
+        .collect();
 
     let mut b = Builder {
         members,
@@ -87,12 +93,19 @@ pub(crate) fn assign(
         b.by_load.insert(key);
     }
     b.balance(&previous, unassigned)?;
-    Ok(b.current.into_iter().map(Option::unwrap_or_default).collect())
+    Ok(b.current
+        .into_iter()
+        .map(Option::unwrap_or_default)
+        .collect())
 }
 
 /// For each partition claimed by a member of an older generation, the newest such claim: the
 /// owner a partition may move back to.
-fn previous_owners(iteration: &[usize], data: &[MemberData], max_generation: i32) -> HashMap<TopicPartition, (usize, i32)> {
+fn previous_owners(
+    iteration: &[usize],
+    data: &[MemberData],
+    max_generation: i32,
+) -> HashMap<TopicPartition, (usize, i32)> {
     let mut previous: HashMap<TopicPartition, (usize, i32)> = HashMap::new();
     for &m in iteration {
         let generation = match data[m].generation {
@@ -114,7 +127,10 @@ fn previous_owners(iteration: &[usize], data: &[MemberData], max_generation: i32
 
 impl<'a> Builder<'a> {
     fn size(&self, m: usize) -> Result<usize, Error> {
-        self.current[m].as_ref().map(Vec::len).ok_or_else(|| error("a member set aside from reassignment was consulted"))
+        self.current[m]
+            .as_ref()
+            .map(Vec::len)
+            .ok_or_else(|| error("a member set aside from reassignment was consulted"))
     }
 
     fn key(&self, m: usize) -> Result<(usize, &'a str, usize), Error> {
@@ -129,10 +145,12 @@ impl<'a> Builder<'a> {
     fn keep_subscribed(&mut self, iteration: &[usize]) -> Vec<TopicPartition> {
         let mut assigned = Vec::new();
         for &m in iteration {
-            let Some(list) = self.current[m].as_mut() else { continue };
+            let Some(list) = self.current[m].as_mut() else {
+                continue;
+            };
             let member = self.members[m];
             list.retain(|tp| {
-                if member.topics.iter().any(|t| *t == tp.topic) {
+                if member.topics.contains(&tp.topic) {
                     assigned.push(tp.clone());
                     true
                 } else {
@@ -149,7 +167,11 @@ impl<'a> Builder<'a> {
         if assigned.is_empty() {
             return self.sorted_partitions.clone();
         }
-        let subscribers = |tp: &TopicPartition| self.topic_subscribers.get(tp.topic.as_str()).map_or(0, Vec::len);
+        let subscribers = |tp: &TopicPartition| {
+            self.topic_subscribers
+                .get(tp.topic.as_str())
+                .map_or(0, Vec::len)
+        };
         assigned.sort_by(|a, b| {
             subscribers(a)
                 .cmp(&subscribers(b))
@@ -173,30 +195,47 @@ impl<'a> Builder<'a> {
         let key = self.key(m)?;
         self.by_load.remove(&key);
         self.owner.insert(tp.clone(), m);
-        self.current[m].as_mut().ok_or_else(|| error("assigning to a member set aside"))?.push(tp);
+        self.current[m]
+            .as_mut()
+            .ok_or_else(|| error("assigning to a member set aside"))?
+            .push(tp);
         let key = self.key(m)?;
         self.by_load.insert(key);
         Ok(())
     }
 
     fn least_loaded_subscriber(&self, topic: &str) -> Option<usize> {
-        self.by_load.iter().map(|&(_, _, m)| m).find(|&m| self.subscribes(m, topic))
+        self.by_load
+            .iter()
+            .map(|&(_, _, m)| m)
+            .find(|&m| self.subscribes(m, topic))
     }
 
     fn total_of(&self, m: usize) -> usize {
-        self.member_topics[m].iter().map(|t| self.topics[t] as usize).sum()
+        self.member_topics[m]
+            .iter()
+            .map(|t| self.topics[t] as usize)
+            .sum()
     }
 
     fn topic_movable(&self, topic: &str) -> bool {
-        self.topic_subscribers.get(topic).is_some_and(|s| s.len() >= 2)
+        self.topic_subscribers
+            .get(topic)
+            .is_some_and(|s| s.len() >= 2)
     }
 
     fn member_movable(&self, m: usize) -> Result<bool, Error> {
-        let list = self.current[m].as_ref().ok_or_else(|| error("a member set aside twice"))?;
+        let list = self.current[m]
+            .as_ref()
+            .ok_or_else(|| error("a member set aside twice"))?;
         Ok(list.len() < self.total_of(m) || list.iter().any(|tp| self.topic_movable(&tp.topic)))
     }
 
-    fn balance(&mut self, previous: &HashMap<TopicPartition, (usize, i32)>, mut unassigned: Vec<TopicPartition>) -> Result<(), Error> {
+    fn balance(
+        &mut self,
+        previous: &HashMap<TopicPartition, (usize, i32)>,
+        mut unassigned: Vec<TopicPartition>,
+    ) -> Result<(), Error> {
         let initializing = match self.by_load.last() {
             Some(&(size, _, _)) => size == 0,
             None => true,
@@ -207,8 +246,14 @@ impl<'a> Builder<'a> {
             }
         }
 
-        let fixed_topics: HashSet<&str> = self.topics.keys().copied().filter(|t| !self.topic_movable(t)).collect();
-        self.sorted_partitions.retain(|tp| !fixed_topics.contains(tp.topic.as_str()));
+        let fixed_topics: HashSet<&str> = self
+            .topics
+            .keys()
+            .copied()
+            .filter(|t| !self.topic_movable(t))
+            .collect();
+        self.sorted_partitions
+            .retain(|tp| !fixed_topics.contains(tp.topic.as_str()));
         unassigned.retain(|tp| !fixed_topics.contains(tp.topic.as_str()));
 
         let mut fixed: Vec<(usize, Vec<TopicPartition>)> = Vec::new();
@@ -254,21 +299,27 @@ impl<'a> Builder<'a> {
         let mut seen: HashSet<u64> = HashSet::new();
         loop {
             if !seen.insert(self.fingerprint()) {
-                return Err(Error::BalanceLoopCycles { assignor: "sticky", sweeps: seen.len() });
+                return Err(Error::BalanceLoopCycles {
+                    assignor: "sticky",
+                    sweeps: seen.len(),
+                });
             }
             let mut moved = false;
             for tp in partitions {
                 if self.is_balanced()? {
                     break;
                 }
-                let holder = *self.owner.get(tp).ok_or_else(|| error("a partition without an owner"))?;
+                let holder = *self
+                    .owner
+                    .get(tp)
+                    .ok_or_else(|| error("a partition without an owner"))?;
                 let holder_size = self.size(holder)?;
-                if let Some(&(prev, _)) = previous.get(tp) {
-                    if holder_size > self.size(prev)? + 1 {
-                        self.reassign_to(tp, prev)?;
-                        moved = true;
-                        continue;
-                    }
+                if let Some(&(prev, _)) = previous.get(tp)
+                    && holder_size > self.size(prev)? + 1
+                {
+                    self.reassign_to(tp, prev)?;
+                    moved = true;
+                    continue;
                 }
                 let mut lighter_exists = false;
                 for &other in &self.topic_subscribers[tp.topic.as_str()] {
@@ -278,7 +329,9 @@ impl<'a> Builder<'a> {
                     }
                 }
                 if lighter_exists {
-                    let target = self.least_loaded_subscriber(&tp.topic).ok_or_else(|| error("no subscriber to move to"))?;
+                    let target = self
+                        .least_loaded_subscriber(&tp.topic)
+                        .ok_or_else(|| error("no subscriber to move to"))?;
                     self.reassign_to(tp, target)?;
                     moved = true;
                 }
@@ -305,16 +358,30 @@ impl<'a> Builder<'a> {
     }
 
     fn reassign_to(&mut self, tp: &TopicPartition, new: usize) -> Result<(), Error> {
-        let holder = *self.owner.get(tp).ok_or_else(|| error("a partition without an owner"))?;
+        let holder = *self
+            .owner
+            .get(tp)
+            .ok_or_else(|| error("a partition without an owner"))?;
         let to_move = self.movements.partition_to_move(tp, holder, new);
-        let old = *self.owner.get(&to_move).ok_or_else(|| error("a moved partition without an owner"))?;
+        let old = *self
+            .owner
+            .get(&to_move)
+            .ok_or_else(|| error("a moved partition without an owner"))?;
         let old_key = self.key(old)?;
         let new_key = self.key(new)?;
         self.by_load.remove(&old_key);
         self.by_load.remove(&new_key);
         self.movements.move_partition(&to_move, old, new);
-        remove_first(self.current[old].as_mut().ok_or_else(|| error("moving from a member set aside"))?, &to_move);
-        self.current[new].as_mut().ok_or_else(|| error("moving to a member set aside"))?.push(to_move.clone());
+        remove_first(
+            self.current[old]
+                .as_mut()
+                .ok_or_else(|| error("moving from a member set aside"))?,
+            &to_move,
+        );
+        self.current[new]
+            .as_mut()
+            .ok_or_else(|| error("moving to a member set aside"))?
+            .push(to_move.clone());
         self.owner.insert(to_move, new);
         let new_key = self.key(new)?;
         let old_key = self.key(old)?;
@@ -326,7 +393,8 @@ impl<'a> Builder<'a> {
     /// Kafka's `isBalanced`: loads differ by at most one, or no member could take a partition
     /// from a member with at least two more.
     fn is_balanced(&self) -> Result<bool, Error> {
-        let (Some(&(min, _, _)), Some(&(max, _, _))) = (self.by_load.first(), self.by_load.last()) else {
+        let (Some(&(min, _, _)), Some(&(max, _, _))) = (self.by_load.first(), self.by_load.last())
+        else {
             return Ok(true);
         };
         if min + 1 >= max {
@@ -342,14 +410,18 @@ impl<'a> Builder<'a> {
             if count == self.total_of(m) {
                 continue;
             }
-            let mine = self.current[m].as_ref().ok_or_else(|| error("a member set aside is ranked"))?;
+            let mine = self.current[m]
+                .as_ref()
+                .ok_or_else(|| error("a member set aside is ranked"))?;
             for &topic in &self.member_topics[m] {
                 for p in 0..self.topics[topic] {
                     let tp = TopicPartition::new(topic, p);
                     if mine.contains(&tp) {
                         continue;
                     }
-                    let other = *holder_of.get(&tp).ok_or_else(|| error("a subscribed partition is unassigned"))?;
+                    let other = *holder_of
+                        .get(&tp)
+                        .ok_or_else(|| error("a subscribed partition is unassigned"))?;
                     if count + 1 < self.size(other)? {
                         return Ok(false);
                     }
@@ -366,6 +438,10 @@ fn balance_score(assignment: &[Option<Vec<TopicPartition>>]) -> usize {
     sizes.sort_unstable();
     // With sorted sizes, sum_{i<j} (s_j - s_i) = sum_j s_j * (2j - n + 1).
     let n = sizes.len() as i64;
-    let score: i64 = sizes.iter().enumerate().map(|(j, &s)| s as i64 * (2 * j as i64 - n + 1)).sum();
+    let score: i64 = sizes
+        .iter()
+        .enumerate()
+        .map(|(j, &s)| s as i64 * (2 * j as i64 - n + 1))
+        .sum();
     score as usize
 }

@@ -17,12 +17,16 @@ use super::{MapOrder, TopicPartition};
 
 /// Java's `String.hashCode()`: `h = 31 * h + c` over the UTF-16 code units, wrapping.
 pub fn java_string_hash(s: &str) -> i32 {
-    s.encode_utf16().fold(0i32, |h, unit| h.wrapping_mul(31).wrapping_add(i32::from(unit)))
+    s.encode_utf16().fold(0i32, |h, unit| {
+        h.wrapping_mul(31).wrapping_add(i32::from(unit))
+    })
 }
 
 /// Kafka's `TopicPartition.hashCode()`: `31 * (31 + partition) + topic.hashCode()`, wrapping.
 pub fn topic_partition_hash(tp: &TopicPartition) -> i32 {
-    31i32.wrapping_mul(31i32.wrapping_add(tp.partition)).wrapping_add(java_string_hash(&tp.topic))
+    31i32
+        .wrapping_mul(31i32.wrapping_add(tp.partition))
+        .wrapping_add(java_string_hash(&tp.topic))
 }
 
 /// `HashMap.hash`: the high half folded into the low half.
@@ -79,7 +83,12 @@ pub(crate) struct JavaHashSet<T: Hash + Eq + Ord + Clone> {
 
 impl<T: Hash + Eq + Ord + Clone> JavaHashSet<T> {
     pub(crate) fn new(order: MapOrder) -> Self {
-        JavaHashSet { order, high_water: 0, next_insertion: 0, entries: HashMap::new() }
+        JavaHashSet {
+            order,
+            high_water: 0,
+            next_insertion: 0,
+            entries: HashMap::new(),
+        }
     }
 
     /// Adds `value` (hash code `hash`) unless present; a present element keeps its place.
@@ -103,9 +112,12 @@ impl<T: Hash + Eq + Ord + Clone> JavaHashSet<T> {
     /// Feeds the set's iteration order and table size into `state`.
     pub(crate) fn fingerprint(&self, state: &mut impl std::hash::Hasher) {
         let mask = capacity_for(self.high_water) - 1;
-        let mut ordered: Vec<(usize, u64, &T)> =
-            self.entries.iter().map(|(value, (hash, seq))| ((spread(*hash) as usize) & mask, *seq, value)).collect();
-        ordered.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+        let mut ordered: Vec<(usize, u64, &T)> = self
+            .entries
+            .iter()
+            .map(|(value, (hash, seq))| ((spread(*hash) as usize) & mask, *seq, value))
+            .collect();
+        ordered.sort_by_key(|&(bucket, seq, _)| (bucket, seq));
         mask.hash(state);
         for (_, _, value) in ordered {
             value.hash(state);

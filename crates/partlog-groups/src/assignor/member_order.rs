@@ -18,10 +18,14 @@ fn compare(a: &MemberSubscription, b: &MemberSubscription) -> Ordering {
 /// `members` (in JoinGroup order) as Kafka's range and round-robin assignors order them. Kafka
 /// sorts stably from its `HashMap` iteration order, so two members with the same instance id
 /// stay in that order.
-pub(crate) fn sorted_members<'a>(members: &[&'a MemberSubscription]) -> Vec<&'a MemberSubscription> {
+pub(crate) fn sorted_members<'a>(
+    members: &[&'a MemberSubscription],
+) -> Vec<&'a MemberSubscription> {
     let ids: Vec<&str> = members.iter().map(|m| m.member_id.as_str()).collect();
-    let mut ordered: Vec<&MemberSubscription> =
-        member_iteration_order(&ids, MapOrder::JavaHashMap).into_iter().map(|i| members[i]).collect();
+    let mut ordered: Vec<&MemberSubscription> = member_iteration_order(&ids, MapOrder::JavaHashMap)
+        .into_iter()
+        .map(|i| members[i])
+        .collect();
     ordered.sort_by(|a, b| compare(a, b));
     ordered
 }

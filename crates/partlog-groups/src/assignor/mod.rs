@@ -57,7 +57,10 @@ pub struct TopicPartition {
 impl TopicPartition {
     /// The partition `partition` of `topic`.
     pub fn new(topic: impl Into<String>, partition: i32) -> Self {
-        TopicPartition { topic: topic.into(), partition }
+        TopicPartition {
+            topic: topic.into(),
+            partition,
+        }
     }
 }
 
@@ -112,7 +115,10 @@ pub struct MemberSubscription {
 
 impl MemberSubscription {
     /// A dynamic member with no history, subscribed to `topics`.
-    pub fn new<T: Into<String>>(member_id: impl Into<String>, topics: impl IntoIterator<Item = T>) -> Self {
+    pub fn new<T: Into<String>>(
+        member_id: impl Into<String>,
+        topics: impl IntoIterator<Item = T>,
+    ) -> Self {
         MemberSubscription {
             member_id: member_id.into(),
             topics: topics.into_iter().map(Into::into).collect(),
@@ -143,7 +149,11 @@ pub trait Assignor {
     /// Members are given in JoinGroup order (the order the coordinator lists them), which Kafka's
     /// hash-order tie-breaks depend on. A member id given twice keeps its first position and
     /// its last subscription, as a Java `Map.put` would.
-    fn assign(&self, partitions_per_topic: &PartitionsPerTopic, members: &[MemberSubscription]) -> Result<GroupAssignment, Error>;
+    fn assign(
+        &self,
+        partitions_per_topic: &PartitionsPerTopic,
+        members: &[MemberSubscription],
+    ) -> Result<GroupAssignment, Error>;
 
     /// Records this member's assignment of `generation`, for its next subscription's user data.
     fn on_assignment(&mut self, assignment: &[TopicPartition], generation: i32);
@@ -159,7 +169,10 @@ pub(crate) struct GroupInput<'a> {
 }
 
 impl<'a> GroupInput<'a> {
-    pub(crate) fn new(partitions_per_topic: &'a PartitionsPerTopic, members: &'a [MemberSubscription]) -> Self {
+    pub(crate) fn new(
+        partitions_per_topic: &'a PartitionsPerTopic,
+        members: &'a [MemberSubscription],
+    ) -> Self {
         let mut position: BTreeMap<&str, usize> = BTreeMap::new();
         let mut unique: Vec<&MemberSubscription> = Vec::with_capacity(members.len());
         for member in members {
@@ -178,11 +191,17 @@ impl<'a> GroupInput<'a> {
             .filter(|(_, count)| **count > 0)
             .map(|(t, count)| (t.as_str(), *count))
             .collect();
-        GroupInput { topics, members: unique }
+        GroupInput {
+            topics,
+            members: unique,
+        }
     }
 
     /// Every member with an empty assignment.
     pub(crate) fn empty_assignment(&self) -> GroupAssignment {
-        self.members.iter().map(|m| (m.member_id.clone(), Vec::new())).collect()
+        self.members
+            .iter()
+            .map(|m| (m.member_id.clone(), Vec::new()))
+            .collect()
     }
 }

@@ -27,14 +27,20 @@ pub(crate) fn member_data(flavor: Flavor, member: &MemberSubscription) -> Member
     match flavor {
         Flavor::Eager => {
             let decoded = decode_sticky(member.user_data.as_deref());
-            MemberData { partitions: decoded.partitions, generation: decoded.generation }
+            MemberData {
+                partitions: decoded.partitions,
+                generation: decoded.generation,
+            }
         }
         Flavor::Cooperative => {
             let generation = match member.generation_id() {
                 Some(g) => Some(g),
                 None => decode_cooperative_generation(member.user_data.as_deref()),
             };
-            MemberData { partitions: member.owned.clone(), generation }
+            MemberData {
+                partitions: member.owned.clone(),
+                generation,
+            }
         }
     }
 }
@@ -75,7 +81,11 @@ pub(crate) fn resolve(
         if first_topics.is_empty() {
             first_topics.extend(member.topics.iter().map(String::as_str));
         } else if all_equal
-            && !(member.topics.len() == first_topics.len() && member.topics.iter().all(|t| first_topics.contains(t.as_str())))
+            && !(member.topics.len() == first_topics.len()
+                && member
+                    .topics
+                    .iter()
+                    .all(|t| first_topics.contains(t.as_str())))
         {
             all_equal = false;
         }
@@ -94,7 +104,8 @@ pub(crate) fn resolve(
                 Some(other) => {
                     // Kafka compares with the other member's subscription generation, not the
                     // one decoded from its user data.
-                    let other_generation = members[other].generation_id().unwrap_or(DEFAULT_GENERATION);
+                    let other_generation =
+                        members[other].generation_id().unwrap_or(DEFAULT_GENERATION);
                     if generation == other_generation {
                         multiply_claimed.insert(tp.clone());
                         remove_first(&mut owned[other], tp);
@@ -108,7 +119,13 @@ pub(crate) fn resolve(
             }
         }
     }
-    ResolvedOwnership { all_equal, owned, multiply_claimed, max_generation, data }
+    ResolvedOwnership {
+        all_equal,
+        owned,
+        multiply_claimed,
+        max_generation,
+        data,
+    }
 }
 
 /// Java's `List.remove(Object)`: the first equal element, if any.

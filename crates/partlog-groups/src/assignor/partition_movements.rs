@@ -24,7 +24,11 @@ pub(crate) struct PartitionMovements {
 
 impl PartitionMovements {
     pub(crate) fn new(order: MapOrder) -> Self {
-        PartitionMovements { order, by_topic: HashMap::new(), by_partition: HashMap::new() }
+        PartitionMovements {
+            order,
+            by_topic: HashMap::new(),
+            by_partition: HashMap::new(),
+        }
     }
 
     fn remove_record(&mut self, partition: &TopicPartition) -> Option<MemberPair> {
@@ -60,7 +64,13 @@ impl PartitionMovements {
         match self.remove_record(partition) {
             Some(existing) => {
                 if existing.src != new {
-                    self.add_record(partition, MemberPair { src: existing.src, dst: new });
+                    self.add_record(
+                        partition,
+                        MemberPair {
+                            src: existing.src,
+                            dst: new,
+                        },
+                    );
                 }
             }
             None => self.add_record(partition, MemberPair { src: old, dst: new }),
@@ -81,7 +91,10 @@ impl PartitionMovements {
             .iter()
             .flat_map(|(topic, pairs)| pairs.iter().map(move |(pair, set)| (topic, pair, set)))
             .collect();
-        sets.sort_by(|a, b| a.0.cmp(b.0).then((a.1.src, a.1.dst).cmp(&(b.1.src, b.1.dst))));
+        sets.sort_by(|a, b| {
+            a.0.cmp(b.0)
+                .then((a.1.src, a.1.dst).cmp(&(b.1.src, b.1.dst)))
+        });
         for (topic, pair, set) in sets {
             topic.hash(state);
             pair.hash(state);
@@ -92,12 +105,23 @@ impl PartitionMovements {
     /// The partition to move from `old` to `new` in place of `partition`: one of the same topic
     /// that earlier moved from `new` to (what was originally) `old`, if any, so the earlier move
     /// is undone instead of a second partition changing hands.
-    pub(crate) fn partition_to_move(&self, partition: &TopicPartition, old: usize, new: usize) -> TopicPartition {
+    pub(crate) fn partition_to_move(
+        &self,
+        partition: &TopicPartition,
+        old: usize,
+        new: usize,
+    ) -> TopicPartition {
         let Some(pairs) = self.by_topic.get(&partition.topic) else {
             return partition.clone();
         };
-        let old = self.by_partition.get(partition).map_or(old, |pair| pair.src);
-        match pairs.get(&MemberPair { src: new, dst: old }).and_then(|set| set.first()) {
+        let old = self
+            .by_partition
+            .get(partition)
+            .map_or(old, |pair| pair.src);
+        match pairs
+            .get(&MemberPair { src: new, dst: old })
+            .and_then(|set| set.first())
+        {
             Some(reverse) => reverse.clone(),
             None => partition.clone(),
         }

@@ -1,7 +1,10 @@
 //! Kafka's `RangeAssignor` (`range`): each topic's partitions in consecutive ranges.
 
 use super::member_order::sorted_members;
-use super::{Assignor, GroupAssignment, GroupInput, MemberSubscription, PartitionsPerTopic, RebalanceProtocol, TopicPartition};
+use super::{
+    Assignor, GroupAssignment, GroupInput, MemberSubscription, PartitionsPerTopic,
+    RebalanceProtocol, TopicPartition,
+};
 use crate::Error;
 
 /// Kafka's `range` assignor. Per topic, with its `C` subscribers in member order and `P`
@@ -26,13 +29,20 @@ impl Assignor for RangeAssignor {
         None
     }
 
-    fn assign(&self, partitions_per_topic: &PartitionsPerTopic, members: &[MemberSubscription]) -> Result<GroupAssignment, Error> {
+    fn assign(
+        &self,
+        partitions_per_topic: &PartitionsPerTopic,
+        members: &[MemberSubscription],
+    ) -> Result<GroupAssignment, Error> {
         let input = GroupInput::new(partitions_per_topic, members);
         let mut assignment = input.empty_assignment();
         let ordered = sorted_members(&input.members);
         for (&topic, &count) in &input.topics {
-            let subscribers: Vec<&MemberSubscription> =
-                ordered.iter().copied().filter(|m| m.topics.iter().any(|t| t == topic)).collect();
+            let subscribers: Vec<&MemberSubscription> = ordered
+                .iter()
+                .copied()
+                .filter(|m| m.topics.iter().any(|t| t == topic))
+                .collect();
             if subscribers.is_empty() {
                 continue;
             }

@@ -1,7 +1,10 @@
 //! Kafka's `RoundRobinAssignor` (`roundrobin`): all partitions dealt in turn.
 
 use super::member_order::sorted_members;
-use super::{Assignor, GroupAssignment, GroupInput, MemberSubscription, PartitionsPerTopic, RebalanceProtocol, TopicPartition};
+use super::{
+    Assignor, GroupAssignment, GroupInput, MemberSubscription, PartitionsPerTopic,
+    RebalanceProtocol, TopicPartition,
+};
 use crate::Error;
 
 /// Kafka's `roundrobin` assignor. All partitions of all subscribed topics, sorted by topic and
@@ -23,7 +26,11 @@ impl Assignor for RoundRobinAssignor {
         None
     }
 
-    fn assign(&self, partitions_per_topic: &PartitionsPerTopic, members: &[MemberSubscription]) -> Result<GroupAssignment, Error> {
+    fn assign(
+        &self,
+        partitions_per_topic: &PartitionsPerTopic,
+        members: &[MemberSubscription],
+    ) -> Result<GroupAssignment, Error> {
         let input = GroupInput::new(partitions_per_topic, members);
         let mut assignment = input.empty_assignment();
         let ordered = sorted_members(&input.members);
@@ -36,12 +43,18 @@ impl Assignor for RoundRobinAssignor {
                     cursor = (cursor + 1) % ordered.len();
                     skipped += 1;
                     if skipped > ordered.len() {
-                        return Err(Error::InconsistentAssignment { assignor: "roundrobin", reason: "a topic without subscribers" });
+                        return Err(Error::InconsistentAssignment {
+                            assignor: "roundrobin",
+                            reason: "a topic without subscribers",
+                        });
                     }
                 }
                 let member = ordered[cursor];
                 cursor = (cursor + 1) % ordered.len();
-                assignment.entry(member.member_id.clone()).or_default().push(TopicPartition::new(topic, partition));
+                assignment
+                    .entry(member.member_id.clone())
+                    .or_default()
+                    .push(TopicPartition::new(topic, partition));
             }
         }
         Ok(assignment)

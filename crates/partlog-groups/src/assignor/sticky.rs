@@ -3,7 +3,10 @@
 use super::owned::Flavor;
 use super::sticky_common::sticky_assign;
 use super::user_data::encode_sticky;
-use super::{Assignor, GroupAssignment, MapOrder, MemberSubscription, PartitionsPerTopic, RebalanceProtocol, TopicPartition};
+use super::{
+    Assignor, GroupAssignment, MapOrder, MemberSubscription, PartitionsPerTopic, RebalanceProtocol,
+    TopicPartition,
+};
 use crate::Error;
 
 /// Kafka's `sticky` assignor (eager protocol). Members report what they owned, and in which
@@ -38,10 +41,16 @@ impl Assignor for StickyAssignor {
     }
 
     fn subscription_user_data(&self, _topics: &[String]) -> Option<Vec<u8>> {
-        self.last.as_ref().map(|(partitions, generation)| encode_sticky(partitions, *generation))
+        self.last
+            .as_ref()
+            .map(|(partitions, generation)| encode_sticky(partitions, *generation))
     }
 
-    fn assign(&self, partitions_per_topic: &PartitionsPerTopic, members: &[MemberSubscription]) -> Result<GroupAssignment, Error> {
+    fn assign(
+        &self,
+        partitions_per_topic: &PartitionsPerTopic,
+        members: &[MemberSubscription],
+    ) -> Result<GroupAssignment, Error> {
         Ok(sticky_assign(Flavor::Eager, self.order, partitions_per_topic, members)?.assignment)
     }
 

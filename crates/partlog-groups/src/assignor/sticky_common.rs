@@ -6,7 +6,10 @@ use std::collections::{BTreeMap, HashSet};
 
 use super::java_hash_map::member_iteration_order;
 use super::owned::{Flavor, resolve};
-use super::{GroupAssignment, GroupInput, MapOrder, MemberId, MemberSubscription, PartitionsPerTopic, TopicPartition, constrained, general};
+use super::{
+    GroupAssignment, GroupInput, MapOrder, MemberId, MemberSubscription, PartitionsPerTopic,
+    TopicPartition, constrained, general,
+};
 use crate::Error;
 
 /// A sticky assignment before the cooperative adjustment.
@@ -25,19 +28,37 @@ pub(crate) fn sticky_assign(
 ) -> Result<StickyOutcome, Error> {
     let input = GroupInput::new(partitions_per_topic, members);
     if input.members.is_empty() {
-        return Ok(StickyOutcome { assignment: GroupAssignment::new(), transferring: Some(BTreeMap::new()) });
+        return Ok(StickyOutcome {
+            assignment: GroupAssignment::new(),
+            transferring: Some(BTreeMap::new()),
+        });
     }
     let ids: Vec<&str> = input.members.iter().map(|m| m.member_id.as_str()).collect();
     let iteration = member_iteration_order(&ids, order);
     let resolved = resolve(flavor, &input.topics, &input.members, &iteration);
     let by_id = |lists: Vec<Vec<TopicPartition>>| -> GroupAssignment {
-        ids.iter().zip(lists).map(|(id, list)| (id.to_string(), list)).collect()
+        ids.iter()
+            .zip(lists)
+            .map(|(id, list)| (id.to_string(), list))
+            .collect()
     };
     if resolved.all_equal {
-        let result = constrained::assign(&input.topics, &input.members, &iteration, &resolved.owned, &resolved.multiply_claimed)?;
-        let transferring =
-            result.transferring.into_iter().map(|(tp, m)| (tp, ids[m].to_string())).collect();
-        Ok(StickyOutcome { assignment: by_id(result.assignment), transferring: Some(transferring) })
+        let result = constrained::assign(
+            &input.topics,
+            &input.members,
+            &iteration,
+            &resolved.owned,
+            &resolved.multiply_claimed,
+        )?;
+        let transferring = result
+            .transferring
+            .into_iter()
+            .map(|(tp, m)| (tp, ids[m].to_string()))
+            .collect();
+        Ok(StickyOutcome {
+            assignment: by_id(result.assignment),
+            transferring: Some(transferring),
+        })
     } else {
         let lists = general::assign(
             &input.topics,
@@ -48,13 +69,19 @@ pub(crate) fn sticky_assign(
             resolved.max_generation,
             order,
         )?;
-        Ok(StickyOutcome { assignment: by_id(lists), transferring: None })
+        Ok(StickyOutcome {
+            assignment: by_id(lists),
+            transferring: None,
+        })
     }
 }
 
 /// The partitions that change owner between what members own (their subscriptions'
 /// `owned`) and `assignment`: added to one member and revoked from another.
-pub(crate) fn computed_transfers(input_members: &[MemberSubscription], assignment: &GroupAssignment) -> BTreeMap<TopicPartition, MemberId> {
+pub(crate) fn computed_transfers(
+    input_members: &[MemberSubscription],
+    assignment: &GroupAssignment,
+) -> BTreeMap<TopicPartition, MemberId> {
     let mut owned_by: BTreeMap<&str, &[TopicPartition]> = BTreeMap::new();
     for m in input_members {
         owned_by.insert(&m.member_id, &m.owned);

@@ -5,8 +5,8 @@
 //! "nothing owned, generation −1", as in Kafka. Bytes after a parsed structure are ignored, as
 //! Kafka's `Schema.read` ignores them.
 
-use super::java_hash_map::{iteration_order, java_string_hash};
 use super::TopicPartition;
+use super::java_hash_map::{iteration_order, java_string_hash};
 
 /// The generation Kafka reports for a member whose user data does not parse.
 pub const DEFAULT_GENERATION: i32 = -1;
@@ -65,14 +65,23 @@ pub fn encode_sticky_v0(partitions: &[TopicPartition]) -> Vec<u8> {
 /// −1. No user data, or an empty one, is nothing owned and no generation.
 pub fn decode_sticky(data: Option<&[u8]>) -> StickyMemberData {
     let Some(data) = data.filter(|d| !d.is_empty()) else {
-        return StickyMemberData { partitions: Vec::new(), generation: None };
+        return StickyMemberData {
+            partitions: Vec::new(),
+            generation: None,
+        };
     };
     let mut reader = Reader { data, at: 0 };
     let Some(partitions) = reader.topic_partitions() else {
-        return StickyMemberData { partitions: Vec::new(), generation: Some(DEFAULT_GENERATION) };
+        return StickyMemberData {
+            partitions: Vec::new(),
+            generation: Some(DEFAULT_GENERATION),
+        };
     };
     // V1 is V0 followed by the generation; when it is missing the V0 reading stands.
-    StickyMemberData { partitions, generation: reader.i32() }
+    StickyMemberData {
+        partitions,
+        generation: reader.i32(),
+    }
 }
 
 /// Encodes the `cooperative-sticky` assignor's user data: the `i32` generation.
@@ -103,11 +112,15 @@ impl Reader<'_> {
     }
 
     fn i32(&mut self) -> Option<i32> {
-        self.take(4).and_then(|b| b.try_into().ok()).map(i32::from_be_bytes)
+        self.take(4)
+            .and_then(|b| b.try_into().ok())
+            .map(i32::from_be_bytes)
     }
 
     fn i16(&mut self) -> Option<i16> {
-        self.take(2).and_then(|b| b.try_into().ok()).map(i16::from_be_bytes)
+        self.take(2)
+            .and_then(|b| b.try_into().ok())
+            .map(i16::from_be_bytes)
     }
 
     fn remaining(&self) -> usize {
@@ -147,7 +160,11 @@ mod tests {
 
     #[test]
     fn sticky_v1_round_trips() {
-        let owned = vec![TopicPartition::new("t0", 0), TopicPartition::new("t1", 1), TopicPartition::new("t0", 2)];
+        let owned = vec![
+            TopicPartition::new("t0", 0),
+            TopicPartition::new("t1", 1),
+            TopicPartition::new("t0", 2),
+        ];
         let decoded = decode_sticky(Some(&encode_sticky(&owned, 7)));
         assert_eq!(decoded.generation, Some(7));
         let mut partitions = decoded.partitions;
@@ -160,7 +177,11 @@ mod tests {
     /// The worked example of FORMAT.md §9.1, byte for byte.
     #[test]
     fn sticky_v1_bytes_match_the_format_example() {
-        let owned = vec![TopicPartition::new("t0", 0), TopicPartition::new("t0", 2), TopicPartition::new("t1", 1)];
+        let owned = vec![
+            TopicPartition::new("t0", 0),
+            TopicPartition::new("t0", 2),
+            TopicPartition::new("t1", 1),
+        ];
         let expected: Vec<u8> = [
             &[0, 0, 0, 2][..],
             &[0, 2, b't', b'0', 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 2],
@@ -174,13 +195,25 @@ mod tests {
     #[test]
     fn sticky_v0_has_no_generation() {
         let owned = vec![TopicPartition::new("t", 3)];
-        assert_eq!(decode_sticky(Some(&encode_sticky_v0(&owned))), StickyMemberData { partitions: owned, generation: None });
+        assert_eq!(
+            decode_sticky(Some(&encode_sticky_v0(&owned))),
+            StickyMemberData {
+                partitions: owned,
+                generation: None
+            }
+        );
     }
 
     #[test]
     fn sticky_garbage_is_nothing_owned_generation_minus_one() {
         for bad in [&[0u8][..], &[0, 0, 0, 1, 0xff, 0xff], &[0x7f, 0, 0, 0]] {
-            assert_eq!(decode_sticky(Some(bad)), StickyMemberData { partitions: Vec::new(), generation: Some(-1) });
+            assert_eq!(
+                decode_sticky(Some(bad)),
+                StickyMemberData {
+                    partitions: Vec::new(),
+                    generation: Some(-1)
+                }
+            );
         }
         assert_eq!(decode_sticky(Some(&[])).generation, None);
         assert_eq!(decode_sticky(None).generation, None);
@@ -188,7 +221,10 @@ mod tests {
 
     #[test]
     fn cooperative_generation_needs_four_bytes() {
-        assert_eq!(decode_cooperative_generation(Some(&encode_cooperative(12))), Some(12));
+        assert_eq!(
+            decode_cooperative_generation(Some(&encode_cooperative(12))),
+            Some(12)
+        );
         assert_eq!(decode_cooperative_generation(Some(&[1, 2, 3])), Some(-1));
         assert_eq!(decode_cooperative_generation(None), None);
     }

@@ -9,7 +9,10 @@
 //!
 //! Without them, [`KafkaDriver::locate`] says why; callers skip with a message, except under
 //! `CI=true`, where they must fail.
-#![allow(dead_code, reason = "the differential test and the benchmark use different parts")]
+#![allow(
+    dead_code,
+    reason = "the differential test and the benchmark use different parts"
+)]
 
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Write};
@@ -43,7 +46,8 @@ pub struct KafkaDriver {
 impl KafkaDriver {
     /// Finds Java and Kafka's jars and compiles the driver into `out_dir`.
     pub fn locate(out_dir: &Path) -> Result<KafkaDriver, String> {
-        let java = env_nonempty("PARTLOG_JAVA").map_or_else(|| PathBuf::from("java"), PathBuf::from);
+        let java =
+            env_nonempty("PARTLOG_JAVA").map_or_else(|| PathBuf::from("java"), PathBuf::from);
         let javac = match env_nonempty("PARTLOG_JAVAC") {
             Some(javac) => PathBuf::from(javac),
             None => match java.parent().filter(|dir| !dir.as_os_str().is_empty()) {
@@ -54,7 +58,8 @@ impl KafkaDriver {
         let classpath = locate_classpath()?;
         let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kafka/AssignorDriver.java");
         let classes = out_dir.join("assignor-driver");
-        std::fs::create_dir_all(&classes).map_err(|e| format!("cannot create {}: {e}", classes.display()))?;
+        std::fs::create_dir_all(&classes)
+            .map_err(|e| format!("cannot create {}: {e}", classes.display()))?;
         let output = Command::new(&javac)
             .arg("-d")
             .arg(&classes)
@@ -63,11 +68,23 @@ impl KafkaDriver {
             .arg(&source)
             .stdin(Stdio::null())
             .output()
-            .map_err(|e| format!("cannot run `{}` ({e}); install a JDK 17+ or set PARTLOG_JAVAC", javac.display()))?;
+            .map_err(|e| {
+                format!(
+                    "cannot run `{}` ({e}); install a JDK 17+ or set PARTLOG_JAVAC",
+                    javac.display()
+                )
+            })?;
         if !output.status.success() {
-            return Err(format!("javac failed ({}): {}", output.status, String::from_utf8_lossy(&output.stderr)));
+            return Err(format!(
+                "javac failed ({}): {}",
+                output.status,
+                String::from_utf8_lossy(&output.stderr)
+            ));
         }
-        Ok(KafkaDriver { java, classpath: format!("{}:{}", classes.display(), classpath) })
+        Ok(KafkaDriver {
+            java,
+            classpath: format!("{}:{}", classes.display(), classpath),
+        })
     }
 
     /// Runs the driver on `cases` (one JSON object per line) and returns its output lines.
@@ -90,7 +107,8 @@ impl KafkaDriver {
             // A failed write shows up as missing output lines below.
             let _ = stdin.write_all(input.as_bytes());
         });
-        let err_reader = std::thread::spawn(move || std::io::read_to_string(stderr).unwrap_or_default());
+        let err_reader =
+            std::thread::spawn(move || std::io::read_to_string(stderr).unwrap_or_default());
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
             let lines: Result<Vec<String>, _> = BufReader::new(stdout).lines().collect();
@@ -100,7 +118,9 @@ impl KafkaDriver {
             Ok(lines) => lines.map_err(|e| format!("reading the driver's output: {e}"))?,
             Err(_) => {
                 let _ = child.kill();
-                return Err(format!("the Java driver did not finish within {DRIVER_TIMEOUT:?}"));
+                return Err(format!(
+                    "the Java driver did not finish within {DRIVER_TIMEOUT:?}"
+                ));
             }
         };
         let _ = writer.join();
@@ -123,7 +143,9 @@ fn locate_classpath() -> Result<String, String> {
         None => {
             let cache = match env_nonempty("PARTLOG_CACHE") {
                 Some(cache) => PathBuf::from(cache),
-                None => PathBuf::from(env_nonempty("HOME").ok_or("no HOME")?).join(".cache/partlog"),
+                None => {
+                    PathBuf::from(env_nonempty("HOME").ok_or("no HOME")?).join(".cache/partlog")
+                }
             };
             let file = cache.join("kafka-classpath.txt");
             std::fs::read_to_string(&file).map_err(|e| {
@@ -134,14 +156,22 @@ fn locate_classpath() -> Result<String, String> {
     let classpath = classpath.trim().to_owned();
     match classpath.split(':').find(|jar| !Path::new(jar).exists()) {
         _ if classpath.is_empty() => Err("the Kafka classpath is empty".to_owned()),
-        Some(missing) => Err(format!("the Kafka classpath names {missing}, which does not exist")),
+        Some(missing) => Err(format!(
+            "the Kafka classpath names {missing}, which does not exist"
+        )),
         None => Ok(classpath),
     }
 }
 
 /// One case in the driver's input format (`tests/kafka/AssignorDriver.java`). With `time_runs`
 /// above zero, the driver also times `time_runs` assignments after as many warm-up runs.
-pub fn case_json(id: usize, assignor: &str, topics: &PartitionsPerTopic, members: &[MemberSubscription], time_runs: u32) -> String {
+pub fn case_json(
+    id: usize,
+    assignor: &str,
+    topics: &PartitionsPerTopic,
+    members: &[MemberSubscription],
+    time_runs: u32,
+) -> String {
     let members: Vec<Value> = members
         .iter()
         .map(|m| {
@@ -156,4 +186,75 @@ pub fn case_json(id: usize, assignor: &str, topics: &PartitionsPerTopic, members
         })
         .collect();
     json!({"id": id, "assignor": assignor, "topics": topics, "members": members, "timeRuns": time_runs}).to_string()
+}
+
+/// Reads a case written by [`case_json`] back: its assignor, topics and members.
+pub fn parse_case(
+    line: &str,
+) -> Result<(String, PartitionsPerTopic, Vec<MemberSubscription>), String> {
+    let case: Value = serde_json::from_str(line).map_err(|e| e.to_string())?;
+    let assignor = case["assignor"].as_str().ok_or("no assignor")?.to_owned();
+    let topics = case["topics"]
+        .as_object()
+        .ok_or("no topics")?
+        .iter()
+        .map(|(t, n)| {
+            Ok((
+                t.clone(),
+                n.as_i64()
+                    .and_then(|n| i32::try_from(n).ok())
+                    .ok_or("bad count")?,
+            ))
+        })
+        .collect::<Result<PartitionsPerTopic, String>>()?;
+    let members = case["members"]
+        .as_array()
+        .ok_or("no members")?
+        .iter()
+        .map(|m| {
+            let text = |v: &Value| v.as_str().map(str::to_owned);
+            let owned = m["owned"]
+                .as_array()
+                .ok_or("no owned")?
+                .iter()
+                .map(|tp| {
+                    let topic = tp[0].as_str().ok_or("bad owned topic")?;
+                    let id = tp[1]
+                        .as_i64()
+                        .and_then(|p| i32::try_from(p).ok())
+                        .ok_or("bad owned id")?;
+                    Ok(partlog_groups::assignor::TopicPartition::new(topic, id))
+                })
+                .collect::<Result<Vec<_>, String>>()?;
+            let user_data = match m["userData"].as_str() {
+                Some(hex) => Some(
+                    (0..hex.len() / 2)
+                        .map(|i| {
+                            u8::from_str_radix(&hex[2 * i..2 * i + 2], 16)
+                                .map_err(|e| e.to_string())
+                        })
+                        .collect::<Result<Vec<u8>, String>>()?,
+                ),
+                None => None,
+            };
+            Ok(MemberSubscription {
+                member_id: text(&m["id"]).ok_or("no id")?,
+                instance_id: text(&m["instance"]),
+                topics: m["topics"]
+                    .as_array()
+                    .ok_or("no topics")?
+                    .iter()
+                    .filter_map(text)
+                    .collect(),
+                owned,
+                generation: m["generation"]
+                    .as_i64()
+                    .and_then(|g| i32::try_from(g).ok())
+                    .filter(|g| *g >= 0),
+                user_data,
+                rack: None,
+            })
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    Ok((assignor, topics, members))
 }

@@ -6,7 +6,9 @@ pub mod driver;
 use std::collections::{BTreeMap, BTreeSet};
 
 use partlog_groups::assignor::user_data::encode_sticky;
-use partlog_groups::assignor::{GroupAssignment, MemberSubscription, PartitionsPerTopic, TopicPartition};
+use partlog_groups::assignor::{
+    GroupAssignment, MemberSubscription, PartitionsPerTopic, TopicPartition,
+};
 
 /// Topic metadata from `(name, partition count)` pairs.
 pub fn topics(list: &[(&str, i32)]) -> PartitionsPerTopic {
@@ -32,12 +34,20 @@ pub fn member(id: &str, subscribed: &[&str]) -> MemberSubscription {
 
 /// A static member (`group.instance.id`).
 pub fn static_member(id: &str, instance: &str, subscribed: &[&str]) -> MemberSubscription {
-    MemberSubscription { instance_id: Some(instance.to_string()), ..member(id, subscribed) }
+    MemberSubscription {
+        instance_id: Some(instance.to_string()),
+        ..member(id, subscribed)
+    }
 }
 
 /// A member that owns `owned` in `generation`, reported both ways: in the subscription (what
 /// `cooperative-sticky` reads) and in sticky V1 user data (what `sticky` reads).
-pub fn owner(id: &str, subscribed: &[&str], owned: Vec<TopicPartition>, generation: i32) -> MemberSubscription {
+pub fn owner(
+    id: &str,
+    subscribed: &[&str],
+    owned: Vec<TopicPartition>,
+    generation: i32,
+) -> MemberSubscription {
     MemberSubscription {
         user_data: Some(encode_sticky(&owned, generation)),
         owned,
@@ -48,25 +58,40 @@ pub fn owner(id: &str, subscribed: &[&str], owned: Vec<TopicPartition>, generati
 
 /// The members of the next rebalance: each keeps its subscription and owns what `assignment`
 /// gave it, in `generation`.
-pub fn next_round(members: &[MemberSubscription], assignment: &GroupAssignment, generation: i32) -> Vec<MemberSubscription> {
+pub fn next_round(
+    members: &[MemberSubscription],
+    assignment: &GroupAssignment,
+    generation: i32,
+) -> Vec<MemberSubscription> {
     members
         .iter()
         .map(|m| {
             let owned = assignment.get(&m.member_id).cloned().unwrap_or_default();
             let topics: Vec<&str> = m.topics.iter().map(String::as_str).collect();
-            MemberSubscription { instance_id: m.instance_id.clone(), ..owner(&m.member_id, &topics, owned, generation) }
+            MemberSubscription {
+                instance_id: m.instance_id.clone(),
+                ..owner(&m.member_id, &topics, owned, generation)
+            }
         })
         .collect()
 }
 
 /// Asserts that `actual` gives exactly these members exactly these partitions (as sets).
 pub fn assert_assignment(actual: &GroupAssignment, expected: &[(&str, Vec<TopicPartition>)]) {
-    let actual_sets: BTreeMap<&str, BTreeSet<&TopicPartition>> =
-        actual.iter().map(|(m, list)| (m.as_str(), list.iter().collect())).collect();
-    let expected_sets: BTreeMap<&str, BTreeSet<&TopicPartition>> =
-        expected.iter().map(|(m, list)| (*m, list.iter().collect())).collect();
+    let actual_sets: BTreeMap<&str, BTreeSet<&TopicPartition>> = actual
+        .iter()
+        .map(|(m, list)| (m.as_str(), list.iter().collect()))
+        .collect();
+    let expected_sets: BTreeMap<&str, BTreeSet<&TopicPartition>> = expected
+        .iter()
+        .map(|(m, list)| (*m, list.iter().collect()))
+        .collect();
     assert_eq!(actual_sets, expected_sets, "assignment differs");
     for (m, list) in actual {
-        assert_eq!(list.len(), actual_sets[m.as_str()].len(), "{m} got a partition twice");
+        assert_eq!(
+            list.len(),
+            actual_sets[m.as_str()].len(),
+            "{m} got a partition twice"
+        );
     }
 }
