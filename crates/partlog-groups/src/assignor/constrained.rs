@@ -2,7 +2,8 @@
 //! (Kafka's `ConstrainedAssignmentBuilder`): keep what members own up to their quota, then deal
 //! the rest round-robin.
 
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use super::fast_hash::{FastMap, FastSet};
+use std::collections::{BTreeMap, VecDeque};
 
 use super::{MemberSubscription, TopicPartition};
 use crate::Error;
@@ -15,8 +16,8 @@ pub(crate) struct Constrained {
 }
 
 struct Builder<'a> {
-    multiply_claimed: &'a HashSet<TopicPartition>,
-    maybe_revoked: HashMap<TopicPartition, usize>,
+    multiply_claimed: &'a FastSet<TopicPartition>,
+    maybe_revoked: FastMap<TopicPartition, usize>,
     assignment: Vec<Vec<TopicPartition>>,
     transferring: BTreeMap<TopicPartition, usize>,
     min_quota: usize,
@@ -43,13 +44,13 @@ pub(crate) fn assign(
     members: &[&MemberSubscription],
     iteration: &[usize],
     owned: &[Vec<TopicPartition>],
-    multiply_claimed: &HashSet<TopicPartition>,
+    multiply_claimed: &FastSet<TopicPartition>,
 ) -> Result<Constrained, Error> {
     let total: usize = topics.values().map(|&c| c as usize).sum();
     let n = members.len();
     let mut b = Builder {
         multiply_claimed,
-        maybe_revoked: HashMap::new(),
+        maybe_revoked: FastMap::default(),
         assignment: vec![Vec::new(); n],
         transferring: BTreeMap::new(),
         min_quota: total / n,

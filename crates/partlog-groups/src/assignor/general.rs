@@ -2,8 +2,9 @@
 //! `GeneralAssignmentBuilder`): keep every valid owned partition, give each unassigned one to the
 //! least loaded subscriber, then move partitions while that improves the balance.
 
+use super::fast_hash::{FastMap, FastSet};
 use std::collections::hash_map::DefaultHasher;
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 use std::hash::{Hash, Hasher};
 
 use super::owned::{MemberData, remove_first};
@@ -29,7 +30,7 @@ struct Builder<'a> {
     /// Each member's current assignment; `None` once set aside as unable to take part in
     /// reassignment (Kafka removes it from its map).
     current: Vec<Option<Vec<TopicPartition>>>,
-    owner: HashMap<TopicPartition, usize>,
+    owner: FastMap<TopicPartition, usize>,
     /// Members by (assignment size, member id): Kafka's `sortedCurrentSubscriptions`.
     by_load: BTreeSet<(usize, &'a str, usize)>,
     /// All partitions, topics ordered by (subscriber count, name).
@@ -60,7 +61,7 @@ pub(crate) fn assign(
             }
         }
     }
-    let mut owner = HashMap::new();
+    let mut owner = FastMap::default();
     for &m in iteration {
         for tp in &owned[m] {
             owner.insert(tp.clone(), m);
@@ -105,8 +106,8 @@ fn previous_owners(
     iteration: &[usize],
     data: &[MemberData],
     max_generation: i32,
-) -> HashMap<TopicPartition, (usize, i32)> {
-    let mut previous: HashMap<TopicPartition, (usize, i32)> = HashMap::new();
+) -> FastMap<TopicPartition, (usize, i32)> {
+    let mut previous: FastMap<TopicPartition, (usize, i32)> = FastMap::default();
     for &m in iteration {
         let generation = match data[m].generation {
             Some(g) if g < max_generation => g,
@@ -233,7 +234,7 @@ impl<'a> Builder<'a> {
 
     fn balance(
         &mut self,
-        previous: &HashMap<TopicPartition, (usize, i32)>,
+        previous: &FastMap<TopicPartition, (usize, i32)>,
         mut unassigned: Vec<TopicPartition>,
     ) -> Result<(), Error> {
         let initializing = match self.by_load.last() {
@@ -246,7 +247,7 @@ impl<'a> Builder<'a> {
             }
         }
 
-        let fixed_topics: HashSet<&str> = self
+        let fixed_topics: FastSet<&str> = self
             .topics
             .keys()
             .copied()
@@ -290,13 +291,13 @@ impl<'a> Builder<'a> {
     fn reassign_while_unbalanced(
         &mut self,
         partitions: &[TopicPartition],
-        previous: &HashMap<TopicPartition, (usize, i32)>,
+        previous: &FastMap<TopicPartition, (usize, i32)>,
     ) -> Result<bool, Error> {
         let mut moved_any = false;
         // Kafka's loop runs until a sweep moves nothing, and on some groups it never gets there:
         // its state comes back round. The loop is deterministic, so a repeated state at the start
         // of a sweep proves it, and partlog stops where Kafka would spin.
-        let mut seen: HashSet<u64> = HashSet::new();
+        let mut seen: FastSet<u64> = FastSet::default();
         loop {
             if !seen.insert(self.fingerprint()) {
                 return Err(Error::BalanceLoopCycles {
@@ -400,7 +401,7 @@ impl<'a> Builder<'a> {
         if min + 1 >= max {
             return Ok(true);
         }
-        let mut holder_of: HashMap<&TopicPartition, usize> = HashMap::new();
+        let mut holder_of: FastMap<&TopicPartition, usize> = FastMap::default();
         for (m, list) in self.current.iter().enumerate() {
             for tp in list.iter().flatten() {
                 holder_of.insert(tp, m);

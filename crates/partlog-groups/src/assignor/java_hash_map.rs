@@ -10,7 +10,7 @@
 //! answers by resizing a table of fewer than 64 buckets). Keys that collide that much are
 //! vanishingly rare for member ids and for the partitions of one topic.
 
-use std::collections::HashMap;
+use super::fast_hash::FastMap;
 use std::hash::Hash;
 
 use super::{MapOrder, TopicPartition};
@@ -78,7 +78,7 @@ pub(crate) struct JavaHashSet<T: Hash + Eq + Ord + Clone> {
     high_water: usize,
     next_insertion: u64,
     /// Each element's hash code and insertion sequence number.
-    entries: HashMap<T, (i32, u64)>,
+    entries: FastMap<T, (i32, u64)>,
 }
 
 impl<T: Hash + Eq + Ord + Clone> JavaHashSet<T> {
@@ -87,7 +87,7 @@ impl<T: Hash + Eq + Ord + Clone> JavaHashSet<T> {
             order,
             high_water: 0,
             next_insertion: 0,
-            entries: HashMap::new(),
+            entries: FastMap::default(),
         }
     }
 

@@ -16,6 +16,7 @@ use std::fmt;
 
 mod constrained;
 mod cooperative_sticky;
+mod fast_hash;
 mod general;
 mod java_hash_map;
 mod member_order;

@@ -1,7 +1,8 @@
 //! What each member owned before this rebalance, as Kafka's sticky assignors work it out
 //! (`memberData` and `allSubscriptionsEqual` of Kafka's `AbstractStickyAssignor`).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use super::fast_hash::{FastMap, FastSet};
+use std::collections::BTreeMap;
 
 use super::user_data::{DEFAULT_GENERATION, decode_cooperative_generation, decode_sticky};
 use super::{MemberSubscription, TopicPartition};
@@ -53,7 +54,7 @@ pub(crate) struct ResolvedOwnership {
     /// Each member's (by index) kept claims on existing topics, in claim order.
     pub owned: Vec<Vec<TopicPartition>>,
     /// Partitions claimed by two members of the same generation: nobody keeps them.
-    pub multiply_claimed: HashSet<TopicPartition>,
+    pub multiply_claimed: FastSet<TopicPartition>,
     /// The highest generation any member claims (−1 if none).
     pub max_generation: i32,
     /// Each member's claimed previous assignment, as decoded.
@@ -69,12 +70,12 @@ pub(crate) fn resolve(
 ) -> ResolvedOwnership {
     let data: Vec<MemberData> = members.iter().map(|m| member_data(flavor, m)).collect();
     let mut owned: Vec<Vec<TopicPartition>> = vec![Vec::new(); members.len()];
-    let mut multiply_claimed = HashSet::new();
-    let mut claimed_by: HashMap<TopicPartition, usize> = HashMap::new();
+    let mut multiply_claimed = FastSet::default();
+    let mut claimed_by: FastMap<&TopicPartition, usize> = FastMap::default();
     let mut max_generation = DEFAULT_GENERATION;
     let mut all_equal = true;
     // Kafka starts from the first non-empty subscription: an empty one counts as equal to any.
-    let mut first_topics: HashSet<&str> = HashSet::new();
+    let mut first_topics: FastSet<&str> = FastSet::default();
 
     for &m in iteration {
         let member = members[m];
@@ -99,7 +100,7 @@ pub(crate) fn resolve(
             match claimed_by.get(tp).copied() {
                 None => {
                     owned[m].push(tp.clone());
-                    claimed_by.insert(tp.clone(), m);
+                    claimed_by.insert(tp, m);
                 }
                 Some(other) => {
                     // Kafka compares with the other member's subscription generation, not the
@@ -109,11 +110,11 @@ pub(crate) fn resolve(
                     if generation == other_generation {
                         multiply_claimed.insert(tp.clone());
                         remove_first(&mut owned[other], tp);
-                        claimed_by.insert(tp.clone(), m);
+                        claimed_by.insert(tp, m);
                     } else if generation > other_generation {
                         owned[m].push(tp.clone());
                         remove_first(&mut owned[other], tp);
-                        claimed_by.insert(tp.clone(), m);
+                        claimed_by.insert(tp, m);
                     }
                 }
             }

@@ -2,7 +2,7 @@
 //! partitions moved from which member to which, so that a later move of the same topic in the
 //! opposite direction moves one of those partitions back rather than a fresh one.
 
-use std::collections::HashMap;
+use super::fast_hash::FastMap;
 use std::hash::{Hash, Hasher};
 
 use super::java_hash_map::{JavaHashSet, topic_partition_hash};
@@ -18,16 +18,16 @@ struct MemberPair {
 #[derive(Debug)]
 pub(crate) struct PartitionMovements {
     order: MapOrder,
-    by_topic: HashMap<String, HashMap<MemberPair, JavaHashSet<TopicPartition>>>,
-    by_partition: HashMap<TopicPartition, MemberPair>,
+    by_topic: FastMap<String, FastMap<MemberPair, JavaHashSet<TopicPartition>>>,
+    by_partition: FastMap<TopicPartition, MemberPair>,
 }
 
 impl PartitionMovements {
     pub(crate) fn new(order: MapOrder) -> Self {
         PartitionMovements {
             order,
-            by_topic: HashMap::new(),
-            by_partition: HashMap::new(),
+            by_topic: FastMap::default(),
+            by_partition: FastMap::default(),
         }
     }
 

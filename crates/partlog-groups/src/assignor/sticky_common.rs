@@ -2,7 +2,8 @@
 //! resolve what members owned, then take the constrained path when all subscriptions are equal
 //! and the general path otherwise.
 
-use std::collections::{BTreeMap, HashSet};
+use super::fast_hash::FastSet;
+use std::collections::BTreeMap;
 
 use super::java_hash_map::member_iteration_order;
 use super::owned::{Flavor, resolve};
@@ -87,11 +88,11 @@ pub(crate) fn computed_transfers(
         owned_by.insert(&m.member_id, &m.owned);
     }
     let mut added: BTreeMap<TopicPartition, MemberId> = BTreeMap::new();
-    let mut revoked: HashSet<&TopicPartition> = HashSet::new();
+    let mut revoked: FastSet<&TopicPartition> = FastSet::default();
     for (member, assigned) in assignment {
         let owned: &[TopicPartition] = owned_by.get(member.as_str()).copied().unwrap_or(&[]);
-        let owned_set: HashSet<&TopicPartition> = owned.iter().collect();
-        let assigned_set: HashSet<&TopicPartition> = assigned.iter().collect();
+        let owned_set: FastSet<&TopicPartition> = owned.iter().collect();
+        let assigned_set: FastSet<&TopicPartition> = assigned.iter().collect();
         for tp in assigned {
             if !owned_set.contains(tp) {
                 added.insert(tp.clone(), member.clone());
