@@ -164,6 +164,10 @@ impl<'a> Builder<'a> {
     }
 
     /// The partitions not in `assigned`, by Kafka's merge of two sorted lists.
+    ///
+    /// Kafka sorts partition ids by subtracting them, which overflows for ids (from bad user data)
+    /// more than `i32::MAX` apart; that is no total order, and Java's sort may then throw or
+    /// leave any order. partlog compares the ids, which agrees wherever Kafka's order is one.
     fn unassigned(&self, mut assigned: Vec<TopicPartition>) -> Vec<TopicPartition> {
         if assigned.is_empty() {
             return self.sorted_partitions.clone();
@@ -177,7 +181,7 @@ impl<'a> Builder<'a> {
             subscribers(a)
                 .cmp(&subscribers(b))
                 .then_with(|| a.topic.cmp(&b.topic))
-                .then_with(|| a.partition.wrapping_sub(b.partition).cmp(&0))
+                .then_with(|| a.partition.cmp(&b.partition))
         });
         let mut out = Vec::new();
         let mut pending = assigned.iter();
