@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use common::{assert_assignment, member, next_round, owner, static_member, topics, tps};
 use partlog_groups::assignor::{
-    Assignor, CooperativeAssignment, CooperativeStickyAssignor, GroupAssignment,
+    Assignor, CooperativeAssignment, CooperativeStickyAssignor, GroupAssignment, MapOrder,
     MemberSubscription, PartitionsPerTopic, RangeAssignor, RoundRobinAssignor, StickyAssignor,
     TopicPartition,
 };
@@ -889,4 +889,28 @@ fn assignor_cw5() {
             ("c3", tps("t", "6,8,9")),
         ],
     );
+}
+
+/// H1's tie is Java's `HashMap` order: with sorted order, `a` (first by name) keeps three and
+/// `p` gives one up instead.
+#[test]
+fn h1_tie_follows_hash_order_not_names() {
+    let t = topics(&[("t", 7)]);
+    let m = [
+        owner("a", &["t"], tps("t", "0,1,2"), 3),
+        owner("p", &["t"], tps("t", "3,4,5"), 3),
+        owner("z", &["t"], tps("t", "6"), 3),
+    ];
+    let sorted = CooperativeStickyAssignor::with_map_order(MapOrder::Sorted)
+        .assign_with_transfers(&t, &m)
+        .expect("assigns");
+    assert_assignment(
+        &sorted.assignment,
+        &[
+            ("a", tps("t", "0,1,2")),
+            ("p", tps("t", "3,4")),
+            ("z", tps("t", "6")),
+        ],
+    );
+    assert_eq!(sorted.transferring, moving("t", &[("5", "z")]));
 }

@@ -10,6 +10,27 @@
 //!
 //! What the sticky assignors read from and write to a subscription's user data is documented in
 //! FORMAT.md §9 and implemented in [`user_data`].
+//!
+//! # Where partlog and Kafka part
+//!
+//! Only where Kafka's class gives no assignment, or where its own order is undefined:
+//! - Kafka's sticky balance loop never returns on some groups with unequal subscriptions (it
+//!   comes back to a state it was in, and spins); partlog notices the repeat and returns
+//!   [`Error::BalanceLoopCycles`].
+//! - Where Kafka's class throws (an `IllegalStateException` or `NullPointerException` on
+//!   inconsistent claims), partlog returns [`Error::InconsistentAssignment`]; a group without
+//!   members, on which Kafka divides by zero, gets an empty assignment.
+//! - Owned partition ids more than `i32::MAX` apart (from bad user data): Kafka's comparator
+//!   overflows and is no order at all; partlog compares the ids.
+//! - Names are compared as UTF-8 bytes, Java compares UTF-16 units: the orders differ only
+//!   between characters above U+FFFF and those in U+E000–U+FFFF.
+//! - Java turns a `HashMap` bucket of more than eight colliding keys into a tree, whose
+//!   iteration order is not emulated.
+//! - A Kafka sticky assignor instance remembers the highest generation it has seen across
+//!   rebalances; partlog's assign calls are independent, as a fresh Kafka instance's are. They
+//!   agree whenever generations only grow, as they do in a live group.
+//! - Racks are carried but unused: without replica placement Kafka does not assign by rack
+//!   either.
 
 use std::collections::BTreeMap;
 use std::fmt;
