@@ -442,7 +442,7 @@ fn assignors_match_kafka_on_random_groups() {
     }
 
     let mut compared: BTreeMap<&str, usize> = BTreeMap::new();
-    let mut both_failed = 0usize;
+    let mut both_failed: BTreeMap<String, usize> = BTreeMap::new();
     let mut failures: Vec<String> = Vec::new();
     let mut cycles: Vec<String> = Vec::new();
     for round in 0..ROUNDS {
@@ -486,8 +486,23 @@ fn assignors_match_kafka_on_random_groups() {
             let value: Value =
                 serde_json::from_str(line).unwrap_or_else(|e| panic!("driver output {line}: {e}"));
             *compared.entry(scenarios[i].assignor).or_default() += 1;
-            if value.get("error").is_some() {
-                both_failed += 1;
+            if let (Some(error), Err(ours)) =
+                (value.get("error").and_then(Value::as_str), &ours[i].result)
+            {
+                let class = error
+                    .split(':')
+                    .next()
+                    .unwrap_or(error)
+                    .rsplit('.')
+                    .next()
+                    .unwrap_or(error);
+                let ours = match ours {
+                    Error::InconsistentAssignment { reason, .. } => *reason,
+                    _ => "another error",
+                };
+                *both_failed
+                    .entry(format!("Kafka {class} / partlog \"{ours}\""))
+                    .or_default() += 1;
             }
             if let Some(why) = compare(&ours[i], &value) {
                 failed_scenarios.insert(i);
@@ -512,7 +527,7 @@ fn assignors_match_kafka_on_random_groups() {
     }
     let counts: Vec<String> = compared.iter().map(|(a, n)| format!("{a} {n}")).collect();
     eprintln!(
-        "assignor differential: cases compared with Kafka 4.4 per assignor: {} (base seed {base_seed}; {both_failed} cases where Kafka threw and partlog returned an error too; {} where Kafka's sticky balance loop cycles forever, not sent to Kafka: {})",
+        "assignor differential: cases compared with Kafka 4.4 per assignor: {} (base seed {base_seed}; cases where Kafka threw and partlog returned an error too: {both_failed:?}; {} where Kafka's sticky balance loop cycles forever, not sent to Kafka: {})",
         counts.join(", "),
         cycles.len(),
         cycles.join(", ")
