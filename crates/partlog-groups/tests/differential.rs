@@ -1,9 +1,9 @@
 //! partlog's assignors against Kafka's own (`kafka-clients` 4.4, through
 //! `tests/kafka/AssignorDriver.java`) on seeded random groups: 1–30 members, 1–10 topics of 1–40
 //! partitions, random subscriptions, static and dynamic members, previous ownership with random
-//! generations, double claims and unparsable user data, over several rebalance rounds in
-//! sequence. Every assignment must equal Kafka's, member by member (as sets), and so must the
-//! cooperative assignor's recorded ownership transfers.
+//! generations, double claims, unparsable user data and topics named twice in a subscription,
+//! over several rebalance rounds in sequence. Every assignment must equal Kafka's, member by
+//! member (as sets), and so must the cooperative assignor's recorded ownership transfers.
 //!
 //! `PARTLOG_ASSIGNOR_CASES` sets the number of cases per assignor (default 5,000);
 //! `PARTLOG_ASSIGNOR_SEED` the base seed (default 17). A failure names the scenario's seed, which
@@ -146,6 +146,11 @@ impl Scenario {
             .collect();
         if chosen.is_empty() && !self.rng.percent(3) {
             chosen.push(self.rng.pick(&names).clone());
+        }
+        // A subscription naming a topic twice: Kafka keeps subscriptions as lists.
+        if !chosen.is_empty() && self.rng.percent(3) {
+            let again = self.rng.pick(&chosen).clone();
+            chosen.push(again);
         }
         chosen
     }

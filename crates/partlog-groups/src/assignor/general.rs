@@ -216,11 +216,16 @@ impl<'a> Builder<'a> {
             .find(|&m| self.subscribes(m, topic))
     }
 
+    /// The most partitions `m` can hold (Kafka's `getMaxAssignmentSize`). Kafka takes the
+    /// group's total when the member lists as many topics as exist, which differs from the sum
+    /// only for a subscription naming a topic twice.
     fn total_of(&self, m: usize) -> usize {
-        self.member_topics[m]
-            .iter()
-            .map(|t| self.topics[t] as usize)
-            .sum()
+        let topics = &self.member_topics[m];
+        if topics.len() == self.topics.len() {
+            self.topics.values().map(|&count| count as usize).sum()
+        } else {
+            topics.iter().map(|t| self.topics[t] as usize).sum()
+        }
     }
 
     fn topic_movable(&self, topic: &str) -> bool {
