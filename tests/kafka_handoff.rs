@@ -388,7 +388,10 @@ fn a_clean_hand_off_is_served_by_the_restarted_broker_which_leaves_partlogs_file
         .flatten()
         .expect("partlog's close writes the snapshot at its log end");
     assert_eq!(partlog_snapshot.len(), 10, "version, CRC and a count of 0");
-    assert_eq!((&partlog_snapshot[..2], &partlog_snapshot[6..]), (&[0, 1][..], &[0; 4][..]));
+    assert_eq!(
+        (&partlog_snapshot[..2], &partlog_snapshot[6..]),
+        (&[0, 1][..], &[0; 4][..])
+    );
     assert_eq!(kafka_files_after, kafka_files_before);
     let segment = std::fs::read(partition.join(SEGMENT)).unwrap();
     let (batches, valid_end) = whole_batches(&segment);

@@ -520,3 +520,86 @@ fn producer_state_roll_snapshots_are_durable_after_the_next_sync() {
         assert!(state.name_durable, "{} has a durable name", path.display());
     }
 }
+
+/// Kafka's rule for a `.txnindex` that fails its sanity check (entries out of order here): a
+/// writable open rebuilds it from the log, exactly; a read-only open reports it.
+#[test]
+fn txn_index_failing_its_sanity_check_is_rebuilt_by_a_writable_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let committed_before;
+    {
+        let log = Log::open(dir.path(), config()).unwrap();
+        log.append_batch(&batch(1, 0, 0, 2, true)).unwrap();
+        log.append_marker(1, 0, ControlRecordType::Abort, 0)
+            .unwrap();
+        log.append_batch(&batch(2, 0, 0, 2, true)).unwrap();
+        log.append_marker(2, 0, ControlRecordType::Abort, 0)
+            .unwrap();
+        plain(&log, "kept");
+        log.roll().unwrap();
+        plain(&log, "after the roll");
+        committed_before = committed_values(&log);
+        log.close().unwrap();
+    }
+    let index = files_with_suffix(dir.path(), ".txnindex");
+    assert_eq!(index.len(), 1);
+    let good = std::fs::read(&index[0]).unwrap();
+    assert_eq!(good.len(), 2 * 34);
+    // The second entry first: lastOffsets 5 then 2, out of order.
+    let mut swapped = good[34..].to_vec();
+    swapped.extend_from_slice(&good[..34]);
+    std::fs::write(&index[0], &swapped).unwrap();
+
+    let read_only = Log::open_read_only(dir.path(), config());
+    assert!(
+        matches!(read_only, Err(Error::Corrupt { ref file, .. }) if file == &index[0]),
+        "{read_only:?}"
+    );
+    let log = Log::open(dir.path(), config()).unwrap();
+    assert_eq!(std::fs::read(&index[0]).unwrap(), good);
+    assert_eq!(committed_values(&log), committed_before);
+}
+
+/// A read-only log that follows a live writer follows its producer state too: a transaction
+/// the writer opens holds the reader's LSO back, and the reader skips its data once the writer
+/// aborts it, whether or not the reader has seen the `.txnindex` entry yet.
+#[test]
+fn read_committed_a_live_reader_follows_the_writers_transactions() {
+    let dir = tempfile::tempdir().unwrap();
+    let writer = Log::open(dir.path(), config()).unwrap();
+    plain(&writer, "before");
+    let reader = Log::open_read_only(
+        dir.path(),
+        LogConfig::builder_for_tests()
+            .allow_live_writer(true)
+            .poll_interval(std::time::Duration::from_millis(1))
+            .build()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(committed_values(&reader), ["before"]);
+    writer.append_batch(&batch(8, 0, 0, 2, true)).unwrap(); // 1-2
+    plain(&writer, "during"); // 3
+    reader.refresh().unwrap();
+    assert_eq!(reader.log_end_offset(), 4);
+    assert_eq!(reader.first_unstable_offset(), Some(1));
+    assert_eq!(committed_values(&reader), ["before"]);
+    writer
+        .append_marker(8, 0, ControlRecordType::Abort, 0)
+        .unwrap(); // 4
+    plain(&writer, "after"); // 5
+    reader.refresh().unwrap();
+    assert_eq!(reader.first_unstable_offset(), None);
+    assert_eq!(reader.last_stable_offset(), 6);
+    assert_eq!(committed_values(&reader), ["before", "during", "after"]);
+    // A new transaction after a truncation by the writer.
+    writer.truncate_to(4).unwrap();
+    writer
+        .append_marker(8, 0, ControlRecordType::Commit, 0)
+        .unwrap(); // 4
+    reader.refresh().unwrap();
+    assert_eq!(
+        committed_values(&reader),
+        ["before", "p8e0s0", "p8e0s1", "during"]
+    );
+}

@@ -640,6 +640,17 @@ impl Log {
                 break;
             }
         }
+        if self.shared.read_only {
+            // What the replay met that no `.txnindex` this view has read may list yet.
+            for txn in self.shared.replayed_aborted_in(offset, upper_bound) {
+                let listed = fetch.aborted.iter().any(|known| {
+                    known.producer_id == txn.producer_id && known.first_offset == txn.first_offset
+                });
+                if !listed {
+                    fetch.aborted.push(txn);
+                }
+            }
+        }
         Ok(())
     }
 

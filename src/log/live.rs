@@ -130,6 +130,8 @@ impl Shared {
             || last_base < active_base
         {
             self.reload_live(&mut writer)?;
+            let end = writer.log_end_offset;
+            self.follow_live_producer_state(&mut writer, end, true)?;
             return Ok(true);
         }
         let old_end = writer.log_end_offset;
@@ -181,6 +183,9 @@ impl Shared {
         }
         let new_end = writer.active.next_offset();
         writer.log_end_offset = new_end;
+        // Before the new end is published: a `read_committed` reader must find a new
+        // transaction unstable before it can find its data.
+        self.follow_live_producer_state(&mut writer, new_end, false)?;
         self.publish_live_offsets(record, bases.first().copied(), new_end);
         Ok(changed || !removed.is_empty() || new_end != old_end)
     }

@@ -216,6 +216,10 @@ struct Shared {
     /// The highest base of a segment that has held a `.txnindex` since open (-1: none): a
     /// `read_committed` read searches no segment above it for aborted transactions.
     last_txn_index_base: AtomicI64,
+    /// A read-only log's aborted transactions that its replay met (at open, and at each live
+    /// poll): with the `.txnindex` files, what its `read_committed` reads skip
+    /// (`transactions.rs`). Empty for a writable log, whose own appends index every ABORT.
+    replayed_aborted: Mutex<Vec<crate::segment::AbortedTxn>>,
     /// Held for a whole retention pass: passes run one at a time.
     retention_pass: Mutex<()>,
     /// Held while unlinking `.deleted` files outside the writer lock, so that a caller who reaps
@@ -364,7 +368,7 @@ impl Log {
             MAX_OPEN_SEGMENTS,
         );
         let log_end_offset = recovered.active.next_offset();
-        let producer_state = transactions::load_producer_state(
+        let (producer_state, replayed_aborted) = transactions::load_producer_state(
             &storage,
             dir,
             &config,
@@ -418,6 +422,7 @@ impl Log {
             truncations: AtomicU64::new(0),
             first_unstable: AtomicI64::new(first_unstable),
             last_txn_index_base: AtomicI64::new(last_txn_index_base),
+            replayed_aborted: Mutex::new(replayed_aborted),
             retention_pass: Mutex::new(()),
             reaping: Mutex::new(()),
             live: (read_only && config.allow_live_writer)

@@ -376,7 +376,7 @@ impl Shared {
         if !delete_snapshots_above(&*self.storage, &self.dir, new_end)?.is_empty() {
             self.storage.sync_dir(&self.dir)?;
         }
-        let state = replay_state(
+        let (state, _) = replay_state(
             &*self.storage,
             &self.dir,
             &self.config,
@@ -388,6 +388,7 @@ impl Shared {
                 rebuild_txn_index_from: None,
                 validated_from: None,
                 delete_bad: true,
+                collect_aborted: false,
                 now_ms: self.clock.now_ms(),
             },
         )?;
@@ -407,6 +408,71 @@ pub(super) fn last_txn_index_base(storage: &dyn Storage, dir: &Path) -> Result<i
         .map(|name| name.base_offset)
         .max()
         .unwrap_or(-1))
+}
+
+impl Shared {
+    /// A live read-only log's producer state after a poll found the log ending at `new_end`:
+    /// the batches its writer appended since are replayed, or, when the view was rebuilt (a
+    /// truncation by the writer), the state is loaded and replayed again from the start.
+    ///
+    /// The aborted transactions the replay meets are kept in memory
+    /// ([`Shared::replayed_aborted`]): the writer appends a marker's `.txnindex` entry just
+    /// after the marker, so a poll can see the marker first.
+    pub(super) fn follow_live_producer_state(
+        &self,
+        writer: &mut Writer,
+        new_end: i64,
+        reloaded: bool,
+    ) -> Result<()> {
+        let map_end = writer.producer_state.map_end_offset();
+        if reloaded || new_end < map_end {
+            let (state, aborted) = replay_state(
+                &*self.storage,
+                &self.dir,
+                &self.config,
+                &self.snapshot,
+                Replay {
+                    log_start_offset: self.log_start.load(Ordering::Acquire),
+                    log_end_offset: new_end,
+                    snapshot_limit: new_end,
+                    rebuild_txn_index_from: None,
+                    validated_from: None,
+                    delete_bad: false,
+                    collect_aborted: true,
+                    now_ms: self.clock.now_ms(),
+                },
+            )?;
+            writer.producer_state = state;
+            *self.replayed_aborted.lock() = aborted;
+        } else if new_end > map_end {
+            let mut aborted = Vec::new();
+            replay_segments(
+                &mut writer.producer_state,
+                &self.snapshot,
+                ReplayRange {
+                    from: map_end,
+                    to: new_end,
+                    rebuild_txn_index_from: None,
+                    validated_from: None,
+                },
+                Some(&mut aborted),
+            )?;
+            self.replayed_aborted.lock().extend(aborted);
+        }
+        self.publish_first_unstable(writer);
+        Ok(())
+    }
+
+    /// The aborted transactions a read-only log's replay met that overlap a fetch of
+    /// `[offset, upper_bound)`, for [`Log::read_with`]'s list.
+    pub(super) fn replayed_aborted_in(&self, offset: i64, upper_bound: i64) -> Vec<AbortedTxn> {
+        self.replayed_aborted
+            .lock()
+            .iter()
+            .filter(|txn| txn.first_offset < upper_bound && txn.last_offset >= offset)
+            .copied()
+            .collect()
+    }
 }
 
 /// Appends the `AbortedTxn` of each aborted transaction in `finished` to `segment`'s
@@ -462,7 +528,7 @@ pub(super) fn load_producer_state(
     config: &LogConfig,
     snapshot: &Snapshot,
     from: LoadFrom,
-) -> Result<ProducerStateManager> {
+) -> Result<(ProducerStateManager, Vec<AbortedTxn>)> {
     if !from.read_only {
         // Kafka's removeStraySnapshots, and what no rename finished: a snapshot above the log
         // end (a crash between a snapshot and a truncation, or a lost tail), or at or below
@@ -477,12 +543,33 @@ pub(super) fn load_producer_state(
             .collect();
         remove_stray_snapshots(&**storage, dir, &bases)?;
     }
+    // Kafka's rule: a segment whose `.txnindex` fails its sanity check is recovered, which
+    // here means its index is rebuilt by the replay (with every later segment's). A read-only
+    // open cannot rebuild it, and reports it.
+    let scanned_from = from.first_recovered_base.unwrap_or(i64::MAX);
+    let bad_txn_index = first_bad_txn_index(&**storage, dir, snapshot, scanned_from)?;
+    if let Some((base, error)) = &bad_txn_index {
+        if from.read_only {
+            return Err(error.duplicate());
+        }
+        log::warn!(
+            "{}: the aborted-transaction index of the segment at {base} is unusable ({error}); \
+             rebuilding it from the log",
+            dir.display()
+        );
+    }
     let rebuild_txn_index_from = if from.read_only {
         None
     } else {
-        from.first_recovered_base
+        match (
+            from.first_recovered_base,
+            bad_txn_index.map(|(base, _)| base),
+        ) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     };
-    let state = replay_state(
+    let loaded = replay_state(
         &**storage,
         dir,
         config,
@@ -494,13 +581,47 @@ pub(super) fn load_producer_state(
             rebuild_txn_index_from,
             validated_from: from.first_recovered_base,
             delete_bad: !from.read_only,
+            collect_aborted: from.read_only,
             now_ms: from.now_ms,
         },
     )?;
     if !from.read_only && rebuild_txn_index_from.is_some() {
         storage.sync_dir(dir)?;
     }
-    Ok(state)
+    Ok(loaded)
+}
+
+/// The first segment below `below` whose `.txnindex` fails its sanity check, with the error.
+/// Only segments with a `.txnindex` file are opened.
+fn first_bad_txn_index(
+    storage: &dyn Storage,
+    dir: &Path,
+    snapshot: &Snapshot,
+    below: i64,
+) -> Result<Option<(i64, Error)>> {
+    let indexed: std::collections::BTreeSet<i64> = storage
+        .list(dir)?
+        .iter()
+        .filter_map(|name| parse_segment_file_name(name))
+        .filter(|name| name.kind == SegmentFileKind::TxnIndex && name.transient.is_none())
+        .map(|name| name.base_offset)
+        .collect();
+    let list = snapshot.load();
+    for handle in list.handles() {
+        let base = handle.base_offset();
+        if base >= below || !indexed.contains(&base) {
+            continue;
+        }
+        let Some(segment) = snapshot.pin(handle)? else {
+            continue;
+        };
+        match segment.txn_index_sanity_check() {
+            Ok(()) => {}
+            Err(error @ Error::Corrupt { .. }) => return Ok(Some((base, error))),
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(None)
 }
 
 /// What [`replay_state`] loads and replays.
@@ -516,6 +637,8 @@ struct Replay {
     validated_from: Option<i64>,
     /// Whether a corrupt snapshot is deleted (a writable log).
     delete_bad: bool,
+    /// Whether the aborted transactions the replay meets are returned (a read-only log).
+    collect_aborted: bool,
     now_ms: i64,
 }
 
@@ -527,7 +650,7 @@ fn replay_state(
     config: &LogConfig,
     snapshot: &Snapshot,
     replay: Replay,
-) -> Result<ProducerStateManager> {
+) -> Result<(ProducerStateManager, Vec<AbortedTxn>)> {
     let settings = ProducerStateConfig::from_log_config(config);
     let mut state = ProducerStateManager::new(settings, replay.log_start_offset);
     let limit = replay.snapshot_limit.min(replay.log_end_offset);
@@ -554,10 +677,53 @@ fn replay_state(
         }
         None => replay.log_start_offset,
     };
+    let mut aborted = Vec::new();
+    replay_segments(
+        &mut state,
+        snapshot,
+        ReplayRange {
+            from: replay_from,
+            to: replay.log_end_offset,
+            rebuild_txn_index_from: replay.rebuild_txn_index_from,
+            validated_from: replay.validated_from,
+        },
+        replay.collect_aborted.then_some(&mut aborted),
+    )?;
+    Ok((state, aborted))
+}
+
+/// The batches [`replay_segments`] replays, and what it does beside.
+struct ReplayRange {
+    from: i64,
+    to: i64,
+    /// The `.txnindex` of every segment from this base on is reset and rebuilt.
+    rebuild_txn_index_from: Option<i64>,
+    /// The segments from this base on were checked by this open's recovery scan.
+    validated_from: Option<i64>,
+}
+
+/// Replays every batch with a producer id in `[range.from, range.to)` into `state`, with
+/// replication rules, and moves its map end to `range.to`. The aborted transactions it ends go
+/// to the `.txnindex` of their marker's segment when that index is being rebuilt, and to
+/// `aborted` when given.
+fn replay_segments(
+    state: &mut ProducerStateManager,
+    snapshot: &Snapshot,
+    range: ReplayRange,
+    mut aborted: Option<&mut Vec<AbortedTxn>>,
+) -> Result<()> {
+    let replay_from = range.from;
     let list = snapshot.load();
     for handle in list.handles() {
         let base = handle.base_offset();
-        let rebuild = replay
+        if base >= range.to
+            && !range
+                .rebuild_txn_index_from
+                .is_some_and(|from| base >= from)
+        {
+            break;
+        }
+        let rebuild = range
             .rebuild_txn_index_from
             .is_some_and(|from| base >= from);
         let next_base = list
@@ -575,22 +741,33 @@ fn replay_state(
             segment.txn_index().reset()?;
         }
         let from = replay_from.max(base);
-        let mut replay_batch = |header: &BatchHeader, control: Option<Marker>| -> Result<()> {
-            if header.producer_id < 0
-                || header.last_offset() < replay_from
-                || header.base_offset >= replay.log_end_offset
-            {
-                return Ok(());
-            }
-            let summary = BatchSummary::from_header(header, control)?;
-            let finished = state.replay(&summary)?;
-            state.on_high_watermark_updated(header.last_offset() + 1);
-            if rebuild {
-                record_aborted(&segment, &finished)?;
-            }
-            Ok(())
-        };
-        if replay
+        let mut replay_batch =
+            |header: &BatchHeader, control: Option<Marker>| -> Result<()> {
+                if header.producer_id < 0
+                    || header.last_offset() < replay_from
+                    || header.base_offset >= range.to
+                {
+                    return Ok(());
+                }
+                let summary = BatchSummary::from_header(header, control)?;
+                let finished = state.replay(&summary)?;
+                state.on_high_watermark_updated(header.last_offset() + 1);
+                if rebuild {
+                    record_aborted(&segment, &finished)?;
+                }
+                if let Some(aborted) = aborted.as_deref_mut() {
+                    aborted.extend(finished.iter().filter(|done| done.txn.is_aborted).map(
+                        |done| AbortedTxn {
+                            producer_id: done.txn.producer_id,
+                            first_offset: done.txn.first_offset,
+                            last_offset: done.txn.last_offset,
+                            last_stable_offset: done.last_stable_offset,
+                        },
+                    ));
+                }
+                Ok(())
+            };
+        if range
             .validated_from
             .is_some_and(|validated| base >= validated)
         {
@@ -598,15 +775,15 @@ fn replay_state(
             // enough, and only markers are read whole.
             segment.visit_batch_headers(from, &mut replay_batch)?;
         } else {
-            replay_checked_batches(&segment, from, replay.log_end_offset, &mut replay_batch)?;
+            replay_checked_batches(&segment, from, range.to, &mut replay_batch)?;
         }
         if rebuild {
             segment.txn_index().flush()?;
         }
     }
-    state.update_map_end_offset(replay.log_end_offset);
-    state.on_high_watermark_updated(replay.log_end_offset);
-    Ok(state)
+    state.update_map_end_offset(range.to);
+    state.on_high_watermark_updated(range.to);
+    Ok(())
 }
 
 /// Feeds `visit` every v2 batch of `segment` from `from` to `end`, each read whole and its CRC
