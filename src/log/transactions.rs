@@ -716,11 +716,7 @@ fn replay_segments(
     let list = snapshot.load();
     for handle in list.handles() {
         let base = handle.base_offset();
-        if base >= range.to
-            && !range
-                .rebuild_txn_index_from
-                .is_some_and(|from| base >= from)
-        {
+        if base >= range.to && range.rebuild_txn_index_from.is_none_or(|from| base < from) {
             break;
         }
         let rebuild = range
