@@ -6,42 +6,15 @@
 //! segment, with headers and bytes that are not UTF-8.
 #![cfg(feature = "cli")]
 
+#[path = "common/cli.rs"]
+mod cli;
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
+use cli::{partlog, run, run_with_input, text};
 use partlog::{Log, LogConfig, NewRecord};
-
-fn partlog() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_partlog"));
-    // A panic would print a backtrace with this set: the tool must never panic.
-    command.env("RUST_BACKTRACE", "1");
-    command
-}
-
-fn run_with_input(command: &mut Command, input: &[u8]) -> Output {
-    let mut child = command
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start partlog");
-    let mut stdin = child.stdin.take().unwrap();
-    // A child that fails early (a locked log) may exit before reading: EPIPE is its business.
-    if let Err(error) = stdin.write_all(input) {
-        assert_eq!(error.kind(), std::io::ErrorKind::BrokenPipe, "{error}");
-    }
-    drop(stdin);
-    child.wait_with_output().unwrap()
-}
-
-fn run(command: &mut Command) -> Output {
-    command.stdin(Stdio::null()).output().expect("run partlog")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
 
 /// Asserts the error contract: exit status 2, nothing on stdout, and exactly one line on stderr
 /// that starts with `partlog: ` and contains `expected`.

@@ -4,40 +4,14 @@
 //! (partlog's default retention.ms is -1).
 #![cfg(feature = "cli")]
 
-use std::io::Write;
+#[path = "common/cli.rs"]
+mod cli;
+
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
+use cli::{partlog, run, run_with_input, text};
 use partlog::{Log, LogConfig, NewRecord, ReadBound};
-
-fn partlog() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_partlog"));
-    command.env("RUST_BACKTRACE", "1");
-    command
-}
-
-fn run_with_input(command: &mut Command, input: &[u8]) -> Output {
-    let mut child = command
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start partlog");
-    let mut stdin = child.stdin.take().unwrap();
-    if let Err(error) = stdin.write_all(input) {
-        assert_eq!(error.kind(), std::io::ErrorKind::BrokenPipe, "{error}");
-    }
-    drop(stdin);
-    child.wait_with_output().unwrap()
-}
-
-fn run(command: &mut Command) -> Output {
-    command.stdin(Stdio::null()).output().expect("run partlog")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
 
 fn assert_ok(output: &Output, context: &str) -> String {
     assert!(

@@ -5,38 +5,13 @@
 //! segment the open did not scan ends the output the same way when a read meets it.
 #![cfg(feature = "cli")]
 
-use std::io::Write;
+#[path = "common/cli.rs"]
+mod cli;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
-fn partlog() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_partlog"));
-    command.env("RUST_BACKTRACE", "1");
-    command
-}
-
-fn run_with_input(command: &mut Command, input: &[u8]) -> Output {
-    let mut child = command
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start partlog");
-    let mut stdin = child.stdin.take().unwrap();
-    if let Err(error) = stdin.write_all(input) {
-        assert_eq!(error.kind(), std::io::ErrorKind::BrokenPipe, "{error}");
-    }
-    drop(stdin);
-    child.wait_with_output().unwrap()
-}
-
-fn run(command: &mut Command) -> Output {
-    command.stdin(Stdio::null()).output().expect("run partlog")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
+use cli::{partlog, run, run_with_input, text};
 
 /// The byte positions of the batches of a `.log` file, read from their length fields.
 fn batch_positions(log: &Path) -> Vec<u64> {
