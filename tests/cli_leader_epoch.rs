@@ -4,8 +4,10 @@
 //! offset 20.
 #![cfg(feature = "cli")]
 
-// Only some of the shared runner's helpers are used here.
-#[allow(dead_code)]
+#[expect(
+    dead_code,
+    reason = "the shared runner's run_with_input is not needed here"
+)]
 #[path = "common/cli.rs"]
 mod cli;
 
@@ -57,9 +59,18 @@ fn leader_epoch_checkpoint_that_does_not_parse_is_corruption_in_verify() {
         let dir = fixture_copy();
         std::fs::write(dir.path().join(EPOCH_FILE), bad).unwrap();
         let (_, findings) = epoch_findings(dir.path());
-        assert_eq!(findings.len(), 1, "{:?}: {findings:?}", String::from_utf8_lossy(bad));
+        assert_eq!(
+            findings.len(),
+            1,
+            "{:?}: {findings:?}",
+            String::from_utf8_lossy(bad)
+        );
         assert_eq!(findings[0].severity, Severity::Corruption);
-        assert!(findings[0].what.contains("leader-epoch-checkpoint"), "{}", findings[0]);
+        assert!(
+            findings[0].what.contains("leader-epoch-checkpoint"),
+            "{}",
+            findings[0]
+        );
     }
 }
 
@@ -77,7 +88,11 @@ fn leader_epoch_entry_beyond_the_log_end_is_reported_by_verify() {
     let (_, findings) = epoch_findings(dir.path());
     assert_eq!(findings.len(), 1, "{findings:?}");
     assert_eq!(findings[0].severity, Severity::CrashState);
-    assert!(findings[0].what.contains("leader epoch 2"), "{}", findings[0]);
+    assert!(
+        findings[0].what.contains("leader epoch 2"),
+        "{}",
+        findings[0]
+    );
 }
 
 #[test]
@@ -89,7 +104,11 @@ fn leader_epoch_dump_prints_the_checkpoint_entries() {
             .arg(dir.path()),
     );
     let stdout = cli::text(&output.stdout);
-    assert!(output.status.success(), "{stdout}{}", cli::text(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        cli::text(&output.stderr)
+    );
     let path = dir.path().join(EPOCH_FILE);
     let expected = format!(
         "Dumping {}\nversion: 0 entries: 1\nleaderEpoch: 0 startOffset: 0\n",

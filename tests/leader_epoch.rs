@@ -150,7 +150,10 @@ fn leader_epoch_clear_empties_the_cache_and_its_file() {
     cache.assign(3, 7).unwrap();
     cache.clear().unwrap();
     assert!(cache.entries().is_empty());
-    assert_eq!(read_checkpoint(&*storage, dir.path()).unwrap(), Some(vec![]));
+    assert_eq!(
+        read_checkpoint(&*storage, dir.path()).unwrap(),
+        Some(vec![])
+    );
     assert_eq!(
         std::fs::read(dir.path().join(LEADER_EPOCH_CHECKPOINT_FILE_NAME)).unwrap(),
         b"0\n0\n"
@@ -183,7 +186,10 @@ fn leader_epoch_every_change_is_in_the_file_when_the_call_returns() {
     cache.assign(0, 0).unwrap();
     cache.assign(2, 10).unwrap();
     cache.assign(4, 20).unwrap();
-    assert_eq!(on_disk(&storage), Some(entries(&[(0, 0), (2, 10), (4, 20)])));
+    assert_eq!(
+        on_disk(&storage),
+        Some(entries(&[(0, 0), (2, 10), (4, 20)]))
+    );
     cache.truncate_from_end(20).unwrap();
     assert_eq!(on_disk(&storage), Some(entries(&[(0, 0), (2, 10)])));
     cache.truncate_from_start(5).unwrap();
@@ -199,7 +205,10 @@ fn leader_epoch_bad_checkpoint_files_give_typed_errors() {
     fn corruption(bytes: &[u8]) -> (u64, Corruption) {
         match parse_checkpoint(Path::new("leader-epoch-checkpoint"), bytes) {
             Err(Error::Corrupt { position, what, .. }) => (position, what),
-            other => panic!("{:?}: expected Corrupt, got {other:?}", String::from_utf8_lossy(bytes)),
+            other => panic!(
+                "{:?}: expected Corrupt, got {other:?}",
+                String::from_utf8_lossy(bytes)
+            ),
         }
     }
     let bad_header = |bytes: &[u8]| matches!(corruption(bytes).1, Corruption::BadHeader(_));
@@ -215,11 +224,23 @@ fn leader_epoch_bad_checkpoint_files_give_typed_errors() {
     assert!(bad_header(b"0\n-1\n"));
     assert_eq!(
         corruption(b"0\n2\n0 0\n"),
-        (8, Corruption::RecordCount { declared: 2, found: 1 })
+        (
+            8,
+            Corruption::RecordCount {
+                declared: 2,
+                found: 1
+            }
+        )
     );
     assert_eq!(
         corruption(b"0\n1\n0 0\n1 5\n"),
-        (8, Corruption::RecordCount { declared: 1, found: -1 })
+        (
+            8,
+            Corruption::RecordCount {
+                declared: 1,
+                found: -1
+            }
+        )
     );
     // Non-numeric, negative or missing fields.
     assert_eq!(corruption(b"0\n1\nx 0\n").0, 4);
@@ -235,7 +256,13 @@ fn leader_epoch_bad_checkpoint_files_give_typed_errors() {
     assert!(bad_entry(b"0\n2\n3 5\n3 9\n"));
     assert_eq!(
         corruption(b"0\n2\n3 5\n4 5\n"),
-        (8, Corruption::OffsetOrder { offset: 5, bound: 5 })
+        (
+            8,
+            Corruption::OffsetOrder {
+                offset: 5,
+                bound: 5
+            }
+        )
     );
 
     // A good file, with Java's whitespace and line ends tolerated.
@@ -305,8 +332,8 @@ fn leader_epoch_crash_at_every_operation_of_a_write_leaves_the_old_or_the_new_fi
                     crash_points += 1;
                 }
                 let context = format!("{image:?}, seed {seed}: crash at operation {crash_at}");
-                let on_disk = read_checkpoint(&sim, dir)
-                    .unwrap_or_else(|error| panic!("{context}: {error}"));
+                let on_disk =
+                    read_checkpoint(&sim, dir).unwrap_or_else(|error| panic!("{context}: {error}"));
                 assert!(
                     on_disk == Some(old.clone()) || on_disk == Some(new.clone()),
                     "{context}: {on_disk:?}"
@@ -321,7 +348,10 @@ fn leader_epoch_crash_at_every_operation_of_a_write_leaves_the_old_or_the_new_fi
         }
         assert!(completed, "{image:?}: the write never completed");
         // Create the temporary file, set its length, write, fsync, rename, fsync the directory.
-        assert!(crash_points >= 6, "{image:?}: only {crash_points} crash points");
+        assert!(
+            crash_points >= 6,
+            "{image:?}: only {crash_points} crash points"
+        );
     }
 }
 

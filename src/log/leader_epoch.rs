@@ -129,12 +129,18 @@ pub fn parse_checkpoint(file: &Path, bytes: &[u8]) -> Result<Vec<EpochEntry>> {
             Corruption::BadHeader("the leader-epoch-checkpoint has no entry count"),
         )
     })?;
-    let declared = count.parse::<i32>().ok().filter(|n| *n >= 0).ok_or_else(|| {
-        corrupt(
-            count_at,
-            Corruption::BadHeader("the leader-epoch-checkpoint's entry count is not a number ≥ 0"),
-        )
-    })?;
+    let declared = count
+        .parse::<i32>()
+        .ok()
+        .filter(|n| *n >= 0)
+        .ok_or_else(|| {
+            corrupt(
+                count_at,
+                Corruption::BadHeader(
+                    "the leader-epoch-checkpoint's entry count is not a number ≥ 0",
+                ),
+            )
+        })?;
 
     let mut entries: Vec<EpochEntry> = Vec::new();
     for _ in 0..declared {
@@ -175,7 +181,13 @@ pub fn parse_checkpoint(file: &Path, bytes: &[u8]) -> Result<Vec<EpochEntry>> {
         entries.push(entry);
     }
     if let Some((at, _)) = lines.next() {
-        return Err(corrupt(at, Corruption::RecordCount { declared, found: -1 }));
+        return Err(corrupt(
+            at,
+            Corruption::RecordCount {
+                declared,
+                found: -1,
+            },
+        ));
     }
     Ok(entries)
 }
@@ -311,9 +323,9 @@ impl LeaderEpochFileCache {
                 ),
             });
         }
-        let update_needed = self.latest_entry().is_none_or(|latest| {
-            epoch != latest.epoch || start_offset < latest.start_offset
-        });
+        let update_needed = self
+            .latest_entry()
+            .is_none_or(|latest| epoch != latest.epoch || start_offset < latest.start_offset);
         if !update_needed {
             return Ok(false);
         }
