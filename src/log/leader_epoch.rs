@@ -330,14 +330,25 @@ impl LeaderEpochFileCache {
             return Ok(false);
         }
         let mut entries = self.entries.clone();
-        while entries
-            .last()
-            .is_some_and(|last| last.epoch >= epoch || last.start_offset >= start_offset)
-        {
-            entries.pop();
-        }
-        entries.push(EpochEntry::new(epoch, start_offset));
+        let kept = entries
+            .iter()
+            .take_while(|entry| entry.epoch < epoch && entry.start_offset < start_offset)
+            .count();
+        let removed = entries.split_off(kept);
+        let new_entry = EpochEntry::new(epoch, start_offset);
+        entries.push(new_entry);
         self.replace(entries)?;
+        // An entry replaced at its own start offset had no data: a re-election before any write.
+        // Anything else drops epochs that wrote records, which Kafka reports the same way.
+        if removed.len() > 1
+            || removed
+                .first()
+                .is_some_and(|r| r.start_offset != start_offset)
+        {
+            log::warn!(
+                "new leader epoch entry {new_entry} caused truncation of conflicting entries {removed:?}"
+            );
+        }
         Ok(true)
     }
 
