@@ -176,6 +176,12 @@ pub mod unstable {
         parse_segment_file_name, segment_file_name, segment_file_path,
     };
 
+    /// Kafka's leader-epoch cache (`LeaderEpochFileCache`) and its file `leader-epoch-checkpoint`
+    /// (FORMAT.md §12).
+    pub mod leader_epoch {
+        pub use crate::log::leader_epoch::*;
+    }
+
     /// Kafka's producer-state snapshot files (`<offset>.snapshot`, `ProducerSnapshot` v1): the
     /// codec, the names, and the list of a directory's snapshots (FORMAT.md §9).
     pub mod producer_snapshot {

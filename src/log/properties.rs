@@ -252,21 +252,13 @@ pub fn write_stored_settings(
         text.push_str(value);
         text.push('\n');
     }
-    let temp = dir.join(PROPERTIES_TEMP_NAME);
-    let file = storage.open(&temp, OpenMode::Create)?;
-    let written = file
-        .set_len(0)
-        .and_then(|()| file.write_all_at(text.as_bytes(), 0))
-        .and_then(|()| file.sync_all());
-    drop(file);
-    if let Err(error) = written {
-        if let Err(remove_error) = storage.remove(&temp) {
-            log::warn!("{}: {remove_error}", temp.display());
-        }
-        return Err(error);
-    }
-    storage.rename(&temp, &dir.join(PROPERTIES_FILE_NAME))?;
-    storage.sync_dir(dir)
+    super::durable_file::replace_file_durably(
+        storage,
+        dir,
+        PROPERTIES_TEMP_NAME,
+        PROPERTIES_FILE_NAME,
+        text.as_bytes(),
+    )
 }
 
 /// The settings of `config` that differ from partlog's defaults, by Kafka name.

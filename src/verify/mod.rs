@@ -16,6 +16,7 @@ use crate::log::LogConfig;
 use crate::log::checkpoint::{CHECKPOINT_FILE_NAME, CheckpointFile, CheckpointRecord};
 use crate::storage::{FileLock, LockMode, Storage};
 
+mod epoch_check;
 mod index_check;
 mod txn_check;
 mod walk;
@@ -163,7 +164,9 @@ impl VerifyReport {
 ///   the batch whose last offset the entry holds;
 /// - every `.txnindex`: Kafka's sanity check (entries at or above the segment's base, in
 ///   increasing order, whole), and each entry's `lastOffset` an ABORT marker of its producer;
-/// - every `.snapshot` (Kafka's producer-state snapshot): version, CRC and entry count.
+/// - every `.snapshot` (Kafka's producer-state snapshot): version, CRC and entry count;
+/// - `leader-epoch-checkpoint`: its format (version, count, numbers, strictly increasing
+///   entries) and no entry starting beyond the log end.
 ///
 /// Each finding gets a [`Severity`], decided as recovery would decide it: an invalid byte above
 /// the recovery point is a torn tail, the normal state after a crash, which the next writable
@@ -234,6 +237,7 @@ pub fn verify_dir(dir: impl AsRef<Path>, config: &LogConfig) -> Result<VerifyRep
         Some((_, end)) => end,
         None => walks.last().map_or(first_base, |w| w.summary.next_offset),
     };
+    epoch_check::check_leader_epoch_checkpoint(&*storage, dir, log_end_offset, &mut findings)?;
     Ok(VerifyReport {
         dir: dir.to_path_buf(),
         checkpoint_found: record.is_some(),

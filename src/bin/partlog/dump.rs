@@ -16,6 +16,7 @@ Examples:
   partlog dump /tmp/orders-0 --records           # and their records (--print-data-log)
   partlog dump /tmp/orders-0 --index             # and every index entry, checked
   partlog dump /tmp/orders-0 --producer-state    # and every .txnindex and .snapshot entry
+  partlog dump /tmp/orders-0 --leader-epochs     # and the leader-epoch-checkpoint entries
   partlog dump /tmp/orders-0 --from 1000 --json  # one JSON object per record from offset 1000
   partlog dump /tmp/orders-0/00000000000000000000.log --skip-record-metadata   # one file
   partlog dump /tmp/orders-0/00000000000000000000.timeindex
@@ -79,6 +80,11 @@ pub struct DumpArgs {
     /// (producer state), in the words of Kafka's DumpLogSegments (exit status 1 on a bad file).
     #[arg(long, conflicts_with = "json")]
     pub producer_state: bool,
+
+    /// Also print the leader-epoch-checkpoint entries, which leader epoch started at which
+    /// offset (exit status 1 when the file does not parse).
+    #[arg(long, conflicts_with = "json")]
+    pub leader_epochs: bool,
 
     /// Read at most N bytes of each .log file: only the batches that end within them
     /// (kafka-dump-log's --max-bytes).
@@ -154,6 +160,18 @@ pub fn run(args: &DumpArgs) -> Result<Outcome, CliError> {
     if args.producer_state {
         let mut out = std::io::BufWriter::new(std::io::stdout().lock());
         let bad = crate::dump_txn::dump_producer_state(&mut out, &args.dir)?;
+        match out.flush() {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+            Err(e) => return Err(CliError::new(format!("cannot write: {e}"))),
+        }
+        if bad > 0 {
+            return Ok(Outcome::Corrupt);
+        }
+    }
+    if args.leader_epochs {
+        let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+        let bad = crate::dump_epochs::dump_leader_epochs(&mut out, &args.dir)?;
         match out.flush() {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}

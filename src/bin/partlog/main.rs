@@ -41,6 +41,7 @@ mod compact;
 mod config;
 mod consume;
 mod dump;
+mod dump_epochs;
 mod dump_file;
 mod dump_index;
 mod dump_txn;
