@@ -472,6 +472,8 @@ mod on_the_simulator {
         allowed.insert(dir.join("partlog.checkpoint"));
         // The producer snapshot the close wrote at the log end, which replaces any replay.
         allowed.insert(dir.join(format!("{end:020}.snapshot")));
+        // The settings stored with the log, which every open applies.
+        allowed.insert(dir.join("partlog.properties"));
         let unexpected: Vec<&PathBuf> = opened.difference(&allowed).collect();
         assert!(
             unexpected.is_empty(),
