@@ -237,6 +237,13 @@ fn classify(
                 );
                 Class::Reported
             }
+            // `partlog.properties` is text with no checksum (FORMAT.md §7): a flip that breaks
+            // it is a clear error naming the file (and the line); one that keeps it well formed
+            // changes a setting, which the open's own settings then overwrite.
+            Error::InvalidConfig { why, .. } if flip.file == "partlog.properties" => {
+                assert!(why.contains("partlog.properties"), "{what}: {why}");
+                Class::Reported
+            }
             other => panic!("{what}: not Corrupt but {other:?}"),
         }
     };
