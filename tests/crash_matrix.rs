@@ -2,7 +2,9 @@
 //! simulated machine crash injected at each write, sync and directory operation in turn.
 //!
 //! A case is a random sequence of appends (single records and producer batches, in every
-//! codec), idempotent and transactional batches of four producers, COMMIT and ABORT markers,
+//! codec), idempotent and transactional batches of four producers, COMMIT and ABORT markers
+//! (transactions in the plain variant only: a compaction pass removes aborted data and markers,
+//! which `tests/log_compaction_txn_model.rs` crashes at every step instead),
 //! re-sends of a producer's recent batches (each must be a duplicate with its original offsets:
 //! one of its last 5, and after a truncation or a reopen only its newest, as a snapshot holds
 //! one batch per producer), flushes, rolls, `truncate_to`, `delete_records_before` (never
@@ -141,9 +143,19 @@ fn op_strategy(compacted: bool) -> impl Strategy<Value = Op> {
         append => (1u8..=3).prop_map(|count| Op::Append { count }),
         2 => (1u8..=4, 0u8..3).prop_map(|(count, codec)| Op::AppendBatch { count, codec }),
         2 => (0u8..2, 1u8..=3).prop_map(|(producer, count)| Op::Idempotent { producer, count }),
-        2 => (0u8..2, 1u8..=3)
-            .prop_map(|(producer, count)| Op::Transactional { producer, count }),
-        1 => (0u8..2, any::<bool>()).prop_map(|(producer, commit)| Op::EndTxn { producer, commit }),
+        // Transactions only in the plain variant: a compaction pass now removes aborted data
+        // and markers (Kafka's transaction-aware cleaner), which this model does not follow;
+        // tests/log_compaction_txn_model.rs crashes such passes at every step instead.
+        2 => (0u8..2, 1u8..=3).prop_map(move |(producer, count)| if compacted {
+            Op::Idempotent { producer, count }
+        } else {
+            Op::Transactional { producer, count }
+        }),
+        1 => (0u8..2, any::<bool>()).prop_map(move |(producer, commit)| if compacted {
+            Op::Flush
+        } else {
+            Op::EndTxn { producer, commit }
+        }),
         1 => (0u8..4, 0u8..5).prop_map(|(producer, back)| Op::Resend { producer, back }),
         2 => Just(Op::Flush),
         roll => Just(Op::Roll),
