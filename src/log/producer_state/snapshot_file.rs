@@ -321,7 +321,13 @@ fn write_snapshot_temp(
             why: format!("a producer snapshot offset cannot be negative ({offset})"),
         });
     }
-    let temp = dir.join(format!("{offset:020}{SNAPSHOT_TEMP_SUFFIX}"));
+    // A name of its own for every write: a roll's snapshot waits for the flusher's fsync and
+    // rename, and a truncation followed by a roll at the same offset writes another meanwhile.
+    // Sharing one name, the flusher could rename the second writer's unsynced bytes into place
+    // after syncing the first's.
+    static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let write = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let temp = dir.join(format!("{offset:020}.{write}{SNAPSHOT_TEMP_SUFFIX}"));
     let bytes = encode_snapshot(entries);
     let written = storage.open(&temp, OpenMode::Create).and_then(|file| {
         file.set_len(0)?;
