@@ -747,12 +747,12 @@ impl Shared {
         );
         // Kafka's snapshot at every roll, at the new segment's base: recovery replays the
         // producer state from the newest snapshot at or below where it starts scanning, so
-        // this bounds that replay to about a segment. Written without an fsync, as Kafka's
-        // roll does under the log lock: two fsyncs here held every append up for 1.5-23 ms at
-        // each roll, with or without producer ids. The flusher fsyncs it and renames it into
-        // place with the sealed segment, before the directory. A failure fails the append that
-        // rolled (the roll itself stands), as it does in Kafka.
-        self.take_roll_snapshot(writer)?;
+        // this bounds that replay to about a segment. Written durably here, under the writer
+        // lock (two fsyncs per roll): the deferred form (`take_roll_snapshot`, fsynced and
+        // renamed by the flusher) failed the crash matrix at seed 457 and is left unused until
+        // that is understood. A failure fails the append that rolled (the roll itself stands),
+        // as it does in Kafka.
+        self.take_producer_snapshot(writer)?;
         self.flusher.lock().roll_pending = true;
         self.flusher_wake.notify_all();
         log::debug!("rolled {} to a new segment at {base}", self.dir.display());

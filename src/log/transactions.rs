@@ -305,6 +305,10 @@ impl Shared {
     /// fsyncs it and renames it into place before the directory fsync
     /// ([`finish_roll_snapshots`](Self::finish_roll_snapshots)). A crash before that leaves only
     /// the temporary file, which the next open removes: a `.snapshot` is always whole.
+    #[allow(
+        dead_code,
+        reason = "the roll writes its snapshot durably until the crash-matrix finding (seed 457) on this deferred form is settled"
+    )]
     pub(super) fn take_roll_snapshot(&self, writer: &mut Writer) -> Result<()> {
         if self.read_only || !writer.producer_state.needs_snapshot() {
             return Ok(());
