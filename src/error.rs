@@ -201,6 +201,96 @@ pub enum Error {
         /// The coordinator epoch of the marker.
         found: i32,
     },
+    /// A client append reached a log or partition that is not the leader (it became a
+    /// follower), or a leader-only call reached a follower (Kafka's `NOT_LEADER_OR_FOLLOWER`,
+    /// code 6).
+    #[error("not the leader: {why}")]
+    NotLeaderOrFollower {
+        /// What the call found instead of a leader.
+        why: String,
+    },
+
+    /// An `acks=all` append was not replicated to the in-sync replicas within the caller's
+    /// timeout (Kafka's `REQUEST_TIMED_OUT`, code 7). The records are in the leader's log and
+    /// may still be committed later.
+    #[error("request timed out after {timeout_ms} ms waiting for {what}")]
+    RequestTimedOut {
+        /// The caller's timeout.
+        timeout_ms: u64,
+        /// What the call was waiting for.
+        what: String,
+    },
+
+    /// An `acks=all` append found fewer in-sync replicas than `min.insync.replicas` (capped at
+    /// the replication factor) and wrote nothing (Kafka's `NOT_ENOUGH_REPLICAS`, code 19).
+    #[error(
+        "not enough in-sync replicas: {in_sync} in the ISR, {required} required (min.insync.replicas); nothing was written"
+    )]
+    NotEnoughReplicas {
+        /// The size of the ISR at the time of the call.
+        in_sync: usize,
+        /// The effective `min.insync.replicas`.
+        required: usize,
+    },
+
+    /// An `acks=all` append was written, but the ISR shrank below `min.insync.replicas` before
+    /// it was committed (Kafka's `NOT_ENOUGH_REPLICAS_AFTER_APPEND`, code 20). The records stay
+    /// in the log; an idempotent retry is deduplicated.
+    #[error(
+        "the ISR shrank to {in_sync}, below the {required} in-sync replicas required, after the append; the records were written"
+    )]
+    NotEnoughReplicasAfterAppend {
+        /// The size of the ISR when the shrink was seen.
+        in_sync: usize,
+        /// The effective `min.insync.replicas`.
+        required: usize,
+    },
+
+    /// A request carries a leader epoch older than the partition's: it comes from a replica
+    /// that missed a leader change, or `become_leader` was given an epoch below the epoch
+    /// cache's latest (Kafka's `FENCED_LEADER_EPOCH`, code 74).
+    #[error("leader epoch {found} is fenced: the current leader epoch is {current}")]
+    FencedLeaderEpoch {
+        /// The partition's (or the cache's) current leader epoch.
+        current: i32,
+        /// The epoch the request carried.
+        found: i32,
+    },
+
+    /// A request carries a leader epoch newer than the partition's: this replica has not yet
+    /// learned of the leader change (Kafka's `UNKNOWN_LEADER_EPOCH`, code 75).
+    #[error("leader epoch {found} is unknown: the current leader epoch is {current}")]
+    UnknownLeaderEpoch {
+        /// The partition's current leader epoch.
+        current: i32,
+        /// The epoch the request carried.
+        found: i32,
+    },
+
+    /// A follower append starts below the log end offset (Kafka's
+    /// `UnexpectedAppendOffsetException`): the follower must truncate first. Nothing was
+    /// written.
+    #[error(
+        "unexpected append offset: the batches start at {found}, the log ends at {log_end_offset}"
+    )]
+    UnexpectedAppendOffset {
+        /// The log end offset at the time of the call.
+        log_end_offset: i64,
+        /// The first offset of the batches.
+        found: i64,
+    },
+
+    /// The batches of a follower append do not have strictly increasing offsets (Kafka's
+    /// `OffsetsOutOfOrderException`). Nothing was written.
+    #[error(
+        "offsets out of order: a batch starting at {found} follows one ending at {previous_last}"
+    )]
+    OffsetsOutOfOrder {
+        /// The last offset of the previous batch.
+        previous_last: i64,
+        /// The base offset of the batch that does not follow it.
+        found: i64,
+    },
 }
 
 /// What is wrong with a corrupt batch, record or index entry.
@@ -430,6 +520,43 @@ impl Error {
                 current: *current,
                 found: *found,
             },
+            Error::NotLeaderOrFollower { why } => Error::NotLeaderOrFollower { why: why.clone() },
+            Error::RequestTimedOut { timeout_ms, what } => Error::RequestTimedOut {
+                timeout_ms: *timeout_ms,
+                what: what.clone(),
+            },
+            Error::NotEnoughReplicas { in_sync, required } => Error::NotEnoughReplicas {
+                in_sync: *in_sync,
+                required: *required,
+            },
+            Error::NotEnoughReplicasAfterAppend { in_sync, required } => {
+                Error::NotEnoughReplicasAfterAppend {
+                    in_sync: *in_sync,
+                    required: *required,
+                }
+            }
+            Error::FencedLeaderEpoch { current, found } => Error::FencedLeaderEpoch {
+                current: *current,
+                found: *found,
+            },
+            Error::UnknownLeaderEpoch { current, found } => Error::UnknownLeaderEpoch {
+                current: *current,
+                found: *found,
+            },
+            Error::UnexpectedAppendOffset {
+                log_end_offset,
+                found,
+            } => Error::UnexpectedAppendOffset {
+                log_end_offset: *log_end_offset,
+                found: *found,
+            },
+            Error::OffsetsOutOfOrder {
+                previous_last,
+                found,
+            } => Error::OffsetsOutOfOrder {
+                previous_last: *previous_last,
+                found: *found,
+            },
         }
     }
 
@@ -452,6 +579,12 @@ impl Error {
             Error::InvalidProducerEpoch { .. } => Some(47),
             Error::InvalidTxnState { .. } => Some(48),
             Error::TransactionCoordinatorFenced { .. } => Some(52),
+            Error::NotLeaderOrFollower { .. } => Some(6),
+            Error::RequestTimedOut { .. } => Some(7),
+            Error::NotEnoughReplicas { .. } => Some(19),
+            Error::NotEnoughReplicasAfterAppend { .. } => Some(20),
+            Error::FencedLeaderEpoch { .. } => Some(74),
+            Error::UnknownLeaderEpoch { .. } => Some(75),
             Error::Io { .. } | Error::Poisoned => Some(56),
             Error::UnsupportedCompression { .. } => Some(76),
             Error::Locked { .. }
@@ -459,7 +592,9 @@ impl Error {
             | Error::Closed
             | Error::Unsupported { .. }
             | Error::InvalidArgument { .. }
-            | Error::BufferExhausted { .. } => None,
+            | Error::BufferExhausted { .. }
+            | Error::UnexpectedAppendOffset { .. }
+            | Error::OffsetsOutOfOrder { .. } => None,
         }
     }
 
@@ -557,6 +692,61 @@ mod tests {
                     found: 1,
                 },
                 Some(52),
+            ),
+            (
+                Error::NotLeaderOrFollower {
+                    why: "follower".into(),
+                },
+                Some(6),
+            ),
+            (
+                Error::RequestTimedOut {
+                    timeout_ms: 1,
+                    what: "the high watermark".into(),
+                },
+                Some(7),
+            ),
+            (
+                Error::NotEnoughReplicas {
+                    in_sync: 1,
+                    required: 2,
+                },
+                Some(19),
+            ),
+            (
+                Error::NotEnoughReplicasAfterAppend {
+                    in_sync: 1,
+                    required: 2,
+                },
+                Some(20),
+            ),
+            (
+                Error::FencedLeaderEpoch {
+                    current: 3,
+                    found: 2,
+                },
+                Some(74),
+            ),
+            (
+                Error::UnknownLeaderEpoch {
+                    current: 3,
+                    found: 4,
+                },
+                Some(75),
+            ),
+            (
+                Error::UnexpectedAppendOffset {
+                    log_end_offset: 5,
+                    found: 3,
+                },
+                None,
+            ),
+            (
+                Error::OffsetsOutOfOrder {
+                    previous_last: 5,
+                    found: 3,
+                },
+                None,
             ),
             (io_error(), Some(56)),
             (Error::Poisoned, Some(56)),
