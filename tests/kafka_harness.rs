@@ -7,7 +7,6 @@
 //! Without Java or Kafka's jars it skips with a message, except under `CI=true`, where it fails.
 
 #[path = "common/kafka.rs"]
-#[allow(dead_code)]
 mod kafka;
 
 #[path = "../benches/kafka/harness.rs"]
