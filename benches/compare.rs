@@ -28,6 +28,10 @@ use std::time::{Duration, Instant};
 
 #[path = "common/compaction_log.rs"]
 mod compaction_log;
+#[path = "kafka/harness.rs"]
+mod harness;
+#[path = "compare/kafka.rs"]
+mod kafka;
 #[path = "compare/producer_state.rs"]
 mod producer_state;
 
@@ -68,6 +72,15 @@ const ROWS: &[(&str, RowFn)] = &[
         "producer_state_unclean_recovery",
         producer_state::row_unclean_recovery,
     ),
+    ("kafka_append_batch", kafka::row_append_batch),
+    ("kafka_append_small", kafka::row_append_small),
+    ("kafka_append_fsync", kafka::row_append_fsync),
+    ("kafka_durable_8_writers", kafka::row_durable_8_writers),
+    ("kafka_read_sequential", kafka::row_read_sequential),
+    ("kafka_read_random", kafka::row_read_random),
+    ("kafka_open_1000_segments", kafka::row_open),
+    ("kafka_recovery", kafka::row_recovery),
+    ("kafka_compaction", kafka::row_compaction),
 ];
 
 /// A fixed CreateTime inside partlog's timestamp bounds.
@@ -126,6 +139,8 @@ enum Outcome {
     Measured(Measured),
     /// A row measured in several variants (compaction: one per codec), one table line each.
     MeasuredMany(Vec<Measured>),
+    /// A row that could not run here (Kafka's rows without Java); it printed why.
+    Skipped,
 }
 
 struct Measured {
@@ -1372,6 +1387,7 @@ fn main() {
         let rows = match outcome {
             Outcome::Measured(row) => vec![row],
             Outcome::MeasuredMany(rows) => rows,
+            Outcome::Skipped => Vec::new(),
         };
         for row in rows {
             println!(
