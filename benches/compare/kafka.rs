@@ -385,7 +385,7 @@ pub(super) fn row_read_random(ctx: &Ctx) -> Outcome {
         }
         let seconds = started.elapsed().as_secs_f64();
         latencies.sort_by(f64::total_cmp);
-        partlog_p99.push((percentile(&latencies, 50.0), percentile(&latencies, 99.0)));
+        partlog_p99.push((percentile(&latencies, 0.5), percentile(&latencies, 0.99)));
         Rep {
             seconds,
             records: RANDOM_READS as u64,

@@ -156,7 +156,7 @@ public final class UnifiedLogHarness {
         }
         long nanos = System.nanoTime() - start;
         long end = log.logEndOffset();
-        log.close();
+        closeCleanly(log);
         emit("append", nanos, batches.size(), totalBytes(batches), "\"log_end_offset\":" + end);
     }
 
@@ -191,7 +191,7 @@ public final class UnifiedLogHarness {
                 offset = next;
             }
             long nanos = System.nanoTime() - start;
-            log.close();
+            closeCleanly(log);
             emit("read_seq", nanos, fetched, bytes, "\"log_end_offset\":" + logEnd);
         } else {
             int count = Integer.parseInt(args.getOrDefault("count", "10000"));
@@ -208,7 +208,7 @@ public final class UnifiedLogHarness {
                 bytes += into.remaining();
             }
             long nanos = System.nanoTime() - start;
-            log.close();
+            closeCleanly(log);
             Arrays.sort(latencies);
             emit("read_random", nanos, count, bytes,
                 "\"p50_ns\":" + latencies[count / 2] + ",\"p99_ns\":" + latencies[Math.min(count - 1, count * 99 / 100)]);
@@ -222,13 +222,13 @@ public final class UnifiedLogHarness {
         int segments = Integer.parseInt(args.getOrDefault("segments", "1000"));
         UnifiedLog built = build(dir, config(args), batches, batches.size(), segments);
         long end = built.logEndOffset();
-        built.close();
+        closeCleanly(built);
         long start = System.nanoTime();
         UnifiedLog log = create(dir, config(args), end, true);
         long nanos = System.nanoTime() - start;
         int opened = log.numberOfSegments();
         long reopenedEnd = log.logEndOffset();
-        log.close();
+        closeCleanly(log);
         if (reopenedEnd != end) throw new IOException("reopened at " + reopenedEnd + ", closed at " + end);
         emit("open", nanos, opened, 0, "\"segments\":" + opened);
     }
@@ -248,12 +248,12 @@ public final class UnifiedLogHarness {
             }
         }
         long end = built.logEndOffset();
-        built.close();
+        closeCleanly(built);
         long start = System.nanoTime();
         UnifiedLog log = create(dir, config(args), recoveryPoint, false);
         long nanos = System.nanoTime() - start;
         long recoveredEnd = log.logEndOffset();
-        log.close();
+        closeCleanly(log);
         if (recoveredEnd != end) throw new IOException("recovered to " + recoveredEnd + ", wrote to " + end);
         emit("recover", nanos, batches.size() - flushed, 0, "\"log_end_offset\":" + recoveredEnd);
     }
@@ -274,7 +274,7 @@ public final class UnifiedLogHarness {
         long start = System.nanoTime();
         cleaner.clean(new LogToClean(log, 0L, log.activeSegment().baseOffset(), false));
         long nanos = System.nanoTime() - start;
-        log.close();
+        closeCleanly(log);
         emit("compact", nanos, batches.size(), before, "\"bytes_after\":" + sizeOnDisk(dir));
     }
 
@@ -284,6 +284,17 @@ public final class UnifiedLogHarness {
         return UnifiedLog.create(dir, config, 0L, recoveryPoint, scheduler, topicStats, Time.SYSTEM,
             MAX_TRANSACTION_TIMEOUT_MS, new ProducerStateManagerConfig(PRODUCER_ID_EXPIRATION_MS, false),
             PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS, new LogDirFailureChannel(1), cleanShutdown, Optional.empty());
+    }
+
+    /**
+     * A broker's clean shutdown of one log (LogManager.shutdown): flush, then trim the active
+     * segment's preallocated indexes, then close. Without the trim a reopen takes the index's
+     * zero-filled tail for entries, and every lookup past them scans the segment from its start.
+     */
+    private static void closeCleanly(UnifiedLog log) throws IOException {
+        log.flush(true);
+        log.prepareActiveSegmentForClose();
+        log.close();
     }
 
     /** A flushed log of the first `count` batches, rolled into `segments` segments if > 0. */
