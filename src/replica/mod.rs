@@ -1,5 +1,5 @@
 //! The replica layer: Kafka's `Partition` rules and the follower's truncation protocol over a
-//! [`Log`](crate::Log) (ARCHITECTURE.md §11).
+//! [`Log`](crate::Log) (ARCHITECTURE.md §12).
 //!
 //! partlog neither elects leaders nor moves bytes between machines: the caller supplies the
 //! transport and plays Kafka's controller. This module owns what decides *what is committed*

@@ -5,7 +5,7 @@
 //! network, no timers. The caller carries fetches between replicas and plays Kafka's
 //! controller (who leads, and whether a proposed ISR change commits).
 //!
-//! Lock order (ARCHITECTURE.md §11): the partition's state mutex is taken before any log call
+//! Lock order (ARCHITECTURE.md §12): the partition's state mutex is taken before any log call
 //! that takes the log's writer mutex, never while the log holds one. Outcomes of `acks=all`
 //! appends are delivered after the state mutex is released.
 
