@@ -60,6 +60,15 @@ fn replicated_batch(base_offset: i64, epoch: i32, records: usize) -> Vec<u8> {
     builder.build().expect("build")
 }
 
+/// An `acks=0` or `acks=1` append, which resolves at once whatever the followers do.
+fn append_unreplicated(partition: &Partition, records: usize, acks: Acks) {
+    partition
+        .append_as_leader(&client_batch(records), acks)
+        .expect("append")
+        .wait(GENEROUS)
+        .expect("acks=0 and acks=1 resolve at once");
+}
+
 fn fetch_at(replica_id: i32, fetch_offset: i64) -> FollowerFetch {
     FollowerFetch {
         replica_id,
@@ -207,9 +216,7 @@ fn replica_follower_does_not_join_isr_until_caught_up_to_offset_within_current_l
         .expect("batch 1")
         .wait(GENEROUS)
         .expect("acks=0");
-    f.partition
-        .append_as_leader(&client_batch(3), Acks::Zero)
-        .expect("batch 2");
+    append_unreplicated(&f.partition, 3, Acks::Zero);
     assert_eq!(f.partition.high_watermark(), 0, "the HW waits for follower 2");
 
     fetch_follower(&f.partition, FOLLOWER2, 0);
@@ -220,9 +227,7 @@ fn replica_follower_does_not_join_isr_until_caught_up_to_offset_within_current_l
     f.partition.become_follower(9, 1).expect("follower");
     assert!(f.partition.become_leader(10, 1, &replicas, &isr).expect("leader again"));
     let epoch_start = f.log.log_end_offset();
-    f.partition
-        .append_as_leader(&client_batch(2), Acks::Zero)
-        .expect("batch 3");
+    append_unreplicated(&f.partition, 2, Acks::Zero);
 
     // Below the high watermark: no.
     assert_eq!(fetch_follower(&f.partition, FOLLOWER1, 0), None);
@@ -244,9 +249,7 @@ fn replica_maybe_shrink_isr() {
     f.partition
         .become_leader(5, 1, &[LEADER, FOLLOWER1, FOLLOWER2], &[LEADER, FOLLOWER1, FOLLOWER2])
         .expect("leader");
-    f.partition
-        .append_as_leader(&client_batch(10), Acks::One)
-        .expect("append");
+    append_unreplicated(&f.partition, 10, Acks::One);
     assert_eq!(f.partition.high_watermark(), 0);
     fetch_follower(&f.partition, FOLLOWER1, 10);
     assert_eq!(f.partition.high_watermark(), 0, "follower 2 never fetched");
@@ -275,9 +278,7 @@ fn replica_should_not_shrink_isr_if_previous_fetch_is_caught_up() {
     f.partition
         .become_leader(5, 1, &[LEADER, FOLLOWER1], &[LEADER, FOLLOWER1])
         .expect("leader");
-    f.partition
-        .append_as_leader(&client_batch(10), Acks::One)
-        .expect("append");
+    append_unreplicated(&f.partition, 10, Acks::One);
     let initialize_ms = START_MS;
 
     // A short delay, then a fetch that does not reach the log end.
@@ -290,9 +291,7 @@ fn replica_should_not_shrink_isr_if_previous_fetch_is_caught_up() {
     // New data; the follower reaches the end as of its first fetch. More than the lag has
     // passed since the leader started, but not since that first fetch.
     f.clock.advance(5_001);
-    f.partition
-        .append_as_leader(&client_batch(5), Acks::One)
-        .expect("append");
+    append_unreplicated(&f.partition, 5, Acks::One);
     fetch_follower(&f.partition, FOLLOWER1, 10);
     let state = f.partition.replica_state(FOLLOWER1).expect("state");
     assert_eq!((state.last_caught_up_time_ms, state.log_end_offset), (first_fetch_ms, 10));
@@ -307,9 +306,7 @@ fn replica_should_not_shrink_isr_if_follower_caught_up_to_log_end() {
     f.partition
         .become_leader(5, 1, &[LEADER, FOLLOWER1], &[LEADER, FOLLOWER1])
         .expect("leader");
-    f.partition
-        .append_as_leader(&client_batch(10), Acks::One)
-        .expect("append");
+    append_unreplicated(&f.partition, 10, Acks::One);
     fetch_follower(&f.partition, FOLLOWER1, 10);
     let state = f.partition.replica_state(FOLLOWER1).expect("state");
     assert_eq!((state.last_caught_up_time_ms, state.log_end_offset), (START_MS, 10));
@@ -327,9 +324,7 @@ fn replica_high_watermark_advance_should_not_advance_when_under_min_isr() {
     f.partition
         .become_leader(5, 1, &[LEADER, FOLLOWER1, FOLLOWER2], &[LEADER, FOLLOWER1])
         .expect("leader");
-    f.partition
-        .append_as_leader(&client_batch(6), Acks::One)
-        .expect("append");
+    append_unreplicated(&f.partition, 6, Acks::One);
     assert!(f.partition.is_under_min_isr());
     assert_eq!(fetch_follower(&f.partition, FOLLOWER1, 6), None);
     assert_eq!(f.partition.high_watermark(), 0, "under min ISR");
@@ -602,9 +597,7 @@ fn replica_set_high_watermark_above_the_log_end_is_invalid_argument() {
     f.partition
         .become_leader(1, 1, &[LEADER, FOLLOWER1], &[LEADER, FOLLOWER1])
         .expect("leader");
-    f.partition
-        .append_as_leader(&client_batch(2), Acks::One)
-        .expect("append");
+    append_unreplicated(&f.partition, 2, Acks::One);
     assert!(matches!(
         f.log.set_high_watermark(3),
         Err(Error::InvalidArgument { .. })
