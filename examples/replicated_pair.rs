@@ -117,7 +117,10 @@ fn join(handle: JoinHandle<Result<ReplicaFetcher>>) -> Result<ReplicaFetcher> {
 }
 
 fn whole_log(log: &Log) -> Result<Vec<u8>> {
-    Ok(log.read(0, 64 * 1024 * 1024, ReadBound::LogEnd)?.bytes().to_vec())
+    Ok(log
+        .read(0, 64 * 1024 * 1024, ReadBound::LogEnd)?
+        .bytes()
+        .to_vec())
 }
 
 fn run() -> Result<()> {
@@ -139,7 +142,9 @@ fn run() -> Result<()> {
         Arc::new(SystemClock),
     )?);
 
-    println!("step 1: replica 1 leads epoch 1, replica 2 follows; ISR [1, 2], min.insync.replicas 2");
+    println!(
+        "step 1: replica 1 leads epoch 1, replica 2 follows; ISR [1, 2], min.insync.replicas 2"
+    );
     replica1.become_leader(1, 1, &[1, 2], &[1, 2])?;
     replica2.become_follower(1, 1)?;
     let stop = Arc::new(AtomicBool::new(false));
@@ -175,7 +180,10 @@ fn run() -> Result<()> {
         let info = replica1
             .append_as_leader(&batch(&format!("lost {i}"))?, Acks::One)?
             .wait(ACK_TIMEOUT)?;
-        println!("  acks=1 append: offset {} (not replicated)", info.last_offset);
+        println!(
+            "  acks=1 append: offset {} (not replicated)",
+            info.last_offset
+        );
     }
     let divergent_end = replica1.log().log_end_offset();
 
@@ -223,7 +231,11 @@ fn run() -> Result<()> {
     )?;
     check(
         log1.high_watermark() == log2.high_watermark(),
-        format!("high watermarks {} and {}", log1.high_watermark(), log2.high_watermark()),
+        format!(
+            "high watermarks {} and {}",
+            log1.high_watermark(),
+            log2.high_watermark()
+        ),
     )?;
     check(
         divergent_end == committed_end + 2 && log1.log_end_offset() == committed_end + 1,

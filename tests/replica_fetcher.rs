@@ -84,21 +84,36 @@ fn fetcher_truncation() {
 
     // Round 1: the follower's epoch 4; the leader answers (3, 2); the follower's own
     // end_offset_for(3) is (2, 2): another epoch, so truncate to 2 and ask again.
-    assert_eq!(leader.last_offset_for_leader_epoch(Some(5), 4).expect("ask"), (3, 2));
+    assert_eq!(
+        leader
+            .last_offset_for_leader_epoch(Some(5), 4)
+            .expect("ask"),
+        (3, 2)
+    );
     assert_eq!(follower.end_offset_for_epoch(3), (2, 2));
     assert_eq!(
         fetcher.fetch_once(&leader).expect("round 1"),
         FetchOutcome::Truncated { to: 2, done: false }
     );
     // Round 2: epoch 2; the leader answers (1, 1); the follower has (0, 1): truncate to 1.
-    assert_eq!(leader.last_offset_for_leader_epoch(Some(5), 2).expect("ask"), (1, 1));
+    assert_eq!(
+        leader
+            .last_offset_for_leader_epoch(Some(5), 2)
+            .expect("ask"),
+        (1, 1)
+    );
     assert_eq!(
         fetcher.fetch_once(&leader).expect("round 2"),
         FetchOutcome::Truncated { to: 1, done: false }
     );
     // Round 3: epoch 0; the leader answers (0, 0); the follower has (0, 1), the same epoch:
     // truncate to 0, done.
-    assert_eq!(leader.last_offset_for_leader_epoch(Some(5), 0).expect("ask"), (0, 0));
+    assert_eq!(
+        leader
+            .last_offset_for_leader_epoch(Some(5), 0)
+            .expect("ask"),
+        (0, 0)
+    );
     assert_eq!(
         fetcher.fetch_once(&leader).expect("round 3"),
         FetchOutcome::Truncated { to: 0, done: true }
@@ -116,7 +131,11 @@ fn fetcher_truncation() {
     }
     assert_same_log(&follower, leader.log());
     assert_eq!(follower.high_watermark(), 2);
-    assert_eq!(leader.high_watermark(), 2, "the follower has not reported its new end yet");
+    assert_eq!(
+        leader.high_watermark(),
+        2,
+        "the follower has not reported its new end yet"
+    );
 }
 
 #[test]
@@ -125,7 +144,8 @@ fn fetcher_diverging_epochs() {
     let (_leader_dir, leader) = {
         // The leader shares the first two batches byte for byte, then has epoch 5 at 2.
         let (dir, log) = log_with_epochs(&[0, 2], "same");
-        log.append_as_follower(&batch(2, 5, "leader2")).expect("append");
+        log.append_as_follower(&batch(2, 5, "leader2"))
+            .expect("append");
         log.set_high_watermark(2).expect("HW");
         let partition = Partition::new(
             log,
@@ -167,7 +187,10 @@ fn fetcher_truncate_to_high_watermark_if_leader_epoch_info_not_available() {
     let mut fetcher = ReplicaFetcher::new(Arc::clone(&follower), FOLLOWER, 5).expect("fetcher");
     // A leader that keeps no epochs answers (-1, -1).
     assert_eq!(truncation_point(&follower, (-1, -1)), Truncation::Done(2));
-    assert_eq!(fetcher.truncate_for((-1, -1)).expect("truncate"), Truncation::Done(2));
+    assert_eq!(
+        fetcher.truncate_for((-1, -1)).expect("truncate"),
+        Truncation::Done(2)
+    );
     assert_eq!(follower.log_end_offset(), 2);
     assert_eq!(follower.latest_epoch(), Some(2));
 }
@@ -197,7 +220,10 @@ fn fetcher_takes_the_leaders_high_watermark_clamped_to_its_own_log_end() {
 #[test]
 fn fetcher_below_the_leaders_log_start_restarts_there_and_a_stale_epoch_is_fenced() {
     let (_leader_dir, leader) = leader(&[0, 0, 0, 0], 4);
-    leader.log().delete_records_before(3).expect("delete records");
+    leader
+        .log()
+        .delete_records_before(3)
+        .expect("delete records");
     let (_follower_dir, follower) = log_with_epochs(&[], "none");
     let mut fetcher = ReplicaFetcher::new(Arc::clone(&follower), FOLLOWER, 0).expect("fetcher");
     assert_eq!(
@@ -208,7 +234,11 @@ fn fetcher_below_the_leaders_log_start_restarts_there_and_a_stale_epoch_is_fence
     fetcher.fetch_once(&leader).expect("fetch");
     assert_eq!(follower.log_end_offset(), 4);
 
-    leader.become_leader(1, 2, &[LEADER, FOLLOWER], &[LEADER, FOLLOWER]).expect("epoch 1");
-    let error = fetcher.fetch_once(&leader).expect_err("the fetcher still says epoch 0");
+    leader
+        .become_leader(1, 2, &[LEADER, FOLLOWER], &[LEADER, FOLLOWER])
+        .expect("epoch 1");
+    let error = fetcher
+        .fetch_once(&leader)
+        .expect_err("the fetcher still says epoch 0");
     assert_eq!(error.kafka_code(), Some(74));
 }

@@ -7,8 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use partlog::replica::{
-    FollowerFetch, FollowerRead, IsrChange, IsrChangeKind, Partition, ReplicaConfig,
-    UNKNOWN_OFFSET,
+    FollowerFetch, FollowerRead, IsrChange, IsrChangeKind, Partition, ReplicaConfig, UNKNOWN_OFFSET,
 };
 use partlog::unstable::ManualClock;
 use partlog::{Acks, BatchBuilder, Compression, Error, Log, LogConfig, NewRecord};
@@ -44,7 +43,11 @@ fn fixture(config: ReplicaConfig) -> Fixture {
 fn client_batch(records: usize) -> Vec<u8> {
     let mut builder = BatchBuilder::new(Compression::None);
     for i in 0..records {
-        builder.push(&NewRecord::new(START_MS, None, Some(format!("v{i}").as_bytes())));
+        builder.push(&NewRecord::new(
+            START_MS,
+            None,
+            Some(format!("v{i}").as_bytes()),
+        ));
     }
     builder.build().expect("build")
 }
@@ -55,7 +58,11 @@ fn replicated_batch(base_offset: i64, epoch: i32, records: usize) -> Vec<u8> {
         .base_offset(base_offset)
         .partition_leader_epoch(epoch);
     for i in 0..records {
-        builder.push(&NewRecord::new(START_MS, None, Some(format!("r{i}").as_bytes())));
+        builder.push(&NewRecord::new(
+            START_MS,
+            None,
+            Some(format!("r{i}").as_bytes()),
+        ));
     }
     builder.build().expect("build")
 }
@@ -115,15 +122,16 @@ fn replica_last_fetched_offset_validation() {
         };
         f.partition.read_for_follower(&fetch).expect("fetch")
     };
-    let assert_diverging = |last_fetched_epoch, fetch_offset, expected: (i32, i64)| {
-        match read(last_fetched_epoch, fetch_offset) {
-            FollowerRead::Diverging { epoch, end_offset } => assert_eq!(
-                (epoch, end_offset),
-                expected,
-                "({last_fetched_epoch}, {fetch_offset})"
-            ),
-            other => panic!("({last_fetched_epoch}, {fetch_offset}): {other:?}"),
-        }
+    let assert_diverging = |last_fetched_epoch, fetch_offset, expected: (i32, i64)| match read(
+        last_fetched_epoch,
+        fetch_offset,
+    ) {
+        FollowerRead::Diverging { epoch, end_offset } => assert_eq!(
+            (epoch, end_offset),
+            expected,
+            "({last_fetched_epoch}, {fetch_offset})"
+        ),
+        other => panic!("({last_fetched_epoch}, {fetch_offset}): {other:?}"),
     };
     assert_diverging(2, 5, (0, 2));
     assert_diverging(0, 4, (0, 2));
@@ -152,14 +160,24 @@ fn replica_isr_expansion() {
     f.partition
         .become_leader(5, 1, &[LEADER, FOLLOWER1], &[LEADER])
         .expect("leader");
-    assert_eq!(f.partition.high_watermark(), 10, "an ISR of the leader alone");
-    let state = f.partition.replica_state(FOLLOWER1).expect("follower state");
+    assert_eq!(
+        f.partition.high_watermark(),
+        10,
+        "an ISR of the leader alone"
+    );
+    let state = f
+        .partition
+        .replica_state(FOLLOWER1)
+        .expect("follower state");
     assert_eq!(state.last_caught_up_time_ms, 0);
     assert_eq!(state.log_end_offset, UNKNOWN_OFFSET);
 
     assert_eq!(fetch_follower(&f.partition, FOLLOWER1, 3), None);
     assert_eq!(f.partition.isr(), [LEADER]);
-    let state = f.partition.replica_state(FOLLOWER1).expect("follower state");
+    let state = f
+        .partition
+        .replica_state(FOLLOWER1)
+        .expect("follower state");
     assert_eq!((state.last_caught_up_time_ms, state.log_end_offset), (0, 3));
 
     let change = fetch_follower(&f.partition, FOLLOWER1, 10).expect("an expansion");
@@ -167,7 +185,10 @@ fn replica_isr_expansion() {
     assert_eq!(change.new_isr, [LEADER, FOLLOWER1]);
     assert_eq!(f.partition.isr(), [LEADER], "not committed yet");
     assert_eq!(f.partition.maximal_isr(), [LEADER, FOLLOWER1]);
-    let state = f.partition.replica_state(FOLLOWER1).expect("follower state");
+    let state = f
+        .partition
+        .replica_state(FOLLOWER1)
+        .expect("follower state");
     assert_eq!(state.last_caught_up_time_ms, START_MS);
     assert_eq!(state.log_end_offset, 10);
 
@@ -209,7 +230,11 @@ fn replica_follower_does_not_join_isr_until_caught_up_to_offset_within_current_l
     let f = fixture(ReplicaConfig::default());
     let replicas = [LEADER, FOLLOWER1, FOLLOWER2];
     let isr = [LEADER, FOLLOWER2];
-    assert!(f.partition.become_leader(8, 1, &replicas, &isr).expect("leader"));
+    assert!(
+        f.partition
+            .become_leader(8, 1, &replicas, &isr)
+            .expect("leader")
+    );
     let first = f
         .partition
         .append_as_leader(&client_batch(2), Acks::Zero)
@@ -217,7 +242,11 @@ fn replica_follower_does_not_join_isr_until_caught_up_to_offset_within_current_l
         .wait(GENEROUS)
         .expect("acks=0");
     append_unreplicated(&f.partition, 3, Acks::Zero);
-    assert_eq!(f.partition.high_watermark(), 0, "the HW waits for follower 2");
+    assert_eq!(
+        f.partition.high_watermark(),
+        0,
+        "the HW waits for follower 2"
+    );
 
     fetch_follower(&f.partition, FOLLOWER2, 0);
     fetch_follower(&f.partition, FOLLOWER2, first.last_offset + 1);
@@ -225,21 +254,35 @@ fn replica_follower_does_not_join_isr_until_caught_up_to_offset_within_current_l
 
     // The leader becomes a follower, then leader again, with nothing appended in between.
     f.partition.become_follower(9, 1).expect("follower");
-    assert!(f.partition.become_leader(10, 1, &replicas, &isr).expect("leader again"));
+    assert!(
+        f.partition
+            .become_leader(10, 1, &replicas, &isr)
+            .expect("leader again")
+    );
     let epoch_start = f.log.log_end_offset();
     append_unreplicated(&f.partition, 2, Acks::Zero);
 
     // Below the high watermark: no.
     assert_eq!(fetch_follower(&f.partition, FOLLOWER1, 0), None);
-    assert_eq!(fetch_follower(&f.partition, FOLLOWER1, first.last_offset), None);
+    assert_eq!(
+        fetch_follower(&f.partition, FOLLOWER1, first.last_offset),
+        None
+    );
     // At the high watermark but before the current epoch's start: no either.
     assert!(epoch_start - 1 >= f.partition.high_watermark());
-    assert_eq!(fetch_follower(&f.partition, FOLLOWER1, epoch_start - 1), None);
+    assert_eq!(
+        fetch_follower(&f.partition, FOLLOWER1, epoch_start - 1),
+        None
+    );
     assert_eq!(f.partition.isr(), isr);
 
     let change = fetch_follower(&f.partition, FOLLOWER1, epoch_start).expect("an expansion");
     assert_eq!(change.new_isr, [LEADER, FOLLOWER1, FOLLOWER2]);
-    assert_eq!(f.partition.isr(), isr, "expansion does not change the committed ISR");
+    assert_eq!(
+        f.partition.isr(),
+        isr,
+        "expansion does not change the committed ISR"
+    );
     assert_eq!(f.partition.maximal_isr(), [LEADER, FOLLOWER1, FOLLOWER2]);
 }
 
@@ -247,7 +290,12 @@ fn replica_follower_does_not_join_isr_until_caught_up_to_offset_within_current_l
 fn replica_maybe_shrink_isr() {
     let f = fixture(ReplicaConfig::default());
     f.partition
-        .become_leader(5, 1, &[LEADER, FOLLOWER1, FOLLOWER2], &[LEADER, FOLLOWER1, FOLLOWER2])
+        .become_leader(
+            5,
+            1,
+            &[LEADER, FOLLOWER1, FOLLOWER2],
+            &[LEADER, FOLLOWER1, FOLLOWER2],
+        )
         .expect("leader");
     append_unreplicated(&f.partition, 10, Acks::One);
     assert_eq!(f.partition.high_watermark(), 0);
@@ -259,7 +307,11 @@ fn replica_maybe_shrink_isr() {
     let change = f.partition.maybe_shrink_isr().expect("a shrink");
     assert_eq!(change.kind, IsrChangeKind::Shrink);
     assert_eq!(change.new_isr, [LEADER, FOLLOWER1]);
-    assert_eq!(f.partition.high_watermark(), 0, "the leaving member counts until committed");
+    assert_eq!(
+        f.partition.high_watermark(),
+        0,
+        "the leaving member counts until committed"
+    );
     f.partition
         .complete_isr_change(&change, true)
         .expect("commit");
@@ -285,7 +337,10 @@ fn replica_should_not_shrink_isr_if_previous_fetch_is_caught_up() {
     let first_fetch_ms = f.clock.advance(5_000);
     fetch_follower(&f.partition, FOLLOWER1, 5);
     let state = f.partition.replica_state(FOLLOWER1).expect("state");
-    assert_eq!((state.last_caught_up_time_ms, state.log_end_offset), (initialize_ms, 5));
+    assert_eq!(
+        (state.last_caught_up_time_ms, state.log_end_offset),
+        (initialize_ms, 5)
+    );
     assert_eq!(f.partition.high_watermark(), 5);
 
     // New data; the follower reaches the end as of its first fetch. More than the lag has
@@ -294,7 +349,10 @@ fn replica_should_not_shrink_isr_if_previous_fetch_is_caught_up() {
     append_unreplicated(&f.partition, 5, Acks::One);
     fetch_follower(&f.partition, FOLLOWER1, 10);
     let state = f.partition.replica_state(FOLLOWER1).expect("state");
-    assert_eq!((state.last_caught_up_time_ms, state.log_end_offset), (first_fetch_ms, 10));
+    assert_eq!(
+        (state.last_caught_up_time_ms, state.log_end_offset),
+        (first_fetch_ms, 10)
+    );
     assert_eq!(f.partition.high_watermark(), 10);
     assert_eq!(f.partition.maybe_shrink_isr(), None);
     assert_eq!(f.partition.isr(), [LEADER, FOLLOWER1]);
@@ -309,10 +367,17 @@ fn replica_should_not_shrink_isr_if_follower_caught_up_to_log_end() {
     append_unreplicated(&f.partition, 10, Acks::One);
     fetch_follower(&f.partition, FOLLOWER1, 10);
     let state = f.partition.replica_state(FOLLOWER1).expect("state");
-    assert_eq!((state.last_caught_up_time_ms, state.log_end_offset), (START_MS, 10));
+    assert_eq!(
+        (state.last_caught_up_time_ms, state.log_end_offset),
+        (START_MS, 10)
+    );
     assert_eq!(f.partition.high_watermark(), 10);
     f.clock.advance(30_001);
-    assert_eq!(f.partition.maybe_shrink_isr(), None, "at the log end, however long ago");
+    assert_eq!(
+        f.partition.maybe_shrink_isr(),
+        None,
+        "at the log end, however long ago"
+    );
 }
 
 #[test]
@@ -330,7 +395,11 @@ fn replica_high_watermark_advance_should_not_advance_when_under_min_isr() {
     assert_eq!(f.partition.high_watermark(), 0, "under min ISR");
     let change = fetch_follower(&f.partition, FOLLOWER2, 6).expect("an expansion");
     assert_eq!(f.partition.maximal_isr(), [LEADER, FOLLOWER1, FOLLOWER2]);
-    assert_eq!(f.partition.high_watermark(), 0, "the committed ISR is still under min ISR");
+    assert_eq!(
+        f.partition.high_watermark(),
+        0,
+        "the committed ISR is still under min ISR"
+    );
     f.partition
         .complete_isr_change(&change, true)
         .expect("commit");
@@ -402,7 +471,13 @@ fn replica_acks_all_under_min_isr_fails_with_not_enough_replicas_and_writes_noth
         .partition
         .append_as_leader(&client_batch(3), Acks::All)
         .expect_err("under min ISR");
-    assert!(matches!(error, Error::NotEnoughReplicas { in_sync: 1, required: 2 }));
+    assert!(matches!(
+        error,
+        Error::NotEnoughReplicas {
+            in_sync: 1,
+            required: 2
+        }
+    ));
     assert_eq!(error.kafka_code(), Some(19));
     assert_eq!(f.log.log_end_offset(), 0);
     // acks=1 does not need the ISR.
@@ -447,14 +522,17 @@ fn replica_acks_all_without_progress_times_out_and_keeps_the_records() {
         .partition
         .append_as_leader(&client_batch(1), Acks::All)
         .expect("append");
-    let error = ack.wait(Duration::from_millis(1)).expect_err("nobody fetches");
+    let error = ack
+        .wait(Duration::from_millis(1))
+        .expect_err("nobody fetches");
     assert!(matches!(error, Error::RequestTimedOut { .. }));
     assert_eq!(error.kafka_code(), Some(7));
     assert_eq!(f.log.log_end_offset(), 1);
 }
 
 #[test]
-fn replica_isr_shrinking_below_min_isr_fails_waiting_appends_after_append_and_a_retry_is_deduplicated() {
+fn replica_isr_shrinking_below_min_isr_fails_waiting_appends_after_append_and_a_retry_is_deduplicated()
+ {
     let f = fixture(ReplicaConfig {
         min_insync_replicas: 2,
         ..ReplicaConfig::default()
@@ -473,14 +551,20 @@ fn replica_isr_shrinking_below_min_isr_fails_waiting_appends_after_append_and_a_
         .expect("append");
     f.clock.advance(30_001);
     let shrink = f.partition.maybe_shrink_isr().expect("follower 1 lags");
-    assert!(!ack.is_done(), "the leaving member counts until the shrink commits");
+    assert!(
+        !ack.is_done(),
+        "the leaving member counts until the shrink commits"
+    );
     f.partition
         .complete_isr_change(&shrink, true)
         .expect("commit");
     let error = ack.wait(GENEROUS).expect_err("the ISR shrank below 2");
     assert!(matches!(
         error,
-        Error::NotEnoughReplicasAfterAppend { in_sync: 1, required: 2 }
+        Error::NotEnoughReplicasAfterAppend {
+            in_sync: 1,
+            required: 2
+        }
     ));
     assert_eq!(error.kafka_code(), Some(20));
     assert_eq!(f.log.log_end_offset(), 1, "the records stay");
@@ -504,11 +588,29 @@ fn replica_requests_with_an_older_leader_epoch_are_fenced_and_newer_ones_unknown
         current_leader_epoch: Some(epoch),
         ..fetch_at(FOLLOWER1, 0)
     };
-    let fenced = f.partition.read_for_follower(&with_epoch(4)).expect_err("older");
-    assert!(matches!(fenced, Error::FencedLeaderEpoch { current: 5, found: 4 }));
+    let fenced = f
+        .partition
+        .read_for_follower(&with_epoch(4))
+        .expect_err("older");
+    assert!(matches!(
+        fenced,
+        Error::FencedLeaderEpoch {
+            current: 5,
+            found: 4
+        }
+    ));
     assert_eq!(fenced.kafka_code(), Some(74));
-    let unknown = f.partition.read_for_follower(&with_epoch(6)).expect_err("newer");
-    assert!(matches!(unknown, Error::UnknownLeaderEpoch { current: 5, found: 6 }));
+    let unknown = f
+        .partition
+        .read_for_follower(&with_epoch(6))
+        .expect_err("newer");
+    assert!(matches!(
+        unknown,
+        Error::UnknownLeaderEpoch {
+            current: 5,
+            found: 6
+        }
+    ));
     assert_eq!(unknown.kafka_code(), Some(75));
     assert!(f.partition.read_for_follower(&with_epoch(5)).is_ok());
     assert!(matches!(
@@ -516,8 +618,12 @@ fn replica_requests_with_an_older_leader_epoch_are_fenced_and_newer_ones_unknown
         Err(Error::FencedLeaderEpoch { .. })
     ));
     assert!(matches!(
-        f.partition.become_leader(4, 1, &[LEADER, FOLLOWER1], &[LEADER]),
-        Err(Error::FencedLeaderEpoch { current: 5, found: 4 })
+        f.partition
+            .become_leader(4, 1, &[LEADER, FOLLOWER1], &[LEADER]),
+        Err(Error::FencedLeaderEpoch {
+            current: 5,
+            found: 4
+        })
     ));
 }
 
@@ -536,7 +642,10 @@ fn replica_a_follower_partition_refuses_client_appends_and_follower_fetches() {
         .expect_err("not the leader");
     assert!(matches!(fetch, Error::NotLeaderOrFollower { .. }));
     assert!(
-        matches!(f.log.append(&[NewRecord::new(START_MS, None, Some(b"x"))]), Err(Error::NotLeaderOrFollower { .. })),
+        matches!(
+            f.log.append(&[NewRecord::new(START_MS, None, Some(b"x"))]),
+            Err(Error::NotLeaderOrFollower { .. })
+        ),
         "the log refuses client appends too"
     );
 }
@@ -578,16 +687,25 @@ fn replica_bad_assignment_and_unknown_replicas_are_typed_errors() {
     ));
     assert!(matches!(
         f.partition.read_for_follower(&fetch_at(FOLLOWER1, 5)),
-        Ok(FollowerRead::OffsetOutOfRange { log_start_offset: 0, log_end_offset: 0 })
+        Ok(FollowerRead::OffsetOutOfRange {
+            log_start_offset: 0,
+            log_end_offset: 0
+        })
     ));
     assert!(matches!(
         Partition::new(
             Arc::clone(&f.log),
             LEADER,
-            ReplicaConfig { min_insync_replicas: 0, ..ReplicaConfig::default() },
+            ReplicaConfig {
+                min_insync_replicas: 0,
+                ..ReplicaConfig::default()
+            },
             f.clock.clone()
         ),
-        Err(Error::InvalidConfig { setting: "min.insync.replicas", .. })
+        Err(Error::InvalidConfig {
+            setting: "min.insync.replicas",
+            ..
+        })
     ));
 }
 

@@ -163,7 +163,9 @@ mod tests {
     fn a_wait_with_no_outcome_times_out_with_request_timed_out() {
         let slot = Arc::new(AckSlot::default());
         let future = AckFuture::pending(Arc::clone(&slot), 1);
-        let error = future.wait(Duration::from_millis(1)).expect_err("no outcome");
+        let error = future
+            .wait(Duration::from_millis(1))
+            .expect_err("no outcome");
         assert_eq!(error.kafka_code(), Some(7));
     }
 
@@ -174,7 +176,13 @@ mod tests {
         slot.complete(Ok(info()));
         slot.complete(Err(Error::Closed));
         assert!(future.is_done());
-        assert_eq!(future.wait(Duration::from_secs(120)).expect("ok").last_offset, 0);
+        assert_eq!(
+            future
+                .wait(Duration::from_secs(120))
+                .expect("ok")
+                .last_offset,
+            0
+        );
     }
 
     #[test]

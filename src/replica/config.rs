@@ -86,7 +86,10 @@ mod tests {
         };
         assert!(matches!(
             negative_lag.validate(),
-            Err(Error::InvalidConfig { setting: "replica.lag.time.max.ms", .. })
+            Err(Error::InvalidConfig {
+                setting: "replica.lag.time.max.ms",
+                ..
+            })
         ));
         let zero_isr = ReplicaConfig {
             min_insync_replicas: 0,
@@ -94,7 +97,10 @@ mod tests {
         };
         assert!(matches!(
             zero_isr.validate(),
-            Err(Error::InvalidConfig { setting: "min.insync.replicas", .. })
+            Err(Error::InvalidConfig {
+                setting: "min.insync.replicas",
+                ..
+            })
         ));
     }
 

@@ -215,7 +215,8 @@ impl ReplicaFetcher {
             }
             Some(latest) => {
                 let before = latest;
-                let answer = leader.last_offset_for_leader_epoch(Some(self.leader_epoch), latest)?;
+                let answer =
+                    leader.last_offset_for_leader_epoch(Some(self.leader_epoch), latest)?;
                 let truncation = self.truncate_for(answer)?;
                 if let Truncation::AskAgain(_) = truncation
                     && self.log.latest_epoch().is_some_and(|now| now >= before)

@@ -128,7 +128,11 @@ mod tests {
         assert_eq!(check(5, 9), diverging(4, 13));
         assert_eq!(check(10, 18), diverging(10, 17));
         for (epoch, offset) in [(0, 2), (7, 14), (9, 17), (10, 17)] {
-            assert_eq!(check(epoch, offset), EpochCheck::Read, "({epoch}, {offset})");
+            assert_eq!(
+                check(epoch, offset),
+                EpochCheck::Read,
+                "({epoch}, {offset})"
+            );
         }
         assert_eq!(check(11, 5), EpochCheck::OutOfRange);
     }
@@ -139,6 +143,9 @@ mod tests {
             check_last_fetched_epoch((0, 2), 2, 5, 6),
             EpochCheck::OutOfRange
         );
-        assert_eq!(check_last_fetched_epoch((-1, -1), 0, 0, 0), EpochCheck::OutOfRange);
+        assert_eq!(
+            check_last_fetched_epoch((-1, -1), 0, 0, 0),
+            EpochCheck::OutOfRange
+        );
     }
 }

@@ -18,11 +18,11 @@ use crate::log::{Log, ReadBound};
 use crate::producer::Acks;
 use crate::sync::Mutex;
 
+use super::ReplicaConfig;
 use super::ack::{AckFuture, AckSlot, PendingAck};
 use super::follower_fetch::{EpochCheck, FollowerFetch, FollowerRead, check_last_fetched_epoch};
 use super::isr::{IsrChange, IsrChangeKind, IsrState};
 use super::replica_state::ReplicaState;
-use super::ReplicaConfig;
 
 /// Whether a [`Partition`] leads, follows, or has not been told.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -594,8 +594,7 @@ impl Partition {
         state: &mut State,
         completions: &mut Completions,
     ) -> Result<()> {
-        if state.role != Role::Leader
-            || state.isr.committed().len() < self.effective_min_isr(state)
+        if state.role != Role::Leader || state.isr.committed().len() < self.effective_min_isr(state)
         {
             return Ok(());
         }

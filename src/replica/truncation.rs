@@ -115,6 +115,10 @@ mod tests {
         let state = offset_truncation_state((3, 7), |e| empty.end_offset_for(e, 12), 12, 0);
         assert_eq!(state, Truncation::Done(7));
         let state = offset_truncation_state((3, 20), |e| empty.end_offset_for(e, 12), 12, 0);
-        assert_eq!(state, Truncation::Done(12), "never above the follower's LEO");
+        assert_eq!(
+            state,
+            Truncation::Done(12),
+            "never above the follower's LEO"
+        );
     }
 }
