@@ -722,3 +722,30 @@ fn replica_set_high_watermark_above_the_log_end_is_invalid_argument() {
     ));
     assert_eq!(f.partition.high_watermark(), 0);
 }
+
+#[test]
+fn replica_high_watermark_waits_for_a_caught_up_follower_outside_the_isr() {
+    let f = fixture(ReplicaConfig::default());
+    f.partition
+        .become_leader(5, 1, &[LEADER, FOLLOWER1], &[LEADER])
+        .expect("leader");
+    append_unreplicated(&f.partition, 4, Acks::One);
+    assert_eq!(
+        f.partition.high_watermark(),
+        4,
+        "an ISR of the leader alone"
+    );
+    // The follower reaches the end: caught up, and proposed for the ISR.
+    let change = fetch_follower(&f.partition, FOLLOWER1, 4).expect("an expansion");
+    f.partition
+        .complete_isr_change(&change, false)
+        .expect("rejected");
+    assert_eq!(f.partition.isr(), [LEADER]);
+    // Outside the ISR, but caught up within the lag: the high watermark waits for it.
+    append_unreplicated(&f.partition, 2, Acks::One);
+    assert_eq!(f.partition.high_watermark(), 4);
+    // Once it has lagged for longer than replica.lag.time.max.ms, the leader goes on alone.
+    f.clock.advance(30_001);
+    append_unreplicated(&f.partition, 1, Acks::One);
+    assert_eq!(f.partition.high_watermark(), 7);
+}

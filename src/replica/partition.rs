@@ -586,9 +586,11 @@ impl Partition {
     }
 
     /// Kafka's `maybeIncrementLeaderHW`: the high watermark moves forward to the lowest log
-    /// end offset over the maximal ISR, unless the committed ISR is below
-    /// `min.insync.replicas` (KIP-966: a high watermark committed by too few replicas could be
-    /// lost with them). Appends it passes complete.
+    /// end offset over the maximal ISR and over the caught-up followers outside it (Kafka 4:
+    /// they are about to join, and a high watermark that passed them would commit records
+    /// they lack), unless the committed ISR is below `min.insync.replicas` (KIP-966: a high
+    /// watermark committed by too few replicas could be lost with them). Appends it passes
+    /// complete.
     fn maybe_increment_high_watermark(
         &self,
         state: &mut State,
@@ -598,16 +600,22 @@ impl Partition {
         {
             return Ok(());
         }
-        let mut new_high_watermark = self.log.log_end_offset();
-        for id in state.isr.maximal() {
-            if id == self.local_replica_id {
-                continue;
-            }
+        let now = self.clock.now_ms();
+        let leader_end = self.log.log_end_offset();
+        let lag = self.config.replica_lag_time_max_ms;
+        let maximal = state.isr.maximal();
+        let mut new_high_watermark = leader_end;
+        for &id in maximal.iter().filter(|&&id| id != self.local_replica_id) {
             let follower_end = state
                 .remotes
                 .get(&id)
                 .map_or(super::UNKNOWN_OFFSET, |replica| replica.log_end_offset);
             new_high_watermark = new_high_watermark.min(follower_end);
+        }
+        for (id, replica) in &state.remotes {
+            if !maximal.contains(id) && replica.is_caught_up(leader_end, now, lag) {
+                new_high_watermark = new_high_watermark.min(replica.log_end_offset);
+            }
         }
         if new_high_watermark <= self.log.high_watermark() {
             return Ok(());
