@@ -242,3 +242,62 @@ fn fetcher_below_the_leaders_log_start_restarts_there_and_a_stale_epoch_is_fence
         .expect_err("the fetcher still says epoch 0");
     assert_eq!(error.kafka_code(), Some(74));
 }
+
+#[test]
+fn fetcher_a_former_leader_that_wrote_nothing_in_its_epoch_converges() {
+    // Replica 1 led epoch 3 from offset 2 and wrote nothing; replica 0 never had epoch 3 and
+    // now leads epoch 4 from the same offset. The follower's epoch-3 entry sits at its log
+    // end: Kafka's truncateTo(LEO) drops it, or every fetch would diverge again.
+    let (_follower_dir, follower) = log_with_epochs(&[0, 2], "same");
+    follower.become_leader(3).expect("epoch 3, no appends");
+    follower.become_follower().expect("follower");
+    assert_eq!(follower.latest_epoch(), Some(3));
+    let (_leader_dir, leader) = {
+        let (dir, log) = log_with_epochs(&[0, 2], "same");
+        log.set_high_watermark(2).expect("HW");
+        let partition = Partition::new(
+            log,
+            LEADER,
+            ReplicaConfig::default(),
+            Arc::new(ManualClock::new(START_MS)),
+        )
+        .expect("partition");
+        partition
+            .become_leader(4, 1, &[LEADER, FOLLOWER], &[LEADER, FOLLOWER])
+            .expect("leader");
+        (dir, partition)
+    };
+    let ack = leader
+        .append_as_leader(
+            &{
+                let mut builder = BatchBuilder::new(Compression::None);
+                builder.push(&NewRecord::new(START_MS, None, Some(b"epoch 4")));
+                builder.build().expect("build")
+            },
+            partlog::Acks::One,
+        )
+        .expect("append");
+    ack.wait(std::time::Duration::from_secs(120))
+        .expect("acks=1");
+
+    let mut fetcher = ReplicaFetcher::new(Arc::clone(&follower), FOLLOWER, 4).expect("fetcher");
+    // Diverging (2, 2): the follower's end for epoch 2 is 2, its log end: nothing to cut but
+    // the epoch-3 entry.
+    assert_eq!(
+        fetcher.fetch_once(&leader).expect("diverging fetch"),
+        FetchOutcome::Truncated { to: 2, done: true }
+    );
+    assert_eq!(
+        follower.latest_epoch(),
+        Some(2),
+        "the empty epoch 3 is gone"
+    );
+    assert!(matches!(
+        fetcher.fetch_once(&leader).expect("fetch"),
+        FetchOutcome::Appended {
+            log_end_offset: 3,
+            ..
+        }
+    ));
+    assert_same_log(&follower, leader.log());
+}

@@ -19,7 +19,8 @@ impl Log {
     /// Removes every record at or above `offset` and makes that durable before returning
     /// (ARCHITECTURE.md §3, invariant 15). A batch that straddles `offset` goes whole, so the new
     /// log end offset may be a little below `offset`; it is returned. Readers positioned above it
-    /// get [`Error::Truncated`].
+    /// get [`Error::Truncated`]. An `offset` at or above the log end offset removes no record,
+    /// only a leader-epoch entry that starts at the log end (Kafka's `truncateTo`).
     ///
     /// In a compacted log the new end is the offset after the last batch kept, since the files
     /// are all that record the end: an `offset` in a gap that compaction left, or at a batch that
@@ -44,6 +45,13 @@ impl Log {
         let shared = &self.shared;
         let mut writer = shared.writer.lock();
         if offset >= writer.log_end_offset {
+            // Kafka's truncateTo(≥ LEO) still cuts the epoch cache at the log end: a former
+            // leader that wrote nothing in its epoch keeps an entry there, which would make
+            // every fetch of a new leader diverge again.
+            shared
+                .leader_epochs
+                .lock()
+                .truncate_from_end(writer.log_end_offset)?;
             return Ok(writer.log_end_offset);
         }
         let result = shared.truncate_locked(&mut writer, offset);

@@ -114,9 +114,8 @@ impl ReplicaFetcher {
     /// fetcher truncates again at its next step.
     pub fn truncate_for(&mut self, leader_answer: (i32, i64)) -> Result<Truncation> {
         let truncation = truncation_point(&self.log, leader_answer);
-        if truncation.offset() < self.log.log_end_offset() {
-            self.log.truncate_to(truncation.offset())?;
-        }
+        // Even at the log end: that drops an epoch entry that starts there.
+        self.log.truncate_to(truncation.offset())?;
         self.phase = match truncation {
             Truncation::Done(_) => Phase::Fetching,
             Truncation::AskAgain(_) => Phase::Truncating,
