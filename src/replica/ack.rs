@@ -186,6 +186,32 @@ mod tests {
     }
 
     #[test]
+    fn the_future_is_pending_until_completed_and_the_completion_wakes_its_task() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use std::task::Wake;
+
+        struct CountingWaker(AtomicUsize);
+        impl Wake for CountingWaker {
+            fn wake(self: Arc<Self>) {
+                self.0.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        let counter = Arc::new(CountingWaker(AtomicUsize::new(0)));
+        let waker = Waker::from(Arc::clone(&counter));
+        let mut cx = Context::from_waker(&waker);
+        let slot = Arc::new(AckSlot::default());
+        let mut future = AckFuture::pending(Arc::clone(&slot), 1);
+        assert!(Pin::new(&mut future).poll(&mut cx).is_pending());
+        assert_eq!(counter.0.load(Ordering::SeqCst), 0);
+        slot.complete(Ok(info()));
+        assert_eq!(counter.0.load(Ordering::SeqCst), 1, "the completion woke the task");
+        match Pin::new(&mut future).poll(&mut cx) {
+            Poll::Ready(Ok(appended)) => assert_eq!(appended.last_offset, 0),
+            other => panic!("expected the outcome: {other:?}"),
+        }
+    }
+
+    #[test]
     fn a_completion_from_another_thread_wakes_a_blocked_wait() {
         let slot = Arc::new(AckSlot::default());
         let future = AckFuture::pending(Arc::clone(&slot), 1);
