@@ -204,7 +204,11 @@ mod tests {
         assert!(Pin::new(&mut future).poll(&mut cx).is_pending());
         assert_eq!(counter.0.load(Ordering::SeqCst), 0);
         slot.complete(Ok(info()));
-        assert_eq!(counter.0.load(Ordering::SeqCst), 1, "the completion woke the task");
+        assert_eq!(
+            counter.0.load(Ordering::SeqCst),
+            1,
+            "the completion woke the task"
+        );
         match Pin::new(&mut future).poll(&mut cx) {
             Poll::Ready(Ok(appended)) => assert_eq!(appended.last_offset, 0),
             other => panic!("expected the outcome: {other:?}"),

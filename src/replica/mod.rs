@@ -48,9 +48,11 @@ mod ack;
 mod config;
 mod fetcher;
 mod follower_fetch;
+mod high_watermark;
 mod isr;
 mod partition;
 mod replica_state;
+mod serve_follower;
 mod truncation;
 
 pub use ack::AckFuture;

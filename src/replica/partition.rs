@@ -14,14 +14,13 @@ use std::sync::Arc;
 
 use crate::clock::Clock;
 use crate::error::{Error, Result};
-use crate::log::{Log, ReadBound};
+use crate::log::{Log, LogAppendInfo};
 use crate::producer::Acks;
 use crate::sync::Mutex;
 
 use super::ReplicaConfig;
 use super::ack::{AckFuture, AckSlot, PendingAck};
-use super::follower_fetch::{EpochCheck, FollowerFetch, FollowerRead, check_last_fetched_epoch};
-use super::isr::{IsrChange, IsrChangeKind, IsrState};
+use super::isr::{IsrChange, IsrState};
 use super::replica_state::ReplicaState;
 
 /// Whether a [`Partition`] leads, follows, or has not been told.
@@ -39,32 +38,32 @@ pub enum Role {
 /// of [`replica`](super).
 #[derive(Debug)]
 pub struct Partition {
-    log: Arc<Log>,
-    local_replica_id: i32,
-    config: ReplicaConfig,
-    clock: Arc<dyn Clock>,
-    state: Mutex<State>,
+    pub(super) log: Arc<Log>,
+    pub(super) local_replica_id: i32,
+    pub(super) config: ReplicaConfig,
+    pub(super) clock: Arc<dyn Clock>,
+    pub(super) state: Mutex<State>,
 }
 
 #[derive(Debug)]
-struct State {
-    role: Role,
+pub(super) struct State {
+    pub(super) role: Role,
     /// -1 before the first `become_leader` or `become_follower`.
-    leader_epoch: i32,
-    partition_epoch: i32,
+    pub(super) leader_epoch: i32,
+    pub(super) partition_epoch: i32,
     /// Where the current leader epoch starts in the log (Kafka's `leaderEpochStartOffsetOpt`):
     /// a follower joins the ISR only once it has reached it.
-    leader_epoch_start_offset: Option<i64>,
+    pub(super) leader_epoch_start_offset: Option<i64>,
     /// The assignment, the local replica included.
-    replicas: Vec<i32>,
-    isr: IsrState,
+    pub(super) replicas: Vec<i32>,
+    pub(super) isr: IsrState,
     /// The followers' fetch state, while leading.
-    remotes: BTreeMap<i32, ReplicaState>,
-    pending_acks: Vec<PendingAck>,
+    pub(super) remotes: BTreeMap<i32, ReplicaState>,
+    pub(super) pending_acks: Vec<PendingAck>,
 }
 
 /// Completions found under the state mutex, delivered after it is released.
-type Completions = Vec<(Arc<AckSlot>, Result<crate::log::LogAppendInfo>)>;
+pub(super) type Completions = Vec<(Arc<AckSlot>, Result<LogAppendInfo>)>;
 
 impl Partition {
     /// A partition over `log`, for the replica `local_replica_id`, with the rules of `config`,
@@ -165,7 +164,7 @@ impl Partition {
         state.role == Role::Leader && state.isr.committed().len() == self.effective_min_isr(&state)
     }
 
-    fn effective_min_isr(&self, state: &State) -> usize {
+    pub(super) fn effective_min_isr(&self, state: &State) -> usize {
         self.config.effective_min_isr(state.replicas.len())
     }
 
@@ -342,11 +341,11 @@ impl Partition {
 
     /// Kafka's `checkEnoughReplicasReachOffset` for an append the high watermark has passed:
     /// committed, unless the maximal ISR is by now below `min.insync.replicas`.
-    fn committed_outcome(
+    pub(super) fn committed_outcome(
         &self,
         state: &State,
-        info: crate::log::LogAppendInfo,
-    ) -> Result<crate::log::LogAppendInfo> {
+        info: LogAppendInfo,
+    ) -> Result<LogAppendInfo> {
         let min_isr = self.effective_min_isr(state);
         let maximal = state.isr.maximal().len();
         if maximal < min_isr {
@@ -358,7 +357,7 @@ impl Partition {
         Ok(info)
     }
 
-    fn check_leader(&self, state: &State) -> Result<()> {
+    pub(super) fn check_leader(&self, state: &State) -> Result<()> {
         if state.role != Role::Leader {
             return Err(Error::NotLeaderOrFollower {
                 why: format!(
@@ -369,276 +368,9 @@ impl Partition {
         }
         Ok(())
     }
-
-    /// A request's current leader epoch against this partition's: older is fenced, newer unknown.
-    fn check_request_epoch(state: &State, current_leader_epoch: Option<i32>) -> Result<()> {
-        match current_leader_epoch {
-            Some(found) if found < state.leader_epoch => Err(Error::FencedLeaderEpoch {
-                current: state.leader_epoch,
-                found,
-            }),
-            Some(found) if found > state.leader_epoch => Err(Error::UnknownLeaderEpoch {
-                current: state.leader_epoch,
-                found,
-            }),
-            _ => Ok(()),
-        }
-    }
-
-    /// Kafka's `lastOffsetForLeaderEpoch` as the leader (an `OffsetsForLeaderEpoch` answer):
-    /// `(epoch, end offset)` of the largest epoch at or below `leader_epoch`, (-1, -1) when
-    /// undefined. The request's `current_leader_epoch` is checked as a fetch's is.
-    pub fn last_offset_for_leader_epoch(
-        &self,
-        current_leader_epoch: Option<i32>,
-        leader_epoch: i32,
-    ) -> Result<(i32, i64)> {
-        let state = self.state.lock();
-        self.check_leader(&state)?;
-        Self::check_request_epoch(&state, current_leader_epoch)?;
-        Ok(self.log.end_offset_for_epoch(leader_epoch))
-    }
-
-    /// Serves a follower's fetch as the leader (Kafka's `fetchRecords` for a follower):
-    /// checks the leader epoch and the follower's last fetched epoch (see [`FollowerRead`]),
-    /// reads whole batches from the fetch offset up to the log end, and counts the fetch in the
-    /// follower's state. That may propose an ISR expansion (returned, and kept in flight) and
-    /// may move the high watermark, completing `acks=all` appends.
-    ///
-    /// Errors: [`Error::NotLeaderOrFollower`] when not leading or for a replica outside the
-    /// assignment, [`Error::FencedLeaderEpoch`] / [`Error::UnknownLeaderEpoch`] for an older or
-    /// newer `current_leader_epoch`, and the log's read errors.
-    pub fn read_for_follower(&self, fetch: &FollowerFetch) -> Result<FollowerRead> {
-        let now = self.clock.now_ms();
-        let mut state = self.state.lock();
-        self.check_leader(&state)?;
-        Self::check_request_epoch(&state, fetch.current_leader_epoch)?;
-        if !state.remotes.contains_key(&fetch.replica_id) {
-            return Err(Error::NotLeaderOrFollower {
-                why: format!(
-                    "replica {} is not a follower of this partition (assignment {:?})",
-                    fetch.replica_id, state.replicas
-                ),
-            });
-        }
-        let log_start_offset = self.log.log_start_offset();
-        let log_end_offset = self.log.log_end_offset();
-        let out_of_range = FollowerRead::OffsetOutOfRange {
-            log_start_offset,
-            log_end_offset,
-        };
-        if let Some(last_fetched_epoch) = fetch.last_fetched_epoch {
-            let epoch_end = self.log.end_offset_for_epoch(last_fetched_epoch);
-            match check_last_fetched_epoch(
-                epoch_end,
-                last_fetched_epoch,
-                fetch.fetch_offset,
-                log_start_offset,
-            ) {
-                EpochCheck::Read => {}
-                EpochCheck::OutOfRange => return Ok(out_of_range),
-                EpochCheck::Diverging { epoch, end_offset } => {
-                    return Ok(FollowerRead::Diverging { epoch, end_offset });
-                }
-            }
-        }
-        if fetch.fetch_offset < log_start_offset || fetch.fetch_offset > log_end_offset {
-            return Ok(out_of_range);
-        }
-        let data = self
-            .log
-            .read(fetch.fetch_offset, fetch.max_bytes, ReadBound::LogEnd)?;
-        let leader_end = data.log_end_offset();
-        let previous_end = state
-            .remotes
-            .get(&fetch.replica_id)
-            .map(|replica| replica.log_end_offset);
-        if let Some(replica) = state.remotes.get_mut(&fetch.replica_id) {
-            replica.update_fetch_state(fetch.fetch_offset, fetch.log_start_offset, now, leader_end);
-        }
-        let proposed_isr_change = self.maybe_expand_isr(&mut state, fetch.replica_id);
-        let mut completions = Completions::new();
-        if previous_end != Some(fetch.fetch_offset) || proposed_isr_change.is_some() {
-            self.maybe_increment_high_watermark(&mut state, &mut completions)?;
-        }
-        let high_watermark = self.log.high_watermark();
-        drop(state);
-        deliver(completions);
-        Ok(FollowerRead::Records {
-            data,
-            high_watermark,
-            log_start_offset,
-            proposed_isr_change,
-        })
-    }
-
-    /// Kafka's `maybeExpandIsr`: a follower outside the ISR joins once it has reached both the
-    /// high watermark and the start of the current leader epoch (so it holds this leader's
-    /// view of the log, not a diverging tail of an older one). One change in flight at a time.
-    fn maybe_expand_isr(&self, state: &mut State, replica_id: i32) -> Option<IsrChange> {
-        if state.isr.in_flight().is_some() || state.isr.committed().contains(&replica_id) {
-            return None;
-        }
-        let follower_end = state.remotes.get(&replica_id)?.log_end_offset;
-        let epoch_start = state.leader_epoch_start_offset?;
-        if follower_end < self.log.high_watermark() || follower_end < epoch_start {
-            return None;
-        }
-        let mut new_isr: Vec<i32> = state.isr.committed().iter().copied().collect();
-        new_isr.push(replica_id);
-        new_isr.sort_unstable();
-        let change = IsrChange {
-            kind: IsrChangeKind::Expand,
-            new_isr,
-            leader_epoch: state.leader_epoch,
-            partition_epoch: state.partition_epoch,
-        };
-        state.isr.propose(change.clone());
-        Some(change)
-    }
-
-    /// Kafka's `maybeShrinkIsr`: proposes to drop the ISR followers that are not caught up
-    /// (not at the leader's end, and not caught up within `replica.lag.time.max.ms`), unless a
-    /// change is in flight already. The proposal is kept in flight; the leaving members count
-    /// for the high watermark until it commits.
-    pub fn maybe_shrink_isr(&self) -> Option<IsrChange> {
-        let now = self.clock.now_ms();
-        let mut state = self.state.lock();
-        if state.role != Role::Leader || state.isr.in_flight().is_some() {
-            return None;
-        }
-        let leader_end = self.log.log_end_offset();
-        let lag = self.config.replica_lag_time_max_ms;
-        let out_of_sync: Vec<i32> = state
-            .isr
-            .committed()
-            .iter()
-            .copied()
-            .filter(|&id| id != self.local_replica_id)
-            .filter(|id| {
-                state
-                    .remotes
-                    .get(id)
-                    .is_none_or(|replica| !replica.is_caught_up(leader_end, now, lag))
-            })
-            .collect();
-        if out_of_sync.is_empty() {
-            return None;
-        }
-        let new_isr: Vec<i32> = state
-            .isr
-            .committed()
-            .iter()
-            .copied()
-            .filter(|id| !out_of_sync.contains(id))
-            .collect();
-        let change = IsrChange {
-            kind: IsrChangeKind::Shrink,
-            new_isr,
-            leader_epoch: state.leader_epoch,
-            partition_epoch: state.partition_epoch,
-        };
-        state.isr.propose(change.clone());
-        Some(change)
-    }
-
-    /// Reports the controller's answer to the change in flight (Kafka's `AlterPartition`
-    /// response). A committed change becomes the ISR and moves the partition epoch up by one;
-    /// then the high watermark may move (a shrink can leave only caught-up members), and a
-    /// shrink below `min.insync.replicas` fails the waiting `acks=all` appends with
-    /// [`Error::NotEnoughReplicasAfterAppend`] (their records stay). A rejected change is
-    /// dropped, and the ISR stays as it was.
-    ///
-    /// [`Error::InvalidArgument`] when `change` is not the change in flight.
-    pub fn complete_isr_change(&self, change: &IsrChange, committed: bool) -> Result<()> {
-        let mut state = self.state.lock();
-        if !state.isr.complete(change, committed) {
-            return Err(Error::InvalidArgument {
-                why: format!(
-                    "no such ISR change in flight: {change:?} (in flight: {:?})",
-                    state.isr.in_flight()
-                ),
-            });
-        }
-        let mut completions = Completions::new();
-        if committed {
-            state.partition_epoch = state.partition_epoch.saturating_add(1);
-            let min_isr = self.effective_min_isr(&state);
-            let maximal = state.isr.maximal().len();
-            if maximal < min_isr {
-                for pending in std::mem::take(&mut state.pending_acks) {
-                    if let Some(slot) = pending.slot.upgrade() {
-                        completions.push((
-                            slot,
-                            Err(Error::NotEnoughReplicasAfterAppend {
-                                in_sync: maximal,
-                                required: min_isr,
-                            }),
-                        ));
-                    }
-                }
-            }
-            self.maybe_increment_high_watermark(&mut state, &mut completions)?;
-        }
-        drop(state);
-        deliver(completions);
-        Ok(())
-    }
-
-    /// Kafka's `maybeIncrementLeaderHW`: the high watermark moves forward to the lowest log
-    /// end offset over the maximal ISR and over the caught-up followers outside it (Kafka 4:
-    /// they are about to join, and a high watermark that passed them would commit records
-    /// they lack), unless the committed ISR is below `min.insync.replicas` (KIP-966: a high
-    /// watermark committed by too few replicas could be lost with them). Appends it passes
-    /// complete.
-    fn maybe_increment_high_watermark(
-        &self,
-        state: &mut State,
-        completions: &mut Completions,
-    ) -> Result<()> {
-        if state.role != Role::Leader || state.isr.committed().len() < self.effective_min_isr(state)
-        {
-            return Ok(());
-        }
-        let now = self.clock.now_ms();
-        let leader_end = self.log.log_end_offset();
-        let lag = self.config.replica_lag_time_max_ms;
-        let maximal = state.isr.maximal();
-        let mut new_high_watermark = leader_end;
-        for &id in maximal.iter().filter(|&&id| id != self.local_replica_id) {
-            let follower_end = state
-                .remotes
-                .get(&id)
-                .map_or(super::UNKNOWN_OFFSET, |replica| replica.log_end_offset);
-            new_high_watermark = new_high_watermark.min(follower_end);
-        }
-        for (id, replica) in &state.remotes {
-            if !maximal.contains(id) && replica.is_caught_up(leader_end, now, lag) {
-                new_high_watermark = new_high_watermark.min(replica.log_end_offset);
-            }
-        }
-        if new_high_watermark <= self.log.high_watermark() {
-            return Ok(());
-        }
-        let high_watermark = self.log.set_high_watermark(new_high_watermark)?;
-        let mut waiting = Vec::with_capacity(state.pending_acks.len());
-        for pending in std::mem::take(&mut state.pending_acks) {
-            let Some(slot) = pending.slot.upgrade() else {
-                continue;
-            };
-            if high_watermark >= pending.required_offset {
-                let outcome = self.committed_outcome(state, pending.info);
-                completions.push((slot, outcome));
-            } else {
-                waiting.push(pending);
-            }
-        }
-        state.pending_acks = waiting;
-        Ok(())
-    }
 }
 
-fn deliver(completions: Completions) {
+pub(super) fn deliver(completions: Completions) {
     for (slot, outcome) in completions {
         slot.complete(outcome);
     }
