@@ -58,11 +58,12 @@ fn leader(epochs: &[i32], high_watermark: i64) -> (TempDir, Partition) {
     (dir, partition)
 }
 
-/// The follower's and the leader's batches, byte for byte, over the whole log.
+/// The follower's and the leader's batches, byte for byte, from the leader's log start.
 fn assert_same_log(follower: &Log, leader: &Log) {
     assert_eq!(follower.log_end_offset(), leader.log_end_offset());
+    let start = leader.log_start_offset();
     let read = |log: &Log| {
-        log.read(0, 1024 * 1024, ReadBound::LogEnd)
+        log.read(start, 1024 * 1024, ReadBound::LogEnd)
             .expect("read")
             .bytes()
             .to_vec()
@@ -300,4 +301,55 @@ fn fetcher_a_former_leader_that_wrote_nothing_in_its_epoch_converges() {
         }
     ));
     assert_same_log(&follower, leader.log());
+}
+
+#[test]
+fn fetcher_a_leader_log_start_inside_a_batch_restarts_the_empty_follower_at_the_batch_base() {
+    // The leader: one batch of offsets 0..=2, one at 3; deleteRecords moved its start to 1.
+    let (_leader_dir, leader) = {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let log = Arc::new(Log::open(dir.path(), LogConfig::default()).expect("open"));
+        let mut builder = BatchBuilder::new(Compression::None).partition_leader_epoch(0);
+        for value in ["a", "b", "c"] {
+            builder.push(&NewRecord::new(START_MS, None, Some(value.as_bytes())));
+        }
+        log.append_as_follower(&builder.build().expect("build"))
+            .expect("append");
+        log.append_as_follower(&batch(3, 0, "d")).expect("append");
+        log.set_high_watermark(4).expect("HW");
+        log.delete_records_before(1).expect("delete records");
+        let partition = Partition::new(
+            log,
+            LEADER,
+            ReplicaConfig::default(),
+            Arc::new(ManualClock::new(START_MS)),
+        )
+        .expect("partition");
+        partition
+            .become_leader(0, 1, &[LEADER, FOLLOWER], &[LEADER, FOLLOWER])
+            .expect("leader");
+        (dir, partition)
+    };
+    let (_follower_dir, follower) = log_with_epochs(&[], "none");
+    let mut fetcher = ReplicaFetcher::new(Arc::clone(&follower), FOLLOWER, 0).expect("fetcher");
+    assert_eq!(
+        fetcher.fetch_once(&leader).expect("out of range"),
+        FetchOutcome::Truncated { to: 1, done: true }
+    );
+    // The read at 1 returns the batch based at 0: the empty follower restarts there.
+    match fetcher.fetch_once(&leader).expect("fetch") {
+        FetchOutcome::Appended {
+            first_offset: 0,
+            log_end_offset: 4,
+            high_watermark: 4,
+            ..
+        } => {}
+        other => panic!("expected both batches from 0: {other:?}"),
+    }
+    assert_same_log(&follower, leader.log());
+    assert_eq!(
+        follower.log_start_offset(),
+        1,
+        "the leader's log start, followed up"
+    );
 }

@@ -146,17 +146,20 @@ impl ReplicaFetcher {
             FollowerRead::Records {
                 data,
                 high_watermark,
+                log_start_offset,
                 proposed_isr_change,
-                ..
             } => {
-                if !data.is_empty() {
-                    self.log.append_as_follower(data.bytes())?;
-                }
+                let first_offset = if data.is_empty() {
+                    fetch.fetch_offset
+                } else {
+                    self.append(data.bytes())?
+                };
                 let high_watermark = self.take_high_watermark(high_watermark)?;
+                self.take_log_start_offset(log_start_offset)?;
                 let log_end_offset = self.log.log_end_offset();
                 Ok(if log_end_offset > fetch.fetch_offset {
                     FetchOutcome::Appended {
-                        first_offset: fetch.fetch_offset,
+                        first_offset,
                         log_end_offset,
                         high_watermark,
                         proposed_isr_change,
@@ -231,6 +234,36 @@ impl ReplicaFetcher {
             to: self.log.log_end_offset(),
             done,
         })
+    }
+
+    /// Appends the leader's batches; returns the first appended offset.
+    ///
+    /// An empty log whose start the leader moved into the middle of a batch (Kafka's
+    /// `deleteRecords`) gets that whole batch, which starts below its log end: as Kafka's
+    /// `appendRecordsToFollowerOrFutureReplica` does, the log restarts at the batch's base.
+    fn append(&self, batches: &[u8]) -> Result<i64> {
+        match self.log.append_as_follower(batches) {
+            Ok(info) => Ok(info.first_offset),
+            Err(Error::UnexpectedAppendOffset {
+                log_end_offset,
+                found,
+            }) if log_end_offset == self.log.log_start_offset() && found < log_end_offset => {
+                self.log.truncate_fully_and_start_at(found)?;
+                Ok(self.log.append_as_follower(batches)?.first_offset)
+            }
+            Err(error) => Err(error),
+        }
+    }
+
+    /// Follows the leader's log start offset up (Kafka's `maybeIncrementLogStartOffset` on a
+    /// fetch), as far as the follower's own high watermark: a follower deletes nothing it has
+    /// not seen committed.
+    fn take_log_start_offset(&self, leader_log_start_offset: i64) -> Result<()> {
+        let target = leader_log_start_offset.min(self.log.high_watermark());
+        if target > self.log.log_start_offset() {
+            self.log.delete_records_before(target)?;
+        }
+        Ok(())
     }
 
     /// The leader's high watermark, clamped to the follower's log end (Kafka's follower takes
