@@ -86,6 +86,7 @@
 //! | [`Observer`], [`LogEvent`] | a hook that hears rolls, fsyncs, recoveries, retention and compaction passes as they happen (metrics, aimed fault tests) |
 //! | [`Producer`], [`ProducerConfig`], [`ProducerConfigBuilder`], [`Acks`], [`SendHandle`] | the batching writer: `send` one record at a time, appended in batches by a background thread; the handle resolves per `acks` (0, 1, all), blocking or as a future |
 //! | [`WaitDurable`], [`WaitForData`] | the future forms of [`Log::wait_durable`] and [`Log::wait_for_data`]: [`Log::durable`], [`Log::data_available`] |
+//! | [`replica`] | Kafka's `Partition` rules over a log (leader and follower roles, the ISR, the high watermark, `acks=all` appends) and the follower's truncation protocol, driven by the caller's calls: partlog moves no bytes between machines |
 //! | [`Error`], [`Corruption`], [`Result`] | the one error type, and the kinds of bad bytes |
 //! | [`BatchBuilder`], [`NewRecord`], [`RecordRef`] | records in (owning or borrowing their bytes), one RecordBatch v2 out (none, lz4 or zstd), for [`Log::append_batch`] |
 //! | [`BatchView`], [`BatchHeader`], [`BatchIter`], [`Record`], [`RecordIter`], [`Header`], [`HeaderIter`] | borrowed, validated views of batch bytes; records decode lazily |
@@ -119,6 +120,7 @@ mod index;
 mod log;
 mod position;
 mod producer;
+pub mod replica;
 mod segment;
 mod storage;
 mod sync;
@@ -138,6 +140,7 @@ pub use crate::{
         Compression, ControlRecordType, EndTransactionMarker, Header, HeaderIter, LegacyBatchView,
         LegacyHeader, LegacyRecordIter, NewRecord, Record, RecordIter, RecordRef, TimestampType,
     },
+    log::leader_epoch::EpochEntry,
     log::{
         CleanupPolicy, CommittedRecords, CompactionOptions, CompactionSchedule, CompactionStats,
         CompressionType, DeletedSegment, FetchBatches, FetchData, FlushPolicy, Isolation, Log,
