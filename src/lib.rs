@@ -138,6 +138,7 @@ pub use crate::{
         Compression, ControlRecordType, EndTransactionMarker, Header, HeaderIter, LegacyBatchView,
         LegacyHeader, LegacyRecordIter, NewRecord, Record, RecordIter, RecordRef, TimestampType,
     },
+    log::leader_epoch::EpochEntry,
     log::{
         CleanupPolicy, CommittedRecords, CompactionOptions, CompactionSchedule, CompactionStats,
         CompressionType, DeletedSegment, FetchBatches, FetchData, FlushPolicy, Isolation, Log,

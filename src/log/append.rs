@@ -18,7 +18,10 @@ use crate::format::{
 };
 
 use super::producer_state::{AppendOrigin, ProducerAppendCheck};
-use super::{CompressionType, FlushPolicy, Log, LogAppendInfo, LogConfig, TruncationEpoch};
+use super::{
+    CompressionType, FlushPolicy, Log, LogAppendInfo, LogConfig, Shared, TruncationEpoch, Writer,
+};
+use crate::sync::MutexGuard;
 
 impl Log {
     /// Appends `records` as exactly one batch, built with the log's codec
@@ -172,7 +175,9 @@ impl Log {
     /// the record framing (checked by decompressing every record).
     ///
     /// The batch's base offset and leader epoch are ignored: the log assigns the offsets, and
-    /// stores the epoch as -1 (no epoch), since it is no Kafka leader.
+    /// stores its own epoch, as a Kafka leader stamps its own over whatever a producer sent:
+    /// -1 (no epoch) for a bare log, whose epoch a broker's cache would otherwise take for an
+    /// election that never happened, or the epoch of [`become_leader`](Self::become_leader).
     pub fn append_batch(&self, batch: &[u8]) -> Result<LogAppendInfo> {
         self.check_writable()?;
         let mut batch = self.validate_producer_batch(batch, true)?;
@@ -331,31 +336,14 @@ impl Log {
         let log_append_time = (config.message_timestamp_type == TimestampType::LogAppendTime)
             .then(|| set_log_append_time(batch, now).map(|()| now))
             .transpose()?;
-        let mut writer = shared.writer.lock();
-        while writer.unsynced_sealed.len() >= MAX_UNSYNCED_SEALED {
-            // Back-pressure: rolls outran the flusher's fsyncs. Wait for one covering sync (it
-            // drains the whole backlog) rather than let sealed segments and their descriptors
-            // pile up.
-            let end = writer.log_end_offset;
-            drop(writer);
-            // Everything published may be durable already while segments stay listed (a
-            // truncation during their sync keeps them there): a group commit would then have
-            // nothing to do, so sync the sealed segments alone, or this would spin.
-            let synced = if shared.commit.durable_offset() >= end {
-                shared.sync_sealed_segments()
-            } else {
-                shared.sync_through(end - 1)
-            };
-            match synced {
-                Ok(()) | Err(Error::Truncated { .. }) => {}
-                Err(error) => return Err(error),
-            }
-            writer = shared.writer.lock();
-        }
+        let mut writer = shared.lock_writer_for_append()?;
         self.check_writable()?;
+        // A follower takes no client appends; a leader stamps its epoch, a bare log -1
+        // (`replication.rs`).
+        let leader_epoch = shared.client_append_epoch()?;
         let base_offset = writer.log_end_offset;
         set_base_offset(batch, base_offset)?;
-        set_partition_leader_epoch(batch, NO_PARTITION_LEADER_EPOCH)?;
+        set_partition_leader_epoch(batch, leader_epoch)?;
         let header = BatchHeader::parse(batch).map_err(|what| Error::InvalidBatch { what })?;
         let last_offset = header.last_offset();
         // One branch for batches without a producer id.
@@ -387,6 +375,9 @@ impl Log {
         } else {
             None
         };
+        // Kafka assigns the epoch before the write: an entry the write then fails to back
+        // starts at or above the log end, and the next open drops it.
+        shared.assign_epoch(leader_epoch, base_offset)?;
         // Kafka's shouldRoll, then the append, under one hold of the segment's lock.
         let appended =
             match writer
@@ -418,38 +409,7 @@ impl Log {
         committed?;
         let epoch = TruncationEpoch(shared.truncations.load(Ordering::Acquire));
         let records = u32::try_from(header.records_count).unwrap_or(0);
-        // Only appends write these, under the writer mutex: a load and a store each, not the
-        // locked read-modify-write of fetch_add.
-        let counters = &shared.counters;
-        let bump = |counter: &crate::sync::atomic::AtomicU64, by: u64| {
-            counter.store(
-                counter.load(Ordering::Relaxed).wrapping_add(by),
-                Ordering::Relaxed,
-            );
-        };
-        bump(&counters.appends, 1);
-        bump(&counters.appended_bytes, batch.len() as u64);
-        bump(&counters.appended_records, u64::from(records));
-        let sync_now = match config.flush_policy {
-            FlushPolicy::EveryAppend => true,
-            FlushPolicy::EveryMessages(limit) => {
-                writer.messages_since_flush += u64::from(records);
-                writer.messages_since_flush >= limit.get()
-            }
-            FlushPolicy::EveryBytes(limit) => {
-                writer.bytes_since_flush += batch.len() as u64;
-                writer.bytes_since_flush >= limit.get()
-            }
-            FlushPolicy::Interval(_) | FlushPolicy::OsDecides => false,
-        };
-        if sync_now {
-            writer.messages_since_flush = 0;
-            writer.bytes_since_flush = 0;
-        }
-        drop(writer);
-        if sync_now {
-            shared.sync_through(last_offset)?;
-        }
+        shared.account_append(writer, records, batch.len(), last_offset)?;
         let info = LogAppendInfo {
             first_offset: base_offset,
             last_offset,
@@ -463,11 +423,82 @@ impl Log {
     }
 }
 
-/// The `partitionLeaderEpoch` of every batch the log appends: Kafka's `NO_PARTITION_LEADER_EPOCH`.
-/// A Kafka leader stamps its own epoch over whatever a producer sent; partlog leads no epoch, and
-/// an epoch it passed through could enter a broker's epoch cache at its next recovery (after a
-/// hand-off) as an election that never happened.
-const NO_PARTITION_LEADER_EPOCH: i32 = -1;
+impl Shared {
+    /// The writer lock for an append, once the sealed segments waiting for their fsync are
+    /// fewer than [`MAX_UNSYNCED_SEALED`] (back-pressure on a writer that rolls faster than
+    /// the disk syncs).
+    pub(super) fn lock_writer_for_append(&self) -> Result<MutexGuard<'_, Writer>> {
+        let shared = self;
+        let mut writer = shared.writer.lock();
+        while writer.unsynced_sealed.len() >= MAX_UNSYNCED_SEALED {
+            // Back-pressure: rolls outran the flusher's fsyncs. Wait for one covering sync (it
+            // drains the whole backlog) rather than let sealed segments and their descriptors
+            // pile up.
+            let end = writer.log_end_offset;
+            drop(writer);
+            // Everything published may be durable already while segments stay listed (a
+            // truncation during their sync keeps them there): a group commit would then have
+            // nothing to do, so sync the sealed segments alone, or this would spin.
+            let synced = if shared.commit.durable_offset() >= end {
+                shared.sync_sealed_segments()
+            } else {
+                shared.sync_through(end - 1)
+            };
+            match synced {
+                Ok(()) | Err(Error::Truncated { .. }) => {}
+                Err(error) => return Err(error),
+            }
+            writer = shared.writer.lock();
+        }
+        Ok(writer)
+    }
+
+    /// The end of every append, under the writer lock it releases: the counters, then the
+    /// flush policy's sync (outside the lock) when the append reaches it.
+    pub(super) fn account_append(
+        &self,
+        mut writer: MutexGuard<'_, Writer>,
+        records: u32,
+        bytes: usize,
+        last_offset: i64,
+    ) -> Result<()> {
+        let shared = self;
+        let config = &shared.config;
+        // Only appends write these, under the writer mutex: a load and a store each, not the
+        // locked read-modify-write of fetch_add.
+        let counters = &shared.counters;
+        let bump = |counter: &crate::sync::atomic::AtomicU64, by: u64| {
+            counter.store(
+                counter.load(Ordering::Relaxed).wrapping_add(by),
+                Ordering::Relaxed,
+            );
+        };
+        bump(&counters.appends, 1);
+        bump(&counters.appended_bytes, bytes as u64);
+        bump(&counters.appended_records, u64::from(records));
+        let sync_now = match config.flush_policy {
+            FlushPolicy::EveryAppend => true,
+            FlushPolicy::EveryMessages(limit) => {
+                writer.messages_since_flush += u64::from(records);
+                writer.messages_since_flush >= limit.get()
+            }
+            FlushPolicy::EveryBytes(limit) => {
+                writer.bytes_since_flush += bytes as u64;
+                writer.bytes_since_flush >= limit.get()
+            }
+            FlushPolicy::Interval(_) | FlushPolicy::OsDecides => false,
+        };
+        if sync_now {
+            writer.messages_since_flush = 0;
+            writer.bytes_since_flush = 0;
+        }
+        drop(writer);
+        if sync_now {
+            shared.sync_through(last_offset)?;
+        }
+        Ok(())
+    }
+}
 
 /// How many sealed segments may wait for their fsync before an append waits for one: the
 /// flusher syncs them off the append path, but a writer that rolls faster than the disk syncs
@@ -542,7 +573,9 @@ fn give_back_batch_buffer(buffer: Vec<u8>) {
 /// The type and value of a control batch's marker record, `None` when the batch holds none (a
 /// control batch the cleaner emptied). A control record that is no COMMIT or ABORT comes back
 /// too: the producer state refuses it.
-fn transaction_marker(batch: &[u8]) -> Result<Option<(ControlRecordType, EndTransactionMarker)>> {
+pub(super) fn transaction_marker(
+    batch: &[u8],
+) -> Result<Option<(ControlRecordType, EndTransactionMarker)>> {
     let view = BatchView::new(batch).map_err(|what| Error::InvalidBatch { what })?;
     let mut scratch = Vec::new();
     let Some(record) = view.records(&mut scratch)?.next() else {

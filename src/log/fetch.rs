@@ -22,8 +22,7 @@ use super::snapshot::SegmentList;
 
 /// How far a read may go. Default: [`ReadBound::LogEnd`].
 ///
-/// `#[non_exhaustive]`: a bound such as the high watermark of replication may come; match it
-/// with a wildcard arm.
+/// `#[non_exhaustive]`: more bounds may come; match it with a wildcard arm.
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ReadBound {
@@ -34,6 +33,10 @@ pub enum ReadBound {
     /// Only below [`durable_offset`](crate::Log::durable_offset): nothing a reader sees can
     /// disappear in a crash.
     Durable,
+    /// Only below [`high_watermark`](crate::Log::high_watermark): what the replicas have
+    /// committed, as a Kafka leader serves consumers (the log end offset until the high
+    /// watermark is first set).
+    HighWatermark,
 }
 
 /// Which records of transactions a read returns (Kafka's `isolation.level`). Default:
@@ -546,6 +549,7 @@ impl Log {
         let upper = match options.bound {
             ReadBound::LogEnd => end,
             ReadBound::Durable => self.durable_offset().min(end),
+            ReadBound::HighWatermark => shared.high_watermark().min(end),
         };
         let read_committed = options.isolation == Isolation::ReadCommitted;
         let upper = if read_committed {

@@ -257,6 +257,15 @@ impl GroupCommit {
         }
     }
 
+    /// After the log restarted empty at `start` (`truncate_fully_and_start_at`, durable when it
+    /// calls this): every offset below `start` counts as durable, since none can come back, and
+    /// a sync in flight must not move the watermark.
+    pub fn restart_at(&self, start: i64) {
+        let mut state = self.leader.lock();
+        state.generation += 1;
+        self.durable.set(start);
+    }
+
     /// After a truncation to `end`: nothing at or above `end` is durable any more (it is gone),
     /// and a sync in flight must not advance the watermark past it.
     pub fn truncate(&self, end: i64) {

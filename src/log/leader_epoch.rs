@@ -15,7 +15,8 @@
 //! rebuilds the cache by assigning every batch's epoch into [`LeaderEpochFileCache::detached`] or
 //! an emptied cache.
 //!
-//! How the log layer calls it (not hooked in yet; the replication part does it):
+//! How the log layer calls it (`replication.rs`, `epoch_load.rs` and the append, truncation and
+//! retention paths):
 //! - every appended v2 batch with `partitionLeaderEpoch ≥ 0` calls [`LeaderEpochFileCache::assign`]
 //!   with its base offset; a legacy (magic 0/1) batch calls [`LeaderEpochFileCache::clear`];
 //! - `truncate_to(n)` calls [`LeaderEpochFileCache::truncate_from_end`]`(n)` inside its durable
@@ -288,6 +289,43 @@ impl LeaderEpochFileCache {
             location: None,
             entries: Vec::new(),
         }
+    }
+
+    /// A cache holding `entries` (already checked, as [`parse_checkpoint`] returns them) that
+    /// writes no file until [`attach`](Self::attach): the log's open builds the cache in memory
+    /// and writes it once.
+    pub(crate) fn detached_with(entries: Vec<EpochEntry>) -> Self {
+        LeaderEpochFileCache {
+            location: None,
+            entries,
+        }
+    }
+
+    /// From now on every change writes `dir/leader-epoch-checkpoint`; the file is not written
+    /// here.
+    pub(crate) fn attach(&mut self, storage: Arc<dyn Storage>, dir: &Path) {
+        self.location = Some(CheckpointLocation {
+            storage,
+            dir: dir.to_path_buf(),
+        });
+    }
+
+    /// Writes the entries to the file now (a rebuilt or load-corrected cache); nothing for a
+    /// detached cache.
+    pub(crate) fn flush(&self) -> Result<()> {
+        match &self.location {
+            Some(location) => write_checkpoint(&*location.storage, &location.dir, &self.entries),
+            None => Ok(()),
+        }
+    }
+
+    /// Kafka's rule while recovering a segment (`LogSegment.recover`): a batch's epoch is
+    /// assigned only when it is above the latest one. Negative epochs are ignored.
+    pub(crate) fn assign_if_newer(&mut self, epoch: i32, start_offset: i64) -> Result<bool> {
+        if epoch < 0 || self.latest_epoch().is_some_and(|latest| epoch <= latest) {
+            return Ok(false);
+        }
+        self.assign(epoch, start_offset)
     }
 
     /// The entries, oldest first.

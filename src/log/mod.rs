@@ -20,8 +20,10 @@ mod compaction;
 mod config;
 mod dir_lock;
 mod durable_file;
+mod epoch_load;
 mod fetch;
 mod flusher;
+mod follower_append;
 mod group_commit;
 pub(crate) mod kafka_dir;
 pub(crate) mod leader_epoch;
@@ -31,6 +33,7 @@ pub(crate) mod producer_state;
 mod properties;
 mod records;
 mod recovery;
+mod replication;
 mod retention;
 mod snapshot;
 mod stats;
@@ -38,6 +41,7 @@ mod stats;
 mod tail_stream;
 mod transactions;
 mod truncate;
+mod truncate_fully;
 mod wait;
 mod watermark;
 
@@ -235,6 +239,16 @@ struct Shared {
     /// Set by `close()` to stop the maintenance thread.
     maintenance_stop: Mutex<bool>,
     maintenance_wake: Condvar,
+    /// The leader-epoch cache (`leader_epoch.rs`, hooked in by `replication.rs`): taken after
+    /// the writer lock, never before it.
+    leader_epochs: Mutex<leader_epoch::LeaderEpochFileCache>,
+    /// Which epoch client appends stamp: `replication::ROLE_BARE`, `ROLE_FOLLOWER`, or the
+    /// leader epoch (≥ 0). Written under the writer lock.
+    role: AtomicI64,
+    /// The high watermark once [`Log::set_high_watermark`] was called (`high_watermark_set`);
+    /// until then the log end offset stands for it (`replication.rs`).
+    high_watermark: Watermark,
+    high_watermark_set: AtomicBool,
 }
 
 /// One partition's log: a directory of segments. It owns the active segment and assigns
@@ -387,6 +401,18 @@ impl Log {
         let last_txn_index_base = transactions::last_txn_index_base(&*storage, dir)?;
         let (cleaner, compaction_status) =
             compaction::load_cleaner_state(&*storage, dir, log_end_offset, read_only);
+        let leader_epochs = epoch_load::load_leader_epochs(
+            &storage,
+            dir,
+            &snapshot,
+            epoch_load::EpochLoad {
+                first_recovered_base: recovered.first_recovered_base,
+                restarted_at_log_start: recovered.restarted_at_log_start,
+                log_start_offset: recovered.log_start_offset,
+                log_end_offset,
+                read_only,
+            },
+        )?;
         let shared = Arc::new(Shared {
             dir: dir.to_path_buf(),
             storage,
@@ -431,6 +457,10 @@ impl Log {
                 .then(|| Mutex::new(Instant::now() + config.poll_interval)),
             maintenance_stop: Mutex::new(false),
             maintenance_wake: Condvar::new(),
+            leader_epochs: Mutex::new(leader_epochs),
+            role: AtomicI64::new(replication::ROLE_BARE),
+            high_watermark: Watermark::new(log_end_offset),
+            high_watermark_set: AtomicBool::new(false),
             config,
         });
         let flusher = if read_only {

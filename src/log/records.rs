@@ -125,10 +125,21 @@ impl Log {
             return Ok(found);
         }
         let stop = || shared.closed.load(Ordering::Acquire) || shared.commit.is_poisoned();
+        let high_watermark = bound == ReadBound::HighWatermark;
         loop {
             self.poll_live();
             shared.check_readable_above(offset)?;
-            if shared.commit.durable_offset() > offset {
+            // Chosen again at every turn: the high watermark waits on the log end until it is
+            // first set.
+            let (mark, value) = if high_watermark {
+                (shared.high_watermark_mark(), shared.high_watermark())
+            } else {
+                (
+                    shared.commit.durable_watermark(),
+                    shared.commit.durable_offset(),
+                )
+            };
+            if value > offset {
                 return Ok(true);
             }
             self.check_open()?;
@@ -144,10 +155,7 @@ impl Log {
                 }
                 (None, deadline) => deadline,
             };
-            shared
-                .commit
-                .durable_watermark()
-                .wait_above(offset, wake, stop);
+            mark.wait_above(offset, wake, stop);
         }
     }
 }

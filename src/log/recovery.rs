@@ -42,6 +42,9 @@ pub(crate) struct Recovered {
     /// The base of the first segment an unclean recovery scanned (`None` after a clean
     /// shutdown): the `.txnindex` files from there on are rebuilt with the producer state.
     pub first_recovered_base: Option<i64>,
+    /// The log ended below its start offset and restarted empty there (Kafka then clears the
+    /// leader-epoch cache and the producer state).
+    pub restarted_at_log_start: bool,
     pub report: RecoveryReport,
 }
 
@@ -201,6 +204,7 @@ fn start_empty_log(
         log_start_offset: checkpoint_start,
         durable_offset: checkpoint_start,
         first_recovered_base: None,
+        restarted_at_log_start: false,
         report,
     })
 }
@@ -224,6 +228,7 @@ fn recovered_clean(bases: &[i64], active: Arc<Segment>, mut report: RecoveryRepo
         log_start_offset: 0,
         durable_offset: end,
         first_recovered_base: None,
+        restarted_at_log_start: false,
         report,
     }
 }
@@ -272,6 +277,7 @@ fn restart_at_log_start(
     recovered.recovery_point = recovered.log_start_offset;
     recovered.durable_offset = recovered.log_start_offset;
     recovered.first_recovered_base = None;
+    recovered.restarted_at_log_start = true;
     Ok(())
 }
 
@@ -466,6 +472,7 @@ fn recover_unclean(
         log_start_offset: 0,
         durable_offset: durable,
         first_recovered_base,
+        restarted_at_log_start: false,
         report,
     })
 }

@@ -21,8 +21,10 @@
 //!    one, forever; the skew bounds that. A segment with no
 //!    timestamp ages from its mtime, as in Kafka.
 //!
-//! The last segment is never deleted while empty. Kafka deletes only below the high watermark;
-//! a partlog log has no replicas, so its high watermark is its log end offset. Rule 1 reaching
+//! The last segment is never deleted while empty. Kafka deletes only below the high watermark:
+//! once [`Log::set_high_watermark`] was called, a segment goes only if the next one (the log end
+//! for the last) starts at or below it; until then the high watermark is the log end offset
+//! (one replica). Rule 1 reaching
 //! the active segment is partlog's generalisation of Kafka's rule (which never deletes the
 //! active segment on the start offset): after `delete_records_before(log_end_offset)` no
 //! record of the active segment can be read, and its bytes go like any other.
@@ -198,6 +200,8 @@ pub(crate) struct RetentionRules {
     /// when the log is below the limit.
     size_excess: Option<i128>,
     bytes_decided: u64,
+    /// The high watermark once one is set: no segment holding an offset at or above it goes.
+    high_watermark: Option<i64>,
 }
 
 impl RetentionRules {
@@ -223,7 +227,15 @@ impl RetentionRules {
             size_limit,
             size_excess: None,
             bytes_decided: 0,
+            high_watermark: None,
         }
+    }
+
+    /// The rules, bounded by a set high watermark: Kafka deletes a segment only when the next
+    /// one (or the log end, for the last) starts at or below the high watermark.
+    pub fn below_high_watermark(mut self, high_watermark: Option<i64>) -> Self {
+        self.high_watermark = high_watermark;
+        self
     }
 
     /// Whether the size rule applies, so that [`new`](Self::new) needs the log's total bytes.
@@ -245,6 +257,13 @@ impl RetentionRules {
     ) -> Result<Option<RetentionRule>> {
         if segment.is_last && segment.bytes == 0 {
             // Kafka never deletes an empty last segment: the log always keeps one.
+            self.stage = Stage::Done;
+            return Ok(None);
+        }
+        if self
+            .high_watermark
+            .is_some_and(|high_watermark| segment.end_offset > high_watermark)
+        {
             self.stage = Stage::Done;
             return Ok(None);
         }
@@ -382,7 +401,12 @@ impl Shared {
         } else {
             None
         };
-        let mut rules = RetentionRules::new(&self.config, now_ms, log_start_offset, total_bytes);
+        let high_watermark = self
+            .high_watermark_set
+            .load(Ordering::Acquire)
+            .then(|| self.high_watermark.get());
+        let mut rules = RetentionRules::new(&self.config, now_ms, log_start_offset, total_bytes)
+            .below_high_watermark(high_watermark);
         let mut plan = Plan::default();
 
         // 1. The sealed segments, without the writer lock.
@@ -598,6 +622,9 @@ impl Shared {
         // A producer whose data now lies wholly below the start is forgotten (KIP-360).
         writer.producer_state.truncate_head(log_start_offset);
         self.publish_first_unstable(writer);
+        self.leader_epochs
+            .lock()
+            .truncate_from_start(self.log_start.load(Ordering::Acquire))?;
 
         // 2. Out of the snapshot: no reader finds these segments from now on.
         let taken = self.snapshot.swap(SegmentList::new(kept.to_vec()), removed);

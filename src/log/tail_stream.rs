@@ -94,6 +94,7 @@ impl Log {
                 shared.commit.durable_watermark(),
                 shared.commit.durable_offset(),
             ),
+            ReadBound::HighWatermark => (shared.high_watermark_mark(), shared.high_watermark()),
         };
         let check = || -> Option<Result<()>> {
             if shared.closed.load(Ordering::Acquire) {

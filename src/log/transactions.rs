@@ -187,8 +187,9 @@ impl Log {
 
     /// The last stable offset: `read_committed` reads stop below it. It is the first unstable
     /// offset, or the high watermark when no transaction is unstable, and never below the log
-    /// start. A bare `Log` has one replica, so its high watermark is its log end offset (as a
-    /// Kafka leader alone in its ISR has it).
+    /// start. Until [`set_high_watermark`](Log::set_high_watermark) is called the log has one
+    /// replica, so its high watermark is its log end offset (as a Kafka leader alone in its ISR
+    /// has it).
     pub fn last_stable_offset(&self) -> i64 {
         self.poll_live();
         self.shared.last_stable_offset()
@@ -200,7 +201,7 @@ impl Shared {
     /// an append publishes it before it moves the end past a transactional batch.
     pub(super) fn last_stable_offset(&self) -> i64 {
         let first_unstable = self.first_unstable.load(Ordering::Acquire);
-        let high_watermark = self.readable_end();
+        let high_watermark = self.high_watermark();
         let log_start = self.log_start.load(Ordering::Acquire);
         first_unstable.min(high_watermark).max(log_start)
     }
@@ -238,8 +239,12 @@ impl Shared {
             self.last_txn_index_base
                 .fetch_max(segment.base_offset(), Ordering::AcqRel);
         }
-        // A bare log's high watermark is its end: a marker is below it once written.
-        writer.producer_state.on_high_watermark_updated(next_offset);
+        // A bare log's high watermark is its end: a marker is below it once written. A set
+        // high watermark keeps an unreplicated marker's transaction unstable.
+        let high_watermark = self.high_watermark_at(next_offset);
+        writer
+            .producer_state
+            .on_high_watermark_updated(high_watermark);
         self.publish_first_unstable(writer);
         if let Err(error) = recorded {
             // The marker is in the log but its `.txnindex` entry is not: `read_committed`

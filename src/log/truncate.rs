@@ -56,7 +56,12 @@ impl Log {
 
     /// Moves the log start offset up to `offset`, durably: reads below it fail from then on,
     /// and the new start is in an fsynced checkpoint before this returns. Whole segments below
-    /// it are deleted by retention. Fails if `offset` is above the log end offset.
+    /// it are deleted by retention. The leader-epoch cache drops the epochs wholly below it.
+    ///
+    /// Fails with [`Error::OffsetOutOfRange`] if `offset` is above the log end offset, or,
+    /// once [`set_high_watermark`](Self::set_high_watermark) was called, above the high
+    /// watermark (Kafka's `deleteRecords` refuses the same: nothing at or above the high
+    /// watermark is deleted).
     pub fn delete_records_before(&self, offset: i64) -> Result<()> {
         self.check_writable()?;
         let shared = &self.shared;
@@ -73,18 +78,32 @@ impl Log {
         if offset <= start {
             return Ok(());
         }
+        // Kafka's `maybeIncrementLogStartOffset`: nothing at or above the high watermark goes.
+        if shared.high_watermark_set.load(Ordering::Acquire) {
+            let high_watermark = shared.high_watermark.get();
+            if offset > high_watermark {
+                return Err(Error::OffsetOutOfRange {
+                    requested: offset,
+                    start,
+                    end: high_watermark,
+                });
+            }
+        }
         let recovery_point = writer.recovery_point;
         shared.write_checkpoint_durably(&mut writer, recovery_point, offset)?;
         shared.log_start.store(offset, Ordering::Release);
         // A producer whose data now lies wholly below the start is forgotten (KIP-360).
         writer.producer_state.truncate_head(offset);
         shared.publish_first_unstable(&writer);
+        // After the start is durable: a crash before this leaves entries below the start, which
+        // the next open clamps.
+        shared.leader_epochs.lock().truncate_from_start(offset)?;
         Ok(())
     }
 }
 
 impl Shared {
-    fn truncate_locked(&self, writer: &mut Writer, offset: i64) -> Result<i64> {
+    pub(super) fn truncate_locked(&self, writer: &mut Writer, offset: i64) -> Result<i64> {
         self.truncations.fetch_add(1, Ordering::AcqRel);
         let list = self.snapshot.load();
         let handles = list.handles();
@@ -189,7 +208,12 @@ impl Shared {
         // watermark only wakes them by itself if it moves down.
         self.commit.durable_watermark().wake_all();
         self.reap_deleted(writer, false);
-        // 4. The producer state as of the new end, before the lock goes: the next append is
+        // 4. The epoch cache forgets the epochs that started in the removed records, durably
+        //    (a crash before this leaves entries at or above the end, which the next open
+        //    drops), and a high watermark above the new end comes down to it.
+        self.leader_epochs.lock().truncate_from_end(new_end)?;
+        self.lower_high_watermark_to(new_end);
+        // 5. The producer state as of the new end, before the lock goes: the next append is
         //    checked against it.
         self.reload_producer_state(writer, new_end)?;
         Ok(new_end)

@@ -1,0 +1,98 @@
+//! The leader-epoch cache at open (Kafka's `LogLoader` and `LogSegment.recover`), after
+//! recovery has settled the segments, the log start and the log end offset:
+//!
+//! 1. `leader-epoch-checkpoint` is read. A file that does not parse is derived data gone bad:
+//!    it is logged and the cache is rebuilt from the batches' `partitionLeaderEpoch`, reading
+//!    every segment's batch headers (not their records).
+//! 2. Otherwise the batches recovery scanned after a crash (the segments from
+//!    `first_recovered_base` on) assign their epochs with Kafka's recovery rule (only an epoch
+//!    above the latest one is added): the file may lag them, since an append writes its batch
+//!    right after the file.
+//! 3. Entries starting at or after the log end offset are dropped, and the first start is
+//!    clamped up to the log start offset. A log that restarted empty at its start offset (it
+//!    ended below it) clears the cache, as Kafka does.
+//! 4. A writable open writes the file if that changed anything; a read-only one keeps the
+//!    result in memory only.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::storage::Storage;
+
+use super::leader_epoch::{LeaderEpochFileCache, read_checkpoint};
+use super::snapshot::Snapshot;
+
+/// What recovery found, as the cache's load needs it.
+pub(super) struct EpochLoad {
+    /// The base of the first segment an unclean recovery scanned.
+    pub first_recovered_base: Option<i64>,
+    /// The log ended below its start offset and restarted empty there.
+    pub restarted_at_log_start: bool,
+    pub log_start_offset: i64,
+    pub log_end_offset: i64,
+    pub read_only: bool,
+}
+
+/// Loads, corrects and (for a writable open) persists the cache. See the module docs.
+pub(super) fn load_leader_epochs(
+    storage: &Arc<dyn Storage>,
+    dir: &Path,
+    snapshot: &Snapshot,
+    load: EpochLoad,
+) -> Result<LeaderEpochFileCache> {
+    let (entries, rebuild) = match read_checkpoint(&**storage, dir) {
+        Ok(entries) => (entries.unwrap_or_default(), false),
+        Err(error @ Error::Corrupt { .. }) => {
+            log::warn!(
+                "{}: {error}; rebuilding the leader epoch cache from the batches",
+                dir.display()
+            );
+            (Vec::new(), true)
+        }
+        Err(error) => return Err(error),
+    };
+    let mut cache = LeaderEpochFileCache::detached_with(entries.clone());
+    if load.restarted_at_log_start {
+        cache.clear()?;
+    } else {
+        let scan_from = if rebuild {
+            Some(i64::MIN)
+        } else {
+            load.first_recovered_base
+        };
+        if let Some(from) = scan_from {
+            assign_scanned_epochs(snapshot, from, &mut cache)?;
+        }
+    }
+    cache.truncate_from_end(load.log_end_offset)?;
+    cache.truncate_from_start(load.log_start_offset)?;
+    if !load.read_only {
+        cache.attach(Arc::clone(storage), dir);
+        if rebuild || cache.entries() != entries.as_slice() {
+            cache.flush()?;
+        }
+    }
+    Ok(cache)
+}
+
+/// Assigns, with Kafka's recovery rule, the epoch of every v2 batch in the segments whose base
+/// is at or above `from`, reading headers only.
+fn assign_scanned_epochs(
+    snapshot: &Snapshot,
+    from: i64,
+    cache: &mut LeaderEpochFileCache,
+) -> Result<()> {
+    let list = snapshot.load();
+    for handle in list.handles().iter().filter(|h| h.base_offset() >= from) {
+        let Some(segment) = snapshot.pin(handle)? else {
+            continue;
+        };
+        segment.visit_batch_headers(segment.base_offset(), &mut |header, _| {
+            cache
+                .assign_if_newer(header.partition_leader_epoch, header.base_offset)
+                .map(|_| ())
+        })?;
+    }
+    Ok(())
+}

@@ -1,0 +1,190 @@
+//! [`Log::append_as_follower`]: Kafka's `appendAsFollower`. The batches come from a leader with
+//! their offsets and `partitionLeaderEpoch` already set, and are written byte for byte: a
+//! follower's `.log` is a copy of the leader's over the offsets it fetched (ARCHITECTURE.md
+//! §11).
+//!
+//! Everything is checked before anything is written, so a refused call writes nothing: every
+//! frame must be a whole v2 batch with a valid CRC (no decompression and no size limit, as a
+//! Kafka follower trusts its leader's validation), the first base offset must be at or above
+//! the log end offset, and each batch must start after the previous one ends. The producer
+//! state is checked with Kafka's REPLICATION rules (no duplicate detection, no sequence checks,
+//! an older producer epoch only warned about) and applied once the bytes are written. Each
+//! batch with an epoch ≥ 0 assigns it in the leader-epoch cache before the write, as Kafka does.
+//! The whole call is one write, after at most one roll.
+
+use std::collections::HashMap;
+
+use crate::error::{Corruption, Error, Result};
+use crate::format::{BatchHeader, BatchView};
+
+use super::append::transaction_marker;
+use super::producer_state::{AppendOrigin, BatchSummary, ProducerAppendInfo};
+use super::{Log, LogAppendInfo};
+
+/// One checked batch of a follower append.
+struct FollowerBatch {
+    header: BatchHeader,
+    /// Its bytes' position in the call's buffer.
+    position: usize,
+}
+
+impl Log {
+    /// Kafka's `appendAsFollower`: appends one or more whole v2 batches that carry the leader's
+    /// offsets and `partitionLeaderEpoch`, byte for byte (CRC checked, no decompression, no size
+    /// checks), and returns what was stored. Works whatever the role (a bare log, a leader or a
+    /// follower).
+    ///
+    /// Nothing is written when it fails: [`Error::UnexpectedAppendOffset`] if the first offset
+    /// is below the log end offset (the follower must truncate first),
+    /// [`Error::OffsetsOutOfOrder`] if a batch does not start after the previous one ends,
+    /// [`Error::InvalidBatch`] for a torn batch, a bad CRC or a magic other than 2, and
+    /// [`Error::InvalidArgument`] for an empty buffer. The producer state follows Kafka's
+    /// REPLICATION rules: a re-sent batch is not a duplicate here, since the leader decided.
+    /// Offsets may leave gaps (a compacted leader's); the log end becomes the last offset + 1.
+    pub fn append_as_follower(&self, batches: &[u8]) -> Result<LogAppendInfo> {
+        self.check_writable()?;
+        let checked = check_follower_batches(batches)?;
+        let (Some(first), Some(last)) = (checked.first(), checked.last()) else {
+            return Err(Error::InvalidArgument {
+                why: "a follower append needs at least one batch".into(),
+            });
+        };
+        let first_offset = first.header.base_offset;
+        let last_offset = last.header.last_offset();
+        let max_timestamp = checked
+            .iter()
+            .map(|batch| batch.header.max_timestamp)
+            .max()
+            .unwrap_or(-1);
+        let records: u32 = checked
+            .iter()
+            .map(|batch| u32::try_from(batch.header.records_count).unwrap_or(0))
+            .fold(0, u32::saturating_add);
+        // Markers are read before the lock: only their control record needs parsing.
+        let mut summaries = Vec::new();
+        for batch in checked.iter().filter(|b| b.header.producer_id >= 0) {
+            let bytes = &batches[batch.position..batch.position + batch.header.total_size()];
+            let marker = if batch.header.is_control() {
+                transaction_marker(bytes)?
+            } else {
+                None
+            };
+            summaries.push(BatchSummary::from_header(&batch.header, marker)?);
+        }
+
+        let shared = &self.shared;
+        let now = shared.clock.now_ms();
+        let mut writer = shared.lock_writer_for_append()?;
+        self.check_writable()?;
+        let log_end_offset = writer.log_end_offset;
+        if first_offset < log_end_offset {
+            return Err(Error::UnexpectedAppendOffset {
+                log_end_offset,
+                found: first_offset,
+            });
+        }
+        // Kafka's `analyzeAndValidateProducerState`: one append info per producer, fed every
+        // batch of the call in order, committed after the write.
+        let mut producers: Vec<ProducerAppendInfo> = Vec::new();
+        let mut index_of: HashMap<i64, usize> = HashMap::new();
+        for summary in &summaries {
+            let index = *index_of.entry(summary.producer_id).or_insert_with(|| {
+                producers.push(
+                    writer
+                        .producer_state
+                        .prepare_update(summary.producer_id, AppendOrigin::Replication),
+                );
+                producers.len() - 1
+            });
+            producers[index].append(summary)?;
+        }
+        for batch in &checked {
+            shared.assign_epoch(
+                batch.header.partition_leader_epoch,
+                batch.header.base_offset,
+            )?;
+        }
+        let appended =
+            match writer
+                .active
+                .append_unless_roll(batches, max_timestamp, last_offset, now)
+            {
+                Ok(Ok(info)) => Ok(info),
+                Ok(Err(_reason)) => {
+                    shared.roll(&mut writer, now)?;
+                    writer.active.append(batches)
+                }
+                Err(error) => Err(error),
+            };
+        if let Err(error) = appended {
+            if writer.active.append_is_broken() {
+                log::error!(
+                    "poisoning {}: a failed follower append could not be undone",
+                    shared.dir.display()
+                );
+                shared.commit.poison();
+            }
+            return Err(error);
+        }
+        let next_offset = last_offset + 1;
+        let mut committed = Ok(());
+        for info in producers {
+            let result = shared.commit_producer(&mut writer, Some(info), next_offset);
+            if committed.is_ok() {
+                committed = result;
+            }
+        }
+        if summaries.is_empty() {
+            writer.producer_state.update_map_end_offset(next_offset);
+        }
+        writer.log_end_offset = next_offset;
+        shared.log_end.advance(next_offset);
+        committed?;
+        shared.account_append(writer, records, batches.len(), last_offset)?;
+        Ok(LogAppendInfo {
+            first_offset,
+            last_offset,
+            records,
+            max_timestamp,
+            log_append_time: None,
+            bytes: batches.len(),
+            duplicate: false,
+        })
+    }
+}
+
+/// Splits `bytes` into whole v2 batches, each CRC-checked, whose offsets strictly increase.
+fn check_follower_batches(bytes: &[u8]) -> Result<Vec<FollowerBatch>> {
+    let mut checked: Vec<FollowerBatch> = Vec::new();
+    let mut position = 0usize;
+    while position < bytes.len() {
+        let rest = &bytes[position..];
+        let invalid = |what| Error::InvalidBatch { what };
+        let header = BatchHeader::parse(rest).map_err(invalid)?;
+        let size = header.total_size();
+        let Some(frame) = rest.get(..size) else {
+            return Err(invalid(Corruption::Truncated {
+                needed: size as u64,
+                available: rest.len() as u64,
+            }));
+        };
+        BatchView::new(frame).map_err(invalid)?;
+        if header.last_offset_delta < 0 {
+            return Err(invalid(Corruption::BadHeader(
+                "lastOffsetDelta is negative",
+            )));
+        }
+        if let Some(previous) = checked.last() {
+            let previous_last = previous.header.last_offset();
+            if header.base_offset <= previous_last {
+                return Err(Error::OffsetsOutOfOrder {
+                    previous_last,
+                    found: header.base_offset,
+                });
+            }
+        }
+        checked.push(FollowerBatch { header, position });
+        position += size;
+    }
+    Ok(checked)
+}
