@@ -324,16 +324,32 @@ where
         I::IntoIter: OptionalSend,
     {
         let mut batches = Vec::new();
+        let mut first = None;
         let mut last = None;
         for entry in entries {
             encode_entry(&entry, &mut batches).map_err(|e| codec_error(ErrorVerb::Write, e))?;
+            first.get_or_insert(entry.log_id);
             last = Some(entry.log_id);
         }
-        let Some(last) = last else {
+        let (Some(first), Some(last)) = (first, last) else {
             callback.log_io_completed(Ok(()));
             return Ok(());
         };
         let log = &self.shared.log;
+        let first_offset = offset_of(first.index)?;
+        if first_offset < log.log_end_offset() {
+            // openraft's engine truncates before it appends over a conflict, but an append may
+            // also start below what a purge removed (the suite's
+            // get_initial_state_membership_from_log_and_sm does, after get_initial_state purged
+            // up to the state machine's last applied id). Either way the new entries replace
+            // everything from their first index on, as an in-memory map's inserts would.
+            let replaced = if first_offset < log.log_start_offset() {
+                log.truncate_fully_and_start_at(first_offset)
+            } else {
+                log.truncate_to(first_offset).map(drop)
+            };
+            replaced.map_err(|e| partlog_error(ErrorSubject::Log(first), ErrorVerb::Write, e))?;
+        }
         log.append_as_follower(&batches).map_err(|e| {
             partlog_error(ErrorSubject::Log(last), ErrorVerb::Write, e)
         })?;
