@@ -213,7 +213,9 @@ where
                 if view.base_offset() >= end {
                     break;
                 }
-                if view.base_offset() >= offset {
+                // A batch that starts below the offset but reaches it is no entry of this
+                // store (its batches hold one record each): decoding it reports that.
+                if view.last_offset() >= offset {
                     entries.push(
                         decode_entry::<C>(view, &mut scratch)
                             .map_err(|e| codec_error(ErrorVerb::Read, e))?,
