@@ -9,9 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use openraft::error::{
-    InstallSnapshotError, RPCError, RaftError, RemoteError, Unreachable,
-};
+use openraft::error::{InstallSnapshotError, RPCError, RaftError, RemoteError, Unreachable};
 use openraft::network::{RPCOption, RaftNetwork, RaftNetworkFactory};
 use openraft::raft::{
     AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
@@ -75,6 +73,10 @@ struct Connection {
 }
 
 impl Connection {
+    #[allow(
+        clippy::result_large_err,
+        reason = "openraft's RaftNetwork methods return its RPCError by value"
+    )]
     fn target<E: std::error::Error>(&self) -> Result<Node, RPCError<u64, BasicNode, E>> {
         self.router
             .get(self.target)
@@ -138,7 +140,11 @@ struct Running {
     state_machine: KvStateMachine,
 }
 
-async fn start(id: u64, dir: &Path, router: &Router) -> Result<Running, Box<dyn std::error::Error>> {
+async fn start(
+    id: u64,
+    dir: &Path,
+    router: &Router,
+) -> Result<Running, Box<dyn std::error::Error>> {
     let config = Config {
         cluster_name: "raft-kv".into(),
         heartbeat_interval: 100,
@@ -203,7 +209,10 @@ async fn write(
             Err(e) => return Err(e.into()),
         }
     }
-    println!("  {count} writes of phase {phase} committed (leader {})", leader(nodes).await?);
+    println!(
+        "  {count} writes of phase {phase} committed (leader {})",
+        leader(nodes).await?
+    );
     Ok(())
 }
 
@@ -280,7 +289,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         store.close()?;
         let encoded: Vec<String> = entries
             .iter()
-            .map(|e| serde_json::to_string(e))
+            .map(serde_json::to_string)
             .collect::<Result<_, _>>()?;
         println!("  node {id}: {} entries in its log", encoded.len());
         logs.push(encoded);
@@ -288,7 +297,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     if logs.iter().any(|log| log != &logs[0]) {
         return Err("the three logs differ".into());
     }
-    println!("check: the three logs hold the same {} entries", logs[0].len());
+    println!(
+        "check: the three logs hold the same {} entries",
+        logs[0].len()
+    );
 
     for (id, dir) in &dirs {
         let report = verify_dir(dir, &LogConfig::default())?;

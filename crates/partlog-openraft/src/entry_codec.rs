@@ -47,8 +47,11 @@ where
 {
     let index = entry.log_id.index;
     let fail = |why: String| CodecError { index, why };
-    let offset = i64::try_from(index)
-        .map_err(|_| fail(format!("index {index} is above i64::MAX, the largest Kafka offset")))?;
+    let offset = i64::try_from(index).map_err(|_| {
+        fail(format!(
+            "index {index} is above i64::MAX, the largest Kafka offset"
+        ))
+    })?;
     let term = entry.log_id.leader_id.term;
     let epoch = i32::try_from(term).map_err(|_| {
         fail(format!(

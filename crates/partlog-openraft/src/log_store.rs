@@ -4,6 +4,11 @@
 //! committed log id and the last purged log id live in `partlog.raft-state`
 //! ([`crate::raft_state`]) in the same directory.
 
+#![allow(
+    clippy::result_large_err,
+    reason = "openraft's traits return its StorageError by value; the helpers here build it"
+)]
+
 use std::fmt::Debug;
 use std::io;
 use std::marker::PhantomData;
@@ -60,11 +65,19 @@ impl<C> Debug for PartlogLogStore<C> {
     }
 }
 
-fn io_error(subject: ErrorSubject<u64>, verb: ErrorVerb, e: impl Into<AnyError>) -> StorageError<u64> {
+fn io_error(
+    subject: ErrorSubject<u64>,
+    verb: ErrorVerb,
+    e: impl Into<AnyError>,
+) -> StorageError<u64> {
     StorageIOError::new(subject, verb, e).into()
 }
 
-fn partlog_error(subject: ErrorSubject<u64>, verb: ErrorVerb, e: partlog::Error) -> StorageError<u64> {
+fn partlog_error(
+    subject: ErrorSubject<u64>,
+    verb: ErrorVerb,
+    e: partlog::Error,
+) -> StorageError<u64> {
     io_error(subject, verb, AnyError::new(&e))
 }
 
@@ -312,7 +325,9 @@ where
             .map_err(|e| partlog_error(ErrorSubject::Store, ErrorVerb::Write, e))
     }
 
-    async fn read_committed(&mut self) -> Result<Option<LogId<C::NodeId>>, StorageError<C::NodeId>> {
+    async fn read_committed(
+        &mut self,
+    ) -> Result<Option<LogId<C::NodeId>>, StorageError<C::NodeId>> {
         Ok(self.current_state().committed.map(from_stored))
     }
 
@@ -352,9 +367,8 @@ where
             };
             replaced.map_err(|e| partlog_error(ErrorSubject::Log(first), ErrorVerb::Write, e))?;
         }
-        log.append_as_follower(&batches).map_err(|e| {
-            partlog_error(ErrorSubject::Log(last), ErrorVerb::Write, e)
-        })?;
+        log.append_as_follower(&batches)
+            .map_err(|e| partlog_error(ErrorSubject::Log(last), ErrorVerb::Write, e))?;
         // Group commit: the log's flusher thread leads the fsync, and this task only waits.
         let durable = log.durable(offset_of(last.index)?);
         drop(C::AsyncRuntime::spawn(async move {
@@ -374,19 +388,21 @@ where
     }
 
     async fn purge(&mut self, log_id: LogId<C::NodeId>) -> Result<(), StorageError<C::NodeId>> {
-        let next = offset_of(log_id.index)?
-            .checked_add(1)
-            .ok_or_else(|| {
-                io_error(
-                    ErrorSubject::Log(log_id),
-                    ErrorVerb::Delete,
-                    AnyError::error("the purge index has no successor offset"),
-                )
-            })?;
+        let next = offset_of(log_id.index)?.checked_add(1).ok_or_else(|| {
+            io_error(
+                ErrorSubject::Log(log_id),
+                ErrorVerb::Delete,
+                AnyError::error("the purge index has no successor offset"),
+            )
+        })?;
         let stored = to_stored(&log_id);
         {
             let mut state = self.state();
-            if state.current().last_purged.is_some_and(|p| p.index >= stored.index) {
+            if state
+                .current()
+                .last_purged
+                .is_some_and(|p| p.index >= stored.index)
+            {
                 // Already purged this far: the last purged id never goes backwards.
                 return Ok(());
             }

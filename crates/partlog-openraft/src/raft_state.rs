@@ -212,8 +212,8 @@ fn read_slots(file: &dyn StorageFile) -> partlog::Result<[Option<RaftStateRecord
     let file_len = file.len()?;
     let mut image = [0u8; RAFT_STATE_FILE_SIZE];
     // A file torn at creation may be short: the slots it lacks are invalid, not an error.
-    let present = usize::try_from(file_len)
-        .map_or(RAFT_STATE_FILE_SIZE, |len| len.min(RAFT_STATE_FILE_SIZE));
+    let present =
+        usize::try_from(file_len).map_or(RAFT_STATE_FILE_SIZE, |len| len.min(RAFT_STATE_FILE_SIZE));
     if let Some(head) = image.get_mut(..present) {
         file.read_exact_at(head, 0)?;
     }
@@ -280,7 +280,10 @@ impl RaftStateFile {
 
     /// Reads `dir/partlog.raft-state` without creating or writing anything: the newest valid
     /// record, or `None` if the file is absent or holds no valid slot.
-    pub fn read(storage: &Arc<dyn Storage>, dir: &Path) -> partlog::Result<Option<RaftStateRecord>> {
+    pub fn read(
+        storage: &Arc<dyn Storage>,
+        dir: &Path,
+    ) -> partlog::Result<Option<RaftStateRecord>> {
         let file = match storage.open(&raft_state_path(dir), OpenMode::Read) {
             Ok(file) => file,
             Err(e) if e.io_kind() == Some(std::io::ErrorKind::NotFound) => return Ok(None),

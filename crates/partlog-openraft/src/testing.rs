@@ -62,7 +62,12 @@ pub struct KvStateMachine {
 }
 
 fn sm_error(verb: ErrorVerb, why: impl std::fmt::Display) -> StorageError<u64> {
-    StorageIOError::new(ErrorSubject::StateMachine, verb, AnyError::error(why.to_string())).into()
+    StorageIOError::new(
+        ErrorSubject::StateMachine,
+        verb,
+        AnyError::error(why.to_string()),
+    )
+    .into()
 }
 
 impl KvStateMachine {
@@ -121,10 +126,18 @@ impl RaftStateMachine<KvConfig> for KvStateMachine {
 
     async fn applied_state(
         &mut self,
-    ) -> Result<(Option<LogId<u64>>, StoredMembership<u64, openraft::BasicNode>), StorageError<u64>>
-    {
+    ) -> Result<
+        (
+            Option<LogId<u64>>,
+            StoredMembership<u64, openraft::BasicNode>,
+        ),
+        StorageError<u64>,
+    > {
         let inner = self.lock();
-        Ok((inner.image.last_applied, inner.image.last_membership.clone()))
+        Ok((
+            inner.image.last_applied,
+            inner.image.last_membership.clone(),
+        ))
     }
 
     async fn apply<I>(&mut self, entries: I) -> Result<Vec<KvResponse>, StorageError<u64>>
@@ -180,7 +193,9 @@ impl RaftStateMachine<KvConfig> for KvStateMachine {
         Ok(())
     }
 
-    async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot<KvConfig>>, StorageError<u64>> {
+    async fn get_current_snapshot(
+        &mut self,
+    ) -> Result<Option<Snapshot<KvConfig>>, StorageError<u64>> {
         Ok(self.lock().snapshot.clone().map(|(meta, bytes)| Snapshot {
             meta,
             snapshot: Box::new(Cursor::new(bytes)),

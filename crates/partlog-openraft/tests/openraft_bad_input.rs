@@ -127,8 +127,10 @@ fn a_record_that_is_no_entry_is_a_storage_error_naming_its_offset() {
                 2,
                 1,
                 &[
-                    NewRecord::new(0, None, Some(b"\"Blank\"")).with_header(LEADER_HEADER, Some(&leader)),
-                    NewRecord::new(0, None, Some(b"\"Blank\"")).with_header(LEADER_HEADER, Some(&leader)),
+                    NewRecord::new(0, None, Some(b"\"Blank\""))
+                        .with_header(LEADER_HEADER, Some(&leader)),
+                    NewRecord::new(0, None, Some(b"\"Blank\""))
+                        .with_header(LEADER_HEADER, Some(&leader)),
                 ],
             ),
             "a batch of 2 records",
@@ -164,7 +166,12 @@ fn a_record_that_is_no_entry_is_a_storage_error_naming_its_offset() {
             // The entries before it still read, and the log state names the bad offset too.
             let good = store.try_get_log_entries(0..2).await.unwrap();
             assert_eq!(good.len(), 2, "{what}");
-            let text = message(store.get_log_state().await.expect_err("the last entry is bad"));
+            let text = message(
+                store
+                    .get_log_state()
+                    .await
+                    .expect_err("the last entry is bad"),
+            );
             assert!(text.contains("offset 2"), "{what}: {text}");
         });
     }

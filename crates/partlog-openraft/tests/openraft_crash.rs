@@ -40,7 +40,7 @@ fn log_id(term: u64, index: u64) -> LogId<u64> {
 }
 
 fn entry(id: LogId<u64>) -> Entry<KvConfig> {
-    let payload = if id.index % 2 == 0 {
+    let payload = if id.index.is_multiple_of(2) {
         EntryPayload::Blank
     } else {
         EntryPayload::Normal(KvRequest::Set {
@@ -147,7 +147,10 @@ fn acknowledged_entries_votes_and_purges_survive_a_crash_at_any_sync_point() {
         .build()
         .expect("a tokio runtime");
     let (syncs, sync_dirs) = count_sync_points(&runtime);
-    assert!(syncs > SEEDS / 2 && sync_dirs > 0, "{syncs} syncs, {sync_dirs} dir syncs");
+    assert!(
+        syncs > SEEDS / 2 && sync_dirs > 0,
+        "{syncs} syncs, {sync_dirs} dir syncs"
+    );
     let mut crashed_in = std::collections::BTreeMap::<String, u64>::new();
     for seed in 0..SEEDS {
         let sim = SimStorage::new(seed);
@@ -166,7 +169,13 @@ fn acknowledged_entries_votes_and_purges_survive_a_crash_at_any_sync_point() {
             sim.crash();
         }
         *crashed_in
-            .entry(format!("{in_flight:?}").split('(').next().unwrap_or("").to_string())
+            .entry(
+                format!("{in_flight:?}")
+                    .split('(')
+                    .next()
+                    .unwrap_or("")
+                    .to_string(),
+            )
             .or_default() += 1;
         sim.clear_faults();
         drop(store);
@@ -186,7 +195,10 @@ fn acknowledged_entries_votes_and_purges_survive_a_crash_at_any_sync_point() {
 
             let state = store.get_log_state().await.expect("get_log_state");
             let purged = state.last_purged_log_id;
-            assert!(purged >= model.purged, "{context}: purged went back to {purged:?}");
+            assert!(
+                purged >= model.purged,
+                "{context}: purged went back to {purged:?}"
+            );
             match in_flight {
                 InFlight::Purge(target) => assert!(purged <= Some(target), "{context}"),
                 _ => assert_eq!(purged, model.purged, "{context}: the last purged id"),
@@ -197,10 +209,10 @@ fn acknowledged_entries_votes_and_purges_survive_a_crash_at_any_sync_point() {
                 if id.index < first_kept {
                     continue;
                 }
-                if let InFlight::Truncate(at) = in_flight {
-                    if id.index >= at {
-                        continue;
-                    }
+                if let InFlight::Truncate(at) = in_flight
+                    && id.index >= at
+                {
+                    continue;
                 }
                 let found = store
                     .try_get_log_entries(id.index..=id.index)
