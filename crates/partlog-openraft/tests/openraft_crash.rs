@@ -4,7 +4,6 @@
 //! - every entry whose `log_io_completed` fired survives (unless purged or truncated since);
 //! - the vote read back is the last one `save_vote` returned from (or the one being saved);
 //! - the last purged log id never goes backwards.
-#![cfg(feature = "sim")]
 
 use std::path::Path;
 use std::sync::Arc;

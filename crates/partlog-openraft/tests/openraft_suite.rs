@@ -74,7 +74,6 @@ fn openraft_suite_passes_every_case_on_os_storage() {
     assert_eq!(builds, SUITE_BUILDS);
 }
 
-#[cfg(feature = "sim")]
 #[test]
 fn openraft_suite_passes_every_case_on_sim_storage() {
     let builds = run_counted("SimStorage", || {
