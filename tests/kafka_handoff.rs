@@ -22,7 +22,7 @@
 //!   aside, the broker recovers the log dir and truncates the torn tail instead of serving it,
 //!   and a consumer reads every record partlog acknowledged and nothing past the tear.
 //!
-//! **Leader epochs.** Every batch the log appends carries `partitionLeaderEpoch` -1, Kafka's
+//! **Leader epochs.** Every batch a bare log appends carries `partitionLeaderEpoch` -1, Kafka's
 //! `NO_PARTITION_LEADER_EPOCH`, even a producer's batch that came with an epoch (a Kafka leader
 //! overwrites it with its own). The broker needs no epoch from partlog: its epoch cache
 //! (`leader-epoch-checkpoint`) is loaded from the file, a recovery adds an entry only for a batch
@@ -30,7 +30,9 @@
 //! new epoch at its log end offset, which is partlog's. So partlog's records fall in the last
 //! epoch before the hand-off, and consumers read them. The clean hand-off test asserts exactly
 //! that. An epoch passed through would instead enter the cache at the broker's next recovery, as
-//! an election that never happened.
+//! an election that never happened. A log opened as the leader of a new epoch
+//! (`Log::become_leader`) stamps that epoch instead and records it in `leader-epoch-checkpoint`,
+//! which the restarted broker accepts: the `leader_epoch_` test.
 //!
 //! Runs only with `PARTLOG_BROKER=1` (`tests/kafka/run.sh`); skipped otherwise, with the reason
 //! printed. Each test starts its own broker (about 5 s, and 4 s a restart).
@@ -52,6 +54,7 @@ use partlog::{
 const TOPIC: &str = "handoff";
 const CRASH_TOPIC: &str = "handoff-crash";
 const TXN_TOPIC: &str = "handoff-txn";
+const LEADER_EPOCH_TOPIC: &str = "handoff-leader-epoch";
 /// partlog's producer ids in the transactions test: far above the blocks of 1,000 that the
 /// broker's controller hands out from 0, so that they never meet an id the broker allocates
 /// (docs/kafka-handoff.md, "Producer ids belong to the broker").
@@ -905,4 +908,109 @@ fn transactions_of_the_broker_and_of_partlog_are_served_read_committed_after_a_h
         kafka.consume(TXN_TOPIC, 0, 0, Isolation::ReadCommitted),
         expected_committed
     );
+}
+
+/// Issue 16's hand-off as a leader: partlog opens the broker's partition as the leader of the
+/// broker's latest epoch + 1 (as a controller would have elected it), appends, and closes. Every
+/// batch it wrote carries that epoch, `leader-epoch-checkpoint` gains `(epoch, first offset)` in
+/// Kafka's text format, and the restarted broker loads the file without a word about it, serves
+/// the records, and starts its own next epoch after partlog's.
+#[test]
+fn leader_epoch_hand_off_as_the_broker_epochs_next_leader_is_accepted_and_served() {
+    let Some(env) = broker::broker_env() else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let mut kafka = Broker::start(env, work.path());
+    let partition = kafka.partition_dir(LEADER_EPOCH_TOPIC, 0);
+    kafka.create_topic(LEADER_EPOCH_TOPIC, 1, &topic_configs());
+    let from_broker = kafka.produce(
+        LEADER_EPOCH_TOPIC,
+        0,
+        &records_for_the_broker(),
+        &ProduceOptions::default(),
+    );
+    kafka.stop();
+    let epochs_before = leader_epochs(&partition);
+    let broker_epoch = epochs_before.last().unwrap().0;
+    let our_epoch = broker_epoch + 1;
+
+    let log = Log::open(&partition, config()).unwrap();
+    let start = log.log_end_offset();
+    assert_eq!(start, 3);
+    let before: Vec<_> = epochs_before
+        .iter()
+        .map(|&(e, s)| partlog::EpochEntry::new(e, s))
+        .collect();
+    assert_eq!(log.leader_epoch_entries(), before);
+    log.become_leader(our_epoch).unwrap();
+    assert_eq!(
+        log.end_offset_for_epoch(broker_epoch),
+        (broker_epoch, start)
+    );
+    assert_eq!(log.end_offset_for_epoch(our_epoch), (our_epoch, start));
+    let appended = [
+        NewRecord::new(T0 + 10, Some(b"user-5"), Some(b"written by the new leader")),
+        NewRecord::new(T0 + 11, None, Some(b"second")),
+    ];
+    log.append(&appended).unwrap();
+    let mut builder = BatchBuilder::new(Compression::Zstd).partition_leader_epoch(99);
+    let produced = [NewRecord::new(
+        T0 + 12,
+        Some(b"user-6"),
+        Some(b"a producer's batch"),
+    )];
+    builder.push(&produced[0]);
+    log.append_batch(&builder.build().unwrap()).unwrap();
+    let partlog_end = log.log_end_offset();
+    log.close().unwrap();
+
+    let mut expected_epochs = epochs_before.clone();
+    expected_epochs.push((our_epoch, start));
+    assert_eq!(leader_epochs(&partition), expected_epochs);
+    let segment = std::fs::read(partition.join(SEGMENT)).unwrap();
+    let (batches, _) = whole_batches(&segment);
+    let stamped: Vec<(i64, i32)> = batches
+        .iter()
+        .map(|batch| (batch.base_offset, batch.partition_leader_epoch))
+        .collect();
+    assert_eq!(
+        stamped,
+        [(0, broker_epoch), (3, our_epoch), (5, our_epoch)],
+        "partlog stamps its epoch over the producer's"
+    );
+
+    kafka.restart();
+    assert_logged(&kafka, broker::CLEAN_LOAD_LINE);
+    for needle in [
+        LEADER_EPOCH_CHECKPOINT,
+        "caused truncation of conflicting entries",
+    ] {
+        assert_eq!(warnings_about(&kafka, needle), Vec::<String>::new());
+    }
+    assert_not_logged(&kafka, "caused truncation of conflicting entries");
+    let about_the_partition = warnings_about(&kafka, &format!("{LEADER_EPOCH_TOPIC}-0"));
+    assert!(about_the_partition.is_empty(), "{about_the_partition:#?}");
+    assert_has_leader(&kafka, LEADER_EPOCH_TOPIC);
+    let mut expected: Vec<ClientRecord> = from_broker;
+    expected.extend(
+        appended
+            .iter()
+            .chain(&produced)
+            .zip(start..)
+            .map(|(record, offset)| expected_from(offset, record)),
+    );
+    assert_consumed(&kafka, LEADER_EPOCH_TOPIC, &expected);
+
+    // The broker kept partlog's entry and started its own next epoch at partlog's end.
+    let epochs_after = leader_epochs(&partition);
+    assert_eq!(epochs_after[..expected_epochs.len()], expected_epochs[..]);
+    let new_epochs = &epochs_after[expected_epochs.len()..];
+    assert!(
+        new_epochs
+            .iter()
+            .all(|&(epoch, start)| epoch > our_epoch && start == partlog_end),
+        "{epochs_after:?}"
+    );
+    kafka.stop();
 }

@@ -3,7 +3,8 @@
 //!
 //! 1. `leader-epoch-checkpoint` is read. A file that does not parse is derived data gone bad:
 //!    it is logged and the cache is rebuilt from the batches' `partitionLeaderEpoch`, reading
-//!    every segment's batch headers (not their records).
+//!    every segment's batch headers (not their records) and replaying the append path's rules
+//!    (every epoch ≥ 0 assigned; a legacy message clears the cache, as its append did in Kafka).
 //! 2. Otherwise the batches recovery scanned after a crash (the segments from
 //!    `first_recovered_base` on) assign their epochs with Kafka's recovery rule (only an epoch
 //!    above the latest one is added): the file may lag them, since an append writes its batch
@@ -18,6 +19,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
+use crate::segment::FrameEpoch;
 use crate::storage::Storage;
 
 use super::leader_epoch::{LeaderEpochFileCache, read_checkpoint};
@@ -55,15 +57,10 @@ pub(super) fn load_leader_epochs(
     let mut cache = LeaderEpochFileCache::detached_with(entries.clone());
     if load.restarted_at_log_start {
         cache.clear()?;
-    } else {
-        let scan_from = if rebuild {
-            Some(i64::MIN)
-        } else {
-            load.first_recovered_base
-        };
-        if let Some(from) = scan_from {
-            assign_scanned_epochs(snapshot, from, &mut cache)?;
-        }
+    } else if rebuild {
+        replay_epochs(snapshot, i64::MIN, Rule::Append, &mut cache)?;
+    } else if let Some(from) = load.first_recovered_base {
+        replay_epochs(snapshot, from, Rule::Recovery, &mut cache)?;
     }
     cache.truncate_from_end(load.log_end_offset)?;
     cache.truncate_from_start(load.log_start_offset)?;
@@ -76,11 +73,23 @@ pub(super) fn load_leader_epochs(
     Ok(cache)
 }
 
-/// Assigns, with Kafka's recovery rule, the epoch of every v2 batch in the segments whose base
-/// is at or above `from`, reading headers only.
-fn assign_scanned_epochs(
+/// Which of Kafka's rules a replay of the batches' epochs follows.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Rule {
+    /// `LogSegment.recover`: an epoch is assigned only when above the latest one; legacy
+    /// messages are ignored.
+    Recovery,
+    /// The append path's, to rebuild what the appends wrote: every epoch ≥ 0 is assigned, and a
+    /// legacy message clears the cache.
+    Append,
+}
+
+/// Replays into `cache` the epoch of every batch in the segments whose base is at or above
+/// `from`, reading headers only, under `rule`.
+fn replay_epochs(
     snapshot: &Snapshot,
     from: i64,
+    rule: Rule,
     cache: &mut LeaderEpochFileCache,
 ) -> Result<()> {
     let list = snapshot.load();
@@ -88,10 +97,18 @@ fn assign_scanned_epochs(
         let Some(segment) = snapshot.pin(handle)? else {
             continue;
         };
-        segment.visit_batch_headers(segment.base_offset(), &mut |header, _| {
-            cache
-                .assign_if_newer(header.partition_leader_epoch, header.base_offset)
-                .map(|_| ())
+        segment.visit_leader_epochs(&mut |frame| {
+            match (frame, rule) {
+                (FrameEpoch::V2 { epoch, base_offset }, Rule::Recovery) => {
+                    cache.assign_if_newer(epoch, base_offset)?;
+                }
+                (FrameEpoch::V2 { epoch, base_offset }, Rule::Append) if epoch >= 0 => {
+                    cache.assign(epoch, base_offset)?;
+                }
+                (FrameEpoch::Legacy, Rule::Append) => cache.clear()?,
+                _ => {}
+            }
+            Ok(())
         })?;
     }
     Ok(())

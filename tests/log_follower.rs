@@ -1,0 +1,503 @@
+//! Follower appends (Kafka's `appendAsFollower`) and `truncate_fully_and_start_at` (ARCHITECTURE.md
+//! §11): the bad-input cases that must write nothing, the producer state under Kafka's
+//! REPLICATION rules, the role, and a crash at every storage operation of a full truncation.
+//!
+//! The on-disk proof against Kafka's tools (DumpLogSegments, `check.sh`, `cmp` of a leader's and
+//! a follower's files) is in `log_follower_kafka.rs`.
+
+use std::path::Path;
+
+use partlog::unstable::format::build_control_batch;
+use partlog::{
+    BatchBuilder, Compression, ControlRecordType, Corruption, EpochEntry, Error, Isolation, Log,
+    LogConfig, NewRecord, ReadBound, ReadOptions,
+};
+
+const T0: i64 = 1_700_000_000_000;
+
+fn record(i: i64) -> NewRecord {
+    NewRecord::new(T0 + i, None, Some(format!("value-{i}").as_bytes()))
+}
+
+fn entries(pairs: &[(i32, i64)]) -> Vec<EpochEntry> {
+    pairs.iter().map(|&(e, s)| EpochEntry::new(e, s)).collect()
+}
+
+/// A leader's batch of `n` records at `base` stamped with `epoch`, as a fetch returns it.
+fn leader_batch(base: i64, epoch: i32, n: i64) -> Vec<u8> {
+    batch_of(BatchBuilder::new(Compression::None), base, epoch, n)
+}
+
+fn batch_of(builder: BatchBuilder, base: i64, epoch: i32, n: i64) -> Vec<u8> {
+    let mut builder = builder.base_offset(base).partition_leader_epoch(epoch);
+    for i in 0..n {
+        builder.push(&record(base + i));
+    }
+    builder.build().unwrap()
+}
+
+/// A producer's batch as a leader stored it.
+fn producer_batch(base: i64, producer_id: i64, producer_epoch: i16, sequence: i32) -> Vec<u8> {
+    let builder =
+        BatchBuilder::new(Compression::None).producer(producer_id, producer_epoch, sequence);
+    batch_of(builder, base, 1, 2)
+}
+
+/// What a follower append must leave alone when it fails.
+#[derive(Debug, PartialEq)]
+struct Observed {
+    log_end_offset: i64,
+    bytes: Vec<u8>,
+    epochs: Vec<EpochEntry>,
+    checkpoint_file: Option<Vec<u8>>,
+}
+
+fn observe(log: &Log) -> Observed {
+    Observed {
+        log_end_offset: log.log_end_offset(),
+        bytes: log
+            .read(0, 1 << 20, ReadBound::LogEnd)
+            .map(|fetch| fetch.bytes().to_vec())
+            .unwrap_or_default(),
+        epochs: log.leader_epoch_entries(),
+        checkpoint_file: std::fs::read(log.dir().join("leader-epoch-checkpoint")).ok(),
+    }
+}
+
+fn follower_with_three_records(dir: &Path) -> Log {
+    let log = Log::open(dir, LogConfig::default()).unwrap();
+    log.append_as_follower(&leader_batch(0, 2, 3)).unwrap();
+    log
+}
+
+#[test]
+fn follower_append_below_the_log_end_is_an_unexpected_offset_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = follower_with_three_records(dir.path());
+    let before = observe(&log);
+    // Even when later batches of the call would be above the end.
+    let mut fetched = leader_batch(2, 3, 1);
+    fetched.extend(leader_batch(3, 3, 1));
+    assert!(matches!(
+        log.append_as_follower(&fetched),
+        Err(Error::UnexpectedAppendOffset {
+            log_end_offset: 3,
+            found: 2
+        })
+    ));
+    assert_eq!(observe(&log), before);
+}
+
+#[test]
+fn follower_append_with_offsets_out_of_order_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = follower_with_three_records(dir.path());
+    let before = observe(&log);
+    for second in [leader_batch(4, 3, 2), leader_batch(3, 3, 1)] {
+        let mut fetched = leader_batch(3, 3, 2);
+        fetched.extend(second);
+        assert!(
+            matches!(
+                log.append_as_follower(&fetched),
+                Err(Error::OffsetsOutOfOrder {
+                    previous_last: 4,
+                    ..
+                })
+            ),
+            "{:?}",
+            log.append_as_follower(&fetched)
+        );
+        assert_eq!(observe(&log), before);
+    }
+}
+
+#[test]
+fn follower_append_with_a_bad_crc_or_a_torn_batch_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = follower_with_three_records(dir.path());
+    let before = observe(&log);
+    let good = leader_batch(3, 3, 2);
+
+    // A flipped payload byte, in the last batch of the call.
+    let mut flipped = leader_batch(3, 3, 1);
+    let mut second = leader_batch(4, 3, 1);
+    let last = second.len() - 1;
+    second[last] ^= 0x40;
+    flipped.extend(second);
+    assert!(matches!(
+        log.append_as_follower(&flipped),
+        Err(Error::InvalidBatch {
+            what: Corruption::CrcMismatch { .. }
+        })
+    ));
+    assert_eq!(observe(&log), before);
+
+    // Torn: the fetch ends inside a batch, whether inside its header or its records.
+    for cut in [good.len() - 1, 30, 5] {
+        let torn = good[..cut].to_vec();
+        let result = log.append_as_follower(&torn);
+        assert!(
+            matches!(result, Err(Error::InvalidBatch { .. })),
+            "cut at {cut}: {result:?}"
+        );
+        assert_eq!(observe(&log), before, "cut at {cut}");
+    }
+
+    // A legacy message: partlog writes v2 only.
+    let legacy =
+        std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/legacy/v1.log"))
+            .unwrap();
+    assert!(matches!(
+        log.append_as_follower(&legacy),
+        Err(Error::InvalidBatch {
+            what: Corruption::BadMagic(1)
+        })
+    ));
+    assert!(matches!(
+        log.append_as_follower(&[]),
+        Err(Error::InvalidArgument { .. })
+    ));
+    assert_eq!(observe(&log), before);
+    // The log takes the good batch afterwards.
+    log.append_as_follower(&good).unwrap();
+    assert_eq!(log.log_end_offset(), 5);
+}
+
+#[test]
+fn follower_append_keeps_the_leaders_offsets_gaps_and_epochs_byte_for_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::open(dir.path(), LogConfig::default()).unwrap();
+    let mut fetched = leader_batch(0, 0, 2);
+    fetched.extend(leader_batch(5, 0, 1)); // a compacted leader's gap
+    fetched.extend(leader_batch(6, 4, 3));
+    let info = log.append_as_follower(&fetched).unwrap();
+    assert_eq!(
+        (info.first_offset, info.last_offset, info.records),
+        (0, 8, 6)
+    );
+    assert_eq!(info.bytes, fetched.len());
+    assert_eq!(log.log_end_offset(), 9);
+    assert_eq!(
+        log.read(0, 1 << 20, ReadBound::LogEnd).unwrap().bytes(),
+        &fetched[..]
+    );
+    assert_eq!(log.leader_epoch_entries(), entries(&[(0, 0), (4, 6)]));
+    // Batches without an epoch (a bare leader's) assign nothing.
+    log.append_as_follower(&leader_batch(9, -1, 1)).unwrap();
+    assert_eq!(log.leader_epoch_entries(), entries(&[(0, 0), (4, 6)]));
+}
+
+#[test]
+fn follower_append_works_in_every_role_and_become_follower_refuses_client_appends() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::open(dir.path(), LogConfig::default()).unwrap();
+    log.append_as_follower(&leader_batch(0, 1, 1)).unwrap();
+    log.become_leader(2).unwrap();
+    log.append_as_follower(&leader_batch(1, 2, 1)).unwrap();
+    log.become_follower().unwrap();
+    assert_eq!(log.leader_epoch(), None);
+    let refused = log.append(&[record(2)]);
+    assert!(
+        matches!(refused, Err(Error::NotLeaderOrFollower { .. })),
+        "{refused:?}"
+    );
+    assert_eq!(refused.unwrap_err().kafka_code(), Some(6));
+    assert!(matches!(
+        log.append_batch(&leader_batch(0, 2, 1)),
+        Err(Error::NotLeaderOrFollower { .. })
+    ));
+    assert!(matches!(
+        log.append_marker(5, 0, ControlRecordType::Commit, 0),
+        Err(Error::NotLeaderOrFollower { .. })
+    ));
+    assert_eq!(log.log_end_offset(), 2);
+    log.append_as_follower(&leader_batch(2, 2, 1)).unwrap();
+    assert_eq!(log.log_end_offset(), 3);
+    // A new election makes it a leader again.
+    log.become_leader(3).unwrap();
+    log.append(&[record(3)]).unwrap();
+    assert_eq!(
+        log.leader_epoch_entries(),
+        entries(&[(1, 0), (2, 1), (3, 3)])
+    );
+}
+
+/// REPLICATION origin: the leader decided, so a re-sent sequence is not a duplicate and an
+/// older producer epoch or a sequence gap is accepted (Kafka only warns about the epoch).
+#[test]
+fn follower_append_applies_no_producer_dedupe_and_no_sequence_checks() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::open(dir.path(), LogConfig::default()).unwrap();
+    log.append_as_follower(&producer_batch(0, 42, 3, 0))
+        .unwrap();
+    // The same producer batch again, at new offsets: written, not answered as a duplicate.
+    let again = log
+        .append_as_follower(&producer_batch(2, 42, 3, 0))
+        .unwrap();
+    assert!(!again.duplicate);
+    assert_eq!((again.first_offset, log.log_end_offset()), (2, 4));
+    // An older epoch and a sequence gap.
+    log.append_as_follower(&producer_batch(4, 42, 2, 0))
+        .unwrap();
+    log.append_as_follower(&producer_batch(6, 42, 3, 90))
+        .unwrap();
+    assert_eq!(log.log_end_offset(), 8);
+    let entry = log.producer_state(42).unwrap();
+    assert_eq!((entry.producer_epoch, entry.last_sequence), (3, 91));
+    // The same batch through the client path is a duplicate there.
+    let dir = tempfile::tempdir().unwrap();
+    let leader = Log::open(dir.path(), LogConfig::default()).unwrap();
+    leader.append_batch(&producer_batch(0, 42, 3, 0)).unwrap();
+    assert!(
+        leader
+            .append_batch(&producer_batch(0, 42, 3, 0))
+            .unwrap()
+            .duplicate
+    );
+}
+
+/// A transaction and its ABORT marker in one follower append: the producer state sees the
+/// batches in order, and the `.txnindex` records the aborted transaction for `read_committed`.
+#[test]
+fn follower_append_of_a_transaction_and_its_marker_indexes_the_abort() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::open(dir.path(), LogConfig::default()).unwrap();
+    let txn = BatchBuilder::new(Compression::None)
+        .producer(7, 0, 0)
+        .transactional(true);
+    let mut fetched = batch_of(txn, 0, 1, 2);
+    let mut marker = build_control_batch(ControlRecordType::Abort, 7, 0, 0, 2, T0);
+    partlog::unstable::format::set_partition_leader_epoch(&mut marker, 1).unwrap();
+    fetched.extend(&marker);
+    fetched.extend(leader_batch(3, 1, 1));
+    log.append_as_follower(&fetched).unwrap();
+    assert_eq!(log.first_unstable_offset(), None);
+    let read = log
+        .read_with(
+            0,
+            1 << 20,
+            ReadOptions::default().isolation(Isolation::ReadCommitted),
+        )
+        .unwrap();
+    let aborted: Vec<(i64, i64, i64)> = read
+        .aborted_transactions()
+        .iter()
+        .map(|t| (t.producer_id, t.first_offset, t.last_offset))
+        .collect();
+    assert_eq!(aborted, [(7, 0, 2)]);
+}
+
+#[test]
+fn follower_append_rolls_when_the_active_segment_is_full() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = LogConfig::builder_for_tests()
+        .segment_bytes(1024)
+        .build()
+        .unwrap();
+    let log = Log::open(dir.path(), config).unwrap();
+    let mut expected: Vec<u8> = Vec::new();
+    for base in (0..200).step_by(5) {
+        let batch = leader_batch(base, 1, 5);
+        expected.extend(&batch);
+        log.append_as_follower(&batch).unwrap();
+    }
+    assert!(log.stats().segments > 3);
+    let mut read: Vec<u8> = Vec::new();
+    let mut offset = 0;
+    while offset < log.log_end_offset() {
+        let fetch = log.read(offset, 1 << 20, ReadBound::LogEnd).unwrap();
+        read.extend(fetch.bytes());
+        offset = fetch.next_offset();
+    }
+    assert_eq!(read, expected);
+    drop(log);
+    let log = Log::open(
+        dir.path(),
+        LogConfig::builder_for_tests()
+            .segment_bytes(1024)
+            .build()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(log.log_end_offset(), 200);
+    assert_eq!(log.leader_epoch_entries(), entries(&[(1, 0)]));
+}
+
+#[test]
+fn follower_truncate_fully_and_start_at_restarts_the_log_empty_at_any_offset() {
+    // Above the log end (a follower behind its leader's start), at it, inside, and at 0.
+    for offset in [100, 20, 7, 0] {
+        let dir = tempfile::tempdir().unwrap();
+        let config = LogConfig::builder_for_tests()
+            .segment_bytes(1024)
+            .build()
+            .unwrap();
+        {
+            let log = Log::open(dir.path(), config.clone()).unwrap();
+            log.become_leader(1).unwrap();
+            for i in 0..20 {
+                log.append(&[record(i)]).unwrap();
+            }
+            let mut txn = BatchBuilder::new(Compression::None)
+                .producer(3, 0, 0)
+                .transactional(true);
+            txn.push(&record(20));
+            log.append_batch(&txn.build().unwrap()).unwrap();
+            log.set_high_watermark(15).unwrap();
+            log.truncate_fully_and_start_at(offset).unwrap();
+            let context = format!("offset {offset}");
+            assert_eq!(log.log_start_offset(), offset, "{context}");
+            assert_eq!(log.log_end_offset(), offset, "{context}");
+            assert_eq!(log.high_watermark(), offset, "{context}");
+            assert_eq!(log.durable_offset(), offset, "{context}");
+            assert!(log.leader_epoch_entries().is_empty(), "{context}");
+            assert!(log.active_producers().is_empty(), "{context}");
+            assert_eq!(log.first_unstable_offset(), None, "{context}");
+            assert_eq!(log.stats().segments, 1, "{context}");
+            let snapshots = std::fs::read_dir(dir.path())
+                .unwrap()
+                .filter(|e| {
+                    let name = e.as_ref().unwrap().file_name();
+                    name.to_string_lossy().ends_with(".snapshot")
+                })
+                .count();
+            assert_eq!(snapshots, 0, "{context}");
+            assert!(
+                log.read(offset, 1 << 20, ReadBound::LogEnd)
+                    .unwrap()
+                    .is_empty()
+            );
+            // The leader's next append assigns its epoch at the new start.
+            log.append(&[record(offset)]).unwrap();
+            assert_eq!(log.leader_epoch_entries(), entries(&[(1, offset)]));
+            log.close().unwrap();
+        }
+        let log = Log::open(dir.path(), config).unwrap();
+        assert_eq!(
+            (log.log_start_offset(), log.log_end_offset()),
+            (offset, offset + 1)
+        );
+        let values: Vec<Vec<u8>> = log
+            .records(offset, ReadBound::LogEnd)
+            .map(|r| r.unwrap().value.unwrap().to_vec())
+            .collect();
+        assert_eq!(values, [format!("value-{offset}").into_bytes()]);
+    }
+}
+
+#[test]
+fn follower_truncate_fully_and_start_at_refuses_offsets_no_segment_can_have() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::open(dir.path(), LogConfig::default()).unwrap();
+    log.append(&[record(0)]).unwrap();
+    for offset in [-1, i64::MAX] {
+        assert!(matches!(
+            log.truncate_fully_and_start_at(offset),
+            Err(Error::InvalidArgument { .. })
+        ));
+    }
+    assert_eq!(log.log_end_offset(), 1);
+}
+
+/// A crash at any storage operation of `truncate_fully_and_start_at` (with each crash image)
+/// reopens the log either as it was or as the new empty log at the offset, never anything else.
+#[cfg(feature = "sim")]
+#[test]
+fn follower_truncate_fully_and_start_at_crash_at_every_operation_leaves_the_old_or_the_new_log() {
+    use std::sync::Arc;
+
+    use partlog::FlushPolicy;
+    use partlog::unstable::sim::{CrashConfig, FaultOp, FaultRule};
+    use partlog::unstable::{ManualClock, SimStorage, Storage};
+
+    #[derive(Debug, PartialEq)]
+    struct State {
+        start: i64,
+        end: i64,
+        values: Vec<(i64, Vec<u8>)>,
+        epochs: Vec<EpochEntry>,
+        producers: usize,
+    }
+    fn state_of(log: &Log) -> State {
+        State {
+            start: log.log_start_offset(),
+            end: log.log_end_offset(),
+            values: log
+                .records(log.log_start_offset(), ReadBound::LogEnd)
+                .map(|r| {
+                    let r = r.unwrap();
+                    (r.offset, r.value.unwrap().to_vec())
+                })
+                .collect(),
+            epochs: log.leader_epoch_entries(),
+            producers: log.active_producers().len(),
+        }
+    }
+
+    const RESTART_AT: i64 = 500;
+    let dir = Path::new("/data/topic-0");
+    let images = [
+        CrashConfig::lose_unsynced(),
+        CrashConfig::keep_unsynced(),
+        CrashConfig::default(),
+    ];
+    for (image_index, image) in images.iter().enumerate() {
+        let mut completed = false;
+        let mut crashes = 0;
+        for crash_at in 1..400u64 {
+            let sim = SimStorage::new(crash_at * 10 + image_index as u64);
+            let storage: Arc<dyn Storage> = Arc::new(sim.clone());
+            let config = LogConfig::builder_for_tests()
+                .segment_bytes(1024)
+                .flush_policy(FlushPolicy::EveryAppend)
+                .storage(storage)
+                .clock(Arc::new(ManualClock::new(T0)))
+                .build()
+                .unwrap();
+            let log = Log::open(dir, config.clone()).unwrap();
+            for (i, base) in (0..60).step_by(3).enumerate() {
+                log.append_as_follower(&leader_batch(base, (i / 10) as i32, 3))
+                    .unwrap();
+            }
+            log.append_as_follower(&producer_batch(60, 9, 0, 0))
+                .unwrap();
+            log.roll().unwrap();
+            log.wait_durable(61).unwrap();
+            let old = state_of(&log);
+            assert_eq!(old.epochs, entries(&[(0, 0), (1, 30)]));
+            let new = State {
+                start: RESTART_AT,
+                end: RESTART_AT,
+                values: Vec::new(),
+                epochs: Vec::new(),
+                producers: 0,
+            };
+
+            let crashes_before = sim.stats().crashes;
+            sim.inject(FaultRule::crash(FaultOp::Any, crash_at).crash_config(image.clone()));
+            let result = log.truncate_fully_and_start_at(RESTART_AT);
+            sim.clear_faults();
+            let crashed = sim.stats().crashes > crashes_before;
+            if !crashed {
+                result.unwrap();
+                assert_eq!(state_of(&log), new);
+                log.close().unwrap();
+                let reopened = Log::open(dir, config).unwrap();
+                assert_eq!(state_of(&reopened), new);
+                completed = true;
+                break;
+            }
+            crashes += 1;
+            drop(log);
+            let context = format!("{image:?}: crash at operation {crash_at}");
+            let reopened =
+                Log::open(dir, config).unwrap_or_else(|error| panic!("{context}: {error}"));
+            let state = state_of(&reopened);
+            assert!(state == old || state == new, "{context}: {state:?}");
+        }
+        assert!(completed, "{image:?}: the call never completed");
+        // The snapshots' removal, two checkpoint writes, the cache file's replacement, the new
+        // segment's files, the renames and the directory syncs: 42 operations today.
+        assert!(crashes >= 30, "{image:?}: only {crashes} crash points");
+    }
+}
