@@ -27,8 +27,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use partlog::Error;
 use partlog::unstable::{OpenMode, Storage, StorageFile};
+use partlog::{Corruption, Error};
 
 /// The file's name inside a log directory. No rule of Kafka's log loader matches it, and
 /// partlog's recovery leaves names it does not know alone.
@@ -208,6 +208,13 @@ fn newest(slots: [Option<RaftStateRecord>; 2]) -> Option<(usize, RaftStateRecord
     }
 }
 
+/// What the two slots of a file hold: each one's record, `None` where invalid or missing.
+///
+/// Fails when neither slot is valid yet both hold bytes. Zeros are a slot never written, and
+/// only the first write of a file goes to a zeroed slot while the other holds nothing either; a
+/// crash that tears it loses no vote that was acknowledged. Two written, invalid slots are
+/// damage that may have taken a vote openraft was promised, which must not silently read as
+/// "never voted".
 fn read_slots(file: &dyn StorageFile) -> partlog::Result<[Option<RaftStateRecord>; 2]> {
     let file_len = file.len()?;
     let mut image = [0u8; RAFT_STATE_FILE_SIZE];
@@ -217,14 +224,30 @@ fn read_slots(file: &dyn StorageFile) -> partlog::Result<[Option<RaftStateRecord
     if let Some(head) = image.get_mut(..present) {
         file.read_exact_at(head, 0)?;
     }
-    let decode = |slot: usize| {
+    let slot_bytes = |slot: usize| {
         let range = slot * RAFT_STATE_SLOT_SIZE..(slot + 1) * RAFT_STATE_SLOT_SIZE;
-        if present < range.end {
+        image.get(range).unwrap_or(&[])
+    };
+    let decode = |slot: usize| {
+        if present < (slot + 1) * RAFT_STATE_SLOT_SIZE {
             return None;
         }
-        image.get(range).and_then(decode_slot)
+        decode_slot(slot_bytes(slot))
     };
-    Ok([decode(0), decode(1)])
+    let slots = [decode(0), decode(1)];
+    let written = |slot: usize| slot_bytes(slot).iter().any(|&b| b != 0);
+    if slots == [None, None] && written(0) && written(1) {
+        return Err(Error::Corrupt {
+            file: file.path().to_path_buf(),
+            position: 0,
+            what: Corruption::BadHeader(
+                "neither slot of partlog.raft-state is valid, and both were written: the vote \
+                 and the purge point are lost (restore the file, or remove it only if this node \
+                 may safely forget its vote)",
+            ),
+        });
+    }
+    Ok(slots)
 }
 
 /// `dir/partlog.raft-state`.
@@ -394,6 +417,25 @@ mod tests {
         let crc = crc32c_of(&slot[..CRC_POSITION]);
         slot[CRC_POSITION..].copy_from_slice(&crc.to_be_bytes());
         assert_eq!(decode_slot(&slot), None);
+    }
+
+    #[test]
+    fn two_written_invalid_slots_are_corruption_but_one_torn_first_write_is_no_record() {
+        let storage: Arc<dyn Storage> = Arc::new(OsStorage::new());
+        let dir = tempfile::tempdir().unwrap();
+        let path = raft_state_path(dir.path());
+        let mut torn = [0u8; RAFT_STATE_FILE_SIZE];
+        torn[..100].copy_from_slice(&encode_slot(&record(1))[..100]);
+        std::fs::write(&path, torn).unwrap();
+        assert_eq!(RaftStateFile::read(&storage, dir.path()).unwrap(), None);
+        let file = RaftStateFile::open(&storage, dir.path()).unwrap();
+        assert_eq!(file.current(), &RaftStateRecord::default());
+        drop(file);
+        torn[600] = 1;
+        std::fs::write(&path, torn).unwrap();
+        let error = RaftStateFile::open(&storage, dir.path()).unwrap_err();
+        assert!(matches!(error, Error::Corrupt { .. }), "{error}");
+        assert!(RaftStateFile::read(&storage, dir.path()).is_err());
     }
 
     #[test]
