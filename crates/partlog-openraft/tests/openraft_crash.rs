@@ -14,6 +14,7 @@ use partlog::LogConfig;
 use partlog::unstable::sim::{FaultOp, FaultRule};
 use partlog::unstable::{SimStorage, Storage};
 use partlog_openraft::PartlogLogStore;
+use partlog_openraft::raft_state::RAFT_STATE_FILE_NAME;
 use partlog_openraft::testing::{KvConfig, KvRequest};
 
 const SEEDS: u64 = 64;
@@ -127,16 +128,37 @@ async fn workload(store: &mut PartlogLogStore<KvConfig>) -> (Model, InFlight) {
     (model, InFlight::None)
 }
 
-/// Syncs of file data and of directories that the workload makes on a simulator that never
-/// crashes, so that the seeds can spread their crash points over all of them.
-fn count_sync_points(runtime: &tokio::runtime::Runtime) -> (u64, u64) {
+/// Where a seed crashes: the Nth of some kind of sync.
+#[derive(Debug, Clone, Copy)]
+enum SyncKind {
+    /// Any file's data sync (segments, indexes, checkpoints, `partlog.raft-state`).
+    Data,
+    /// A directory sync (segment creation and deletion, renames).
+    Dir,
+    /// A sync of `partlog.raft-state` alone (votes and purge points).
+    RaftState,
+}
+
+/// How many syncs of each kind the workload makes on a simulator that never crashes, so that
+/// the seeds can spread their crash points over all of them.
+fn count_sync_points(runtime: &tokio::runtime::Runtime) -> [(SyncKind, u64); 3] {
     let sim = SimStorage::new(0);
     let mut store = open(&sim);
     sim.reset_stats();
     let (_, failed) = runtime.block_on(workload(&mut store));
     assert_eq!(failed, InFlight::None, "the workload fails without a crash");
     let stats = sim.stats();
-    (stats.syncs, stats.sync_dirs)
+    let raft_state = stats
+        .per_path
+        .iter()
+        .filter(|(path, _)| path.ends_with(RAFT_STATE_FILE_NAME))
+        .map(|(_, path_stats)| path_stats.syncs)
+        .sum();
+    [
+        (SyncKind::Data, stats.syncs),
+        (SyncKind::Dir, stats.sync_dirs),
+        (SyncKind::RaftState, raft_state),
+    ]
 }
 
 #[test]
@@ -145,23 +167,27 @@ fn acknowledged_entries_votes_and_purges_survive_a_crash_at_any_sync_point() {
         .enable_all()
         .build()
         .expect("a tokio runtime");
-    let (syncs, sync_dirs) = count_sync_points(&runtime);
+    let points = count_sync_points(&runtime);
     assert!(
-        syncs > SEEDS / 2 && sync_dirs > 0,
-        "{syncs} syncs, {sync_dirs} dir syncs"
+        points.iter().all(|&(_, count)| count > 3),
+        "too few sync points to spread the seeds over: {points:?}"
     );
     let mut crashed_in = std::collections::BTreeMap::<String, u64>::new();
     for seed in 0..SEEDS {
         let sim = SimStorage::new(seed);
         let mut store = open(&sim);
-        // Even seeds crash at a data sync, odd ones at a directory sync, spread evenly.
-        let (op, points) = if seed % 2 == 0 {
-            (FaultOp::Sync, syncs)
-        } else {
-            (FaultOp::SyncDir, sync_dirs)
+        // The seeds take the three kinds in turn, and spread over each kind's sync points.
+        let kinds = points.len() as u64;
+        let (kind, count) = points[(seed % kinds) as usize];
+        let nth = 1 + (seed / kinds) * count / SEEDS.div_ceil(kinds);
+        let rule = match kind {
+            SyncKind::Data => FaultRule::crash(FaultOp::Sync, nth),
+            SyncKind::Dir => FaultRule::crash(FaultOp::SyncDir, nth),
+            SyncKind::RaftState => {
+                FaultRule::crash(FaultOp::Sync, nth).on_paths_ending_with(RAFT_STATE_FILE_NAME)
+            }
         };
-        let nth = 1 + (seed / 2) * points / (SEEDS / 2);
-        sim.inject(FaultRule::crash(op, nth));
+        sim.inject(rule);
         let (model, in_flight) = runtime.block_on(workload(&mut store));
         if in_flight == InFlight::None {
             // The crash point lay beyond this run's syncs: crash at the end instead.
@@ -180,7 +206,7 @@ fn acknowledged_entries_votes_and_purges_survive_a_crash_at_any_sync_point() {
         drop(store);
 
         let mut store = open(&sim);
-        let context = format!("seed {seed}, crash at {op:?} #{nth} during {in_flight:?}");
+        let context = format!("seed {seed}, crash at {kind:?} sync #{nth} during {in_flight:?}");
         runtime.block_on(async {
             let vote = store.read_vote().await.expect("read_vote");
             match in_flight {
@@ -238,8 +264,10 @@ fn acknowledged_entries_votes_and_purges_survive_a_crash_at_any_sync_point() {
         store.close().expect("a clean close");
     }
     println!("{SEEDS} seeds; crashes by operation in flight: {crashed_in:?}");
-    assert!(
-        crashed_in.len() >= 3,
-        "the crash points should land in several kinds of operation: {crashed_in:?}"
-    );
+    for kind in ["Append", "Vote", "Purge", "Truncate"] {
+        assert!(
+            crashed_in.contains_key(kind),
+            "no seed crashed during a {kind}: {crashed_in:?}"
+        );
+    }
 }
