@@ -196,7 +196,9 @@ where
         let log = &self.shared.log;
         let mut offset = start.max(log.log_start_offset());
         let end = end.min(log.log_end_offset());
-        let mut entries = Vec::with_capacity(usize::try_from(end - offset).unwrap_or(0));
+        // The range is the caller's: reserve for a read's worth, not for all of it at once.
+        let wanted = usize::try_from(end.saturating_sub(offset)).unwrap_or(0);
+        let mut entries = Vec::with_capacity(wanted.min(1024));
         let mut scratch = Vec::new();
         let read_error = |offset: i64, e: partlog::Error| {
             partlog_error(
