@@ -305,6 +305,15 @@ where
             node_id: vote.leader_id.node_id,
             committed: vote.committed,
         };
+        // openraft's storage contract: no write may take effect before an earlier one. An
+        // append's entries become durable later, through the group commit, while this write is
+        // durable on return, so entries still waiting are synced first. (openraft 0.9.25 waits
+        // for each append's callback before its next write, so this rarely finds any.)
+        let log = &self.shared.log;
+        if log.durable_offset() < log.log_end_offset() {
+            log.sync()
+                .map_err(|e| partlog_error(ErrorSubject::Vote, ErrorVerb::Write, e))?;
+        }
         self.state()
             .write(|record| record.vote = Some(stored))
             .map_err(|e| partlog_error(ErrorSubject::Vote, ErrorVerb::Write, e))

@@ -141,3 +141,25 @@ fn vote_committed_and_purge_point_survive_a_reopen() {
     });
     store.close().unwrap();
 }
+
+#[test]
+fn a_saved_vote_is_never_durable_before_the_entries_appended_ahead_of_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store =
+        PartlogLogStore::<KvConfig>::open(dir.path().join("raft"), LogConfig::default()).unwrap();
+    // Entries in the log but not yet fsynced, as an append whose callback has not fired leaves
+    // them (written here without the store, so that nothing waits for them).
+    let mut batches = Vec::new();
+    for index in 0..3 {
+        partlog_openraft::entry_codec::encode_entry(&entry(1, 1, index), &mut batches).unwrap();
+    }
+    store.log().append_as_follower(&batches).unwrap();
+    assert!(
+        store.log().durable_offset() < 3,
+        "the test needs unsynced entries"
+    );
+    runtime().block_on(async {
+        store.save_vote(&Vote::new(2, 1)).await.unwrap();
+    });
+    assert_eq!(store.log().durable_offset(), 3);
+}
