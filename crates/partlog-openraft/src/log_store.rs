@@ -167,6 +167,18 @@ where
         *self.state().current()
     }
 
+    /// Makes every appended entry durable before a `partlog.raft-state` write, which is durable
+    /// on return: openraft's storage contract lets no write take effect before an earlier one,
+    /// and an append's entries become durable later, through the group commit. (openraft 0.9.25
+    /// waits for each append's callback before its next write, so this rarely finds any.)
+    fn sync_appended(&self) -> partlog::Result<()> {
+        let log = &self.shared.log;
+        if log.durable_offset() < log.log_end_offset() {
+            log.sync()?;
+        }
+        Ok(())
+    }
+
     /// Removes every entry below `next`: moves the log start there, or, when `next` is past the
     /// last entry (a snapshot installed beyond the log), starts the log afresh at `next`.
     fn remove_through(&self, next: i64) -> partlog::Result<()> {
@@ -305,15 +317,8 @@ where
             node_id: vote.leader_id.node_id,
             committed: vote.committed,
         };
-        // openraft's storage contract: no write may take effect before an earlier one. An
-        // append's entries become durable later, through the group commit, while this write is
-        // durable on return, so entries still waiting are synced first. (openraft 0.9.25 waits
-        // for each append's callback before its next write, so this rarely finds any.)
-        let log = &self.shared.log;
-        if log.durable_offset() < log.log_end_offset() {
-            log.sync()
-                .map_err(|e| partlog_error(ErrorSubject::Vote, ErrorVerb::Write, e))?;
-        }
+        self.sync_appended()
+            .map_err(|e| partlog_error(ErrorSubject::Vote, ErrorVerb::Write, e))?;
         self.state()
             .write(|record| record.vote = Some(stored))
             .map_err(|e| partlog_error(ErrorSubject::Vote, ErrorVerb::Write, e))
@@ -331,6 +336,9 @@ where
         committed: Option<LogId<C::NodeId>>,
     ) -> Result<(), StorageError<C::NodeId>> {
         let stored = committed.as_ref().map(to_stored);
+        // A committed id saved ahead of its entries would name entries a crash took away.
+        self.sync_appended()
+            .map_err(|e| partlog_error(ErrorSubject::Store, ErrorVerb::Write, e))?;
         self.state()
             .write(|record| record.committed = stored)
             .map_err(|e| partlog_error(ErrorSubject::Store, ErrorVerb::Write, e))
