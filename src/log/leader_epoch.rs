@@ -319,13 +319,28 @@ impl LeaderEpochFileCache {
         }
     }
 
-    /// Kafka's rule while recovering a segment (`LogSegment.recover`): a batch's epoch is
-    /// assigned only when it is above the latest one. Negative epochs are ignored.
-    pub(crate) fn assign_if_newer(&mut self, epoch: i32, start_offset: i64) -> Result<bool> {
+    /// Kafka's rule for a batch that recovery scanned (`LogSegment.recover`): its epoch is
+    /// assigned only when above the latest one. Negative epochs are ignored.
+    pub(crate) fn assign_recovered(&mut self, epoch: i32, start_offset: i64) -> Result<bool> {
         if epoch < 0 || self.latest_epoch().is_some_and(|latest| epoch <= latest) {
             return Ok(false);
         }
         self.assign(epoch, start_offset)
+    }
+
+    /// Moves the first entry's start down to `start_offset`, when it starts above it: the log
+    /// start came back down into that epoch's batch (the open's repair after a crash inside a
+    /// truncation; see `epoch_load.rs`).
+    pub(crate) fn lower_first_start(&mut self, start_offset: i64) -> Result<()> {
+        let Some(first) = self.earliest_entry() else {
+            return Ok(());
+        };
+        if start_offset < 0 || first.start_offset <= start_offset {
+            return Ok(());
+        }
+        let mut entries = self.entries.clone();
+        entries[0] = EpochEntry::new(first.epoch, start_offset);
+        self.replace(entries)
     }
 
     /// The entries, oldest first.

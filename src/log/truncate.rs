@@ -137,6 +137,12 @@ impl Shared {
         }
         writer.recovery_point = recovery_point;
         self.log_start.store(log_start, Ordering::Release);
+        // 2. The epoch cache forgets the epochs that start in the records going, durably. After
+        //    step 1 a crash makes the next open scan from at most the new end, and that scan
+        //    assigns again the epochs of whatever batches the crash left above it; a high
+        //    watermark above the new end comes down to it.
+        self.leader_epochs.lock().truncate_from_end(new_end)?;
+        self.lower_high_watermark_to(new_end);
 
         let (kept, removed) = match &holder {
             None => {
@@ -155,7 +161,7 @@ impl Shared {
             }
             Some(_) => (handles[..keep].to_vec(), handles[keep..].to_vec()),
         };
-        // 2. Later segments leave the snapshot and are renamed `.deleted`, the last one first,
+        // 3. Later segments leave the snapshot and are renamed `.deleted`, the last one first,
         //    and the directory is synced, all before the segment holding the new end is cut.
         //    A crash part-way then leaves a prefix of the old log: with the renames durable in
         //    order, the segments that remain are contiguous. Cutting the holder first could
@@ -180,7 +186,7 @@ impl Shared {
         }
         self.storage.sync_dir(&self.dir)?;
         writer.dir_dirty = false;
-        // 3. Truncate the segment that holds the new end, and sync it.
+        // 4. Truncate the segment that holds the new end, and sync it.
         if let Some(segment) = &holder {
             segment.truncate_to(new_end, self.clock.now_ms())?;
             if segment.is_sealed() {
@@ -208,11 +214,6 @@ impl Shared {
         // watermark only wakes them by itself if it moves down.
         self.commit.durable_watermark().wake_all();
         self.reap_deleted(writer, false);
-        // 4. The epoch cache forgets the epochs that started in the removed records, durably
-        //    (a crash before this leaves entries at or above the end, which the next open
-        //    drops), and a high watermark above the new end comes down to it.
-        self.leader_epochs.lock().truncate_from_end(new_end)?;
-        self.lower_high_watermark_to(new_end);
         // 5. The producer state as of the new end, before the lock goes: the next append is
         //    checked against it.
         self.reload_producer_state(writer, new_end)?;
