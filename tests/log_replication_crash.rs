@@ -1,7 +1,7 @@
-//! Crash tests of the leader-epoch cache's hooks on the simulator: a follower's random appends
-//! (its leader's epochs only grow, and a new leader takes over after each truncation),
-//! truncations, moves of the log start and full truncations, with machine crashes between and
-//! inside them. After every reopen the cache, and its file, must be exactly what Kafka's rules
+//! Crash tests of the leader-epoch cache's hooks on the simulator: random follower appends (the
+//! leader's epochs only grow, and a new leader takes over after each truncation), elections of
+//! this log followed by client appends, truncations, moves of the log start and full
+//! truncations, with machine crashes between and inside them. After every reopen the cache, and its file, must be exactly what Kafka's rules
 //! give for the batches that survived: the epochs replayed from them with `assign`, cut to
 //! `[log start, LEO)`. Nothing durable may be lost.
 //!
@@ -144,7 +144,17 @@ impl Harness {
         let start = self.log().log_start_offset();
         let choice = self.rng.below(100);
         let outcome = match choice {
-            0..=59 => {
+            0..=11 => {
+                // Elected: the log leads the next epoch and appends as a leader.
+                self.epoch += 1;
+                let records: Vec<NewRecord> = (0..1 + self.rng.below(3) as i64)
+                    .map(|i| NewRecord::new(T0 + end + i, None, Some(b"led")))
+                    .collect();
+                self.log()
+                    .become_leader(self.epoch)
+                    .and_then(|()| self.log().append(&records).map(|_| ()))
+            }
+            12..=59 => {
                 if self.rng.chance(10) {
                     self.epoch += 1;
                 }
