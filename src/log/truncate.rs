@@ -19,7 +19,9 @@ impl Log {
     /// Removes every record at or above `offset` and makes that durable before returning
     /// (ARCHITECTURE.md §3, invariant 15). A batch that straddles `offset` goes whole, so the new
     /// log end offset may be a little below `offset`; it is returned. Readers positioned above it
-    /// get [`Error::Truncated`].
+    /// get [`Error::Truncated`]. The leader-epoch cache drops the epochs starting at or above the
+    /// new end (also when `offset` is at or above the log end, as Kafka's `truncateTo` does), and
+    /// a high watermark above it comes down to it (ARCHITECTURE.md §11).
     ///
     /// In a compacted log the new end is the offset after the last batch kept, since the files
     /// are all that record the end: an `offset` in a gap that compaction left, or at a batch that
@@ -44,6 +46,12 @@ impl Log {
         let shared = &self.shared;
         let mut writer = shared.writer.lock();
         if offset >= writer.log_end_offset {
+            // Kafka's `truncateTo` above the log end only cuts the epoch cache there: an epoch
+            // recorded at the log end (a leader elected there) that never wrote goes.
+            shared
+                .leader_epochs
+                .lock()
+                .truncate_from_end(writer.log_end_offset)?;
             return Ok(writer.log_end_offset);
         }
         let result = shared.truncate_locked(&mut writer, offset);
