@@ -5,13 +5,14 @@
 //! group commit; and at open it recovers from whatever a crash left behind.
 //!
 //! Locks, in the order they may be taken: a retention pass's lock, the lock of reaping
-//! `.deleted` files, the writer mutex, then the snapshot lock, then a segment's own locks. The
-//! group commit holds none of them while it syncs.
+//! `.deleted` files, the writer mutex, then the leader-epoch cache's lock, then the snapshot
+//! lock, then a segment's own locks. The group commit holds none of them while it syncs.
 //!
 //! The methods of [`Log`] and of the state its threads share are split by concern, one file
 //! each: `append.rs`, `fetch.rs` (reads), `wait.rs`, `live.rs` (a reader following a writer in
 //! another process), `flusher.rs` (syncs and recovery points), `truncate.rs`, `retention.rs`
-//! and `compaction/`. This file keeps the structs, open, the accessors, roll and close.
+//! and `compaction/`; the replication hooks in `replication.rs`, `follower_append.rs`,
+//! `truncate_fully.rs` and `epoch_load.rs`. This file keeps the structs, open, the accessors, roll and close.
 
 mod append;
 pub mod checkpoint;
