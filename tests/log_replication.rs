@@ -161,6 +161,12 @@ fn leader_epoch_truncate_to_rewrites_the_cache_file_before_it_returns() {
     assert_eq!(on_disk(dir.path()), Some(entries(&[(1, 0)])));
     assert_eq!(log.end_offset_for_epoch(1), (1, 2));
     assert_eq!(log.end_offset_for_epoch(3), (-1, -1));
+    // At or above the log end only the cache is cut there, as Kafka's `truncateTo` does: the
+    // epoch of a leader elected at the end that never wrote goes.
+    log.become_leader(5).unwrap();
+    assert_eq!(log.leader_epoch_entries(), entries(&[(1, 0), (5, 2)]));
+    assert_eq!(log.truncate_to(9).unwrap(), 2);
+    assert_eq!(on_disk(dir.path()), Some(entries(&[(1, 0)])));
 }
 
 #[test]

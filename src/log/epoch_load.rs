@@ -7,10 +7,11 @@
 //!    (every epoch ≥ 0 assigned; a legacy message clears the cache, as its append did in Kafka).
 //! 2. Otherwise the batches recovery scanned after a crash (the segments from
 //!    `first_recovered_base` on) assign their epochs with Kafka's recovery rule (only an epoch
-//!    above the latest one is added): the file may lag them, since an append writes its batch
-//!    right after the file.
+//!    above the latest one is added): the file may lag them after a crash inside a truncation,
+//!    which drops the entries before it cuts the segments.
 //! 3. Entries starting at or after the log end offset are dropped, and the first start is
-//!    clamped up to the log start offset. A log that restarted empty at its start offset (it
+//!    clamped up to the log start offset (and back down to it, when a crash inside a truncation
+//!    left the start below the first entry in a batch of that entry's epoch). A log that restarted empty at its start offset (it
 //!    ended below it) clears the cache, as Kafka does.
 //! 4. A writable open writes the file if that changed anything; a read-only one keeps the
 //!    result in memory only.
@@ -64,6 +65,7 @@ pub(super) fn load_leader_epochs(
     }
     cache.truncate_from_end(load.log_end_offset)?;
     cache.truncate_from_start(load.log_start_offset)?;
+    lower_first_start_to_the_log_start(snapshot, &load, &mut cache)?;
     if !load.read_only {
         cache.attach(Arc::clone(storage), dir);
         if rebuild || cache.entries() != entries.as_slice() {
@@ -71,6 +73,46 @@ pub(super) fn load_leader_epochs(
         }
     }
     Ok(cache)
+}
+
+/// A truncation that cuts the batch holding the log start brings the start down to that batch's
+/// base, durably, before it drops the cache's entries and cuts the segments. After a crash in
+/// between, the batch is still there, below the first entry, which `truncate_from_start` had
+/// moved up to the old start: the entry comes back down to the batch if the batch has its epoch.
+/// One segment's headers are read, and only when the first entry starts above the log start.
+fn lower_first_start_to_the_log_start(
+    snapshot: &Snapshot,
+    load: &EpochLoad,
+    cache: &mut LeaderEpochFileCache,
+) -> Result<()> {
+    let start = load.log_start_offset;
+    let Some(first) = cache.earliest_entry() else {
+        return Ok(());
+    };
+    if first.start_offset <= start || start >= load.log_end_offset {
+        return Ok(());
+    }
+    let list = snapshot.load();
+    let Some(handle) = list.handles().get(list.floor_index(start)) else {
+        return Ok(());
+    };
+    let Some(segment) = snapshot.pin(handle)? else {
+        return Ok(());
+    };
+    // The epoch of the last batch starting at or before the log start: the one holding it.
+    let mut holding = None;
+    segment.visit_leader_epochs(&mut |frame| {
+        if let FrameEpoch::V2 { epoch, base_offset } = frame
+            && base_offset <= start
+        {
+            holding = Some(epoch);
+        }
+        Ok(())
+    })?;
+    if holding == Some(first.epoch) {
+        cache.lower_first_start(start)?;
+    }
+    Ok(())
 }
 
 /// Which of Kafka's rules a replay of the batches' epochs follows.
@@ -100,7 +142,7 @@ fn replay_epochs(
         segment.visit_leader_epochs(&mut |frame| {
             match (frame, rule) {
                 (FrameEpoch::V2 { epoch, base_offset }, Rule::Recovery) => {
-                    cache.assign_if_newer(epoch, base_offset)?;
+                    cache.assign_recovered(epoch, base_offset)?;
                 }
                 (FrameEpoch::V2 { epoch, base_offset }, Rule::Append) if epoch >= 0 => {
                     cache.assign(epoch, base_offset)?;

@@ -10,19 +10,21 @@
 //! change or truncation and never leaves an entry on disk that the log no longer holds.
 //!
 //! The file is derived data: a broker and partlog both rebuild it from the batches'
-//! `partitionLeaderEpoch` when it is missing or does not parse. [`read_checkpoint`] therefore
-//! returns a typed [`Error::Corrupt`] for a bad file, and the caller (the log's open) logs it and
-//! rebuilds the cache by assigning every batch's epoch into [`LeaderEpochFileCache::detached`] or
-//! an emptied cache.
+//! `partitionLeaderEpoch` when it does not parse. [`read_checkpoint`] therefore returns a typed
+//! [`Error::Corrupt`] for a bad file, and the log's open logs it and rebuilds the cache in memory
+//! (`epoch_load.rs`), then writes it once.
 //!
-//! How the log layer calls it (`replication.rs`, `epoch_load.rs` and the append, truncation and
-//! retention paths):
+//! How the log layer calls it (ARCHITECTURE.md §11; `replication.rs`, `epoch_load.rs` and the
+//! append, truncation and retention paths):
 //! - every appended v2 batch with `partitionLeaderEpoch ≥ 0` calls [`LeaderEpochFileCache::assign`]
-//!   with its base offset; a legacy (magic 0/1) batch calls [`LeaderEpochFileCache::clear`];
-//! - `truncate_to(n)` calls [`LeaderEpochFileCache::truncate_from_end`]`(n)` inside its durable
-//!   sequence, and deleting records before `s` calls
-//!   [`LeaderEpochFileCache::truncate_from_start`]`(s)`;
-//! - at load, after recovery: `truncate_from_end(LEO)` then `truncate_from_start(log start)`.
+//!   with its base offset, before its write; `become_leader` assigns its epoch at the log end;
+//! - `truncate_to(n)` calls [`LeaderEpochFileCache::truncate_from_end`] with the new end inside
+//!   its durable sequence, and moving the log start to `s` calls
+//!   [`LeaderEpochFileCache::truncate_from_start`]`(s)`; `truncate_fully_and_start_at` calls
+//!   [`LeaderEpochFileCache::clear`];
+//! - at load, after recovery: the scanned batches' epochs under Kafka's recovery rule, then
+//!   `truncate_from_end(LEO)` and `truncate_from_start(log start)`; a rebuild replays the
+//!   append rules, where a legacy (magic 0/1) message clears the cache.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -319,13 +321,28 @@ impl LeaderEpochFileCache {
         }
     }
 
-    /// Kafka's rule while recovering a segment (`LogSegment.recover`): a batch's epoch is
-    /// assigned only when it is above the latest one. Negative epochs are ignored.
-    pub(crate) fn assign_if_newer(&mut self, epoch: i32, start_offset: i64) -> Result<bool> {
+    /// Kafka's rule for a batch that recovery scanned (`LogSegment.recover`): its epoch is
+    /// assigned only when above the latest one. Negative epochs are ignored.
+    pub(crate) fn assign_recovered(&mut self, epoch: i32, start_offset: i64) -> Result<bool> {
         if epoch < 0 || self.latest_epoch().is_some_and(|latest| epoch <= latest) {
             return Ok(false);
         }
         self.assign(epoch, start_offset)
+    }
+
+    /// Moves the first entry's start down to `start_offset`, when it starts above it: the log
+    /// start came back down into that epoch's batch (the open's repair after a crash inside a
+    /// truncation; see `epoch_load.rs`).
+    pub(crate) fn lower_first_start(&mut self, start_offset: i64) -> Result<()> {
+        let Some(first) = self.earliest_entry() else {
+            return Ok(());
+        };
+        if start_offset < 0 || first.start_offset <= start_offset {
+            return Ok(());
+        }
+        let mut entries = self.entries.clone();
+        entries[0] = EpochEntry::new(first.epoch, start_offset);
+        self.replace(entries)
     }
 
     /// The entries, oldest first.

@@ -19,8 +19,9 @@ impl Log {
     /// Removes every record at or above `offset` and makes that durable before returning
     /// (ARCHITECTURE.md §3, invariant 15). A batch that straddles `offset` goes whole, so the new
     /// log end offset may be a little below `offset`; it is returned. Readers positioned above it
-    /// get [`Error::Truncated`]. An `offset` at or above the log end offset removes no record,
-    /// only a leader-epoch entry that starts at the log end (Kafka's `truncateTo`).
+    /// get [`Error::Truncated`]. The leader-epoch cache drops the epochs starting at or above the
+    /// new end (also when `offset` is at or above the log end, as Kafka's `truncateTo` does), and
+    /// a high watermark above it comes down to it (ARCHITECTURE.md §11).
     ///
     /// In a compacted log the new end is the offset after the last batch kept, since the files
     /// are all that record the end: an `offset` in a gap that compaction left, or at a batch that
@@ -45,9 +46,8 @@ impl Log {
         let shared = &self.shared;
         let mut writer = shared.writer.lock();
         if offset >= writer.log_end_offset {
-            // Kafka's truncateTo(≥ LEO) still cuts the epoch cache at the log end: a former
-            // leader that wrote nothing in its epoch keeps an entry there, which would make
-            // every fetch of a new leader diverge again.
+            // Kafka's `truncateTo` above the log end only cuts the epoch cache there: an epoch
+            // recorded at the log end (a leader elected there) that never wrote goes.
             shared
                 .leader_epochs
                 .lock()
@@ -145,6 +145,12 @@ impl Shared {
         }
         writer.recovery_point = recovery_point;
         self.log_start.store(log_start, Ordering::Release);
+        // 2. The epoch cache forgets the epochs that start in the records going, durably. After
+        //    step 1 a crash makes the next open scan from at most the new end, and that scan
+        //    assigns again the epochs of whatever batches the crash left above it; a high
+        //    watermark above the new end comes down to it.
+        self.leader_epochs.lock().truncate_from_end(new_end)?;
+        self.lower_high_watermark_to(new_end);
 
         let (kept, removed) = match &holder {
             None => {
@@ -163,7 +169,7 @@ impl Shared {
             }
             Some(_) => (handles[..keep].to_vec(), handles[keep..].to_vec()),
         };
-        // 2. Later segments leave the snapshot and are renamed `.deleted`, the last one first,
+        // 3. Later segments leave the snapshot and are renamed `.deleted`, the last one first,
         //    and the directory is synced, all before the segment holding the new end is cut.
         //    A crash part-way then leaves a prefix of the old log: with the renames durable in
         //    order, the segments that remain are contiguous. Cutting the holder first could
@@ -188,7 +194,7 @@ impl Shared {
         }
         self.storage.sync_dir(&self.dir)?;
         writer.dir_dirty = false;
-        // 3. Truncate the segment that holds the new end, and sync it.
+        // 4. Truncate the segment that holds the new end, and sync it.
         if let Some(segment) = &holder {
             segment.truncate_to(new_end, self.clock.now_ms())?;
             if segment.is_sealed() {
@@ -216,11 +222,6 @@ impl Shared {
         // watermark only wakes them by itself if it moves down.
         self.commit.durable_watermark().wake_all();
         self.reap_deleted(writer, false);
-        // 4. The epoch cache forgets the epochs that started in the removed records, durably
-        //    (a crash before this leaves entries at or above the end, which the next open
-        //    drops), and a high watermark above the new end comes down to it.
-        self.leader_epochs.lock().truncate_from_end(new_end)?;
-        self.lower_high_watermark_to(new_end);
         // 5. The producer state as of the new end, before the lock goes: the next append is
         //    checked against it.
         self.reload_producer_state(writer, new_end)?;
