@@ -506,3 +506,35 @@ fn high_watermark_truncation_below_it_lowers_it() {
         "appends do not move a set high watermark"
     );
 }
+
+/// After a truncation the producer state is replayed from the segments: a transaction whose
+/// marker lies at or above the high watermark stays unstable there too.
+#[test]
+fn high_watermark_keeps_a_transaction_unstable_through_a_truncation_replay() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::open(dir.path(), LogConfig::default()).unwrap();
+    log.append(&[record(0)]).unwrap();
+    log.set_high_watermark(1).unwrap();
+    let mut txn = BatchBuilder::new(Compression::None)
+        .producer(7, 0, 0)
+        .transactional(true);
+    txn.push(&record(1));
+    log.append_batch(&txn.build().unwrap()).unwrap();
+    log.append_marker(7, 0, ControlRecordType::Commit, 0)
+        .unwrap();
+    log.append(&[record(3)]).unwrap();
+    log.append(&[record(4)]).unwrap();
+    log.set_high_watermark(2).unwrap();
+    assert_eq!(log.first_unstable_offset(), Some(1));
+    log.truncate_to(4).unwrap();
+    assert_eq!(log.high_watermark(), 2);
+    assert_eq!(
+        log.first_unstable_offset(),
+        Some(1),
+        "the marker at 2 is not below the HW"
+    );
+    assert_eq!(log.last_stable_offset(), 1);
+    log.set_high_watermark(3).unwrap();
+    assert_eq!(log.first_unstable_offset(), None);
+    assert_eq!(log.last_stable_offset(), 3);
+}
