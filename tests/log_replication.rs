@@ -538,3 +538,28 @@ fn high_watermark_keeps_a_transaction_unstable_through_a_truncation_replay() {
     assert_eq!(log.first_unstable_offset(), None);
     assert_eq!(log.last_stable_offset(), 3);
 }
+
+/// A read-only log that follows a live writer sees the writer's epochs at its next poll.
+#[test]
+fn leader_epoch_a_live_reader_follows_the_writers_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let writer = Log::open(dir.path(), LogConfig::default()).unwrap();
+    writer.append_as_follower(&leader_batch(0, 1, 2)).unwrap();
+    let reader = Log::open_read_only(
+        dir.path(),
+        LogConfig::builder()
+            .allow_live_writer(true)
+            .poll_interval(std::time::Duration::from_millis(1))
+            .build()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(reader.leader_epoch_entries(), entries(&[(1, 0)]));
+    writer.become_leader(4).unwrap();
+    writer.append(&[record(2)]).unwrap();
+    reader.refresh().unwrap();
+    assert_eq!(reader.leader_epoch_entries(), entries(&[(1, 0), (4, 2)]));
+    writer.truncate_to(2).unwrap();
+    reader.refresh().unwrap();
+    assert_eq!(reader.leader_epoch_entries(), entries(&[(1, 0)]));
+}
