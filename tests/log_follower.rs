@@ -501,3 +501,43 @@ fn follower_truncate_fully_and_start_at_crash_at_every_operation_leaves_the_old_
         assert!(crashes >= 30, "{image:?}: only {crashes} crash points");
     }
 }
+
+#[test]
+fn follower_hooks_on_a_read_only_or_closed_log_are_typed_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let log = Log::open(dir.path(), LogConfig::default()).unwrap();
+        log.append_as_follower(&leader_batch(0, 1, 2)).unwrap();
+        log.close().unwrap();
+        assert!(matches!(
+            log.append_as_follower(&leader_batch(2, 1, 1)),
+            Err(Error::Closed)
+        ));
+        assert!(matches!(log.become_leader(2), Err(Error::Closed)));
+        assert!(matches!(log.set_high_watermark(1), Err(Error::Closed)));
+        assert!(matches!(
+            log.truncate_fully_and_start_at(5),
+            Err(Error::Closed)
+        ));
+    }
+    let reader = Log::open_read_only(dir.path(), LogConfig::default()).unwrap();
+    let unsupported = |result: partlog::Result<()>| {
+        assert!(
+            matches!(result, Err(Error::Unsupported { .. })),
+            "{result:?}"
+        );
+    };
+    unsupported(
+        reader
+            .append_as_follower(&leader_batch(2, 1, 1))
+            .map(|_| ()),
+    );
+    unsupported(reader.become_leader(2));
+    unsupported(reader.become_follower());
+    unsupported(reader.set_high_watermark(1).map(|_| ()));
+    unsupported(reader.truncate_fully_and_start_at(5));
+    // The read side answers: the cache as loaded, the high watermark at the log end.
+    assert_eq!(reader.leader_epoch_entries(), entries(&[(1, 0)]));
+    assert_eq!(reader.high_watermark(), 2);
+    assert_eq!(reader.leader_epoch(), None);
+}

@@ -506,3 +506,60 @@ fn high_watermark_truncation_below_it_lowers_it() {
         "appends do not move a set high watermark"
     );
 }
+
+/// After a truncation the producer state is replayed from the segments: a transaction whose
+/// marker lies at or above the high watermark stays unstable there too.
+#[test]
+fn high_watermark_keeps_a_transaction_unstable_through_a_truncation_replay() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::open(dir.path(), LogConfig::default()).unwrap();
+    log.append(&[record(0)]).unwrap();
+    log.set_high_watermark(1).unwrap();
+    let mut txn = BatchBuilder::new(Compression::None)
+        .producer(7, 0, 0)
+        .transactional(true);
+    txn.push(&record(1));
+    log.append_batch(&txn.build().unwrap()).unwrap();
+    log.append_marker(7, 0, ControlRecordType::Commit, 0)
+        .unwrap();
+    log.append(&[record(3)]).unwrap();
+    log.append(&[record(4)]).unwrap();
+    log.set_high_watermark(2).unwrap();
+    assert_eq!(log.first_unstable_offset(), Some(1));
+    log.truncate_to(4).unwrap();
+    assert_eq!(log.high_watermark(), 2);
+    assert_eq!(
+        log.first_unstable_offset(),
+        Some(1),
+        "the marker at 2 is not below the HW"
+    );
+    assert_eq!(log.last_stable_offset(), 1);
+    log.set_high_watermark(3).unwrap();
+    assert_eq!(log.first_unstable_offset(), None);
+    assert_eq!(log.last_stable_offset(), 3);
+}
+
+/// A read-only log that follows a live writer sees the writer's epochs at its next poll.
+#[test]
+fn leader_epoch_a_live_reader_follows_the_writers_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let writer = Log::open(dir.path(), LogConfig::default()).unwrap();
+    writer.append_as_follower(&leader_batch(0, 1, 2)).unwrap();
+    let reader = Log::open_read_only(
+        dir.path(),
+        LogConfig::builder()
+            .allow_live_writer(true)
+            .poll_interval(std::time::Duration::from_millis(1))
+            .build()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(reader.leader_epoch_entries(), entries(&[(1, 0)]));
+    writer.become_leader(4).unwrap();
+    writer.append(&[record(2)]).unwrap();
+    reader.refresh().unwrap();
+    assert_eq!(reader.leader_epoch_entries(), entries(&[(1, 0), (4, 2)]));
+    writer.truncate_to(2).unwrap();
+    reader.refresh().unwrap();
+    assert_eq!(reader.leader_epoch_entries(), entries(&[(1, 0)]));
+}

@@ -132,6 +132,7 @@ impl Shared {
             self.reload_live(&mut writer)?;
             let end = writer.log_end_offset;
             self.follow_live_producer_state(&mut writer, end, true)?;
+            self.follow_live_leader_epochs(end);
             return Ok(true);
         }
         let old_end = writer.log_end_offset;
@@ -187,6 +188,7 @@ impl Shared {
         // transaction unstable before it can find its data.
         self.follow_live_producer_state(&mut writer, new_end, false)?;
         self.publish_live_offsets(record, bases.first().copied(), new_end);
+        self.follow_live_leader_epochs(new_end);
         Ok(changed || !removed.is_empty() || new_end != old_end)
     }
 

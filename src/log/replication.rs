@@ -22,7 +22,9 @@ use crate::sync::atomic::Ordering;
 
 use crate::error::{Error, Result};
 
-use super::leader_epoch::{EpochEntry, UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET};
+use super::leader_epoch::{
+    EpochEntry, LeaderEpochFileCache, UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET, read_checkpoint,
+};
 use super::watermark::Watermark;
 use super::{Log, Shared, Writer};
 
@@ -125,6 +127,7 @@ impl Log {
     /// epoch ≤ `epoch` the cache holds and the offset where the next higher epoch starts (the
     /// log end offset for the latest epoch); `(-1, -1)` when undefined.
     pub fn end_offset_for_epoch(&self, epoch: i32) -> (i32, i64) {
+        self.poll_live();
         let shared = &self.shared;
         let cache = shared.leader_epochs.lock();
         let answer = cache.end_offset_for(epoch, shared.log_end.get());
@@ -137,16 +140,19 @@ impl Log {
 
     /// The cache's latest epoch, if any.
     pub fn latest_epoch(&self) -> Option<i32> {
+        self.poll_live();
         self.shared.leader_epochs.lock().latest_epoch()
     }
 
     /// The epoch that wrote `offset` according to the cache, if any.
     pub fn epoch_for_offset(&self, offset: i64) -> Option<i32> {
+        self.poll_live();
         self.shared.leader_epochs.lock().epoch_for_offset(offset)
     }
 
     /// A copy of the cache's entries, oldest first.
     pub fn leader_epoch_entries(&self) -> Vec<EpochEntry> {
+        self.poll_live();
         self.shared.leader_epochs.lock().entries().to_vec()
     }
 }
@@ -214,6 +220,31 @@ impl Shared {
             role => Ok(i32::try_from(role)
                 .unwrap_or(UNDEFINED_EPOCH)
                 .max(UNDEFINED_EPOCH)),
+        }
+    }
+
+    /// A live read-only log's poll: the writer's `leader-epoch-checkpoint` again, cut to the
+    /// view's `[log start, end)`. The writer replaces the file by a rename, so the read sees a
+    /// whole file; one that does not parse (the writer is about to rebuild it) leaves the cache
+    /// as it was, as does a missing one.
+    pub(super) fn follow_live_leader_epochs(&self, end: i64) {
+        let entries = match read_checkpoint(&*self.storage, &self.dir) {
+            Ok(Some(entries)) => entries,
+            Ok(None) => return,
+            Err(error) => {
+                log::debug!(
+                    "{}: {error}; the leader epochs stay as they were",
+                    self.dir.display()
+                );
+                return;
+            }
+        };
+        let mut cache = LeaderEpochFileCache::detached_with(entries);
+        let cut = cache
+            .truncate_from_end(end)
+            .and_then(|()| cache.truncate_from_start(self.log_start.load(Ordering::Acquire)));
+        if cut.is_ok() {
+            *self.leader_epochs.lock() = cache;
         }
     }
 

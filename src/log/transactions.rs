@@ -398,6 +398,8 @@ impl Shared {
                 validated_from: None,
                 delete_bad: true,
                 collect_aborted: false,
+                // Lowered to the new end already, if it was above it.
+                high_watermark: self.high_watermark_at(new_end),
                 now_ms: self.clock.now_ms(),
             },
         )?;
@@ -448,6 +450,7 @@ impl Shared {
                     validated_from: None,
                     delete_bad: false,
                     collect_aborted: true,
+                    high_watermark: i64::MAX,
                     now_ms: self.clock.now_ms(),
                 },
             )?;
@@ -463,6 +466,7 @@ impl Shared {
                     to: new_end,
                     rebuild_txn_index_from: None,
                     validated_from: None,
+                    high_watermark: i64::MAX,
                 },
                 Some(&mut aborted),
             )?;
@@ -591,6 +595,7 @@ pub(super) fn load_producer_state(
             validated_from: from.first_recovered_base,
             delete_bad: !from.read_only,
             collect_aborted: from.read_only,
+            high_watermark: i64::MAX,
             now_ms: from.now_ms,
         },
     )?;
@@ -648,6 +653,9 @@ struct Replay {
     delete_bad: bool,
     /// Whether the aborted transactions the replay meets are returned (a read-only log).
     collect_aborted: bool,
+    /// The high watermark the replayed state ends under: a transaction whose marker lies at or
+    /// above it stays unstable (`i64::MAX`: the replayed end, a log with one replica).
+    high_watermark: i64,
     now_ms: i64,
 }
 
@@ -695,6 +703,7 @@ fn replay_state(
             to: replay.log_end_offset,
             rebuild_txn_index_from: replay.rebuild_txn_index_from,
             validated_from: replay.validated_from,
+            high_watermark: replay.high_watermark,
         },
         replay.collect_aborted.then_some(&mut aborted),
     )?;
@@ -709,6 +718,8 @@ struct ReplayRange {
     rebuild_txn_index_from: Option<i64>,
     /// The segments from this base on were checked by this open's recovery scan.
     validated_from: Option<i64>,
+    /// As [`Replay::high_watermark`].
+    high_watermark: i64,
 }
 
 /// Replays every batch with a producer id in `[range.from, range.to)` into `state`, with
@@ -746,32 +757,34 @@ fn replay_segments(
             segment.txn_index().reset()?;
         }
         let from = replay_from.max(base);
-        let mut replay_batch =
-            |header: &BatchHeader, control: Option<Marker>| -> Result<()> {
-                if header.producer_id < 0
-                    || header.last_offset() < replay_from
-                    || header.base_offset >= range.to
-                {
-                    return Ok(());
-                }
-                let summary = BatchSummary::from_header(header, control)?;
-                let finished = state.replay(&summary)?;
-                state.on_high_watermark_updated(header.last_offset() + 1);
-                if rebuild {
-                    record_aborted(&segment, &finished)?;
-                }
-                if let Some(aborted) = aborted.as_deref_mut() {
-                    aborted.extend(finished.iter().filter(|done| done.txn.is_aborted).map(
-                        |done| AbortedTxn {
+        let mut replay_batch = |header: &BatchHeader, control: Option<Marker>| -> Result<()> {
+            if header.producer_id < 0
+                || header.last_offset() < replay_from
+                || header.base_offset >= range.to
+            {
+                return Ok(());
+            }
+            let summary = BatchSummary::from_header(header, control)?;
+            let finished = state.replay(&summary)?;
+            state.on_high_watermark_updated((header.last_offset() + 1).min(range.high_watermark));
+            if rebuild {
+                record_aborted(&segment, &finished)?;
+            }
+            if let Some(aborted) = aborted.as_deref_mut() {
+                aborted.extend(
+                    finished
+                        .iter()
+                        .filter(|done| done.txn.is_aborted)
+                        .map(|done| AbortedTxn {
                             producer_id: done.txn.producer_id,
                             first_offset: done.txn.first_offset,
                             last_offset: done.txn.last_offset,
                             last_stable_offset: done.last_stable_offset,
-                        },
-                    ));
-                }
-                Ok(())
-            };
+                        }),
+                );
+            }
+            Ok(())
+        };
         if range
             .validated_from
             .is_some_and(|validated| base >= validated)
@@ -787,7 +800,7 @@ fn replay_segments(
         }
     }
     state.update_map_end_offset(range.to);
-    state.on_high_watermark_updated(range.to);
+    state.on_high_watermark_updated(range.to.min(range.high_watermark));
     Ok(())
 }
 
