@@ -34,6 +34,8 @@ mod harness;
 mod kafka;
 #[path = "compare/producer_state.rs"]
 mod producer_state;
+#[path = "compare/replication.rs"]
+mod replication;
 
 use commitlog::message::MessageSet;
 use partlog::{
@@ -71,6 +73,15 @@ const ROWS: &[(&str, RowFn)] = &[
     (
         "producer_state_unclean_recovery",
         producer_state::row_unclean_recovery,
+    ),
+    (
+        "replication_append_as_follower",
+        replication::row_append_as_follower,
+    ),
+    ("replication_leader_epoch", replication::row_leader_epoch),
+    (
+        "replication_read_for_follower",
+        replication::row_read_for_follower,
     ),
     ("kafka_append_batch", kafka::row_append_batch),
     ("kafka_append_small", kafka::row_append_small),
