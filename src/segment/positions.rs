@@ -8,7 +8,8 @@
 //!
 //! - **Bounded.** A segment keeps at most `position_cache_bytes` of runs (4 bytes a batch plus
 //!   a fixed cost a run; default [`DEFAULT_POSITION_CACHE_BYTES`], 0 turns the cache off); when
-//!   a new run does not fit, the cache is emptied and starts again. The cache lives and dies
+//!   a new run does not fit, the older half of the runs (in the order learned) is dropped, so
+//!   that a full cache goes on serving the newer half instead of starting again empty. The cache lives and dies
 //!   with the open segment (a closed idle segment frees it), so a log holds at most 65 of them
 //!   (64 open sealed segments and the active one): about 130 MiB at the default in the worst
 //!   case, reached only by random reads over every batch of every open segment. A hit
@@ -198,7 +199,8 @@ impl Runs {
             .floor(run.key)
             .filter(|&slot| self.all.get(slot).is_some_and(|found| found.key == run.key));
         if let Some(found) = existing.and_then(|slot| self.all.get_mut(slot)) {
-            // The old run's deltas stay in the arena, counted, until the cache is emptied.
+            // The old run's deltas stay in the arena, counted, until the cache is emptied or
+            // its older half dropped.
             *found = run;
             return;
         }
@@ -211,6 +213,44 @@ impl Runs {
             self.sorted = self.sorted.merge(&self.pending);
             self.pending.clear();
         }
+    }
+
+    /// Keeps the newer half of the runs (in the order learned) and only their deltas: a full
+    /// cache makes room without turning every read after it into a miss. One pass over the
+    /// kept runs, once per half a cache of new runs: amortised O(1) an insertion.
+    fn drop_older_half(&mut self) {
+        let kept = self.all.get(self.all.len() / 2..).unwrap_or_default();
+        let mut all = Vec::with_capacity(kept.len());
+        let mut arena = Vec::with_capacity(self.arena.len() / 2);
+        let mut bytes = 0;
+        for run in kept {
+            let from = usize::try_from(run.at).unwrap_or(usize::MAX);
+            let len = 2 * usize::from(run.batches) + 1;
+            let (Some(deltas), Ok(at)) = (
+                from.checked_add(len)
+                    .and_then(|to| self.arena.get(from..to)),
+                u32::try_from(arena.len()),
+            ) else {
+                continue;
+            };
+            arena.extend_from_slice(deltas);
+            all.push(Run { at, ..*run });
+            bytes += run.bytes();
+        }
+        let mut keys: Vec<(i64, u32)> = all
+            .iter()
+            .enumerate()
+            .filter_map(|(slot, run)| Some((run.key, u32::try_from(slot).ok()?)))
+            .collect();
+        keys.sort_unstable_by_key(|&(key, _)| key);
+        self.sorted = SortedKeys {
+            keys: keys.iter().map(|&(key, _)| key).collect(),
+            slots: keys.iter().map(|&(_, slot)| slot).collect(),
+        };
+        self.pending.clear();
+        self.all = all;
+        self.arena = arena;
+        self.bytes = bytes;
     }
 }
 
@@ -317,7 +357,8 @@ impl PositionCache {
     }
 
     /// Keeps a learned run unless the cache was emptied since `generation` (the bytes may be
-    /// gone) or another thread holds the cache. A run that does not fit empties the cache first.
+    /// gone) or another thread holds the cache. A run that does not fit drops the older half of
+    /// the runs first.
     pub fn learn(&self, run: RunBuilder, generation: u64) {
         let Ok(batches) = u16::try_from(run.lasts.len()) else {
             return;
@@ -340,7 +381,10 @@ impl PositionCache {
             return;
         }
         if runs.bytes + bytes > self.limit {
-            runs.clear();
+            runs.drop_older_half();
+            if runs.bytes + bytes > self.limit {
+                runs.clear();
+            }
         }
         let Ok(at) = u32::try_from(runs.arena.len()) else {
             return;
@@ -425,6 +469,35 @@ mod tests {
             );
         }
         assert_eq!(cache.find(-1), None, "below every run");
+    }
+
+    #[test]
+    fn a_full_cache_keeps_the_newer_half_of_its_runs() {
+        // Runs of 20 batches of 10 bytes cost 48 + 2 * 41 = 130 bytes: room for 10.
+        let cache = PositionCache::new(1_300);
+        let run_at = |k: i64| {
+            let position = u64::try_from(k).unwrap() * 1_000;
+            let batches: Vec<_> = (0..20i64)
+                .map(|i| (position + 10 * i as u64, k * 100 + i, k * 100 + i, 10))
+                .collect();
+            run_of(&batches)
+        };
+        for k in 0..11 {
+            cache.learn(run_at(k), cache.generation());
+            assert!(cache.bytes() <= 1_300);
+        }
+        // The eleventh did not fit: the five oldest went, the rest stayed.
+        for k in 0..5 {
+            assert_eq!(cache.find(k * 100 + 3), None, "run {k} dropped");
+        }
+        for k in 5..11 {
+            assert_eq!(
+                cache.find(k * 100 + 3).map(|b| b.position),
+                Some(u64::try_from(k).unwrap() * 1_000 + 30),
+                "run {k} kept"
+            );
+        }
+        assert_eq!(cache.bytes(), 6 * 130);
     }
 
     #[test]
