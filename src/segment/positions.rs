@@ -9,11 +9,11 @@
 //! - **Bounded.** A segment keeps at most `position_cache_bytes` of runs (4 bytes a batch plus
 //!   a fixed cost a run; default [`DEFAULT_POSITION_CACHE_BYTES`], 0 turns the cache off); when
 //!   a new run does not fit, the older half of the runs (in the order learned) is dropped, so
-//!   that a full cache goes on serving the newer half instead of starting again empty. The cache lives and dies
-//!   with the open segment (a closed idle segment frees it), so a log holds at most 65 of them
-//!   (64 open sealed segments and the active one): about 130 MiB at the default in the worst
-//!   case, reached only by random reads over every batch of every open segment. A hit
-//!   allocates nothing; a miss allocates the run it learns.
+//!   that a full cache goes on serving the newer half instead of starting again empty. The
+//!   cache lives and dies with the open segment (a closed idle segment frees it), so a log
+//!   holds at most 65 of them (64 open sealed segments and the active one): about 130 MiB at
+//!   the default in the worst case, reached only by random reads over every batch of every
+//!   open segment. A hit allocates nothing; a miss allocates the run it learns.
 //! - **Never trusted blindly.** A position from the cache is only a hint: the read checks that
 //!   the bytes there are a whole v2 batch of the cached size whose offsets hold the wanted
 //!   offset, within the published size, and the CRC as for any returned batch; anything else
