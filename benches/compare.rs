@@ -34,6 +34,8 @@ mod harness;
 mod kafka;
 #[path = "compare/producer_state.rs"]
 mod producer_state;
+#[path = "compare/reads.rs"]
+mod reads;
 #[path = "compare/replication.rs"]
 mod replication;
 
@@ -59,6 +61,12 @@ const ROWS: &[(&str, RowFn)] = &[
     ("sequential_read_mapped", row_sequential_read_mapped),
     ("random_read", row_random_read),
     ("random_read_mapped", row_random_read_mapped),
+    ("read_one_record_of_100", reads::row_read_one_record_of_100),
+    (
+        "read_sequential_1_record_batches",
+        reads::row_read_sequential_1_record_batches,
+    ),
+    ("read_random_cold", reads::row_read_random_cold),
     ("durable_1_thread", row_durable_one_thread),
     ("durable_8_threads", row_durable_eight_threads),
     ("open_1000_segments", row_open),

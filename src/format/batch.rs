@@ -449,6 +449,39 @@ impl<'a> BatchView<'a> {
             ));
         }
         let header = BatchHeader::parse(bytes)?;
+        BatchView::check_parsed(bytes, header, check_crc)
+    }
+
+    /// [`BatchView::new`] for `bytes` whose header the caller has just parsed (`header` is
+    /// `BatchHeader::parse(bytes)`, which checked the magic and the length's floor): every
+    /// other check runs, the CRC included. A segment read parses each header once for its
+    /// bound and order checks, and builds the view from it.
+    pub(crate) fn with_parsed_header(
+        bytes: &'a [u8],
+        header: BatchHeader,
+    ) -> Result<BatchView<'a>, Corruption> {
+        BatchView::check_parsed(bytes, header, true)
+    }
+
+    /// The checks of [`BatchView::new`] after the header's parse.
+    fn check_parsed(
+        bytes: &'a [u8],
+        header: BatchHeader,
+        check_crc: bool,
+    ) -> Result<BatchView<'a>, Corruption> {
+        let total = header.total_size();
+        if bytes.len() != total {
+            return Err(if bytes.len() < total {
+                Corruption::Truncated {
+                    needed: total as u64,
+                    available: bytes.len() as u64,
+                }
+            } else {
+                Corruption::BadHeader(
+                    "bytes follow the batch: the buffer holds more than one batch",
+                )
+            });
+        }
         let computed = if check_crc {
             crc32c(bytes.get(CRC_COVERED_FROM..).unwrap_or_default())
         } else {
@@ -659,6 +692,34 @@ mod tests {
         assert_eq!(increment_sequence(i32::MAX, 1), 0);
         assert_eq!(increment_sequence(i32::MAX - 1, 3), 1);
         assert_eq!(increment_sequence(-1, 3), -1);
+    }
+
+    #[test]
+    fn a_view_from_a_parsed_header_still_checks_the_crc_and_the_length() {
+        let mut builder = crate::format::BatchBuilder::new(crate::format::Compression::None);
+        builder.push(&crate::format::NewRecord::new(
+            1_700_000_000_000,
+            None,
+            Some(b"v"),
+        ));
+        let mut bytes = builder.build().unwrap();
+        let header = BatchHeader::parse(&bytes).unwrap();
+        assert!(BatchView::with_parsed_header(&bytes, header).is_ok());
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert!(matches!(
+            BatchView::with_parsed_header(&longer, header),
+            Err(Corruption::BadHeader(_))
+        ));
+        assert!(matches!(
+            BatchView::with_parsed_header(&bytes[..bytes.len() - 1], header),
+            Err(Corruption::Truncated { .. })
+        ));
+        *bytes.last_mut().unwrap() ^= 1;
+        assert!(matches!(
+            BatchView::with_parsed_header(&bytes, header),
+            Err(Corruption::CrcMismatch { .. })
+        ));
     }
 
     #[test]

@@ -221,9 +221,9 @@ pub struct LogConfig {
     /// open segment may spend remembering where batches start, learned from the index walks of
     /// reads (4 bytes a batch). Kafka's offset index is sparse, so a read of a random offset
     /// walks the batch headers from the index entry; a read of an offset the cache covers reads
-    /// just its batch, checked as any. A full cache is emptied and starts again. A log keeps at
-    /// most 65 segments open (64 sealed and the active one), so random reads over all of them
-    /// can hold 65 times this much. 0 turns the cache off. Range: at most 1 GiB.
+    /// just its batch, checked as any. A full cache drops the older half of what it learned.
+    /// A log keeps at most 65 segments open (64 sealed and the active one), so random reads
+    /// over all of them can hold 65 times this much. 0 turns the cache off. Range: at most 1 GiB.
     /// Default: 2097152 (2 MiB).
     pub position_cache_bytes: usize,
 

@@ -8,11 +8,12 @@
 //!
 //! - **Bounded.** A segment keeps at most `position_cache_bytes` of runs (4 bytes a batch plus
 //!   a fixed cost a run; default [`DEFAULT_POSITION_CACHE_BYTES`], 0 turns the cache off); when
-//!   a new run does not fit, the cache is emptied and starts again. The cache lives and dies
-//!   with the open segment (a closed idle segment frees it), so a log holds at most 65 of them
-//!   (64 open sealed segments and the active one): about 130 MiB at the default in the worst
-//!   case, reached only by random reads over every batch of every open segment. A hit
-//!   allocates nothing; a miss allocates the run it learns.
+//!   a new run does not fit, the older half of the runs (in the order learned) is dropped, so
+//!   that a full cache goes on serving the newer half instead of starting again empty. The
+//!   cache lives and dies with the open segment (a closed idle segment frees it), so a log
+//!   holds at most 65 of them (64 open sealed segments and the active one): about 130 MiB at
+//!   the default in the worst case, reached only by random reads over every batch of every
+//!   open segment. A hit allocates nothing; a miss allocates the run it learns.
 //! - **Never trusted blindly.** A position from the cache is only a hint: the read checks that
 //!   the bytes there are a whole v2 batch of the cached size whose offsets hold the wanted
 //!   offset, within the published size, and the CRC as for any returned batch; anything else
@@ -33,7 +34,8 @@ use crate::sync::RwLock;
 /// index interval), a whole 64 MiB segment of them.
 pub(crate) const DEFAULT_POSITION_CACHE_BYTES: usize = 2 << 20;
 
-/// What one run costs beyond its batches: its entry in the sorted array.
+/// What one run costs beyond its batches: the run (32 bytes) and its key and slot in the
+/// sorted arrays (12), rounded up.
 const RUN_OVERHEAD_BYTES: usize = 48;
 
 /// A batch the cache locates: where it starts and how long it is, and its last offset.
@@ -86,84 +88,169 @@ impl Run {
     }
 }
 
-/// How many new runs wait, unsorted, before they are merged into the sorted ones.
+/// The fewest new runs that wait, apart, before they are merged into the sorted ones.
 const PENDING_RUNS: usize = 32;
 
 /// The runs, found by the first offset each covers.
 ///
-/// The runs are a sorted array (a binary search over contiguous memory: a B-tree's pointer
-/// chase measured three times slower) plus a few recent ones, unsorted, merged in once
-/// [`PENDING_RUNS`] have gathered, so an insertion costs amortised O(runs / 32). Their deltas
-/// live in one arena, not one allocation a run: a lookup touches few cache lines.
+/// A run is stored once, in `all`, and found through two sorted key arrays: `sorted`, the
+/// bulk, and `pending`, the recent ones, each a binary search over contiguous keys (a B-tree's
+/// pointer chase measured three times slower). A new run goes into `pending` (a move of at
+/// most its length), and `pending` is merged into `sorted` once it holds about the square root
+/// of `sorted`'s length: a merge moves 12 bytes a run, so an insertion costs amortised
+/// O(sqrt(runs)), and no read pays for a merge of the whole cache more than once in sqrt(runs)
+/// insertions (merging every 32 insertions, with a sort of the whole runs, made one cold read
+/// in a hundred 10x slower than the rest). Their deltas live in one arena, not one allocation
+/// a run: a lookup touches few cache lines.
 #[derive(Debug, Default)]
 struct Runs {
-    /// Sorted by key, no two alike.
-    sorted: Vec<Run>,
-    /// The keys of `sorted`, apart: the binary search touches 8 bytes a run, not the whole run.
-    sorted_keys: Vec<i64>,
-    /// Recent runs not merged yet: no key of theirs is in `sorted`.
-    pending: Vec<Run>,
+    /// Every run, in the order learned; replaced in place when a run's key comes again.
+    all: Vec<Run>,
+    /// Keys and slots in `all` of the merged runs, sorted by key, no two alike.
+    sorted: SortedKeys,
+    /// Keys and slots of the runs learned since the last merge, sorted by key; no key of
+    /// theirs is in `sorted`.
+    pending: SortedKeys,
     arena: Vec<u16>,
     bytes: usize,
 }
 
+/// Run keys in increasing order beside the slots of their runs (apart: a binary search
+/// touches 8 bytes a run).
+#[derive(Debug, Default)]
+struct SortedKeys {
+    keys: Vec<i64>,
+    slots: Vec<u32>,
+}
+
+impl SortedKeys {
+    fn clear(&mut self) {
+        self.keys.clear();
+        self.slots.clear();
+    }
+
+    /// The greatest key at or below `offset`, with its run's slot.
+    fn floor(&self, offset: i64) -> Option<(i64, u32)> {
+        let at = self
+            .keys
+            .partition_point(|&key| key <= offset)
+            .checked_sub(1)?;
+        Some((*self.keys.get(at)?, *self.slots.get(at)?))
+    }
+
+    fn insert(&mut self, key: i64, slot: u32) {
+        let at = self.keys.partition_point(|&k| k < key);
+        self.keys.insert(at, key);
+        self.slots.insert(at, slot);
+    }
+
+    /// Both key arrays merged into one (neither shares a key with the other).
+    fn merge(&self, other: &SortedKeys) -> SortedKeys {
+        let len = self.keys.len() + other.keys.len();
+        let mut merged = SortedKeys {
+            keys: Vec::with_capacity(len),
+            slots: Vec::with_capacity(len),
+        };
+        let (mut i, mut j) = (0, 0);
+        while i < self.keys.len() || j < other.keys.len() {
+            let take_self = match (self.keys.get(i), other.keys.get(j)) {
+                (Some(a), Some(b)) => a <= b,
+                (a, _) => a.is_some(),
+            };
+            let (source, at) = if take_self {
+                (self, &mut i)
+            } else {
+                (other, &mut j)
+            };
+            if let (Some(&key), Some(&slot)) = (source.keys.get(*at), source.slots.get(*at)) {
+                merged.keys.push(key);
+                merged.slots.push(slot);
+            }
+            *at += 1;
+        }
+        merged
+    }
+}
+
 impl Runs {
     fn clear(&mut self) {
+        self.all.clear();
         self.sorted.clear();
-        self.sorted_keys.clear();
         self.pending.clear();
         self.arena.clear();
         self.bytes = 0;
     }
 
-    /// The run with the greatest key at or below `offset`, as `(pending?, index)`.
-    fn floor(&self, offset: i64) -> Option<(bool, usize)> {
-        let below = self.sorted_keys.partition_point(|&key| key <= offset);
-        let mut best = below
-            .checked_sub(1)
-            .and_then(|at| Some((self.sorted.get(at)?.key, (false, at))));
-        for (at, run) in self.pending.iter().enumerate() {
-            if run.key <= offset && best.is_none_or(|(key, _)| run.key > key) {
-                best = Some((run.key, (true, at)));
-            }
-        }
-        best.map(|(_, place)| place)
+    /// The slot in `all` of the run with the greatest key at or below `offset`.
+    fn floor(&self, offset: i64) -> Option<usize> {
+        let best = match (self.sorted.floor(offset), self.pending.floor(offset)) {
+            (Some(a), Some(b)) => Some(if a.0 >= b.0 { a } else { b }),
+            (a, b) => a.or(b),
+        };
+        best.and_then(|(_, slot)| usize::try_from(slot).ok())
     }
 
-    fn get(&self, (pending, at): (bool, usize)) -> Option<&Run> {
-        if pending {
-            self.pending.get(at)
-        } else {
-            self.sorted.get(at)
-        }
-    }
-
-    fn get_mut(&mut self, (pending, at): (bool, usize)) -> Option<&mut Run> {
-        if pending {
-            self.pending.get_mut(at)
-        } else {
-            self.sorted.get_mut(at)
-        }
+    fn get(&self, slot: usize) -> Option<&Run> {
+        self.all.get(slot)
     }
 
     fn insert(&mut self, run: Run) {
         let existing = self
             .floor(run.key)
-            .filter(|&place| self.get(place).is_some_and(|found| found.key == run.key));
-        if let Some(slot) = existing.and_then(|place| self.get_mut(place)) {
-            // The old run's deltas stay in the arena, counted, until the cache is emptied.
-            *slot = run;
+            .filter(|&slot| self.all.get(slot).is_some_and(|found| found.key == run.key));
+        if let Some(found) = existing.and_then(|slot| self.all.get_mut(slot)) {
+            // The old run's deltas stay in the arena, counted, until the cache is emptied or
+            // its older half dropped.
+            *found = run;
             return;
         }
-        self.pending.push(run);
-        if self.pending.len() >= PENDING_RUNS {
-            // The stable sort finds the sorted prefix and merges the short tail in O(n).
-            self.sorted.append(&mut self.pending);
-            self.sorted.sort_by_key(|run| run.key);
-            self.sorted_keys.clear();
-            self.sorted_keys
-                .extend(self.sorted.iter().map(|run| run.key));
+        let Ok(slot) = u32::try_from(self.all.len()) else {
+            return;
+        };
+        self.all.push(run);
+        self.pending.insert(run.key, slot);
+        if self.pending.keys.len() >= PENDING_RUNS.max(self.sorted.keys.len().isqrt()) {
+            self.sorted = self.sorted.merge(&self.pending);
+            self.pending.clear();
         }
+    }
+
+    /// Keeps the newer half of the runs (in the order learned) and only their deltas: a full
+    /// cache makes room without turning every read after it into a miss. One pass over the
+    /// kept runs, once per half a cache of new runs: amortised O(1) an insertion.
+    fn drop_older_half(&mut self) {
+        let kept = self.all.get(self.all.len() / 2..).unwrap_or_default();
+        let mut all = Vec::with_capacity(kept.len());
+        let mut arena = Vec::with_capacity(self.arena.len() / 2);
+        let mut bytes = 0;
+        for run in kept {
+            let from = usize::try_from(run.at).unwrap_or(usize::MAX);
+            let len = 2 * usize::from(run.batches) + 1;
+            let (Some(deltas), Ok(at)) = (
+                from.checked_add(len)
+                    .and_then(|to| self.arena.get(from..to)),
+                u32::try_from(arena.len()),
+            ) else {
+                continue;
+            };
+            arena.extend_from_slice(deltas);
+            all.push(Run { at, ..*run });
+            bytes += run.bytes();
+        }
+        let mut keys: Vec<(i64, u32)> = all
+            .iter()
+            .enumerate()
+            .filter_map(|(slot, run)| Some((run.key, u32::try_from(slot).ok()?)))
+            .collect();
+        keys.sort_unstable_by_key(|&(key, _)| key);
+        self.sorted = SortedKeys {
+            keys: keys.iter().map(|&(key, _)| key).collect(),
+            slots: keys.iter().map(|&(_, slot)| slot).collect(),
+        };
+        self.pending.clear();
+        self.all = all;
+        self.arena = arena;
+        self.bytes = bytes;
     }
 }
 
@@ -176,6 +263,10 @@ pub(crate) struct PositionCache {
     /// Bumped by [`forget`](Self::forget): runs learned under an older generation are stale.
     generation: AtomicU64,
 }
+
+/// The batches a new run has room for before it grows: a 4 KiB index interval and the one
+/// after it of the smallest (about 70-byte) batches, so a learned run does not reallocate.
+const RUN_CAPACITY: usize = 128;
 
 /// Learns a run: the batches a read saw, in file order.
 #[derive(Debug)]
@@ -195,8 +286,16 @@ impl RunBuilder {
             start_position: position,
             first_base_offset: base_offset,
             first_last_offset: last_offset,
-            positions: vec![0, size],
-            lasts: vec![0],
+            positions: {
+                let mut positions = Vec::with_capacity(RUN_CAPACITY + 1);
+                positions.extend([0, size]);
+                positions
+            },
+            lasts: {
+                let mut lasts = Vec::with_capacity(RUN_CAPACITY);
+                lasts.push(0);
+                lasts
+            },
         })
     }
 
@@ -253,12 +352,13 @@ impl PositionCache {
     /// The cached batch holding `offset`, or the first one after it in a run that covers it.
     pub fn find(&self, offset: i64) -> Option<CachedBatch> {
         let runs = self.runs.read();
-        let place = runs.floor(offset)?;
-        runs.get(place)?.find(&runs.arena, offset)
+        let slot = runs.floor(offset)?;
+        runs.get(slot)?.find(&runs.arena, offset)
     }
 
     /// Keeps a learned run unless the cache was emptied since `generation` (the bytes may be
-    /// gone) or another thread holds the cache. A run that does not fit empties the cache first.
+    /// gone) or another thread holds the cache. A run that does not fit drops the older half of
+    /// the runs first.
     pub fn learn(&self, run: RunBuilder, generation: u64) {
         let Ok(batches) = u16::try_from(run.lasts.len()) else {
             return;
@@ -281,7 +381,10 @@ impl PositionCache {
             return;
         }
         if runs.bytes + bytes > self.limit {
-            runs.clear();
+            runs.drop_older_half();
+            if runs.bytes + bytes > self.limit {
+                runs.clear();
+            }
         }
         let Ok(at) = u32::try_from(runs.arena.len()) else {
             return;
@@ -338,6 +441,63 @@ mod tests {
         assert_eq!(at(17), Some((180, 70, 25)), "a gap: the next batch");
         assert_eq!(at(25), Some((180, 70, 25)));
         assert_eq!(at(26), None, "past the run");
+    }
+
+    #[test]
+    fn runs_learned_in_any_order_are_all_found_across_merges() {
+        let cache = PositionCache::new(64 << 20);
+        // Far more runs than one merge takes, their keys in a scrambled order (7919 is prime,
+        // so it visits every key below 5,000 once).
+        let runs = 5_000i64;
+        for i in 0..runs {
+            let k = (i * 7919) % runs;
+            let position = u64::try_from(k).unwrap() * 100;
+            cache.learn(
+                run_of(&[(position, k * 10, k * 10 + 9, 100)]),
+                cache.generation(),
+            );
+        }
+        for k in 0..runs {
+            assert_eq!(
+                cache.find(k * 10 + 5),
+                Some(CachedBatch {
+                    position: u64::try_from(k).unwrap() * 100,
+                    size: 100,
+                    last_offset: k * 10 + 9
+                }),
+                "run {k}"
+            );
+        }
+        assert_eq!(cache.find(-1), None, "below every run");
+    }
+
+    #[test]
+    fn a_full_cache_keeps_the_newer_half_of_its_runs() {
+        // Runs of 20 batches of 10 bytes cost 48 + 2 * 41 = 130 bytes: room for 10.
+        let cache = PositionCache::new(1_300);
+        let run_at = |k: i64| {
+            let position = u64::try_from(k).unwrap() * 1_000;
+            let batches: Vec<_> = (0..20i64)
+                .map(|i| (position + 10 * i as u64, k * 100 + i, k * 100 + i, 10))
+                .collect();
+            run_of(&batches)
+        };
+        for k in 0..11 {
+            cache.learn(run_at(k), cache.generation());
+            assert!(cache.bytes() <= 1_300);
+        }
+        // The eleventh did not fit: the five oldest went, the rest stayed.
+        for k in 0..5 {
+            assert_eq!(cache.find(k * 100 + 3), None, "run {k} dropped");
+        }
+        for k in 5..11 {
+            assert_eq!(
+                cache.find(k * 100 + 3).map(|b| b.position),
+                Some(u64::try_from(k).unwrap() * 1_000 + 30),
+                "run {k} kept"
+            );
+        }
+        assert_eq!(cache.bytes(), 6 * 130);
     }
 
     #[test]

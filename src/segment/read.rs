@@ -12,7 +12,7 @@ use super::log_segment::{Segment, SegmentRead};
 use super::positions::{CachedBatch, RunBuilder};
 use super::walker::{BatchSummary, BatchWalker, Frame, Step};
 use crate::error::{Corruption, Error, Result};
-use crate::format::{Batch, BatchHeader, peek_batch_frame};
+use crate::format::{Batch, BatchHeader, BatchView, peek_batch_frame};
 
 /// Whether a sealed segment's `.log` is mapped for reads.
 #[derive(Debug)]
@@ -403,12 +403,25 @@ impl Segment {
             let Some(bytes) = rest.get(..size) else {
                 break;
             };
-            let summary =
-                BatchSummary::parse(bytes, frame.magic).map_err(|what| self.corrupt(at, what))?;
+            // A v2 header is parsed once, for the bound, the order and the view; the batch's
+            // CRC is checked once, here, before it can be returned.
+            let header = match frame.magic {
+                2 => Some(BatchHeader::parse(bytes).map_err(|what| self.corrupt(at, what))?),
+                _ => None,
+            };
+            let summary = match &header {
+                Some(header) => BatchSummary::of_v2_checked(header),
+                None => BatchSummary::parse(bytes, frame.magic),
+            }
+            .map_err(|what| self.corrupt(at, what))?;
             if upper_bound.is_some_and(|bound| summary.last_offset >= bound) {
                 break;
             }
-            let batch = Batch::new(bytes).map_err(|what| self.corrupt(at, what))?;
+            let batch = match header {
+                Some(header) => BatchView::with_parsed_header(bytes, header).map(Batch::V2),
+                None => Batch::new(bytes),
+            }
+            .map_err(|what| self.corrupt(at, what))?;
             if len > 0 && summary.order_floor() < next_offset {
                 return Err(self.corrupt(
                     at,

@@ -62,20 +62,23 @@ impl BatchSummary {
     /// take the log for one that ends below its start and delete it. Appends never get there
     /// (they would need 2^63 offsets), so only damaged or hostile bytes say so.
     pub fn parse(bytes: &[u8], magic: i8) -> Result<BatchSummary, Corruption> {
-        let summary = if magic == 2 {
-            let header = BatchHeader::parse(bytes)?;
-            if header
-                .base_offset
-                .checked_add(i64::from(header.last_offset_delta))
-                .is_none()
-            {
-                return Err(Corruption::BadHeader("the last offset overflows i64"));
-            }
-            BatchSummary::of_v2(&header)
-        } else {
-            BatchSummary::of_legacy(&LegacyHeader::parse(bytes)?)
-        };
-        summary.followable()
+        if magic == 2 {
+            return BatchSummary::of_v2_checked(&BatchHeader::parse(bytes)?);
+        }
+        BatchSummary::of_legacy(&LegacyHeader::parse(bytes)?).followable()
+    }
+
+    /// The summary of a parsed v2 header, with [`parse`](Self::parse)'s checks: corruption
+    /// when the last offset overflows or no offset can follow it.
+    pub fn of_v2_checked(header: &BatchHeader) -> Result<BatchSummary, Corruption> {
+        if header
+            .base_offset
+            .checked_add(i64::from(header.last_offset_delta))
+            .is_none()
+        {
+            return Err(Corruption::BadHeader("the last offset overflows i64"));
+        }
+        BatchSummary::of_v2(header).followable()
     }
 
     /// The summary, or corruption when its last offset is `i64::MAX` (see
