@@ -71,8 +71,13 @@ impl Default for EntryEncoder {
 impl EntryEncoder {
     /// An encoder whose records carry the current time.
     pub fn new() -> Self {
+        EntryEncoder::at(now_ms())
+    }
+
+    /// An encoder whose records carry `timestamp`.
+    fn at(timestamp: i64) -> Self {
         EntryEncoder {
-            timestamp: now_ms(),
+            timestamp,
             payload: Vec::new(),
             batch: Vec::new(),
         }
@@ -183,4 +188,59 @@ fn now_ms() -> i64 {
         .ok()
         .and_then(|d| i64::try_from(d.as_millis()).ok())
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use openraft::Membership;
+    use partlog::BatchIter;
+
+    use super::*;
+    use crate::testing::{KvConfig, KvRequest};
+
+    fn entry(index: u64, payload: EntryPayload<KvConfig>) -> Entry<KvConfig> {
+        Entry {
+            log_id: LogId::new(CommittedLeaderId::new(3, 7), index),
+            payload,
+        }
+    }
+
+    fn set(value_bytes: usize) -> EntryPayload<KvConfig> {
+        EntryPayload::Normal(KvRequest::Set {
+            key: "k\"quoted\"".into(),
+            value: "v".repeat(value_bytes),
+        })
+    }
+
+    /// The encoder hands each batch's buffer to the next entry: a large entry followed by
+    /// smaller ones must leave nothing of its bytes in theirs.
+    #[test]
+    fn a_reused_encoder_writes_the_bytes_a_fresh_one_writes_for_every_entry() {
+        let membership = Membership::<u64, openraft::BasicNode>::new(vec![[1u64, 2].into()], None);
+        let entries = vec![
+            entry(10, set(5000)),
+            entry(11, set(3)),
+            entry(12, EntryPayload::Blank),
+            entry(13, EntryPayload::Membership(membership)),
+            entry(14, set(100)),
+        ];
+        let mut reused = EntryEncoder::at(1_700_000_000_000);
+        let mut together = Vec::new();
+        let mut one_by_one = Vec::new();
+        for entry in &entries {
+            reused.encode(entry, &mut together).unwrap();
+            EntryEncoder::at(1_700_000_000_000)
+                .encode(entry, &mut one_by_one)
+                .unwrap();
+        }
+        assert_eq!(together, one_by_one);
+        let mut scratch = Vec::new();
+        let mut decoded = Vec::new();
+        for (_, batch) in BatchIter::new(&together) {
+            let batch = batch.unwrap();
+            assert_eq!(batch.header().max_timestamp, 1_700_000_000_000);
+            decoded.push(decode_entry::<KvConfig>(&batch, &mut scratch).unwrap());
+        }
+        assert_eq!(decoded, entries);
+    }
 }
