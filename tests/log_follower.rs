@@ -195,7 +195,16 @@ fn follower_append_with_several_epoch_runs_assigns_as_batch_by_batch_would() {
     let dir = tempfile::tempdir().unwrap();
     let log = Log::open(dir.path(), LogConfig::default()).unwrap();
     let mut fetched = Vec::new();
-    for (base, epoch) in [(0, 2), (1, -1), (2, 2), (3, 5), (4, 5), (5, 3), (6, 3), (7, 6)] {
+    for (base, epoch) in [
+        (0, 2),
+        (1, -1),
+        (2, 2),
+        (3, 5),
+        (4, 5),
+        (5, 3),
+        (6, 3),
+        (7, 6),
+    ] {
         fetched.extend(leader_batch(base, epoch, 1));
     }
     log.append_as_follower(&fetched).unwrap();
