@@ -187,6 +187,39 @@ fn follower_append_keeps_the_leaders_offsets_gaps_and_epochs_byte_for_byte() {
     assert_eq!(log.leader_epoch_entries(), entries(&[(0, 0), (4, 6)]));
 }
 
+/// The epoch cache is updated once per run of one epoch: the result must be what assigning
+/// every batch gives, including an epoch lower than the one before it in the same call (which
+/// removes the higher entry, as Kafka's `assign` does) and batches without an epoch inside a run.
+#[test]
+fn follower_append_with_several_epoch_runs_assigns_as_batch_by_batch_would() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::open(dir.path(), LogConfig::default()).unwrap();
+    let mut fetched = Vec::new();
+    for (base, epoch) in [
+        (0, 2),
+        (1, -1),
+        (2, 2),
+        (3, 5),
+        (4, 5),
+        (5, 3),
+        (6, 3),
+        (7, 6),
+    ] {
+        fetched.extend(leader_batch(base, epoch, 1));
+    }
+    log.append_as_follower(&fetched).unwrap();
+    assert_eq!(
+        log.leader_epoch_entries(),
+        entries(&[(2, 0), (3, 5), (6, 7)])
+    );
+    // The next call's first batch continues the latest run: nothing changes.
+    log.append_as_follower(&leader_batch(8, 6, 2)).unwrap();
+    assert_eq!(
+        log.leader_epoch_entries(),
+        entries(&[(2, 0), (3, 5), (6, 7)])
+    );
+}
+
 #[test]
 fn follower_append_works_in_every_role_and_become_follower_refuses_client_appends() {
     let dir = tempfile::tempdir().unwrap();

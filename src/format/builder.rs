@@ -244,7 +244,7 @@ impl BatchBuilder {
     /// batching writer keeps a few; an appender that hands the built batch's buffer back here
     /// allocates nothing per batch). Its old bytes are dropped first, its capacity kept: nothing
     /// of them can reach the new batch, whose header is zeroed until `build` writes it.
-    pub(crate) fn with_buffer(compression: Compression, mut buffer: Vec<u8>) -> BatchBuilder {
+    pub fn with_buffer(compression: Compression, mut buffer: Vec<u8>) -> BatchBuilder {
         buffer.clear();
         // A fresh buffer starts as `new`'s does, not growing from nothing.
         buffer.reserve(RECORD_BATCH_OVERHEAD + 1024);

@@ -9,7 +9,8 @@
 //! the log end offset, and each batch must start after the previous one ends. The producer
 //! state is checked with Kafka's REPLICATION rules (no duplicate detection, no sequence checks,
 //! an older producer epoch only warned about) and applied once the bytes are written. Each
-//! batch with an epoch ≥ 0 assigns it in the leader-epoch cache before the write, as Kafka does.
+//! batch with an epoch ≥ 0 assigns it in the leader-epoch cache before the write, as Kafka does
+//! (only the first of a run of one epoch is passed on: the others could not change the cache).
 //! The whole call is one write, after at most one roll.
 
 use std::collections::HashMap;
@@ -98,11 +99,16 @@ impl Log {
             });
             producers[index].append(summary)?;
         }
+        // Within a run of batches of one epoch only the first can change the cache (a later
+        // start of the latest epoch is a no-op in `assign`), so each run takes the cache's lock
+        // once. Batches without an epoch neither assign nor end a run.
+        let mut run_epoch = None;
         for batch in &checked {
-            shared.assign_epoch(
-                batch.header.partition_leader_epoch,
-                batch.header.base_offset,
-            )?;
+            let epoch = batch.header.partition_leader_epoch;
+            if epoch >= 0 && run_epoch != Some(epoch) {
+                shared.assign_epoch(epoch, batch.header.base_offset)?;
+                run_epoch = Some(epoch);
+            }
         }
         let appended =
             match writer

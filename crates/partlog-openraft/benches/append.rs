@@ -15,8 +15,9 @@
 //!   thread leading the fsync and waking the task) instead of leading the fsync on its own
 //!   thread: what is left is the store's own work. No target; it explains the first row.
 //! - `replication_openraft_batch_per_entry`: the same two without the fsync (page cache only):
-//!   100 one-record batches (`entry_codec::encode_entry`, then one `append_as_follower`)
-//!   against one 100-record batch (`BatchBuilder`, then `append_batch`). This is the price of
+//!   100 one-record batches (one `entry_codec::EntryEncoder` a call, as the store encodes them,
+//!   then one `append_as_follower`) against one 100-record batch (`BatchBuilder`, then
+//!   `append_batch`). This is the price of
 //!   one batch per entry, which exact Raft truncation needs: partlog truncates whole batches.
 //!
 //! The method is compare.rs's (benches/README.md): runs alternate A B A B (A is the store, B
@@ -33,7 +34,7 @@ use openraft::storage::RaftLogStorageExt;
 use openraft::{CommittedLeaderId, Entry, EntryPayload, LogId};
 use partlog::{BatchBuilder, Compression, Log, LogConfig, NewRecord};
 use partlog_openraft::PartlogLogStore;
-use partlog_openraft::entry_codec::encode_entry;
+use partlog_openraft::entry_codec::EntryEncoder;
 use partlog_openraft::testing::{KvConfig, KvRequest};
 
 /// Entries in one `append` call, and records in the reference's one batch.
@@ -212,8 +213,9 @@ fn encoded_entries_rep(ctx: &Ctx, calls: u64) -> (Rep, f64) {
     let started = Instant::now();
     for entries in &all {
         bytes.clear();
+        let mut encoder = EntryEncoder::new();
         for entry in entries {
-            encode_entry(entry, &mut bytes).expect("encode");
+            encoder.encode(entry, &mut bytes).expect("encode");
         }
         written += log.append_as_follower(&bytes).expect("append").bytes;
     }

@@ -23,12 +23,15 @@ use openraft::{
 };
 use partlog::{Log, LogConfig, ReadBound};
 
-use crate::entry_codec::{CodecError, decode_entry, encode_entry};
+use crate::entry_codec::{CodecError, EntryEncoder, decode_entry};
 use crate::raft_state::{RaftStateFile, RaftStateRecord, StoredLogId, StoredVote};
 
 /// How many bytes one read of entries asks the log for; a read returns at least one whole
 /// batch whatever this is, so it only sets how many entries come per call of `Log::read`.
 const READ_CHUNK_BYTES: usize = 1 << 20;
+
+/// The most an append reserves ahead for its batches: a guess from its first entry.
+const RESERVE_CAP: usize = 1 << 20;
 
 /// The state a store and its readers share.
 #[derive(Debug)]
@@ -359,11 +362,23 @@ where
         I: IntoIterator<Item = C::Entry> + OptionalSend,
         I::IntoIter: OptionalSend,
     {
+        let entries = entries.into_iter();
+        let expected = entries.size_hint().0;
+        let mut encoder = EntryEncoder::new();
         let mut batches = Vec::new();
         let mut first = None;
         let mut last = None;
         for entry in entries {
-            encode_entry(&entry, &mut batches).map_err(|e| codec_error(ErrorVerb::Write, e))?;
+            encoder
+                .encode(&entry, &mut batches)
+                .map_err(|e| codec_error(ErrorVerb::Write, e))?;
+            if first.is_none() {
+                // Room for the rest guessed from the first, instead of doubling the buffer
+                // about ten times a call; capped, so that one large entry does not reserve
+                // for all.
+                let guess = batches.len().saturating_mul(expected.saturating_sub(1));
+                batches.reserve(guess.min(RESERVE_CAP));
+            }
             first.get_or_insert(entry.log_id);
             last = Some(entry.log_id);
         }
