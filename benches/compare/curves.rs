@@ -1001,6 +1001,19 @@ fn plot(curve: &Curve, path: &Path) -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
+/// An axis tick: whole numbers without decimals, thousands and millions shortened.
+fn axis_label(value: f64) -> String {
+    if value.abs() >= 1e6 {
+        format!("{}M", value / 1e6)
+    } else if value.abs() >= 1e3 {
+        format!("{}k", value / 1e3)
+    } else if value.fract() == 0.0 {
+        format!("{value:.0}")
+    } else {
+        format!("{value:.2}")
+    }
+}
+
 /// Draws the mesh, one line with point markers per series, and a legend when there are several.
 fn draw_lines<'chart, 'backend: 'chart, X>(
     mut chart: ChartContext<
@@ -1020,8 +1033,8 @@ where
         .configure_mesh()
         .x_desc(x_label)
         .y_desc(y_label)
-        .y_label_formatter(&|y| super::human(*y))
-        .x_label_formatter(&|x| super::human(*x))
+        .y_label_formatter(&|y| axis_label(*y))
+        .x_label_formatter(&|x| axis_label(*x))
         .draw()?;
     for (i, (name, line)) in lines.iter().enumerate() {
         let colour = SERIES_COLOURS[i % SERIES_COLOURS.len()];
