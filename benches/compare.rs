@@ -28,6 +28,8 @@ use std::time::{Duration, Instant};
 
 #[path = "common/compaction_log.rs"]
 mod compaction_log;
+#[path = "compare/curves.rs"]
+mod curves;
 #[path = "kafka/harness.rs"]
 mod harness;
 #[path = "compare/kafka.rs"]
@@ -1370,6 +1372,11 @@ fn notes(row: &Measured) -> String {
 }
 
 fn main() {
+    if std::env::args().any(|arg| arg == "--curves")
+        || std::env::var_os("CURVES_RSS_CHILD").is_some()
+    {
+        return curves::main();
+    }
     let quick = std::env::var_os("COMPARE_QUICK").is_some_and(|v| v != "0");
     let only: Option<Vec<String>> = std::env::var("COMPARE_ROWS")
         .ok()
