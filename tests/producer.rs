@@ -764,6 +764,65 @@ mod sim {
         assert!(precise_reads() - before >= 5);
         producer.flush().unwrap();
     }
+
+    /// `Log::append` checks its records against the coarse clock, reading the precise one only
+    /// for a timestamp near a bound: the verdict stays the precise clock's, and a record well
+    /// inside the bounds costs no precise read.
+    #[test]
+    fn append_reads_no_precise_clock_inside_the_bounds_and_stays_exact_at_them() {
+        let clock = Arc::new(LaggingClock {
+            now_ms: std::sync::atomic::AtomicI64::new(T0),
+            counted_thread: std::thread::current().id(),
+            precise_reads: std::sync::atomic::AtomicU64::new(0),
+        });
+        let storage: Arc<dyn Storage> = Arc::new(SimStorage::new(8));
+        let log_config = LogConfig::builder()
+            .storage(storage)
+            .clock(Arc::clone(&clock) as _)
+            .message_timestamp_before_max_ms(10_000)
+            .build()
+            .unwrap();
+        let log = Log::open(DIR, log_config).unwrap();
+        let precise_reads = || {
+            clock
+                .precise_reads
+                .load(std::sync::atomic::Ordering::SeqCst)
+        };
+
+        let before = precise_reads();
+        for i in 0..100 {
+            log.append(&[NewRecord::new(T0 + i, None, Some(b"v"))])
+                .unwrap();
+        }
+        assert_eq!(precise_reads(), before, "no precise read inside the bounds");
+        assert_eq!(log.log_end_offset(), 100);
+
+        // 900 ms of coarse lag: each of these is within it of a bound, so the precise clock
+        // decides, to the millisecond.
+        for (timestamp, accepted) in [
+            (T0 + 3_600_000, true),
+            (T0 + 3_600_001, false),
+            (T0 - 10_000, true),
+            (T0 - 10_001, false),
+        ] {
+            let reads = precise_reads();
+            let appended = log.append(&[NewRecord::new(timestamp, None, Some(b"v"))]);
+            assert_eq!(
+                appended.is_ok(),
+                accepted,
+                "append at {timestamp}: {appended:?}"
+            );
+            if !accepted {
+                assert!(matches!(appended, Err(Error::InvalidTimestamp { .. })));
+            }
+            assert_eq!(
+                precise_reads() - reads,
+                1,
+                "one precise read at {timestamp}"
+            );
+        }
+        assert_eq!(log.log_end_offset(), 102);
+    }
 }
 
 /// `flush` used to wait for the highest offset the producer had ever appended: once a

@@ -66,10 +66,10 @@ impl Log {
                 why: "an append needs at least one record".into(),
             });
         }
-        let now = self.shared.clock.now_ms();
+        let now = self.append_time_ms();
         for record in records {
             let (timestamp, has_key) = describe(record);
-            self.check_new_record(timestamp, has_key, now)?;
+            self.check_record_against(timestamp, has_key, now)?;
         }
         let mut builder = BatchBuilder::with_buffer(self.records_codec(), take_batch_buffer());
         for record in records {
@@ -83,45 +83,52 @@ impl Log {
         appended
     }
 
+    /// The log's time for an [`append`](Self::append) of records: under CreateTime the coarse
+    /// clock ([`Clock::now_ms_coarse`]), under LogAppendTime the precise one.
+    ///
+    /// Under CreateTime the time serves the timestamp bounds, where
+    /// [`check_record_against`](Self::check_record_against) reads the precise clock for a record
+    /// near a bound (so the verdict is the precise clock's), and the roll: the age of a segment
+    /// whose batches have no timestamps, a new segment's creation time and the sealed file's
+    /// mtime, each at most the coarse clock's lag early (Kafka's own mtime is the last write's,
+    /// earlier than the roll too). The precise wall clock cost as much as the CRC-32C of a
+    /// 100-byte record's batch (benches/README.md, "Where partlog misses its target"). Under
+    /// LogAppendTime the time is stamped into the batch, so it is the precise clock's.
+    fn append_time_ms(&self) -> i64 {
+        let clock = &self.shared.clock;
+        if self.shared.config.message_timestamp_type == TimestampType::CreateTime {
+            clock.now_ms_coarse()
+        } else {
+            clock.now_ms()
+        }
+    }
+
     /// The checks [`append`](Self::append) makes of each record: a key in a compacted log, and
-    /// the timestamp bounds under CreateTime, against the log's time `now_ms`.
-    pub(crate) fn check_new_record(
+    /// the timestamp bounds under CreateTime, against `log_time_ms`, the log's time from
+    /// [`append_time_ms`](Self::append_time_ms) (under CreateTime a coarse reading, never later
+    /// than the precise clock and at most [`COARSE_CLOCK_LAG_MS`] behind it). The verdict is
+    /// the precise clock's: a timestamp within the coarse reading's lag of a bound is checked
+    /// against the precise clock, read then.
+    pub(crate) fn check_record_against(
         &self,
         timestamp: i64,
         has_key: bool,
-        now_ms: i64,
+        log_time_ms: i64,
     ) -> Result<()> {
         let config = &self.shared.config;
         if config.cleanup_policy.compact && !has_key {
             return Err(compacted_without_key());
         }
-        if config.message_timestamp_type == TimestampType::CreateTime {
-            check_timestamp(config, timestamp, now_ms)?;
-        }
-        Ok(())
-    }
-
-    /// [`check_new_record`](Self::check_new_record) against the log's time now, for the
-    /// batching writer's `send`: the same verdict, from the coarse clock
-    /// ([`Clock::now_ms_coarse`]) unless the timestamp is within the coarse clock's lag of a
-    /// bound, where only the precise clock can tell.
-    pub(crate) fn check_record_at_send(&self, timestamp: i64, has_key: bool) -> Result<()> {
-        let config = &self.shared.config;
-        if config.cleanup_policy.compact && !has_key {
-            return Err(compacted_without_key());
-        }
-        // -1 (no timestamp) passes without a look at the clock, as it does in check_timestamp.
+        // -1 (no timestamp) passes, as it does in check_timestamp.
         if config.message_timestamp_type != TimestampType::CreateTime || timestamp == -1 {
             return Ok(());
         }
-        let clock = &self.shared.clock;
         if timestamp >= 0 {
             // coarse <= now <= coarse + lag. Then timestamp - now <= timestamp - coarse, and
             // now - timestamp <= coarse + lag - timestamp: both within their bound means the
             // precise check would pass too.
-            let coarse = clock.now_ms_coarse();
-            let ahead = timestamp.saturating_sub(coarse);
-            let behind = coarse
+            let ahead = timestamp.saturating_sub(log_time_ms);
+            let behind = log_time_ms
                 .saturating_add(COARSE_CLOCK_LAG_MS)
                 .saturating_sub(timestamp);
             if ahead <= config.message_timestamp_after_max_ms
@@ -130,7 +137,18 @@ impl Log {
                 return Ok(());
             }
         }
-        check_timestamp(config, timestamp, clock.now_ms())
+        check_timestamp(config, timestamp, self.shared.clock.now_ms())
+    }
+
+    /// [`check_record_against`](Self::check_record_against) the log's time now, for the
+    /// batching writer's `send`: the coarse clock is read only when a timestamp needs it.
+    pub(crate) fn check_record_at_send(&self, timestamp: i64, has_key: bool) -> Result<()> {
+        let config = &self.shared.config;
+        if config.message_timestamp_type != TimestampType::CreateTime || timestamp == -1 {
+            // No bound to check: the time is not read.
+            return self.check_record_against(timestamp, has_key, i64::MIN);
+        }
+        self.check_record_against(timestamp, has_key, self.shared.clock.now_ms_coarse())
     }
 
     /// The codec batches built from records get: `compression.type`, with `producer` meaning
@@ -149,7 +167,7 @@ impl Log {
     }
 
     /// Appends a batch that partlog's batching writer built from records it already checked
-    /// with [`check_new_record`](Self::check_new_record), with the log's codec: the rest of
+    /// with [`check_record_at_send`](Self::check_record_at_send), with the log's codec: the rest of
     /// [`append`](Self::append)'s path (size limit, offsets, roll, flush policy). The bytes stay
     /// the caller's, so that it can reuse the buffer for its next batch.
     ///
