@@ -752,7 +752,8 @@ fn replay_segments(
 ) -> Result<()> {
     let replay_from = range.from;
     let list = snapshot.load();
-    for handle in list.handles() {
+    let handles = list.handles();
+    for (i, handle) in handles.iter().enumerate() {
         let base = handle.base_offset();
         if base >= range.to && range.rebuild_txn_index_from.is_none_or(|from| base < from) {
             break;
@@ -760,11 +761,9 @@ fn replay_segments(
         let rebuild = range
             .rebuild_txn_index_from
             .is_some_and(|from| base >= from);
-        let next_base = list
-            .handles()
-            .iter()
-            .find(|h| h.base_offset() > base)
-            .map(|h| h.base_offset());
+        // The list is in base order: the next handle's base, found in O(1) (a search from the
+        // front made this walk quadratic in the segment count).
+        let next_base = handles.get(i + 1).map(|h| h.base_offset());
         if next_base.is_some_and(|next| next <= replay_from) && !rebuild {
             continue;
         }
