@@ -54,8 +54,12 @@ fn config(storage: Arc<dyn Storage>) -> LogConfig {
         .unwrap()
 }
 
-/// Writes a log of `segments` segments, closes it cleanly, and counts the listings of a reopen.
-fn listings_of_a_clean_reopen(segments: usize) -> usize {
+/// Writes a log of `segments` segments, closes it cleanly, lets `litter` add files to its
+/// directory, and counts the listings of a reopen; returns them with the directory.
+fn listings_of_a_clean_reopen(
+    segments: usize,
+    litter: impl FnOnce(&Path),
+) -> (usize, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let storage = Arc::new(ListCountingStorage::default());
     let log = Log::open(dir.path(), config(storage.clone())).unwrap();
@@ -73,6 +77,7 @@ fn listings_of_a_clean_reopen(segments: usize) -> usize {
     let end = log.log_end_offset();
     log.close().unwrap();
     drop(log);
+    litter(dir.path());
     storage.lists.store(0, Ordering::SeqCst);
     let reopened = Log::open(dir.path(), config(storage.clone())).unwrap();
     let lists = storage.lists.load(Ordering::SeqCst);
@@ -82,13 +87,42 @@ fn listings_of_a_clean_reopen(segments: usize) -> usize {
     );
     assert_eq!(reopened.log_end_offset(), end);
     reopened.close().unwrap();
-    lists
+    (lists, dir)
 }
 
 #[test]
 fn a_clean_reopen_lists_its_directory_a_fixed_number_of_times_whatever_the_segment_count() {
-    let few = listings_of_a_clean_reopen(3);
-    let many = listings_of_a_clean_reopen(40);
+    let (few, _dir) = listings_of_a_clean_reopen(3, |_| {});
+    let (many, _dir) = listings_of_a_clean_reopen(40, |_| {});
     assert_eq!(few, many, "listings grow with the segment count");
     assert_eq!(few, 1, "a clean reopen lists its directory more than once");
+}
+
+/// The single listing still finds what a crash or an interrupted deletion left beside a
+/// cleanly closed log: a `.deleted` segment file, an index without its `.log`, a temporary
+/// producer snapshot and a snapshot above the log end all go at the reopen.
+#[test]
+fn a_clean_reopen_with_one_listing_still_removes_leftover_files() {
+    let leftovers = [
+        "00000000000000000000.log.deleted",
+        "00000000000000999999.index",
+        "00000000000000000001.snapshot.tmp",
+        "00000000000000999999.snapshot",
+    ];
+    let (lists, dir) = listings_of_a_clean_reopen(5, |dir| {
+        for name in leftovers {
+            std::fs::write(dir.join(name), b"left over").unwrap();
+        }
+    });
+    assert_eq!(
+        lists, 1,
+        "a clean reopen lists its directory more than once"
+    );
+    assert!(dir.path().join("00000000000000000000.log").exists());
+    for name in leftovers {
+        assert!(
+            !dir.path().join(name).exists(),
+            "{name} survived the reopen"
+        );
+    }
 }

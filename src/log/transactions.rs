@@ -611,6 +611,8 @@ pub(super) fn load_producer_state(
             collect_aborted: from.read_only,
             high_watermark: i64::MAX,
             now_ms: from.now_ms,
+            // A corrupt snapshot this load deletes stays in `listing`: no later step of the
+            // open reads snapshots from it.
             listed_snapshots: Some(snapshots),
         },
     )?;
