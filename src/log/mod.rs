@@ -19,6 +19,7 @@ pub mod checkpoint;
 mod committed;
 mod compaction;
 mod config;
+mod dir_listing;
 mod dir_lock;
 mod durable_file;
 mod epoch_load;
@@ -366,8 +367,14 @@ impl Log {
         };
         let now_ms = clock.now_ms();
         let mut jitter_state = (now_ms as u64) ^ 0x9E37_79B9_7F4A_7C15;
-        let recovered =
+        let mut recovered =
             recovery::recover(&storage, dir, &config, read_only, now_ms, &mut jitter_state)?;
+        // One listing serves every step of the open (the producer snapshots, the `.txnindex`
+        // checks); recovery hands over its own unless it changed the directory since.
+        let mut listing = match recovered.listing.take() {
+            Some(listing) => listing,
+            None => dir_listing::DirListing::read(&*storage, dir)?,
+        };
         let opener = snapshot::SegmentOpener {
             storage: Arc::clone(&storage),
             dir: dir.to_path_buf(),
@@ -390,6 +397,7 @@ impl Log {
             dir,
             &config,
             &snapshot,
+            &mut listing,
             transactions::LoadFrom {
                 log_start_offset: recovered.log_start_offset,
                 log_end_offset,
@@ -399,7 +407,7 @@ impl Log {
             },
         )?;
         let first_unstable = producer_state.first_unstable_offset().unwrap_or(i64::MAX);
-        let last_txn_index_base = transactions::last_txn_index_base(&*storage, dir)?;
+        let last_txn_index_base = transactions::last_txn_index_base(&listing);
         let (cleaner, compaction_status) =
             compaction::load_cleaner_state(&*storage, dir, log_end_offset, read_only);
         let leader_epochs = epoch_load::load_leader_epochs(

@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::checkpoint::{CheckpointFile, CheckpointRecord};
+use super::dir_listing::DirListing;
 use super::snapshot::SegmentHandle;
 use super::stats::RecoveryReport;
 use super::{LogConfig, RecoveryMode, next_random};
@@ -46,6 +47,10 @@ pub(crate) struct Recovered {
     /// leader-epoch cache and the producer state).
     pub restarted_at_log_start: bool,
     pub report: RecoveryReport,
+    /// The directory as recovery listed and tidied it, when recovery created, renamed and
+    /// removed nothing else after that (a trusted clean shutdown); `None` when the next step
+    /// must list it anew.
+    pub listing: Option<DirListing>,
 }
 
 /// Opens and recovers the log in `dir`. See the [module docs](self).
@@ -64,7 +69,8 @@ pub(crate) fn recover(
     let mut report = RecoveryReport::default();
     let live = read_only && config.allow_live_writer;
     // Phase 1: finish or undo what interrupted operations left, and list the segments.
-    let bases = tidy_directory(storage, dir, read_only, live, &mut report)?;
+    let mut listing = DirListing::read(&**storage, dir)?;
+    let bases = tidy_directory(storage, dir, &mut listing, read_only, live, &mut report)?;
     // Phase 2: the checkpoint, which a writable open keeps open to write.
     let (mut checkpoint, record) = open_checkpoint(storage, dir, read_only)?;
     let active_config = config.segment_config(config.draw_roll_jitter(next_random(jitter_state)));
@@ -120,7 +126,9 @@ pub(crate) fn recover(
         }
     };
     let mut recovered = if let Some(active) = clean_active {
-        recovered_clean(&bases, active, report)
+        let mut recovered = recovered_clean(&bases, active, report);
+        recovered.listing = Some(listing);
+        recovered
     } else {
         recover_unclean(
             storage,
@@ -138,6 +146,7 @@ pub(crate) fn recover(
     // Phase 4: the log start offset; a log that ends below it starts over there.
     recovered.log_start_offset = checkpoint_start.max(first_base);
     if recovered.active.next_offset() < recovered.log_start_offset && !read_only {
+        recovered.listing = None;
         restart_at_log_start(storage, dir, config, now_ms, &mut recovered)?;
     }
 
@@ -205,6 +214,7 @@ fn start_empty_log(
         durable_offset: checkpoint_start,
         first_recovered_base: None,
         restarted_at_log_start: false,
+        listing: None,
         report,
     })
 }
@@ -229,6 +239,7 @@ fn recovered_clean(bases: &[i64], active: Arc<Segment>, mut report: RecoveryRepo
         durable_offset: end,
         first_recovered_base: None,
         restarted_at_log_start: false,
+        listing: None,
         report,
     }
 }
@@ -285,19 +296,22 @@ fn restart_at_log_start(
 fn tidy_directory(
     storage: &Arc<dyn Storage>,
     dir: &Path,
+    listing: &mut DirListing,
     read_only: bool,
     live: bool,
     report: &mut RecoveryReport,
 ) -> Result<Vec<i64>> {
     if !read_only {
         // An interrupted compaction: finish or undo it before anything reads the segments.
-        super::compaction::complete_swaps(storage, dir)?;
+        if super::compaction::complete_swaps(storage, dir, listing.names())? {
+            *listing = DirListing::read(&**storage, dir)?;
+        }
     }
-    let names = storage.list(dir)?;
+    let names = listing.names();
     let mut bases = Vec::new();
     let mut indexes: Vec<(String, i64)> = Vec::new();
     let mut strays = Vec::new();
-    for name in &names {
+    for name in names {
         if name.ends_with(crate::segment::DELETED_SUFFIX) && looks_like_segment_file(name) {
             // A deletion or an index rewrite that did not finish: Kafka removes these unread.
             strays.push(name.clone());
@@ -339,6 +353,7 @@ fn tidy_directory(
             }
         }
         storage.sync_dir(dir)?;
+        listing.forget_all(&strays);
         report.stray_files_removed = strays;
     }
     Ok(bases)
@@ -473,6 +488,7 @@ fn recover_unclean(
         durable_offset: durable,
         first_recovered_base,
         restarted_at_log_start: false,
+        listing: None,
         report,
     })
 }

@@ -29,14 +29,16 @@ use crate::format::{
     AnyBatchIter, Batch, BatchHeader, ControlRecordType, EndTransactionMarker, build_control_batch,
     control_record_type,
 };
-use crate::segment::{AbortedTxn, Marker, Segment, SegmentFileKind, parse_segment_file_name};
+use crate::segment::{AbortedTxn, Marker, Segment};
 use crate::storage::Storage;
 
 use super::config::LogConfig;
+use super::dir_listing::DirListing;
 use super::producer_state::snapshot_file::{
-    SnapshotEntry, UnsyncedSnapshot, delete_snapshots_above, discard_snapshot_temp,
-    load_newest_valid_snapshot, remove_stray_snapshots, remove_temporary_snapshots,
-    retain_snapshots_within, write_snapshot_file, write_unsynced_snapshot_temp,
+    SnapshotEntry, UnsyncedSnapshot, delete_snapshots_above, discard_snapshot_temp, list_snapshots,
+    load_newest_valid_listed_snapshot, remove_listed_stray_snapshots,
+    remove_listed_temporary_snapshots, retain_listed_snapshots_within, write_snapshot_file,
+    write_unsynced_snapshot_temp,
 };
 use super::producer_state::{
     AppendOrigin, BatchSummary, FinishedTxn, ProducerAppendCheck, ProducerAppendInfo,
@@ -401,6 +403,7 @@ impl Shared {
                 // Lowered to the new end already, if it was above it.
                 high_watermark: self.high_watermark_at(new_end),
                 now_ms: self.clock.now_ms(),
+                listed_snapshots: None,
             },
         )?;
         writer.producer_state = state;
@@ -409,16 +412,9 @@ impl Shared {
     }
 }
 
-/// The highest base of a segment with a `.txnindex` file in `dir`, -1 when none has one.
-pub(super) fn last_txn_index_base(storage: &dyn Storage, dir: &Path) -> Result<i64> {
-    Ok(storage
-        .list(dir)?
-        .iter()
-        .filter_map(|name| parse_segment_file_name(name))
-        .filter(|name| name.kind == SegmentFileKind::TxnIndex && name.transient.is_none())
-        .map(|name| name.base_offset)
-        .max()
-        .unwrap_or(-1))
+/// The highest base of a segment with a `.txnindex` file in `listing`, -1 when none has one.
+pub(super) fn last_txn_index_base(listing: &DirListing) -> i64 {
+    listing.txn_index_bases().last().copied().unwrap_or(-1)
 }
 
 impl Shared {
@@ -452,6 +448,7 @@ impl Shared {
                     collect_aborted: true,
                     high_watermark: i64::MAX,
                     now_ms: self.clock.now_ms(),
+                    listed_snapshots: None,
                 },
             )?;
             writer.producer_state = state;
@@ -540,27 +537,44 @@ pub(super) fn load_producer_state(
     dir: &Path,
     config: &LogConfig,
     snapshot: &Snapshot,
+    listing: &mut DirListing,
     from: LoadFrom,
 ) -> Result<(ProducerStateManager, Vec<AbortedTxn>)> {
+    let mut snapshots = listing.snapshot_offsets();
     if !from.read_only {
         // Kafka's removeStraySnapshots, and what no rename finished: a snapshot above the log
         // end (a crash between a snapshot and a truncation, or a lost tail), or at or below
         // the start, says nothing about this log.
-        remove_temporary_snapshots(&**storage, dir)?;
-        retain_snapshots_within(&**storage, dir, from.log_start_offset, from.log_end_offset)?;
+        let temporary = remove_listed_temporary_snapshots(&**storage, dir, listing.names())?;
+        listing.forget_all(&temporary);
+        let mut removed = retain_listed_snapshots_within(
+            &**storage,
+            dir,
+            &snapshots,
+            from.log_start_offset,
+            from.log_end_offset,
+        )?;
+        snapshots.retain(|offset| !removed.contains(offset));
         let bases: Vec<i64> = snapshot
             .load()
             .handles()
             .iter()
             .map(|handle| handle.base_offset())
             .collect();
-        remove_stray_snapshots(&**storage, dir, &bases)?;
+        let strays = remove_listed_stray_snapshots(&**storage, dir, &snapshots, &bases)?;
+        snapshots.retain(|offset| !strays.contains(offset));
+        removed.extend(strays);
+        for offset in removed {
+            listing.forget(&super::producer_state::snapshot_file::snapshot_file_name(
+                offset,
+            ));
+        }
     }
     // Kafka's rule: a segment whose `.txnindex` fails its sanity check is recovered, which
     // here means its index is rebuilt by the replay (with every later segment's). A read-only
     // open cannot rebuild it, and reports it.
     let scanned_from = from.first_recovered_base.unwrap_or(i64::MAX);
-    let bad_txn_index = first_bad_txn_index(&**storage, dir, snapshot, scanned_from)?;
+    let bad_txn_index = first_bad_txn_index(listing, snapshot, scanned_from)?;
     if let Some((base, error)) = &bad_txn_index {
         if from.read_only {
             return Err(error.duplicate());
@@ -597,10 +611,15 @@ pub(super) fn load_producer_state(
             collect_aborted: from.read_only,
             high_watermark: i64::MAX,
             now_ms: from.now_ms,
+            // A corrupt snapshot this load deletes stays in `listing`: no later step of the
+            // open reads snapshots from it.
+            listed_snapshots: Some(snapshots),
         },
     )?;
     if !from.read_only && rebuild_txn_index_from.is_some() {
         storage.sync_dir(dir)?;
+        // The replay created `.txnindex` files: whoever reads the listing next must see them.
+        *listing = DirListing::read(&**storage, dir)?;
     }
     Ok(loaded)
 }
@@ -608,22 +627,15 @@ pub(super) fn load_producer_state(
 /// The first segment below `below` whose `.txnindex` fails its sanity check, with the error.
 /// Only segments with a `.txnindex` file are opened.
 fn first_bad_txn_index(
-    storage: &dyn Storage,
-    dir: &Path,
+    listing: &DirListing,
     snapshot: &Snapshot,
     below: i64,
 ) -> Result<Option<(i64, Error)>> {
-    let indexed: std::collections::BTreeSet<i64> = storage
-        .list(dir)?
-        .iter()
-        .filter_map(|name| parse_segment_file_name(name))
-        .filter(|name| name.kind == SegmentFileKind::TxnIndex && name.transient.is_none())
-        .map(|name| name.base_offset)
-        .collect();
+    let indexed = listing.txn_index_bases();
     let list = snapshot.load();
     for handle in list.handles() {
         let base = handle.base_offset();
-        if base >= below || !indexed.contains(&base) {
+        if base >= below || indexed.binary_search(&base).is_err() {
             continue;
         }
         let Some(segment) = snapshot.pin(handle)? else {
@@ -657,6 +669,9 @@ struct Replay {
     /// above it stays unstable (`i64::MAX`: the replayed end, a log with one replica).
     high_watermark: i64,
     now_ms: i64,
+    /// The snapshot offsets of a listing of the directory the caller took (ascending); `None`
+    /// lists it here.
+    listed_snapshots: Option<Vec<i64>>,
 }
 
 /// Loads the newest valid snapshot at or below `replay.snapshot_limit` (in the log's range) and
@@ -671,8 +686,13 @@ fn replay_state(
     let settings = ProducerStateConfig::from_log_config(config);
     let mut state = ProducerStateManager::new(settings, replay.log_start_offset);
     let limit = replay.snapshot_limit.min(replay.log_end_offset);
-    let loaded = load_newest_valid_snapshot(storage, dir, limit, replay.delete_bad)?
-        .filter(|loaded| loaded.offset > replay.log_start_offset);
+    let candidates = match replay.listed_snapshots {
+        Some(listed) => listed,
+        None => list_snapshots(storage, dir)?,
+    };
+    let loaded =
+        load_newest_valid_listed_snapshot(storage, dir, &candidates, limit, replay.delete_bad)?
+            .filter(|loaded| loaded.offset > replay.log_start_offset);
     let replay_from = match loaded {
         Some(loaded) => {
             let entries = loaded.entries.iter().map(|entry| {
@@ -734,7 +754,8 @@ fn replay_segments(
 ) -> Result<()> {
     let replay_from = range.from;
     let list = snapshot.load();
-    for handle in list.handles() {
+    let handles = list.handles();
+    for (i, handle) in handles.iter().enumerate() {
         let base = handle.base_offset();
         if base >= range.to && range.rebuild_txn_index_from.is_none_or(|from| base < from) {
             break;
@@ -742,11 +763,9 @@ fn replay_segments(
         let rebuild = range
             .rebuild_txn_index_from
             .is_some_and(|from| base >= from);
-        let next_base = list
-            .handles()
-            .iter()
-            .find(|h| h.base_offset() > base)
-            .map(|h| h.base_offset());
+        // The list is in base order: the next handle's base, found in O(1) (a search from the
+        // front made this walk quadratic in the segment count).
+        let next_base = handles.get(i + 1).map(|h| h.base_offset());
         if next_base.is_some_and(|next| next <= replay_from) && !rebuild {
             continue;
         }

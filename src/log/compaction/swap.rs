@@ -171,9 +171,16 @@ impl Shared {
 /// `.log.swap` is gone (the `.log` was swapped in, as the order of the renames guarantees, here
 /// and in Kafka) is renamed in. Other index `.swap` files are deleted: partlog never writes them.
 /// Returns whether anything changed (the directory is then fsynced).
-pub(crate) fn complete_swaps(storage: &Arc<dyn Storage>, dir: &Path) -> Result<bool> {
+///
+/// `names` is a listing of `dir` taken by the caller (an open lists its directory once). A
+/// completed `.log` swap renames and removes files, so the second pass then lists the
+/// directory anew; otherwise `names` is still what the directory holds.
+pub(crate) fn complete_swaps(
+    storage: &Arc<dyn Storage>,
+    dir: &Path,
+    names: &[String],
+) -> Result<bool> {
     let mut changed = false;
-    let names = storage.list(dir)?;
     // Every base with a file of any kind: a crash keeps a prefix of a swap's renames, which can
     // take an old segment's `.log` to `.deleted` and leave its index files, which the cleaned
     // `.log` must not inherit.
@@ -233,11 +240,18 @@ pub(crate) fn complete_swaps(storage: &Arc<dyn Storage>, dir: &Path) -> Result<b
         );
         changed = true;
     }
-    for name in storage.list(dir)? {
-        let Some(parsed) = parse_segment_file_name(&name) else {
+    let relisted;
+    let names = if changed {
+        relisted = storage.list(dir)?;
+        &relisted[..]
+    } else {
+        names
+    };
+    for name in names {
+        let Some(parsed) = parse_segment_file_name(name) else {
             continue;
         };
-        let path = dir.join(&name);
+        let path = dir.join(name);
         match (parsed.transient, parsed.kind) {
             (Some(TransientSuffix::Cleaned), _) => {
                 storage.remove(&path)?;
@@ -346,7 +360,7 @@ mod txn_index_swap_tests {
                 b"new",
             )
             .unwrap();
-            assert!(complete_swaps(&os(), dir.path()).unwrap());
+            assert!(complete_swaps(&os(), dir.path(), &files(dir.path())).unwrap());
             assert_eq!(
                 files(dir.path()),
                 vec![
@@ -364,7 +378,7 @@ mod txn_index_swap_tests {
     fn txn_index_of_the_old_group_goes_when_the_swap_brings_none() {
         let dir = tempfile::tempdir().unwrap();
         old_group_and_swap(dir.path());
-        assert!(complete_swaps(&os(), dir.path()).unwrap());
+        assert!(complete_swaps(&os(), dir.path(), &files(dir.path())).unwrap());
         assert_eq!(files(dir.path()), vec![name(0, SegmentFileKind::Log, "")]);
     }
 
@@ -380,7 +394,7 @@ mod txn_index_swap_tests {
         )
         .unwrap();
         std::fs::write(d.join(name(5, SegmentFileKind::Log, DELETED_SUFFIX)), b"x").unwrap();
-        assert!(complete_swaps(&os(), d).unwrap());
+        assert!(complete_swaps(&os(), d, &files(d)).unwrap());
         assert_eq!(
             std::fs::read(d.join(name(0, SegmentFileKind::TxnIndex, ""))).unwrap(),
             b"new"
@@ -404,7 +418,7 @@ mod txn_index_swap_tests {
             b"c",
         )
         .unwrap();
-        assert!(complete_swaps(&os(), d).unwrap());
+        assert!(complete_swaps(&os(), d, &files(d)).unwrap());
         assert_eq!(
             files(d),
             vec![

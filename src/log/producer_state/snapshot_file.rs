@@ -407,7 +407,24 @@ pub fn load_newest_valid_snapshot(
     offset: i64,
     delete_bad: bool,
 ) -> Result<Option<LoadedSnapshot>> {
-    let candidates = list_snapshots(storage, dir)?;
+    load_newest_valid_listed_snapshot(
+        storage,
+        dir,
+        &list_snapshots(storage, dir)?,
+        offset,
+        delete_bad,
+    )
+}
+
+/// [`load_newest_valid_snapshot`] among `candidates`, the snapshot offsets of a listing of `dir`
+/// the caller took (ascending).
+pub fn load_newest_valid_listed_snapshot(
+    storage: &dyn Storage,
+    dir: &Path,
+    candidates: &[i64],
+    offset: i64,
+    delete_bad: bool,
+) -> Result<Option<LoadedSnapshot>> {
     for &candidate in candidates.iter().rev().filter(|&&c| c <= offset) {
         let path = snapshot_path(dir, candidate);
         match read_snapshot(storage, &path) {
@@ -441,11 +458,21 @@ pub fn load_newest_valid_snapshot(
 /// Removes temporary snapshots a crash left behind mid-write (never renamed, so never trusted).
 /// Returns how many were removed; the caller fsyncs the directory if it must be durable.
 pub fn remove_temporary_snapshots(storage: &dyn Storage, dir: &Path) -> Result<usize> {
-    let mut removed = 0;
-    for name in storage.list(dir)? {
+    Ok(remove_listed_temporary_snapshots(storage, dir, &storage.list(dir)?)?.len())
+}
+
+/// [`remove_temporary_snapshots`] among `names`, a listing of `dir` the caller took. Returns
+/// the names removed.
+pub fn remove_listed_temporary_snapshots(
+    storage: &dyn Storage,
+    dir: &Path,
+    names: &[String],
+) -> Result<Vec<String>> {
+    let mut removed = Vec::new();
+    for name in names {
         if name.ends_with(SNAPSHOT_TEMP_SUFFIX) {
             remove_if_exists(storage, &dir.join(name))?;
-            removed += 1;
+            removed.push(name.clone());
         }
     }
     Ok(removed)
@@ -474,7 +501,25 @@ pub fn retain_snapshots_within(
     log_start_offset: i64,
     log_end_offset: i64,
 ) -> Result<Vec<i64>> {
-    delete_where(storage, dir, |snapshot| {
+    retain_listed_snapshots_within(
+        storage,
+        dir,
+        &list_snapshots(storage, dir)?,
+        log_start_offset,
+        log_end_offset,
+    )
+}
+
+/// [`retain_snapshots_within`] among `snapshots`, the snapshot offsets of a listing of `dir`
+/// the caller took.
+pub fn retain_listed_snapshots_within(
+    storage: &dyn Storage,
+    dir: &Path,
+    snapshots: &[i64],
+    log_start_offset: i64,
+    log_end_offset: i64,
+) -> Result<Vec<i64>> {
+    delete_listed_where(storage, dir, snapshots, |snapshot| {
         snapshot <= log_start_offset || snapshot > log_end_offset
     })
 }
@@ -509,7 +554,18 @@ pub fn remove_stray_snapshots(
     dir: &Path,
     segment_bases: &[i64],
 ) -> Result<Vec<i64>> {
-    let strays = stray_snapshots(&list_snapshots(storage, dir)?, segment_bases);
+    remove_listed_stray_snapshots(storage, dir, &list_snapshots(storage, dir)?, segment_bases)
+}
+
+/// [`remove_stray_snapshots`] among `snapshots`, the snapshot offsets of a listing of `dir`
+/// the caller took.
+pub fn remove_listed_stray_snapshots(
+    storage: &dyn Storage,
+    dir: &Path,
+    snapshots: &[i64],
+    segment_bases: &[i64],
+) -> Result<Vec<i64>> {
+    let strays = stray_snapshots(snapshots, segment_bases);
     for &offset in &strays {
         remove_if_exists(storage, &snapshot_path(dir, offset))?;
     }
@@ -521,8 +577,17 @@ fn delete_where(
     dir: &Path,
     doomed: impl Fn(i64) -> bool,
 ) -> Result<Vec<i64>> {
+    delete_listed_where(storage, dir, &list_snapshots(storage, dir)?, doomed)
+}
+
+fn delete_listed_where(
+    storage: &dyn Storage,
+    dir: &Path,
+    snapshots: &[i64],
+    doomed: impl Fn(i64) -> bool,
+) -> Result<Vec<i64>> {
     let mut deleted = Vec::new();
-    for offset in list_snapshots(storage, dir)? {
+    for &offset in snapshots {
         if doomed(offset) {
             remove_if_exists(storage, &snapshot_path(dir, offset))?;
             deleted.push(offset);
