@@ -27,8 +27,8 @@ use super::stats::RecoveryReport;
 use super::{LogConfig, RecoveryMode, next_random};
 use crate::error::{Error, Result};
 use crate::segment::{
-    InvalidBytes, RisingEpochs, ScanReport, Segment, SegmentFileKind, SegmentRole,
-    TransientSuffix, parse_segment_file_name, segment_file_path,
+    InvalidBytes, RisingEpochs, ScanReport, Segment, SegmentFileKind, SegmentRole, TransientSuffix,
+    parse_segment_file_name, segment_file_path,
 };
 use crate::storage::{OpenMode, Storage, drop_cached_tail};
 
