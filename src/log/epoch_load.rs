@@ -8,7 +8,8 @@
 //! 2. Otherwise the batches recovery scanned after a crash (the segments from
 //!    `first_recovered_base` on) assign their epochs with Kafka's recovery rule (only an epoch
 //!    above the latest one is added): the file may lag them after a crash inside a truncation,
-//!    which drops the entries before it cuts the segments.
+//!    which drops the entries before it cuts the segments. The scan noted those epochs as it
+//!    validated the batches (`RisingEpochs`), so the tail is not read a second time.
 //! 3. Entries starting at or after the log end offset are dropped, and the first start is
 //!    clamped up to the log start offset (and back down to it, when a crash inside a truncation
 //!    left the start below the first entry in a batch of that entry's epoch). A log that restarted empty at its start offset (it
@@ -20,7 +21,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::segment::FrameEpoch;
+use crate::segment::{FrameEpoch, RisingEpochs};
 use crate::storage::Storage;
 
 use super::leader_epoch::{LeaderEpochFileCache, read_checkpoint};
@@ -32,6 +33,8 @@ pub(super) struct EpochLoad {
     pub first_recovered_base: Option<i64>,
     /// The log ended below its start offset and restarted empty there.
     pub restarted_at_log_start: bool,
+    /// The epochs that scan found rising, in offset order.
+    pub scanned_epochs: RisingEpochs,
     pub log_start_offset: i64,
     pub log_end_offset: i64,
     pub read_only: bool,
@@ -59,9 +62,11 @@ pub(super) fn load_leader_epochs(
     if load.restarted_at_log_start {
         cache.clear()?;
     } else if rebuild {
-        replay_epochs(snapshot, i64::MIN, Rule::Append, &mut cache)?;
-    } else if let Some(from) = load.first_recovered_base {
-        replay_epochs(snapshot, from, Rule::Recovery, &mut cache)?;
+        replay_appended_epochs(snapshot, &mut cache)?;
+    } else if load.first_recovered_base.is_some() {
+        for &(epoch, base_offset) in load.scanned_epochs.starts() {
+            cache.assign_recovered(epoch, base_offset)?;
+        }
     }
     cache.truncate_from_end(load.log_end_offset)?;
     cache.truncate_from_start(load.log_start_offset)?;
@@ -115,40 +120,22 @@ fn lower_first_start_to_the_log_start(
     Ok(())
 }
 
-/// Which of Kafka's rules a replay of the batches' epochs follows.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Rule {
-    /// `LogSegment.recover`: an epoch is assigned only when above the latest one; legacy
-    /// messages are ignored.
-    Recovery,
-    /// The append path's, to rebuild what the appends wrote: every epoch ≥ 0 is assigned, and a
-    /// legacy message clears the cache.
-    Append,
-}
-
-/// Replays into `cache` the epoch of every batch in the segments whose base is at or above
-/// `from`, reading headers only, under `rule`.
-fn replay_epochs(
-    snapshot: &Snapshot,
-    from: i64,
-    rule: Rule,
-    cache: &mut LeaderEpochFileCache,
-) -> Result<()> {
+/// Replays into `cache` the epoch of every batch of every segment, reading headers only, under
+/// the append path's rule, to rebuild what the appends wrote: every epoch ≥ 0 is assigned, and
+/// a legacy message clears the cache.
+fn replay_appended_epochs(snapshot: &Snapshot, cache: &mut LeaderEpochFileCache) -> Result<()> {
     let list = snapshot.load();
-    for handle in list.handles().iter().filter(|h| h.base_offset() >= from) {
+    for handle in list.handles() {
         let Some(segment) = snapshot.pin(handle)? else {
             continue;
         };
         segment.visit_leader_epochs(&mut |frame| {
-            match (frame, rule) {
-                (FrameEpoch::V2 { epoch, base_offset }, Rule::Recovery) => {
-                    cache.assign_recovered(epoch, base_offset)?;
-                }
-                (FrameEpoch::V2 { epoch, base_offset }, Rule::Append) if epoch >= 0 => {
+            match frame {
+                FrameEpoch::V2 { epoch, base_offset } if epoch >= 0 => {
                     cache.assign(epoch, base_offset)?;
                 }
-                (FrameEpoch::Legacy, Rule::Append) => cache.clear()?,
-                _ => {}
+                FrameEpoch::Legacy => cache.clear()?,
+                FrameEpoch::V2 { .. } => {}
             }
             Ok(())
         })?;

@@ -417,6 +417,7 @@ impl Log {
             epoch_load::EpochLoad {
                 first_recovered_base: recovered.first_recovered_base,
                 restarted_at_log_start: recovered.restarted_at_log_start,
+                scanned_epochs: std::mem::take(&mut recovered.scanned_epochs),
                 log_start_offset: recovered.log_start_offset,
                 log_end_offset,
                 read_only,

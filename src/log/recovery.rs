@@ -27,7 +27,7 @@ use super::stats::RecoveryReport;
 use super::{LogConfig, RecoveryMode, next_random};
 use crate::error::{Error, Result};
 use crate::segment::{
-    InvalidBytes, ScanReport, Segment, SegmentFileKind, SegmentRole, TransientSuffix,
+    InvalidBytes, RisingEpochs, ScanReport, Segment, SegmentFileKind, SegmentRole, TransientSuffix,
     parse_segment_file_name, segment_file_path,
 };
 use crate::storage::{OpenMode, Storage, drop_cached_tail};
@@ -46,6 +46,9 @@ pub(crate) struct Recovered {
     /// The log ended below its start offset and restarted empty there (Kafka then clears the
     /// leader-epoch cache and the producer state).
     pub restarted_at_log_start: bool,
+    /// The epochs an unclean recovery's scan found rising through the segments from
+    /// `first_recovered_base` on (empty when it scanned none), for the epoch cache's load.
+    pub scanned_epochs: RisingEpochs,
     pub report: RecoveryReport,
     /// The directory as recovery listed and tidied it, when recovery created, renamed and
     /// removed nothing else after that (a trusted clean shutdown); `None` when the next step
@@ -214,6 +217,7 @@ fn start_empty_log(
         durable_offset: checkpoint_start,
         first_recovered_base: None,
         restarted_at_log_start: false,
+        scanned_epochs: RisingEpochs::default(),
         listing: None,
         report,
     })
@@ -239,6 +243,7 @@ fn recovered_clean(bases: &[i64], active: Arc<Segment>, mut report: RecoveryRepo
         durable_offset: end,
         first_recovered_base: None,
         restarted_at_log_start: false,
+        scanned_epochs: RisingEpochs::default(),
         listing: None,
         report,
     }
@@ -288,6 +293,7 @@ fn restart_at_log_start(
     recovered.recovery_point = recovered.log_start_offset;
     recovered.durable_offset = recovered.log_start_offset;
     recovered.first_recovered_base = None;
+    recovered.scanned_epochs = RisingEpochs::default();
     recovered.restarted_at_log_start = true;
     Ok(())
 }
@@ -436,7 +442,9 @@ fn recover_unclean(
         recovery_point,
         gaps_below_recovery_point_only,
     };
-    let (mut scanned, deleted_from) = scan.scan_from(start, active_config, &mut report)?;
+    let mut scanned_epochs = RisingEpochs::default();
+    let (mut scanned, deleted_from) =
+        scan.scan_from(start, active_config, &mut report, &mut scanned_epochs)?;
 
     // Phase 3: the segments after the cut, if the scan cut the log, go.
     if let Some(from) = deleted_from {
@@ -488,6 +496,7 @@ fn recover_unclean(
         durable_offset: durable,
         first_recovered_base,
         restarted_at_log_start: false,
+        scanned_epochs,
         listing: None,
         report,
     })
@@ -508,13 +517,15 @@ struct UncleanScan<'a> {
 }
 
 impl UncleanScan<'_> {
-    /// Validates the segments from the `start`th on, in order, and returns them with, if the
+    /// Validates the segments from the `start`th on, in order, noting the epochs their batches
+    /// raise in `scanned_epochs`, and returns them with, if the
     /// log is cut after the last of them, the index of the first segment that goes.
     fn scan_from(
         &self,
         start: usize,
         active_config: crate::segment::SegmentConfig,
         report: &mut RecoveryReport,
+        scanned_epochs: &mut RisingEpochs,
     ) -> Result<(Vec<Arc<Segment>>, Option<usize>)> {
         let UncleanScan {
             storage,
@@ -542,7 +553,7 @@ impl UncleanScan<'_> {
             }
             let segment =
                 Segment::open_for_recovery(storage, dir, base, segment_config, now_ms, read_only)?;
-            let mut scan = segment.recover_from(recovery_point)?;
+            let mut scan = segment.recover_noting_epochs(recovery_point, scanned_epochs)?;
             report.segments_scanned += 1;
             report.bytes_scanned += scan.valid_bytes - scan.scanned_from;
             let next_base_overlap = bases

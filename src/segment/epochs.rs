@@ -16,6 +16,31 @@ pub(crate) enum FrameEpoch {
     Legacy,
 }
 
+/// The v2 epochs that Kafka's recovery rule (`LogSegment.recover`: an epoch is assigned only
+/// when above the latest one) can assign, from batches in offset order: each epoch above every
+/// earlier one, with the base offset of its first batch. Replaying only these under that rule
+/// gives the cache that replaying every batch gives, as a batch left out carries an epoch at or
+/// below one replayed before it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct RisingEpochs {
+    /// (epoch, base offset) pairs, in offset order, epochs strictly rising.
+    starts: Vec<(i32, i64)>,
+}
+
+impl RisingEpochs {
+    /// Notes a batch's epoch, if it rises above all noted so far.
+    pub(crate) fn note(&mut self, epoch: i32, base_offset: i64) {
+        if epoch >= 0 && self.starts.last().is_none_or(|&(latest, _)| epoch > latest) {
+            self.starts.push((epoch, base_offset));
+        }
+    }
+
+    /// The (epoch, base offset) pairs, in offset order.
+    pub(crate) fn starts(&self) -> &[(i32, i64)] {
+        &self.starts
+    }
+}
+
 impl Segment {
     /// Calls `visit` for every frame of the segment, in order, reading v2 headers only (no CRC
     /// is checked: the caller reads bytes that recovery, or an earlier open, validated).
@@ -23,8 +48,17 @@ impl Segment {
         &self,
         visit: &mut dyn FnMut(FrameEpoch) -> Result<()>,
     ) -> Result<()> {
-        let view = self.read_view();
-        let mut walker = BatchWalker::new(&self.log, &self.log_path, view.end);
+        self.visit_leader_epochs_below(self.read_view().end, visit)
+    }
+
+    /// [`visit_leader_epochs`](Self::visit_leader_epochs) for the frames before byte `end`, a
+    /// frame boundary.
+    pub(crate) fn visit_leader_epochs_below(
+        &self,
+        end: u64,
+        visit: &mut dyn FnMut(FrameEpoch) -> Result<()>,
+    ) -> Result<()> {
+        let mut walker = BatchWalker::new(&self.log, &self.log_path, end);
         walker.set_read_ahead(WINDOW_BYTES);
         let mut position = 0;
         loop {

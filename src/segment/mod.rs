@@ -13,7 +13,7 @@ mod transactions;
 mod txn_index;
 mod walker;
 
-pub(crate) use epochs::FrameEpoch;
+pub(crate) use epochs::{FrameEpoch, RisingEpochs};
 pub use files::{
     CLEANED_SUFFIX, DELETED_SUFFIX, SWAP_SUFFIX, SegmentFileKind, SegmentFileName, TransientSuffix,
     list_segment_bases, parse_segment_file_name, rename_segment_files, segment_file_name,

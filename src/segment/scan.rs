@@ -8,6 +8,7 @@
 
 use crate::sync::atomic::{AtomicU64, Ordering};
 
+use super::epochs::{FrameEpoch, RisingEpochs};
 use super::log_segment::{InvalidBytes, ScanReport, Segment, SegmentRole, note_max_timestamp};
 use super::walker::{BatchSummary, BatchWalker, Frame, Step};
 use crate::error::{Corruption, Error, Result};
@@ -86,7 +87,7 @@ impl Segment {
     /// first invalid position with its reason. It does not truncate: the log decides. Readers
     /// see only the valid prefix afterwards.
     pub fn scan(&self) -> Result<ScanReport> {
-        self.scan_from(ScanStart::Beginning)
+        self.scan_from(ScanStart::Beginning, None)
     }
 
     /// For a [`SegmentRole::ReadOnly`] segment that another process appends to (a live log
@@ -101,7 +102,7 @@ impl Segment {
                 what: "catching up on a segment this process writes".into(),
             });
         }
-        self.scan_from(ScanStart::Published)
+        self.scan_from(ScanStart::Published, None)
     }
 
     /// Recovery's scan (ARCHITECTURE.md §6): index entries below `recovery_point` were synced
@@ -115,10 +116,34 @@ impl Segment {
     /// process in this boot may have left pages cached that never reached it (ARCHITECTURE.md
     /// §7). The bytes up to the kept entry's batch were synced, so their pages match the disk.
     pub fn recover_from(&self, recovery_point: i64) -> Result<ScanReport> {
+        self.recover_noting_epochs(recovery_point, &mut RisingEpochs::default())
+    }
+
+    /// [`recover_from`](Self::recover_from), noting in `rising` the epochs of the segment's
+    /// valid batches that Kafka's recovery rule can assign, in order: the scan reads every
+    /// header anyway, so the epoch cache's load need not read the tail a second time. The
+    /// trusted prefix, which the scan skips, has its headers walked (bytes synced before the
+    /// recovery point was recorded).
+    pub(crate) fn recover_noting_epochs(
+        &self,
+        recovery_point: i64,
+        rising: &mut RisingEpochs,
+    ) -> Result<ScanReport> {
         let start = self.trusted_index_prefix(recovery_point)?;
         let first_unsynced = start.map_or(0, |entry| u64::from(entry.position));
         crate::storage::drop_cached_tail(&*self.log, first_unsynced)?;
-        self.scan_from(start.map_or(ScanStart::Beginning, ScanStart::Trusted))
+        if first_unsynced > 0 {
+            self.visit_leader_epochs_below(first_unsynced, &mut |frame| {
+                if let FrameEpoch::V2 { epoch, base_offset } = frame {
+                    rising.note(epoch, base_offset);
+                }
+                Ok(())
+            })?;
+        }
+        self.scan_from(
+            start.map_or(ScanStart::Beginning, ScanStart::Trusted),
+            Some(rising),
+        )
     }
 
     /// The last offset-index entry below `recovery_point` that can be trusted, with both
@@ -184,8 +209,13 @@ impl Segment {
     }
 
     /// Validates batches from `start` (a trusted index entry) or from the file's beginning,
-    /// rebuilding index entries from there on.
-    fn scan_from(&self, start: ScanStart) -> Result<ScanReport> {
+    /// rebuilding index entries from there on, and noting in `rising` (when given) the epochs of
+    /// the valid v2 batches.
+    fn scan_from(
+        &self,
+        start: ScanStart,
+        mut rising: Option<&mut RisingEpochs>,
+    ) -> Result<ScanReport> {
         let mut writer = self.writer.lock();
         writer.index_room = None;
         let file_bytes = self.log.len()?;
@@ -244,11 +274,19 @@ impl Segment {
             // validated and indexed alike, by their last offset, as Kafka does. A legacy
             // message with a bad CRC is what torn bytes whose magic reads 0 or 1 look like.
             let bytes = walker.batch_bytes(&frame)?;
-            let summary =
-                match Batch::new(bytes).and_then(|batch| BatchSummary::of(&batch).followable()) {
-                    Ok(summary) => summary,
-                    Err(what) => break Some(InvalidBytes { position, what }),
+            let checked = Batch::new(bytes).and_then(|batch| {
+                let epoch = match &batch {
+                    Batch::V2(view) => Some(view.header().partition_leader_epoch),
+                    Batch::Legacy(_) => None,
                 };
+                BatchSummary::of(&batch)
+                    .followable()
+                    .map(|summary| (summary, epoch))
+            });
+            let (summary, epoch) = match checked {
+                Ok(checked) => checked,
+                Err(what) => break Some(InvalidBytes { position, what }),
+            };
             if summary.order_floor() < next_offset {
                 break Some(InvalidBytes {
                     position,
@@ -283,6 +321,11 @@ impl Segment {
                         .maybe_append(max.timestamp, max.offset, false)?;
                 }
                 bytes_since = 0;
+            }
+            if let (Some(rising), Some(epoch), Some(base_offset)) =
+                (rising.as_deref_mut(), epoch, summary.base_offset)
+            {
+                rising.note(epoch, base_offset);
             }
             bytes_since += frame.total_size;
             next_offset = summary.next_offset();

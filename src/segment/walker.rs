@@ -255,7 +255,17 @@ impl<'f> BatchWalker<'f> {
         if self.window.len() < read_len {
             self.window.resize(read_len, 0);
         }
+        // The bytes the window already holds from `position` on move to its front instead of
+        // being read again: a walk over batches a little smaller than the window (100 KiB ones
+        // in a 128 KiB window) would otherwise read most of the file twice.
+        let window_end = self.window_start + self.window_len as u64;
         let mut got = 0;
+        if self.window_start <= position && position < window_end {
+            let from = usize::try_from(position - self.window_start)
+                .map_err(|_| self.too_large(position))?;
+            got = (self.window_len - from).min(read_len);
+            self.window.copy_within(from..from + got, 0);
+        }
         while got < read_len {
             let Some(target) = self.window.get_mut(got..read_len) else {
                 break;
