@@ -178,22 +178,7 @@ impl Shared {
         let active_handle = Arc::clone(kept.last().ok_or_else(|| Error::InvalidArgument {
             why: "a truncation left no segment".into(),
         })?);
-        // The segments the handles had open, taken under the snapshot lock: no reader can pin
-        // another instance from now on.
-        let open_removed = self.snapshot.swap(SegmentList::new(kept), &removed);
-        for (handle, segment) in removed.iter().zip(open_removed).rev() {
-            let paths = rename_segment_files(
-                &*self.storage,
-                &self.dir,
-                handle.base_offset(),
-                DELETED_SUFFIX,
-            )?;
-            writer
-                .pending_deletes
-                .push(PendingDelete { paths, segment });
-        }
-        self.storage.sync_dir(&self.dir)?;
-        writer.dir_dirty = false;
+        self.retire_segments(writer, SegmentList::new(kept), &removed)?;
         // 4. Truncate the segment that holds the new end, and sync it.
         if let Some(segment) = &holder {
             segment.truncate_to(new_end, self.clock.now_ms())?;
@@ -226,6 +211,35 @@ impl Shared {
         //    checked against it.
         self.reload_producer_state(writer, new_end)?;
         Ok(new_end)
+    }
+
+    /// Publishes `list` as the log's segments and retires `removed`: each is renamed `.deleted`,
+    /// the last one first, and queued for deletion, then the directory is synced. The segments
+    /// the handles had open are taken under the snapshot lock, so no reader can pin another
+    /// instance from then on; a reader already holding one keeps reading it until it lets go.
+    /// Shared by `truncate_to` and `truncate_fully_and_start_at`, whose crash order both rely
+    /// on the renames being durable, in this order, before anything else is cut.
+    pub(super) fn retire_segments(
+        &self,
+        writer: &mut Writer,
+        list: Arc<SegmentList>,
+        removed: &[Arc<SegmentHandle>],
+    ) -> Result<()> {
+        let open_removed = self.snapshot.swap(list, removed);
+        for (handle, segment) in removed.iter().zip(open_removed).rev() {
+            let paths = rename_segment_files(
+                &*self.storage,
+                &self.dir,
+                handle.base_offset(),
+                DELETED_SUFFIX,
+            )?;
+            writer
+                .pending_deletes
+                .push(PendingDelete { paths, segment });
+        }
+        self.storage.sync_dir(&self.dir)?;
+        writer.dir_dirty = false;
+        Ok(())
     }
 
     /// Removes `.deleted` files whose segment no reader pins any more (all of them when

@@ -23,12 +23,11 @@ use crate::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::segment::{DELETED_SUFFIX, Segment, rename_segment_files};
+use crate::segment::Segment;
 
 use super::producer_state::snapshot_file::{delete_snapshots_above, discard_snapshot_temp};
 use super::producer_state::{ProducerStateConfig, ProducerStateManager};
 use super::snapshot::{SegmentHandle, SegmentList};
-use super::truncate::PendingDelete;
 use super::{Log, Shared, Writer};
 
 impl Log {
@@ -106,22 +105,11 @@ impl Shared {
                 (SegmentHandle::opened(segment), handles.to_vec())
             }
         };
-        let open_removed = self
-            .snapshot
-            .swap(SegmentList::new(vec![Arc::clone(&new_handle)]), &removed);
-        for (handle, segment) in removed.iter().zip(open_removed).rev() {
-            let paths = rename_segment_files(
-                &*self.storage,
-                &self.dir,
-                handle.base_offset(),
-                DELETED_SUFFIX,
-            )?;
-            writer
-                .pending_deletes
-                .push(PendingDelete { paths, segment });
-        }
-        self.storage.sync_dir(&self.dir)?;
-        writer.dir_dirty = false;
+        self.retire_segments(
+            writer,
+            SegmentList::new(vec![Arc::clone(&new_handle)]),
+            &removed,
+        )?;
         let active = self
             .snapshot
             .pin(&new_handle)?
