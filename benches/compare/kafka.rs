@@ -20,6 +20,7 @@ use partlog::{
 };
 
 use super::harness::KafkaHarness;
+use super::producer_state::{copy_log, recovery_config};
 use super::{
     Ctx, Measured, Outcome, READ_CHUNK, Rep, SEGMENT_BYTES, SMALL_VALUE, TIMESTAMP, compaction_log,
     median, one_kib_batch, pairs, percentile, random_offsets, throughput_row, write_rep_batches,
@@ -515,7 +516,7 @@ pub(super) fn row_recovery(ctx: &Ctx) -> Outcome {
     let records = count as i64 * 100;
     let kafka = || {
         let run = ctx.fresh_dir("kafka-recovery-run-0");
-        copy_files(&template, &run);
+        copy_log(&template, &run);
         drop_cached_pages(&run);
         let command = format!("recover dir={} reuse=true recovery_point=0", run.display());
         let (rep, measurement) = kafka_rep(&command, 1, 0).expect("the harness");
@@ -531,12 +532,12 @@ pub(super) fn row_recovery(ctx: &Ctx) -> Outcome {
         for batch in &batches {
             log.append_batch(batch).expect("append_batch");
         }
-        copy_files(&scratch, &crashed);
+        copy_log(&scratch, &crashed);
         log.close().expect("close");
     }
     let partlog = || {
         let run = ctx.fresh_dir("partlog-recovery");
-        copy_files(&crashed, &run);
+        copy_log(&crashed, &run);
         let started = Instant::now();
         let log = Log::open(&run, recovery_config()).expect("open");
         let seconds = started.elapsed().as_secs_f64();
@@ -573,30 +574,6 @@ fn drop_cached_pages(dir: &Path) {
         // SAFETY: posix_fadvise only reads its arguments; the descriptor is open for the call.
         let rc = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
         assert_eq!(rc, 0, "posix_fadvise(DONTNEED)");
-    }
-}
-
-fn recovery_config() -> LogConfig {
-    LogConfig::builder()
-        .segment_bytes(1 << 30)
-        .flush_policy(FlushPolicy::OsDecides)
-        .build()
-        .expect("a valid config")
-}
-
-/// Copies a log's files (but its lock) and syncs them, as a dead process's pages end up.
-fn copy_files(from: &Path, to: &Path) {
-    fs::create_dir_all(to).expect("mkdir");
-    for entry in fs::read_dir(from).expect("read_dir") {
-        let entry = entry.expect("entry");
-        if entry.file_name() == "partlog.lock" {
-            continue;
-        }
-        let target = to.join(entry.file_name());
-        fs::copy(entry.path(), &target).expect("copy");
-        fs::File::open(&target)
-            .and_then(|file| file.sync_all())
-            .expect("sync");
     }
 }
 

@@ -439,7 +439,7 @@ fn recovery_tail_mib() -> u64 {
 }
 
 /// One segment holds the whole tail, as in `benches/open.rs`: nothing below it was synced.
-fn recovery_config() -> LogConfig {
+pub(super) fn recovery_config() -> LogConfig {
     LogConfig::builder()
         .segment_bytes(1 << 30)
         .flush_policy(FlushPolicy::OsDecides)
@@ -449,7 +449,7 @@ fn recovery_config() -> LogConfig {
 
 /// Copies the files of `from` (but the lock) into a new `to` and syncs them: their pages end up
 /// cached and clean, as a dead process's are once the kernel has written them back.
-fn copy_log(from: &Path, to: &Path) {
+pub(super) fn copy_log(from: &Path, to: &Path) {
     fs::create_dir_all(to).expect("mkdir");
     for entry in fs::read_dir(from).expect("read_dir") {
         let entry = entry.expect("entry");
