@@ -112,8 +112,12 @@ mod writer_lock_race {
             state.armed = None;
             state.holding = true;
             self.changed.notify_all();
+            // Bounded, so that a test that fails while the gate holds a sync (its `Log`'s drop
+            // syncs too) ends in its failure rather than in a hang.
             while !state.open {
-                self.changed.wait(&mut state);
+                if self.changed.wait_for(&mut state, PATIENCE).timed_out() {
+                    break;
+                }
             }
             state.holding = false;
         }

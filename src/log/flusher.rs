@@ -303,7 +303,7 @@ pub(super) fn flusher_loop(shared: &Shared) {
     let mut last_flush_ms = shared.clock.now_ms();
     let mut last_checkpoint_ms = last_flush_ms;
     loop {
-        let sync_due = {
+        let (roll_pending, sync_requested) = {
             let mut signal = shared.flusher.lock();
             if !signal.stop && !signal.roll_pending && !signal.sync_requested {
                 shared.flusher_wake.wait_for(&mut signal, tick);
@@ -311,9 +311,12 @@ pub(super) fn flusher_loop(shared: &Shared) {
             if signal.stop {
                 return;
             }
-            let sync_requested = std::mem::take(&mut signal.sync_requested);
-            std::mem::take(&mut signal.roll_pending) || sync_requested
+            (
+                std::mem::take(&mut signal.roll_pending),
+                std::mem::take(&mut signal.sync_requested),
+            )
         };
+        let sync_due = roll_pending || sync_requested;
         if shared.commit.is_poisoned() {
             continue;
         }
@@ -341,6 +344,17 @@ pub(super) fn flusher_loop(shared: &Shared) {
             last_flush_ms = now;
         } else if interval_due {
             last_flush_ms = now;
+        }
+        // A roll signals before the append that rolled publishes its batch, so the flusher can
+        // find nothing above the durable offset and skip the sync above; the sealed segment's
+        // indexes would then wait for the next append's sync, for ever on an idle log (found by
+        // tests/reliability_concurrency.rs under load). An empty list makes this a no-op.
+        if roll_pending && let Err(error) = shared.sync_sealed_segments() {
+            log::error!(
+                "syncing the sealed segments of {} failed: {error}",
+                shared.dir.display()
+            );
+            continue;
         }
         if let Err(error) = shared.maybe_write_recovery_point(now, &mut last_checkpoint_ms) {
             log::warn!(
