@@ -115,10 +115,17 @@ impl Log {
         has_key: bool,
         log_time_ms: i64,
     ) -> Result<()> {
-        let config = &self.shared.config;
-        if config.cleanup_policy.compact && !has_key {
+        if self.shared.config.cleanup_policy.compact && !has_key {
             return Err(compacted_without_key());
         }
+        self.check_timestamp_against(timestamp, log_time_ms)
+    }
+
+    /// The timestamp bounds of [`check_record_against`](Self::check_record_against) alone:
+    /// `timestamp` against `log_time_ms` from [`append_time_ms`](Self::append_time_ms), with the
+    /// precise clock read only for a timestamp within the coarse reading's lag of a bound.
+    fn check_timestamp_against(&self, timestamp: i64, log_time_ms: i64) -> Result<()> {
+        let config = &self.shared.config;
         // -1 (no timestamp) passes, as it does in check_timestamp.
         if config.message_timestamp_type != TimestampType::CreateTime || timestamp == -1 {
             return Ok(());
@@ -198,8 +205,10 @@ impl Log {
     /// election that never happened, or the epoch of [`become_leader`](Self::become_leader).
     pub fn append_batch(&self, batch: &[u8]) -> Result<LogAppendInfo> {
         self.check_writable()?;
-        let mut batch = self.validate_producer_batch(batch, true)?;
-        let appended = self.append_built(&mut batch, self.shared.clock.now_ms());
+        // One clock read for the checks and the append, as in `append`.
+        let now = self.append_time_ms();
+        let mut batch = self.validate_producer_batch(batch, true, now)?;
+        let appended = self.append_built(&mut batch, now);
         give_back_batch_buffer(batch);
         appended
     }
@@ -210,13 +219,23 @@ impl Log {
     /// batch's maxTimestamp only. Use it for batches from a trusted producer.
     pub fn append_batch_trusted(&self, batch: &[u8]) -> Result<LogAppendInfo> {
         self.check_writable()?;
-        let mut batch = self.validate_producer_batch(batch, false)?;
-        let appended = self.append_built(&mut batch, self.shared.clock.now_ms());
+        // One clock read for the checks and the append, as in `append`.
+        let now = self.append_time_ms();
+        let mut batch = self.validate_producer_batch(batch, false, now)?;
+        let appended = self.append_built(&mut batch, now);
         give_back_batch_buffer(batch);
         appended
     }
 
-    fn validate_producer_batch(&self, bytes: &[u8], check_records: bool) -> Result<Vec<u8>> {
+    /// Kafka's leader checks of a produced batch (see [`append_batch`](Self::append_batch)), with
+    /// the timestamp bounds against `log_time_ms` (from [`append_time_ms`](Self::append_time_ms)).
+    /// Returns the batch to append: a copy, or the batch rebuilt in the log's codec.
+    fn validate_producer_batch(
+        &self,
+        bytes: &[u8],
+        check_records: bool,
+        log_time_ms: i64,
+    ) -> Result<Vec<u8>> {
         let config = &self.shared.config;
         let invalid = |why: &str| Error::InvalidArgument {
             why: why.to_string(),
@@ -251,7 +270,6 @@ impl Log {
         if header.timestamp_type() == TimestampType::LogAppendTime {
             return Err(invalid("producers may not set the LogAppendTime bit"));
         }
-        let now = self.shared.clock.now_ms();
         let create_time = config.message_timestamp_type == TimestampType::CreateTime;
         let codec = header.compression()?;
         let target_codec = match config.compression_type {
@@ -280,7 +298,7 @@ impl Log {
                     return Err(compacted_without_key());
                 }
                 if create_time {
-                    check_timestamp(config, record.timestamp, now)?;
+                    self.check_timestamp_against(record.timestamp, log_time_ms)?;
                 }
                 if let Some(builder) = rebuilt.as_mut() {
                     builder.push_record(&record);
@@ -306,7 +324,7 @@ impl Log {
                 return Ok(batch);
             }
         } else if create_time {
-            check_timestamp(config, header.max_timestamp, now)?;
+            self.check_timestamp_against(header.max_timestamp, log_time_ms)?;
         }
         let mut copy = take_batch_buffer();
         copy.extend_from_slice(bytes);
