@@ -94,9 +94,10 @@ impl Shared {
                 // With its metadata: the `.log` mtime set at roll is what time retention reads.
                 segment.flush_sealed()?;
             }
-            // The rolls' producer snapshots, in place before the directory fsync.
-            let renamed = self.finish_roll_snapshots(&snapshots, truncations)?;
-            if dir_dirty || renamed {
+            // The rolls' producer snapshots, synced before the directory fsync makes their
+            // names durable.
+            let snapshots_synced = self.sync_roll_snapshots(&snapshots)?;
+            if dir_dirty || snapshots_synced {
                 self.storage.sync_dir(&self.dir)?;
             }
             active.flush_log()

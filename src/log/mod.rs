@@ -144,9 +144,8 @@ struct Writer {
     unsynced_sealed: Vec<Arc<Segment>>,
     /// A segment file was created since the last directory sync.
     dir_dirty: bool,
-    /// Producer snapshots written at a roll and not yet fsynced nor in place: the flusher (or
-    /// close) fsyncs and renames them before the directory, off the append path
-    /// (`transactions.rs`).
+    /// Producer snapshots a roll put in place without fsyncing them: the flusher's next sync
+    /// (or close) fsyncs them before the directory, off the append path (`transactions.rs`).
     unsynced_snapshots: Vec<producer_state::snapshot_file::UnsyncedSnapshot>,
     checkpoint: Option<CheckpointFile>,
     recovery_point: i64,
@@ -787,12 +786,11 @@ impl Shared {
         );
         // Kafka's snapshot at every roll, at the new segment's base: recovery replays the
         // producer state from the newest snapshot at or below where it starts scanning, so
-        // this bounds that replay to about a segment. Written durably here, under the writer
-        // lock (two fsyncs per roll): the deferred form (`take_roll_snapshot`, fsynced and
-        // renamed by the flusher) failed the crash matrix at seed 457 and is left unused until
-        // that is understood. A failure fails the append that rolled (the roll itself stands),
-        // as it does in Kafka.
-        self.take_producer_snapshot(writer)?;
+        // this bounds that replay to about a segment. Written in place without its fsyncs,
+        // which the flusher's next sync makes (`take_roll_snapshot`), as Kafka defers them to
+        // its scheduler. A failure fails the append that rolled (the roll itself stands), as
+        // it does in Kafka.
+        self.take_roll_snapshot(writer)?;
         self.flusher.lock().roll_pending = true;
         self.flusher_wake.notify_all();
         log::debug!("rolled {} to a new segment at {base}", self.dir.display());
@@ -822,9 +820,7 @@ impl Shared {
         active.flush()?;
         for snapshot in std::mem::take(&mut writer.unsynced_snapshots) {
             snapshot.sync()?;
-            if snapshot.rename_into_place(&*self.storage, &self.dir)? {
-                writer.dir_dirty = true;
-            }
+            writer.dir_dirty = true;
         }
         if std::mem::take(&mut writer.dir_dirty) {
             self.storage.sync_dir(&self.dir)?;

@@ -9,11 +9,14 @@
 //!   nothing. Once the write succeeded, [`Shared::commit_producer`] applies the change, appends
 //!   the `AbortedTxn` of an ABORT marker to the `.txnindex` of the segment holding it, and
 //!   publishes the first unstable offset, all before the log end moves past the batch.
-//! - **Snapshots** (`<offset>.snapshot`, FORMAT.md §9) at each roll, at the new segment's base,
-//!   and at close, at the log end, before the clean-shutdown record.
+//! - **Snapshots** (`<offset>.snapshot`, FORMAT.md §9) at each roll, at the new segment's base
+//!   (in place, fsynced by the flusher's next sync: [`Shared::take_roll_snapshot`]), and at
+//!   close, at the log end, durably before the clean-shutdown record.
 //! - **Open** ([`load_producer_state`]): the newest valid snapshot at or below where recovery
 //!   began scanning (the log end after a clean shutdown), then a replay of every batch with a
-//!   producer id from there to the log end; the `.txnindex` of every segment recovery scanned is
+//!   producer id from there to the log end (an unclean open first deletes the snapshots above
+//!   the first segment it recovers, which a crash may have caught unsynced); the `.txnindex` of
+//!   every segment recovery scanned is
 //!   rebuilt by that replay. In those segments the scan has just checked every batch, so the
 //!   replay reads only headers ([`Segment::visit_batch_headers`]); below them it reads whole
 //!   batches and checks their CRCs.
@@ -35,10 +38,10 @@ use crate::storage::Storage;
 use super::config::LogConfig;
 use super::dir_listing::DirListing;
 use super::producer_state::snapshot_file::{
-    SnapshotEntry, UnsyncedSnapshot, delete_snapshots_above, discard_snapshot_temp, list_snapshots,
+    SnapshotEntry, UnsyncedSnapshot, delete_snapshots_above, list_snapshots,
     load_newest_valid_listed_snapshot, remove_listed_stray_snapshots,
     remove_listed_temporary_snapshots, retain_listed_snapshots_within, write_snapshot_file,
-    write_unsynced_snapshot_temp,
+    write_unsynced_snapshot,
 };
 use super::producer_state::{
     AppendOrigin, BatchSummary, FinishedTxn, ProducerAppendCheck, ProducerAppendInfo,
@@ -306,16 +309,13 @@ impl Shared {
         Ok(())
     }
 
-    /// [`take_producer_snapshot`](Self::take_producer_snapshot) at a roll: the snapshot's bytes
-    /// go to its temporary file, which is neither fsynced nor renamed here, under the writer
-    /// lock. It joins `Writer::unsynced_snapshots`; the next sync of the flusher (or close)
-    /// fsyncs it and renames it into place before the directory fsync
-    /// ([`finish_roll_snapshots`](Self::finish_roll_snapshots)). A crash before that leaves only
-    /// the temporary file, which the next open removes: a `.snapshot` is always whole.
-    #[allow(
-        dead_code,
-        reason = "the roll writes its snapshot durably until the crash-matrix finding (seed 457) on this deferred form is settled"
-    )]
+    /// [`take_producer_snapshot`](Self::take_producer_snapshot) at a roll, without its fsyncs:
+    /// the snapshot is written and renamed into place under the writer lock, and joins
+    /// `Writer::unsynced_snapshots`; the next sync of the flusher (or close) fsyncs it before
+    /// the directory fsync ([`sync_roll_snapshots`](Self::sync_roll_snapshots)). The two fsyncs
+    /// of the durable form cost a quarter of the page-cache append rate with 64 MiB segments
+    /// (benches/README.md); why a snapshot that a crash caught unsynced is safe is in
+    /// [`write_unsynced_snapshot`].
     pub(super) fn take_roll_snapshot(&self, writer: &mut Writer) -> Result<()> {
         if self.read_only || !writer.producer_state.needs_snapshot() {
             return Ok(());
@@ -323,47 +323,25 @@ impl Shared {
         let offset = writer.producer_state.map_end_offset();
         let entries = snapshot_entries(&writer.producer_state);
         // A truncation that removed the segment at this base may have left a roll's snapshot
-        // at the same offset pending: this one rewrites its file and takes its place.
+        // at the same offset pending: this one has replaced its file.
         writer
             .unsynced_snapshots
             .retain(|snapshot| snapshot.offset != offset);
-        let snapshot = write_unsynced_snapshot_temp(&*self.storage, &self.dir, offset, &entries)?;
+        let snapshot = write_unsynced_snapshot(&*self.storage, &self.dir, offset, &entries)?;
         writer.unsynced_snapshots.push(snapshot);
         writer.dir_dirty = true;
         writer.producer_state.snapshot_written(offset);
         Ok(())
     }
 
-    /// Fsyncs the rolls' snapshots `pending` (taken from `Writer::unsynced_snapshots` when the
-    /// truncation count was `truncations`) and renames them into place, unless a truncation came
-    /// since: it may have cut the data they describe, so they are discarded (a missing snapshot
-    /// only lengthens a replay). Returns whether one was renamed: the directory then needs its
-    /// fsync.
-    pub(super) fn finish_roll_snapshots(
-        &self,
-        pending: &[UnsyncedSnapshot],
-        truncations: u64,
-    ) -> Result<bool> {
-        if pending.is_empty() {
-            return Ok(false);
-        }
+    /// Fsyncs the rolls' snapshots `pending` (taken from `Writer::unsynced_snapshots`). Returns
+    /// whether there were any: the directory then needs its fsync. One a truncation deleted
+    /// since is synced through its handle all the same, which is harmless.
+    pub(super) fn sync_roll_snapshots(&self, pending: &[UnsyncedSnapshot]) -> Result<bool> {
         for snapshot in pending {
             snapshot.sync()?;
         }
-        // Under the writer lock, which a truncation holds throughout: none can come between
-        // the check and the renames.
-        let _writer = self.writer.lock();
-        if self.truncations.load(Ordering::Acquire) != truncations {
-            for snapshot in pending {
-                discard_snapshot_temp(&*self.storage, &snapshot.temp);
-            }
-            return Ok(false);
-        }
-        let mut renamed = false;
-        for snapshot in pending {
-            renamed |= snapshot.rename_into_place(&*self.storage, &self.dir)?;
-        }
-        Ok(renamed)
+        Ok(!pending.is_empty())
     }
 
     /// After a truncation to `new_end` (under the same hold of the writer lock): the snapshots
@@ -372,16 +350,11 @@ impl Shared {
     /// went with the segment truncation.
     pub(super) fn reload_producer_state(&self, writer: &mut Writer, new_end: i64) -> Result<()> {
         let log_start = self.log_start.load(Ordering::Acquire);
-        // A roll's snapshot not yet in place describes the cut data if it lies above the new
-        // end: it must never be renamed into place.
-        let storage = &*self.storage;
-        writer.unsynced_snapshots.retain(|snapshot| {
-            let keep = snapshot.offset <= new_end;
-            if !keep {
-                discard_snapshot_temp(storage, &snapshot.temp);
-            }
-            keep
-        });
+        // A roll's unsynced snapshot above the new end describes the cut data: its file goes
+        // with the others below, durably.
+        writer
+            .unsynced_snapshots
+            .retain(|snapshot| snapshot.offset <= new_end);
         // Durably gone before any append reuses their offsets: a snapshot that came back
         // after a crash would describe records that are no longer there.
         if !delete_snapshots_above(&*self.storage, &self.dir, new_end)?.is_empty() {
@@ -555,6 +528,21 @@ pub(super) fn load_producer_state(
             from.log_end_offset,
         )?;
         snapshots.retain(|offset| !removed.contains(offset));
+        // An unclean open: a snapshot above the first recovered segment's base may be one a roll
+        // wrote that the crash caught before the flusher synced it (torn or empty). The replay
+        // rebuilds the state across those offsets anyway, so they go, as Kafka's
+        // `recoverSegment` drops them through `truncateAndReload`.
+        if let Some(first_recovered) = from.first_recovered_base {
+            let unsynced = retain_listed_snapshots_within(
+                &**storage,
+                dir,
+                &snapshots,
+                i64::MIN,
+                first_recovered,
+            )?;
+            snapshots.retain(|offset| !unsynced.contains(offset));
+            removed.extend(unsynced);
+        }
         let bases: Vec<i64> = snapshot
             .load()
             .handles()

@@ -25,7 +25,7 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::segment::Segment;
 
-use super::producer_state::snapshot_file::{delete_snapshots_above, discard_snapshot_temp};
+use super::producer_state::snapshot_file::delete_snapshots_above;
 use super::producer_state::{ProducerStateConfig, ProducerStateManager};
 use super::snapshot::{SegmentHandle, SegmentList};
 use super::{Log, Shared, Writer};
@@ -70,9 +70,8 @@ impl Shared {
         self.truncations.fetch_add(1, Ordering::AcqRel);
         self.lower_cleaner_checkpoint(offset)?;
         // 1. The producer snapshots, durably gone.
-        for snapshot in std::mem::take(&mut writer.unsynced_snapshots) {
-            discard_snapshot_temp(&*self.storage, &snapshot.temp);
-        }
+        // The rolls' unsynced snapshots are in place: the deletion below takes them too.
+        writer.unsynced_snapshots.clear();
         if !delete_snapshots_above(&*self.storage, &self.dir, -1)?.is_empty() {
             self.storage.sync_dir(&self.dir)?;
         }

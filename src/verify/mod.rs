@@ -229,6 +229,7 @@ pub fn verify_dir(dir: impl AsRef<Path>, config: &LogConfig) -> Result<VerifyRep
         dir,
         &bases,
         grading.first_rescanned,
+        grading.clean_shutdown,
         &mut findings,
     )?;
 

@@ -17,14 +17,16 @@ use crate::storage::{OpenMode, Storage};
 ///
 /// A `.txnindex` problem in a segment at index `first_rescanned` or later is crash state (the
 /// next writable open recovers that segment, which rebuilds the index), and corruption
-/// elsewhere. A bad snapshot is corruption: partlog writes snapshots atomically, so no crash
-/// explains one; the next writable open deletes it and rebuilds the state from an older
-/// snapshot or the log.
+/// elsewhere. A bad snapshot is crash state unless the last close was clean (`clean_shutdown`):
+/// a roll writes its snapshot in place and the flusher fsyncs it later, as Kafka's roll does, so
+/// a crash can leave one torn or empty; close syncs them all. Either way the next writable open
+/// deletes it and rebuilds the state from an older snapshot or the log.
 pub(super) fn check_producer_state_files(
     storage: &Arc<dyn Storage>,
     dir: &Path,
     bases: &[i64],
     first_rescanned: usize,
+    clean_shutdown: bool,
     findings: &mut Vec<Finding>,
 ) -> Result<()> {
     for (i, &base) in bases.iter().enumerate() {
@@ -57,7 +59,11 @@ pub(super) fn check_producer_state_files(
         match read_snapshot(&**storage, &path) {
             Ok(_) => {}
             Err(Error::Corrupt { position, what, .. }) => findings.push(Finding {
-                severity: Severity::Corruption,
+                severity: if clean_shutdown {
+                    Severity::Corruption
+                } else {
+                    Severity::CrashState
+                },
                 file: path,
                 position: Some(position),
                 what: format!(

@@ -254,47 +254,39 @@ pub fn write_snapshot_file(
     rename_snapshot_temp(storage, dir, offset, &temp)
 }
 
-/// The first half of [`write_snapshot_file`], for a caller that fsyncs later, off its hot path:
-/// the snapshot's bytes go to its temporary file, which is neither fsynced nor renamed.
-/// [`UnsyncedSnapshot::sync`] and [`UnsyncedSnapshot::rename_into_place`] do the rest. Until then a crash leaves
-/// at most the temporary file, which the next open removes: a `<offset>.snapshot` is always
-/// whole.
-pub(crate) fn write_unsynced_snapshot_temp(
+/// [`write_snapshot_file`] without its fsyncs, for a roll, under the writer lock: the snapshot's
+/// bytes go to a temporary file, which is renamed into place at once, and
+/// [`UnsyncedSnapshot::sync`] fsyncs them later, off the append path, before the directory fsync
+/// that makes the name durable (Kafka's roll takes its snapshot the same way, and flushes it from
+/// its scheduler). Until then a crash may leave the file torn, empty or missing, which is safe
+/// because the load trusts no snapshot it has not checked: a torn or empty one fails its CRC and
+/// is deleted, one above the recovered log end is deleted, and a missing one only lengthens the
+/// replay. A truncation deletes the snapshots above its cut durably (`delete_snapshots_above`
+/// and a directory fsync), so a deleted one cannot come back.
+pub(crate) fn write_unsynced_snapshot(
     storage: &dyn Storage,
     dir: &Path,
     offset: i64,
     entries: &[SnapshotEntry],
 ) -> Result<UnsyncedSnapshot> {
     let (temp, file) = write_snapshot_temp(storage, dir, offset, entries, false)?;
-    Ok(UnsyncedSnapshot { offset, temp, file })
+    rename_snapshot_temp(storage, dir, offset, &temp)?;
+    Ok(UnsyncedSnapshot { offset, file })
 }
 
-/// A snapshot written to its temporary file by [`write_unsynced_snapshot_temp`], with the handle
-/// it was written through: the fsync goes through that handle, so that it covers the bytes
-/// written (a file reopened by name after a crash of the storage could be an empty one).
+/// A snapshot [`write_unsynced_snapshot`] put in place, with the handle it was written through:
+/// the fsync goes through that handle, so that it covers the bytes written.
 #[derive(Debug)]
 pub(crate) struct UnsyncedSnapshot {
     /// Its offset.
     pub(crate) offset: i64,
-    /// Its temporary file.
-    pub(crate) temp: PathBuf,
     file: std::sync::Arc<dyn crate::storage::StorageFile>,
 }
 
 impl UnsyncedSnapshot {
-    /// Fsyncs the bytes written.
+    /// Fsyncs the bytes written (the directory fsync that follows makes the name durable).
     pub(crate) fn sync(&self) -> Result<()> {
         self.file.sync_all()
-    }
-
-    /// Renames the temporary file into place, once [`sync`](Self::sync)ed: `Ok(false)` when it
-    /// is gone (discarded by a truncation since).
-    pub(crate) fn rename_into_place(&self, storage: &dyn Storage, dir: &Path) -> Result<bool> {
-        match storage.rename(&self.temp, &snapshot_path(dir, self.offset)) {
-            Ok(()) => Ok(true),
-            Err(error) if error.io_kind() == Some(std::io::ErrorKind::NotFound) => Ok(false),
-            Err(error) => Err(error),
-        }
     }
 }
 
@@ -321,10 +313,8 @@ fn write_snapshot_temp(
             why: format!("a producer snapshot offset cannot be negative ({offset})"),
         });
     }
-    // A name of its own for every write: a roll's snapshot waits for the flusher's fsync and
-    // rename, and a truncation followed by a roll at the same offset writes another meanwhile.
-    // Sharing one name, the flusher could rename the second writer's unsynced bytes into place
-    // after syncing the first's.
+    // A name of its own for every write, so that two writers of the same offset (a truncation
+    // and a roll, say) never write through each other's temporary file.
     static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let write = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let temp = dir.join(format!("{offset:020}.{write}{SNAPSHOT_TEMP_SUFFIX}"));
