@@ -2198,8 +2198,14 @@ fn a_compaction_pass_records_a_recovery_point_only_over_synced_indexes() {
         log.append(&[record(2 * SEGMENT_MS, "d").new_record()])
             .unwrap();
         assert_eq!(log_files(&sim).len(), 2, "the append rolled");
-        // The first sync of the sealed segment (this wait's or the flusher's) runs the pass.
+        // The first sync of the sealed segment (this wait's or the flusher's) runs the pass. The
+        // flusher's may be its roll's sync of the sealed segments alone, outside the group
+        // commit this wait joins: wait for the pass itself.
         let _ = log.wait_durable(end);
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while outcome.lock().is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
         assert!(hooked.hook.lock().is_none(), "the pass never ran");
         assert!(
             outcome.lock().as_ref().is_some_and(Result::is_err),

@@ -116,26 +116,44 @@ fn txn_index_out_of_order_or_torn_is_reported_by_verify() {
     assert_eq!(findings[0].position, Some(34));
 }
 
+/// A damaged snapshot is crash state in a log that did not close cleanly (a roll writes its
+/// snapshot in place and the flusher fsyncs it later, as Kafka's does, so a crash can tear one),
+/// and corruption in one that did (close syncs every snapshot before its clean-shutdown record).
+/// The broker fixture has no partlog clean-shutdown record; a partlog open and close gives it one.
 #[test]
-fn producer_state_snapshot_damage_is_corruption_in_verify() {
-    let dir = fixture_copy();
-    let path = dir.path().join(SNAPSHOT);
-    let original = std::fs::read(&path).unwrap();
-    let mut flipped = original.clone();
-    flipped[30] ^= 0x10;
-    let mut wrong_version = original.clone();
-    wrong_version[1] = 2;
-    for (bytes, what) in [
-        (flipped, "crc mismatch"),
-        (original[..original.len() - 3].to_vec(), "crc mismatch"),
-        (Vec::new(), "truncated"),
-        (wrong_version, "version"),
-    ] {
-        std::fs::write(&path, &bytes).unwrap();
-        let findings = findings_about(dir.path(), SNAPSHOT);
-        assert_eq!(findings.len(), 1, "{what}: {findings:#?}");
-        assert_eq!(findings[0].severity, Severity::Corruption);
-        assert!(findings[0].what.contains(what), "{what}: {findings:#?}");
+fn producer_state_snapshot_damage_is_crash_state_unless_the_log_closed_cleanly() {
+    for closed_cleanly in [false, true] {
+        let dir = fixture_copy();
+        if closed_cleanly {
+            let log = partlog::Log::open(dir.path(), LogConfig::default()).unwrap();
+            log.close().unwrap();
+        }
+        let expected = if closed_cleanly {
+            Severity::Corruption
+        } else {
+            Severity::CrashState
+        };
+        let path = dir.path().join(SNAPSHOT);
+        let original = std::fs::read(&path).unwrap();
+        let mut flipped = original.clone();
+        flipped[30] ^= 0x10;
+        let mut wrong_version = original.clone();
+        wrong_version[1] = 2;
+        for (bytes, what) in [
+            (flipped, "crc mismatch"),
+            (original[..original.len() - 3].to_vec(), "crc mismatch"),
+            (Vec::new(), "truncated"),
+            (wrong_version, "version"),
+        ] {
+            std::fs::write(&path, &bytes).unwrap();
+            let findings = findings_about(dir.path(), SNAPSHOT);
+            assert_eq!(findings.len(), 1, "{what}: {findings:#?}");
+            assert_eq!(
+                findings[0].severity, expected,
+                "closed cleanly: {closed_cleanly}; {what}: {findings:#?}"
+            );
+            assert!(findings[0].what.contains(what), "{what}: {findings:#?}");
+        }
     }
 }
 
