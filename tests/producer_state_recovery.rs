@@ -462,8 +462,13 @@ fn spoiled_snapshot_case(spoil: Spoil) {
         if unclean {
             make_unclean(dir.path());
         }
-        // An unclean open loads the newest snapshot at or below where recovery starts, and
-        // may leave one above it alone: the clean open after it must not trust it either.
+        let whole: Vec<PathBuf> = files_with_suffix(dir.path(), ".snapshot")
+            .into_iter()
+            .filter(|path| *path != bad)
+            .collect();
+        // An unclean open loads the newest snapshot at or below where recovery starts; it also
+        // deletes the bad ones above that (a roll's snapshot a crash caught before its fsync),
+        // so none outlives it, and keeps the whole ones.
         for reopen in [false, true] {
             let log = Log::open(dir.path(), small_segments()).unwrap();
             let what = format!("{spoil:?}, unclean: {unclean}, reopened: {reopen}");
@@ -474,14 +479,17 @@ fn spoiled_snapshot_case(spoil: Spoil) {
             let resent = log.append_batch(&batch(0, seq_of(&view, 0) - 3, 4, false));
             let resent = resent.unwrap_or_else(|e| panic!("{what}: {e}"));
             assert!(resent.duplicate, "{what}");
-            if !unclean || reopen {
-                // Gone, or written again whole at the log end.
-                let rewritten = bad == dir.path().join(snapshot_file_name(end))
-                    && std::fs::read(&bad).is_ok_and(|b| decode_snapshot(&bad, &b).is_ok());
-                assert!(
-                    !bad.exists() || rewritten,
-                    "{what}: the bad snapshot was kept"
-                );
+            // Gone, or written again whole at the log end.
+            let rewritten = bad == dir.path().join(snapshot_file_name(end))
+                && std::fs::read(&bad).is_ok_and(|b| decode_snapshot(&bad, &b).is_ok());
+            assert!(
+                !bad.exists() || rewritten,
+                "{what}: the bad snapshot was kept"
+            );
+            if !reopen {
+                for path in &whole {
+                    assert!(path.exists(), "{what}: a whole snapshot went: {path:?}");
+                }
             }
             log.close().unwrap();
         }

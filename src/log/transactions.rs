@@ -14,8 +14,8 @@
 //!   close, at the log end, durably before the clean-shutdown record.
 //! - **Open** ([`load_producer_state`]): the newest valid snapshot at or below where recovery
 //!   began scanning (the log end after a clean shutdown), then a replay of every batch with a
-//!   producer id from there to the log end (an unclean open first deletes the snapshots above
-//!   the first segment it recovers, which a crash may have caught unsynced); the `.txnindex` of
+//!   producer id from there to the log end (an unclean open first deletes the torn snapshots
+//!   above the first segment it recovers, which a crash caught unsynced); the `.txnindex` of
 //!   every segment recovery scanned is
 //!   rebuilt by that replay. In those segments the scan has just checked every batch, so the
 //!   replay reads only headers ([`Segment::visit_batch_headers`]); below them it reads whole
@@ -38,8 +38,8 @@ use crate::storage::Storage;
 use super::config::LogConfig;
 use super::dir_listing::DirListing;
 use super::producer_state::snapshot_file::{
-    SnapshotEntry, UnsyncedSnapshot, delete_snapshots_above, list_snapshots,
-    load_newest_valid_listed_snapshot, remove_listed_stray_snapshots,
+    SnapshotEntry, UnsyncedSnapshot, delete_listed_torn_above, delete_snapshots_above,
+    list_snapshots, load_newest_valid_listed_snapshot, remove_listed_stray_snapshots,
     remove_listed_temporary_snapshots, retain_listed_snapshots_within, write_snapshot_file,
     write_unsynced_snapshot,
 };
@@ -529,19 +529,14 @@ pub(super) fn load_producer_state(
         )?;
         snapshots.retain(|offset| !removed.contains(offset));
         // An unclean open: a snapshot above the first recovered segment's base may be one a roll
-        // wrote that the crash caught before the flusher synced it (torn or empty). The replay
-        // rebuilds the state across those offsets anyway, so they go, as Kafka's
-        // `recoverSegment` drops them through `truncateAndReload`.
+        // wrote that the crash caught before the flusher synced it. A torn or empty one goes
+        // (the load would only have passed over it, and it would outlive the open); a whole
+        // one is right about the records below it, which recovery has just kept, and stays:
+        // a broker's snapshots are left alone.
         if let Some(first_recovered) = from.first_recovered_base {
-            let unsynced = retain_listed_snapshots_within(
-                &**storage,
-                dir,
-                &snapshots,
-                i64::MIN,
-                first_recovered,
-            )?;
-            snapshots.retain(|offset| !unsynced.contains(offset));
-            removed.extend(unsynced);
+            let torn = delete_listed_torn_above(&**storage, dir, &snapshots, first_recovered)?;
+            snapshots.retain(|offset| !torn.contains(offset));
+            removed.extend(torn);
         }
         let bases: Vec<i64> = snapshot
             .load()

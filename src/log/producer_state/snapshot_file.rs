@@ -570,6 +570,34 @@ fn delete_where(
     delete_listed_where(storage, dir, &list_snapshots(storage, dir)?, doomed)
 }
 
+/// Deletes, among `snapshots` (offsets of a listing of `dir`), each one above `above` whose file
+/// does not decode (a torn or empty snapshot a roll wrote and a crash caught before its fsync);
+/// whole ones stay, a broker's among them. Returns the offsets deleted.
+pub(crate) fn delete_listed_torn_above(
+    storage: &dyn Storage,
+    dir: &Path,
+    snapshots: &[i64],
+    above: i64,
+) -> Result<Vec<i64>> {
+    let mut deleted = Vec::new();
+    for &offset in snapshots.iter().filter(|&&offset| offset > above) {
+        let path = snapshot_path(dir, offset);
+        match read_snapshot(storage, &path) {
+            Ok(_) => {}
+            Err(Error::Corrupt { what, .. }) => {
+                log::warn!(
+                    "{}: {what}; a crash caught it before its fsync, so it goes",
+                    path.display()
+                );
+                remove_if_exists(storage, &path)?;
+                deleted.push(offset);
+            }
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(deleted)
+}
+
 fn delete_listed_where(
     storage: &dyn Storage,
     dir: &Path,
