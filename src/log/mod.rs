@@ -819,7 +819,7 @@ impl Shared {
         active.seal()?;
         active.flush()?;
         for snapshot in std::mem::take(&mut writer.unsynced_snapshots) {
-            snapshot.sync()?;
+            snapshot.sync(&*self.storage)?;
             writer.dir_dirty = true;
         }
         if std::mem::take(&mut writer.dir_dirty) {

@@ -339,7 +339,7 @@ impl Shared {
     /// since is synced through its handle all the same, which is harmless.
     pub(super) fn sync_roll_snapshots(&self, pending: &[UnsyncedSnapshot]) -> Result<bool> {
         for snapshot in pending {
-            snapshot.sync()?;
+            snapshot.sync(&*self.storage)?;
         }
         Ok(!pending.is_empty())
     }

@@ -269,24 +269,30 @@ pub(crate) fn write_unsynced_snapshot(
     offset: i64,
     entries: &[SnapshotEntry],
 ) -> Result<UnsyncedSnapshot> {
-    let (temp, file) = write_snapshot_temp(storage, dir, offset, entries, false)?;
-    rename_snapshot_temp(storage, dir, offset, &temp)?;
-    Ok(UnsyncedSnapshot { offset, file })
+    let (temp, _file) = write_snapshot_temp(storage, dir, offset, entries, false)?;
+    let path = rename_snapshot_temp(storage, dir, offset, &temp)?;
+    Ok(UnsyncedSnapshot { offset, path })
 }
 
-/// A snapshot [`write_unsynced_snapshot`] put in place, with the handle it was written through:
-/// the fsync goes through that handle, so that it covers the bytes written.
+/// A snapshot [`write_unsynced_snapshot`] put in place. It keeps no descriptor while it waits
+/// (a writer ahead of a slow disk would hold one a roll): [`sync`](Self::sync) opens the file
+/// again, and an fsync of the file through any descriptor covers its written pages.
 #[derive(Debug)]
 pub(crate) struct UnsyncedSnapshot {
     /// Its offset.
     pub(crate) offset: i64,
-    file: std::sync::Arc<dyn crate::storage::StorageFile>,
+    path: PathBuf,
 }
 
 impl UnsyncedSnapshot {
-    /// Fsyncs the bytes written (the directory fsync that follows makes the name durable).
-    pub(crate) fn sync(&self) -> Result<()> {
-        self.file.sync_all()
+    /// Fsyncs the bytes written (the directory fsync that follows makes the name durable). A
+    /// snapshot a truncation or a retention pass deleted since needs none.
+    pub(crate) fn sync(&self, storage: &dyn Storage) -> Result<()> {
+        match storage.open(&self.path, OpenMode::ReadWrite) {
+            Ok(file) => file.sync_all(),
+            Err(gone) if gone.io_kind() == Some(std::io::ErrorKind::NotFound) => Ok(()),
+            Err(error) => Err(error),
+        }
     }
 }
 
