@@ -306,10 +306,16 @@ public final class UnifiedLogHarness {
      * segment's preallocated indexes, then close. Without the trim a reopen takes the index's
      * zero-filled tail for entries, and every lookup past them scans the segment from its start.
      */
-    private static void closeCleanly(UnifiedLog log) throws IOException {
+    private void closeCleanly(UnifiedLog log) throws Exception {
         log.flush(true);
         log.prepareActiveSegmentForClose();
         log.close();
+        // A roll scheduled a flush of the old segment (and its checkpoints) on the scheduler,
+        // which close does not wait for: one still running would write into the directory the
+        // next workload deletes and rebuilds (leader-epoch-checkpoint.tmp vanished under a
+        // walk once). The scheduler has one thread and runs tasks of equal delay in order, so
+        // a no-op scheduled now runs after every task the log left behind.
+        scheduler.scheduleOnce("harness-barrier", () -> { }).get();
     }
 
     /** A flushed log of the first `count` batches, rolled into `segments` segments if > 0. */
@@ -384,7 +390,7 @@ public final class UnifiedLogHarness {
     private static void deleteRecursively(Path path) throws IOException {
         if (!Files.exists(path)) return;
         try (Stream<Path> walk = Files.walk(path)) {
-            for (Path p : walk.sorted(Comparator.reverseOrder()).toList()) Files.delete(p);
+            for (Path p : walk.sorted(Comparator.reverseOrder()).toList()) Files.deleteIfExists(p);
         }
     }
 
