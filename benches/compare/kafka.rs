@@ -372,12 +372,7 @@ pub(super) fn row_read_sequential(ctx: &Ctx) -> Outcome {
 /// `crc` is set; returns the seconds it took.
 fn read_log_files(dir: &Path, crc: bool) -> f64 {
     use std::io::Read;
-    let mut paths: Vec<PathBuf> = fs::read_dir(dir)
-        .expect("read_dir")
-        .map(|entry| entry.expect("entry").path())
-        .filter(|path| path.extension().is_some_and(|ext| ext == "log"))
-        .collect();
-    paths.sort();
+    let paths = compaction_log::log_files(dir);
     let mut chunk = vec![0u8; READ_CHUNK];
     let started = Instant::now();
     let mut sum = 0u32;
@@ -400,8 +395,7 @@ fn read_log_files(dir: &Path, crc: bool) -> f64 {
 /// The median of `runs` measurements.
 fn median_of(runs: usize, mut measure: impl FnMut() -> f64) -> f64 {
     let mut values: Vec<f64> = (0..runs).map(|_| measure()).collect();
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
+    median(&mut values)
 }
 
 pub(super) fn row_read_random(ctx: &Ctx) -> Outcome {
