@@ -45,7 +45,7 @@ use super::producer_state::snapshot_file::{
 };
 use super::producer_state::{
     AppendOrigin, BatchSummary, FinishedTxn, ProducerAppendCheck, ProducerAppendInfo,
-    ProducerStateConfig, ProducerStateManager,
+    ProducerStateConfig, ProducerStateManager, snapshot_entry_of,
 };
 use super::snapshot::Snapshot;
 use super::{Log, LogAppendInfo, Shared, Writer};
@@ -477,19 +477,7 @@ fn snapshot_entries(state: &ProducerStateManager) -> Vec<SnapshotEntry> {
     state
         .entries()
         .into_iter()
-        .map(|(producer_id, entry)| {
-            let newest = entry.batches.back();
-            SnapshotEntry {
-                producer_id,
-                producer_epoch: entry.producer_epoch,
-                last_sequence: newest.map_or(-1, |batch| batch.last_seq),
-                last_offset: newest.map_or(-1, |batch| batch.last_offset),
-                offset_delta: newest.map_or(0, |batch| batch.offset_delta),
-                timestamp: entry.last_timestamp,
-                coordinator_epoch: entry.coordinator_epoch,
-                current_txn_first_offset: entry.current_txn_first_offset.unwrap_or(-1),
-            }
-        })
+        .map(|(producer_id, entry)| snapshot_entry_of(producer_id, entry))
         .collect()
 }
 
@@ -678,21 +666,7 @@ fn replay_state(
             .filter(|loaded| loaded.offset > replay.log_start_offset);
     let replay_from = match loaded {
         Some(loaded) => {
-            let entries = loaded.entries.iter().map(|entry| {
-                (
-                    entry.producer_id,
-                    super::producer_state::ProducerStateEntry::from_snapshot(
-                        entry.producer_epoch,
-                        entry.last_sequence,
-                        entry.last_offset,
-                        entry.offset_delta,
-                        entry.timestamp,
-                        entry.coordinator_epoch,
-                        entry.current_txn_first_offset,
-                    ),
-                )
-            });
-            state.load_entries(entries, loaded.offset, replay.now_ms);
+            state.load_snapshot(loaded.snapshot, loaded.offset, replay.now_ms);
             loaded.offset
         }
         None => replay.log_start_offset,

@@ -53,8 +53,11 @@
 //!   write it at [`map_end_offset`](ProducerStateManager::map_end_offset) when
 //!   [`needs_snapshot`](ProducerStateManager::needs_snapshot), then call
 //!   [`snapshot_written`](ProducerStateManager::snapshot_written).
-//!   [`load_entries`](ProducerStateManager::load_entries) loads a snapshot (entries built with
-//!   [`ProducerStateEntry::from_snapshot`]), dropping expired producers; with no valid snapshot,
+//!   [`load_snapshot`](ProducerStateManager::load_snapshot) loads a checked snapshot, dropping
+//!   expired producers: it finds the open transactions at once and builds the producer table
+//!   on first use (an open then costs about the reading of the file);
+//!   [`load_entries`](ProducerStateManager::load_entries) loads entries built with
+//!   [`ProducerStateEntry::from_snapshot`] at once. With no valid snapshot,
 //!   load no entries at the log start offset. Kafka's `truncateAndReload(start, end)` is: delete
 //!   the snapshots above `end` or at or below `start`; if
 //!   [`needs_reload(end)`](ProducerStateManager::needs_reload), load the newest remaining one
@@ -78,10 +81,12 @@ pub(crate) mod snapshot_file;
 mod tests;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::OnceLock;
 
 use crate::error::{Error, Result};
 
 use super::config::LogConfig;
+use snapshot_file::{CheckedSnapshot, SnapshotEntry};
 
 pub(crate) use append_info::{
     AppendOrigin, BatchKind, BatchSummary, CompletedTxn, ProducerAppendInfo,
@@ -158,7 +163,7 @@ struct VerificationStateEntry {
 #[derive(Debug, Clone)]
 pub(crate) struct ProducerStateManager {
     config: ProducerStateConfig,
-    producers: HashMap<i64, ProducerStateEntry>,
+    producers: ProducerTable,
     verification_states: HashMap<i64, VerificationStateEntry>,
     /// Open transactions, keyed by (first offset, producer id). The producer id is in the key
     /// so that two entries of a damaged snapshot claiming one first offset cannot hide each
@@ -178,7 +183,7 @@ impl ProducerStateManager {
     pub(crate) fn new(config: ProducerStateConfig, log_start_offset: i64) -> Self {
         ProducerStateManager {
             config,
-            producers: HashMap::new(),
+            producers: ProducerTable::default(),
             verification_states: HashMap::new(),
             ongoing_txns: BTreeSet::new(),
             unreplicated_txns: BTreeMap::new(),
@@ -189,19 +194,24 @@ impl ProducerStateManager {
 
     /// The entry of `producer_id`, if the log has state for it.
     pub(crate) fn last_entry(&self, producer_id: i64) -> Option<&ProducerStateEntry> {
-        self.producers.get(&producer_id)
+        self.producers.map().get(&producer_id)
     }
 
     /// How many producers the log has state for.
     #[cfg(test)]
     pub(crate) fn producer_count(&self) -> usize {
-        self.producers.len()
+        self.producers.map().len()
     }
 
     /// Every producer's entry, by ascending producer id: the order partlog writes a snapshot
     /// in (Kafka writes `HashMap` order and reads any).
     pub(crate) fn entries(&self) -> Vec<(i64, &ProducerStateEntry)> {
-        let mut entries: Vec<_> = self.producers.iter().map(|(&pid, e)| (pid, e)).collect();
+        let mut entries: Vec<_> = self
+            .producers
+            .map()
+            .iter()
+            .map(|(&pid, e)| (pid, e))
+            .collect();
         entries.sort_unstable_by_key(|&(pid, _)| pid);
         entries
     }
@@ -213,7 +223,7 @@ impl ProducerStateManager {
         origin: AppendOrigin,
     ) -> ProducerAppendInfo {
         let empty;
-        let current = match self.producers.get(&producer_id) {
+        let current = match self.producers.map().get(&producer_id) {
             Some(entry) => entry,
             None => {
                 empty = ProducerStateEntry::empty();
@@ -242,13 +252,17 @@ impl ProducerStateManager {
     ) -> Result<ProducerAppendCheck> {
         check_producer_id(batch)?;
         if origin == AppendOrigin::Client && batch.kind == BatchKind::Data {
-            let duplicate = self.producers.get(&batch.producer_id).and_then(|entry| {
-                entry.find_duplicate_batch(
-                    batch.producer_epoch,
-                    batch.base_sequence,
-                    batch.last_sequence,
-                )
-            });
+            let duplicate = self
+                .producers
+                .map()
+                .get(&batch.producer_id)
+                .and_then(|entry| {
+                    entry.find_duplicate_batch(
+                        batch.producer_epoch,
+                        batch.base_sequence,
+                        batch.last_sequence,
+                    )
+                });
             if let Some(original) = duplicate {
                 return Ok(ProducerAppendCheck::Duplicate {
                     first_offset: original.first_offset(),
@@ -303,10 +317,11 @@ impl ProducerStateManager {
     pub(crate) fn update(&mut self, info: ProducerAppendInfo) -> Vec<CompletedTxn> {
         let producer_id = info.producer_id();
         let (updated, started, completed, used_registration) = info.into_parts();
-        match self.producers.get_mut(&producer_id) {
+        let producers = self.producers.map_mut();
+        match producers.get_mut(&producer_id) {
             Some(entry) => entry.update(updated),
             None => {
-                self.producers.insert(producer_id, updated);
+                producers.insert(producer_id, updated);
             }
         }
         for first_offset in started {
@@ -407,20 +422,13 @@ impl ProducerStateManager {
             .retain(|_, &mut marker| marker >= high_watermark);
     }
 
-    /// Whether a producer idle since `entry.last_timestamp` has expired at `now_ms`. A producer
-    /// with an open transaction never expires: its marker is still to come.
-    fn is_expired(&self, now_ms: i64, entry: &ProducerStateEntry) -> bool {
-        entry.current_txn_first_offset.is_none()
-            && now_ms.saturating_sub(entry.last_timestamp) >= self.config.producer_id_expiration_ms
-    }
-
     /// Drops the producers idle for `producer.id.expiration.ms` at `now_ms` (their next batch
     /// is accepted with any sequence), and registrations as old.
     pub(crate) fn remove_expired_producers(&mut self, now_ms: i64) {
         let expiration_ms = self.config.producer_id_expiration_ms;
-        let mut producers = std::mem::take(&mut self.producers);
-        producers.retain(|_, entry| !self.is_expired(now_ms, entry));
-        self.producers = producers;
+        self.producers
+            .map_mut()
+            .retain(|_, entry| !expired(expiration_ms, now_ms, entry));
         self.verification_states
             .retain(|_, state| now_ms.saturating_sub(state.timestamp) < expiration_ms);
     }
@@ -460,7 +468,7 @@ impl ProducerStateManager {
     /// instead of being answered as a duplicate, which retention's deletion made unknowable
     /// anyway.
     pub(crate) fn truncate_head(&mut self, log_start_offset: i64) {
-        self.producers.retain(|_, entry| {
+        self.producers.map_mut().retain(|_, entry| {
             entry.current_txn_first_offset.is_some()
                 || entry.is_empty()
                 || entry.last_data_offset() >= log_start_offset
@@ -474,7 +482,7 @@ impl ProducerStateManager {
     /// The caller deletes the snapshot files.
     #[cfg(test)]
     pub(crate) fn truncate_fully(&mut self, offset: i64) {
-        self.producers.clear();
+        self.producers = ProducerTable::default();
         self.ongoing_txns.clear();
         self.unreplicated_txns.clear();
         self.last_map_offset = offset;
@@ -488,39 +496,51 @@ impl ProducerStateManager {
         log_end_offset != self.last_map_offset
     }
 
-    /// Replaces the state with the entries of the snapshot at `snapshot_offset` (or, with no
-    /// valid snapshot, with nothing at the log start offset). Producers expired at `now_ms` are
-    /// dropped; an entry with an open transaction reopens it. The ended transactions are
-    /// forgotten: the snapshot lies at or below the high watermark.
+    /// Loads `entries` as a snapshot at `snapshot_offset` holding them would be loaded: the
+    /// tests' way into [`load_snapshot`](Self::load_snapshot), so that they exercise the path
+    /// an open takes.
+    #[cfg(test)]
     pub(crate) fn load_entries(
         &mut self,
         entries: impl IntoIterator<Item = (i64, ProducerStateEntry)>,
         snapshot_offset: i64,
         now_ms: i64,
     ) {
-        self.producers.clear();
-        self.ongoing_txns.clear();
+        let entries: Vec<SnapshotEntry> = entries
+            .into_iter()
+            .map(|(producer_id, entry)| snapshot_entry_of(producer_id, &entry))
+            .collect();
+        let bytes = snapshot_file::encode_snapshot(&entries);
+        let snapshot = CheckedSnapshot::check(std::path::Path::new("test.snapshot"), bytes)
+            .expect("encode_snapshot writes a valid snapshot");
+        self.load_snapshot(snapshot, snapshot_offset, now_ms);
+    }
+
+    /// Replaces the state with the entries of the checked snapshot at `snapshot_offset` (with no
+    /// valid snapshot, the caller loads nothing and the map starts at the log start offset).
+    /// Producers expired at `now_ms` are dropped; an entry with an open transaction reopens it.
+    /// The ended transactions are forgotten: the snapshot lies at or below the high watermark.
+    /// A producer listed twice (a damaged snapshot) keeps its later entry, and only that
+    /// entry's transaction.
+    ///
+    /// The producer table is built on its first use rather than here: an open that loads a snapshot of many
+    /// producers then costs about the reading of the file, and a log opened to be read never
+    /// builds it. The open transactions are found here (the LSO needs them at once), from the
+    /// same entries and by the same rules the table is built with.
+    pub(crate) fn load_snapshot(
+        &mut self,
+        snapshot: CheckedSnapshot,
+        snapshot_offset: i64,
+        now_ms: i64,
+    ) {
+        let expiration_ms = self.config.producer_id_expiration_ms;
+        self.ongoing_txns = open_transactions(snapshot.entries(), expiration_ms, now_ms);
+        self.producers = ProducerTable::pending(PendingTable {
+            snapshot,
+            expiration_ms,
+            now_ms,
+        });
         self.unreplicated_txns.clear();
-        let entries = entries.into_iter();
-        // One allocation for the whole table: a snapshot may hold hundreds of thousands of
-        // producers, and growing the table step by step re-inserts every entry each time.
-        self.producers.reserve(entries.size_hint().0);
-        for (producer_id, entry) in entries {
-            if self.is_expired(now_ms, &entry) {
-                continue;
-            }
-            let open_txn = entry.current_txn_first_offset;
-            if let Some(replaced) = self.producers.insert(producer_id, entry) {
-                // A damaged snapshot listed the producer twice: the later entry wins, and the
-                // earlier one's transaction must not stay open without its producer.
-                if let Some(first_offset) = replaced.current_txn_first_offset {
-                    self.ongoing_txns.remove(&(first_offset, producer_id));
-                }
-            }
-            if let Some(first_offset) = open_txn {
-                self.ongoing_txns.insert((first_offset, producer_id));
-            }
-        }
         self.last_map_offset = snapshot_offset;
         self.last_snap_offset = snapshot_offset;
     }
@@ -541,5 +561,148 @@ impl ProducerStateManager {
     #[cfg(test)]
     pub(crate) fn last_snapshot_offset(&self) -> i64 {
         self.last_snap_offset
+    }
+}
+
+/// Whether a producer idle since `entry.last_timestamp` has expired at `now_ms`. A producer
+/// with an open transaction never expires: its marker is still to come.
+fn expired(expiration_ms: i64, now_ms: i64, entry: &ProducerStateEntry) -> bool {
+    expired_at(
+        expiration_ms,
+        now_ms,
+        entry.last_timestamp,
+        entry.current_txn_first_offset,
+    )
+}
+
+/// [`expired`] of a producer's last timestamp and open transaction.
+fn expired_at(expiration_ms: i64, now_ms: i64, last_timestamp: i64, open_txn: Option<i64>) -> bool {
+    open_txn.is_none() && now_ms.saturating_sub(last_timestamp) >= expiration_ms
+}
+
+/// A snapshot entry as the state holds it (Kafka's `ProducerStateManager.readSnapshot`).
+fn entry_of(entry: &SnapshotEntry) -> (i64, ProducerStateEntry) {
+    (
+        entry.producer_id,
+        ProducerStateEntry::from_snapshot(
+            entry.producer_epoch,
+            entry.last_sequence,
+            entry.last_offset,
+            entry.offset_delta,
+            entry.timestamp,
+            entry.coordinator_epoch,
+            entry.current_txn_first_offset,
+        ),
+    )
+}
+
+/// The snapshot entry of a producer: its newest batch (Kafka's `writeSnapshot`).
+pub(crate) fn snapshot_entry_of(producer_id: i64, entry: &ProducerStateEntry) -> SnapshotEntry {
+    let newest = entry.batches.back();
+    SnapshotEntry {
+        producer_id,
+        producer_epoch: entry.producer_epoch,
+        last_sequence: newest.map_or(-1, |batch| batch.last_seq),
+        last_offset: newest.map_or(-1, |batch| batch.last_offset),
+        offset_delta: newest.map_or(0, |batch| batch.offset_delta),
+        timestamp: entry.last_timestamp,
+        coordinator_epoch: entry.coordinator_epoch,
+        current_txn_first_offset: entry.current_txn_first_offset.unwrap_or(-1),
+    }
+}
+
+/// The producer table of loaded entries: the producers not expired at `now_ms`, each with its
+/// last entry.
+fn table_of(
+    entries: impl IntoIterator<Item = (i64, ProducerStateEntry)>,
+    expiration_ms: i64,
+    now_ms: i64,
+) -> HashMap<i64, ProducerStateEntry> {
+    let entries = entries.into_iter();
+    // One allocation for the whole table: a snapshot may hold hundreds of thousands of
+    // producers, and growing the table step by step re-inserts every entry each time.
+    let mut table = HashMap::with_capacity(entries.size_hint().0);
+    for (producer_id, entry) in entries {
+        if !expired(expiration_ms, now_ms, &entry) {
+            table.insert(producer_id, entry);
+        }
+    }
+    table
+}
+
+/// The open transactions of loaded entries, keyed as `ProducerStateManager::ongoing_txns`:
+/// that of each producer's last entry not expired at `now_ms`, as in [`table_of`].
+///
+/// It reads the entries' fields and builds no entry: it runs at the open, for every producer.
+fn open_transactions(
+    entries: impl Iterator<Item = SnapshotEntry>,
+    expiration_ms: i64,
+    now_ms: i64,
+) -> BTreeSet<(i64, i64)> {
+    let mut open = BTreeMap::new();
+    for entry in entries {
+        let open_txn = entry.open_transaction();
+        if expired_at(expiration_ms, now_ms, entry.timestamp, open_txn) {
+            continue;
+        }
+        match open_txn {
+            Some(first_offset) => {
+                open.insert(entry.producer_id, first_offset);
+            }
+            None => {
+                open.remove(&entry.producer_id);
+            }
+        }
+    }
+    open.into_iter()
+        .map(|(producer_id, first_offset)| (first_offset, producer_id))
+        .collect()
+}
+
+/// The producers' entries by producer id. After [`ProducerStateManager::load_snapshot`] the
+/// table is built from the snapshot's bytes on its first use; until then it holds them.
+#[derive(Debug, Clone, Default)]
+struct ProducerTable {
+    table: OnceLock<HashMap<i64, ProducerStateEntry>>,
+    /// What the table is built from while it is not.
+    pending: Option<PendingTable>,
+}
+
+/// A loaded snapshot whose producer table is still to build, and the expiration rule of the
+/// load.
+#[derive(Debug, Clone)]
+struct PendingTable {
+    snapshot: CheckedSnapshot,
+    expiration_ms: i64,
+    now_ms: i64,
+}
+
+impl ProducerTable {
+    fn pending(pending: PendingTable) -> Self {
+        ProducerTable {
+            table: OnceLock::new(),
+            pending: Some(pending),
+        }
+    }
+
+    /// The table, built now if it is not yet.
+    fn map(&self) -> &HashMap<i64, ProducerStateEntry> {
+        self.table.get_or_init(|| match &self.pending {
+            Some(pending) => table_of(
+                pending.snapshot.entries().map(|entry| entry_of(&entry)),
+                pending.expiration_ms,
+                pending.now_ms,
+            ),
+            None => HashMap::new(),
+        })
+    }
+
+    /// The table to change, built now if it is not yet; the snapshot's bytes are let go.
+    fn map_mut(&mut self) -> &mut HashMap<i64, ProducerStateEntry> {
+        self.map();
+        self.pending = None;
+        self.table
+            .get_mut()
+            .expect("map() has just built the table")
     }
 }

@@ -16,6 +16,7 @@
 //! leaves either no snapshot at that offset or a whole one.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::error::{Corruption, Error, Result};
 use crate::format::crc32c;
@@ -146,6 +147,12 @@ pub fn encode_snapshot(entries: &[SnapshotEntry]) -> Vec<u8> {
 /// or with bytes left over) [`Corruption::RecordCount`]. Kafka ignores bytes after the counted
 /// entries; partlog writes none and so refuses them.
 pub fn decode_snapshot(file: &Path, bytes: &[u8]) -> Result<Vec<SnapshotEntry>> {
+    check_snapshot_bytes(file, bytes)?;
+    Ok(entries_of(bytes).collect())
+}
+
+/// The checks of [`decode_snapshot`], without decoding an entry.
+fn check_snapshot_bytes(file: &Path, bytes: &[u8]) -> Result<()> {
     let corrupt = |position: u64, what: Corruption| Error::Corrupt {
         file: file.to_path_buf(),
         position,
@@ -185,11 +192,57 @@ pub fn decode_snapshot(file: &Path, bytes: &[u8]) -> Result<Vec<SnapshotEntry>> 
             },
         ));
     }
-    Ok(body
+    Ok(())
+}
+
+/// The entries of snapshot bytes, decoded one by one (after the entries' header; a partial
+/// entry at the end is not one).
+fn entries_of(bytes: &[u8]) -> impl ExactSizeIterator<Item = SnapshotEntry> + '_ {
+    bytes
+        .get(SNAPSHOT_HEADER_BYTES..)
+        .unwrap_or_default()
         .chunks_exact(SNAPSHOT_ENTRY_BYTES)
-        .filter_map(|chunk| <&[u8; SNAPSHOT_ENTRY_BYTES]>::try_from(chunk).ok())
-        .map(SnapshotEntry::decode)
-        .collect())
+        .map(|chunk| {
+            let mut entry = [0u8; SNAPSHOT_ENTRY_BYTES];
+            entry.copy_from_slice(chunk);
+            SnapshotEntry::decode(&entry)
+        })
+}
+
+/// The bytes of a snapshot file that passed every check of [`decode_snapshot`]: its entries
+/// decode on demand, so a caller can check a snapshot at once and build its state later. An
+/// open of a log whose snapshot holds 100,000 producers checks it in about the time of reading
+/// it, and the producer table is built on its first use (ARCHITECTURE.md §9).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckedSnapshot {
+    /// Shared: the log's producer state holds them until its table is built, and a clone of
+    /// that state copies nothing.
+    bytes: Arc<Vec<u8>>,
+}
+
+impl CheckedSnapshot {
+    /// Checks `bytes` as [`decode_snapshot`] does; `file` names the snapshot in the error.
+    pub fn check(file: &Path, bytes: Vec<u8>) -> Result<CheckedSnapshot> {
+        check_snapshot_bytes(file, &bytes)?;
+        Ok(CheckedSnapshot {
+            bytes: Arc::new(bytes),
+        })
+    }
+
+    /// How many entries it holds.
+    pub fn len(&self) -> usize {
+        self.bytes.len().saturating_sub(SNAPSHOT_HEADER_BYTES) / SNAPSHOT_ENTRY_BYTES
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Its entries, in file order.
+    pub fn entries(&self) -> impl ExactSizeIterator<Item = SnapshotEntry> + '_ {
+        entries_of(&self.bytes)
+    }
 }
 
 /// The name of the snapshot at `offset`: `format!("{offset:020}.snapshot")`.
@@ -214,6 +267,11 @@ pub fn parse_snapshot_file_name(name: &str) -> Option<i64> {
 
 /// Reads and decodes the snapshot at `path` (see [`decode_snapshot`]).
 pub fn read_snapshot(storage: &dyn Storage, path: &Path) -> Result<Vec<SnapshotEntry>> {
+    Ok(read_checked_snapshot(storage, path)?.entries().collect())
+}
+
+/// Reads and checks the snapshot at `path`, decoding no entry (see [`CheckedSnapshot`]).
+pub fn read_checked_snapshot(storage: &dyn Storage, path: &Path) -> Result<CheckedSnapshot> {
     let file = storage.open(path, OpenMode::Read)?;
     let len = usize::try_from(file.len()?).map_err(|_| Error::Corrupt {
         file: path.to_path_buf(),
@@ -222,7 +280,7 @@ pub fn read_snapshot(storage: &dyn Storage, path: &Path) -> Result<Vec<SnapshotE
     })?;
     let mut bytes = vec![0u8; len];
     file.read_exact_at(&mut bytes, 0)?;
-    decode_snapshot(path, &bytes)
+    CheckedSnapshot::check(path, bytes)
 }
 
 /// Writes the snapshot of `entries` at `offset` in `dir` durably and atomically: the bytes go to
@@ -382,16 +440,16 @@ pub fn latest_snapshot_at_or_below(
         .find(|&snapshot| snapshot <= offset))
 }
 
-/// A snapshot that decoded: its offset and entries.
+/// A snapshot that passed its checks: its offset and its bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoadedSnapshot {
     /// The offset in the file's name: the log end offset the state covers.
     pub offset: i64,
-    /// The entries, in file order.
-    pub entries: Vec<SnapshotEntry>,
+    /// The checked bytes; [`CheckedSnapshot::entries`] decodes them.
+    pub snapshot: CheckedSnapshot,
 }
 
-/// The newest snapshot at or below `offset` that decodes, trying older ones after a bad one.
+/// The newest snapshot at or below `offset` that passes its checks, trying older ones after a bad one.
 ///
 /// A snapshot that is corrupt (empty, truncated, CRC-bad, another version, a wrong count) is
 /// skipped with a log line, and deleted when `delete_bad` (a writable open; a read-only one
@@ -423,11 +481,11 @@ pub fn load_newest_valid_listed_snapshot(
 ) -> Result<Option<LoadedSnapshot>> {
     for &candidate in candidates.iter().rev().filter(|&&c| c <= offset) {
         let path = snapshot_path(dir, candidate);
-        match read_snapshot(storage, &path) {
-            Ok(entries) => {
+        match read_checked_snapshot(storage, &path) {
+            Ok(snapshot) => {
                 return Ok(Some(LoadedSnapshot {
                     offset: candidate,
-                    entries,
+                    snapshot,
                 }));
             }
             Err(error @ Error::Corrupt { .. }) => {

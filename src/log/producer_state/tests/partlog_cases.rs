@@ -537,3 +537,102 @@ fn config_with_defaults() -> ProducerStateConfig {
         transaction_verification_enabled: false,
     }
 }
+
+#[test]
+fn the_batch_window_keeps_the_newest_five_in_order_across_the_ring_wrapping() {
+    use super::super::entry::{BatchMetadata, RecentBatches};
+    let batch = |last_seq: i32| BatchMetadata {
+        last_seq,
+        last_offset: i64::from(last_seq) * 10,
+        offset_delta: 0,
+        timestamp: NOW,
+    };
+    let mut window = RecentBatches::new();
+    assert!(window.is_empty() && window.front().is_none() && window.back().is_none());
+    for pushed in 0..13 {
+        window.push_back(batch(pushed));
+        let kept: Vec<i32> = window.iter().map(|b| b.last_seq).collect();
+        let first = (pushed + 1 - NUM_BATCHES_TO_RETAIN as i32).max(0);
+        assert_eq!(
+            kept,
+            (first..=pushed).collect::<Vec<_>>(),
+            "after pushing {pushed}"
+        );
+        assert_eq!(window.front().map(|b| b.last_seq), Some(first));
+        assert_eq!(window.back().map(|b| b.last_seq), Some(pushed));
+    }
+    // Two windows of the same batches are equal whatever slot each starts at.
+    let mut fresh = RecentBatches::new();
+    for pushed in 8..13 {
+        fresh.push_back(batch(pushed));
+    }
+    assert_eq!(window, fresh);
+    fresh.push_back(batch(13));
+    assert_ne!(window, fresh);
+    window.clear();
+    assert!(window.is_empty() && window.iter().next().is_none());
+    assert_ne!(window, fresh);
+    // A cleared ring holding one batch equals the inline form of that batch.
+    window.push_back(batch(20));
+    let mut inline = RecentBatches::new();
+    inline.push_back(batch(20));
+    assert_eq!(window, inline);
+    assert_eq!(window.len(), 1);
+    // The entry stays small: a snapshot of many producers is a table of them.
+    assert!(std::mem::size_of::<ProducerStateEntry>() <= 64);
+}
+
+#[test]
+fn a_loaded_snapshot_builds_its_table_on_first_use_with_the_open_transactions_known_at_once() {
+    // Entries with repeated producer ids (a damaged snapshot), open transactions and expired
+    // producers, from a fixed pseudo-random sequence.
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move |bound: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % bound
+    };
+    let mut entries = Vec::new();
+    for offset in 0..400i64 {
+        let producer_id = next(60) as i64;
+        let idle = if next(4) == 0 { EXPIRATION_MS } else { 0 };
+        let open_txn = if next(3) == 0 { offset } else { -1 };
+        entries.push((
+            producer_id,
+            ProducerStateEntry::from_snapshot(0, 0, offset, 0, NOW - idle, 0, open_txn),
+        ));
+    }
+    // The model: entries applied one by one, the later winning, the expired skipped.
+    let mut model: HashMap<i64, &ProducerStateEntry> = HashMap::new();
+    for (producer_id, entry) in &entries {
+        let expired =
+            entry.current_txn_first_offset.is_none() && NOW - entry.last_timestamp >= EXPIRATION_MS;
+        if !expired {
+            model.insert(*producer_id, entry);
+        }
+    }
+    let first_unstable = model
+        .values()
+        .filter_map(|entry| entry.current_txn_first_offset)
+        .min();
+
+    let mut m = manager();
+    m.load_entries(entries.clone(), 400, NOW);
+    assert!(m.producers.table.get().is_none(), "not built by the load");
+    assert_eq!(m.first_unstable_offset(), first_unstable);
+    assert_eq!(m.lso(400, 0), first_unstable.unwrap_or(400));
+    assert!(m.producers.table.get().is_none(), "not built by the LSO");
+    assert_eq!(m.producer_count(), model.len());
+    for (producer_id, expected) in &model {
+        assert_eq!(
+            m.last_entry(*producer_id),
+            Some(*expected),
+            "producer {producer_id}"
+        );
+    }
+    // A change after the build lets the snapshot's bytes go.
+    m.remove_expired_producers(NOW);
+    assert!(m.producers.pending.is_none());
+    assert_eq!(m.producer_count(), model.len());
+}
