@@ -359,3 +359,55 @@ fn now_ms() -> i64 {
         .unwrap()
         .as_millis() as i64
 }
+
+/// A batch stamped more than `segment.ms` after the active segment's first batch rolls it
+/// (Kafka's `timeWaitedForRoll`: the batch's max timestamp against the segment's first), and a
+/// read returns one segment's batches, as Kafka's fetch does: a read from before the roll stops
+/// at its boundary, and `next_offset` takes the next read on from there. (A transaction marker
+/// stamped now after records stamped long ago is the common way to meet this.)
+#[test]
+fn a_batch_stamped_past_segment_ms_rolls_and_a_read_stops_at_the_segment_boundary() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::open(dir.path(), LogConfig::builder().build().unwrap()).unwrap();
+    let week_ms = 7 * 24 * 60 * 60 * 1000;
+    let first = 1_000_000_000_000i64;
+    let timestamps = [
+        first,
+        first + 1,
+        first + week_ms - 1,
+        first + week_ms + 1,
+        first + week_ms + 2,
+    ];
+    for (i, timestamp) in timestamps.iter().enumerate() {
+        let mut builder = BatchBuilder::new(Compression::None);
+        builder.push(&NewRecord::new(
+            *timestamp,
+            None,
+            Some(format!("v{i}").as_bytes()),
+        ));
+        log.append_batch(&builder.build().unwrap()).unwrap();
+    }
+    let mut segments: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".log"))
+        .collect();
+    segments.sort();
+    assert_eq!(
+        segments,
+        ["00000000000000000000.log", "00000000000000000003.log"],
+        "the batch a week and a millisecond after the first rolled; the one just below did not"
+    );
+    let fetch = log.read(0, 1 << 20, ReadBound::LogEnd).unwrap();
+    assert_eq!(fetch.batches().count(), 3);
+    assert_eq!(fetch.next_offset(), 3);
+    let rest = log
+        .read(fetch.next_offset(), 1 << 20, ReadBound::LogEnd)
+        .unwrap();
+    let offsets: Vec<i64> = rest
+        .batches()
+        .map(|batch| batch.unwrap().base_offset(&mut Vec::new()).unwrap())
+        .collect();
+    assert_eq!(offsets, [3, 4]);
+    assert_eq!(rest.next_offset(), 5);
+}
