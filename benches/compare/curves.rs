@@ -20,7 +20,8 @@
 //!   64 MiB series is the cost of one segment. Expected: flat, plus that cost per segment.
 //! - `compaction_vs_keys`: one `compact_with` pass over a fixed 1 GiB log of 100 B values, with
 //!   1 K to 1 M distinct keys, and the pass's peak memory (VmHWM above the resident set before
-//!   it) beside the key map's own estimate (key length + about 40 bytes a key).
+//!   it) beside the key map's documented estimate (key length + about 110 bytes a key at the
+//!   peak; it was + 40 until the curve showed that too low).
 //! - `durable_vs_threads`: `FlushPolicy::EveryAppend` appends of 100 B records from 1 to 16
 //!   threads: throughput, and the records each group-commit sync covered.
 //!

@@ -118,9 +118,10 @@ pub(super) fn compaction_vs_keys(ctx: &Ctx, settings: &Settings) -> Curve {
             values: vec![
                 ("compaction_ms", median(&mut times)),
                 ("pass_peak_mib", peak_kib as f64 / 1024.0),
+                // `CompactionOptions::max_map_keys`' estimate of the peak.
                 (
                     "key_map_estimate_mib",
-                    keys as f64 * (key_bytes + 40.0) / MIB as f64,
+                    keys as f64 * (key_bytes + 110.0) / MIB as f64,
                 ),
                 ("bytes_read", stats.bytes_read as f64),
                 ("records_removed", stats.records_removed as f64),
