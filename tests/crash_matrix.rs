@@ -287,6 +287,10 @@ struct Model {
     /// answer as a duplicate: its last 5 since the last truncation or reopen, and right after
     /// one only its newest (a snapshot holds one batch per producer).
     resendable: BTreeMap<i64, Vec<i64>>,
+    /// For each producer the log forgot (`delete_records_before` moved the start past all its
+    /// data), the start then: its batches below do not carry its sequence on. A marker may give
+    /// it an entry again, which expects sequence 0 (Kafka's rule once the epoch is known).
+    sequence_floor: BTreeMap<i64, i64>,
 }
 
 /// What a batch of the model is.
@@ -323,7 +327,9 @@ impl Model {
     /// The sequence that `producer_id`'s next batch carries: the one after its newest batch
     /// (a truncation takes the later ones back, and the log's state with them).
     fn next_sequence(&self, producer_id: i64) -> i32 {
+        let floor = self.sequence_floor.get(&producer_id).copied();
         self.newest_data_batch(producer_id, i64::MAX)
+            .filter(|&(base, _)| floor.is_none_or(|floor| base >= floor))
             .map_or(0, |(base, b)| {
                 b.base_sequence + i32::try_from(b.last_offset - base).expect("small") + 1
             })
@@ -858,6 +864,7 @@ impl Run<'_> {
                             .is_none_or(|(_, b)| b.last_offset < start);
                         if gone {
                             self.model.resendable.insert(producer_id, Vec::new());
+                            self.model.sequence_floor.insert(producer_id, start);
                         }
                     }
                 }
