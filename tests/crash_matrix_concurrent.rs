@@ -74,11 +74,16 @@
 //! state-changing operation of its dry run, as tests/crash_matrix.rs does.
 #![cfg(feature = "sim")] // the simulator and the manual clock: `cargo test --all-features`
 
+#[path = "common/fenced.rs"]
+mod fenced_storage;
+
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
+
+use fenced_storage::Fenced;
 
 use partlog::unstable::sim::{CrashConfig, FaultOp, FaultRule, SimStats};
 use partlog::unstable::{
@@ -2417,143 +2422,4 @@ fn nothing_the_log_does_after_a_crash_reaches_the_recovered_image() {
         "{:?}",
         report.findings
     );
-}
-
-/// A [`SimStorage`] as one process sees it: once the machine crashed, every operation fails, as
-/// none runs on a real machine after it went down. The simulator kills only handles; without
-/// this, a thread of the dead log could still rename and remove files by path in the post-crash
-/// image that the next open recovers (the finding of seed 8172). Every operation runs under one
-/// lock with its check, so none slips in between a crash and the check after it: the simulator
-/// serializes its operations anyway, and none of them blocks.
-#[derive(Debug)]
-struct Fenced {
-    inner: Arc<dyn Storage>,
-    /// The machine whose crash ends this process.
-    sim: SimStorage,
-    /// Held across each operation and its check; shared with the files opened.
-    gate: Arc<parking_lot::Mutex<()>>,
-}
-
-/// A file of a [`Fenced`] storage.
-#[derive(Debug)]
-struct FencedFile {
-    inner: Arc<dyn StorageFile>,
-    sim: SimStorage,
-    gate: Arc<parking_lot::Mutex<()>>,
-}
-
-/// Runs `op` unless the machine of `sim` has crashed.
-fn fenced<T>(
-    sim: &SimStorage,
-    gate: &parking_lot::Mutex<()>,
-    path: &Path,
-    op: impl FnOnce() -> partlog::Result<T>,
-) -> partlog::Result<T> {
-    let _gate = gate.lock();
-    if sim.stats().crashes > 0 {
-        return Err(Error::Io {
-            path: path.to_path_buf(),
-            source: std::io::Error::other("the machine crashed: this process is gone"),
-        });
-    }
-    op()
-}
-
-impl Fenced {
-    fn new(inner: Arc<dyn Storage>, sim: SimStorage) -> Fenced {
-        Fenced {
-            inner,
-            sim,
-            gate: Arc::new(parking_lot::Mutex::new(())),
-        }
-    }
-
-    fn run<T>(&self, path: &Path, op: impl FnOnce() -> partlog::Result<T>) -> partlog::Result<T> {
-        fenced(&self.sim, &self.gate, path, op)
-    }
-}
-
-impl FencedFile {
-    fn run<T>(&self, op: impl FnOnce() -> partlog::Result<T>) -> partlog::Result<T> {
-        fenced(&self.sim, &self.gate, self.inner.path(), op)
-    }
-}
-
-impl StorageFile for FencedFile {
-    fn path(&self) -> &Path {
-        self.inner.path()
-    }
-    fn read_at(&self, buf: &mut [u8], offset: u64) -> partlog::Result<usize> {
-        self.run(|| self.inner.read_at(buf, offset))
-    }
-    fn write_all_at(&self, buf: &[u8], offset: u64) -> partlog::Result<()> {
-        self.run(|| self.inner.write_all_at(buf, offset))
-    }
-    fn len(&self) -> partlog::Result<u64> {
-        self.run(|| self.inner.len())
-    }
-    fn file_id(&self) -> partlog::Result<Option<partlog::unstable::FileId>> {
-        self.run(|| self.inner.file_id())
-    }
-    fn set_len(&self, len: u64) -> partlog::Result<()> {
-        self.run(|| self.inner.set_len(len))
-    }
-    fn sync_data(&self) -> partlog::Result<()> {
-        self.run(|| self.inner.sync_data())
-    }
-    fn sync_all(&self) -> partlog::Result<()> {
-        self.run(|| self.inner.sync_all())
-    }
-    fn map_read(&self) -> partlog::Result<Option<partlog::unstable::ReadMapping>> {
-        self.run(|| self.inner.map_read())
-    }
-    fn advise(
-        &self,
-        offset: u64,
-        len: u64,
-        advice: partlog::unstable::Advice,
-    ) -> partlog::Result<()> {
-        self.run(|| self.inner.advise(offset, len, advice))
-    }
-}
-
-impl Storage for Fenced {
-    fn open(&self, path: &Path, mode: OpenMode) -> partlog::Result<Arc<dyn StorageFile>> {
-        let inner = self.run(path, || self.inner.open(path, mode))?;
-        Ok(Arc::new(FencedFile {
-            inner,
-            sim: self.sim.clone(),
-            gate: Arc::clone(&self.gate),
-        }))
-    }
-    fn create_dir_all(&self, path: &Path) -> partlog::Result<()> {
-        self.run(path, || self.inner.create_dir_all(path))
-    }
-    fn sync_dir(&self, dir: &Path) -> partlog::Result<()> {
-        self.run(dir, || self.inner.sync_dir(dir))
-    }
-    fn rename(&self, from: &Path, to: &Path) -> partlog::Result<()> {
-        self.run(from, || self.inner.rename(from, to))
-    }
-    fn remove(&self, path: &Path) -> partlog::Result<()> {
-        self.run(path, || self.inner.remove(path))
-    }
-    fn list(&self, dir: &Path) -> partlog::Result<Vec<String>> {
-        self.run(dir, || self.inner.list(dir))
-    }
-    fn metadata(&self, path: &Path) -> partlog::Result<Metadata> {
-        self.run(path, || self.inner.metadata(path))
-    }
-    fn lock(&self, path: &Path, mode: LockMode) -> partlog::Result<FileLock> {
-        self.run(path, || self.inner.lock(path, mode))
-    }
-    fn canonical_path(&self, path: &Path) -> partlog::Result<CanonicalPath> {
-        self.run(path, || self.inner.canonical_path(path))
-    }
-    fn set_mtime(&self, path: &Path, mtime_ms: i64) -> partlog::Result<()> {
-        self.run(path, || self.inner.set_mtime(path, mtime_ms))
-    }
-    fn lock_foreign_ofd(&self, path: &Path) -> partlog::Result<FileLock> {
-        self.run(path, || self.inner.lock_foreign_ofd(path))
-    }
 }

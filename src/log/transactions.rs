@@ -666,7 +666,12 @@ fn replay_state(
             .filter(|loaded| loaded.offset > replay.log_start_offset);
     let replay_from = match loaded {
         Some(loaded) => {
-            state.load_snapshot(loaded.snapshot, loaded.offset, replay.now_ms);
+            state.load_snapshot(
+                loaded.snapshot,
+                loaded.offset,
+                replay.now_ms,
+                replay.log_start_offset,
+            );
             loaded.offset
         }
         None => replay.log_start_offset,

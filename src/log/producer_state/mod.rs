@@ -468,11 +468,9 @@ impl ProducerStateManager {
     /// instead of being answered as a duplicate, which retention's deletion made unknowable
     /// anyway.
     pub(crate) fn truncate_head(&mut self, log_start_offset: i64) {
-        self.producers.map_mut().retain(|_, entry| {
-            entry.current_txn_first_offset.is_some()
-                || entry.is_empty()
-                || entry.last_data_offset() >= log_start_offset
-        });
+        self.producers
+            .map_mut()
+            .retain(|_, entry| outlives_start(entry, log_start_offset));
         self.unreplicated_txns
             .retain(|_, &mut marker| marker >= log_start_offset);
         self.last_map_offset = self.last_map_offset.max(log_start_offset);
@@ -513,7 +511,7 @@ impl ProducerStateManager {
         let bytes = snapshot_file::encode_snapshot(&entries);
         let snapshot = CheckedSnapshot::check(std::path::Path::new("test.snapshot"), bytes)
             .expect("encode_snapshot writes a valid snapshot");
-        self.load_snapshot(snapshot, snapshot_offset, now_ms);
+        self.load_snapshot(snapshot, snapshot_offset, now_ms, i64::MIN);
     }
 
     /// Replaces the state with the entries of the checked snapshot at `snapshot_offset` (with no
@@ -521,7 +519,11 @@ impl ProducerStateManager {
     /// Producers expired at `now_ms` are dropped; an entry with an open transaction reopens it.
     /// The ended transactions are forgotten: the snapshot lies at or below the high watermark.
     /// A producer listed twice (a damaged snapshot) keeps its later entry, and only that
-    /// entry's transaction.
+    /// entry's transaction. A producer whose remembered data lies wholly below
+    /// `log_start_offset` is dropped as [`truncate_head`](Self::truncate_head) drops it when the
+    /// start moves: the live log forgot it then, and the batches replayed after the snapshot
+    /// must not join a window that still holds its deleted ones (a re-send of a new batch with
+    /// the old batch's sequences would be answered with the old offsets).
     ///
     /// The producer table is built on its first use rather than here: an open that loads a snapshot of many
     /// producers then costs about the reading of the file, and a log opened to be read never
@@ -532,13 +534,16 @@ impl ProducerStateManager {
         snapshot: CheckedSnapshot,
         snapshot_offset: i64,
         now_ms: i64,
+        log_start_offset: i64,
     ) {
         let expiration_ms = self.config.producer_id_expiration_ms;
+        // A producer with an open transaction is never dropped for the start: these stand.
         self.ongoing_txns = open_transactions(snapshot.entries(), expiration_ms, now_ms);
         self.producers = ProducerTable::pending(PendingTable {
             snapshot,
             expiration_ms,
             now_ms,
+            log_start_offset,
         });
         self.unreplicated_txns.clear();
         self.last_map_offset = snapshot_offset;
@@ -611,6 +616,14 @@ pub(crate) fn snapshot_entry_of(producer_id: i64, entry: &ProducerStateEntry) ->
     }
 }
 
+/// Whether [`ProducerStateManager::truncate_head`] keeps `entry` once the log starts at
+/// `log_start_offset`.
+fn outlives_start(entry: &ProducerStateEntry, log_start_offset: i64) -> bool {
+    entry.current_txn_first_offset.is_some()
+        || entry.is_empty()
+        || entry.last_data_offset() >= log_start_offset
+}
+
 /// The producer table of loaded entries: the producers not expired at `now_ms`, each with its
 /// last entry.
 fn table_of(
@@ -675,6 +688,8 @@ struct PendingTable {
     snapshot: CheckedSnapshot,
     expiration_ms: i64,
     now_ms: i64,
+    /// The log's start when it was loaded.
+    log_start_offset: i64,
 }
 
 impl ProducerTable {
@@ -688,11 +703,15 @@ impl ProducerTable {
     /// The table, built now if it is not yet.
     fn map(&self) -> &HashMap<i64, ProducerStateEntry> {
         self.table.get_or_init(|| match &self.pending {
-            Some(pending) => table_of(
-                pending.snapshot.entries().map(|entry| entry_of(&entry)),
-                pending.expiration_ms,
-                pending.now_ms,
-            ),
+            Some(pending) => {
+                let mut table = table_of(
+                    pending.snapshot.entries().map(|entry| entry_of(&entry)),
+                    pending.expiration_ms,
+                    pending.now_ms,
+                );
+                table.retain(|_, entry| outlives_start(entry, pending.log_start_offset));
+                table
+            }
             None => HashMap::new(),
         })
     }

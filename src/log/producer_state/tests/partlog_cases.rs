@@ -636,3 +636,44 @@ fn a_loaded_snapshot_builds_its_table_on_first_use_with_the_open_transactions_kn
     assert!(m.producers.pending.is_none());
     assert_eq!(m.producer_count(), model.len());
 }
+
+#[test]
+fn a_snapshot_loaded_past_a_producers_data_forgets_it_as_a_start_move_does() {
+    let entries: Vec<_> = [
+        // Data wholly below the start of 10: forgotten.
+        (1, ProducerStateEntry::from_snapshot(0, 2, 4, 2, NOW, 0, -1)),
+        // Data reaching the start: kept.
+        (
+            2,
+            ProducerStateEntry::from_snapshot(0, 0, 10, 0, NOW, 0, -1),
+        ),
+        // An open transaction below the start: kept, and still open.
+        (3, ProducerStateEntry::from_snapshot(0, 0, 5, 0, NOW, 0, 5)),
+        // No data of its epoch (its last write a marker): kept, its epoch still fences.
+        (
+            4,
+            ProducerStateEntry::from_snapshot(3, -1, -1, 0, NOW, 7, -1),
+        ),
+    ]
+    .into_iter()
+    .map(|(producer_id, entry)| super::super::snapshot_entry_of(producer_id, &entry))
+    .collect();
+    let bytes = super::super::snapshot_file::encode_snapshot(&entries);
+    let snapshot = CheckedSnapshot::check(std::path::Path::new("test.snapshot"), bytes).unwrap();
+    let mut m = manager();
+    m.load_snapshot(snapshot, 12, NOW, 10);
+    assert_eq!(m.first_unstable_offset(), Some(5));
+    assert!(m.last_entry(1).is_none(), "its data lies below the start");
+    assert!(m.last_entry(2).is_some());
+    assert_eq!(
+        m.last_entry(3).and_then(|e| e.current_txn_first_offset),
+        Some(5)
+    );
+    assert_eq!(m.last_entry(4).map(|e| e.producer_epoch), Some(3));
+    // Producer 1 starts afresh: its batch with the sequences of its deleted one is new, and a
+    // re-send of it is answered with the new offsets, not the deleted ones.
+    append_client_entry(&mut m, 1, EPOCH, 0, 12, false).unwrap();
+    let again = m.last_entry(1).unwrap();
+    assert_eq!((again.first_seq(), again.last_data_offset()), (0, 12));
+    assert_eq!(again.batches.len(), 1);
+}
