@@ -235,7 +235,9 @@ proptest! {
             same(step, &format!("answer to {op:?}"), expected, got);
             same(step, &format!("state after {op:?}"), offset_state(&on_file), offset_state(&in_memory));
         }
-        // The file-backed index's file holds what both report.
+        // The file-backed index's file holds what both report, once its pending entries are
+        // written (a sync).
+        on_file.sync().unwrap();
         prop_assert_eq!(
             std::fs::metadata(on_file.path()).unwrap().len(),
             in_memory.size_bytes()
@@ -259,6 +261,7 @@ proptest! {
             same(step, &format!("answer to {op:?}"), expected, got);
             same(step, &format!("state after {op:?}"), time_state(&on_file), time_state(&in_memory));
         }
+        on_file.sync().unwrap();
         prop_assert_eq!(
             std::fs::metadata(on_file.path()).unwrap().len(),
             in_memory.size_bytes()

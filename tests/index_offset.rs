@@ -58,7 +58,9 @@ fn entries_are_last_offset_minus_base_then_position_both_i32_big_endian() {
         0x01, 0x02, 0x03, 0x04, 0x0A, 0x0B, 0x0C, 0x0D, // (0x01020304, 0x0A0B0C0D)
         0x7F, 0xFF, 0xFF, 0xFF, 0x7F, 0xFF, 0xFF, 0xFF, // (i32::MAX, i32::MAX)
     ];
-    // Never preallocated: the file is exactly its entries.
+    // The file gets the entries at a sync (or a seal, or a page of them at a time); never
+    // preallocated, it is then exactly its entries.
+    index.sync().unwrap();
     assert_eq!(std::fs::read(&path).unwrap(), expected);
     assert_eq!(index.size_bytes(), 24);
     assert_eq!(index.entries(), 3);
@@ -142,6 +144,7 @@ fn append_rejects_misuse_with_invalid_argument_and_leaves_the_file_alone() {
     assert_invalid(index.append(1020, 50));
     index.append(1020, 200).unwrap();
     assert_eq!(index.entries(), 2);
+    index.sync().unwrap();
     assert_eq!(std::fs::metadata(&path).unwrap().len(), 16);
     index.seal().unwrap();
     assert_invalid(index.append(1030, 300));
@@ -161,6 +164,7 @@ fn full_at_max_index_bytes_over_eight() {
     }
     assert!(index.is_full());
     assert_invalid(index.append(100, 1000));
+    index.sync().unwrap();
     assert_eq!(std::fs::metadata(&path).unwrap().len(), 32);
 
     let tiny = OffsetIndex::create(&storage(), &dir.path().join("t.index"), 0, 7).unwrap();
@@ -200,6 +204,7 @@ fn a_trailing_partial_entry_is_dropped_at_open() {
         "torn tail not cut"
     );
     active.append(1004, 40).unwrap();
+    active.sync().unwrap();
     assert_eq!(std::fs::metadata(&path).unwrap().len(), 32);
     active.full_check(41).unwrap();
 }
@@ -217,6 +222,7 @@ fn truncate_to_keeps_offsets_below_the_target_on_an_active_index() {
     let dir = tempfile::tempdir().unwrap();
     let path = index_path(dir.path());
     let index = build(dir.path(), 10); // offsets 1010..=1100
+    index.sync().unwrap();
     let inode = std::fs::metadata(&path).unwrap().ino();
     index.truncate_to(1_100_000).unwrap(); // beyond: no-op
     assert_eq!(index.entries(), 10);
@@ -283,6 +289,7 @@ fn truncating_a_sealed_index_writes_a_new_file_and_old_readers_keep_old_bytes() 
     assert!(!index.is_sealed());
     index.append(1501, 5001).unwrap();
     assert_eq!(index.entries(), 51);
+    index.sync().unwrap();
     let reopened = OffsetIndex::open(&storage(), &path, 1000, 1 << 20, false).unwrap();
     assert_eq!(reopened.entries(), 51);
     assert_eq!(reopened.last_entry().unwrap(), op(1501, 5001));
@@ -307,6 +314,7 @@ fn an_index_mapped_while_sealed_is_rewritten_on_truncation_even_when_active_agai
     assert_eq!(index.entries(), 4);
     assert_eq!(std::fs::metadata(&path).unwrap().ino(), inode);
     index.append(1060, 600).unwrap();
+    index.sync().unwrap();
     assert_eq!(std::fs::metadata(&path).unwrap().len(), 40);
 }
 
@@ -465,4 +473,52 @@ fn index_types_are_send_and_sync() {
     fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<OffsetIndex>();
     assert_send_sync::<partlog::unstable::TimeIndex>();
+}
+
+/// An active index publishes an entry in memory at once and writes its file later: a page of
+/// entries in one write, every pending one at a sync or a seal, and at a drop. Lookups never
+/// wait for the file; a truncation drops pending entries without touching it.
+#[test]
+fn an_active_index_writes_its_entries_a_page_at_a_time_and_at_sync_seal_and_drop() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = index_path(dir.path());
+    let file_len = || std::fs::metadata(&path).unwrap().len();
+    let index = OffsetIndex::create(&storage(), &path, 1000, 1 << 20).unwrap();
+    index.append(1010, 100).unwrap();
+    index.append(1020, 200).unwrap();
+    assert_eq!(file_len(), 0, "nothing written before a page or a sync");
+    assert_eq!(index.lookup(1025).unwrap(), op(1020, 200));
+    index.quick_check(201).unwrap();
+    index.full_check(201).unwrap();
+    index.sync().unwrap();
+    assert_eq!(file_len(), 16);
+    // A truncation of pending entries leaves the file alone; of written ones, cuts it.
+    index.append(1030, 300).unwrap();
+    index.truncate_to(1030).unwrap();
+    assert_eq!((index.entries(), file_len()), (2, 16));
+    index.truncate_to(1020).unwrap();
+    assert_eq!((index.entries(), file_len()), (1, 8));
+    // A page of pending entries (512 of 8 bytes) is written without a sync.
+    for n in 2..=512i64 {
+        index.append(1000 + n * 10, (n * 100) as u32).unwrap();
+    }
+    assert_eq!(file_len(), 8, "511 entries pending");
+    index.append(1000 + 513 * 10, 51_300).unwrap();
+    assert_eq!(
+        file_len(),
+        513 * 8,
+        "the 512th pending entry wrote the page"
+    );
+    index.append(1000 + 514 * 10, 51_400).unwrap();
+    assert_eq!(file_len(), 513 * 8, "the next page is pending");
+    index.seal().unwrap();
+    assert_eq!(file_len(), 514 * 8, "the seal wrote it");
+    let reopened = OffsetIndex::open(&storage(), &path, 1000, 1 << 20, false).unwrap();
+    assert_eq!(reopened.last_entry().unwrap(), op(1000 + 514 * 10, 51_400));
+    reopened.full_check(51_401).unwrap();
+    drop(reopened);
+    index.make_writable().unwrap();
+    index.append(1000 + 515 * 10, 51_500).unwrap();
+    drop(index);
+    assert_eq!(file_len(), 515 * 8, "the drop wrote the pending entry");
 }

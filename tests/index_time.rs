@@ -62,6 +62,8 @@ fn entries_are_timestamp_i64_then_relative_offset_i32_big_endian() {
         0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x00, 0x00, 0x00, 0x09, //
         0x7F, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x7F, 0xFF, 0xFF, 0xFF, //
     ];
+    // The file gets the entries at a sync (or a seal, or a page of them at a time).
+    index.sync().unwrap();
     assert_eq!(std::fs::read(&path).unwrap(), expected);
     assert_eq!(index.size_bytes(), 24);
 }
@@ -125,6 +127,7 @@ fn maybe_append_adds_only_strictly_larger_timestamps() {
         Err(Error::InvalidArgument { .. })
     ));
     assert_eq!(index.entries(), 3);
+    index.sync().unwrap();
     assert_eq!(std::fs::metadata(&path).unwrap().len(), 36);
     index.full_check().unwrap();
     index.seal().unwrap();
@@ -159,6 +162,7 @@ fn the_last_slot_is_reserved_for_the_final_entry() {
         index.maybe_append(200, 11, true),
         Err(Error::InvalidArgument { .. })
     ));
+    index.sync().unwrap();
     assert_eq!(std::fs::metadata(&path).unwrap().len(), 48);
 
     // At the default 10 MiB, Kafka's counts.
@@ -176,6 +180,7 @@ fn truncate_to_removes_entries_at_or_above_the_offset() {
     for (timestamp, offset) in [(10, 1001), (20, 1005), (30, 1005), (40, 1009), (50, 1020)] {
         assert!(index.maybe_append(timestamp, offset, false).unwrap());
     }
+    index.sync().unwrap();
     index.truncate_to(1021).unwrap();
     assert_eq!(index.entries(), 5);
     index.truncate_to(1010).unwrap();
@@ -213,6 +218,7 @@ fn truncating_a_sealed_index_rewrites_it_and_it_can_grow_again() {
     assert_eq!(std::fs::read(&path).unwrap(), before[..12_000]);
     index.make_writable().unwrap();
     assert!(index.maybe_append(1_000_000, 5000, false).unwrap());
+    index.sync().unwrap();
     let reopened = TimeIndex::open(&storage(), &path, 1000, 1 << 20, false).unwrap();
     assert_eq!(reopened.entries(), 1001);
     assert_eq!(reopened.last_entry().unwrap(), to(1_000_000, 5000));
