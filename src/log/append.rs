@@ -486,6 +486,7 @@ impl Shared {
             }
             writer = shared.writer.lock();
         }
+        shared.consume_clean_shutdown(&mut writer)?;
         Ok(writer)
     }
 

@@ -35,6 +35,12 @@
 //! returns, and its slot then becomes the one holding the newest synced record. Non-durable
 //! writes (the recovery-point cadence) keep landing in the same slot until a durable one moves
 //! the synced record there.
+//!
+//! An open syncs nothing. The first write after it first syncs the file and its directory, so
+//! that the record the open read back (a crashed process may have written it without a sync)
+//! really is the newest synced record before anything is written beside it. A clean-shutdown
+//! record stands until a durable record replaces it; while it stands, every record without its
+//! fields is written durably.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -233,17 +239,37 @@ pub struct CheckpointFile {
     /// The file's length as far as this handle knows; below the full size until the first write
     /// repairs a file torn at creation.
     file_len: u64,
+    /// What the first write must make durable before it writes: the record read at open (a
+    /// crashed process may have written it without a sync) and the file's name in `dir`.
+    read_back: ReadBack,
+    /// The newest durable record carries clean-shutdown fields that no later durable write
+    /// has replaced: the log must consume them before it changes ([`Self::consume_clean_shutdown`]).
+    clean_shutdown_standing: bool,
+}
+
+/// Whether what an open read back is known to be durable yet.
+#[derive(Debug)]
+enum ReadBack {
+    /// Not yet: the first write syncs the file's data and `dir`, then writes.
+    Unsynced {
+        storage: Arc<dyn Storage>,
+        dir: PathBuf,
+    },
+    Durable,
 }
 
 impl CheckpointFile {
     /// Opens `dir/partlog.checkpoint`, creating it if missing, and returns the newest valid
     /// record (the valid slot with the higher sequence), or `None` if no slot is valid.
     ///
-    /// A new file is 1024 zero bytes (both slots invalid). Before returning, open syncs the
-    /// file's data and the directory, in every case: a created file's name must be durable
-    /// before recovery relies on it (ARCHITECTURE.md §6), and a record read back may have been
-    /// written without a sync by a process that then crashed, so it is made durable here so that it
-    /// really is the newest synced record the write rule protects.
+    /// A new file is 1024 zero bytes (both slots invalid). Open syncs nothing: the first
+    /// [`write`](Self::write) syncs the file's data and the directory before it writes, in
+    /// every case. A created file's name must be durable before recovery relies on it
+    /// (ARCHITECTURE.md §6), and a record read back may have been written without a sync by a
+    /// process that then crashed: it must really be the newest synced record before a write
+    /// goes to the other slot. Nothing before the first write depends on either, so an open
+    /// that writes nothing (a clean open, whose record stands until the log changes) costs no
+    /// sync.
     pub fn open(
         storage: &Arc<dyn Storage>,
         dir: &Path,
@@ -259,14 +285,18 @@ impl CheckpointFile {
             Err(e) => return Err(e),
         };
         let scan = SlotScan::read(file.as_ref())?;
-        file.sync_data()?;
-        storage.sync_dir(dir)?;
         let newest = scan.newest();
         let checkpoint = CheckpointFile {
             file,
             sequence: newest.map_or(0, |(_, record)| record.sequence),
             synced_slot: newest.map(|(slot, _)| slot),
             file_len: scan.file_len,
+            read_back: ReadBack::Unsynced {
+                storage: Arc::clone(storage),
+                dir: dir.to_path_buf(),
+            },
+            clean_shutdown_standing: newest
+                .is_some_and(|(_, record)| record.clean_shutdown.is_some()),
         };
         Ok((checkpoint, newest.map(|(_, record)| record)))
     }
@@ -286,7 +316,13 @@ impl CheckpointFile {
 
     /// Writes the next record (sequence = last + 1) into the slot that does not hold the newest
     /// synced record, and returns its sequence. When `durable`, it syncs the file's data before
-    /// returning, and that slot then holds the newest synced record.
+    /// returning, and that slot then holds the newest synced record. The first write after
+    /// [`open`](Self::open) first makes what the open read durable (the file's data and the
+    /// directory).
+    ///
+    /// A record without clean-shutdown fields written while a clean-shutdown record stands is
+    /// written durably even when `durable` is false: a crash must not find the clean record
+    /// newest once a later one exists.
     ///
     /// On an error, the slot being written may be torn, but never the synced one. The sequence
     /// is used up either way, so that one number never names two different contents. A file
@@ -298,6 +334,48 @@ impl CheckpointFile {
         clean_shutdown: Option<CleanShutdown>,
         durable: bool,
     ) -> Result<u64> {
+        self.write_slot(recovery_point, log_start_offset, clean_shutdown, durable)
+            .map_err(DurableWriteError::into_error)
+    }
+
+    /// Consumes a standing clean-shutdown record: writes, durably, a record without its fields
+    /// (`recovery_point` and `log_start_offset` as the log holds them), so that a crash from
+    /// then on never looks clean. Does nothing when no clean-shutdown record stands. The log
+    /// calls it before the first change to its segments after a clean open (ARCHITECTURE.md
+    /// §7), not at the open, so that an open that changes nothing writes and syncs nothing.
+    pub(crate) fn consume_clean_shutdown(
+        &mut self,
+        recovery_point: i64,
+        log_start_offset: i64,
+    ) -> std::result::Result<(), DurableWriteError> {
+        if self.clean_shutdown_standing {
+            self.write_slot(recovery_point, log_start_offset, None, true)?;
+        }
+        Ok(())
+    }
+
+    /// Whether the newest durable record carries clean-shutdown fields that no later durable
+    /// write has replaced (see [`consume_clean_shutdown`](Self::consume_clean_shutdown)).
+    pub fn clean_shutdown_standing(&self) -> bool {
+        self.clean_shutdown_standing
+    }
+
+    /// [`write`](Self::write), telling a failed write from a failed sync.
+    fn write_slot(
+        &mut self,
+        recovery_point: i64,
+        log_start_offset: i64,
+        clean_shutdown: Option<CleanShutdown>,
+        durable: bool,
+    ) -> std::result::Result<u64, DurableWriteError> {
+        if let ReadBack::Unsynced { storage, dir } = &self.read_back {
+            // A failed sync here leaves the read-back record's durability unknown: treated as
+            // any failed sync (the log poisons itself), and retried by the next write.
+            self.file.sync_data().map_err(DurableWriteError::Sync)?;
+            storage.sync_dir(dir).map_err(DurableWriteError::Sync)?;
+            self.read_back = ReadBack::Durable;
+        }
+        let durable = durable || (self.clean_shutdown_standing && clean_shutdown.is_none());
         let sequence = self
             .sequence
             .checked_add(1)
@@ -308,7 +386,8 @@ impl CheckpointFile {
                     self.file.path().display(),
                     self.sequence
                 ),
-            })?;
+            })
+            .map_err(DurableWriteError::Write)?;
         self.sequence = sequence;
         let target = match self.synced_slot {
             Some(0) => 1,
@@ -327,14 +406,19 @@ impl CheckpointFile {
             let missing = usize::try_from(full_size - self.file_len).unwrap_or(0);
             let zeros = [0u8; CHECKPOINT_FILE_SIZE];
             if let Some(fill) = zeros.get(..missing) {
-                self.file.write_all_at(fill, self.file_len)?;
+                self.file
+                    .write_all_at(fill, self.file_len)
+                    .map_err(DurableWriteError::Write)?;
             }
             self.file_len = full_size;
         }
-        self.file.write_all_at(&slot, slot_position(target))?;
+        self.file
+            .write_all_at(&slot, slot_position(target))
+            .map_err(DurableWriteError::Write)?;
         if durable {
-            self.file.sync_data()?;
+            self.file.sync_data().map_err(DurableWriteError::Sync)?;
             self.synced_slot = Some(target);
+            self.clean_shutdown_standing = clean_shutdown.is_some();
         }
         Ok(sequence)
     }
@@ -348,16 +432,7 @@ impl CheckpointFile {
         recovery_point: i64,
         log_start_offset: i64,
     ) -> std::result::Result<u64, DurableWriteError> {
-        let sequence = self
-            .write(recovery_point, log_start_offset, None, false)
-            .map_err(DurableWriteError::Write)?;
-        let written = match self.synced_slot {
-            Some(0) => 1,
-            Some(_) | None => 0,
-        };
-        self.file.sync_data().map_err(DurableWriteError::Sync)?;
-        self.synced_slot = Some(written);
-        Ok(sequence)
+        self.write_slot(recovery_point, log_start_offset, None, true)
     }
 
     /// The sequence of the last record written, or of the newest record read at open (0 if
@@ -383,8 +458,16 @@ impl CheckpointFile {
 pub(crate) enum DurableWriteError {
     /// Writing the slot failed; the synced slot is untouched.
     Write(Error),
-    /// Syncing the written slot failed.
+    /// Syncing failed: the written slot, or, before the first write, what the open read back.
     Sync(Error),
+}
+
+impl DurableWriteError {
+    fn into_error(self) -> Error {
+        match self {
+            DurableWriteError::Write(error) | DurableWriteError::Sync(error) => error,
+        }
+    }
 }
 
 /// `dir/partlog.checkpoint`.
@@ -980,12 +1063,13 @@ mod tests {
     }
 
     #[test]
-    fn creation_syncs_the_file_then_the_directory_and_only_durable_writes_sync() {
+    fn the_first_write_syncs_what_open_read_and_only_durable_writes_sync() {
         let recording = Recording::default();
         let events = Arc::clone(&recording.events);
         let storage: Arc<dyn Storage> = Arc::new(recording);
         let dir = tempfile::tempdir().unwrap();
         let (mut checkpoint, _) = CheckpointFile::open(&storage, dir.path()).unwrap();
+        // Creation writes the zeros and syncs nothing yet.
         assert_eq!(
             events.lock().drain(..).collect::<Vec<_>>(),
             [
@@ -994,8 +1078,6 @@ mod tests {
                     position: 0,
                     len: CHECKPOINT_FILE_SIZE
                 },
-                Event::SyncData,
-                Event::SyncDir,
             ]
         );
         checkpoint.write(1, 0, None, false).unwrap();
@@ -1008,6 +1090,9 @@ mod tests {
         assert_eq!(
             events.lock().drain(..).collect::<Vec<_>>(),
             [
+                // The created name and the zeros, durable before the first slot is written.
+                Event::SyncData,
+                Event::SyncDir,
                 slot(0),
                 slot(0),
                 Event::SyncData,
@@ -1017,11 +1102,104 @@ mod tests {
         );
         drop(checkpoint);
 
-        // Reopening an existing file creates nothing but still makes what it read durable.
-        CheckpointFile::open(&storage, dir.path()).unwrap();
+        // Reopening an existing file creates and syncs nothing; its first write makes what the
+        // open read durable first, even a write that is not durable itself.
+        let (mut reopened, _) = CheckpointFile::open(&storage, dir.path()).unwrap();
+        assert_eq!(events.lock().drain(..).collect::<Vec<_>>(), []);
+        reopened.write(4, 0, None, false).unwrap();
         assert_eq!(
             events.lock().drain(..).collect::<Vec<_>>(),
-            [Event::SyncData, Event::SyncDir]
+            [Event::SyncData, Event::SyncDir, slot(0)]
+        );
+    }
+
+    #[test]
+    fn a_failed_sync_of_what_open_read_writes_nothing_and_is_retried() {
+        let recording = Recording::default();
+        let fail_syncs = Arc::clone(&recording.fail_syncs);
+        let storage: Arc<dyn Storage> = Arc::new(recording);
+        let dir = tempfile::tempdir().unwrap();
+        let (mut checkpoint, _) = CheckpointFile::open(&storage, dir.path()).unwrap();
+        checkpoint.write(1, 0, None, true).unwrap();
+        drop(checkpoint);
+        let image = raw_file(&storage, dir.path());
+
+        let (mut reopened, _) = CheckpointFile::open(&storage, dir.path()).unwrap();
+        *fail_syncs.lock() = true;
+        assert!(matches!(
+            reopened.write_durable(2, 0),
+            Err(DurableWriteError::Sync(Error::Io { .. }))
+        ));
+        assert_eq!(raw_file(&storage, dir.path()), image, "nothing written");
+        *fail_syncs.lock() = false;
+        assert_eq!(reopened.write(3, 0, None, true).unwrap(), 2);
+        assert_eq!(
+            slots_on_disk(&storage, dir.path()).map(|r| r.map(|r| r.sequence)),
+            [Some(1), Some(2)]
+        );
+    }
+
+    #[test]
+    fn a_clean_shutdown_record_stands_until_a_durable_record_replaces_it() {
+        let storage = os();
+        let dir = tempfile::tempdir().unwrap();
+        let clean = CleanShutdown {
+            active_segment_base: 0,
+            active_segment_size: 4096,
+            log_end_offset: 77,
+        };
+        let (mut checkpoint, _) = CheckpointFile::open(&storage, dir.path()).unwrap();
+        assert!(!checkpoint.clean_shutdown_standing(), "a new file");
+        checkpoint.write(77, 0, None, true).unwrap();
+        assert!(!checkpoint.clean_shutdown_standing());
+        // Nothing stands: consuming writes nothing.
+        checkpoint.consume_clean_shutdown(77, 0).unwrap();
+        assert_eq!(checkpoint.sequence(), 1);
+        checkpoint.write(77, 0, Some(clean), true).unwrap();
+        assert!(checkpoint.clean_shutdown_standing(), "close's record");
+        drop(checkpoint);
+
+        // A clean open: the record stands, and open wrote nothing.
+        let (mut reopened, newest) = CheckpointFile::open(&storage, dir.path()).unwrap();
+        assert_eq!(newest.and_then(|r| r.clean_shutdown), Some(clean));
+        assert!(reopened.clean_shutdown_standing());
+        reopened.consume_clean_shutdown(77, 3).unwrap();
+        assert!(!reopened.clean_shutdown_standing());
+        let consumed = CheckpointFile::read(&storage, dir.path()).unwrap().unwrap();
+        assert_eq!(
+            (
+                consumed.sequence,
+                consumed.recovery_point,
+                consumed.log_start_offset
+            ),
+            (3, 77, 3)
+        );
+        assert_eq!(consumed.clean_shutdown, None);
+        assert_eq!(
+            reopened.synced_slot(),
+            Some(0),
+            "durably: the synced slot moved"
+        );
+        reopened.consume_clean_shutdown(90, 3).unwrap();
+        assert_eq!(reopened.sequence(), 3, "consumed once");
+        drop(reopened);
+
+        // A record without the fields is durable while a clean one stands, even when the
+        // caller asked for a cadence write: the clean record must never be the newest synced
+        // record once a later one exists.
+        let (mut checkpoint, _) = CheckpointFile::open(&storage, dir.path()).unwrap();
+        checkpoint.write(90, 3, Some(clean), true).unwrap();
+        assert!(checkpoint.clean_shutdown_standing());
+        let synced_before = checkpoint.synced_slot();
+        checkpoint.write(91, 3, None, false).unwrap();
+        assert!(!checkpoint.clean_shutdown_standing());
+        let promoted = checkpoint.synced_slot();
+        assert_ne!(promoted, synced_before, "written durably");
+        checkpoint.write(92, 3, None, false).unwrap();
+        assert_eq!(
+            checkpoint.synced_slot(),
+            promoted,
+            "later cadence writes stay non-durable"
         );
     }
 
@@ -1061,6 +1239,9 @@ mod tests {
         },
         /// Crash and reopen; the unsynced slot ends up as `CrashOutcome` says.
         Crash(CrashOutcome),
+        /// The process dies and a new one reopens; the machine stays up, so the page cache
+        /// keeps every write, synced or not.
+        ProcessCrash,
     }
 
     #[derive(Debug, Clone, Copy)]
@@ -1086,6 +1267,7 @@ mod tests {
                 Just(CrashOutcome::HalfWritten),
             ]
             .prop_map(Step::Crash),
+            1 => Just(Step::ProcessCrash),
         ]
     }
 
@@ -1104,11 +1286,19 @@ mod tests {
             let mut disk = raw_file(&storage, dir.path());
             let mut last_written: Option<CheckpointRecord> = None;
             let mut last_synced: Option<CheckpointRecord> = None;
+            // A reopen syncs nothing: its first write makes what it read durable first.
+            let mut read_back_unsynced = false;
             for (index, step) in steps.into_iter().enumerate() {
                 match step {
                     Step::Write { durable, clean } => {
                         let synced_before = checkpoint.synced_slot();
                         let image_before = raw_file(&storage, dir.path());
+                        if read_back_unsynced {
+                            disk = image_before.clone();
+                            last_synced = last_written;
+                            read_back_unsynced = false;
+                        }
+                        let clean_stood = checkpoint.clean_shutdown_standing();
                         let position = i64::try_from(index).unwrap();
                         let clean_shutdown = clean.then_some(CleanShutdown {
                             active_segment_base: position,
@@ -1135,7 +1325,9 @@ mod tests {
                             clean_shutdown,
                         };
                         last_written = Some(written);
-                        if durable {
+                        // A record without clean fields replacing a standing clean one is
+                        // written durably whatever the caller asked.
+                        if durable || (clean_stood && !clean) {
                             last_synced = Some(written);
                             disk = raw_file(&storage, dir.path());
                         }
@@ -1172,10 +1364,18 @@ mod tests {
                         prop_assert_eq!(newest, expected);
                         prop_assert_eq!(reopened.sequence(), expected.map_or(0, |r| r.sequence));
                         checkpoint = reopened;
-                        // Open synced what it read.
-                        disk = raw_file(&storage, dir.path());
+                        // What a crashed machine comes back with is on its disk.
+                        disk = crashed;
                         last_written = expected;
                         last_synced = expected;
+                        read_back_unsynced = false;
+                    }
+                    Step::ProcessCrash => {
+                        drop(checkpoint);
+                        let (reopened, newest) = CheckpointFile::open(&storage, dir.path()).unwrap();
+                        prop_assert_eq!(newest, last_written, "the page cache's newest record");
+                        checkpoint = reopened;
+                        read_back_unsynced = true;
                     }
                 }
             }

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use crate::error::{Error, Result};
 use crate::segment::Segment;
 
-use super::checkpoint::DurableWriteError;
+use super::checkpoint::{CheckpointFile, DurableWriteError};
 use super::observer;
 use super::{FlushPolicy, Log, LogConfig, LogEvent, Shared, Writer};
 
@@ -287,6 +287,48 @@ impl Shared {
         };
         match checkpoint.write_durable(recovery_point, log_start) {
             Ok(_) => Ok(()),
+            Err(DurableWriteError::Write(error)) => Err(error),
+            Err(DurableWriteError::Sync(error)) => Err(self.poison_after_failed_sync(
+                &format!("syncing {}", checkpoint.path().display()),
+                error,
+            )),
+        }
+    }
+
+    /// Consumes a clean-shutdown record that still stands, under the writer lock, before the
+    /// log's first change after a clean open: appends, rolls and full truncations call it
+    /// (other changes write a durable checkpoint record first, which consumes it too). Until
+    /// then a crash finds the clean record, which still describes the directory. A failed sync
+    /// poisons the log, as in [`write_checkpoint_durably`](Self::write_checkpoint_durably).
+    #[inline]
+    pub(super) fn consume_clean_shutdown(&self, writer: &mut Writer) -> Result<()> {
+        if writer
+            .checkpoint
+            .as_ref()
+            .is_some_and(CheckpointFile::clean_shutdown_standing)
+        {
+            self.consume_standing_clean_shutdown(writer)
+        } else {
+            Ok(())
+        }
+    }
+
+    #[cold]
+    fn consume_standing_clean_shutdown(&self, writer: &mut Writer) -> Result<()> {
+        // A closed log's record is close's own, and a poisoned log writes no checkpoint.
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        if self.commit.is_poisoned() {
+            return Err(Error::Poisoned);
+        }
+        let recovery_point = writer.recovery_point;
+        let log_start = self.log_start.load(Ordering::Acquire);
+        let Some(checkpoint) = writer.checkpoint.as_mut() else {
+            return Ok(());
+        };
+        match checkpoint.consume_clean_shutdown(recovery_point, log_start) {
+            Ok(()) => Ok(()),
             Err(DurableWriteError::Write(error)) => Err(error),
             Err(DurableWriteError::Sync(error)) => Err(self.poison_after_failed_sync(
                 &format!("syncing {}", checkpoint.path().display()),

@@ -731,6 +731,7 @@ impl Shared {
         if old.base_offset() == base && old.size() == 0 {
             return Ok(());
         }
+        self.consume_clean_shutdown(writer)?;
         let jitter = self
             .config
             .draw_roll_jitter(next_random(&mut writer.jitter_state));

@@ -153,11 +153,15 @@ pub(crate) fn recover(
         restart_at_log_start(storage, dir, config, now_ms, &mut recovered)?;
     }
 
-    // Phase 5: record what recovery made durable.
+    // Phase 5: record what recovery made durable. After a clean shutdown that the open
+    // changed nothing of, the clean-shutdown record stands: the log consumes it before its
+    // first change (`Shared::consume_clean_shutdown`), so an open that is only read, or closed
+    // again, writes and syncs nothing here.
     recovered.report.log_end_offset = recovered.active.next_offset();
-    if let Some(file) = checkpoint.as_mut() {
-        // Consumes the clean-shutdown fields before the first write (a crash from now on must
-        // not look clean), and records what recovery made durable.
+    let clean_record_stands = recovered.report.clean_shutdown && !recovered.restarted_at_log_start;
+    if let Some(file) = checkpoint.as_mut().filter(|_| !clean_record_stands) {
+        // Consumes any clean-shutdown fields (a crash from now on must not look clean), and
+        // records what recovery made durable.
         file.write(
             recovered.recovery_point,
             recovered.log_start_offset,

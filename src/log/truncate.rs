@@ -112,6 +112,7 @@ impl Log {
 
 impl Shared {
     pub(super) fn truncate_locked(&self, writer: &mut Writer, offset: i64) -> Result<i64> {
+        self.consume_clean_shutdown(writer)?;
         self.truncations.fetch_add(1, Ordering::AcqRel);
         let list = self.snapshot.load();
         let handles = list.handles();

@@ -52,6 +52,7 @@ impl Log {
         let mut writer = shared.writer.lock();
         self.check_writable()?;
         let result = (|| {
+            shared.consume_clean_shutdown(&mut writer)?;
             if offset < writer.log_end_offset {
                 shared.truncate_locked(&mut writer, offset)?;
             }

@@ -248,6 +248,16 @@ pub trait StorageFile: Send + Sync + fmt::Debug {
         Ok(())
     }
 
+    /// Reads exactly `len` bytes at `offset` into a new vector, or fails as
+    /// [`read_exact_at`](Self::read_exact_at) does. The default zero-fills the vector, then
+    /// reads; an implementation may read into the vector's spare capacity instead (zero-filling
+    /// took a fifth of the open of a log whose producer snapshot holds 100,000 producers).
+    fn read_exact_to_vec(&self, len: usize, offset: u64) -> Result<Vec<u8>> {
+        let mut bytes = vec![0u8; len];
+        self.read_exact_at(&mut bytes, offset)?;
+        Ok(bytes)
+    }
+
     /// Maps the whole file read-only, if the implementation supports it. `Ok(None)` means
     /// "use [`read_at`](Self::read_at)". Only call this on files that are never shrunk while mapped.
     fn map_read(&self) -> Result<Option<ReadMapping>> {

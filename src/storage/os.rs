@@ -48,6 +48,36 @@ impl StorageFile for OsFile {
         }
     }
 
+    fn read_exact_to_vec(&self, len: usize, offset: u64) -> Result<Vec<u8>> {
+        let mut bytes = Vec::with_capacity(len);
+        while bytes.len() < len {
+            let at = offset + bytes.len() as u64;
+            // Reads into the spare capacity, which `spare_capacity` then counts as initialized:
+            // no zero-filling first. The capacity may exceed `len`; the excess is cut below.
+            let read =
+                match rustix::io::pread(&self.file, rustix::buffer::spare_capacity(&mut bytes), at)
+                {
+                    Ok(read) => read,
+                    Err(rustix::io::Errno::INTR) => continue,
+                    Err(e) => return Err(Error::io(&self.path, e.into())),
+                };
+            if read == 0 {
+                return Err(Error::io(
+                    &self.path,
+                    std::io::Error::new(
+                        std::io::ErrorKind::UnexpectedEof,
+                        format!(
+                            "wanted {len} bytes at offset {offset}, file ends after {}",
+                            bytes.len()
+                        ),
+                    ),
+                ));
+            }
+        }
+        bytes.truncate(len);
+        Ok(bytes)
+    }
+
     fn write_all_at(&self, mut buf: &[u8], mut offset: u64) -> Result<()> {
         // One pwrite per call in the common case, without libc's cancellation-point wrapper
         // (see read_at); a short write continues where it stopped, as std's write_all_at does.
@@ -408,6 +438,32 @@ mod tests {
             .set_mtime(&dir.path().join("missing.log"), 1)
             .unwrap_err();
         assert_eq!(missing.io_kind(), Some(std::io::ErrorKind::NotFound));
+    }
+
+    #[test]
+    fn read_exact_to_vec_reads_exactly_or_fails_at_the_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = OsStorage::new();
+        let file = storage
+            .open(&dir.path().join("bytes"), OpenMode::CreateNew)
+            .unwrap();
+        let content: Vec<u8> = (0..100_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        file.write_all_at(&content, 0).unwrap();
+        // The default (zero-fill, then read) and the spare-capacity read agree everywhere.
+        for (len, offset) in [(0, 0), (1, 0), (100_000, 0), (4_096, 95_904), (10, 12_345)] {
+            let read = file.read_exact_to_vec(len, offset).unwrap();
+            let at = usize::try_from(offset).unwrap();
+            assert_eq!(read, &content[at..at + len], "{len} at {offset}");
+            assert_eq!(read.len(), len);
+        }
+        for (len, offset) in [(100_001, 0), (2, 99_999), (1, 100_000)] {
+            let error = file.read_exact_to_vec(len, offset).unwrap_err();
+            assert_eq!(
+                error.io_kind(),
+                Some(std::io::ErrorKind::UnexpectedEof),
+                "{len} at {offset}"
+            );
+        }
     }
 
     #[test]

@@ -538,7 +538,7 @@ impl ProducerStateManager {
     ) {
         let expiration_ms = self.config.producer_id_expiration_ms;
         // A producer with an open transaction is never dropped for the start: these stand.
-        self.ongoing_txns = open_transactions(snapshot.entries(), expiration_ms, now_ms);
+        self.ongoing_txns = open_transactions(snapshot.transaction_fields(), expiration_ms, now_ms);
         self.producers = ProducerTable::pending(PendingTable {
             snapshot,
             expiration_ms,
@@ -648,23 +648,25 @@ fn table_of(
 ///
 /// It reads the entries' fields and builds no entry: it runs at the open, for every producer.
 fn open_transactions(
-    entries: impl Iterator<Item = SnapshotEntry>,
+    entries: impl Iterator<Item = (i64, i64, i64)>,
     expiration_ms: i64,
     now_ms: i64,
 ) -> BTreeSet<(i64, i64)> {
     let mut open = BTreeMap::new();
-    for entry in entries {
-        let open_txn = entry.open_transaction();
-        if expired_at(expiration_ms, now_ms, entry.timestamp, open_txn) {
+    for (producer_id, timestamp, current_txn_first_offset) in entries {
+        let open_txn = (current_txn_first_offset >= 0).then_some(current_txn_first_offset);
+        if expired_at(expiration_ms, now_ms, timestamp, open_txn) {
             continue;
         }
         match open_txn {
             Some(first_offset) => {
-                open.insert(entry.producer_id, first_offset);
+                open.insert(producer_id, first_offset);
             }
-            None => {
-                open.remove(&entry.producer_id);
+            // A later entry of the same producer replaces an earlier one (the table's rule).
+            None if !open.is_empty() => {
+                open.remove(&producer_id);
             }
+            None => {}
         }
     }
     open.into_iter()
