@@ -11,9 +11,24 @@ pub fn crc32c(bytes: &[u8]) -> u32 {
     ::crc32c::crc32c(bytes)
 }
 
+/// CRC-32C of the bytes `crc` covered followed by `bytes`: a checksum computed in parts.
+#[inline]
+pub fn crc32c_append(crc: u32, bytes: &[u8]) -> u32 {
+    ::crc32c::crc32c_append(crc, bytes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_checksum_in_parts_is_the_whole_one() {
+        let bytes: Vec<u8> = (0..10_000u32).map(|i| (i * 13 % 256) as u8).collect();
+        for split in [0, 1, 7, 4096, 9_999, 10_000] {
+            let (head, tail) = bytes.split_at(split);
+            assert_eq!(crc32c_append(crc32c(head), tail), crc32c(&bytes), "{split}");
+        }
+    }
 
     /// The sanity vector of Kafka's `Crc32CTest`.
     #[test]

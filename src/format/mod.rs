@@ -80,7 +80,7 @@ pub use control::{
     CONTROL_BATCH_SIZE, ControlRecordType, EndTransactionMarker, build_control_batch,
     control_record_type,
 };
-pub use crc::crc32c;
+pub use crc::{crc32c, crc32c_append};
 pub use edit::{set_base_offset, set_log_append_time, set_partition_leader_epoch};
 pub use legacy::{
     LEGACY_V0_HEADER_SIZE, LEGACY_V0_MIN_MESSAGE_SIZE, LEGACY_V1_HEADER_SIZE,

@@ -538,7 +538,12 @@ impl ProducerStateManager {
     ) {
         let expiration_ms = self.config.producer_id_expiration_ms;
         // A producer with an open transaction is never dropped for the start: these stand.
-        self.ongoing_txns = open_transactions(snapshot.transaction_fields(), expiration_ms, now_ms);
+        self.ongoing_txns = if snapshot.has_open_transaction() {
+            open_transactions(snapshot.transaction_fields(), expiration_ms, now_ms)
+        } else {
+            // The check's pass found no entry with one: no entry need be read again.
+            BTreeSet::new()
+        };
         self.producers = ProducerTable::pending(PendingTable {
             snapshot,
             expiration_ms,

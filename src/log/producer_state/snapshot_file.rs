@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::error::{Corruption, Error, Result};
-use crate::format::crc32c;
+use crate::format::{crc32c, crc32c_append};
 use crate::storage::{OpenMode, Storage};
 
 /// The suffix of a producer-state snapshot file.
@@ -151,8 +151,12 @@ pub fn decode_snapshot(file: &Path, bytes: &[u8]) -> Result<Vec<SnapshotEntry>> 
     Ok(entries_of(bytes).collect())
 }
 
-/// The checks of [`decode_snapshot`], without decoding an entry.
-fn check_snapshot_bytes(file: &Path, bytes: &[u8]) -> Result<()> {
+/// The checks of [`decode_snapshot`], without decoding an entry. Returns whether any entry
+/// has an open transaction (a current transaction first offset at or above 0), learned in the
+/// CRC's pass: the entries are checksummed a block at a time, and each block's sign bits read
+/// while it is in the cache, so that an open whose snapshot holds no open transaction need not
+/// read the entries again.
+fn check_snapshot_bytes(file: &Path, bytes: &[u8]) -> Result<bool> {
     let corrupt = |position: u64, what: Corruption| Error::Corrupt {
         file: file.to_path_buf(),
         position,
@@ -175,7 +179,14 @@ fn check_snapshot_bytes(file: &Path, bytes: &[u8]) -> Result<()> {
         ));
     }
     let stored = u32::from_be_bytes([header[2], header[3], header[4], header[5]]);
-    let computed = crc32c(&bytes[CRC_COVERAGE_START..]);
+    let mut computed = crc32c(&bytes[CRC_COVERAGE_START..SNAPSHOT_HEADER_BYTES]);
+    let mut open_transaction = false;
+    for block in bytes[SNAPSHOT_HEADER_BYTES..].chunks(CHECK_BLOCK_ENTRIES * SNAPSHOT_ENTRY_BYTES) {
+        computed = crc32c_append(computed, block);
+        open_transaction |= block
+            .chunks_exact(SNAPSHOT_ENTRY_BYTES)
+            .any(|entry| entry[CURRENT_TXN_FIRST_OFFSET_AT] & 0x80 == 0);
+    }
     if stored != computed {
         return Err(corrupt(2, Corruption::CrcMismatch { stored, computed }));
     }
@@ -192,8 +203,12 @@ fn check_snapshot_bytes(file: &Path, bytes: &[u8]) -> Result<()> {
             },
         ));
     }
-    Ok(())
+    Ok(open_transaction)
 }
+
+/// Entries checksummed at a time by [`check_snapshot_bytes`]: 46 KiB, well inside a core's
+/// L2 cache.
+const CHECK_BLOCK_ENTRIES: usize = 1024;
 
 /// The entries of snapshot bytes, decoded one by one (after the entries' header; a partial
 /// entry at the end is not one).
@@ -218,15 +233,24 @@ pub struct CheckedSnapshot {
     /// Shared: the log's producer state holds them until its table is built, and a clone of
     /// that state copies nothing.
     bytes: Arc<Vec<u8>>,
+    /// Whether any entry has an open transaction.
+    open_transaction: bool,
 }
 
 impl CheckedSnapshot {
     /// Checks `bytes` as [`decode_snapshot`] does; `file` names the snapshot in the error.
     pub fn check(file: &Path, bytes: Vec<u8>) -> Result<CheckedSnapshot> {
-        check_snapshot_bytes(file, &bytes)?;
+        let open_transaction = check_snapshot_bytes(file, &bytes)?;
         Ok(CheckedSnapshot {
             bytes: Arc::new(bytes),
+            open_transaction,
         })
+    }
+
+    /// Whether any entry has an open transaction (a current transaction first offset at or
+    /// above 0), expired or not. Without one the log has no open transaction to load.
+    pub fn has_open_transaction(&self) -> bool {
+        self.open_transaction
     }
 
     /// How many entries it holds.

@@ -480,3 +480,52 @@ proptest! {
         let _ = decode_snapshot(Path::new("x"), &bytes);
     }
 }
+
+#[test]
+fn producer_state_snapshot_check_finds_open_transactions_in_any_block() {
+    let path = Path::new("/p/00000000000000000001.snapshot");
+    let entries: Vec<SnapshotEntry> = (0..2_500).map(|id| entry(id, id * 10)).collect();
+    assert!(entries.iter().all(|e| e.open_transaction().is_none()));
+    let checked = CheckedSnapshot::check(path, encode_snapshot(&entries)).unwrap();
+    assert!(!checked.has_open_transaction());
+    assert_eq!(
+        checked.transaction_fields().count(),
+        entries.len(),
+        "every entry still readable"
+    );
+    // One open transaction in the first block, the last full one, the partial last, or at
+    // first offset 0 (the sign bit alone decides).
+    for (at, first_offset) in [(0, 5), (1_023, 7), (1_024, 9), (2_047, 11), (2_499, 0)] {
+        let mut with_open = entries.clone();
+        with_open[at].current_txn_first_offset = first_offset;
+        let checked = CheckedSnapshot::check(path, encode_snapshot(&with_open)).unwrap();
+        assert!(checked.has_open_transaction(), "entry {at}");
+        assert_eq!(
+            checked
+                .transaction_fields()
+                .filter(|&(_, _, first)| first >= 0)
+                .collect::<Vec<_>>(),
+            [(
+                with_open[at].producer_id,
+                with_open[at].timestamp,
+                first_offset
+            )],
+            "entry {at}"
+        );
+    }
+    // A flipped byte in any block still fails the check's CRC.
+    for at in [
+        SNAPSHOT_HEADER_BYTES + 3,
+        SNAPSHOT_HEADER_BYTES + 1_024 * SNAPSHOT_ENTRY_BYTES + 40,
+    ] {
+        let mut bytes = encode_snapshot(&entries);
+        bytes[at] ^= 0x10;
+        assert!(matches!(
+            CheckedSnapshot::check(path, bytes),
+            Err(Error::Corrupt {
+                what: Corruption::CrcMismatch { .. },
+                ..
+            })
+        ));
+    }
+}
