@@ -1,7 +1,7 @@
 //! A clean open writes and syncs nothing, and its clean-shutdown record stands until the log's
 //! first change (ARCHITECTURE.md §3, invariant 21; FORMAT.md §6.2): every change consumes it
 //! durably before it touches a file, so a crash after any change recovers, and a crash before
-//! one trusts the record again.
+//! one trusts the record again. A close before any change writes nothing either.
 #![cfg(feature = "sim")] // the simulator and the manual clock: `cargo test --all-features`
 
 use std::path::Path;
@@ -69,6 +69,8 @@ fn a_clean_open_that_changes_nothing_syncs_and_writes_nothing() {
             .map_or(0, |path| path.writes)
     };
     assert_eq!(checkpoint_writes(&after), checkpoint_writes(&before));
+    assert_eq!(after.writes, before.writes, "no file written");
+    assert_eq!(after.set_lens, before.set_lens, "no file resized");
     assert_eq!(
         sim.file_state(Path::new(CHECKPOINT)).unwrap(),
         checkpoint_before
@@ -80,6 +82,34 @@ fn a_clean_open_that_changes_nothing_syncs_and_writes_nothing() {
     let log = Log::open(DIR, config(&sim)).unwrap();
     assert!(log.recovery_report().clean_shutdown, "the record stood");
     assert_eq!(values(&log), all);
+
+    // Closing it changes nothing either: the record still stands for the next open.
+    let before = sim.stats();
+    log.close().unwrap();
+    let after = sim.stats();
+    assert_eq!(
+        (after.syncs, after.sync_dirs, after.writes, after.set_lens),
+        (
+            before.syncs,
+            before.sync_dirs,
+            before.writes,
+            before.set_lens
+        ),
+        "a close with nothing to make durable"
+    );
+    drop(log);
+    sim.crash_with(&CrashConfig::lose_unsynced());
+    let log = Log::open(DIR, config(&sim)).unwrap();
+    assert!(log.recovery_report().clean_shutdown);
+    assert_eq!(values(&log), all);
+    // And after a change, close writes the clean record again.
+    log.append(&[record(40)]).unwrap();
+    log.close().unwrap();
+    drop(log);
+    sim.crash_with(&CrashConfig::lose_unsynced());
+    let log = Log::open(DIR, config(&sim)).unwrap();
+    assert!(log.recovery_report().clean_shutdown);
+    assert_eq!(log.log_end_offset(), 41);
 }
 
 /// The changes a log can make after a clean open, each applied to the reopened log.

@@ -1,6 +1,9 @@
 //! Log compaction (ARCHITECTURE.md §3, invariant 8): what stays, offsets and gaps, tombstones and
 //! their delete horizon, crash leftovers, and readers and appenders during a pass.
 
+#[cfg(feature = "sim")]
+#[path = "common/fenced.rs"]
+mod fenced_storage;
 #[path = "common/kafka.rs"]
 mod kafka;
 
@@ -561,17 +564,24 @@ fn a_crash_at_any_step_of_a_pass_keeps_every_latest_value() {
     let setup = |seed: u64, late: bool| {
         let sim = SimStorage::new(seed);
         let clock = Arc::new(ManualClock::new(T0));
-        let config = LogConfig::builder_for_tests()
-            .segment_bytes(64 * 1024)
-            .segment_ms(SEGMENT_MS)
-            .cleanup_policy(CleanupPolicy::COMPACT)
-            .delete_retention_ms(DELETE_RETENTION_MS)
-            .flush_policy(FlushPolicy::EveryAppend)
-            .storage(Arc::new(sim.clone()) as Arc<dyn Storage>)
-            .clock(Arc::clone(&clock) as Arc<dyn partlog::unstable::Clock>)
-            .build()
-            .unwrap();
-        let log = Log::open(dir, config.clone()).unwrap();
+        let config_on = |storage: Arc<dyn Storage>| {
+            LogConfig::builder_for_tests()
+                .segment_bytes(64 * 1024)
+                .segment_ms(SEGMENT_MS)
+                .cleanup_policy(CleanupPolicy::COMPACT)
+                .delete_retention_ms(DELETE_RETENTION_MS)
+                .flush_policy(FlushPolicy::EveryAppend)
+                .storage(storage)
+                .clock(Arc::clone(&clock) as Arc<dyn partlog::unstable::Clock>)
+                .build()
+                .unwrap()
+        };
+        // The process that crashes runs on fenced storage: once the machine is down, none of
+        // its threads may rename or remove a file in the image the next open recovers (the
+        // simulator kills handles, not path operations). The reopen is a new process.
+        let config = config_on(Arc::new(sim.clone()));
+        let fenced = fenced_storage::Fenced::new(Arc::new(sim.clone()), sim.clone());
+        let log = Log::open(dir, config_on(Arc::new(fenced))).unwrap();
         let mut model = BTreeMap::new();
         for (i, (key, value)) in [
             ("a", Some("1")),

@@ -810,6 +810,18 @@ impl Shared {
             }
         }
         let mut writer = self.writer.lock();
+        if writer
+            .checkpoint
+            .as_ref()
+            .is_some_and(CheckpointFile::clean_shutdown_standing)
+        {
+            // Nothing changed since a clean open (every change consumes the record first): the
+            // record that open trusted still describes every file, and all it covers is on
+            // disk. Writing it again would only cost the syncs of a close with nothing to make
+            // durable.
+            self.reap_deleted(&mut writer, true);
+            return Ok(());
+        }
         // Segments sealed with nothing appended after them (so no sync above covered them)
         // must be on disk before the clean-shutdown record says everything is.
         for segment in std::mem::take(&mut writer.unsynced_sealed) {
