@@ -204,3 +204,69 @@ fn a_failed_sync_of_the_consumption_poisons_the_log_and_changes_nothing() {
     log.append(&[record(40)]).unwrap();
     assert_eq!(log.log_end_offset(), 41);
 }
+
+#[test]
+fn writers_racing_to_be_first_after_a_clean_open_consume_it_and_lose_no_acknowledged_record() {
+    let (sim, all) = closed_log(40);
+    let storage: Arc<dyn Storage> = Arc::new(sim.clone());
+    let acks_all = LogConfig::builder_for_tests()
+        .segment_bytes(2048)
+        .index_interval_bytes(128)
+        .flush_policy(FlushPolicy::EveryAppend)
+        .storage(storage)
+        .clock(Arc::new(ManualClock::new(T0)))
+        .build()
+        .unwrap();
+    let log = Log::open(DIR, acks_all).unwrap();
+    assert!(log.recovery_report().clean_shutdown);
+    let checkpoint_writes = || {
+        sim.stats()
+            .per_path
+            .get(Path::new(CHECKPOINT))
+            .map_or(0, |path| path.writes)
+    };
+    let writes_before = checkpoint_writes();
+    // Four writers, each acknowledged only once its record is durable (EveryAppend), and a
+    // reader, all started together on the clean open.
+    let acknowledged: Vec<Vec<(i64, Vec<u8>)>> = std::thread::scope(|scope| {
+        let writers: Vec<_> = (0..4i64)
+            .map(|writer| {
+                let log = &log;
+                scope.spawn(move || {
+                    (0..10i64)
+                        .map(|n| {
+                            let value = format!("writer {writer} record {n}").into_bytes();
+                            let info = log
+                                .append(&[NewRecord::new(T0 + n, Some(b"key"), Some(&value))])
+                                .unwrap();
+                            (info.first_offset, value)
+                        })
+                        .collect()
+                })
+            })
+            .collect();
+        let reader = scope.spawn(|| values(&log).len());
+        assert!(reader.join().unwrap() >= all.len());
+        writers.into_iter().map(|w| w.join().unwrap()).collect()
+    });
+    // Whoever came first consumed the record: the newest slot has no clean-shutdown fields.
+    assert!(checkpoint_writes() > writes_before);
+    let storage: Arc<dyn Storage> = Arc::new(sim.clone());
+    let newest = partlog::unstable::checkpoint::CheckpointFile::read(&storage, Path::new(DIR))
+        .unwrap()
+        .unwrap();
+    assert_eq!(newest.clean_shutdown, None);
+    sim.crash_with(&CrashConfig::lose_unsynced());
+    drop(log);
+
+    let log = Log::open(DIR, config(&sim)).unwrap();
+    assert!(!log.recovery_report().clean_shutdown);
+    let recovered: std::collections::BTreeMap<i64, Vec<u8>> = values(&log).into_iter().collect();
+    for (offset, value) in &all {
+        assert_eq!(recovered.get(offset), Some(value), "offset {offset}");
+    }
+    for (offset, value) in acknowledged.iter().flatten() {
+        assert_eq!(recovered.get(offset), Some(value), "acknowledged {offset}");
+    }
+    assert_eq!(recovered.len(), all.len() + 40);
+}

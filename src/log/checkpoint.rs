@@ -355,7 +355,8 @@ impl CheckpointFile {
     }
 
     /// Whether the newest durable record carries clean-shutdown fields that no later durable
-    /// write has replaced (see [`consume_clean_shutdown`](Self::consume_clean_shutdown)).
+    /// write has replaced. The log consumes such a record, durably, before its first change
+    /// after the open that read it (FORMAT.md §6.2).
     pub fn clean_shutdown_standing(&self) -> bool {
         self.clean_shutdown_standing
     }
