@@ -16,11 +16,15 @@ const DIR: &str = "/clean-open/p-0";
 const CHECKPOINT: &str = "/clean-open/p-0/partlog.checkpoint";
 
 fn config(sim: &SimStorage) -> LogConfig {
+    config_flushing(sim, FlushPolicy::OsDecides)
+}
+
+fn config_flushing(sim: &SimStorage, flush_policy: FlushPolicy) -> LogConfig {
     let storage: Arc<dyn Storage> = Arc::new(sim.clone());
     LogConfig::builder_for_tests()
         .segment_bytes(2048)
         .index_interval_bytes(128)
-        .flush_policy(FlushPolicy::OsDecides)
+        .flush_policy(flush_policy)
         .storage(storage)
         .clock(Arc::new(ManualClock::new(T0)))
         .build()
@@ -208,16 +212,7 @@ fn a_failed_sync_of_the_consumption_poisons_the_log_and_changes_nothing() {
 #[test]
 fn writers_racing_to_be_first_after_a_clean_open_consume_it_and_lose_no_acknowledged_record() {
     let (sim, all) = closed_log(40);
-    let storage: Arc<dyn Storage> = Arc::new(sim.clone());
-    let acks_all = LogConfig::builder_for_tests()
-        .segment_bytes(2048)
-        .index_interval_bytes(128)
-        .flush_policy(FlushPolicy::EveryAppend)
-        .storage(storage)
-        .clock(Arc::new(ManualClock::new(T0)))
-        .build()
-        .unwrap();
-    let log = Log::open(DIR, acks_all).unwrap();
+    let log = Log::open(DIR, config_flushing(&sim, FlushPolicy::EveryAppend)).unwrap();
     assert!(log.recovery_report().clean_shutdown);
     let checkpoint_writes = || {
         sim.stats()
