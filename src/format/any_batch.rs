@@ -37,16 +37,6 @@ impl<'a> Batch<'a> {
         }
     }
 
-    /// [`Batch::new`] for bytes whose CRC this process checked already: a v2 batch skips the
-    /// CRC computation (see `BatchView::new_crc_checked`); a legacy message, rare and small, is
-    /// checked in full.
-    pub(crate) fn new_crc_checked(bytes: &'a [u8]) -> Result<Batch<'a>, Corruption> {
-        match peek_batch_frame(bytes)? {
-            Some(frame) if !frame.is_legacy() => BatchView::new_crc_checked(bytes).map(Batch::V2),
-            _ => Batch::new(bytes),
-        }
-    }
-
     /// [`Batch::new`] for bytes a caller handed in: the error is [`Error::InvalidBatch`].
     pub fn decode(bytes: &'a [u8]) -> Result<Batch<'a>> {
         Batch::new(bytes).map_err(|what| Error::InvalidBatch { what })
@@ -170,6 +160,17 @@ pub struct BatchRecords<'a>(Records<'a>);
 enum Records<'a> {
     V2(RecordIter<'a>),
     Legacy(LegacyRecordIter<'a>),
+}
+
+impl BatchRecords<'_> {
+    /// Steps over the records below `offset` without decoding them: for a v2 batch, as
+    /// [`RecordIter::skip_below`] does; the records of a legacy batch are few (a wrapper's inner
+    /// messages), and [`next`](Iterator::next) steps over nothing.
+    pub fn skip_below(&mut self, offset: i64) {
+        if let Records::V2(records) = &mut self.0 {
+            records.skip_below(offset);
+        }
+    }
 }
 
 impl<'a> Iterator for BatchRecords<'a> {

@@ -418,17 +418,10 @@ impl<'a> BatchView<'a> {
     /// and `0 <= recordsCount <= lastOffsetDelta + 1` (compaction may shrink the count, never
     /// grow it). Records are not decoded here.
     pub fn new(bytes: &'a [u8]) -> Result<BatchView<'a>, Corruption> {
-        BatchView::validate(bytes, true)
+        BatchView::validate(bytes)
     }
 
-    /// [`BatchView::new`] without the CRC computation, for bytes whose CRC this process checked
-    /// already (a segment read checks every batch it returns; its fetch's views need not
-    /// check again). Every other check still runs.
-    pub(crate) fn new_crc_checked(bytes: &'a [u8]) -> Result<BatchView<'a>, Corruption> {
-        BatchView::validate(bytes, false)
-    }
-
-    fn validate(bytes: &'a [u8], check_crc: bool) -> Result<BatchView<'a>, Corruption> {
+    fn validate(bytes: &'a [u8]) -> Result<BatchView<'a>, Corruption> {
         let frame = peek_batch_frame(bytes)?.ok_or(Corruption::Truncated {
             needed: HEADER_SIZE_UP_TO_MAGIC as u64,
             available: bytes.len() as u64,
@@ -449,26 +442,17 @@ impl<'a> BatchView<'a> {
             ));
         }
         let header = BatchHeader::parse(bytes)?;
-        BatchView::check_parsed(bytes, header, check_crc)
+        BatchView::check_parsed(bytes, header)
     }
 
-    /// [`BatchView::new`] for `bytes` whose header the caller has just parsed (`header` is
-    /// `BatchHeader::parse(bytes)`, which checked the magic and the length's floor): every
-    /// other check runs, the CRC included. A segment read parses each header once for its
-    /// bound and order checks, and builds the view from it.
-    pub(crate) fn with_parsed_header(
-        bytes: &'a [u8],
-        header: BatchHeader,
-    ) -> Result<BatchView<'a>, Corruption> {
-        BatchView::check_parsed(bytes, header, true)
-    }
-
-    /// The checks of [`BatchView::new`] after the header's parse.
-    fn check_parsed(
-        bytes: &'a [u8],
-        header: BatchHeader,
-        check_crc: bool,
-    ) -> Result<BatchView<'a>, Corruption> {
+    /// The checks [`BatchView::new`] makes after the header's parse, for `bytes` whose header
+    /// the caller has just parsed (`header` is `BatchHeader::parse(bytes)`, which checked the
+    /// magic and the length's floor): the size, the CRC and the header's fields. A segment read
+    /// parses each header once, for its bound and order checks and for these.
+    pub(crate) fn check_parsed_header(
+        bytes: &[u8],
+        header: &BatchHeader,
+    ) -> Result<(), Corruption> {
         let total = header.total_size();
         if bytes.len() != total {
             return Err(if bytes.len() < total {
@@ -482,11 +466,7 @@ impl<'a> BatchView<'a> {
                 )
             });
         }
-        let computed = if check_crc {
-            crc32c(bytes.get(CRC_COVERED_FROM..).unwrap_or_default())
-        } else {
-            header.crc
-        };
+        let computed = crc32c(bytes.get(CRC_COVERED_FROM..).unwrap_or_default());
         if computed != header.crc {
             return Err(Corruption::CrcMismatch {
                 stored: header.crc,
@@ -511,6 +491,22 @@ impl<'a> BatchView<'a> {
                 "recordsCount exceeds lastOffsetDelta + 1",
             ));
         }
+        Ok(())
+    }
+
+    /// The view of a batch a segment read has checked in full ([`check_parsed_header`]) in
+    /// this very buffer, with `header` parsed from `bytes` again: no check runs a second time.
+    /// Only a [`FetchData`](crate::FetchData)'s batches, which no one can change between the
+    /// read's check and the view, are built this way.
+    ///
+    /// [`check_parsed_header`]: BatchView::check_parsed_header
+    pub(crate) fn read_checked(bytes: &'a [u8], header: BatchHeader) -> BatchView<'a> {
+        BatchView { bytes, header }
+    }
+
+    /// The checks of [`BatchView::new`] after the header's parse.
+    fn check_parsed(bytes: &'a [u8], header: BatchHeader) -> Result<BatchView<'a>, Corruption> {
+        BatchView::check_parsed_header(bytes, &header)?;
         Ok(BatchView { bytes, header })
     }
 
@@ -695,7 +691,7 @@ mod tests {
     }
 
     #[test]
-    fn a_view_from_a_parsed_header_still_checks_the_crc_and_the_length() {
+    fn the_checks_after_a_parsed_header_still_check_the_crc_and_the_length() {
         let mut builder = crate::format::BatchBuilder::new(crate::format::Compression::None);
         builder.push(&crate::format::NewRecord::new(
             1_700_000_000_000,
@@ -704,20 +700,20 @@ mod tests {
         ));
         let mut bytes = builder.build().unwrap();
         let header = BatchHeader::parse(&bytes).unwrap();
-        assert!(BatchView::with_parsed_header(&bytes, header).is_ok());
+        assert!(BatchView::check_parsed_header(&bytes, &header).is_ok());
         let mut longer = bytes.clone();
         longer.push(0);
         assert!(matches!(
-            BatchView::with_parsed_header(&longer, header),
+            BatchView::check_parsed_header(&longer, &header),
             Err(Corruption::BadHeader(_))
         ));
         assert!(matches!(
-            BatchView::with_parsed_header(&bytes[..bytes.len() - 1], header),
+            BatchView::check_parsed_header(&bytes[..bytes.len() - 1], &header),
             Err(Corruption::Truncated { .. })
         ));
         *bytes.last_mut().unwrap() ^= 1;
         assert!(matches!(
-            BatchView::with_parsed_header(&bytes, header),
+            BatchView::check_parsed_header(&bytes, &header),
             Err(Corruption::CrcMismatch { .. })
         ));
     }

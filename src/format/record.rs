@@ -186,6 +186,50 @@ impl<'a> RecordIter<'a> {
         usize::try_from(self.declared.saturating_sub(self.read)).unwrap_or(0)
     }
 
+    /// Steps over the records whose offset is below `offset`, reading of each only its length
+    /// and its offset delta: a reader that wants one record of a large batch does not decode
+    /// the keys, values and headers of the records before it. Those records are not returned,
+    /// so they need not pass the checks [`next`](Iterator::next) makes; the record it stops at
+    /// gets them all. Anything unexpected in the framing stops the skip at that record, and
+    /// `next` then reports it.
+    pub fn skip_below(&mut self, offset: i64) {
+        let data = self.data;
+        while !self.done && self.read < self.declared {
+            let mut pos = self.pos;
+            let Ok(body_len) = read_varint(data, &mut pos) else {
+                return;
+            };
+            let Some(end) = usize::try_from(body_len)
+                .ok()
+                .and_then(|len| pos.checked_add(len))
+                .filter(|&end| end <= data.len())
+            else {
+                return;
+            };
+            // The body: attributes (one byte), timestampDelta (stepped over), offsetDelta.
+            let mut at = pos + 1;
+            let mut timestamp_bytes = 0;
+            while data.get(at).is_some_and(|&byte| byte & 0x80 != 0) && timestamp_bytes < 9 {
+                at += 1;
+                timestamp_bytes += 1;
+            }
+            if data.get(at).is_none_or(|&byte| byte & 0x80 != 0) {
+                return;
+            }
+            at += 1;
+            let Some(delta) = read_varint(data, &mut at).ok().filter(|_| at <= end) else {
+                return;
+            };
+            match self.context.base_offset.checked_add(i64::from(delta)) {
+                Some(record_offset) if record_offset < offset => {
+                    self.pos = end;
+                    self.read += 1;
+                }
+                _ => return,
+            }
+        }
+    }
+
     fn fail(&mut self, what: Corruption) -> Option<Result<Record<'a>>> {
         self.done = true;
         Some(Err(Error::InvalidBatch { what }))
@@ -272,7 +316,13 @@ fn parse_record<'a>(
         "negative value length",
         "value runs past its record",
     )?;
-    let headers = parse_headers(body, &mut at)?;
+    // Most records have no headers: a count of 0 is the single byte 0.
+    let headers = if body.get(at) == Some(&0) {
+        at += 1;
+        HeaderIter::empty()
+    } else {
+        parse_headers(body, &mut at)?
+    };
     if at != body.len() {
         return Err(Corruption::BadRecord(
             "record length does not match its fields",
@@ -296,6 +346,7 @@ fn parse_record<'a>(
 }
 
 /// Reads a varint length then that many bytes; length -1 is `None`.
+#[inline(always)]
 fn read_nullable<'a>(
     bytes: &'a [u8],
     at: &mut usize,
@@ -314,6 +365,7 @@ fn read_nullable<'a>(
         .ok_or(Corruption::BadRecord(overrun))
 }
 
+#[inline(always)]
 fn take<'a>(bytes: &'a [u8], at: &mut usize, len: usize) -> Option<&'a [u8]> {
     let slice = bytes.get(*at..at.checked_add(len)?)?;
     *at += len;
@@ -359,4 +411,135 @@ fn read_header<'a>(bytes: &'a [u8], at: &mut usize) -> Result<Header<'a>, Corrup
         "header value runs past its record",
     )?;
     Ok(Header { key, value })
+}
+
+#[cfg(test)]
+mod skip_tests {
+    use proptest::prelude::*;
+
+    use super::super::varint::{write_varint, write_varlong};
+    use super::*;
+
+    const BASE_OFFSET: i64 = 1000;
+
+    /// One record for the records section: its offset delta, key, value and header count.
+    type Spec = (i32, Option<Vec<u8>>, Option<Vec<u8>>, usize);
+
+    fn encode(records: &[Spec]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for (delta, key, value, headers) in records {
+            let mut body = vec![0u8];
+            write_varlong(&mut body, i64::from(*delta) * 7 - 3);
+            write_varint(&mut body, *delta);
+            for field in [key, value] {
+                match field {
+                    Some(bytes) => {
+                        write_varint(&mut body, bytes.len() as i32);
+                        body.extend_from_slice(bytes);
+                    }
+                    None => write_varint(&mut body, -1),
+                }
+            }
+            write_varint(&mut body, *headers as i32);
+            for _ in 0..*headers {
+                write_varint(&mut body, 1);
+                body.push(b'h');
+                write_varint(&mut body, -1);
+            }
+            write_varint(&mut out, body.len() as i32);
+            out.extend_from_slice(&body);
+        }
+        out
+    }
+
+    type Item = std::result::Result<(i64, Vec<u8>), String>;
+
+    fn records_of(data: &[u8], declared: i32, skip_to: Option<i64>) -> Vec<Item> {
+        let context = RecordContext {
+            base_offset: BASE_OFFSET,
+            base_timestamp: 0,
+            log_append_time: None,
+        };
+        let mut iter = RecordIter::new(data, context, declared);
+        if let Some(offset) = skip_to {
+            iter.skip_below(offset);
+        }
+        iter.map(|record| {
+            record
+                .map(|record| (record.offset, record.value.unwrap_or_default().to_vec()))
+                .map_err(|error| error.to_string())
+        })
+        .collect()
+    }
+
+    fn specs() -> impl Strategy<Value = Vec<Spec>> {
+        let bytes = || proptest::option::of(proptest::collection::vec(any::<u8>(), 0..80));
+        proptest::collection::vec((1i32..40, bytes(), bytes(), 0usize..3), 0..12).prop_map(
+            |mut records| {
+                // Offsets increase, with gaps (a compacted batch keeps its deltas).
+                let mut delta = -1;
+                for record in &mut records {
+                    delta += record.0;
+                    record.0 = delta;
+                }
+                records
+            },
+        )
+    }
+
+    proptest! {
+        /// Skipping to an offset yields exactly what the full walk yields from the first record
+        /// at or above it, errors included.
+        #[test]
+        fn skip_below_matches_the_full_walk(records in specs(), target in 990i64..1500) {
+            let data = encode(&records);
+            let declared = records.len() as i32;
+            let full = records_of(&data, declared, None);
+            prop_assert!(full.iter().all(Result::is_ok));
+            let from: Vec<_> = full
+                .iter()
+                .filter(|r| r.as_ref().is_ok_and(|(offset, _)| *offset >= target))
+                .cloned()
+                .collect();
+            prop_assert_eq!(records_of(&data, declared, Some(target)), from);
+        }
+
+        /// On damaged bytes (a flipped byte, a cut, a wrong count) a skip never yields a record
+        /// below its target first, and up to the first record the full walk fails on, it
+        /// yields what the full walk yields.
+        #[test]
+        fn skip_below_on_damaged_records(
+            records in specs(),
+            target in 990i64..1500,
+            flip in any::<(prop::sample::Index, u8)>(),
+            cut in any::<prop::sample::Index>(),
+            damage in 0..3u8,
+            extra in -1i32..2,
+        ) {
+            let mut data = encode(&records);
+            let mut declared = records.len() as i32;
+            match damage {
+                0 if !data.is_empty() => {
+                    let at = flip.0.index(data.len());
+                    data[at] ^= flip.1 | 1;
+                }
+                1 if !data.is_empty() => data.truncate(cut.index(data.len())),
+                _ => declared = (declared + extra).max(0),
+            }
+            let full = records_of(&data, declared, None);
+            let skipped = records_of(&data, declared, Some(target));
+            if let Some(Ok((offset, _))) = skipped.first() {
+                prop_assert!(*offset >= target, "the skip stopped below its target");
+            }
+            let first_at_target = full
+                .iter()
+                .position(|r| r.as_ref().map_or(true, |(offset, _)| *offset >= target))
+                .unwrap_or(full.len());
+            if full[..first_at_target].iter().all(Result::is_ok)
+                && full.get(first_at_target).is_none_or(Result::is_ok)
+            {
+                prop_assert_eq!(&skipped[..], &full[first_at_target..]);
+            }
+        }
+    }
 }

@@ -61,18 +61,20 @@ pub const fn varlong_size(value: i64) -> usize {
 /// end of `bytes`; `*pos` is then unspecified.
 #[inline]
 pub fn read_varint(bytes: &[u8], pos: &mut usize) -> Result<i32, Corruption> {
-    // Fast path: most lengths and deltas in a batch are below 64 and fit in one byte.
-    if let Some(&byte) = bytes.get(*pos)
-        && byte & 0x80 == 0
-    {
+    // Unrolled over the five bytes a varint may take: most lengths and deltas in a batch take
+    // one or two (a 100-byte value's length is two), and a loop with a running shift and an
+    // early exit per byte costs more than the varint.
+    let mut raw = 0u32;
+    for shift in [0, 7, 14, 21, 28] {
+        let &byte = bytes.get(*pos).ok_or(Corruption::BadVarint)?;
         *pos += 1;
-        let raw = u32::from(byte);
-        return Ok(((raw >> 1) as i32) ^ -((raw & 1) as i32));
+        // Bits above 32 can only come from the fifth byte; Kafka drops them, and so do we.
+        raw |= u32::from(byte & 0x7f).wrapping_shl(shift);
+        if byte & 0x80 == 0 {
+            return Ok(((raw >> 1) as i32) ^ -((raw & 1) as i32));
+        }
     }
-    let raw = read_unsigned(bytes, pos, MAX_VARINT_SIZE)?;
-    // Bits above 32 can only come from the fifth byte; Kafka drops them, and so do we.
-    let raw = raw as u32;
-    Ok(((raw >> 1) as i32) ^ -((raw & 1) as i32))
+    Err(Corruption::BadVarint)
 }
 
 /// Reads a zig-zag varlong at `*pos` and advances `*pos` past it.
@@ -81,6 +83,14 @@ pub fn read_varint(bytes: &[u8], pos: &mut usize) -> Result<i32, Corruption> {
 /// the end of `bytes`.
 #[inline]
 pub fn read_varlong(bytes: &[u8], pos: &mut usize) -> Result<i64, Corruption> {
+    // Fast path: a record's timestamp delta is most often 0 or small.
+    if let Some(&byte) = bytes.get(*pos)
+        && byte & 0x80 == 0
+    {
+        *pos += 1;
+        let raw = i64::from(byte);
+        return Ok((raw >> 1) ^ -(raw & 1));
+    }
     let raw = read_unsigned(bytes, pos, MAX_VARLONG_SIZE)?;
     Ok(((raw >> 1) as i64) ^ -((raw & 1) as i64))
 }

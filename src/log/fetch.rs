@@ -12,7 +12,7 @@ use std::os::fd::BorrowedFd;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::format::{Batch, Record, TimestampType, peek_batch_frame};
+use crate::format::{Batch, BatchHeader, BatchView, Record, TimestampType, peek_batch_frame};
 use crate::segment::{AbortedTxn, Segment, SegmentRead};
 use std::ops::ControlFlow;
 
@@ -239,7 +239,9 @@ impl FetchData {
             if batch.is_control() || batch.next_offset() <= self.requested_offset {
                 continue;
             }
-            for record in batch.records(scratch)? {
+            let mut records = batch.records(scratch)?;
+            records.skip_below(self.requested_offset);
+            for record in records {
                 let record = record?;
                 if record.offset < self.requested_offset {
                     continue;
@@ -342,9 +344,9 @@ impl<'a> Iterator for FetchBatches<'a> {
             return None;
         }
         let rest = self.rest;
-        let size = match peek_batch_frame(rest) {
-            Ok(Some(frame)) => frame.total_size(),
-            Ok(None) => rest.len().max(crate::format::HEADER_SIZE_UP_TO_MAGIC),
+        let (size, magic) = match peek_batch_frame(rest) {
+            Ok(Some(frame)) => (frame.total_size(), frame.magic),
+            Ok(None) => (rest.len().max(crate::format::HEADER_SIZE_UP_TO_MAGIC), 2),
             Err(what) => {
                 self.rest = &[];
                 return Some(Err(Error::InvalidBatch { what }));
@@ -360,8 +362,14 @@ impl<'a> Iterator for FetchBatches<'a> {
             }));
         };
         self.rest = tail;
-        // The segment read checked this batch's CRC moments ago, in this very buffer.
-        Some(Batch::new_crc_checked(batch).map_err(|what| Error::InvalidBatch { what }))
+        // The segment read checked this very buffer's batches moments ago, each in full (its
+        // CRC and every header check): a v2 view only parses the header again.
+        let batch = match magic {
+            2 => BatchHeader::parse(batch)
+                .map(|header| Batch::V2(BatchView::read_checked(batch, header))),
+            _ => Batch::new(batch),
+        };
+        Some(batch.map_err(|what| Error::InvalidBatch { what }))
     }
 }
 
@@ -396,7 +404,9 @@ pub(crate) fn decode_records(
         return Ok(());
     }
     let timestamp_type = batch.timestamp_type();
-    for record in batch.records(scratch)? {
+    let mut records = batch.records(scratch)?;
+    records.skip_below(from);
+    for record in records {
         let record = record?;
         if record.offset < from {
             continue;

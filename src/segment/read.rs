@@ -403,25 +403,38 @@ impl Segment {
             let Some(bytes) = rest.get(..size) else {
                 break;
             };
-            // A v2 header is parsed once, for the bound, the order and the view; the batch's
-            // CRC is checked once, here, before it can be returned.
-            let header = match frame.magic {
-                2 => Some(BatchHeader::parse(bytes).map_err(|what| self.corrupt(at, what))?),
-                _ => None,
+            // A v2 header is parsed once, for the bound, the order and the checks; the batch's
+            // CRC is checked once, here, before it can be returned (a fetch's views trust it).
+            let (summary, header) = match frame.magic {
+                2 => {
+                    let header =
+                        BatchHeader::parse(bytes).map_err(|what| self.corrupt(at, what))?;
+                    let summary = BatchSummary::of_v2_checked(&header)
+                        .map_err(|what| self.corrupt(at, what))?;
+                    (summary, Some(header))
+                }
+                magic => (
+                    BatchSummary::parse(bytes, magic).map_err(|what| self.corrupt(at, what))?,
+                    None,
+                ),
             };
-            let summary = match &header {
-                Some(header) => BatchSummary::of_v2_checked(header),
-                None => BatchSummary::parse(bytes, frame.magic),
-            }
-            .map_err(|what| self.corrupt(at, what))?;
             if upper_bound.is_some_and(|bound| summary.last_offset >= bound) {
                 break;
             }
-            let batch = match header {
-                Some(header) => BatchView::with_parsed_header(bytes, header).map(Batch::V2),
-                None => Batch::new(bytes),
+            match &header {
+                Some(header) => BatchView::check_parsed_header(bytes, header)
+                    .map_err(|what| self.corrupt(at, what))?,
+                None => {
+                    let batch = Batch::new(bytes).map_err(|what| self.corrupt(at, what))?;
+                    if first_offset.is_none() {
+                        // A compressed legacy wrapper: its first offset is inside it.
+                        let base_offset = batch
+                            .base_offset(&mut Vec::new())
+                            .map_err(|error| self.relocate(error, at))?;
+                        first_offset = Some(base_offset);
+                    }
+                }
             }
-            .map_err(|what| self.corrupt(at, what))?;
             if len > 0 && summary.order_floor() < next_offset {
                 return Err(self.corrupt(
                     at,
@@ -430,13 +443,6 @@ impl Segment {
                         bound: next_offset,
                     },
                 ));
-            }
-            if first_offset.is_none() {
-                // A compressed legacy wrapper: its first offset is inside it.
-                let base_offset = batch
-                    .base_offset(&mut Vec::new())
-                    .map_err(|error| self.relocate(error, at))?;
-                first_offset = Some(base_offset);
             }
             next_offset = summary.next_offset();
             len += size;
