@@ -186,6 +186,86 @@ fn a_batch_keeps_its_offsets_producer_fields_and_codec() {
     );
 }
 
+/// A read that starts inside a batch steps over the records below its offset by their offset
+/// deltas (`RecordIter::skip_below`): in compacted batches, whose deltas have holes, every
+/// offset reads from the first surviving record at or above it, in both codecs, through both
+/// record views, while another thread appends to the log.
+#[test]
+fn a_read_from_any_offset_of_a_compacted_batch_starts_at_the_next_survivor() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let log = Arc::new(Log::open(dir.path(), config(&clock)).unwrap());
+    for (batch, codec) in [Compression::None, Compression::Lz4, Compression::None]
+        .into_iter()
+        .enumerate()
+    {
+        let now = clock.now();
+        let mut builder = BatchBuilder::new(codec);
+        for n in 0..30 {
+            // Every third record shares a key with the others of its batch: one of them stays.
+            let key = match n % 3 {
+                0 => format!("shared-{batch}"),
+                _ => format!("k-{batch}-{n}"),
+            };
+            builder.push(&NewRecord::new(
+                now,
+                Some(key.as_bytes()),
+                Some(key.as_bytes()),
+            ));
+        }
+        log.append_batch(&builder.build().unwrap()).unwrap();
+    }
+    put(&log, &clock, "roll", Some("x"));
+    let stats = log.compact().unwrap();
+    assert_eq!(
+        stats.records_removed, 27,
+        "nine of each batch's ten shared keys"
+    );
+    let survivors = all_records(&log);
+    let end = survivors.last().unwrap().offset + 1;
+    let appender = {
+        let log = Arc::clone(&log);
+        std::thread::spawn(move || {
+            for n in 0..300 {
+                let key = format!("late-{n}");
+                log.append(&[NewRecord::new(T0, Some(key.as_bytes()), Some(b"v"))])
+                    .unwrap();
+            }
+        })
+    };
+    let mut scratch = Vec::new();
+    for offset in 0..end {
+        let expected = survivors.iter().find(|r| r.offset >= offset).unwrap();
+        let first = log
+            .records(offset, ReadBound::LogEnd)
+            .next()
+            .unwrap()
+            .unwrap();
+        assert_eq!(&first, expected, "records({offset})");
+        // One batch a read: a batch whose last records went keeps its last offset, so a read
+        // of one of theirs returns it with nothing at or above the offset; the next read goes
+        // on from its next offset, as a consumer's does.
+        let (mut at, mut visited) = (offset, None);
+        while visited.is_none() {
+            let fetch = log.read(at, 1, ReadBound::LogEnd).unwrap();
+            assert!(!fetch.is_empty(), "a survivor lies above {offset}");
+            fetch
+                .for_each_record(&mut scratch, |record| {
+                    visited = Some((record.offset, record.value.map(<[u8]>::to_vec)));
+                    std::ops::ControlFlow::Break(())
+                })
+                .unwrap();
+            at = fetch.next_offset();
+        }
+        assert_eq!(
+            visited,
+            Some((expected.offset, expected.value.clone())),
+            "for_each_record from {offset}"
+        );
+    }
+    appender.join().unwrap();
+}
+
 #[test]
 fn a_tombstone_gets_its_horizon_then_goes_after_it() {
     let dir = tempfile::tempdir().unwrap();
