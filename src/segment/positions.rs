@@ -144,30 +144,35 @@ impl SortedKeys {
         self.slots.insert(at, slot);
     }
 
-    /// Both key arrays merged into one (neither shares a key with the other).
+    /// Both key arrays merged into one (neither shares a key with the other). `other` is the
+    /// short one: each of its keys finds its place in `self` by a binary search, and the keys
+    /// of `self` between two places move as one slice.
     fn merge(&self, other: &SortedKeys) -> SortedKeys {
         let len = self.keys.len() + other.keys.len();
         let mut merged = SortedKeys {
             keys: Vec::with_capacity(len),
             slots: Vec::with_capacity(len),
         };
-        let (mut i, mut j) = (0, 0);
-        while i < self.keys.len() || j < other.keys.len() {
-            let take_self = match (self.keys.get(i), other.keys.get(j)) {
-                (Some(a), Some(b)) => a <= b,
-                (a, _) => a.is_some(),
-            };
-            let (source, at) = if take_self {
-                (self, &mut i)
-            } else {
-                (other, &mut j)
-            };
-            if let (Some(&key), Some(&slot)) = (source.keys.get(*at), source.slots.get(*at)) {
-                merged.keys.push(key);
-                merged.slots.push(slot);
-            }
-            *at += 1;
+        let mut from = 0;
+        for (&key, &slot) in other.keys.iter().zip(&other.slots) {
+            let rest = self.keys.get(from..).unwrap_or_default();
+            let to = from + rest.partition_point(|&k| k < key);
+            merged
+                .keys
+                .extend_from_slice(self.keys.get(from..to).unwrap_or_default());
+            merged
+                .slots
+                .extend_from_slice(self.slots.get(from..to).unwrap_or_default());
+            merged.keys.push(key);
+            merged.slots.push(slot);
+            from = to;
         }
+        merged
+            .keys
+            .extend_from_slice(self.keys.get(from..).unwrap_or_default());
+        merged
+            .slots
+            .extend_from_slice(self.slots.get(from..).unwrap_or_default());
         merged
     }
 }

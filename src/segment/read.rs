@@ -254,7 +254,7 @@ impl Segment {
             return Ok(Some(found));
         }
         if let Some(cached) = start.cached {
-            if let Some(found) = self.cached_batch_holding(walker, cached, start.offset) {
+            if let Some(found) = self.cached_batch_holding(walker, cached, start.offset, end) {
                 return Ok(Some(found));
             }
             walker.set_read_ahead(walk_read_ahead);
@@ -276,14 +276,26 @@ impl Segment {
         walker: &mut BatchWalker<'_>,
         cached: CachedBatch,
         offset: i64,
+        end: u64,
     ) -> Option<(Frame, BatchSummary)> {
-        let Ok(Step::Batch(frame)) = walker.frame_at(cached.position) else {
-            return None;
-        };
-        if frame.magic != 2 || frame.total_size != cached.size {
+        // One parse of the header, from the bytes the walker reads for the whole batch (the
+        // frame and summary steps of a walk would each check the window and parse again).
+        if cached.position >= end || cached.size > end - cached.position {
             return None;
         }
-        let summary = walker.summary(&frame).ok()?;
+        let bytes = walker
+            .fill(cached.position, crate::format::RECORD_BATCH_OVERHEAD)
+            .ok()?;
+        let header = BatchHeader::parse(bytes).ok()?;
+        if header.total_size() as u64 != cached.size {
+            return None;
+        }
+        let summary = BatchSummary::of_v2_checked(&header).ok()?;
+        let frame = Frame {
+            position: cached.position,
+            total_size: cached.size,
+            magic: header.magic,
+        };
         let holds = summary.base_offset.is_some_and(|base| base <= offset)
             && summary.last_offset == cached.last_offset
             && offset <= summary.last_offset
