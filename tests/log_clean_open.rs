@@ -7,6 +7,12 @@
 use std::path::Path;
 use std::sync::Arc;
 
+// The process that crashes runs on fenced storage: once the machine is down, its `close` (the
+// drop after the crash) can change nothing in the image the next open recovers.
+#[path = "common/fenced.rs"]
+mod fenced_storage;
+use fenced_storage::fenced_config;
+
 use partlog::unstable::sim::{CrashConfig, FaultError, FaultOp};
 use partlog::unstable::{ManualClock, SimStorage, Storage};
 use partlog::{Error, FlushPolicy, Log, LogConfig, NewRecord, ReadBound};
@@ -60,7 +66,7 @@ fn a_clean_open_that_changes_nothing_syncs_and_writes_nothing() {
     let (sim, all) = closed_log(1);
     let checkpoint_before = sim.file_state(Path::new(CHECKPOINT)).unwrap();
     let before = sim.stats();
-    let log = Log::open(DIR, config(&sim)).unwrap();
+    let log = Log::open(DIR, fenced_config(config(&sim), &sim)).unwrap();
     assert!(log.recovery_report().clean_shutdown);
     assert_eq!(values(&log), all);
     let after = sim.stats();
@@ -157,7 +163,7 @@ fn every_change_consumes_the_clean_record_before_a_crash_can_trust_it() {
     for (index, change) in CHANGES.into_iter().enumerate() {
         for keep_unsynced in [false, true] {
             let (sim, _) = closed_log(10 + index as u64);
-            let log = Log::open(DIR, config(&sim)).unwrap();
+            let log = Log::open(DIR, fenced_config(config(&sim), &sim)).unwrap();
             assert!(log.recovery_report().clean_shutdown);
             apply(&log, change);
             let expected = values(&log);
@@ -212,7 +218,11 @@ fn a_failed_sync_of_the_consumption_poisons_the_log_and_changes_nothing() {
 #[test]
 fn writers_racing_to_be_first_after_a_clean_open_consume_it_and_lose_no_acknowledged_record() {
     let (sim, all) = closed_log(40);
-    let log = Log::open(DIR, config_flushing(&sim, FlushPolicy::EveryAppend)).unwrap();
+    let log = Log::open(
+        DIR,
+        fenced_config(config_flushing(&sim, FlushPolicy::EveryAppend), &sim),
+    )
+    .unwrap();
     assert!(log.recovery_report().clean_shutdown);
     let checkpoint_writes = || {
         sim.stats()

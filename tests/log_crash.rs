@@ -23,6 +23,9 @@
 #![cfg(feature = "sim")] // the simulator and the manual clock: `cargo test --all-features`
 
 use std::collections::BTreeMap;
+
+#[path = "common/fenced.rs"]
+mod fenced_storage;
 use std::num::NonZeroU64;
 use std::path::Path;
 use std::sync::Arc;
@@ -243,8 +246,14 @@ impl Harness {
             rng,
             seed,
         };
-        harness.log = Some(Log::open(harness.dir, harness.config.clone()).unwrap());
+        harness.log = Some(Log::open(harness.dir, harness.process_config()).unwrap());
         harness
+    }
+
+    /// The config of a new process: on fenced storage, so that once the machine crashes none of
+    /// its threads (nor its drop) changes the image the next process recovers.
+    fn process_config(&self) -> LogConfig {
+        fenced_storage::fenced_config(self.config.clone(), &self.sim)
     }
 
     fn log(&self) -> &Log {
@@ -662,7 +671,7 @@ impl Harness {
     fn recover_after_crash(&mut self) {
         // The old log's handles are dead; dropping it must not panic.
         drop(self.log.take());
-        let log = Log::open(self.dir, self.config.clone()).unwrap_or_else(|e| {
+        let log = Log::open(self.dir, self.process_config()).unwrap_or_else(|e| {
             panic!(
                 "seed {}: reopen after a crash failed under RecoveryMode::Fail: {e}",
                 self.seed
@@ -720,7 +729,7 @@ impl Harness {
         let closed = log.close();
         drop(log);
         closed?;
-        let log = Log::open(self.dir, self.config.clone())?;
+        let log = Log::open(self.dir, self.process_config())?;
         assert!(log.recovery_report().clean_shutdown, "seed {}", self.seed);
         assert_eq!(log.log_end_offset(), self.model.end(), "seed {}", self.seed);
         self.log = Some(log);
@@ -768,7 +777,8 @@ fn a_read_only_open_of_a_crashed_log_reads_the_valid_prefix_and_writes_nothing()
             .build()
             .unwrap();
         let dir = Path::new("/ro/p-0");
-        let log = Log::open(dir, config.clone()).unwrap();
+        // On fenced storage: the drop after the crash below changes nothing in the image.
+        let log = Log::open(dir, fenced_storage::fenced_config(config.clone(), &sim)).unwrap();
         for i in 0..40 {
             log.append(&[NewRecord::new(T0 + i, Some(b"k"), Some(&value(i, 0)))])
                 .unwrap();

@@ -12,6 +12,10 @@
 use std::path::Path;
 use std::sync::Arc;
 
+#[path = "common/fenced.rs"]
+mod fenced_storage;
+use fenced_storage::fenced_config;
+
 use partlog::unstable::leader_epoch::{LeaderEpochFileCache, read_checkpoint};
 use partlog::unstable::sim::{CrashConfig, FaultOp, FaultRule};
 use partlog::unstable::{ManualClock, SimStorage, Storage};
@@ -110,7 +114,9 @@ impl Harness {
             .clock(Arc::new(ManualClock::new(T0)))
             .build()
             .unwrap();
-        let log = Log::open(Path::new(DIR), config.clone()).unwrap();
+        // Each process runs on fenced storage: once the machine crashes, none of its threads
+        // (nor its drop) changes the image the next process recovers.
+        let log = Log::open(Path::new(DIR), fenced_config(config.clone(), &sim)).unwrap();
         Harness {
             seed,
             rng,
@@ -229,8 +235,11 @@ impl Harness {
 
     fn reopen(&mut self) {
         drop(self.log.take());
-        let log = Log::open(Path::new(DIR), self.config.clone())
-            .unwrap_or_else(|e| panic!("seed {}: reopen failed: {e}", self.seed));
+        let log = Log::open(
+            Path::new(DIR),
+            fenced_config(self.config.clone(), &self.sim),
+        )
+        .unwrap_or_else(|e| panic!("seed {}: reopen failed: {e}", self.seed));
         self.log = Some(log);
         let end = self.log().log_end_offset();
         assert!(

@@ -13,6 +13,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+#[path = "common/fenced.rs"]
+mod fenced_storage;
+use fenced_storage::fenced_config;
+
 use partlog::unstable::sim::{CrashConfig, FaultOp, FaultRule};
 use partlog::unstable::{
     ManualClock, OpenMode, SegmentFileKind, SimStorage, Storage, parse_segment_file_name,
@@ -495,7 +499,9 @@ fn the_new_start_is_durable_when_the_pass_returns() {
         .retention_ms(DAY)
         .build()
         .unwrap();
-    let log = Log::open(dir, config.clone()).unwrap();
+    // The process that crashes runs on fenced storage: its drop after the crash changes
+    // nothing in the image the next open recovers.
+    let log = Log::open(dir, fenced_config(config.clone(), &sim)).unwrap();
     three_days(&log, &clock);
     log.wait_durable(12).unwrap();
     clock.set(T0 + 5 * DAY / 2);

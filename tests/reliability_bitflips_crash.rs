@@ -19,8 +19,11 @@
 //! Nothing may return wrong data silently.
 #![cfg(feature = "sim")] // the simulator and the manual clock: `cargo test --all-features`
 
+#[path = "common/fenced.rs"]
+mod fenced_storage;
 #[path = "common/sim_files.rs"]
 mod sim_files;
+use fenced_storage::fenced_config;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -81,7 +84,9 @@ fn append_batches(log: &Log, clock: &ManualClock, n: &mut u32, batches: usize) {
 fn build_crashed_log() -> (Files, i64) {
     let sim = SimStorage::new(11);
     let clock = Arc::new(ManualClock::new(T0));
-    let log = Log::open(DIR, config(&sim, &clock)).unwrap();
+    // The process that crashes runs on fenced storage: its drop after the crash changes
+    // nothing in the image the next open recovers.
+    let log = Log::open(DIR, fenced_config(config(&sim, &clock), &sim)).unwrap();
     let mut n = 0;
     for _ in 0..2 {
         append_batches(&log, &clock, &mut n, 4);

@@ -28,6 +28,9 @@ use partlog::{
 };
 
 #[cfg(target_os = "linux")]
+#[path = "common/fenced.rs"]
+mod fenced_storage;
+#[cfg(target_os = "linux")]
 #[path = "common/sim_files.rs"]
 #[allow(dead_code, reason = "only its batch framing serves here")]
 mod sim_files;
@@ -74,6 +77,7 @@ mod writer_lock_race {
     };
     use partlog::{CleanupPolicy, FlushPolicy, Log, LogConfig, NewRecord, ReadBound, RecoveryMode};
 
+    use super::fenced_storage::Fenced;
     use super::{PATIENCE, Path, T0, record, sim_files, wait_until};
 
     /// A gate a [`GatedStorage`] holds one chosen sync at: the thread that makes it sleeps inside
@@ -139,8 +143,20 @@ mod writer_lock_race {
     /// The simulator, with a [`Gate`] on `sync_data`.
     #[derive(Debug)]
     struct GatedStorage {
-        inner: SimStorage,
+        inner: Arc<dyn Storage>,
         gate: Arc<Gate>,
+    }
+
+    impl GatedStorage {
+        /// The gate over fenced storage: the process that crashes runs on it, so that once the
+        /// machine is down none of its threads (nor its drop) changes the image the next open
+        /// recovers. The gate holds its sync outside the fence's lock.
+        fn over_fenced(sim: &SimStorage, gate: &Arc<Gate>) -> GatedStorage {
+            GatedStorage {
+                inner: Arc::new(Fenced::new(Arc::new(sim.clone()), sim.clone())),
+                gate: Arc::clone(gate),
+            }
+        }
     }
 
     #[derive(Debug)]
@@ -310,10 +326,7 @@ mod writer_lock_race {
         let dir = Path::new("/race/compacted-0");
         let sim = SimStorage::new(11);
         let gate = Arc::new(Gate::default());
-        let storage: Arc<dyn Storage> = Arc::new(GatedStorage {
-            inner: sim.clone(),
-            gate: Arc::clone(&gate),
-        });
+        let storage: Arc<dyn Storage> = Arc::new(GatedStorage::over_fenced(&sim, &gate));
         let config = LogConfig::builder_for_tests()
             .segment_bytes(1024)
             .cleanup_policy(CleanupPolicy::COMPACT)
@@ -382,6 +395,9 @@ mod writer_lock_race {
         sim.crash_with(&CrashConfig::keep_unsynced());
         drop(log);
         lose_the_batch_at(&sim, dir, cut);
+        // The next process, on the machine itself.
+        let mut config = config;
+        config.storage = Arc::new(sim.clone());
         let reopened = Log::open(dir, config).unwrap_or_else(|error| {
             panic!("the log must open after the crash under RecoveryMode::Fail: {error}")
         });
@@ -417,10 +433,7 @@ mod writer_lock_race {
         let dir = Path::new("/race/resealed-0");
         let sim = SimStorage::new(13);
         let gate = Arc::new(Gate::default());
-        let storage: Arc<dyn Storage> = Arc::new(GatedStorage {
-            inner: sim.clone(),
-            gate: Arc::clone(&gate),
-        });
+        let storage: Arc<dyn Storage> = Arc::new(GatedStorage::over_fenced(&sim, &gate));
         let config = |storage: Arc<dyn Storage>| {
             LogConfig::builder_for_tests()
                 .segment_bytes(1024)

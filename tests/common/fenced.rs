@@ -4,10 +4,10 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use partlog::Error;
 use partlog::unstable::{
     CanonicalPath, FileLock, LockMode, Metadata, OpenMode, SimStorage, Storage, StorageFile,
 };
+use partlog::{Error, LogConfig};
 
 /// A [`SimStorage`] as one process sees it: once the machine crashed, every operation fails, as
 /// none runs on a real machine after it went down. The simulator kills only handles; without
@@ -22,6 +22,19 @@ pub struct Fenced {
     sim: SimStorage,
     /// Held across each operation and its check; shared with the files opened.
     gate: Arc<parking_lot::Mutex<()>>,
+    /// The machine's crashes before this process began: a later one ends it.
+    crashes_before: u64,
+}
+
+/// `config` on fenced storage over `sim`: for the process that is about to crash (the one that
+/// recovers after it opens on `sim` itself).
+#[allow(
+    dead_code,
+    reason = "not every test that includes this module builds its configs with it"
+)]
+pub fn fenced_config(mut config: LogConfig, sim: &SimStorage) -> LogConfig {
+    config.storage = Arc::new(Fenced::new(Arc::new(sim.clone()), sim.clone()));
+    config
 }
 
 /// A file of a [`Fenced`] storage.
@@ -30,17 +43,18 @@ struct FencedFile {
     inner: Arc<dyn StorageFile>,
     sim: SimStorage,
     gate: Arc<parking_lot::Mutex<()>>,
+    crashes_before: u64,
 }
 
 /// Runs `op` unless the machine of `sim` has crashed.
 fn fenced<T>(
     sim: &SimStorage,
-    gate: &parking_lot::Mutex<()>,
+    (gate, crashes_before): (&parking_lot::Mutex<()>, u64),
     path: &Path,
     op: impl FnOnce() -> partlog::Result<T>,
 ) -> partlog::Result<T> {
     let _gate = gate.lock();
-    if sim.stats().crashes > 0 {
+    if sim.stats().crashes > crashes_before {
         return Err(Error::Io {
             path: path.to_path_buf(),
             source: std::io::Error::other("the machine crashed: this process is gone"),
@@ -51,21 +65,28 @@ fn fenced<T>(
 
 impl Fenced {
     pub fn new(inner: Arc<dyn Storage>, sim: SimStorage) -> Fenced {
+        let crashes_before = sim.stats().crashes;
         Fenced {
             inner,
             sim,
             gate: Arc::new(parking_lot::Mutex::new(())),
+            crashes_before,
         }
     }
 
     fn run<T>(&self, path: &Path, op: impl FnOnce() -> partlog::Result<T>) -> partlog::Result<T> {
-        fenced(&self.sim, &self.gate, path, op)
+        fenced(&self.sim, (&self.gate, self.crashes_before), path, op)
     }
 }
 
 impl FencedFile {
     fn run<T>(&self, op: impl FnOnce() -> partlog::Result<T>) -> partlog::Result<T> {
-        fenced(&self.sim, &self.gate, self.inner.path(), op)
+        fenced(
+            &self.sim,
+            (&self.gate, self.crashes_before),
+            self.inner.path(),
+            op,
+        )
     }
 }
 
@@ -114,6 +135,7 @@ impl Storage for Fenced {
             inner,
             sim: self.sim.clone(),
             gate: Arc::clone(&self.gate),
+            crashes_before: self.crashes_before,
         }))
     }
     fn create_dir_all(&self, path: &Path) -> partlog::Result<()> {
