@@ -78,9 +78,33 @@ pub fn batch_decode(data: &[u8]) {
     if let Ok(view) = BatchView::new(data)
         && let Ok(records) = view.records(&mut scratch)
     {
-        for record in records {
-            if record.is_err() {
-                break;
+        let full: Vec<_> = records
+            .map(|record| {
+                record
+                    .map(|r| (r.offset, r.key, r.value))
+                    .map_err(|e| e.to_string())
+            })
+            .collect();
+        // A skip to a target past the base offset yields what the full walk yields from its
+        // first record at or above the target, when that walk met no error.
+        let base_offset = view.header().base_offset;
+        let target = base_offset.saturating_add(1 + (data.len() % 64) as i64);
+        if full.iter().all(Result::is_ok) {
+            let mut scratch = Vec::new();
+            if let Ok(mut skipped) = view.records(&mut scratch) {
+                skipped.skip_below(target);
+                let skipped: Vec<_> = skipped
+                    .map(|record| {
+                        record
+                            .map(|r| (r.offset, r.key, r.value))
+                            .map_err(|e| e.to_string())
+                    })
+                    .collect();
+                let from = full
+                    .iter()
+                    .position(|r| r.as_ref().is_ok_and(|(offset, _, _)| *offset >= target))
+                    .unwrap_or(full.len());
+                assert_eq!(skipped[..], full[from..], "skip_below({target})");
             }
         }
     }
