@@ -24,7 +24,7 @@ use partlog::unstable::{
 };
 use partlog::{
     AnyBatchIter, Batch, BatchView, CleanupPolicy, Error, LegacyBatchView, LegacyHeader, Log,
-    LogConfig, NewRecord, ReadBound, RecoveryMode, TimestampType,
+    LogConfig, NewRecord, ReadBound, Record, RecoveryMode, TimestampType,
 };
 
 /// A target's body: takes any bytes, panics only on a bug in partlog.
@@ -78,13 +78,7 @@ pub fn batch_decode(data: &[u8]) {
     if let Ok(view) = BatchView::new(data)
         && let Ok(records) = view.records(&mut scratch)
     {
-        let full: Vec<_> = records
-            .map(|record| {
-                record
-                    .map(|r| (r.offset, r.key, r.value))
-                    .map_err(|e| e.to_string())
-            })
-            .collect();
+        let full = offsets_keys_values(records);
         // A skip to a target past the base offset yields what the full walk yields from its
         // first record at or above the target, when that walk met no error.
         let base_offset = view.header().base_offset;
@@ -93,13 +87,7 @@ pub fn batch_decode(data: &[u8]) {
             let mut scratch = Vec::new();
             if let Ok(mut skipped) = view.records(&mut scratch) {
                 skipped.skip_below(target);
-                let skipped: Vec<_> = skipped
-                    .map(|record| {
-                        record
-                            .map(|r| (r.offset, r.key, r.value))
-                            .map_err(|e| e.to_string())
-                    })
-                    .collect();
+                let skipped = offsets_keys_values(skipped);
                 let from = full
                     .iter()
                     .position(|r| r.as_ref().is_ok_and(|(offset, _, _)| *offset >= target))
@@ -117,6 +105,22 @@ pub fn batch_decode(data: &[u8]) {
             }
         }
     }
+}
+
+/// What a walk over records yields, comparable: each record's offset, key and value, or the
+/// error that ended it.
+type Walked<'a> = Vec<std::result::Result<(i64, Option<&'a [u8]>, Option<&'a [u8]>), String>>;
+
+fn offsets_keys_values<'a>(
+    records: impl Iterator<Item = partlog::Result<Record<'a>>>,
+) -> Walked<'a> {
+    records
+        .map(|record| {
+            record
+                .map(|r| (r.offset, r.key, r.value))
+                .map_err(|e| e.to_string())
+        })
+        .collect()
 }
 
 /// Decodes every record of `batch`, headers included, and checks the offsets it claims.
