@@ -30,8 +30,9 @@ use crate::sync::atomic::{AtomicU64, Ordering};
 use crate::sync::RwLock;
 
 /// The default of the most memory one segment's cache holds: 4 bytes a batch plus
-/// [`RUN_OVERHEAD_BYTES`] a run, so about 350,000 batches of 170 bytes (runs of 24 in a 4 KiB
-/// index interval), a whole 64 MiB segment of them.
+/// [`RUN_OVERHEAD_BYTES`] a run (and 2 bytes of the run's end), so about 340,000 batches of 170
+/// bytes (runs of 24 in a 4 KiB index interval, about 146 bytes a run): some 58 MB of them, most
+/// of a 64 MiB segment (the 394,000 of a whole one need about 2.4 MB).
 pub(crate) const DEFAULT_POSITION_CACHE_BYTES: usize = 2 << 20;
 
 /// What one run costs beyond its batches: the run (32 bytes) and its key and slot in the
