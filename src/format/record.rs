@@ -211,19 +211,11 @@ impl<'a> RecordIter<'a> {
             else {
                 return;
             };
-            // The body: attributes (one byte), timestampDelta (stepped over), offsetDelta.
+            // The body: attributes (one byte), timestampDelta (read, unused), offsetDelta.
             let mut at = pos + 1;
-            let mut timestamp_bytes = 0;
-            while data.get(at).is_some_and(|&byte| byte & 0x80 != 0) && timestamp_bytes < 9 {
-                at += 1;
-                timestamp_bytes += 1;
-            }
-            if data.get(at).is_none_or(|&byte| byte & 0x80 != 0) {
-                return;
-            }
-            at += 1;
-            let Some(delta) = read_varint(data, &mut at).ok().filter(|_| at <= end) else {
-                return;
+            let delta = match (read_varlong(data, &mut at), read_varint(data, &mut at)) {
+                (Ok(_), Ok(delta)) if at <= end => delta,
+                _ => return,
             };
             match self.context.base_offset.checked_add(i64::from(delta)) {
                 Some(record_offset) if record_offset < offset => {

@@ -81,7 +81,7 @@ pub fn read_varint(bytes: &[u8], pos: &mut usize) -> Result<i32, Corruption> {
 ///
 /// Fails with [`Corruption::BadVarint`] when the encoding is longer than 10 bytes or runs past
 /// the end of `bytes`.
-#[inline]
+#[inline(always)]
 pub fn read_varlong(bytes: &[u8], pos: &mut usize) -> Result<i64, Corruption> {
     // Fast path: a record's timestamp delta is most often 0 or small.
     if let Some(&byte) = bytes.get(*pos)
