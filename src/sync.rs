@@ -58,11 +58,11 @@ pub(crate) mod thread {
     )]
     #[cfg(shuttle)]
     pub(crate) use shuttle::thread::{
-        Builder, JoinHandle, Thread, current, park, park_timeout, sleep, spawn, yield_now,
+        Builder, JoinHandle, Thread, ThreadId, current, park, park_timeout, sleep, spawn, yield_now,
     };
     #[cfg(not(shuttle))]
     pub(crate) use std::thread::{
-        Builder, JoinHandle, Thread, current, park, park_timeout, sleep, spawn, yield_now,
+        Builder, JoinHandle, Thread, ThreadId, current, park, park_timeout, sleep, spawn, yield_now,
     };
 }
 

@@ -238,13 +238,17 @@ fn a_sync_failing_right_after_a_roll_poisons_and_loses_nothing_durable() {
             .into_iter()
             .filter(|s| matches!(s, Seen::Fsync { ok: false, .. }))
             .collect();
-        assert_eq!(failed.len(), 1, "nth {nth}: one sync failed: {failed:?}");
+        // The first failure poisoned the log. A sync of the same segment already under way
+        // fails after it (ARCHITECTURE.md §8, "Failed fsyncs"), and is reported too.
+        assert!(!failed.is_empty(), "nth {nth}: no failed sync was reported");
         let durable = log.durable_offset();
-        let Seen::Fsync { to, .. } = failed[0] else {
+        let Seen::Fsync { from, to, .. } = failed[0] else {
             unreachable!()
         };
+        // An empty range: the flusher's sync of a sealed segment whose data a group commit
+        // had already made durable (its indexes and metadata were what failed).
         assert!(
-            durable < to,
+            from == to || durable < to,
             "nth {nth}: the failed sync's range is not durable"
         );
         assert!(matches!(log.append(&[record(999)]), Err(Error::Poisoned)));

@@ -426,8 +426,10 @@ mod writer_lock_race {
     /// a roll sealed it anew (the same segment, unsynced): the next sync would skip it, the
     /// durable offset would pass its refilled batch, and a crash would take acknowledged
     /// records (found by tests/crash_matrix_concurrent.rs, seed 11129: offsets missing between a
-    /// segment and the next). The flusher's sync of the sealed segment is held at its index
-    /// fsync, after its `.log` fsync, while the test truncates, refills and rolls.
+    /// segment and the next). The flusher's sync is held at the new active `.log`, after it
+    /// synced the sealed segment, while the test truncates, refills and rolls. (It cannot be
+    /// held inside the sealed segment's own syncs: they run under the segment's sync lock, and
+    /// the truncation's sync of that segment waits for them to end.)
     #[test]
     fn a_segment_resealed_during_its_sync_is_synced_again() {
         let dir = Path::new("/race/resealed-0");
@@ -452,8 +454,9 @@ mod writer_lock_race {
         log.append(&[record("a", &value("a"))]).unwrap();
         log.append(&[record("b", &value("b"))]).unwrap();
         log.wait_durable(1).unwrap();
-        // The third rolls: the flusher syncs sealed segment 0 and is held at its index.
-        gate.arm("00000000000000000000.index");
+        // The third rolls: the flusher syncs sealed segment 0, and is held at the active
+        // segment's `.log` before it can take segment 0 off its unsynced list.
+        gate.arm("00000000000000000002.log");
         let info = log.append(&[record("c", &value("c"))]).unwrap();
         assert_eq!(info.first_offset, 2);
         gate.wait_until_holding();

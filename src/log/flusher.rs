@@ -103,16 +103,9 @@ impl Shared {
             active.flush_log()
         })();
         let duration = started.elapsed();
-        let nanos = u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX);
-        self.counters.note_fsync(nanos);
-        observer::notify(
-            self.config.observer.as_ref(),
-            LogEvent::Fsync {
-                offsets: durable_before.min(target)..target,
-                duration,
-                result: result.as_ref().map(|_| ()),
-            },
-        );
+        self.counters
+            .note_fsync(u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX));
+        self.report_fsync(durable_before.min(target)..target, duration, &result);
         if result.is_ok() {
             self.forget_synced_sealed(&sealed, truncations);
         }
@@ -246,13 +239,38 @@ impl Shared {
                 self.truncations.load(Ordering::Acquire),
             )
         };
-        for segment in &sealed {
-            if let Err(error) = segment.flush_sealed() {
-                return Err(self.poison_after_failed_sync("syncing a sealed segment", error));
-            }
+        let Some(last) = sealed.last() else {
+            return Ok(());
+        };
+        let end = last.next_offset();
+        let durable_before = self.commit.durable_offset();
+        let started = Instant::now();
+        let result = sealed.iter().try_for_each(|segment| segment.flush_sealed());
+        // Reported like a group commit's sync: an observer watching syncs for failures must
+        // see the one that poisoned the log, whichever path met it.
+        self.report_fsync(durable_before.min(end)..end, started.elapsed(), &result);
+        if let Err(error) = result {
+            return Err(self.poison_after_failed_sync("syncing a sealed segment", error));
         }
         self.forget_synced_sealed(&sealed, truncations);
         Ok(())
+    }
+
+    /// Tells the observer how a sync of log data went.
+    pub(super) fn report_fsync(
+        &self,
+        offsets: std::ops::Range<i64>,
+        duration: Duration,
+        result: &Result<()>,
+    ) {
+        observer::notify(
+            self.config.observer.as_ref(),
+            LogEvent::Fsync {
+                offsets,
+                duration,
+                result: result.as_ref().map(|_| ()),
+            },
+        );
     }
 
     /// Takes the sealed segments a sync just completed off the unsynced list, unless a

@@ -84,8 +84,12 @@ pub enum LogEvent<'a> {
         /// The base offset of the new active segment.
         new_base: i64,
     },
-    /// A group-commit sync finished: the sealed segments not yet synced, the directory if a
-    /// segment was created, and the active `.log`.
+    /// A sync of log data finished. Most are group-commit syncs: the sealed segments not yet
+    /// synced, the directory if a segment was created, and the active `.log`. The others sync
+    /// sealed segments alone (after a roll, off the append path, or before a retention pass
+    /// makes a deletion durable); they are not counted in
+    /// [`LogStats::fsyncs`](crate::LogStats::fsyncs). A failed one is reported either way: it
+    /// is what poisoned the log.
     Fsync {
         /// The offsets the sync was to make durable: from the durable offset when it began to
         /// the log end offset it covered. On success every offset below `offsets.end` is

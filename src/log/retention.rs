@@ -64,7 +64,7 @@
 
 use crate::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::sync::MutexGuard;
 
@@ -720,11 +720,15 @@ impl Shared {
                 writer.dir_dirty = false;
                 return Ok(());
             }
+            let end = unsynced.last().map_or(0, |segment| segment.next_offset());
+            let durable_before = self.commit.durable_offset();
+            let started = Instant::now();
             let result = MutexGuard::unlocked(writer, || {
                 unsynced
                     .iter()
                     .try_for_each(|segment| segment.flush_sealed())
             });
+            self.report_fsync(durable_before.min(end)..end, started.elapsed(), &result);
             if let Err(error) = result {
                 log::error!(
                     "poisoning {}: syncing a sealed segment failed: {error}",

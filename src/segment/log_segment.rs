@@ -24,6 +24,7 @@ use crate::sync::{Mutex, RwLock};
 use super::files::{SegmentFileKind, segment_file_path};
 use super::positions::{DEFAULT_POSITION_CACHE_BYTES, PositionCache};
 use super::read::MappingState;
+use super::syncs::SegmentSyncs;
 use super::txn_index::TransactionIndex;
 use super::walker::{BatchSummary, BatchWalker, Step};
 use crate::error::{Corruption, Error, Result};
@@ -223,6 +224,8 @@ pub struct Segment {
     /// Batch positions learned from reads' index walks (bounded; see `positions.rs`).
     pub(super) positions: PositionCache,
     pub(super) writer: Mutex<WriterState>,
+    /// The segment's syncs, one at a time, and none after a failed one (fsyncgate).
+    pub(super) syncs: SegmentSyncs,
 }
 impl Segment {
     /// Creates a new, empty segment at `base_offset` in `dir`: its `.log`, `.index` and
@@ -520,6 +523,7 @@ impl Segment {
                 broken: false,
                 index_room: None,
             }),
+            syncs: SegmentSyncs::default(),
         }
     }
 
@@ -715,26 +719,30 @@ impl Segment {
 
     /// Makes the `.log` data durable (`fdatasync`), and the indexes with it.
     pub fn flush(&self) -> Result<()> {
-        self.log.sync_data()?;
-        self.offset_index.sync()?;
-        self.time_index.sync()?;
-        self.txn_index.flush()
+        self.syncs.run(|| {
+            self.log.sync_data()?;
+            self.offset_index.sync()?;
+            self.time_index.sync()?;
+            self.txn_index.flush()
+        })
     }
 
     /// Makes a sealed segment durable with its metadata: `fsync` of the `.log`, not `fdatasync`,
     /// because its mtime (set at roll: the append time that time retention reads) is inode
     /// metadata that `fdatasync` may skip; then the indexes.
     pub fn flush_sealed(&self) -> Result<()> {
-        self.log.sync_all()?;
-        self.offset_index.sync()?;
-        self.time_index.sync()?;
-        self.txn_index.flush()
+        self.syncs.run(|| {
+            self.log.sync_all()?;
+            self.offset_index.sync()?;
+            self.time_index.sync()?;
+            self.txn_index.flush()
+        })
     }
 
     /// Makes only the `.log` data durable: the acknowledgement path needs nothing else, since
     /// the indexes are derived data that recovery rebuilds.
     pub fn flush_log(&self) -> Result<()> {
-        self.log.sync_data()
+        self.syncs.run(|| self.log.sync_data())
     }
 
     /// Whether a failed write could not be undone, so the file may hold bytes past the last

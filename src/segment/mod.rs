@@ -9,6 +9,7 @@ mod lookup;
 mod positions;
 mod read;
 mod scan;
+mod syncs;
 mod transactions;
 mod txn_index;
 mod walker;

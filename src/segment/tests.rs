@@ -754,3 +754,38 @@ fn a_time_index_entry_naming_the_wrong_batch_is_rebuilt_once_or_reported_read_on
         .collect();
     assert_eq!(rebuilt, entries);
 }
+
+/// fsyncgate: after a failed sync Linux may mark the pages it could not write clean, so the
+/// next sync finds nothing to write and succeeds (the simulator does the same). Every later
+/// sync of the segment must fail too, or a group commit syncing it right after the flusher's
+/// failed sync would count the lost bytes durable.
+#[test]
+fn every_sync_after_a_failed_one_fails_and_the_lost_bytes_are_not_vouched_for() {
+    use crate::storage::sim::{CrashConfig, FaultOp, FaultRule, SimStorage};
+    let sim = SimStorage::new(5);
+    let storage: Arc<dyn Storage> = Arc::new(sim.clone());
+    let dir = Path::new("/p-0");
+    storage.create_dir_all(dir).unwrap();
+    storage.sync_dir(Path::new("/")).unwrap();
+    let segment = Segment::create(&storage, dir, 0, small_config(), T0).unwrap();
+    storage.sync_dir(dir).unwrap();
+    let appended: Vec<u8> = fill(&segment, 0, 10).concat();
+    sim.inject(FaultRule::fail(FaultOp::Sync, 1).on_paths_ending_with(".log"));
+
+    assert!(matches!(segment.flush_log(), Err(Error::Io { .. })));
+    // The storage itself would now report success: the hazard is real.
+    segment.log.sync_data().unwrap();
+    for sync in [Segment::flush_log, Segment::flush, Segment::flush_sealed] {
+        assert!(matches!(sync(&segment), Err(Error::Poisoned)));
+    }
+
+    // And what those syncs would have vouched for is not on the disk.
+    drop(segment);
+    sim.crash_with(&CrashConfig::lose_unsynced());
+    let file = storage
+        .open(&dir.join("00000000000000000000.log"), OpenMode::Read)
+        .unwrap();
+    let mut on_disk = vec![0; appended.len()];
+    let read = file.read_at(&mut on_disk, 0).unwrap();
+    assert_ne!(&on_disk[..read], &appended[..]);
+}
