@@ -70,7 +70,7 @@ mod writer_lock_race {
 
     use parking_lot::{Condvar, Mutex};
 
-    use partlog::unstable::sim::CrashConfig;
+    use partlog::unstable::sim::{CrashConfig, FaultOp, FaultRule};
     use partlog::unstable::{
         Advice, CanonicalPath, FileId, FileLock, LockMode, ManualClock, Metadata, OpenMode,
         ReadMapping, SimStorage, Storage, StorageFile, list_segment_bases,
@@ -492,6 +492,126 @@ mod writer_lock_race {
         let expected: Vec<(i64, String)> =
             vec![(0, "a".into()), (1, "b2".into()), (2, "c2".into())];
         assert_eq!(names, expected, "records acknowledged durable were lost");
+    }
+
+    /// Holds the first failed sync's report (sent before the log poisons itself) until released:
+    /// the moment after a sync failed and before the log knows.
+    #[derive(Default)]
+    struct HoldFirstFailedSync {
+        state: Mutex<(bool, bool, bool)>,
+        changed: Condvar,
+    }
+
+    impl HoldFirstFailedSync {
+        fn wait_until_held(&self) {
+            let mut state = self.state.lock();
+            while !state.1 {
+                let timed_out = self.changed.wait_for(&mut state, PATIENCE).timed_out();
+                assert!(!timed_out, "no sync failed");
+            }
+        }
+        fn release(&self) {
+            self.state.lock().2 = true;
+            self.changed.notify_all();
+        }
+    }
+
+    impl partlog::Observer for HoldFirstFailedSync {
+        fn on_event(&self, event: &partlog::LogEvent<'_>) {
+            let partlog::LogEvent::Fsync { result: Err(_), .. } = event else {
+                return;
+            };
+            let mut state = self.state.lock();
+            if std::mem::replace(&mut state.0, true) {
+                return;
+            }
+            state.1 = true;
+            self.changed.notify_all();
+            while !state.2 {
+                if self.changed.wait_for(&mut state, PATIENCE).timed_out() {
+                    break;
+                }
+            }
+        }
+    }
+
+    /// A retention pass syncs a sealed segment the flusher has not synced yet, and that sync
+    /// fails. Before the log knows, a caller's sync runs and syncs the same segment: its fsync
+    /// would succeed with nothing to write (the failed one's pages are marked clean), so it must
+    /// fail too, and report none of the lost records durable. The flusher is held at the active
+    /// indexes' sync of a recovery-point checkpoint meanwhile, so it syncs nothing itself.
+    #[test]
+    fn a_sync_racing_a_failed_retention_sync_of_the_same_segment_vouches_for_nothing_lost() {
+        let dir = Path::new("/race/retention-sync-0");
+        let sim = SimStorage::new(29);
+        let gate = Arc::new(Gate::default());
+        let hold = Arc::new(HoldFirstFailedSync::default());
+        let storage: Arc<dyn Storage> = Arc::new(GatedStorage::over_fenced(&sim, &gate));
+        let config = |storage: Arc<dyn Storage>| {
+            LogConfig::builder_for_tests()
+                .segment_bytes(1024)
+                .flush_policy(FlushPolicy::OsDecides)
+                .recovery_point_bytes(1)
+                .storage(storage)
+                .clock(Arc::new(ManualClock::new(T0)))
+                .observer(Arc::clone(&hold) as Arc<dyn partlog::Observer>)
+                .build()
+                .unwrap()
+        };
+        let value = |name: &str| format!("{name}-{}", "v".repeat(400));
+        let log = Arc::new(Log::open(dir, config(Arc::clone(&storage))).unwrap());
+        // Two records fill segment 0; the third rolls. The flusher syncs the roll, then the
+        // active indexes for a recovery point, where it is held.
+        gate.arm("00000000000000000002.index");
+        for name in ["a", "b", "c"] {
+            log.append(&[record(name, &value(name))]).unwrap();
+        }
+        gate.wait_until_holding();
+        // Segment 2 fills and rolls unsynced: only the flusher would sync it.
+        for name in ["d", "e"] {
+            log.append(&[record(name, &value(name))]).unwrap();
+        }
+        assert_eq!(list_segment_bases(&*storage, dir).unwrap(), vec![0, 2, 4]);
+        let end = log.log_end_offset();
+        sim.inject(
+            FaultRule::fail(FaultOp::Sync, 1).on_paths_ending_with("00000000000000000002.log"),
+        );
+        // Retention deletes segment 0, and before the directory sync makes that durable, syncs
+        // segment 2, which fails.
+        let retention = {
+            let log = Arc::clone(&log);
+            std::thread::spawn(move || {
+                log.delete_records_before(2)
+                    .and_then(|_| log.enforce_retention().map(|_| ()))
+            })
+        };
+        hold.wait_until_held();
+        let synced = log.sync();
+        hold.release();
+        let retention = retention.join().unwrap();
+        gate.open();
+        wait_until("the log is poisoned", || log.stats().poisoned);
+        let durable = log.durable_offset();
+        sim.crash_with(&CrashConfig::lose_unsynced());
+        drop(log);
+
+        let log = Log::open(dir, config(Arc::new(sim.clone()))).unwrap();
+        assert!(
+            log.log_end_offset() >= durable,
+            "the log said {durable} was durable ({synced:?} for a sync to {end}), and {} was \
+             recovered",
+            log.log_end_offset()
+        );
+        assert!(retention.is_err(), "{retention:?}");
+        assert!(synced.is_err(), "{synced:?}");
+        let recovered: Vec<i64> = log
+            .records(log.log_start_offset(), ReadBound::LogEnd)
+            .map(|record| record.unwrap().offset)
+            .collect();
+        assert_eq!(
+            recovered,
+            (log.log_start_offset()..log.log_end_offset()).collect::<Vec<_>>()
+        );
     }
 }
 

@@ -723,12 +723,15 @@ impl Shared {
             let end = unsynced.last().map_or(0, |segment| segment.next_offset());
             let durable_before = self.commit.durable_offset();
             let started = Instant::now();
+            // Reported before the writer lock is taken again, as the flusher reports its syncs:
+            // an observer never runs under the lock for a sync.
             let result = MutexGuard::unlocked(writer, || {
-                unsynced
+                let result = unsynced
                     .iter()
-                    .try_for_each(|segment| segment.flush_sealed())
+                    .try_for_each(|segment| segment.flush_sealed());
+                self.report_fsync(durable_before.min(end)..end, started.elapsed(), &result);
+                result
             });
-            self.report_fsync(durable_before.min(end)..end, started.elapsed(), &result);
             if let Err(error) = result {
                 log::error!(
                     "poisoning {}: syncing a sealed segment failed: {error}",
