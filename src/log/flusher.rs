@@ -239,6 +239,17 @@ impl Shared {
                 self.truncations.load(Ordering::Acquire),
             )
         };
+        if let Err(error) = self.flush_sealed_alone(&sealed) {
+            return Err(self.poison_after_failed_sync("syncing a sealed segment", error));
+        }
+        self.forget_synced_sealed(&sealed, truncations);
+        Ok(())
+    }
+
+    /// Syncs sealed segments outside the group commit (data, metadata and indexes), and
+    /// reports it like a group commit's sync: an observer watching syncs for failures must see
+    /// the one that poisoned the log, whichever path met it. The caller poisons on failure.
+    pub(super) fn flush_sealed_alone(&self, sealed: &[Arc<Segment>]) -> Result<()> {
         let Some(last) = sealed.last() else {
             return Ok(());
         };
@@ -246,23 +257,12 @@ impl Shared {
         let durable_before = self.commit.durable_offset();
         let started = Instant::now();
         let result = sealed.iter().try_for_each(|segment| segment.flush_sealed());
-        // Reported like a group commit's sync: an observer watching syncs for failures must
-        // see the one that poisoned the log, whichever path met it.
         self.report_fsync(durable_before.min(end)..end, started.elapsed(), &result);
-        if let Err(error) = result {
-            return Err(self.poison_after_failed_sync("syncing a sealed segment", error));
-        }
-        self.forget_synced_sealed(&sealed, truncations);
-        Ok(())
+        result
     }
 
     /// Tells the observer how a sync of log data went.
-    pub(super) fn report_fsync(
-        &self,
-        offsets: std::ops::Range<i64>,
-        duration: Duration,
-        result: &Result<()>,
-    ) {
+    fn report_fsync(&self, offsets: std::ops::Range<i64>, duration: Duration, result: &Result<()>) {
         observer::notify(
             self.config.observer.as_ref(),
             LogEvent::Fsync {

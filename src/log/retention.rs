@@ -64,7 +64,7 @@
 
 use crate::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::sync::MutexGuard;
 
@@ -720,18 +720,9 @@ impl Shared {
                 writer.dir_dirty = false;
                 return Ok(());
             }
-            let end = unsynced.last().map_or(0, |segment| segment.next_offset());
-            let durable_before = self.commit.durable_offset();
-            let started = Instant::now();
             // Reported before the writer lock is taken again, as the flusher reports its syncs:
             // an observer never runs under the lock for a sync.
-            let result = MutexGuard::unlocked(writer, || {
-                let result = unsynced
-                    .iter()
-                    .try_for_each(|segment| segment.flush_sealed());
-                self.report_fsync(durable_before.min(end)..end, started.elapsed(), &result);
-                result
-            });
+            let result = MutexGuard::unlocked(writer, || self.flush_sealed_alone(&unsynced));
             if let Err(error) = result {
                 log::error!(
                     "poisoning {}: syncing a sealed segment failed: {error}",
