@@ -450,10 +450,11 @@ mod writer_lock_race {
         };
         let value = |name: &str| format!("{name}-{}", "v".repeat(400));
         let log = Log::open(dir, config(Arc::clone(&storage))).unwrap();
-        // Two records fill segment 0; its `.log` is synced while it is active.
+        // Two records fill segment 0, unsynced, so that the flusher's sync at the roll is
+        // always a group commit's (with nothing to make durable it would sync segment 0 alone,
+        // and reach no point to hold it at before it takes segment 0 off the list).
         log.append(&[record("a", &value("a"))]).unwrap();
         log.append(&[record("b", &value("b"))]).unwrap();
-        log.wait_durable(1).unwrap();
         // The third rolls: the flusher syncs sealed segment 0, and is held at the active
         // segment's `.log` before it can take segment 0 off its unsynced list.
         gate.arm("00000000000000000002.log");
