@@ -311,6 +311,34 @@ impl<E: Entry> Source<'_, E> {
         }
     }
 
+    /// [`slot_range`] of `target` among this view's entries, keyed by `key`. An in-memory view
+    /// (an active index's mirror, where every cold read's lookup lands) is searched as a slice:
+    /// each probe is then a load, not a call through the view's kind and length checks.
+    pub(crate) fn slot_range(&self, key: impl Fn(&E) -> i64, target: i64) -> Result<SlotRange> {
+        match &self.kind {
+            SourceKind::Memory(entries) => {
+                let entries: &[E] = entries;
+                slot_range(
+                    entries.len(),
+                    E::warm_entries(),
+                    |n| {
+                        entries
+                            .get(n)
+                            .map(&key)
+                            .ok_or_else(|| invalid(format!("entry {n} does not exist")))
+                    },
+                    target,
+                )
+            }
+            SourceKind::Mapped { .. } | SourceKind::Positional { .. } => slot_range(
+                self.len(),
+                E::warm_entries(),
+                |n| self.get(n).map(|entry| key(&entry)),
+                target,
+            ),
+        }
+    }
+
     /// Entry `n`, decoded.
     pub(crate) fn get(&self, n: usize) -> Result<E> {
         if n >= self.len() {

@@ -228,12 +228,7 @@ impl OffsetIndex {
     pub fn lookup(&self, target_offset: i64) -> Result<OffsetPosition> {
         let target = target_offset.saturating_sub(self.base_offset);
         let source = self.file.source(true);
-        let range = file::slot_range(
-            source.len(),
-            OffsetEntry::warm_entries(),
-            |n| source.get(n).map(|e| i64::from(e.relative_offset)),
-            target,
-        )?;
+        let range = source.slot_range(|e| i64::from(e.relative_offset), target)?;
         match range.floor {
             Some(n) => {
                 let entry = source.get(n)?;
@@ -252,12 +247,7 @@ impl OffsetIndex {
     pub fn upper_bound_by_position(&self, position: u64) -> Result<Option<OffsetPosition>> {
         let target = i64::try_from(position).unwrap_or(i64::MAX);
         let source = self.file.source(true);
-        let range = file::slot_range(
-            source.len(),
-            OffsetEntry::warm_entries(),
-            |n| source.get(n).map(|e| i64::from(e.position)),
-            target,
-        )?;
+        let range = source.slot_range(|e| i64::from(e.position), target)?;
         match range.ceil {
             Some(n) => {
                 let entry = source.get(n)?;

@@ -198,12 +198,7 @@ impl TimeIndex {
     /// none.
     pub fn lookup(&self, timestamp: i64) -> Result<TimestampOffset> {
         let source = self.file.source(true);
-        let range = file::slot_range(
-            source.len(),
-            TimeEntry::warm_entries(),
-            |n| source.get(n).map(|e| e.timestamp),
-            timestamp,
-        )?;
+        let range = source.slot_range(|e| e.timestamp, timestamp)?;
         match range.floor {
             Some(n) => {
                 let entry = source.get(n)?;
