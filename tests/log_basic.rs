@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use partlog::unstable::ManualClock;
+use partlog::unstable::format::crc32c;
 use partlog::{
     BatchBuilder, BatchHeader, CleanupPolicy, Compression, CompressionType, Error, FlushPolicy,
     Log, LogConfig, NewRecord, ReadBound, TimestampType,
@@ -287,6 +288,51 @@ fn log_append_time_restamps_and_recompression_follows_the_config() {
     }
     for r in read_all(&log, 0) {
         assert_eq!(r.timestamp, T0 + 5_000);
+    }
+}
+
+/// A produced batch the log keeps in its codec is appended from the producer's own bytes beside
+/// a stamped copy of its header: under LogAppendTime the CRC covers both parts, and the batch
+/// on disk is the producer's with only the four stamped fields changed.
+#[test]
+fn log_append_time_restamps_a_produced_batch_in_place_with_a_whole_crc() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0 + 7_000));
+    let config = LogConfig::builder_for_tests()
+        .message_timestamp_type(TimestampType::LogAppendTime)
+        .compression_type(CompressionType::Producer)
+        .clock(clock)
+        .build()
+        .unwrap();
+    let log = Log::open(dir.path(), config).unwrap();
+    log.append(&[record(0)]).unwrap();
+    let mut produced = Vec::new();
+    for codec in [Compression::None, Compression::Lz4] {
+        let mut builder = BatchBuilder::new(codec);
+        for i in 1..40 {
+            builder.push(&record(i));
+        }
+        let batch = builder.build().unwrap();
+        log.append_batch(&batch).unwrap();
+        produced.push(batch);
+    }
+    let fetch = log.read(1, 1 << 20, ReadBound::LogEnd).unwrap();
+    let mut stored = fetch.bytes();
+    for (n, original) in produced.iter().enumerate() {
+        let header = BatchHeader::parse(stored).unwrap();
+        let on_disk = &stored[..header.total_size()];
+        assert_eq!(on_disk.len(), original.len());
+        assert_eq!(header.base_offset, 1 + 39 * n as i64);
+        assert_eq!(header.timestamp_type(), TimestampType::LogAppendTime);
+        assert_eq!(header.max_timestamp, T0 + 7_000);
+        assert_eq!(header.crc, crc32c(&on_disk[21..]), "batch {n}");
+        // Everything past the header is the producer's bytes, untouched.
+        assert_eq!(&on_disk[61..], &original[61..]);
+        stored = &stored[header.total_size()..];
+    }
+    assert!(stored.is_empty());
+    for r in read_all(&log, 1) {
+        assert_eq!(r.timestamp, T0 + 7_000);
     }
 }
 

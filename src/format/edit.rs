@@ -10,7 +10,7 @@ use super::batch::{
     CURRENT_MAGIC, DELETE_HORIZON_BIT, MAX_TIMESTAMP_AT, PARTITION_LEADER_EPOCH_AT,
     RECORD_BATCH_OVERHEAD, TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT, array_at, peek_batch_frame,
 };
-use super::crc::crc32c;
+use super::crc::{crc32c, crc32c_append};
 use crate::error::{Corruption, Error, Result};
 
 /// Sets `baseOffset`. Record offsets are deltas from it, so this moves the whole batch.
@@ -33,13 +33,24 @@ pub fn set_partition_leader_epoch(batch: &mut [u8], epoch: i32) -> Result<()> {
 ///
 /// `batch` must be exactly one whole v2 batch (its length is what the CRC covers).
 pub fn set_log_append_time(batch: &mut [u8], timestamp_ms: i64) -> Result<()> {
-    require_header(batch)?;
-    let frame = peek_batch_frame(batch)
+    set_log_append_time_in_parts(batch, &[], timestamp_ms)
+}
+
+/// [`set_log_append_time`] for a batch held in two parts, `head` (at least its 61 header bytes)
+/// and then `tail`, as the log appends a produced batch without copying its records: the header
+/// is stamped in `head` and the CRC computed over both parts.
+pub(crate) fn set_log_append_time_in_parts(
+    head: &mut [u8],
+    tail: &[u8],
+    timestamp_ms: i64,
+) -> Result<()> {
+    require_header(head)?;
+    let frame = peek_batch_frame(head)
         .map_err(|what| Error::InvalidBatch { what })?
         .ok_or(Error::InvalidBatch {
             what: Corruption::Truncated {
                 needed: RECORD_BATCH_OVERHEAD as u64,
-                available: batch.len() as u64,
+                available: head.len() as u64,
             },
         })?;
     if frame.magic != CURRENT_MAGIC {
@@ -47,28 +58,32 @@ pub fn set_log_append_time(batch: &mut [u8], timestamp_ms: i64) -> Result<()> {
             what: Corruption::BadMagic(frame.magic),
         });
     }
-    if frame.total_size() > batch.len() {
+    let len = head.len() + tail.len();
+    if frame.total_size() > len {
         return Err(Error::InvalidBatch {
             what: Corruption::Truncated {
                 needed: frame.total_size() as u64,
-                available: batch.len() as u64,
+                available: len as u64,
             },
         });
     }
-    if frame.total_size() < batch.len() {
+    if frame.total_size() < len {
         return Err(Error::InvalidBatch {
             what: Corruption::BadHeader(
                 "bytes follow the batch: the buffer holds more than one batch",
             ),
         });
     }
-    let attributes = array_at::<2>(batch, ATTRIBUTES_AT).map_or(0, i16::from_be_bytes);
+    let attributes = array_at::<2>(head, ATTRIBUTES_AT).map_or(0, i16::from_be_bytes);
     let known = COMPRESSION_MASK | TRANSACTIONAL_BIT | CONTROL_BIT | DELETE_HORIZON_BIT;
     let attributes = (attributes & known) | TIMESTAMP_TYPE_BIT;
-    write_at(batch, ATTRIBUTES_AT, &attributes.to_be_bytes())?;
-    write_at(batch, MAX_TIMESTAMP_AT, &timestamp_ms.to_be_bytes())?;
-    let crc = crc32c(batch.get(CRC_COVERED_FROM..).unwrap_or_default());
-    write_at(batch, CRC_AT, &crc.to_be_bytes())
+    write_at(head, ATTRIBUTES_AT, &attributes.to_be_bytes())?;
+    write_at(head, MAX_TIMESTAMP_AT, &timestamp_ms.to_be_bytes())?;
+    let crc = crc32c_append(
+        crc32c(head.get(CRC_COVERED_FROM..).unwrap_or_default()),
+        tail,
+    );
+    write_at(head, CRC_AT, &crc.to_be_bytes())
 }
 
 fn require_header(batch: &[u8]) -> Result<()> {

@@ -81,6 +81,7 @@ pub use control::{
     control_record_type,
 };
 pub use crc::{crc32c, crc32c_append};
+pub(crate) use edit::set_log_append_time_in_parts;
 pub use edit::{set_base_offset, set_log_append_time, set_partition_leader_epoch};
 pub use legacy::{
     LEGACY_V0_HEADER_SIZE, LEGACY_V0_MIN_MESSAGE_SIZE, LEGACY_V1_HEADER_SIZE,

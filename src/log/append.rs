@@ -13,9 +13,10 @@ use crate::clock::{COARSE_CLOCK_LAG_MS, Clock};
 use crate::error::{Error, Result};
 use crate::format::{
     BatchBuilder, BatchHeader, BatchView, Compression, ControlRecordType, EndTransactionMarker,
-    NewRecord, RecordRef, TimestampType, control_record_type, set_base_offset, set_log_append_time,
-    set_partition_leader_epoch,
+    NewRecord, RECORD_BATCH_OVERHEAD, RecordRef, TimestampType, control_record_type,
+    set_base_offset, set_log_append_time_in_parts, set_partition_leader_epoch,
 };
+use crate::segment::AppendBytes;
 
 use super::producer_state::{AppendOrigin, ProducerAppendCheck};
 use super::{
@@ -207,10 +208,8 @@ impl Log {
         self.check_writable()?;
         // One clock read for the checks and the append, as in `append`.
         let now = self.append_time_ms();
-        let mut batch = self.validate_producer_batch(batch, true, now)?;
-        let appended = self.append_built(&mut batch, now);
-        give_back_batch_buffer(batch);
-        appended
+        let batch = self.validate_producer_batch(batch, true, now)?;
+        self.append_produced(batch, now)
     }
 
     /// [`append_batch`](Self::append_batch) without the record-framing check: the records are
@@ -221,21 +220,37 @@ impl Log {
         self.check_writable()?;
         // One clock read for the checks and the append, as in `append`.
         let now = self.append_time_ms();
-        let mut batch = self.validate_producer_batch(batch, false, now)?;
-        let appended = self.append_built(&mut batch, now);
-        give_back_batch_buffer(batch);
-        appended
+        let batch = self.validate_producer_batch(batch, false, now)?;
+        self.append_produced(batch, now)
+    }
+
+    /// Appends a batch [`validate_producer_batch`](Self::validate_producer_batch) returned.
+    fn append_produced(&self, batch: ProducedBatch<'_>, now: i64) -> Result<LogAppendInfo> {
+        match batch {
+            ProducedBatch::Stamped {
+                mut header,
+                records,
+            } => self
+                .append_built_from(&mut header, records, now, AppendOrigin::Client)
+                .map(|(info, _)| info),
+            ProducedBatch::Rebuilt(mut batch) => {
+                let appended = self.append_built(&mut batch, now);
+                give_back_batch_buffer(batch);
+                appended
+            }
+        }
     }
 
     /// Kafka's leader checks of a produced batch (see [`append_batch`](Self::append_batch)), with
     /// the timestamp bounds against `log_time_ms` (from [`append_time_ms`](Self::append_time_ms)).
-    /// Returns the batch to append: a copy, or the batch rebuilt in the log's codec.
-    fn validate_producer_batch(
+    /// Returns the batch to append: the producer's bytes with a copy of their header to stamp,
+    /// or the batch rebuilt in the log's codec.
+    fn validate_producer_batch<'a>(
         &self,
-        bytes: &[u8],
+        bytes: &'a [u8],
         check_records: bool,
         log_time_ms: i64,
-    ) -> Result<Vec<u8>> {
+    ) -> Result<ProducedBatch<'a>> {
         let config = &self.shared.config;
         let invalid = |why: &str| Error::InvalidArgument {
             why: why.to_string(),
@@ -321,14 +336,27 @@ impl Log {
                         limit: crate::error::MAX_MESSAGE_BYTES,
                     });
                 }
-                return Ok(batch);
+                return Ok(ProducedBatch::Rebuilt(batch));
             }
         } else if create_time {
             self.check_timestamp_against(header.max_timestamp, log_time_ms)?;
         }
-        let mut copy = take_batch_buffer();
-        copy.extend_from_slice(bytes);
-        Ok(copy)
+        // The view checked that the batch has its header: only those 61 bytes are copied.
+        let (Some(header), Some(records)) = (
+            bytes.first_chunk::<RECORD_BATCH_OVERHEAD>(),
+            bytes.get(RECORD_BATCH_OVERHEAD..),
+        ) else {
+            return Err(Error::InvalidBatch {
+                what: crate::error::Corruption::Truncated {
+                    needed: RECORD_BATCH_OVERHEAD as u64,
+                    available: bytes.len() as u64,
+                },
+            });
+        };
+        Ok(ProducedBatch::Stamped {
+            header: *header,
+            records,
+        })
     }
 
     /// Assigns offsets to a validated batch and appends it under the writer lock.
@@ -346,7 +374,7 @@ impl Log {
         batch: &mut [u8],
         now: i64,
     ) -> Result<(LogAppendInfo, TruncationEpoch)> {
-        self.append_built_from(batch, now, AppendOrigin::Client)
+        self.append_built_from(batch, &[], now, AppendOrigin::Client)
     }
 
     /// [`append_built_in_epoch`](Self::append_built_in_epoch) for a batch from `origin`: a
@@ -354,23 +382,29 @@ impl Log {
     /// assigned and before it is written (a re-sent one is answered with the original's
     /// offsets, writing nothing), and the state is updated once it is written
     /// (`transactions.rs`).
+    ///
+    /// The batch is `head` followed by `tail`: the header is stamped in `head` (at least its
+    /// 61 bytes), and a produced batch's records are written from the producer's own bytes
+    /// (`tail`), never copied. A batch built here comes whole, with `tail` empty.
     pub(super) fn append_built_from(
         &self,
-        batch: &mut [u8],
+        head: &mut [u8],
+        tail: &[u8],
         now: i64,
         origin: AppendOrigin,
     ) -> Result<(LogAppendInfo, TruncationEpoch)> {
         let shared = &self.shared;
         let config = &shared.config;
-        if batch.len() as u64 > u64::from(config.max_message_bytes) {
+        let size = head.len() + tail.len();
+        if size as u64 > u64::from(config.max_message_bytes) {
             return Err(Error::RecordTooLarge {
-                size: batch.len() as u64,
+                size: size as u64,
                 max: u64::from(config.max_message_bytes),
                 limit: crate::error::MAX_MESSAGE_BYTES,
             });
         }
         let log_append_time = (config.message_timestamp_type == TimestampType::LogAppendTime)
-            .then(|| set_log_append_time(batch, now).map(|()| now))
+            .then(|| set_log_append_time_in_parts(head, tail, now).map(|()| now))
             .transpose()?;
         let mut writer = shared.lock_writer_for_append()?;
         self.check_writable()?;
@@ -378,14 +412,19 @@ impl Log {
         // (`replication.rs`).
         let leader_epoch = shared.client_append_epoch()?;
         let base_offset = writer.log_end_offset;
-        set_base_offset(batch, base_offset)?;
-        set_partition_leader_epoch(batch, leader_epoch)?;
-        let header = BatchHeader::parse(batch).map_err(|what| Error::InvalidBatch { what })?;
+        set_base_offset(head, base_offset)?;
+        set_partition_leader_epoch(head, leader_epoch)?;
+        let header = BatchHeader::parse(head).map_err(|what| Error::InvalidBatch { what })?;
         let last_offset = header.last_offset();
         // One branch for batches without a producer id.
         let producer_info = if header.producer_id >= 0 {
             let marker = if header.is_control() {
-                transaction_marker(batch)?
+                // Control batches are built here, whole; joining the parts is for safety only.
+                if tail.is_empty() {
+                    transaction_marker(head)?
+                } else {
+                    transaction_marker(&[&*head, tail].concat())?
+                }
             } else {
                 None
             };
@@ -415,18 +454,20 @@ impl Log {
         // starts at or above the log end, and the next open drops it.
         shared.assign_epoch(leader_epoch, base_offset)?;
         // Kafka's shouldRoll, then the append, under one hold of the segment's lock.
-        let appended =
-            match writer
-                .active
-                .append_unless_roll(batch, header.max_timestamp, last_offset, now)
-            {
-                Ok(Ok(info)) => Ok(info),
-                Ok(Err(_reason)) => {
-                    shared.roll(&mut writer, now)?;
-                    writer.active.append(batch)
-                }
-                Err(error) => Err(error),
-            };
+        let batch = AppendBytes::pair(head, tail);
+        let appended = match writer.active.append_bytes_unless_roll(
+            batch,
+            header.max_timestamp,
+            last_offset,
+            now,
+        ) {
+            Ok(Ok(info)) => Ok(info),
+            Ok(Err(_reason)) => {
+                shared.roll(&mut writer, now)?;
+                writer.active.append_bytes(batch)
+            }
+            Err(error) => Err(error),
+        };
         if let Err(error) = appended {
             if writer.active.append_is_broken() {
                 log::error!(
@@ -445,14 +486,14 @@ impl Log {
         committed?;
         let epoch = TruncationEpoch(shared.truncations.load(Ordering::Acquire));
         let records = u32::try_from(header.records_count).unwrap_or(0);
-        shared.account_append(writer, records, batch.len(), last_offset)?;
+        shared.account_append(writer, records, size, last_offset)?;
         let info = LogAppendInfo {
             first_offset: base_offset,
             last_offset,
             records,
             max_timestamp: log_append_time.unwrap_or(header.max_timestamp),
             log_append_time,
-            bytes: batch.len(),
+            bytes: size,
             duplicate: false,
         };
         Ok((info, epoch))
@@ -574,6 +615,19 @@ fn check_timestamp(config: &LogConfig, timestamp: i64, now_ms: i64) -> Result<()
         });
     }
     Ok(())
+}
+
+/// A producer's batch that passed Kafka's leader checks, ready for its offsets.
+enum ProducedBatch<'a> {
+    /// The batch as the producer sent it: a copy of its header, which the append stamps
+    /// (offsets, epoch, and LogAppendTime with its CRC), and the producer's bytes after it,
+    /// written as they are (one `pwritev`, no copy of the records).
+    Stamped {
+        header: [u8; RECORD_BATCH_OVERHEAD],
+        records: &'a [u8],
+    },
+    /// The batch rebuilt in the log's codec (`compression.type`).
+    Rebuilt(Vec<u8>),
 }
 
 fn compacted_without_key() -> Error {

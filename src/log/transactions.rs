@@ -137,7 +137,7 @@ impl Log {
             0,
             now,
         );
-        self.append_built_from(&mut batch, now, AppendOrigin::Coordinator)
+        self.append_built_from(&mut batch, &[], now, AppendOrigin::Coordinator)
             .map(|(info, _)| info)
     }
 

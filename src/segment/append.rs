@@ -8,7 +8,62 @@
 use super::log_segment::{AppendInfo, RollReason, Segment, WriterState, note_max_timestamp};
 use super::walker::{BatchSummary, BatchWalker, Step};
 use crate::error::{Corruption, Error, Result};
-use crate::format::BatchHeader;
+use crate::format::{BatchHeader, RECORD_BATCH_OVERHEAD};
+
+/// The bytes of an append: one or more whole batches, held in up to two slices that are
+/// written as one (`StorageFile::write_all_pair_at`). The log appends a produced batch as its
+/// stamped header and the producer's bytes after it, so that it never copies a large batch
+/// whole; every other append is one slice.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct AppendBytes<'a> {
+    head: &'a [u8],
+    tail: &'a [u8],
+}
+
+impl<'a> AppendBytes<'a> {
+    /// Batches in one slice.
+    pub(crate) fn whole(batches: &'a [u8]) -> Self {
+        AppendBytes {
+            head: batches,
+            tail: &[],
+        }
+    }
+
+    /// Batches that are `head` followed by `tail`.
+    pub(crate) fn pair(head: &'a [u8], tail: &'a [u8]) -> Self {
+        AppendBytes { head, tail }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.head.len() + self.tail.len()
+    }
+
+    /// The header of the batch at `position`, whichever of the two slices it lies in.
+    fn header_at(&self, position: usize) -> std::result::Result<BatchHeader, Corruption> {
+        let Some(in_head) = self.head.get(position..) else {
+            let in_tail = self
+                .tail
+                .get(position - self.head.len()..)
+                .unwrap_or_default();
+            return BatchHeader::parse(in_tail);
+        };
+        if in_head.len() >= RECORD_BATCH_OVERHEAD || self.tail.is_empty() {
+            return BatchHeader::parse(in_head);
+        }
+        // A header split across the two slices: parse a joined copy of its 61 bytes.
+        let mut joined = [0u8; RECORD_BATCH_OVERHEAD];
+        let (from_head, from_tail) = joined.split_at_mut(in_head.len());
+        from_head.copy_from_slice(in_head);
+        let Some(rest) = self.tail.get(..from_tail.len()) else {
+            return Err(Corruption::Truncated {
+                needed: RECORD_BATCH_OVERHEAD as u64,
+                available: self.len().saturating_sub(position) as u64,
+            });
+        };
+        from_tail.copy_from_slice(rest);
+        BatchHeader::parse(&joined)
+    }
+}
 
 impl Segment {
     /// Appends one or more encoded v2 batches whose offsets the log has assigned.
@@ -26,7 +81,7 @@ impl Segment {
     /// fails, the segment refuses further appends (the log poisons itself).
     pub fn append(&self, batches: &[u8]) -> Result<AppendInfo> {
         let mut writer = self.writer.lock();
-        self.append_locked(&mut writer, batches)
+        self.append_locked(&mut writer, AppendBytes::whole(batches))
     }
 
     /// [`should_roll`](Self::should_roll) for one batch, then, if it should not, its
@@ -35,6 +90,28 @@ impl Segment {
     pub fn append_unless_roll(
         &self,
         batch: &[u8],
+        max_timestamp: i64,
+        last_offset: i64,
+        now_ms: i64,
+    ) -> Result<std::result::Result<AppendInfo, RollReason>> {
+        self.append_bytes_unless_roll(
+            AppendBytes::whole(batch),
+            max_timestamp,
+            last_offset,
+            now_ms,
+        )
+    }
+
+    /// [`append`](Self::append) of batches held in two slices.
+    pub(crate) fn append_bytes(&self, batches: AppendBytes<'_>) -> Result<AppendInfo> {
+        let mut writer = self.writer.lock();
+        self.append_locked(&mut writer, batches)
+    }
+
+    /// [`append_unless_roll`](Self::append_unless_roll) of batches held in two slices.
+    pub(crate) fn append_bytes_unless_roll(
+        &self,
+        batch: AppendBytes<'_>,
         max_timestamp: i64,
         last_offset: i64,
         now_ms: i64,
@@ -52,7 +129,11 @@ impl Segment {
         self.append_locked(&mut writer, batch).map(Ok)
     }
 
-    fn append_locked(&self, writer: &mut WriterState, batches: &[u8]) -> Result<AppendInfo> {
+    fn append_locked(
+        &self,
+        writer: &mut WriterState,
+        batches: AppendBytes<'_>,
+    ) -> Result<AppendInfo> {
         if self.is_sealed() {
             return Err(Error::InvalidArgument {
                 why: format!(
@@ -81,7 +162,13 @@ impl Segment {
         let checked = self.check_batches(batches, writer.next_offset)?;
         let (first_offset, last_offset) = (checked.first_offset, checked.last_offset);
 
-        if let Err(error) = self.log.write_all_at(batches, start) {
+        let written = if batches.tail.is_empty() {
+            self.log.write_all_at(batches.head, start)
+        } else {
+            self.log
+                .write_all_pair_at(batches.head, batches.tail, start)
+        };
+        if let Err(error) = written {
             self.undo_write(writer, start);
             return Err(error);
         }
@@ -94,9 +181,10 @@ impl Segment {
             // The headers again, parsed where check_batches parsed them (and cannot fail now):
             // cheaper than collecting them, which cost an allocation per append.
             let mut relative_position = 0usize;
-            while let Some(rest) = batches.get(relative_position..).filter(|r| !r.is_empty()) {
-                let header =
-                    BatchHeader::parse(rest).map_err(|what| Error::InvalidBatch { what })?;
+            while relative_position < batches.len() {
+                let header = batches
+                    .header_at(relative_position)
+                    .map_err(|what| Error::InvalidBatch { what })?;
                 let position = start + relative_position as u64;
                 relative_position += header.total_size();
                 max_timestamp = max_timestamp.max(header.max_timestamp);
@@ -148,18 +236,22 @@ impl Segment {
 
     /// Parses and checks the framing and offsets of `batches`; returns what the append needs
     /// of them. Fails on zero batches.
-    fn check_batches(&self, batches: &[u8], mut next_offset: i64) -> Result<CheckedBatches> {
+    fn check_batches(
+        &self,
+        batches: AppendBytes<'_>,
+        mut next_offset: i64,
+    ) -> Result<CheckedBatches> {
         let mut checked: Option<CheckedBatches> = None;
         let mut position = 0usize;
         while position < batches.len() {
-            let rest = &batches[position..];
+            let rest = batches.len() - position;
             let invalid = |what| Error::InvalidBatch { what };
-            let header = BatchHeader::parse(rest).map_err(invalid)?;
+            let header = batches.header_at(position).map_err(invalid)?;
             let size = header.total_size();
-            if size > rest.len() {
+            if size > rest {
                 return Err(invalid(Corruption::Truncated {
                     needed: size as u64,
-                    available: rest.len() as u64,
+                    available: rest as u64,
                 }));
             }
             if header.base_offset < next_offset || header.base_offset < self.base_offset {

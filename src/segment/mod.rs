@@ -14,6 +14,7 @@ mod transactions;
 mod txn_index;
 mod walker;
 
+pub(crate) use append::AppendBytes;
 pub(crate) use epochs::{FrameEpoch, RisingEpochs};
 pub use files::{
     CLEANED_SUFFIX, DELETED_SUFFIX, SWAP_SUFFIX, SegmentFileKind, SegmentFileName, TransientSuffix,

@@ -789,3 +789,87 @@ fn every_sync_after_a_failed_one_fails_and_the_lost_bytes_are_not_vouched_for() 
     let read = file.read_at(&mut on_disk, 0).unwrap();
     assert_ne!(&on_disk[..read], &appended[..]);
 }
+
+/// An append in two slices (the log's stamped header beside a producer's bytes) is the same
+/// append as in one, wherever the slices meet: inside a header, at a batch boundary, inside the
+/// records, or with either slice empty. The file, the indexes and the offsets all match.
+#[test]
+fn an_append_in_two_slices_is_the_append_of_their_concatenation() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut run = Vec::new();
+    let mut offset = 0;
+    for i in 0..5 {
+        run.extend(batch(
+            offset,
+            3,
+            T0 + offset,
+            40 + 30 * i,
+            Compression::None,
+        ));
+        offset += 3;
+    }
+    // A segment with earlier batches, so that index entries land inside the run.
+    let earlier = batch(0, 3, T0, 300, Compression::None);
+    let shift = |bytes: &[u8]| {
+        let mut shifted = bytes.to_vec();
+        let mut position = 0;
+        while position < shifted.len() {
+            let size = header(&shifted[position..]).total_size();
+            let base = header(&shifted[position..]).base_offset;
+            crate::format::set_base_offset(&mut shifted[position..], base + 3).unwrap();
+            position += size;
+        }
+        shifted
+    };
+    let run = shift(&run);
+    let new_dir = |name: String| {
+        let path = dir.path().join(name);
+        std::fs::create_dir_all(&path).unwrap();
+        path
+    };
+    let reference =
+        Segment::create(&storage(), &new_dir("whole".into()), 0, small_config(), T0).unwrap();
+    reference.append(&earlier).unwrap();
+    reference.append(&run).unwrap();
+    let expected_file = std::fs::read(reference.log_path()).unwrap();
+    let expected_index: Vec<_> = (0..reference.offset_index().entries())
+        .map(|n| reference.offset_index().entry(n).unwrap())
+        .collect();
+    assert!(expected_index.len() >= 2, "{expected_index:?}");
+    let splits: Vec<usize> = (0..=run.len())
+        .filter(|&split| split < 130 || split % 37 == 0 || split + 3 > run.len())
+        .collect();
+    for split in splits {
+        let subdir = new_dir(format!("split-{split}"));
+        let segment = Segment::create(&storage(), &subdir, 0, small_config(), T0).unwrap();
+        segment.append(&earlier).unwrap();
+        let (head, tail) = run.split_at(split);
+        let info = segment.append_bytes(AppendBytes::pair(head, tail)).unwrap();
+        assert_eq!(
+            (info.first_offset, info.last_offset, info.batches),
+            (3, 17, 5)
+        );
+        assert_eq!(
+            std::fs::read(segment.log_path()).unwrap(),
+            expected_file,
+            "{split}"
+        );
+        let index: Vec<_> = (0..segment.offset_index().entries())
+            .map(|n| segment.offset_index().entry(n).unwrap())
+            .collect();
+        assert_eq!(index, expected_index, "{split}");
+        assert_eq!(segment.next_offset(), 18);
+        // A run cut short in the second slice is refused whole, and the file keeps its size.
+        let short = new_dir(format!("split-{split}-short"));
+        let segment = Segment::create(&storage(), &short, 0, small_config(), T0).unwrap();
+        let cut = &tail[..tail.len().saturating_sub(1)];
+        if head.len() + cut.len() < run.len() {
+            let refused = segment.append_bytes(AppendBytes::pair(head, cut));
+            assert!(
+                matches!(refused, Err(Error::InvalidBatch { .. })),
+                "{split}: {refused:?}"
+            );
+            assert_eq!(segment.size(), 0);
+        }
+    }
+}

@@ -204,6 +204,18 @@ pub trait StorageFile: Send + Sync + fmt::Debug {
     /// Writes all of `buf` at `offset`, extending the file if needed.
     fn write_all_at(&self, buf: &[u8], offset: u64) -> Result<()>;
 
+    /// Writes `head` and then `tail` at `offset`, as if they were one buffer: the log's append
+    /// of a produced batch, whose header it has stamped in a copy and whose records it writes
+    /// from the producer's bytes, so that a large batch is never copied whole.
+    ///
+    /// The default is two [`write_all_at`](Self::write_all_at)s, which keeps every wrapper's
+    /// fault injection in force; the OS file makes it one `pwritev`. Either way a crash can
+    /// leave any prefix of the pair on disk, as with one large write.
+    fn write_all_pair_at(&self, head: &[u8], tail: &[u8], offset: u64) -> Result<()> {
+        self.write_all_at(head, offset)?;
+        self.write_all_at(tail, offset + head.len() as u64)
+    }
+
     /// The current length of the file.
     fn len(&self) -> Result<u64>;
 
