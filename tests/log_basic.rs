@@ -291,9 +291,10 @@ fn log_append_time_restamps_and_recompression_follows_the_config() {
     }
 }
 
-/// A produced batch the log keeps in its codec is appended from the producer's own bytes beside
-/// a stamped copy of its header: under LogAppendTime the CRC covers both parts, and the batch
-/// on disk is the producer's with only the four stamped fields changed.
+/// A large produced batch the log keeps in its codec is appended from the producer's own bytes
+/// beside a stamped copy of its header (a small one is copied whole): under LogAppendTime the
+/// CRC covers both parts, and the batch on disk is the producer's with only the four stamped
+/// fields changed.
 #[test]
 fn log_append_time_restamps_a_produced_batch_in_place_with_a_whole_crc() {
     let dir = tempfile::tempdir().unwrap();
@@ -306,23 +307,43 @@ fn log_append_time_restamps_a_produced_batch_in_place_with_a_whole_crc() {
         .unwrap();
     let log = Log::open(dir.path(), config).unwrap();
     log.append(&[record(0)]).unwrap();
+    // Two batches large enough to be written from the producer's bytes (values that lz4
+    // cannot shrink), and a small one, which the log copies whole.
+    let mut noise = 0x9e37_79b9_7f4a_7c15u64;
+    let mut value = || {
+        (0..1024)
+            .map(|_| {
+                noise ^= noise << 13;
+                noise ^= noise >> 7;
+                noise ^= noise << 17;
+                noise as u8
+            })
+            .collect::<Vec<u8>>()
+    };
     let mut produced = Vec::new();
-    for codec in [Compression::None, Compression::Lz4] {
+    let mut next_offset = 1;
+    for (codec, records) in [
+        (Compression::None, 20),
+        (Compression::Lz4, 20),
+        (Compression::None, 3),
+    ] {
         let mut builder = BatchBuilder::new(codec);
-        for i in 1..40 {
-            builder.push(&record(i));
+        for i in 0..records {
+            builder.push(&NewRecord::new(T0 + i, Some(b"k"), Some(&value())));
         }
         let batch = builder.build().unwrap();
+        assert_eq!(batch.len() > 8 * 1024, records == 20, "{}", batch.len());
         log.append_batch(&batch).unwrap();
-        produced.push(batch);
+        produced.push((next_offset, batch));
+        next_offset += records;
     }
     let fetch = log.read(1, 1 << 20, ReadBound::LogEnd).unwrap();
     let mut stored = fetch.bytes();
-    for (n, original) in produced.iter().enumerate() {
+    for (n, (base_offset, original)) in produced.iter().enumerate() {
         let header = BatchHeader::parse(stored).unwrap();
         let on_disk = &stored[..header.total_size()];
         assert_eq!(on_disk.len(), original.len());
-        assert_eq!(header.base_offset, 1 + 39 * n as i64);
+        assert_eq!(header.base_offset, *base_offset);
         assert_eq!(header.timestamp_type(), TimestampType::LogAppendTime);
         assert_eq!(header.max_timestamp, T0 + 7_000);
         assert_eq!(header.crc, crc32c(&on_disk[21..]), "batch {n}");

@@ -233,7 +233,7 @@ impl Log {
             } => self
                 .append_built_from(&mut header, records, now, AppendOrigin::Client)
                 .map(|(info, _)| info),
-            ProducedBatch::Rebuilt(mut batch) => {
+            ProducedBatch::Whole(mut batch) => {
                 let appended = self.append_built(&mut batch, now);
                 give_back_batch_buffer(batch);
                 appended
@@ -336,10 +336,15 @@ impl Log {
                         limit: crate::error::MAX_MESSAGE_BYTES,
                     });
                 }
-                return Ok(ProducedBatch::Rebuilt(batch));
+                return Ok(ProducedBatch::Whole(batch));
             }
         } else if create_time {
             self.check_timestamp_against(header.max_timestamp, log_time_ms)?;
+        }
+        if bytes.len() < STAMPED_BATCH_MIN_BYTES {
+            let mut copy = take_batch_buffer();
+            copy.extend_from_slice(bytes);
+            return Ok(ProducedBatch::Whole(copy));
         }
         // The view checked that the batch has its header: only those 61 bytes are copied.
         let (Some(header), Some(records)) = (
@@ -626,9 +631,18 @@ enum ProducedBatch<'a> {
         header: [u8; RECORD_BATCH_OVERHEAD],
         records: &'a [u8],
     },
-    /// The batch rebuilt in the log's codec (`compression.type`).
-    Rebuilt(Vec<u8>),
+    /// The batch whole, in a buffer of the log's: rebuilt in the log's codec
+    /// (`compression.type`), or copied, when it is smaller than [`STAMPED_BATCH_MIN_BYTES`].
+    Whole(Vec<u8>),
 }
+
+/// The smallest produced batch written from the producer's own bytes beside a stamped header
+/// ([`ProducedBatch::Stamped`]); a smaller one is copied whole and written with one `pwrite`.
+/// The kernel's vectored write costs more than its plain one (an iovec array to import and
+/// walk), and below about this size more than the copy it saves: a harness appending 1-record
+/// batches took 1.8 → 2.2 µs a batch at 1 KiB with the vectored write, the same at 4 and
+/// 8 KiB, and 59.5 → 52.4 µs at 100 KiB (2026-12-03, the two builds alternating).
+const STAMPED_BATCH_MIN_BYTES: usize = 8 * 1024;
 
 fn compacted_without_key() -> Error {
     Error::InvalidArgument {
