@@ -643,15 +643,18 @@ impl BatchBuilder {
                 out
             }
         };
-        let batch_length = batch
+        // A let-else, not `ok_or`: an eagerly built `Error` is dropped on every batch that fits.
+        let Some(batch_length) = batch
             .len()
             .checked_sub(LOG_OVERHEAD)
             .and_then(|len| i32::try_from(len).ok())
-            .ok_or(Error::RecordTooLarge {
+        else {
+            return Err(Error::RecordTooLarge {
                 size: batch.len() as u64,
                 max: i32::MAX as u64,
                 limit: crate::error::FORMAT_BATCH_LIMIT,
-            })?;
+            });
+        };
 
         let mut attributes = i16::from(self.compression.id());
         if self.timestamp_type == TimestampType::LogAppendTime {

@@ -45,14 +45,14 @@ pub(crate) fn set_log_append_time_in_parts(
     timestamp_ms: i64,
 ) -> Result<()> {
     require_header(head)?;
-    let frame = peek_batch_frame(head)
-        .map_err(|what| Error::InvalidBatch { what })?
-        .ok_or(Error::InvalidBatch {
+    let Some(frame) = peek_batch_frame(head).map_err(|what| Error::InvalidBatch { what })? else {
+        return Err(Error::InvalidBatch {
             what: Corruption::Truncated {
                 needed: RECORD_BATCH_OVERHEAD as u64,
                 available: head.len() as u64,
             },
-        })?;
+        });
+    };
     if frame.magic != CURRENT_MAGIC {
         return Err(Error::InvalidBatch {
             what: Corruption::BadMagic(frame.magic),
@@ -100,14 +100,15 @@ fn require_header(batch: &[u8]) -> Result<()> {
 
 fn write_at(batch: &mut [u8], at: usize, bytes: &[u8]) -> Result<()> {
     let available = batch.len() as u64;
-    let slot = batch
-        .get_mut(at..at + bytes.len())
-        .ok_or(Error::InvalidBatch {
+    // A let-else, not `ok_or`: an eagerly built `Error` is dropped on every append that fits.
+    let Some(slot) = batch.get_mut(at..at + bytes.len()) else {
+        return Err(Error::InvalidBatch {
             what: Corruption::Truncated {
                 needed: (at + bytes.len()) as u64,
                 available,
             },
-        })?;
+        });
+    };
     slot.copy_from_slice(bytes);
     Ok(())
 }

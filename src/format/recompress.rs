@@ -48,15 +48,18 @@ pub(crate) fn recompress(
     let mut out = Vec::with_capacity(RECORD_BATCH_OVERHEAD + plaintext.len() / 2 + 64);
     out.resize(RECORD_BATCH_OVERHEAD, 0);
     compression::compress(codec, plaintext, &mut out, zstd_level)?;
-    header.batch_length = out
+    let Some(batch_length) = out
         .len()
         .checked_sub(LOG_OVERHEAD)
         .and_then(|len| i32::try_from(len).ok())
-        .ok_or(Error::RecordTooLarge {
+    else {
+        return Err(Error::RecordTooLarge {
             size: out.len() as u64,
             max: i32::MAX as u64,
             limit: crate::error::FORMAT_BATCH_LIMIT,
-        })?;
+        });
+    };
+    header.batch_length = batch_length;
     header.attributes = (header.attributes & !COMPRESSION_MASK) | i16::from(codec.id());
     seal(&mut out, &header);
     Ok(out)
