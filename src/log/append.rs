@@ -244,7 +244,8 @@ impl Log {
     /// Kafka's leader checks of a produced batch (see [`append_batch`](Self::append_batch)), with
     /// the timestamp bounds against `log_time_ms` (from [`append_time_ms`](Self::append_time_ms)).
     /// Returns the batch to append: the producer's bytes with a copy of their header to stamp,
-    /// or the batch rebuilt in the log's codec.
+    /// or the batch whole in a buffer of the log's (rebuilt in the log's codec, or copied when
+    /// it is smaller than [`STAMPED_BATCH_MIN_BYTES`]).
     fn validate_producer_batch<'a>(
         &self,
         bytes: &'a [u8],
@@ -389,8 +390,9 @@ impl Log {
     /// (`transactions.rs`).
     ///
     /// The batch is `head` followed by `tail`: the header is stamped in `head` (at least its
-    /// 61 bytes), and a produced batch's records are written from the producer's own bytes
-    /// (`tail`), never copied. A batch built here comes whole, with `tail` empty.
+    /// 61 bytes), and a large produced batch's records are written from the producer's own
+    /// bytes (`tail`), never copied. A batch built or copied here comes whole, with `tail`
+    /// empty.
     pub(super) fn append_built_from(
         &self,
         head: &mut [u8],
