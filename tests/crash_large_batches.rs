@@ -11,6 +11,8 @@
 //!   its header, at the offsets its append returned, with a valid CRC (every read checks it).
 #![cfg(feature = "sim")] // the simulator and the manual clock: `cargo test --all-features`
 
+#[path = "common/crash_points.rs"]
+mod crash_points;
 #[path = "common/fenced.rs"]
 mod fenced_storage;
 
@@ -205,36 +207,10 @@ fn run(crash_at: Option<(FaultOp, u64)>, log_append_time: bool) -> Vec<SimEvent>
     events
 }
 
-/// The crash points of a dry run: each state-changing operation, by kind and ordinal.
-fn crash_points(events: &[SimEvent]) -> Vec<(FaultOp, u64)> {
-    let mut seen = std::collections::BTreeMap::<FaultOp, u64>::new();
-    events
-        .iter()
-        .filter_map(|event| {
-            Some(match event {
-                SimEvent::Create { .. } => FaultOp::Create,
-                SimEvent::CreateDir { .. } => FaultOp::CreateDir,
-                SimEvent::Write { .. } => FaultOp::Write,
-                SimEvent::SetLen { .. } => FaultOp::SetLen,
-                SimEvent::Sync { .. } => FaultOp::Sync,
-                SimEvent::SyncDir { .. } => FaultOp::SyncDir,
-                SimEvent::Rename { .. } => FaultOp::Rename,
-                SimEvent::Remove { .. } => FaultOp::Remove,
-                _ => return None,
-            })
-        })
-        .map(|op| {
-            let n = seen.entry(op).or_insert(0);
-            *n += 1;
-            (op, *n)
-        })
-        .collect()
-}
-
 #[test]
 fn a_crash_at_any_point_of_large_batch_appends_keeps_a_durable_prefix() {
     for log_append_time in [false, true] {
-        let points = crash_points(&run(None, log_append_time));
+        let points = crash_points::crash_points(&run(None, log_append_time));
         let writes = points
             .iter()
             .filter(|(op, _)| *op == FaultOp::Write)

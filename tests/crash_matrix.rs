@@ -47,6 +47,8 @@
 //! (a failure prints its seed, and the shrunk sequence of operations).
 #![cfg(feature = "sim")] // the simulator and the manual clock: `cargo test --all-features`
 
+#[path = "common/crash_points.rs"]
+mod crash_points;
 #[path = "common/fenced.rs"]
 mod fenced_storage;
 
@@ -538,37 +540,6 @@ impl Model {
         }
         Ok(())
     }
-}
-
-/// Maps a simulator event to the kind of operation a crash rule counts.
-fn op_of(event: &SimEvent) -> Option<FaultOp> {
-    Some(match event {
-        SimEvent::Create { .. } => FaultOp::Create,
-        SimEvent::CreateDir { .. } => FaultOp::CreateDir,
-        SimEvent::Write { .. } => FaultOp::Write,
-        SimEvent::SetLen { .. } => FaultOp::SetLen,
-        SimEvent::Sync { .. } => FaultOp::Sync,
-        SimEvent::SyncDir { .. } => FaultOp::SyncDir,
-        SimEvent::Rename { .. } => FaultOp::Rename,
-        SimEvent::Remove { .. } => FaultOp::Remove,
-        SimEvent::SetMtime { .. } => FaultOp::SetMtime,
-        _ => return None,
-    })
-}
-
-/// The crash points of a dry run: for each state-changing operation, its kind and its ordinal
-/// among operations of that kind.
-fn crash_points(events: &[SimEvent]) -> Vec<(FaultOp, u64)> {
-    let mut seen: BTreeMap<FaultOp, u64> = BTreeMap::new();
-    events
-        .iter()
-        .filter_map(op_of)
-        .map(|op| {
-            let n = seen.entry(op).or_insert(0);
-            *n += 1;
-            (op, *n)
-        })
-        .collect()
 }
 
 struct Run<'a> {
@@ -1346,7 +1317,7 @@ fn with_diagnostics(
 /// Runs every crash point of one case.
 fn run_matrix(case: &Case, crash_points_run: &AtomicU64) -> Result<(), TestCaseError> {
     let events = run_case(case, None)?;
-    let points = crash_points(&events);
+    let points = crash_points::crash_points(&events);
     for point in points {
         run_case(case, Some(point))?;
         crash_points_run.fetch_add(1, Ordering::Relaxed);

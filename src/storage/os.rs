@@ -31,6 +31,19 @@ struct OsFile {
     file: File,
 }
 
+impl OsFile {
+    /// A write that made no progress (`pwrite` returned 0): std's `write_all` error.
+    fn wrote_nothing(&self) -> Error {
+        Error::io(
+            &self.path,
+            std::io::Error::new(
+                std::io::ErrorKind::WriteZero,
+                "failed to write whole buffer",
+            ),
+        )
+    }
+}
+
 impl StorageFile for OsFile {
     fn path(&self) -> &Path {
         &self.path
@@ -83,15 +96,7 @@ impl StorageFile for OsFile {
         // (see read_at); a short write continues where it stopped, as std's write_all_at does.
         while !buf.is_empty() {
             match rustix::io::pwrite(&self.file, buf, offset) {
-                Ok(0) => {
-                    return Err(Error::io(
-                        &self.path,
-                        std::io::Error::new(
-                            std::io::ErrorKind::WriteZero,
-                            "failed to write whole buffer",
-                        ),
-                    ));
-                }
+                Ok(0) => return Err(self.wrote_nothing()),
                 Ok(n) => {
                     buf = buf.get(n..).unwrap_or_default();
                     offset += n as u64;
@@ -112,15 +117,7 @@ impl StorageFile for OsFile {
                 rustix::io::IoSlice::new(tail),
             ];
             match rustix::io::pwritev(&self.file, &parts, offset) {
-                Ok(0) => {
-                    return Err(Error::io(
-                        &self.path,
-                        std::io::Error::new(
-                            std::io::ErrorKind::WriteZero,
-                            "failed to write whole buffer",
-                        ),
-                    ));
-                }
+                Ok(0) => return Err(self.wrote_nothing()),
                 Ok(written) => {
                     offset += written as u64;
                     let from_head = written.min(head.len());

@@ -76,7 +76,7 @@ impl KeyMap {
     /// decided from the header alone (no decompression): all its records were mapped, and no
     /// key's latest offset lies in the batch, so none of its records is the latest of its key
     /// (a record without a key goes anyway). A producer's last batch, which may stay as an empty
-    /// header, is left to [`clean_batch`].
+    /// header, is left to [`clean_batch`](super::clean::clean_batch).
     pub(super) fn superseded_batch(&self, header: &BatchHeader) -> bool {
         let Some(sorted) = &self.latest_sorted else {
             return false;

@@ -16,13 +16,13 @@
 //! | the batch | outcome |
 //! | --- | --- |
 //! | same epoch, and `[baseSeq, lastSeq]` equals one of the ≤ 5 remembered batches | duplicate: nothing written; the original first and last offset |
-//! | `epoch < current` | [`Error::InvalidProducerEpoch`](crate::Error::InvalidProducerEpoch) (47) |
-//! | `epoch > current`, `baseSeq != 0`, and the producer has state | [`Error::OutOfOrderSequence`](crate::Error::OutOfOrderSequence) (45) |
+//! | `epoch < current` | [`Error::InvalidProducerEpoch`] (47) |
+//! | `epoch > current`, `baseSeq != 0`, and the producer has state | [`Error::OutOfOrderSequence`] (45) |
 //! | same epoch, `baseSeq != lastSeq + 1` (after `i32::MAX` comes 0) | 45 (a retry older than the last 5 lands here) |
 //! | no state for the pid (new, expired, or its data deleted) | any sequence accepted |
-//! | non-transactional data while the pid has an open transaction | [`Error::InvalidTxnState`](crate::Error::InvalidTxnState) (48) |
+//! | non-transactional data while the pid has an open transaction | [`Error::InvalidTxnState`] (48) |
 //! | transactional data opening a transaction, verification on, no registration at its epoch | 48 |
-//! | marker with `coordinatorEpoch < stored` | [`Error::TransactionCoordinatorFenced`](crate::Error::TransactionCoordinatorFenced) (52) |
+//! | marker with `coordinatorEpoch < stored` | [`Error::TransactionCoordinatorFenced`] (52) |
 //!
 //! A new epoch empties the 5-batch window. A marker for a producer without an open transaction
 //! completes nothing, but still sets its epoch and coordinator epoch. Kafka checks KIP-890's
@@ -56,17 +56,17 @@
 //!   [`load_snapshot`](ProducerStateManager::load_snapshot) loads a checked snapshot, dropping
 //!   expired producers: it finds the open transactions at once and builds the producer table
 //!   on first use (an open then costs about the reading of the file);
-//!   [`load_entries`](ProducerStateManager::load_entries) loads entries built with
+//!   `load_entries` loads entries built with
 //!   [`ProducerStateEntry::from_snapshot`] at once. With no valid snapshot,
 //!   load no entries at the log start offset. Kafka's `truncateAndReload(start, end)` is: delete
 //!   the snapshots above `end` or at or below `start`; if
-//!   [`needs_reload(end)`](ProducerStateManager::needs_reload), load the newest remaining one
+//!   `needs_reload(end)`, load the newest remaining one
 //!   and replay from its offset to `end`; otherwise
 //!   [`truncate_head(start)`](ProducerStateManager::truncate_head).
 //! - **Log start moves** (retention, `delete_records_before`):
 //!   [`truncate_head`](ProducerStateManager::truncate_head). **Everything goes**:
-//!   [`truncate_fully`](ProducerStateManager::truncate_fully).
-//! - **Reads**: [`lso`](ProducerStateManager::lso) with the high watermark (the log end offset
+//!   `truncate_fully`.
+//! - **Reads**: `lso` with the high watermark (the log end offset
 //!   of a bare `Log`) and the log start; [`on_high_watermark_updated`](ProducerStateManager::on_high_watermark_updated)
 //!   whenever the high watermark moves.
 //! - **Maintenance**: [`remove_expired_producers`](ProducerStateManager::remove_expired_producers)

@@ -19,7 +19,7 @@ use crate::clock::Clock;
 use crate::storage::{Advice, CanonicalPath, LockMode, Metadata, OpenMode};
 
 /// The size of a page of the simulated page cache: the unit in which a failed writeback loses
-/// data and in which [`Advice::DontNeed`](crate::storage::Advice::DontNeed) drops it.
+/// data and in which [`Advice::DontNeed`] drops it.
 pub const PAGE_SIZE: u64 = 4096;
 
 /// The largest file the simulator holds by default (256 MiB): files live in memory, so a caller's
