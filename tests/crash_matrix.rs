@@ -43,8 +43,9 @@
 //!   every index entry against its batch) finds nothing wrong.
 //!
 //! Scale: `PARTLOG_CRASH_MATRIX_CASES` (default 24) cases, or as many as fit in
-//! `PARTLOG_CRASH_MATRIX_SECS` seconds; `PARTLOG_CRASH_MATRIX_SEED` is the first case's seed
-//! (a failure prints its seed, and the shrunk sequence of operations).
+//! `PARTLOG_CRASH_MATRIX_SECS` seconds, on one thread per core (`PARTLOG_CRASH_MATRIX_THREADS`);
+//! `PARTLOG_CRASH_MATRIX_SEED` is the first case's seed (a failure prints its seed, and the
+//! shrunk sequence of operations).
 #![cfg(feature = "sim")] // the simulator and the manual clock: `cargo test --all-features`
 
 #[path = "common/crash_points.rs"]
@@ -1329,43 +1330,74 @@ fn env_u64(name: &str) -> Option<u64> {
     std::env::var(name).ok().and_then(|v| v.parse().ok())
 }
 
+/// Runs the case of one seed, every crash point of it; `Err` names the seed and the shrunk
+/// failure.
+fn run_seed(seed: u64, crash_points_run: &AtomicU64) -> Result<(), String> {
+    let mut seed_bytes = [0u8; 32];
+    seed_bytes[..8].copy_from_slice(&seed.to_be_bytes());
+    let mut runner = TestRunner::new_with_rng(
+        Config {
+            cases: 1,
+            failure_persistence: None,
+            max_shrink_iters: 2000,
+            ..Config::default()
+        },
+        TestRng::from_seed(RngAlgorithm::ChaCha, &seed_bytes),
+    );
+    runner
+        .run(&case_strategy(), |case| run_matrix(&case, crash_points_run))
+        .map_err(|failure| format!("PARTLOG_CRASH_MATRIX_SEED={seed}: {failure}"))
+}
+
+/// The cases run on one worker thread per core (`PARTLOG_CRASH_MATRIX_THREADS` overrides), each
+/// taking the next seed: the cases share nothing, and a count of cases checks the same seeds
+/// whatever order they finish in. The first failure stops the workers from taking more seeds;
+/// the lowest failing seed is reported.
 #[test]
 fn crash_at_every_write_sync_and_directory_operation() {
     let cases = env_u64("PARTLOG_CRASH_MATRIX_CASES").unwrap_or(24);
     let deadline =
         env_u64("PARTLOG_CRASH_MATRIX_SECS").map(|secs| Instant::now() + Duration::from_secs(secs));
     let first_seed = env_u64("PARTLOG_CRASH_MATRIX_SEED").unwrap_or(0);
+    let threads = env_u64("PARTLOG_CRASH_MATRIX_THREADS")
+        .and_then(|n| usize::try_from(n).ok())
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from))
+        .max(1);
     let crash_points_run = AtomicU64::new(0);
-    let mut seed = first_seed;
-    loop {
-        let done = seed - first_seed;
-        match deadline {
-            Some(deadline) if Instant::now() >= deadline => break,
-            None if done >= cases => break,
-            _ => {}
+    let next_seed = AtomicU64::new(first_seed);
+    let cases_run = AtomicU64::new(0);
+    let failures = std::sync::Mutex::new(Vec::<(u64, String)>::new());
+    let failed = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| {
+                while !failed.load(Ordering::Relaxed) {
+                    if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+                        break;
+                    }
+                    let seed = next_seed.fetch_add(1, Ordering::Relaxed);
+                    if deadline.is_none() && seed - first_seed >= cases {
+                        break;
+                    }
+                    if let Err(failure) = run_seed(seed, &crash_points_run) {
+                        failed.store(true, Ordering::Relaxed);
+                        failures.lock().unwrap().push((seed, failure));
+                        break;
+                    }
+                    cases_run.fetch_add(1, Ordering::Relaxed);
+                }
+            });
         }
-        let mut seed_bytes = [0u8; 32];
-        seed_bytes[..8].copy_from_slice(&seed.to_be_bytes());
-        let mut runner = TestRunner::new_with_rng(
-            Config {
-                cases: 1,
-                failure_persistence: None,
-                max_shrink_iters: 2000,
-                ..Config::default()
-            },
-            TestRng::from_seed(RngAlgorithm::ChaCha, &seed_bytes),
-        );
-        if let Err(failure) = runner.run(&case_strategy(), |case| {
-            run_matrix(&case, &crash_points_run)
-        }) {
-            panic!("PARTLOG_CRASH_MATRIX_SEED={seed}: {failure}");
-        }
-        seed += 1;
+    });
+    let mut failures = failures.into_inner().unwrap();
+    failures.sort();
+    if let Some((_, failure)) = failures.first() {
+        panic!("{failure}");
     }
     let points = crash_points_run.load(Ordering::Relaxed);
     println!(
-        "crash matrix: {} cases, {points} crash points, all recovered",
-        seed - first_seed
+        "crash matrix: {} cases on {threads} threads, {points} crash points, all recovered",
+        cases_run.load(Ordering::Relaxed)
     );
     assert!(points > 0);
 }
