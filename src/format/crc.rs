@@ -123,6 +123,23 @@ mod tests {
         }
     }
 
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Any bytes, split anywhere: the checksum equals the crate's, whole and in parts
+        /// (each part may take either path).
+        #[test]
+        fn any_bytes_any_split_agree_with_the_crate(
+            bytes in proptest::collection::vec(any::<u8>(), 0..1_600),
+            split in any::<prop::sample::Index>(),
+        ) {
+            let whole = ::crc32c::crc32c(&bytes);
+            prop_assert_eq!(crc32c(&bytes), whole);
+            let (head, tail) = bytes.split_at(split.index(bytes.len() + 1));
+            prop_assert_eq!(crc32c_append(crc32c(head), tail), whole);
+        }
+    }
+
     /// The sanity vector of Kafka's `Crc32CTest`.
     #[test]
     fn kafka_crc32c_vector() {
