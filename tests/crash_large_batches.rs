@@ -2,7 +2,9 @@
 //! own bytes beside a stamped copy of their header (`Log::append_batch` of 8 KiB and more, in
 //! two slices: `StorageFile::write_all_pair_at`, which the simulator performs as two writes, so
 //! a crash can fall between a header and its records). The machine crashes before each write,
-//! `set_len`, sync and directory operation in turn, with a random legal crash image, in a log
+//! `set_len`, sync, mtime change and directory operation in turn (the crash points of
+//! `tests/common/crash_points.rs`, shared with the crash matrix), with a random legal crash
+//! image, in a log
 //! with CreateTime and one with LogAppendTime (whose CRC the log computes over both slices).
 //! After each crash `verify_dir` finds no corruption, the log reopens under
 //! `RecoveryMode::Fail`, and:
