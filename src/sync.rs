@@ -17,6 +17,7 @@
 //!   makes the same choices). That is a superset of what real time can do: a timed waiter may
 //!   wake at any moment, notified or not, and every caller already re-checks its condition.
 //!   `park_timeout` and `sleep` are shuttle's: `park_timeout` never times out, `sleep` yields.
+//!   A [`SpinBudget`] runs out by the same coin.
 //!   Shuttle also treats every atomic ordering as `SeqCst`, so the tests find lost wake-ups,
 //!   lock-order and reference-counting races, not bugs that only weak orderings cause.
 
@@ -64,6 +65,43 @@ pub(crate) mod thread {
     pub(crate) use std::thread::{
         Builder, JoinHandle, Thread, ThreadId, current, park, park_timeout, sleep, spawn, yield_now,
     };
+}
+
+/// A bounded spin-wait: a waiter that expects its condition soon yields the CPU in a loop,
+/// checking between yields, rather than sleeping until another thread wakes it. Each
+/// [`yield_once`](Self::yield_once) gives the CPU to any other runnable thread, so a spinner
+/// delays others by a system call, not by a time slice.
+#[derive(Debug)]
+pub(crate) struct SpinBudget {
+    #[cfg_attr(
+        shuttle,
+        allow(dead_code, reason = "shuttle has no time: a coin decides")
+    )]
+    deadline: std::time::Instant,
+}
+
+impl SpinBudget {
+    /// A budget that runs out at `deadline`.
+    pub(crate) fn until(deadline: std::time::Instant) -> Self {
+        SpinBudget { deadline }
+    }
+
+    /// A budget that runs out after `budget`.
+    pub(crate) fn lasting(budget: std::time::Duration) -> Self {
+        Self::until(std::time::Instant::now() + budget)
+    }
+
+    /// Yields the CPU once; false once the budget is spent (under shuttle, by a coin).
+    pub(crate) fn yield_once(&self) -> bool {
+        thread::yield_now();
+        #[cfg(not(shuttle))]
+        return std::time::Instant::now() < self.deadline;
+        #[cfg(shuttle)]
+        {
+            use shuttle::rand::Rng;
+            shuttle::rand::thread_rng().gen_bool(0.5)
+        }
+    }
 }
 
 /// The model-checked tests' entry point: runs `body` under shuttle's random scheduler for

@@ -281,6 +281,18 @@ pub struct LogConfig {
     /// Range: at most 1 s. Default: 1 ms.
     pub group_commit_max_gather: Duration,
 
+    /// `group.commit.max.spin`, partlog's own setting: the longest a writer waiting for a
+    /// group-commit sync yields the CPU in a loop, watching for the sync to end, before it
+    /// sleeps until woken; a gathering leader watches for writers the same way. Waking a
+    /// sleeping thread costs a few microseconds on each side, which on a fast disk is a good
+    /// part of a sync, and the writers a sync releases wake one another in turn. Waiters spin
+    /// only when the last sync took at most this long: on a slower disk, sleeping costs little
+    /// beside the sync. A spinning waiter gives the CPU to any other runnable thread at each
+    /// yield, so it delays others by a system call, not a time slice (RocksDB's adaptive
+    /// yield). `cargo bench --bench compare` reports its effect on 8 writers (benches/README.md).
+    /// `Duration::ZERO` turns spinning off. Range: at most 10 ms. Default: 250 µs.
+    pub group_commit_max_spin: Duration,
+
     /// `producer.id.expiration.ms` (broker: `producer.id.expiration.ms`, Kafka's
     /// `TransactionLogConfig`): how long the log keeps an idle producer's state (its epoch and
     /// its last 5 batches, for duplicate detection) after the producer's last write, measured on
@@ -381,6 +393,7 @@ impl Default for LogConfig {
             allow_live_writer: false,
             poll_interval: Duration::from_millis(100),
             group_commit_max_gather: Duration::from_millis(1),
+            group_commit_max_spin: Duration::from_micros(250),
             producer_id_expiration_ms: 24 * 60 * 60 * 1000,
             producer_id_expiration_check_interval_ms: 10 * 60 * 1000,
             transaction_partition_verification_enable: false,
@@ -577,6 +590,15 @@ impl LogConfig {
                 format!(
                     "{:?} is above the maximum of 1 s",
                     self.group_commit_max_gather
+                ),
+            ));
+        }
+        if self.group_commit_max_spin > Duration::from_millis(10) {
+            return Err(invalid(
+                "group.commit.max.spin",
+                format!(
+                    "{:?} is above the maximum of 10 ms",
+                    self.group_commit_max_spin
                 ),
             ));
         }
@@ -784,6 +806,8 @@ impl LogConfigBuilder {
         poll_interval: Duration;
         /// Sets [`LogConfig::group_commit_max_gather`] (partlog's `group.commit.max.gather`).
         group_commit_max_gather: Duration;
+        /// Sets [`LogConfig::group_commit_max_spin`] (partlog's `group.commit.max.spin`).
+        group_commit_max_spin: Duration;
         /// Sets [`LogConfig::producer_id_expiration_ms`] (`producer.id.expiration.ms`).
         producer_id_expiration_ms: i64;
         /// Sets [`LogConfig::producer_id_expiration_check_interval_ms`]
@@ -1730,6 +1754,21 @@ mod tests {
         rejects(
             LogConfig::builder().producer_id_expiration_check_interval_ms(0),
             "producer.id.expiration.check.interval.ms",
+        );
+    }
+
+    #[test]
+    fn group_commit_max_spin_range() {
+        rejects(
+            LogConfig::builder().group_commit_max_spin(Duration::from_micros(10_001)),
+            "group.commit.max.spin",
+        );
+        let off = accepts(LogConfig::builder().group_commit_max_spin(Duration::ZERO));
+        assert_eq!(off.group_commit_max_spin, Duration::ZERO);
+        accepts(LogConfig::builder().group_commit_max_spin(Duration::from_millis(10)));
+        assert_eq!(
+            LogConfig::default().group_commit_max_spin,
+            Duration::from_micros(250)
         );
     }
 

@@ -19,15 +19,26 @@
 //! wait for and syncs at once; when writers leave, one round waits out the window and the next
 //! expects fewer. This is PostgreSQL's `commit_delay` with `commit_siblings`, made adaptive.
 //!
+//! Waiting writers spin, when a sync is short. Waking a sleeping thread takes the waker a system
+//! call and the woken thread a trip through the scheduler, 4-5 µs each on a small virtual
+//! machine; a leader that wakes 7 writers, which then append one after another on 2 cores and
+//! wake it in turn, left the disk idle a third of each round (ARCHITECTURE.md §6). So when the
+//! last sync took no longer than `LogConfig::group_commit_max_spin`, a waiting writer yields the
+//! CPU in a loop, watching for the sync to end, and a gathering leader watches for writers to
+//! register; either sleeps once that budget is spent. A yield hands the CPU to any runnable
+//! thread, so a spinner costs others a system call, not a time slice; on a disk whose syncs take
+//! longer, sleeping costs little beside the sync, and no one spins. This is RocksDB's adaptive
+//! yield for its write-group followers (`WriteThread::AwaitState`).
+//!
 //! A failed sync poisons the log (ARCHITECTURE.md §3, invariant 4): the kernel may have dropped the
 //! dirty pages it failed to write, so nothing later may be reported durable until the log is
 //! reopened.
 
-use crate::sync::atomic::{AtomicBool, Ordering};
+use crate::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use crate::sync::{Condvar, Mutex};
+use crate::sync::{Condvar, Mutex, MutexGuard, SpinBudget};
 
 use super::watermark::Watermark;
 use crate::error::{Error, Result};
@@ -46,8 +57,6 @@ struct LeaderState {
     /// How many writers took part in the last sync's round: its leader and every waiter asleep
     /// when it ended. The next leader gathers until all but itself wait again.
     last_round_writers: usize,
-    /// How long the last sync took: the gathering window is a quarter of it.
-    last_sync: Duration,
     /// A leader is gathering until this many writers wait for offsets not yet durable.
     gather_target: Option<usize>,
 }
@@ -95,12 +104,22 @@ pub(crate) struct GroupCommit {
     /// `LeaderState::poisoned`, readable without the lock: every append and every `send` of the
     /// batching writer asks, and must not contend with a leader for the answer.
     poisoned: AtomicBool,
+    /// The longest a waiter spins before it sleeps; zero turns spinning off.
+    max_spin: Duration,
+    /// How long the last sync took, in nanoseconds: the gathering window is a quarter of it,
+    /// and waiters spin only if it was at most `max_spin`. Written under the leader lock.
+    last_sync_nanos: AtomicU64,
+    /// Bumped under the leader lock when a sync ends: what a spinning waiter watches.
+    syncs_ended: AtomicU64,
+    /// Bumped under the leader lock when a waiter starts waiting: what a spinning gathering
+    /// leader watches.
+    registrations: AtomicU64,
 }
 
 impl GroupCommit {
     /// Starts with every offset below `durable_offset` durable; a new leader gathers for at
-    /// most `max_gather`.
-    pub fn new(durable_offset: i64, max_gather: Duration) -> Self {
+    /// most `max_gather`, and a waiter spins for at most `max_spin`.
+    pub fn new(durable_offset: i64, max_gather: Duration, max_spin: Duration) -> Self {
         GroupCommit {
             durable: Watermark::new(durable_offset),
             leader: Mutex::new(LeaderState::default()),
@@ -108,6 +127,10 @@ impl GroupCommit {
             gathered: Condvar::new(),
             max_gather,
             poisoned: AtomicBool::new(false),
+            max_spin,
+            last_sync_nanos: AtomicU64::new(0),
+            syncs_ended: AtomicU64::new(0),
+            registrations: AtomicU64::new(0),
         }
     }
 
@@ -151,12 +174,26 @@ impl GroupCommit {
                         break;
                     }
                     state.start_waiting(offset);
+                    self.registrations.fetch_add(1, Ordering::Release);
                     if let Some(target) = state.gather_target
                         && state.waiting_at_or_above(self.durable.get()) >= target
                     {
                         self.gathered.notify_one();
                     }
-                    self.handover.wait(&mut state);
+                    let round = self.syncs_ended.load(Ordering::Acquire);
+                    if self.spinning_pays() {
+                        MutexGuard::unlocked(&mut state, || {
+                            self.spin_until_sync_ends(round, offset)
+                        });
+                    }
+                    // Checked under the lock: a sync that ended (or a poisoning) after the
+                    // spin's last look has sent its wake-up already, and a wait now would miss it.
+                    if self.syncs_ended.load(Ordering::Acquire) == round
+                        && !state.poisoned
+                        && self.durable.get() <= offset
+                    {
+                        self.handover.wait(&mut state);
+                    }
                     state.stop_waiting(offset);
                 }
                 state.in_flight = true;
@@ -173,7 +210,10 @@ impl GroupCommit {
             let sync_duration = sync_started.elapsed();
             let mut state = self.leader.lock();
             state.in_flight = false;
-            state.last_sync = sync_duration;
+            self.last_sync_nanos.store(
+                u64::try_from(sync_duration.as_nanos()).unwrap_or(u64::MAX),
+                Ordering::Relaxed,
+            );
             state.last_round_writers = 1 + state.waiting.values().sum::<usize>();
             match result {
                 Ok(durable_end) => {
@@ -181,6 +221,7 @@ impl GroupCommit {
                     if current {
                         self.durable.advance(durable_end);
                     }
+                    self.syncs_ended.fetch_add(1, Ordering::Release);
                     if state.covers_a_waiter(self.durable.get()) {
                         // Covered waiters must return; the uncovered ones among them find the
                         // next leader in flight (or become it) and sleep again.
@@ -209,7 +250,7 @@ impl GroupCommit {
     /// Called by a new leader (in flight, lock held): waits until the writers of the last round,
     /// but itself, wait for offsets a sync would cover, for at most a quarter of the last sync
     /// (see the [module docs](self)). Waiters arriving meanwhile find a sync in flight and sleep.
-    fn gather(&self, state: &mut crate::sync::MutexGuard<'_, LeaderState>) {
+    fn gather(&self, state: &mut MutexGuard<'_, LeaderState>) {
         let target = state.last_round_writers.saturating_sub(1);
         if target == 0
             || self.max_gather.is_zero()
@@ -217,14 +258,57 @@ impl GroupCommit {
         {
             return;
         }
-        let deadline = Instant::now() + (state.last_sync / 4).min(self.max_gather);
+        let deadline = Instant::now() + (self.last_sync() / 4).min(self.max_gather);
+        let spin = self.spinning_pays();
         state.gather_target = Some(target);
         while !state.poisoned && state.waiting_at_or_above(self.durable.get()) < target {
-            if self.gathered.wait_until(state, deadline).timed_out() {
+            let timed_out = if spin {
+                // Registrations are counted under the lock, so none made before this load
+                // goes unseen; the count is checked again, under the lock, after any change.
+                let seen = self.registrations.load(Ordering::Acquire);
+                let budget = SpinBudget::until(deadline);
+                MutexGuard::unlocked(state, || {
+                    while self.registrations.load(Ordering::Acquire) == seen && !self.is_poisoned()
+                    {
+                        if !budget.yield_once() {
+                            return true;
+                        }
+                    }
+                    false
+                })
+            } else {
+                self.gathered.wait_until(state, deadline).timed_out()
+            };
+            if timed_out {
                 break;
             }
         }
         state.gather_target = None;
+    }
+
+    /// How long the last sync took.
+    fn last_sync(&self) -> Duration {
+        Duration::from_nanos(self.last_sync_nanos.load(Ordering::Relaxed))
+    }
+
+    /// Whether waiters spin: the last sync was short enough that waking a sleeper would cost a
+    /// good part of it (see the [module docs](self)).
+    fn spinning_pays(&self) -> bool {
+        !self.max_spin.is_zero() && self.last_sync() <= self.max_spin
+    }
+
+    /// Called by a waiter without the lock: yields the CPU until the sync in flight when it
+    /// read `round` ends, the log is poisoned or `offset` is durable, for at most `max_spin`.
+    fn spin_until_sync_ends(&self, round: u64, offset: i64) {
+        let budget = SpinBudget::lasting(self.max_spin);
+        while self.syncs_ended.load(Ordering::Acquire) == round
+            && !self.is_poisoned()
+            && self.durable.get() <= offset
+        {
+            if !budget.yield_once() {
+                return;
+            }
+        }
     }
 
     /// With no sync in flight and waiters asleep, wakes one of them to lead the next sync.
@@ -284,9 +368,32 @@ mod tests {
     use crate::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
     use std::time::Duration;
 
+    /// The `max_spin`s the threaded tests run with: waiters that sleep at once; waiters that
+    /// spin for 50 µs and then sleep (so a wake-up must reach a waiter that gave up spinning);
+    /// and waiters that spin for as long as any test runs.
+    const SPIN_MODES: [Duration; 3] = [
+        Duration::ZERO,
+        Duration::from_micros(50),
+        Duration::from_secs(3600),
+    ];
+
+    impl GroupCommit {
+        pub(super) fn set_last_sync(&self, last_sync: Duration) {
+            let _leader = self.leader.lock();
+            self.last_sync_nanos
+                .store(last_sync.as_nanos() as u64, Ordering::Relaxed);
+        }
+    }
+
     #[test]
     fn concurrent_waiters_share_syncs() {
-        let commit = Arc::new(GroupCommit::new(0, Duration::ZERO));
+        for max_spin in SPIN_MODES {
+            concurrent_waiters_share_syncs_with(max_spin);
+        }
+    }
+
+    fn concurrent_waiters_share_syncs_with(max_spin: Duration) {
+        let commit = Arc::new(GroupCommit::new(0, Duration::ZERO, max_spin));
         let end = Arc::new(AtomicI64::new(0));
         let syncs = Arc::new(AtomicUsize::new(0));
         let threads: Vec<_> = (0..8)
@@ -303,7 +410,10 @@ mod tests {
                                 Ok(end.load(Ordering::SeqCst))
                             })
                             .unwrap();
-                        assert!(commit.durable_offset() > offset, "thread {t} op {i}");
+                        assert!(
+                            commit.durable_offset() > offset,
+                            "thread {t} op {i}, max_spin {max_spin:?}"
+                        );
                     }
                 })
             })
@@ -313,13 +423,19 @@ mod tests {
         }
         assert_eq!(commit.durable_offset(), 400);
         // Not a timing claim: with 8 writers some syncs must have been shared.
-        assert!(syncs.load(Ordering::SeqCst) < 400);
+        assert!(syncs.load(Ordering::SeqCst) < 400, "max_spin {max_spin:?}");
     }
 
     #[test]
     fn waiters_a_sync_does_not_cover_get_one_leader_whose_sync_covers_them_all() {
+        for max_spin in SPIN_MODES {
+            one_leader_covers_the_waiters_a_sync_left_with(max_spin);
+        }
+    }
+
+    fn one_leader_covers_the_waiters_a_sync_left_with(max_spin: Duration) {
         const FOLLOWERS: usize = 6;
-        let commit = Arc::new(GroupCommit::new(0, Duration::ZERO));
+        let commit = Arc::new(GroupCommit::new(0, Duration::ZERO, max_spin));
         // Offset 0 is appended; the followers append 1..=FOLLOWERS while its sync runs.
         let end = Arc::new(AtomicI64::new(1));
         let syncs = Arc::new(AtomicUsize::new(0));
@@ -352,7 +468,7 @@ mod tests {
                 crate::sync::thread::spawn(move || commit.wait_durable(offset, sync))
             })
             .collect();
-        // Every follower is asleep behind the first sync before it ends.
+        // Every follower waits behind the first sync before it ends.
         while commit.leader.lock().waiting.values().sum::<usize>() < FOLLOWERS {
             crate::sync::thread::yield_now();
         }
@@ -362,28 +478,32 @@ mod tests {
             follower.join().unwrap().unwrap();
         }
         // The first sync covered none of them: one was woken to lead, and its sync covered all.
-        assert_eq!(syncs.load(Ordering::SeqCst), 2);
+        assert_eq!(syncs.load(Ordering::SeqCst), 2, "max_spin {max_spin:?}");
         assert_eq!(commit.durable_offset(), 1 + FOLLOWERS as i64);
         assert!(commit.leader.lock().waiting.is_empty());
     }
 
-    /// A group commit (nothing durable yet, gathering for up to an hour) whose last round had
-    /// `writers` writers and a sync of `last_sync`.
-    fn after_a_round(writers: usize, last_sync: Duration) -> GroupCommit {
-        let commit = GroupCommit::new(0, Duration::from_secs(3600));
-        {
-            let mut state = commit.leader.lock();
-            state.last_round_writers = writers;
-            state.last_sync = last_sync;
-        }
+    /// A group commit (nothing durable yet, gathering for up to an hour, waiters spinning for
+    /// up to `max_spin`) whose last round had `writers` writers and a sync of `last_sync`.
+    fn after_a_round(writers: usize, last_sync: Duration, max_spin: Duration) -> GroupCommit {
+        let commit = GroupCommit::new(0, Duration::from_secs(3600), max_spin);
+        commit.leader.lock().last_round_writers = writers;
+        commit.set_last_sync(last_sync);
         commit
     }
 
     #[test]
     fn a_new_leader_gathers_the_last_rounds_writers_into_one_sync() {
+        for max_spin in SPIN_MODES {
+            a_new_leader_gathers_with(max_spin);
+        }
+    }
+
+    fn a_new_leader_gathers_with(max_spin: Duration) {
         // The last round: three writers, and a sync long enough that the window never ends
-        // before the writers come back.
-        let commit = Arc::new(after_a_round(3, Duration::from_secs(3600)));
+        // before the writers come back. (As long as the longest spin: with that budget the
+        // leader spins while it gathers, with the others it sleeps.)
+        let commit = Arc::new(after_a_round(3, Duration::from_secs(3600), max_spin));
         let end = Arc::new(AtomicI64::new(1));
         let syncs = Arc::new(AtomicUsize::new(0));
         let sync = {
@@ -419,7 +539,7 @@ mod tests {
         assert_eq!(
             syncs.load(Ordering::SeqCst),
             1,
-            "one sync covered all three"
+            "one sync covered all three, max_spin {max_spin:?}"
         );
         assert_eq!(commit.durable_offset(), 3);
         assert_eq!(commit.leader.lock().last_round_writers, 3);
@@ -427,35 +547,39 @@ mod tests {
 
     #[test]
     fn a_leader_stops_gathering_at_the_window_when_writers_do_not_come_back() {
-        // The window is a quarter of the last sync: 5 ms.
-        let commit = after_a_round(8, Duration::from_millis(20));
-        commit.wait_durable(0, || Ok(1)).unwrap();
-        assert_eq!(commit.durable_offset(), 1);
-        let state = commit.leader.lock();
-        assert_eq!(state.gather_target, None);
-        // Alone this round: the next leader expects no one.
-        assert_eq!(state.last_round_writers, 1);
+        for max_spin in SPIN_MODES {
+            // The window is a quarter of the last sync: 5 ms.
+            let commit = after_a_round(8, Duration::from_millis(20), max_spin);
+            commit.wait_durable(0, || Ok(1)).unwrap();
+            assert_eq!(commit.durable_offset(), 1);
+            let state = commit.leader.lock();
+            assert_eq!(state.gather_target, None);
+            // Alone this round: the next leader expects no one.
+            assert_eq!(state.last_round_writers, 1);
+        }
     }
 
     #[test]
     fn a_poisoned_log_ends_a_gathering_leader() {
-        let commit = Arc::new(after_a_round(4, Duration::from_secs(3600)));
-        let leader = {
-            let commit = Arc::clone(&commit);
-            crate::sync::thread::spawn(move || commit.wait_durable(0, || Ok(1)))
-        };
-        while commit.leader.lock().gather_target.is_none() {
-            crate::sync::thread::yield_now();
+        for max_spin in SPIN_MODES {
+            let commit = Arc::new(after_a_round(4, Duration::from_secs(3600), max_spin));
+            let leader = {
+                let commit = Arc::clone(&commit);
+                crate::sync::thread::spawn(move || commit.wait_durable(0, || Ok(1)))
+            };
+            while commit.leader.lock().gather_target.is_none() {
+                crate::sync::thread::yield_now();
+            }
+            commit.poison();
+            assert!(matches!(leader.join().unwrap(), Err(Error::Poisoned)));
+            assert_eq!(commit.durable_offset(), 0);
+            assert!(!commit.leader.lock().in_flight);
         }
-        commit.poison();
-        assert!(matches!(leader.join().unwrap(), Err(Error::Poisoned)));
-        assert_eq!(commit.durable_offset(), 0);
-        assert!(!commit.leader.lock().in_flight);
     }
 
     #[test]
     fn a_failed_sync_poisons_for_good() {
-        let commit = GroupCommit::new(0, Duration::ZERO);
+        let commit = GroupCommit::new(0, Duration::ZERO, Duration::ZERO);
         let result = commit.wait_durable(0, || {
             Err(Error::Io {
                 path: "x".into(),
@@ -473,7 +597,7 @@ mod tests {
 
     #[test]
     fn a_wait_for_a_truncated_offset_ends_with_truncated() {
-        let commit = GroupCommit::new(10, Duration::ZERO);
+        let commit = GroupCommit::new(10, Duration::ZERO, Duration::ZERO);
         // The log ends at 12 now: offset 15 was truncated away after the waiter looked.
         let result = commit.wait_durable(15, || Ok(12));
         assert!(matches!(result, Err(Error::Truncated { at: 12 })));
@@ -483,7 +607,7 @@ mod tests {
 
     #[test]
     fn a_sync_that_straddles_a_truncation_does_not_advance() {
-        let commit = GroupCommit::new(10, Duration::ZERO);
+        let commit = GroupCommit::new(10, Duration::ZERO, Duration::ZERO);
         let calls = AtomicUsize::new(0);
         commit
             .wait_durable(12, || {
@@ -531,14 +655,17 @@ mod shuttle_tests {
                     1 => Poison::SecondSyncFails,
                     _ => Poison::FromOutside,
                 };
+                // Waiters spin (until the model's coin says the budget is spent), or sleep.
+                let max_spin = if shuttle::rand::thread_rng().gen_bool(0.5) {
+                    Duration::from_secs(3600)
+                } else {
+                    Duration::ZERO
+                };
                 // The last round had every writer and a long sync: the first leader gathers
                 // (the model's timed wait ends, or not, at any point).
-                let commit = Arc::new(GroupCommit::new(0, Duration::from_secs(3600)));
-                {
-                    let mut state = commit.leader.lock();
-                    state.last_round_writers = WRITERS;
-                    state.last_sync = Duration::from_secs(1);
-                }
+                let commit = Arc::new(GroupCommit::new(0, Duration::from_secs(3600), max_spin));
+                commit.leader.lock().last_round_writers = WRITERS;
+                commit.set_last_sync(Duration::from_secs(1));
                 // The log end (the next offset to append) and the highest end a sync reached.
                 let end = Arc::new(AtomicI64::new(0));
                 let synced = Arc::new(AtomicI64::new(0));

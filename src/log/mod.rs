@@ -446,7 +446,11 @@ impl Log {
             }),
             log_end: Watermark::new(log_end_offset),
             log_start: AtomicI64::new(recovered.log_start_offset),
-            commit: GroupCommit::new(recovered.durable_offset, config.group_commit_max_gather),
+            commit: GroupCommit::new(
+                recovered.durable_offset,
+                config.group_commit_max_gather,
+                config.group_commit_max_spin,
+            ),
             closed: AtomicBool::new(false),
             truncated_to: AtomicI64::new(i64::MAX),
             counters: stats::Counters::default(),
