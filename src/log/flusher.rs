@@ -74,7 +74,8 @@ impl Shared {
     fn sync_published(&self) -> Result<i64> {
         let durable_before = self.commit.durable_offset();
         let (target, sealed, snapshots, dir_dirty, active, truncations) = {
-            let mut writer = self.writer.lock();
+            let mut writer =
+                crate::sync::lock_spinning(&self.writer, super::append::WRITER_LOCK_SPIN);
             (
                 writer.log_end_offset,
                 // Left in the list until synced, so that no recovery point passes them
