@@ -51,11 +51,11 @@ struct LeaderState {
     /// since its target may lie above the new end of the log.
     generation: u64,
     poisoned: bool,
-    /// The offsets that sleeping waiters wait for, with how many wait for each: a finished sync
-    /// compares the lowest with what it made durable to decide whom to wake.
+    /// The offsets that waiters (asleep or spinning) wait for, with how many wait for each: a
+    /// finished sync compares the lowest with what it made durable to decide whom to wake.
     waiting: BTreeMap<i64, usize>,
-    /// How many writers took part in the last sync's round: its leader and every waiter asleep
-    /// when it ended. The next leader gathers until all but itself wait again.
+    /// How many writers took part in the last sync's round: its leader and every waiter still
+    /// waiting when it ended. The next leader gathers until all but itself wait again.
     last_round_writers: usize,
     /// A leader is gathering until this many writers wait for offsets not yet durable.
     gather_target: Option<usize>,
@@ -75,13 +75,13 @@ impl LeaderState {
         }
     }
 
-    /// How many sleeping waiters wait for an offset at or above `durable`: the writers a sync
+    /// How many waiters wait for an offset at or above `durable`: the writers a sync
     /// starting now would cover. (Waiters below it were covered and are on their way out.)
     fn waiting_at_or_above(&self, durable: i64) -> usize {
         self.waiting.range(durable..).map(|(_, count)| count).sum()
     }
 
-    /// Whether some sleeping waiter's offset is below `durable`.
+    /// Whether some waiter's offset is below `durable`.
     fn covers_a_waiter(&self, durable: i64) -> bool {
         self.waiting
             .first_key_value()
@@ -249,7 +249,7 @@ impl GroupCommit {
 
     /// Called by a new leader (in flight, lock held): waits until the writers of the last round,
     /// but itself, wait for offsets a sync would cover, for at most a quarter of the last sync
-    /// (see the [module docs](self)). Waiters arriving meanwhile find a sync in flight and sleep.
+    /// (see the [module docs](self)). Waiters arriving meanwhile find a sync in flight and wait.
     fn gather(&self, state: &mut MutexGuard<'_, LeaderState>) {
         let target = state.last_round_writers.saturating_sub(1);
         if target == 0
