@@ -397,6 +397,24 @@ fn many_segments_child_under_a_descriptor_limit() {
         "{most_descriptors} descriptors open"
     );
     log.close().unwrap();
+    // A log kept after its close holds only what open held: the sealed segments the reads
+    // opened are closed, and the directory lock is released.
+    assert_eq!(
+        log.stats().open_segments,
+        1,
+        "sealed segments open after close"
+    );
+    let after_close = open_descriptors();
+    assert!(
+        after_close < after_open,
+        "{after_close} descriptors after close, {after_open} after open"
+    );
+    drop(log);
+    assert_eq!(
+        open_descriptors(),
+        baseline,
+        "a dropped log holds no descriptor"
+    );
     println!(
         "{CHILD_DONE}: {end} records in {SEGMENTS} segments, at most {most_open} segments and \
          {most_descriptors} descriptors open"

@@ -630,6 +630,10 @@ impl Log {
     /// that the next open scans nothing. Later calls fail with [`Error::Closed`]. A poisoned log
     /// writes no clean-shutdown fields and returns [`Error::Poisoned`]: the next open recovers.
     ///
+    /// Close releases the directory lock and closes every sealed segment's files; a reader that
+    /// still holds records from one keeps its descriptors until it drops them. The active
+    /// segment's files and the checkpoint stay open until the `Log` is dropped.
+    ///
     /// In a Kafka log directory, when the last log this process has open there closes, and none
     /// of them was poisoned or failed to close, `.kafka_cleanshutdown` goes back where it was;
     /// then the broker's lock is released.
@@ -655,6 +659,8 @@ impl Log {
         }
         // Released even after a failed close: the next open recovers whatever state is left.
         drop(self.shared.dir_lock.lock().take());
+        // Reads have ended: a log kept after its close holds no sealed segment's descriptors.
+        self.shared.snapshot.close_sealed();
         // Last: the broker may start once the Kafka log directory is handed back.
         let membership = self.shared.kafka_dir.lock().take();
         match membership.map(|m| m.leave(result.is_ok())) {

@@ -317,6 +317,22 @@ impl Snapshot {
         }
     }
 
+    /// Closes every sealed segment, as [`close_idle`](Self::close_idle) closes the least
+    /// recently used: for a closed log, whose reads have ended. A reader that still pins one
+    /// keeps its descriptors until it lets go. The active segment stays open: the writer state
+    /// holds it until the log is dropped.
+    pub fn close_sealed(&self) {
+        let list = self.load();
+        let Some((_, sealed)) = list.handles().split_last() else {
+            return;
+        };
+        for handle in sealed {
+            if handle.open.lock().take().is_some() {
+                self.opened.fetch_sub(1, Ordering::Relaxed);
+            }
+        }
+    }
+
     /// How many segments are open (for stats and the descriptor test).
     pub fn open_count(&self) -> usize {
         self.opened.load(Ordering::Relaxed)
