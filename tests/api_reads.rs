@@ -385,3 +385,73 @@ fn a_durable_tail_stream_is_woken_by_the_sync() {
     assert_eq!(next_item(&mut stream).unwrap().unwrap().offset, 1);
     syncer.join().unwrap().unwrap();
 }
+
+/// Readers of many sealed segments while another thread closes the log. Close closes the
+/// sealed segments' files: every read returns exactly the record it asked for or
+/// `Error::Closed`, never another record or a corrupt one, and a fetch taken before the close
+/// still decodes after it (its bytes are its own).
+#[test]
+fn reads_racing_a_close_return_their_record_or_closed() {
+    const RECORDS: i64 = 400;
+    let temp = tempfile::tempdir().unwrap();
+    let config = LogConfig::builder_for_tests()
+        .segment_bytes(1024)
+        .build()
+        .unwrap();
+    let log = Arc::new(log_with(temp.path(), config, RECORDS));
+    assert!(log.stats().segments > 20, "{:?}", log.stats());
+    let held = log.read(3, 1 << 20, ReadBound::LogEnd).unwrap();
+    let reads = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let closing = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let readers: Vec<_> = (0..3)
+        .map(|reader| {
+            let (log, reads, closing) =
+                (Arc::clone(&log), Arc::clone(&reads), Arc::clone(&closing));
+            std::thread::spawn(move || {
+                let started = std::time::Instant::now();
+                let mut n = reader * 7;
+                loop {
+                    assert!(
+                        started.elapsed() < PATIENCE,
+                        "reader {reader} never saw the close"
+                    );
+                    n = (n * 31 + 17) % RECORDS;
+                    let mut records =
+                        log.records_until(n, ReadBound::LogEnd, ReadEnd::Offset(n + 1));
+                    match records.next() {
+                        Some(Ok(record)) => {
+                            assert_eq!(record.offset, n);
+                            assert_eq!(record.value, Some(value(n)));
+                            reads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        }
+                        Some(Err(partlog::Error::Closed)) => return,
+                        // An iterator that finds the log closed may end instead; before the
+                        // close, a missing record is a lost one.
+                        None => assert!(
+                            closing.load(std::sync::atomic::Ordering::Acquire),
+                            "reader {reader}: offset {n} missing"
+                        ),
+                        Some(Err(error)) => panic!("reader {reader}, offset {n}: {error}"),
+                    }
+                }
+            })
+        })
+        .collect();
+    let started = std::time::Instant::now();
+    while reads.load(std::sync::atomic::Ordering::Relaxed) < 300 {
+        assert!(started.elapsed() < PATIENCE, "the readers made no progress");
+        std::thread::yield_now();
+    }
+    closing.store(true, std::sync::atomic::Ordering::Release);
+    log.close().unwrap();
+    for reader in readers {
+        reader.join().unwrap();
+    }
+    let mut offsets = Vec::new();
+    held.for_each_record(&mut Vec::new(), |record| {
+        offsets.push(record.offset);
+        ControlFlow::Continue(())
+    })
+    .unwrap();
+    assert_eq!(offsets.first(), Some(&3));
+}
