@@ -587,24 +587,16 @@ impl LogConfig {
                 ),
             ));
         }
-        if self.group_commit_max_gather > Duration::from_secs(1) {
-            return Err(invalid(
-                "group.commit.max.gather",
-                format!(
-                    "{:?} is above the maximum of 1 s",
-                    self.group_commit_max_gather
-                ),
-            ));
-        }
-        if self.group_commit_max_spin > Duration::from_millis(10) {
-            return Err(invalid(
-                "group.commit.max.spin",
-                format!(
-                    "{:?} is above the maximum of 10 ms",
-                    self.group_commit_max_spin
-                ),
-            ));
-        }
+        at_most_duration(
+            "group.commit.max.gather",
+            self.group_commit_max_gather,
+            Duration::from_secs(1),
+        )?;
+        at_most_duration(
+            "group.commit.max.spin",
+            self.group_commit_max_spin,
+            Duration::from_millis(10),
+        )?;
         at_least(
             "producer.id.expiration.ms",
             self.producer_id_expiration_ms,
@@ -1233,6 +1225,16 @@ fn at_least(setting: &'static str, value: i64, minimum: i64) -> Result<()> {
     Ok(())
 }
 
+fn at_most_duration(setting: &'static str, value: Duration, maximum: Duration) -> Result<()> {
+    if value > maximum {
+        return Err(invalid(
+            setting,
+            format!("{value:?} is above the maximum of {maximum:?}"),
+        ));
+    }
+    Ok(())
+}
+
 /// The rule of `retention.ms` and `retention.bytes`: -1 means "no limit", other negatives are
 /// mistakes.
 fn minus_one_or_at_least_zero(
@@ -1760,15 +1762,32 @@ mod tests {
         );
     }
 
+    /// A group-commit duration setting: zero (off) and `maximum` are accepted, a nanosecond
+    /// more is refused with the setting's name.
+    fn group_commit_duration_range(
+        set: fn(LogConfigBuilder, Duration) -> LogConfigBuilder,
+        get: fn(&LogConfig) -> Duration,
+        setting: &str,
+        maximum: Duration,
+    ) {
+        rejects(
+            set(LogConfig::builder(), maximum + Duration::from_nanos(1)),
+            setting,
+        );
+        let off = accepts(set(LogConfig::builder(), Duration::ZERO));
+        assert_eq!(get(&off), Duration::ZERO);
+        let most = accepts(set(LogConfig::builder(), maximum));
+        assert_eq!(get(&most), maximum);
+    }
+
     #[test]
     fn group_commit_max_spin_range() {
-        rejects(
-            LogConfig::builder().group_commit_max_spin(Duration::from_micros(10_001)),
+        group_commit_duration_range(
+            LogConfigBuilder::group_commit_max_spin,
+            |config| config.group_commit_max_spin,
             "group.commit.max.spin",
+            Duration::from_millis(10),
         );
-        let off = accepts(LogConfig::builder().group_commit_max_spin(Duration::ZERO));
-        assert_eq!(off.group_commit_max_spin, Duration::ZERO);
-        accepts(LogConfig::builder().group_commit_max_spin(Duration::from_millis(10)));
         assert_eq!(
             LogConfig::default().group_commit_max_spin,
             Duration::from_micros(250)
@@ -1777,13 +1796,12 @@ mod tests {
 
     #[test]
     fn group_commit_max_gather_range() {
-        rejects(
-            LogConfig::builder().group_commit_max_gather(Duration::from_millis(1001)),
+        group_commit_duration_range(
+            LogConfigBuilder::group_commit_max_gather,
+            |config| config.group_commit_max_gather,
             "group.commit.max.gather",
+            Duration::from_secs(1),
         );
-        let off = accepts(LogConfig::builder().group_commit_max_gather(Duration::ZERO));
-        assert_eq!(off.group_commit_max_gather, Duration::ZERO);
-        accepts(LogConfig::builder().group_commit_max_gather(Duration::from_secs(1)));
         assert_eq!(
             LogConfig::default().group_commit_max_gather,
             Duration::from_millis(1)
