@@ -341,6 +341,15 @@ pub enum Corruption {
     },
     /// An index entry does not agree with the log.
     BadIndexEntry(String),
+    /// A segment of a log that is not compacted ends below the next segment's base offset: the
+    /// offsets in between are missing. Only compaction leaves such a gap, so in any other log it
+    /// means lost bytes (a `.log` file cut short at a batch boundary, or a segment lost).
+    MissingOffsets {
+        /// The offset after the segment's last batch: the first one missing.
+        from: i64,
+        /// The next segment's base offset: the first one there again.
+        to: i64,
+    },
 }
 
 impl fmt::Display for Corruption {
@@ -371,6 +380,12 @@ impl fmt::Display for Corruption {
                 write!(f, "offset {offset} is out of order (bound {bound})")
             }
             Corruption::BadIndexEntry(why) => write!(f, "bad index entry: {why}"),
+            Corruption::MissingOffsets { from, to } => write!(
+                f,
+                "offsets [{from}, {to}) are missing: the segment ends at offset {from} but the \
+                 next one begins at {to} (such gaps are legal only in a log whose \
+                 cleanup.policy includes compact)"
+            ),
         }
     }
 }

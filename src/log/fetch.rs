@@ -11,7 +11,7 @@ use crate::sync::atomic::Ordering;
 use std::os::fd::BorrowedFd;
 use std::sync::Arc;
 
-use crate::error::{Error, Result};
+use crate::error::{Corruption, Error, Result};
 use crate::format::{Batch, BatchHeader, BatchView, Record, TimestampType, peek_batch_frame};
 use crate::segment::{AbortedTxn, Segment, SegmentRead};
 use std::ops::ControlFlow;
@@ -499,13 +499,17 @@ impl Log {
         self.poll_live();
         match self.read_current(offset, max_bytes, options, resume.as_ref(), fetch) {
             // A live writer deleted a segment this view still lists (retention, a truncation)
-            // since the last poll: look again, and answer from what is there now.
+            // since the last poll, or cut one and writes it again: look again, and answer from
+            // what is there now. Real damage is met again, and reported.
             Err(error)
                 if self.shared.live.is_some()
-                    && error.io_kind() == Some(std::io::ErrorKind::NotFound) =>
+                    && (error.io_kind() == Some(std::io::ErrorKind::NotFound)
+                        || matches!(error, Error::Corrupt { .. })) =>
             {
                 fetch.clear_at(offset, 0);
-                self.refresh()?;
+                if self.refresh().is_err() {
+                    return Err(error);
+                }
                 self.read_current(offset, max_bytes, options, None, fetch)
             }
             other => other,
@@ -619,6 +623,12 @@ impl Log {
                     }
                     return Ok(false);
                 }
+                // Nothing at or above `from` here: the read moves on to the next segment.
+                if let Some(next) = list.handles().get(index + 1)
+                    && next.base_offset() < upper
+                {
+                    self.check_continuity(&list, &segment, segment_truncations, next.base_offset())?;
+                }
                 index += 1;
             }
             // Nothing below `upper`, which the log end covered when the read began: if the log
@@ -675,6 +685,40 @@ impl Log {
         Ok(())
     }
 
+    /// Called when a read found nothing at or above its offset in `segment` (sealed: a segment
+    /// based at `next_base` follows it in `list`) and moves on to the next one. Only compaction
+    /// leaves offsets out between segments, so in a log whose cleanup policy does not include
+    /// compact a segment that ends below the next one's base has lost bytes: `Error::Corrupt`
+    /// naming where it ends, instead of a read that skips the missing offsets without a word.
+    /// A truncation into the segment that overlapped the read, or a list swapped since, is no
+    /// corruption: a truncation swaps in a list without the later segments before it cuts.
+    fn check_continuity(
+        &self,
+        list: &Arc<SegmentList>,
+        segment: &Segment,
+        truncations: u64,
+        next_base: i64,
+    ) -> Result<()> {
+        let ends_at = segment.next_offset();
+        if ends_at >= next_base || self.shared.config.cleanup_policy.compact {
+            return Ok(());
+        }
+        let raced = truncations % 2 == 1
+            || segment.truncation_sequence() != truncations
+            || !Arc::ptr_eq(&self.shared.snapshot.load(), list);
+        if raced {
+            return Ok(());
+        }
+        Err(Error::Corrupt {
+            file: segment.log_path(),
+            position: segment.size(),
+            what: Corruption::MissingOffsets {
+                from: ends_at,
+                to: next_base,
+            },
+        })
+    }
+
     /// An iterator over the data records from `offset` on, across segments, up to `bound` as
     /// it stands when each fetch runs. Control records are skipped. Records of open and aborted
     /// transactions are returned too (`read_uncommitted`); [`committed_records`](Self::committed_records)
@@ -710,6 +754,8 @@ impl Log {
                     .max_timestamp()
                     .is_none_or(|max| max.timestamp < timestamp)
                 {
+                    // Damage after its last valid batch may have held the answer.
+                    segment.check_damage()?;
                     continue;
                 }
                 if let Some(found) =
@@ -719,6 +765,7 @@ impl Log {
                     // older, so one at or above the end means none the log vouches for.
                     return Ok((found.offset < end).then_some((found.offset, found.timestamp)));
                 }
+                segment.check_damage()?;
             }
             return Ok(None);
         }
