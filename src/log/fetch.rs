@@ -617,10 +617,19 @@ impl Log {
                     fetch.buffer_mut(),
                 )?;
                 if let Some((read, at)) = found {
-                    fetch.fill(&read, at, end, segment, segment_truncations);
-                    if read_committed {
-                        self.collect_aborted(&list, index, offset, fetch)?;
+                    // Before `fill` hands the pin to the fetch: the aborted transactions come
+                    // from the view the batches came from, this segment first.
+                    if read_committed
+                        && !self.collect_aborted(&list, index, &segment, offset, &read, fetch)?
+                    {
+                        // A segment they may be listed in left the log after the batches were
+                        // read (a compaction swap, retention, a truncation): the batches may
+                        // hold data whose ABORT only that segment listed. Read again from the
+                        // current list, batches and aborted transactions both.
+                        fetch.aborted.clear();
+                        continue 'retry;
                     }
+                    fetch.fill(&read, at, end, segment, segment_truncations);
                     return Ok(false);
                 }
                 // Nothing at or above `from` here: the read moves on to the next segment.
@@ -644,28 +653,39 @@ impl Log {
         }
     }
 
-    /// Kafka's `collectAbortedTransactions` for a fetch from `offset` whose batches end at
-    /// `fetch.next_offset()`: the `.txnindex` entries of the segment at `index` and the later
-    /// ones that overlap the fetch, until a segment's search says no later transaction can.
+    /// Kafka's `collectAbortedTransactions` for a fetch from `offset` whose batches `read` took
+    /// from `segment`, the one at `index` in `list`: the `.txnindex` entries of that segment and
+    /// of the later ones in `list` that overlap the fetch, until a segment's search says no
+    /// later transaction can. `Ok(false)` when a later segment of `list` has left the log since
+    /// (its handle can no longer be pinned): what it listed cannot be read from this view, and
+    /// the caller reads again (ARCHITECTURE.md §8, "A `read_committed` reader").
     fn collect_aborted(
         &self,
         list: &SegmentList,
         index: usize,
+        segment: &Arc<Segment>,
         offset: i64,
+        read: &SegmentRead,
         fetch: &mut FetchData,
-    ) -> Result<()> {
-        let upper_bound = fetch.next_offset;
+    ) -> Result<bool> {
+        let upper_bound = read.next_offset;
         // No segment above the last one that ever held a `.txnindex` has entries.
         let last_indexed = self.shared.last_txn_index_base.load(Ordering::Acquire);
-        for handle in list.handles().iter().skip(index) {
+        for (n, handle) in list.handles().iter().skip(index).enumerate() {
             if handle.base_offset() > last_indexed {
                 break;
             }
-            let Some(segment) = self.shared.snapshot.pin(handle)? else {
-                // Gone under the read (retention, a truncation): what it held is gone too.
-                continue;
+            let later;
+            let searched = if n == 0 {
+                segment
+            } else {
+                let Some(pinned) = self.shared.snapshot.pin(handle)? else {
+                    return Ok(false);
+                };
+                later = pinned;
+                &later
             };
-            let found = segment.collect_aborted_txns(offset, upper_bound)?;
+            let found = searched.collect_aborted_txns(offset, upper_bound)?;
             fetch.aborted.extend(found.aborted);
             if found.complete {
                 break;
@@ -682,7 +702,7 @@ impl Log {
                 }
             }
         }
-        Ok(())
+        Ok(true)
     }
 
     /// Called when a read found nothing at or above its offset in `segment` (sealed: a segment
