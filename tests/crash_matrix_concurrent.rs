@@ -2541,7 +2541,9 @@ mod read_committed_matrix {
 
     fn value(fate: u8, number: usize, n: u64) -> Vec<u8> {
         let mut value = vec![fate];
-        value.extend_from_slice(format!("/{number}/{n}/{}", "v".repeat((n % 19) as usize)).as_bytes());
+        value.extend_from_slice(
+            format!("/{number}/{n}/{}", "v".repeat((n % 19) as usize)).as_bytes(),
+        );
         value
     }
 
@@ -2605,7 +2607,9 @@ mod read_committed_matrix {
                     .map(|_| ())
             };
             if let Err(error) = result
-                && ctx.failed(format!("the transactional writer failed without a crash: {error}"))
+                && ctx.failed(format!(
+                    "the transactional writer failed without a crash: {error}"
+                ))
             {
                 break;
             }
@@ -2663,9 +2667,7 @@ mod read_committed_matrix {
                 position = records.position();
                 progressed = true;
             }
-            if ctx.crashed()
-                || written && !progressed && position >= ctx.log.last_stable_offset()
-            {
+            if ctx.crashed() || written && !progressed && position >= ctx.log.last_stable_offset() {
                 return;
             }
             if !progressed {
@@ -2756,7 +2758,11 @@ mod read_committed_matrix {
         }
         sim.clear_faults();
         let stats = sim.stats();
-        check!(failures.is_empty(), "before the crash: {}", failures.join("; "));
+        check!(
+            failures.is_empty(),
+            "before the crash: {}",
+            failures.join("; ")
+        );
         READ_COMMITTED_RECORDS.fetch_add(records_read, Ordering::Relaxed);
         check_txn_recovered(&config)?;
         Ok(stats)
@@ -2801,7 +2807,9 @@ mod read_committed_matrix {
         let case = TxnCase::from_seed(seed);
         let fail = |point: Option<(FaultOp, u64)>, failure: Failure| {
             let replay = match point {
-                Some((op, nth)) => format!(" PARTLOG_CRASH_MATRIX_CONCURRENT_CRASH_AT={op:?}:{nth}"),
+                Some((op, nth)) => {
+                    format!(" PARTLOG_CRASH_MATRIX_CONCURRENT_CRASH_AT={op:?}:{nth}")
+                }
                 None => " (the dry run: a crash after every thread was done)".to_string(),
             };
             format!(

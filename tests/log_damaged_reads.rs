@@ -13,8 +13,8 @@
 use std::path::{Path, PathBuf};
 
 use partlog::{
-    CleanupPolicy, Corruption, Error, Isolation, Log, LogConfig, NewRecord, ReadBound,
-    ReadOptions, RecoveryMode, verify_dir,
+    CleanupPolicy, Corruption, Error, Isolation, Log, LogConfig, NewRecord, ReadBound, ReadOptions,
+    RecoveryMode, verify_dir,
 };
 
 const T0: i64 = 1_700_000_000_000;
@@ -111,11 +111,17 @@ fn read_all(log: &Log) -> (Vec<i64>, Option<Error>) {
     for record in records.by_ref() {
         match record {
             Ok(record) => {
-                assert_eq!(record.value.as_deref(), Some(value(record.offset).as_bytes()));
+                assert_eq!(
+                    record.value.as_deref(),
+                    Some(value(record.offset).as_bytes())
+                );
                 offsets.push(record.offset);
             }
             Err(error) => {
-                assert!(records.next().is_none(), "the iterator goes on after {error}");
+                assert!(
+                    records.next().is_none(),
+                    "the iterator goes on after {error}"
+                );
                 return (offsets, Some(error));
             }
         }
@@ -134,7 +140,10 @@ fn assert_corrupt_at(error: Option<Error>, file: &Path, at: u64, context: &str) 
             assert_eq!(position, at, "{context}: {what}");
             what
         }
-        other => panic!("{context}: expected Error::Corrupt in {}, got {other:?}", file.display()),
+        other => panic!(
+            "{context}: expected Error::Corrupt in {}, got {other:?}",
+            file.display()
+        ),
     }
 }
 
@@ -175,7 +184,16 @@ fn item7_a_sealed_segment_cut_inside_a_batch_fails_the_read_that_reaches_the_cut
     assert_corrupt_at(lookup.err(), damaged, cut_batch_at, "offset_for_timestamp");
     let next_base = base_of(&segments[3]);
     let fetch = log.read(next_base, 1 << 20, ReadBound::LogEnd).unwrap();
-    assert_eq!(fetch.batches().next().unwrap().unwrap().base_offset(&mut Vec::new()).unwrap(), next_base);
+    assert_eq!(
+        fetch
+            .batches()
+            .next()
+            .unwrap()
+            .unwrap()
+            .base_offset(&mut Vec::new())
+            .unwrap(),
+        next_base
+    );
     drop(log);
 
     // A writable open after the clean close opens no sealed segment; the first read of the
@@ -210,7 +228,10 @@ fn item7_a_sealed_segment_cut_at_a_batch_boundary_reports_the_missing_offsets() 
         to: next_base,
     };
     for (open, context) in [
-        (Log::open_read_only(dir, live_config()).unwrap(), "live reader"),
+        (
+            Log::open_read_only(dir, live_config()).unwrap(),
+            "live reader",
+        ),
         (Log::open(dir, config()).unwrap(), "writable log"),
     ] {
         let (offsets, error) = read_all(&open);
@@ -220,8 +241,18 @@ fn item7_a_sealed_segment_cut_at_a_batch_boundary_reports_the_missing_offsets() 
         let in_the_gap = open.read(ends_at + 1, 1 << 20, ReadBound::LogEnd);
         assert_corrupt_at(in_the_gap.err(), damaged, cut_at, context);
         // The segments on either side still read alone.
-        assert!(!open.read(base, 1 << 20, ReadBound::LogEnd).unwrap().is_empty());
-        assert!(!open.read(next_base, 1 << 20, ReadBound::LogEnd).unwrap().is_empty());
+        assert!(
+            !open
+                .read(base, 1 << 20, ReadBound::LogEnd)
+                .unwrap()
+                .is_empty()
+        );
+        assert!(
+            !open
+                .read(next_base, 1 << 20, ReadBound::LogEnd)
+                .unwrap()
+                .is_empty()
+        );
     }
 }
 
@@ -250,8 +281,12 @@ fn item7_gaps_between_the_segments_of_a_compacted_log_read_through() {
         } else {
             "repeated".to_owned()
         };
-        log.append(&[NewRecord::new(T0 + i, Some(key.as_bytes()), Some(big.as_bytes()))])
-            .unwrap();
+        log.append(&[NewRecord::new(
+            T0 + i,
+            Some(key.as_bytes()),
+            Some(big.as_bytes()),
+        )])
+        .unwrap();
     }
     log.roll().unwrap();
     log.compact().unwrap();

@@ -47,7 +47,8 @@ struct Gate {
 impl Gate {
     /// Called by every read of a gated file.
     fn on_read(&self) {
-        if std::thread::current().name() != Some(READER) || !self.armed.swap(false, Ordering::SeqCst)
+        if std::thread::current().name() != Some(READER)
+            || !self.armed.swap(false, Ordering::SeqCst)
         {
             return;
         }

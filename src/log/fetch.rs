@@ -636,7 +636,12 @@ impl Log {
                 if let Some(next) = list.handles().get(index + 1)
                     && next.base_offset() < upper
                 {
-                    self.check_continuity(&list, &segment, segment_truncations, next.base_offset())?;
+                    self.check_continuity(
+                        &list,
+                        &segment,
+                        segment_truncations,
+                        next.base_offset(),
+                    )?;
                 }
                 index += 1;
             }
