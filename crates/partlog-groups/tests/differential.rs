@@ -21,7 +21,8 @@
 //!
 //! The long run is `PARTLOG_ASSIGNOR_CASES=100000 cargo test --release -p partlog-groups --test
 //! differential -- --nocapture assignors_match`: scenarios go to Kafka in waves of a bounded
-//! size, so memory stays flat however many cases run.
+//! size, so memory stays flat (about 0.7 GiB) however many cases run; it takes about half an
+//! hour on a busy 2-core machine.
 
 mod common;
 
