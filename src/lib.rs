@@ -133,7 +133,9 @@ pub use crate::log::LogTailStream;
 pub use crate::upgrade::{
     GROUPED_RECORDS_BYTES, UpgradeOptions, UpgradeReport, UpgradedSegment, upgrade_dir,
 };
-pub use crate::verify::{Finding, SegmentSummary, Severity, VerifyReport, verify_dir};
+pub use crate::verify::{
+    Finding, RepairPlan, SegmentSummary, Severity, VerifyReport, repair_dir, verify_dir,
+};
 pub use crate::{
     error::{Corruption, Error, Result},
     format::{
@@ -144,11 +146,11 @@ pub use crate::{
     log::leader_epoch::EpochEntry,
     log::{
         CleanupPolicy, CommittedRecords, CompactionOptions, CompactionSchedule, CompactionStats,
-        CompressionType, DeletedSegment, FetchBatches, FetchData, FlushPolicy, Isolation, Log,
-        LogAppendInfo, LogConfig, LogConfigBuilder, LogEvent, LogRecord, LogRecords, LogStats,
-        LogTail, Observer, PRODUCER_ID_EXPIRATION_MS, ProducerStateEntry, ReadBound, ReadEnd,
-        ReadOptions, RecoveryMode, RecoveryReport, RetentionReport, RetentionRule, WaitDurable,
-        WaitForData,
+        CompressionType, DeletedSegment, DiscardReason, Discarded, FetchBatches, FetchData,
+        FlushPolicy, Isolation, Log, LogAppendInfo, LogConfig, LogConfigBuilder, LogEvent,
+        LogRecord, LogRecords, LogStats, LogTail, Observer, PRODUCER_ID_EXPIRATION_MS,
+        ProducerStateEntry, ReadBound, ReadEnd, ReadOptions, RecoveryMode, RecoveryReport,
+        RetentionReport, RetentionRule, WaitDurable, WaitForData,
     },
     position::ConsumerPosition,
     producer::{Acks, Producer, ProducerConfig, ProducerConfigBuilder, ProducerStats, SendHandle},

@@ -102,7 +102,7 @@ fn alter(args: &ConfigArgs) -> Result<(), CliError> {
         })?;
         builder = builder.set(key, &default)?;
     }
-    let log = Log::open(&args.dir, builder.build()?)?;
+    let log = crate::open_writable(&args.dir, builder.build()?)?;
     log.close()?;
     Ok(())
 }
