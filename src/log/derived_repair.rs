@@ -236,3 +236,42 @@ impl MarkerSearch<'_> {
         Ok(())
     }
 }
+
+/// The producer state of a log just recovered, and the aborted transactions a read-only open's
+/// replay met ([`load_producer_state`](super::transactions::load_producer_state)); then, for a
+/// writable open, the derived files found missing are rebuilt, and `recovered.report` says what
+/// was.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "one call site, in the open; the parts are all distinct"
+)]
+pub(super) fn load_derived_state(
+    storage: &std::sync::Arc<dyn crate::storage::Storage>,
+    dir: &Path,
+    config: &super::LogConfig,
+    snapshot: &Snapshot,
+    listing: &mut DirListing,
+    recovered: &mut super::recovery::Recovered,
+    read_only: bool,
+    now_ms: i64,
+) -> Result<(ProducerStateManager, Vec<crate::segment::AbortedTxn>)> {
+    let (state, aborted, txn_indexes_rebuilt_from) = super::transactions::load_producer_state(
+        storage,
+        dir,
+        config,
+        snapshot,
+        listing,
+        super::transactions::LoadFrom {
+            log_start_offset: recovered.log_start_offset,
+            log_end_offset: recovered.active.next_offset(),
+            first_recovered_base: recovered.first_recovered_base,
+            read_only,
+            now_ms,
+        },
+    )?;
+    recovered.report.rebuilt_txn_indexes_from = txn_indexes_rebuilt_from;
+    if !read_only {
+        recovered.report.rebuilt_indexes = rebuild_missing_indexes(dir, snapshot, listing)?;
+    }
+    Ok((state, aborted))
+}

@@ -352,33 +352,7 @@ impl Log {
         config.validate()?;
         let storage = Arc::clone(&config.storage);
         let clock = Arc::clone(&config.clock);
-        // Before anything is created: a running broker must find its directory untouched.
-        let kafka_dir = if read_only {
-            None
-        } else {
-            kafka_dir::enter(&storage, dir)?
-        };
-        let lock = match dir_lock::lock_log_dir(&*storage, dir, read_only, config.allow_live_writer)
-        {
-            Ok(lock) => lock,
-            Err(error) => {
-                // No log data changed yet, so this does not spoil the directory's clean close.
-                if let Some(Err(leave_error)) = kafka_dir.map(|m| m.leave(true)) {
-                    log::warn!("{}: {leave_error}", dir.display());
-                }
-                return Err(error);
-            }
-        };
-        // Under the lock: a writable open may store the settings it was given.
-        let config = match properties::apply_stored_settings(&*storage, dir, config, read_only) {
-            Ok(config) => config,
-            Err(error) => {
-                if let Some(Err(leave_error)) = kafka_dir.map(|m| m.leave(true)) {
-                    log::warn!("{}: {leave_error}", dir.display());
-                }
-                return Err(error);
-            }
-        };
+        let (kafka_dir, lock, config) = dir_lock::enter_dir(&storage, dir, config, read_only)?;
         let now_ms = clock.now_ms();
         let mut jitter_state = (now_ms as u64) ^ 0x9E37_79B9_7F4A_7C15;
         let mut recovered = recovery::recover(
@@ -408,31 +382,21 @@ impl Log {
             live: read_only && config.allow_live_writer,
         };
         let snapshot = Snapshot::new(
-            SegmentList::new(recovered.handles),
+            SegmentList::new(std::mem::take(&mut recovered.handles)),
             opener,
             MAX_OPEN_SEGMENTS,
         );
         let log_end_offset = recovered.active.next_offset();
-        let (producer_state, replayed_aborted, txn_indexes_rebuilt_from) =
-            transactions::load_producer_state(
-                &storage,
-                dir,
-                &config,
-                &snapshot,
-                &mut listing,
-                transactions::LoadFrom {
-                    log_start_offset: recovered.log_start_offset,
-                    log_end_offset,
-                    first_recovered_base: recovered.first_recovered_base,
-                    read_only,
-                    now_ms,
-                },
-            )?;
-        recovered.report.rebuilt_txn_indexes_from = txn_indexes_rebuilt_from;
-        if !read_only {
-            recovered.report.rebuilt_indexes =
-                derived_repair::rebuild_missing_indexes(dir, &snapshot, &listing)?;
-        }
+        let (producer_state, replayed_aborted) = derived_repair::load_derived_state(
+            &storage,
+            dir,
+            &config,
+            &snapshot,
+            &mut listing,
+            &mut recovered,
+            read_only,
+            now_ms,
+        )?;
         let first_unstable = producer_state.first_unstable_offset().unwrap_or(i64::MAX);
         let last_txn_index_base = transactions::last_txn_index_base(&listing);
         let (cleaner, compaction_status) =
@@ -504,6 +468,16 @@ impl Log {
             high_watermark_set: AtomicBool::new(false),
             config,
         });
+        Log::start(shared)
+    }
+
+    /// Starts a log just opened on `shared`: tells the observer what the open found, and starts
+    /// the flusher (a writable log) and the maintenance thread (when
+    /// `retention.check.interval.ms` is set).
+    fn start(shared: Arc<Shared>) -> Result<Log> {
+        let read_only = shared.read_only;
+        let dir = shared.dir.clone();
+        let dir = dir.as_path();
         let flusher = if read_only {
             None
         } else {

@@ -1,18 +1,24 @@
 //! Opening a log directory: tidying leftovers, then recovering (ARCHITECTURE.md §3, invariant 5;
-//! §6; Kafka's `LogLoader`).
+//! §7; Kafka's `LogLoader`).
 //!
 //! - **After a clean shutdown** the checkpoint's clean-shutdown fields name the active segment,
 //!   its size and the log end offset. If all three match the directory, open reads the active
 //!   segment's tail and nothing else: sealed segments stay closed until a reader needs them.
 //! - **After a crash** every segment from the one holding the offset before the recovery point
 //!   on is validated batch by batch (index entries below the point are kept after a check), and
-//!   its indexes are rebuilt. An invalid byte above the recovery point is a torn write: the
-//!   segment is truncated there and later segments are deleted. An invalid byte below it is
-//!   corruption, and [`RecoveryMode`] decides. An offset gap between segments is a lost tail
-//!   (the log is cut there) unless the log is compacted and the gap lies below the recovery
-//!   point, or the directory has no partlog checkpoint yet.
+//!   its indexes are rebuilt. An invalid byte that a crash explains is a torn write: the segment
+//!   is truncated there and later segments are deleted. A crash explains it above the recovery
+//!   point, unless it is a whole batch whose CRC is right, and, without a valid checkpoint (the
+//!   durable point unknown), only in the last segment. Any other is corruption, and
+//!   [`RecoveryMode`] decides. An offset gap between segments is a lost tail (the log is cut
+//!   there) at or above the recovery point of a valid checkpoint; elsewhere it is legal in a
+//!   compacted log and corruption in any other.
+//! - **Before any cut** what it takes is counted ([`Discarded`]): a refusal says it, and so does
+//!   the report of an open that cut.
 //! - **An interrupted compaction** is finished first: a leftover `.swap` replaces every segment
 //!   whose base lies in `[its base, its next offset)`.
+//! - **A repair** (`rescan_from`) validates every segment from the damaged one on from byte 0,
+//!   whatever the checkpoint says.
 //!
 //! A read-only open never writes: it validates the same way, but keeps rebuilt indexes in memory
 //! and simply stops reading at the first invalid byte.

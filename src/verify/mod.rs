@@ -795,8 +795,12 @@ mod tests {
         assert_eq!(verify(temp.path()).findings, Vec::new());
     }
 
+    /// Issue 29, item 9: without a checkpoint the durable point is unknown, so a middle
+    /// segment cut short is damage, not a torn tail: verify grades it as corruption, a writable
+    /// open refuses to cut the log there (saying what would go), and
+    /// `RecoveryMode::TruncateAtCorruption` cuts it where verify said, reporting it.
     #[test]
-    fn without_a_checkpoint_a_torn_middle_segment_cuts_the_log_where_recovery_does() {
+    fn item9_without_a_checkpoint_a_short_middle_segment_is_corruption_for_verify_and_recovery() {
         let temp = tempfile::tempdir().unwrap();
         write_log(temp.path());
         let before = verify(temp.path());
@@ -806,29 +810,44 @@ mod tests {
         let middle = segment(temp.path(), &before, 1, SegmentFileKind::Log);
         set_len(&middle, read_file(&middle).len() as u64 / 2);
         let report = verify(temp.path());
-        assert!(!report.is_corrupt(), "{:#?}", report.findings);
+        assert!(report.is_corrupt(), "{:#?}", report.findings);
         assert_eq!(report.recovery_point, 0);
         let later = before.segments.len() - 2;
-        let crash = only(&report, Severity::CrashState);
-        // The torn tail, the middle segment's indexes past it, and each later segment.
+        let corrupt = only(&report, Severity::Corruption);
         assert!(
-            crash
+            corrupt
                 .iter()
-                .any(|f| f.file == middle && f.what.starts_with("torn tail"))
+                .any(|f| f.file == middle && f.what.contains("the durable point is unknown")),
+            "{corrupt:#?}"
         );
-        assert_eq!(
-            crash
-                .iter()
-                .filter(|f| f
-                    .what
-                    .starts_with("the next writable open deletes this segment"))
-                .count(),
-            later
-        );
+        let cut = report.repair.cut.clone().expect("a planned cut");
+        assert_eq!(cut.file, middle);
+        assert_eq!(cut.deleted_segments.len(), later);
+        let lost: u64 = report.segments[2..].iter().map(|s| s.records).sum::<u64>()
+            + u64::try_from(report.segments[2].base_offset - report.segments[1].next_offset)
+                .unwrap();
+        assert_eq!(cut.records, lost);
 
-        let log = Log::open(temp.path(), config()).unwrap();
-        assert_eq!(log.log_end_offset(), report.log_end_offset);
+        let bytes_before = read_file(&middle);
+        match Log::open(temp.path(), config()) {
+            Err(Error::DamagedWithoutCheckpoint {
+                file, discarded, ..
+            }) => {
+                assert_eq!(file, middle);
+                assert_eq!(discarded.records, lost);
+                assert_eq!(discarded.deleted_segments, cut.deleted_segments);
+            }
+            other => panic!("expected a refusal: {other:?}"),
+        }
+        assert_eq!(read_file(&middle), bytes_before);
+        assert_eq!(verify(temp.path()).segments.len(), before.segments.len());
+
+        let mut truncate = config();
+        truncate.recovery_mode = crate::RecoveryMode::TruncateAtCorruption;
+        let log = Log::open(temp.path(), truncate).unwrap();
+        assert_eq!(log.log_end_offset(), report.segments[1].next_offset);
         assert_eq!(log.recovery_report().segments_deleted, later);
+        assert_eq!(log.recovery_report().discarded.as_ref(), Some(&cut));
     }
 
     #[test]

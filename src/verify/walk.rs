@@ -90,6 +90,20 @@ pub(super) struct InvalidAt {
     pub(super) crc_right: bool,
 }
 
+impl InvalidAt {
+    /// Invalid bytes at `position`; `batch` is the whole batch there when it framed, which
+    /// tells whether its CRC is right.
+    fn new(position: u64, what: Corruption, batch: Option<&[u8]>) -> InvalidAt {
+        let crc_right = matches!(what, Corruption::BadHeader(_))
+            && batch.is_some_and(crate::format::frame_crc_holds);
+        InvalidAt {
+            position,
+            what,
+            crc_right,
+        }
+    }
+}
+
 /// An aborted transaction whose data and ABORT marker the walk read: its marker's segment must
 /// have a `.txnindex` entry for it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -174,21 +188,12 @@ pub(super) fn walk_segment(
     let mut time_check = TimeIndexCheck::open(storage, dir, base, config, mapping_allowed)?;
     walk.summary.offset_index_entries = offset_check.as_ref().map(|c| c.0.entries.len());
     walk.summary.time_index_entries = time_check.as_ref().map(|c| c.0.entries.len());
-    for (kind, present) in [
-        (SegmentFileKind::OffsetIndex, offset_check.is_some()),
-        (SegmentFileKind::TimeIndex, time_check.is_some()),
-    ] {
-        if !present {
-            walk.notes.push(Finding {
-                severity: Severity::Note,
-                file: segment_file_path(dir, base, kind),
-                position: None,
-                what: "missing; the next writable open rebuilds it from the log (a read-only \
-                       open cannot)"
-                    .into(),
-            });
-        }
-    }
+    walk.notes.extend(missing_index_notes(
+        dir,
+        base,
+        offset_check.is_some(),
+        time_check.is_some(),
+    ));
 
     let mut reader = ChunkReader::new(file, log_bytes);
     let mut scratch = Vec::new();
@@ -199,11 +204,7 @@ pub(super) fn walk_segment(
         let bytes = match next_batch(&mut reader, position, expected_next, base)? {
             Next::Batch(bytes) => bytes,
             Next::Invalid(what) => {
-                walk.invalid = Some(InvalidAt {
-                    position,
-                    what,
-                    crc_right: false,
-                });
+                walk.invalid = Some(InvalidAt::new(position, what, None));
                 break;
             }
         };
@@ -221,13 +222,7 @@ pub(super) fn walk_segment(
         }) {
             Ok(batch) => batch,
             Err(what) => {
-                let crc_right = matches!(what, Corruption::BadHeader(_))
-                    && crate::format::frame_crc_holds(bytes);
-                walk.invalid = Some(InvalidAt {
-                    position,
-                    what,
-                    crc_right,
-                });
+                walk.invalid = Some(InvalidAt::new(position, what, Some(bytes)));
                 break;
             }
         };
@@ -341,6 +336,29 @@ impl TxnTracker {
             }
         }
     }
+}
+
+/// A note for each index file of the segment at `base` that is missing.
+fn missing_index_notes(
+    dir: &Path,
+    base: i64,
+    offset_index: bool,
+    time_index: bool,
+) -> impl Iterator<Item = Finding> {
+    [
+        (SegmentFileKind::OffsetIndex, offset_index),
+        (SegmentFileKind::TimeIndex, time_index),
+    ]
+    .into_iter()
+    .filter(|(_, present)| !present)
+    .map(move |(kind, _)| Finding {
+        severity: Severity::Note,
+        file: segment_file_path(dir, base, kind),
+        position: None,
+        what: "missing; the next writable open rebuilds it from the log (a read-only open \
+               cannot)"
+            .into(),
+    })
 }
 
 /// What the walk found at a position.
