@@ -163,12 +163,9 @@ impl MarkerSearch<'_> {
                 continue;
             };
             offset = offset.max(segment.base_offset());
-            loop {
-                let Some(read) =
-                    segment.read(offset, MARKER_SEARCH_CHUNK_BYTES, None, &mut buffer)?
-                else {
-                    break;
-                };
+            while let Some(read) =
+                segment.read(offset, MARKER_SEARCH_CHUNK_BYTES, None, &mut buffer)?
+            {
                 let bytes = buffer.get(..read.len).unwrap_or_default();
                 for (_, batch) in AnyBatchIter::new(bytes) {
                     let Ok(Batch::V2(view)) = batch else { continue };

@@ -151,8 +151,8 @@ pub(crate) fn recover(
             dir,
             config,
             &bases,
-            record,
             UncleanOpen {
+                record,
                 read_only,
                 rescan_from,
                 now_ms,
@@ -433,9 +433,11 @@ fn clean_shutdown_active(
     Ok(Some(Arc::new(active)))
 }
 
-/// How an unclean recovery opens: read-only or not, and from where a repair rescans.
+/// How an unclean recovery opens: the checkpoint's record, read-only or not, and from where a
+/// repair rescans.
 #[derive(Clone, Copy)]
 struct UncleanOpen {
+    record: Option<CheckpointRecord>,
     read_only: bool,
     rescan_from: Option<i64>,
     now_ms: i64,
@@ -447,12 +449,12 @@ fn recover_unclean(
     dir: &Path,
     config: &LogConfig,
     bases: &[i64],
-    record: Option<CheckpointRecord>,
     open: UncleanOpen,
     active_config: crate::segment::SegmentConfig,
     mut report: RecoveryReport,
 ) -> Result<Recovered> {
     let UncleanOpen {
+        record,
         read_only,
         rescan_from,
         now_ms,

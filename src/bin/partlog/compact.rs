@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use partlog::{CleanupPolicy, CompactionOptions, CompactionStats, Log, LogConfig};
+use partlog::{CleanupPolicy, CompactionOptions, CompactionStats, LogConfig};
 
 use crate::{CliError, Outcome};
 

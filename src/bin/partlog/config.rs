@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use partlog::unstable::{OsStorage, per_log_setting_names, read_stored_settings};
-use partlog::{Log, LogConfig};
+use partlog::LogConfig;
 
 use crate::{CliError, Outcome};
 

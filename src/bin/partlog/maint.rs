@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use partlog::{CleanupPolicy, Log, LogConfig, RetentionReport, RetentionRule};
+use partlog::{CleanupPolicy, LogConfig, RetentionReport, RetentionRule};
 
 use crate::{CliError, Outcome};
 
