@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use partlog::unstable::{OsStorage, per_log_setting_names, read_stored_settings};
 use partlog::LogConfig;
+use partlog::unstable::{OsStorage, per_log_setting_names, read_stored_settings};
 
 use crate::{CliError, Outcome};
 
