@@ -113,19 +113,24 @@ fn planned_cut(walks: &[SegmentWalk], i: usize, position: u64, compacted: bool) 
 ///
 /// ```
 /// # fn main() -> partlog::Result<()> {
-/// use partlog::{Log, LogConfig, NewRecord, repair_dir, verify_dir};
+/// use partlog::{Log, LogConfig, NewRecord, Severity, repair_dir, verify_dir};
 /// # let temp = tempfile::tempdir().unwrap();
 /// # let dir = temp.path();
 /// let log = Log::open(dir, LogConfig::default())?;
 /// log.append(&[NewRecord::new(1_700_000_000_000, None, Some(b"hello"))])?;
 /// log.close()?;
 /// drop(log);
-/// std::fs::remove_file(dir.join("00000000000000000000.index")).unwrap();
+/// // A crash's torn write: half a batch header after the last batch.
+/// let segment = dir.join("00000000000000000000.log");
+/// let mut bytes = std::fs::read(&segment).unwrap();
+/// bytes.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 90]);
+/// std::fs::write(&segment, &bytes).unwrap();
 ///
 /// let report = verify_dir(dir, &LogConfig::default())?;
+/// assert_eq!(report.worst(), Some(Severity::CrashState));
 /// let recovery = repair_dir(dir, &LogConfig::default(), &report.repair)?;
-/// assert_eq!(recovery.log_end_offset, 1);
-/// assert!(verify_dir(dir, &LogConfig::default())?.findings.is_empty());
+/// assert_eq!(recovery.discarded.map(|d| d.bytes), Some(12));
+/// assert_eq!(verify_dir(dir, &LogConfig::default())?.worst(), None);
 /// # Ok(())
 /// # }
 /// ```
