@@ -94,8 +94,7 @@ pub(super) fn first_unlisted_abort(
     log_start: i64,
 ) -> Result<Option<i64>> {
     let mut ended: Vec<Ended> = state
-        .entries()
-        .into_iter()
+        .entries_unordered()
         .filter(|(_, entry)| {
             entry.coordinator_epoch >= 0 && entry.current_txn_first_offset.is_none()
         })
