@@ -36,6 +36,28 @@ pub enum Error {
         what: Corruption,
     },
 
+    /// Opening found damage that no crash explains in a log whose durable point is unknown
+    /// (`partlog.checkpoint` is missing, or neither of its slots is valid), and recovering would
+    /// discard more than the torn tail of the last segment: invalid bytes in a segment that has
+    /// later ones, a gap between segments of a log that is not compacted, or a batch whose CRC
+    /// is right but whose offsets no offset can follow. Nothing was changed;
+    /// [`RecoveryMode::TruncateAtCorruption`](crate::RecoveryMode::TruncateAtCorruption) accepts
+    /// the loss that `discarded` describes.
+    #[error(
+        "corrupt data in {} at byte {position}: {what}; partlog.checkpoint is missing or unreadable, so the durable point is unknown and this is damage, not a torn write: recovery would discard {discarded}. Nothing was changed; opening with RecoveryMode::TruncateAtCorruption accepts the loss",
+        file.display()
+    )]
+    DamagedWithoutCheckpoint {
+        /// The `.log` file where the damage starts.
+        file: PathBuf,
+        /// The byte of `file` where it starts.
+        position: u64,
+        /// What is wrong there.
+        what: Corruption,
+        /// What recovery would discard.
+        discarded: Box<crate::log::Discarded>,
+    },
+
     /// Bytes handed in by a caller (for example a producer-built batch) failed a check.
     #[error("invalid batch: {what}")]
     InvalidBatch {
@@ -494,6 +516,17 @@ impl Error {
                 position: *position,
                 what: what.clone(),
             },
+            Error::DamagedWithoutCheckpoint {
+                file,
+                position,
+                what,
+                discarded,
+            } => Error::DamagedWithoutCheckpoint {
+                file: file.clone(),
+                position: *position,
+                what: what.clone(),
+                discarded: discarded.clone(),
+            },
             Error::InvalidBatch { what } => Error::InvalidBatch { what: what.clone() },
             Error::OffsetOutOfRange {
                 requested,
@@ -633,7 +666,9 @@ impl Error {
     pub fn kafka_code(&self) -> Option<i16> {
         match self {
             Error::OffsetOutOfRange { .. } => Some(1),
-            Error::Corrupt { .. } | Error::InvalidBatch { .. } => Some(2),
+            Error::Corrupt { .. }
+            | Error::DamagedWithoutCheckpoint { .. }
+            | Error::InvalidBatch { .. } => Some(2),
             Error::RecordTooLarge { .. } => Some(10),
             Error::InvalidTimestamp { .. } => Some(32),
             Error::InvalidConfig { .. } => Some(40),

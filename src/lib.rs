@@ -81,7 +81,7 @@
 //! | [`FetchData`], [`FetchBatches`] | what [`Log::read`] returns: whole, CRC-checked batches, with their segment pinned |
 //! | [`LogRecord`], [`LogRecords`], [`LogTail`] | owned records, the iterator of [`Log::records`] across segments, and the one of [`Log::tail`], which waits for new records; with feature `stream`, `LogTailStream` ([`Log::tail_stream`](Log)) is the same as an async `Stream` |
 //! | [`ConsumerPosition`] | a consumer's committed position, kept durably in a file of its own |
-//! | [`LogAppendInfo`], [`LogStats`], [`RecoveryReport`] | what an append stored, the log's counters, what the last open found and did |
+//! | [`LogAppendInfo`], [`LogStats`], [`RecoveryReport`], [`Discarded`], [`DiscardReason`] | what an append stored, the log's counters, what the last open found and did (and what it cut, why, and how many records) |
 //! | [`RetentionReport`], [`DeletedSegment`], [`RetentionRule`] | what a retention pass deleted, and by which rule |
 //! | [`CompactionOptions`], [`CompactionStats`], [`CompactionSchedule`], [`PRODUCER_ID_EXPIRATION_MS`] | one compaction pass's settings and what it did (transactions included: it cleans below the last stable offset); whether a pass is due ([`Log::compaction_schedule`]); Kafka's default `producer.id.expiration.ms` |
 //! | [`Observer`], [`LogEvent`] | a hook that hears rolls, fsyncs, recoveries, retention and compaction passes as they happen (metrics, aimed fault tests) |
@@ -93,7 +93,7 @@
 //! | [`BatchView`], [`BatchHeader`], [`BatchIter`], [`Record`], [`RecordIter`], [`Header`], [`HeaderIter`] | borrowed, validated views of batch bytes; records decode lazily |
 //! | [`Batch`], [`AnyBatchIter`], [`BatchRecords`], [`LegacyBatchView`], [`LegacyHeader`], [`LegacyRecordIter`] | either kind of batch a log may hold: v2, or legacy (magic 0/1) messages, as [`FetchData::batches`] yields them |
 //! | [`Compression`], [`TimestampType`], [`ControlRecordType`], [`EndTransactionMarker`] | the codec, timestamp-type and control-record fields of the format |
-//! | [`verify_dir`], [`VerifyReport`], [`Finding`], [`Severity`], [`SegmentSummary`] | a full, read-only check of a directory, legacy messages included (what `partlog verify` runs) |
+//! | [`verify_dir`], [`VerifyReport`], [`Finding`], [`Severity`], [`SegmentSummary`], [`repair_dir`], [`RepairPlan`] | a full, read-only check of a directory, legacy messages included, and the repair of what it found (what `partlog verify` and `--repair` run) |
 //! | [`upgrade_dir`], [`UpgradeOptions`], [`UpgradeReport`], [`UpgradedSegment`], [`GROUPED_RECORDS_BYTES`] | rewrites a directory of legacy (magic 0/1) messages or gzip/snappy batches as v2, same offsets (what `partlog upgrade` runs) |
 //! | [`unstable`] | the lower layers (segments, indexes, the storage seam, the clock, `partlog.checkpoint`, and with feature `sim` the crash simulator); may change before 1.0 |
 //!
@@ -133,7 +133,9 @@ pub use crate::log::LogTailStream;
 pub use crate::upgrade::{
     GROUPED_RECORDS_BYTES, UpgradeOptions, UpgradeReport, UpgradedSegment, upgrade_dir,
 };
-pub use crate::verify::{Finding, SegmentSummary, Severity, VerifyReport, verify_dir};
+pub use crate::verify::{
+    Finding, RepairPlan, SegmentSummary, Severity, VerifyReport, repair_dir, verify_dir,
+};
 pub use crate::{
     error::{Corruption, Error, Result},
     format::{
@@ -144,11 +146,11 @@ pub use crate::{
     log::leader_epoch::EpochEntry,
     log::{
         CleanupPolicy, CommittedRecords, CompactionOptions, CompactionSchedule, CompactionStats,
-        CompressionType, DeletedSegment, FetchBatches, FetchData, FlushPolicy, Isolation, Log,
-        LogAppendInfo, LogConfig, LogConfigBuilder, LogEvent, LogRecord, LogRecords, LogStats,
-        LogTail, Observer, PRODUCER_ID_EXPIRATION_MS, ProducerStateEntry, ReadBound, ReadEnd,
-        ReadOptions, RecoveryMode, RecoveryReport, RetentionReport, RetentionRule, WaitDurable,
-        WaitForData,
+        CompressionType, DeletedSegment, DiscardReason, Discarded, FetchBatches, FetchData,
+        FlushPolicy, Isolation, Log, LogAppendInfo, LogConfig, LogConfigBuilder, LogEvent,
+        LogRecord, LogRecords, LogStats, LogTail, Observer, PRODUCER_ID_EXPIRATION_MS,
+        ProducerStateEntry, ReadBound, ReadEnd, ReadOptions, RecoveryMode, RecoveryReport,
+        RetentionReport, RetentionRule, WaitDurable, WaitForData,
     },
     position::ConsumerPosition,
     producer::{Acks, Producer, ProducerConfig, ProducerConfigBuilder, ProducerStats, SendHandle},

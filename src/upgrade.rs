@@ -43,7 +43,12 @@
 //! which the upgrade keeps, and a broker that loads the destination needs them (without a
 //! `.txnindex`, a `read_committed` consumer would see aborted records, since a broker rebuilds
 //! it only when it recovers a segment). Leftovers of interrupted operations (`*.deleted`,
-//! `*.cleaned`, `*.swap`) and unknown files are not copied, and the report names them.
+//! `*.cleaned`, `*.swap`) and unknown files are not copied, and the report names them. When the
+//! source's last close was not clean (a Kafka directory without partlog's checkpoint, or a
+//! crash), the `.txnindex` files of the segments its open had to recover are written from the
+//! aborted transactions that open replayed, not copied: a crash can leave a lazily created one
+//! missing, and a copy would make the loss permanent under the destination's clean-shutdown
+//! record.
 //!
 //! # Durability
 //!
@@ -67,7 +72,8 @@ use crate::log::checkpoint::{CHECKPOINT_FILE_NAME, CheckpointFile, CleanShutdown
 use crate::log::kafka_dir;
 use crate::log::{CleanupPolicy, LOCK_FILE, Log, LogConfig, ReadBound};
 use crate::segment::{
-    Segment, SegmentConfig, SegmentFileKind, parse_segment_file_name, segment_file_path,
+    AbortedTxn, Segment, SegmentConfig, SegmentFileKind, TransactionIndex, parse_segment_file_name,
+    segment_file_path,
 };
 use crate::storage::{LockMode, OpenMode, Storage};
 
@@ -168,6 +174,10 @@ pub struct UpgradeReport {
     /// segments wholly below the log start offset or past the end a read of the source
     /// reaches, and files the upgrade does not know.
     pub skipped_files: Vec<String>,
+    /// `.txnindex` files written rather than copied, by name: when the source's last close was
+    /// not clean, those of the segments its open recovered, from the aborted transactions that
+    /// open replayed (a crash may have cost the source's files entries).
+    pub rebuilt_files: Vec<String>,
     /// Bytes at the end of the source that a read-only open did not serve (a torn tail left by
     /// a crash), and so were not copied.
     pub source_bytes_not_copied: u64,
@@ -320,6 +330,9 @@ struct Upgrade<'a> {
     /// starts inside the first segment cannot know it).
     position: Option<u64>,
     scratch: Vec<u8>,
+    /// When the source's open recovered it: the base of the first segment it scanned, from
+    /// which the `.txnindex` files are written from these aborted transactions, not copied.
+    txn_rebuild: Option<(i64, Vec<AbortedTxn>)>,
 }
 
 /// Uncompressed legacy messages on their way into one v2 batch.
@@ -343,6 +356,14 @@ impl<'a> Upgrade<'a> {
         source_config.cleanup_policy = CleanupPolicy::COMPACT;
         let source = Log::open_read_only(src, source_config)?;
         let log_start = source.log_start_offset();
+        // A source that needed recovery may have lost `.txnindex` entries in the segments its
+        // open scanned (Kafka creates the file lazily, so a power loss can take it): those are
+        // written from the aborted transactions the open's replay met, as a writable open's
+        // recovery rebuilds them, not copied.
+        let recovered_from = {
+            let report = source.recovery_report();
+            (!report.clean_shutdown).then_some(report.recovery_point)
+        };
         let log_end = source.log_end_offset();
         let names = storage.list(src)?;
         let mut source_bases: Vec<i64> = names
@@ -352,6 +373,13 @@ impl<'a> Upgrade<'a> {
             .map(|parsed| parsed.base_offset)
             .collect();
         source_bases.sort_unstable();
+        let txn_rebuild = recovered_from.map(|point| {
+            let first = source_bases
+                .partition_point(|&b| b < point)
+                .saturating_sub(1);
+            let base = source_bases.get(first).copied().unwrap_or(point);
+            (base, source.replayed_aborted_from(base))
+        });
         // The segments that hold `[log_start, log_end)`, and an empty last one at `log_end`.
         let bases: Vec<i64> = source_bases
             .iter()
@@ -395,10 +423,12 @@ impl<'a> Upgrade<'a> {
             group: None,
             position: None,
             scratch: Vec::new(),
+            txn_rebuild,
         };
         upgrade.copy_batches(&source, log_start)?;
         let last = upgrade.finish_segments()?;
         let (copied_files, skipped_files) = upgrade.copy_kafka_files(&names)?;
+        let rebuilt_files = upgrade.write_rebuilt_txn_indexes()?;
         storage.sync_dir(dst)?;
 
         let log_end_written = last.next_offset();
@@ -430,6 +460,7 @@ impl<'a> Upgrade<'a> {
             segments: upgrade.done,
             copied_files,
             skipped_files,
+            rebuilt_files,
             source_bytes_not_copied: source.recovery_report().bytes_truncated,
         })
     }
@@ -695,6 +726,15 @@ impl<'a> Upgrade<'a> {
                 Some(parsed) => {
                     let kept = self.bases.binary_search(&parsed.base_offset).is_ok();
                     match parsed.kind {
+                        // Written from the replay from there on (`write_rebuilt_txn_indexes`).
+                        SegmentFileKind::TxnIndex
+                            if self
+                                .txn_rebuild
+                                .as_ref()
+                                .is_some_and(|(from, _)| parsed.base_offset >= *from) =>
+                        {
+                            continue;
+                        }
                         SegmentFileKind::TxnIndex => kept,
                         // Rewritten, or left out with their segment.
                         SegmentFileKind::Log
@@ -722,6 +762,32 @@ impl<'a> Upgrade<'a> {
             }
         }
         Ok((copied, skipped))
+    }
+
+    /// Writes the `.txnindex` of every destination segment from the first one the source's
+    /// open recovered on, from the aborted transactions that open's replay met, and returns
+    /// their names.
+    fn write_rebuilt_txn_indexes(&self) -> Result<Vec<String>> {
+        let Some((from, aborted)) = &self.txn_rebuild else {
+            return Ok(Vec::new());
+        };
+        let mut written = Vec::new();
+        for (i, &base) in self.bases.iter().enumerate().filter(|(_, b)| **b >= *from) {
+            let next = self.bases.get(i + 1).copied().unwrap_or(i64::MAX);
+            let path = segment_file_path(self.dst, base, SegmentFileKind::TxnIndex);
+            let index = TransactionIndex::new_empty(self.storage, &path, base);
+            for txn in aborted
+                .iter()
+                .filter(|t| t.last_offset >= base && t.last_offset < next)
+            {
+                index.append(*txn)?;
+            }
+            index.flush()?;
+            if index.file_exists() {
+                written.extend(path.file_name().map(|n| n.to_string_lossy().into_owned()));
+            }
+        }
+        Ok(written)
     }
 
     /// Copies one file from the source into the destination and syncs it.

@@ -64,12 +64,19 @@ fn txn_index_entry_without_its_abort_marker_is_reported_by_verify() {
         &[txn(1, 9, 10, 11), txn(1, 11, 14, 15), txn(2, 15, 17, 18)],
     );
     let findings = findings_about(dir.path(), TXN_INDEX);
-    assert_eq!(findings.len(), 3, "{findings:#?}");
+    assert_eq!(findings.len(), 4, "{findings:#?}");
     // Without partlog.checkpoint the next open recovers the segment, which rebuilds the index.
     assert!(findings.iter().all(|f| f.severity == Severity::CrashState));
     assert_eq!(
         findings.iter().map(|f| f.position).collect::<Vec<_>>(),
-        vec![Some(0), Some(34), Some(68)]
+        vec![Some(0), Some(34), Some(68), None]
+    );
+    // And producer 1's real abort at 17 is listed nowhere.
+    assert!(
+        findings[3].what.contains(
+            "the ABORT marker of producer 1 at offset 17 (its transaction began at 15) has no entry"
+        ),
+        "{findings:#?}"
     );
     assert!(
         findings[0].what.contains("no ABORT marker"),

@@ -725,20 +725,29 @@ fn a_batch_ending_at_i64_max_below_the_recovery_point_is_corruption() {
     );
 }
 
-/// The same batch above the recovery point (no checkpoint) reads as a torn tail: the open
-/// refuses it and says so, and the segment stays, empty, at its base offset.
+/// The same batch above the recovery point (no checkpoint) is no torn tail either: its CRC is
+/// right, and no torn write leaves a whole batch (issue 29, item 12). The open refuses it,
+/// naming the file and the byte, and leaves its records in place; verify calls it corrupt.
 #[test]
-fn a_batch_ending_at_i64_max_above_the_recovery_point_is_refused_not_deleted_with_its_segment() {
+fn a_batch_ending_at_i64_max_above_the_recovery_point_is_refused_and_kept() {
     let sim = SimStorage::new(32);
     let dir = Path::new("/max/p-1");
     let (log_path, len) = write_batch_ending_at_i64_max(&sim, dir, None);
-    let log = Log::open(dir, fail_mode_config(&sim)).unwrap();
-    let recovery = log.recovery_report();
-    assert_eq!(recovery.bytes_truncated, len, "{recovery:?}");
-    assert_eq!(recovery.segments_deleted, 0, "{recovery:?}");
-    assert_eq!(log.log_end_offset(), TOP_SEGMENT_BASE);
-    assert_eq!(log.log_start_offset(), TOP_SEGMENT_BASE);
-    assert!(sim.exists(&log_path).unwrap());
+    let config = fail_mode_config(&sim);
+    let report = partlog::verify_dir(dir, &config).unwrap();
+    assert!(report.is_corrupt(), "{report:?}");
+    match Log::open(dir, config) {
+        Err(Error::DamagedWithoutCheckpoint { file, position, .. }) => {
+            assert_eq!((file, position), (log_path.clone(), 0))
+        }
+        Ok(log) => panic!(
+            "the open must fail, not recover to {}: {:?}",
+            log.log_end_offset(),
+            log.recovery_report()
+        ),
+        Err(other) => panic!("expected a refusal, got {other}"),
+    }
+    assert_eq!(sim.metadata(&log_path).unwrap().len, len);
 }
 
 /// Kafka's `LogSegmentTest.testTruncateFull`: a segment emptied by a truncation is as young as

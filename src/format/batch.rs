@@ -409,6 +409,23 @@ pub fn check_legacy_crc(message: &[u8]) -> Result<(), Corruption> {
     }
 }
 
+/// Whether `frame`, the bytes of one whole batch or legacy message, carries a CRC that matches
+/// them (CRC-32C for magic 2, CRC-32 for magic 0 and 1). Recovery asks it of a batch whose
+/// header values fail a check: a torn write cannot leave a whole batch with a right CRC, so such
+/// a batch is damage, not a torn tail.
+pub(crate) fn frame_crc_holds(frame: &[u8]) -> bool {
+    match peek_magic(frame) {
+        Some(CURRENT_MAGIC) => {
+            match (array_at::<4>(frame, CRC_AT), frame.get(CRC_COVERED_FROM..)) {
+                (Some(stored), Some(covered)) => u32::from_be_bytes(stored) == crc32c(covered),
+                _ => false,
+            }
+        }
+        Some(_) => check_legacy_crc(frame).is_ok(),
+        None => false,
+    }
+}
+
 /// A validated v2 batch borrowed from a buffer: exactly one whole batch with a matching CRC.
 ///
 /// Records are decoded lazily by [`BatchView::records`], which allocates nothing per record.

@@ -68,6 +68,7 @@ mod xxhash;
 use std::path::Path;
 
 pub use any_batch::{AnyBatchIter, Batch, BatchRecords};
+pub(crate) use batch::frame_crc_holds;
 pub use batch::{
     BatchFrame, BatchHeader, BatchIter, BatchView, CURRENT_MAGIC, HEADER_SIZE_UP_TO_MAGIC,
     LOG_OVERHEAD, MIN_BATCH_LENGTH, RECORD_BATCH_OVERHEAD, TimestampType, check_legacy_crc,

@@ -90,3 +90,45 @@ pub(super) fn lock_log_dir(
         registered: canonical,
     }))
 }
+
+/// What an open holds from before recovery to the log's close, taken in this order: inside a
+/// Kafka log dir, the broker's lock (a writable open only, before anything is created: a
+/// running broker must find its directory untouched); the lock on `partlog.lock`; and, under
+/// it, `config` with the settings stored with the log applied (a writable open may store the
+/// ones it was given). On a failure nothing stays held.
+pub(super) fn enter_dir(
+    storage: &std::sync::Arc<dyn Storage>,
+    dir: &Path,
+    config: super::LogConfig,
+    read_only: bool,
+) -> Result<(
+    Option<super::kafka_dir::KafkaDirMembership>,
+    Option<DirLock>,
+    super::LogConfig,
+)> {
+    let kafka_dir = if read_only {
+        None
+    } else {
+        super::kafka_dir::enter(storage, dir)?
+    };
+    // No log data changed yet, so leaving does not spoil the directory's clean close.
+    let leave = |kafka_dir: Option<super::kafka_dir::KafkaDirMembership>| {
+        if let Some(Err(leave_error)) = kafka_dir.map(|m| m.leave(true)) {
+            log::warn!("{}: {leave_error}", dir.display());
+        }
+    };
+    let lock = match lock_log_dir(&**storage, dir, read_only, config.allow_live_writer) {
+        Ok(lock) => lock,
+        Err(error) => {
+            leave(kafka_dir);
+            return Err(error);
+        }
+    };
+    match super::properties::apply_stored_settings(&**storage, dir, config, read_only) {
+        Ok(config) => Ok((kafka_dir, lock, config)),
+        Err(error) => {
+            leave(kafka_dir);
+            Err(error)
+        }
+    }
+}

@@ -202,6 +202,7 @@ impl Shared {
             &self.dir,
             &self.config,
             true,
+            None,
             now_ms,
             &mut jitter_state,
         )?;

@@ -19,8 +19,10 @@ pub mod checkpoint;
 mod committed;
 mod compaction;
 mod config;
+mod derived_repair;
 mod dir_listing;
 mod dir_lock;
+mod discarded;
 mod durable_file;
 mod epoch_load;
 mod fetch;
@@ -75,6 +77,7 @@ pub use compaction::{
 pub use config::{
     CleanupPolicy, CompressionType, FlushPolicy, LogConfig, LogConfigBuilder, RecoveryMode,
 };
+pub use discarded::{DiscardReason, Discarded};
 pub use fetch::{
     FetchBatches, FetchData, Isolation, LogRecord, LogRecords, ReadBound, ReadOptions,
 };
@@ -291,7 +294,14 @@ impl Log {
     /// process makes the broker recover; the lock is shared by every log this process has open
     /// in that directory (ARCHITECTURE.md §7, "Opening inside a Kafka log dir").
     pub fn open(dir: impl AsRef<Path>, config: LogConfig) -> Result<Log> {
-        Log::open_inner(dir.as_ref(), config, false)
+        Log::open_inner(dir.as_ref(), config, false, None)
+    }
+
+    /// [`Log::open`] for a repair ([`repair_dir`](crate::repair_dir)): everything from the
+    /// segment holding `rescan_from` on is validated from byte 0, and its indexes and
+    /// `.txnindex` are rebuilt from the log, whatever the checkpoint says.
+    pub(crate) fn open_rescanning(dir: &Path, config: LogConfig, rescan_from: i64) -> Result<Log> {
+        Log::open_inner(dir, config, false, Some(rescan_from))
     }
 
     /// Opens the log in `dir` for reading only. It never writes, truncates or creates a file;
@@ -330,44 +340,30 @@ impl Log {
     /// # }
     /// ```
     pub fn open_read_only(dir: impl AsRef<Path>, config: LogConfig) -> Result<Log> {
-        Log::open_inner(dir.as_ref(), config, true)
+        Log::open_inner(dir.as_ref(), config, true, None)
     }
 
-    fn open_inner(dir: &Path, config: LogConfig, read_only: bool) -> Result<Log> {
+    fn open_inner(
+        dir: &Path,
+        config: LogConfig,
+        read_only: bool,
+        rescan_from: Option<i64>,
+    ) -> Result<Log> {
         config.validate()?;
         let storage = Arc::clone(&config.storage);
         let clock = Arc::clone(&config.clock);
-        // Before anything is created: a running broker must find its directory untouched.
-        let kafka_dir = if read_only {
-            None
-        } else {
-            kafka_dir::enter(&storage, dir)?
-        };
-        let lock = match dir_lock::lock_log_dir(&*storage, dir, read_only, config.allow_live_writer)
-        {
-            Ok(lock) => lock,
-            Err(error) => {
-                // No log data changed yet, so this does not spoil the directory's clean close.
-                if let Some(Err(leave_error)) = kafka_dir.map(|m| m.leave(true)) {
-                    log::warn!("{}: {leave_error}", dir.display());
-                }
-                return Err(error);
-            }
-        };
-        // Under the lock: a writable open may store the settings it was given.
-        let config = match properties::apply_stored_settings(&*storage, dir, config, read_only) {
-            Ok(config) => config,
-            Err(error) => {
-                if let Some(Err(leave_error)) = kafka_dir.map(|m| m.leave(true)) {
-                    log::warn!("{}: {leave_error}", dir.display());
-                }
-                return Err(error);
-            }
-        };
+        let (kafka_dir, lock, config) = dir_lock::enter_dir(&storage, dir, config, read_only)?;
         let now_ms = clock.now_ms();
         let mut jitter_state = (now_ms as u64) ^ 0x9E37_79B9_7F4A_7C15;
-        let mut recovered =
-            recovery::recover(&storage, dir, &config, read_only, now_ms, &mut jitter_state)?;
+        let mut recovered = recovery::recover(
+            &storage,
+            dir,
+            &config,
+            read_only,
+            rescan_from,
+            now_ms,
+            &mut jitter_state,
+        )?;
         // One listing serves every step of the open (the producer snapshots, the `.txnindex`
         // checks); recovery hands over its own unless it changed the directory since.
         let mut listing = match recovered.listing.take() {
@@ -386,24 +382,20 @@ impl Log {
             live: read_only && config.allow_live_writer,
         };
         let snapshot = Snapshot::new(
-            SegmentList::new(recovered.handles),
+            SegmentList::new(std::mem::take(&mut recovered.handles)),
             opener,
             MAX_OPEN_SEGMENTS,
         );
         let log_end_offset = recovered.active.next_offset();
-        let (producer_state, replayed_aborted) = transactions::load_producer_state(
+        let (producer_state, replayed_aborted) = derived_repair::load_derived_state(
             &storage,
             dir,
             &config,
             &snapshot,
             &mut listing,
-            transactions::LoadFrom {
-                log_start_offset: recovered.log_start_offset,
-                log_end_offset,
-                first_recovered_base: recovered.first_recovered_base,
-                read_only,
-                now_ms,
-            },
+            &mut recovered,
+            read_only,
+            now_ms,
         )?;
         let first_unstable = producer_state.first_unstable_offset().unwrap_or(i64::MAX);
         let last_txn_index_base = transactions::last_txn_index_base(&listing);
@@ -476,6 +468,16 @@ impl Log {
             high_watermark_set: AtomicBool::new(false),
             config,
         });
+        Log::start(shared)
+    }
+
+    /// Starts a log just opened on `shared`: tells the observer what the open found, and starts
+    /// the flusher (a writable log) and the maintenance thread (when
+    /// `retention.check.interval.ms` is set).
+    fn start(shared: Arc<Shared>) -> Result<Log> {
+        let read_only = shared.read_only;
+        let dir = shared.dir.clone();
+        let dir = dir.as_path();
         let flusher = if read_only {
             None
         } else {

@@ -101,7 +101,9 @@ pub enum LogEvent<'a> {
         result: Result<(), &'a Error>,
     },
     /// The log was opened: what recovery found and did (the same as
-    /// [`Log::recovery_report`](crate::Log::recovery_report)).
+    /// [`Log::recovery_report`](crate::Log::recovery_report)). Its
+    /// [`discarded`](crate::RecoveryReport::discarded) says what the open cut or deleted, if
+    /// anything: a torn tail, or corruption under `RecoveryMode::TruncateAtCorruption`.
     Recovery {
         /// The report.
         report: &'a RecoveryReport,

@@ -1,18 +1,24 @@
 //! Opening a log directory: tidying leftovers, then recovering (ARCHITECTURE.md §3, invariant 5;
-//! §6; Kafka's `LogLoader`).
+//! §7; Kafka's `LogLoader`).
 //!
 //! - **After a clean shutdown** the checkpoint's clean-shutdown fields name the active segment,
 //!   its size and the log end offset. If all three match the directory, open reads the active
 //!   segment's tail and nothing else: sealed segments stay closed until a reader needs them.
 //! - **After a crash** every segment from the one holding the offset before the recovery point
 //!   on is validated batch by batch (index entries below the point are kept after a check), and
-//!   its indexes are rebuilt. An invalid byte above the recovery point is a torn write: the
-//!   segment is truncated there and later segments are deleted. An invalid byte below it is
-//!   corruption, and [`RecoveryMode`] decides. An offset gap between segments is a lost tail
-//!   (the log is cut there) unless the log is compacted and the gap lies below the recovery
-//!   point, or the directory has no partlog checkpoint yet.
+//!   its indexes are rebuilt. An invalid byte that a crash explains is a torn write: the segment
+//!   is truncated there and later segments are deleted. A crash explains it above the recovery
+//!   point, unless it is a whole batch whose CRC is right, and, without a valid checkpoint (the
+//!   durable point unknown), only in the last segment. Any other is corruption, and
+//!   [`RecoveryMode`] decides. An offset gap between segments is a lost tail (the log is cut
+//!   there) at or above the recovery point of a valid checkpoint; elsewhere it is legal in a
+//!   compacted log and corruption in any other.
+//! - **Before any cut** what it takes is counted ([`Discarded`]): a refusal says it, and so does
+//!   the report of an open that cut.
 //! - **An interrupted compaction** is finished first: a leftover `.swap` replaces every segment
 //!   whose base lies in `[its base, its next offset)`.
+//! - **A repair** (`rescan_from`) validates every segment from the damaged one on from byte 0,
+//!   whatever the checkpoint says.
 //!
 //! A read-only open never writes: it validates the same way, but keeps rebuilt indexes in memory
 //! and simply stops reading at the first invalid byte.
@@ -22,13 +28,14 @@ use std::sync::Arc;
 
 use super::checkpoint::{CheckpointFile, CheckpointRecord};
 use super::dir_listing::DirListing;
+use super::discarded::{CutPlan, DiscardReason, Discarded};
 use super::snapshot::SegmentHandle;
 use super::stats::RecoveryReport;
 use super::{LogConfig, RecoveryMode, next_random};
 use crate::error::{Error, Result};
 use crate::segment::{
-    InvalidBytes, RisingEpochs, ScanReport, Segment, SegmentFileKind, SegmentRole, TransientSuffix,
-    parse_segment_file_name, segment_file_path,
+    BatchWalker, InvalidBytes, RisingEpochs, ScanReport, Segment, SegmentFileKind, SegmentRole,
+    Step, TransientSuffix, parse_segment_file_name, segment_file_path,
 };
 use crate::storage::{OpenMode, Storage, drop_cached_tail};
 
@@ -61,11 +68,17 @@ pub(crate) struct Recovered {
 /// In phases, as Kafka's `LogLoader.load()`: tidy the directory, read the checkpoint, then
 /// either start a new log, trust a clean shutdown, or scan from the recovery point; then apply
 /// the log start offset, and record what recovery made durable.
+///
+/// `rescan_from` (a repair's open) distrusts everything from the segment holding that offset on:
+/// the clean-shutdown record is ignored, and every segment from there is validated from byte 0
+/// with its indexes rebuilt (and, by the producer-state load, its `.txnindex`). The recovery
+/// point still decides what is corruption.
 pub(crate) fn recover(
     storage: &Arc<dyn Storage>,
     dir: &Path,
     config: &LogConfig,
     read_only: bool,
+    rescan_from: Option<i64>,
     now_ms: i64,
     jitter_state: &mut u64,
 ) -> Result<Recovered> {
@@ -106,7 +119,7 @@ pub(crate) fn recover(
     // Phase 3: trust a clean shutdown whose record matches the directory, or scan from the
     // recovery point. A live writer may append to the segment that the clean-shutdown record
     // names: its tail must be indexed in memory, which only the recovery scan does.
-    let clean_active = if live {
+    let clean_active = if live || rescan_from.is_some() {
         None
     } else {
         match clean_shutdown_active(
@@ -138,10 +151,13 @@ pub(crate) fn recover(
             dir,
             config,
             &bases,
-            record,
-            read_only,
+            UncleanOpen {
+                record,
+                read_only,
+                rescan_from,
+                now_ms,
+            },
             active_config,
-            now_ms,
             report,
         )?
     };
@@ -280,10 +296,25 @@ fn restart_at_log_start(
         recovered.active.next_offset(),
         recovered.log_start_offset
     );
+    let first_base = recovered.handles.first().map_or(0, |h| h.base_offset());
+    let mut discarded = Discarded {
+        reason: DiscardReason::BelowLogStart,
+        file: segment_file_path(dir, first_base, SegmentFileKind::Log),
+        position: 0,
+        cut_offset: recovered.log_start_offset,
+        end_offset: recovered.active.next_offset(),
+        records: 0,
+        bytes: 0,
+        deleted_segments: Vec::with_capacity(recovered.handles.len()),
+    };
     for handle in &recovered.handles {
+        let log_path = segment_file_path(dir, handle.base_offset(), SegmentFileKind::Log);
+        discarded.bytes += storage.metadata(&log_path).map_or(0, |m| m.len);
         remove_segment_files(&**storage, dir, handle.base_offset())?;
+        discarded.deleted_segments.push(log_path);
         recovered.report.segments_deleted += 1;
     }
+    recovered.report.discarded = Some(discarded);
     let active = Arc::new(Segment::create(
         storage,
         dir,
@@ -402,38 +433,52 @@ fn clean_shutdown_active(
     Ok(Some(Arc::new(active)))
 }
 
+/// How an unclean recovery opens: the checkpoint's record, read-only or not, and from where a
+/// repair rescans.
+#[derive(Clone, Copy)]
+struct UncleanOpen {
+    record: Option<CheckpointRecord>,
+    read_only: bool,
+    rescan_from: Option<i64>,
+    now_ms: i64,
+}
+
 /// Validates every segment from the one holding the recovery point on.
-#[allow(
-    clippy::too_many_arguments,
-    reason = "one call site; the parts are all distinct"
-)]
 fn recover_unclean(
     storage: &Arc<dyn Storage>,
     dir: &Path,
     config: &LogConfig,
     bases: &[i64],
-    record: Option<CheckpointRecord>,
-    read_only: bool,
+    open: UncleanOpen,
     active_config: crate::segment::SegmentConfig,
-    now_ms: i64,
     mut report: RecoveryReport,
 ) -> Result<Recovered> {
+    let UncleanOpen {
+        record,
+        read_only,
+        rescan_from,
+        now_ms,
+    } = open;
     // Phase 1: the recovery point, and the first segment to scan.
     let first_base = bases[0];
-    // Compaction leaves gaps only below a recovery point it recorded first, so in a log with
-    // partlog's checkpoint a gap at or above the point is a lost tail, as in any log. Without
-    // one (a Kafka directory opened for the first time) a gap may be Kafka's cleaner's work.
-    let gaps_below_recovery_point_only = record.is_some();
     let recovery_point = record
         .map_or(first_base, |r| r.recovery_point)
         .max(first_base);
     report.recovery_point = recovery_point;
     // From the segment holding the offset before the recovery point: a segment that ends
     // exactly at the point was sealed after it was recorded (its final time-index entry and
-    // trimmed index lengths may not have reached the disk), so it is checked too.
-    let start = bases
+    // trimmed index lengths may not have reached the disk), so it is checked too. A repair
+    // starts at the damaged segment if that lies lower, and trusts no index entry from there.
+    let mut start = bases
         .partition_point(|&b| b < recovery_point)
         .saturating_sub(1);
+    if let Some(from) = rescan_from {
+        start = start.min(bases.partition_point(|&b| b <= from).saturating_sub(1));
+    }
+    let trust_point = match rescan_from {
+        Some(_) => bases[start],
+        None => recovery_point,
+    };
 
     // Phase 2: scan each segment from there, up to the first invalid byte or lost tail.
     let scan = UncleanScan {
@@ -444,7 +489,10 @@ fn recover_unclean(
         read_only,
         now_ms,
         recovery_point,
-        gaps_below_recovery_point_only,
+        trust_point,
+        // Without partlog's checkpoint (missing, or neither slot valid) nothing says what was
+        // durable: a Kafka directory opened for the first time, or a damaged one.
+        durable_point_known: record.is_some(),
     };
     let mut scanned_epochs = RisingEpochs::default();
     let (mut scanned, deleted_from) =
@@ -515,9 +563,22 @@ struct UncleanScan<'a> {
     bases: &'a [i64],
     read_only: bool,
     now_ms: i64,
+    /// Every offset below it was durable: an invalid byte below it is corruption.
     recovery_point: i64,
-    /// The log has partlog's checkpoint: a compaction's gaps lie below the recovery point.
-    gaps_below_recovery_point_only: bool,
+    /// Index entries below it are kept after a check (the recovery point, or a repair's first
+    /// rescanned base).
+    trust_point: i64,
+    /// The log has a valid partlog checkpoint. Without one, only the torn tail of the last
+    /// segment can be told from damage, and compaction's gaps may lie anywhere.
+    durable_point_known: bool,
+}
+
+/// How a cut of the log is judged.
+enum CutKind {
+    /// What a crash leaves: cut it, whatever the mode.
+    Crash(DiscardReason),
+    /// What no crash explains: [`RecoveryMode`] decides.
+    Corruption,
 }
 
 impl UncleanScan<'_> {
@@ -538,8 +599,7 @@ impl UncleanScan<'_> {
             bases,
             read_only,
             now_ms,
-            recovery_point,
-            gaps_below_recovery_point_only,
+            ..
         } = *self;
         let mut scanned: Vec<Arc<Segment>> = Vec::new();
         let mut deleted_from = None;
@@ -557,46 +617,33 @@ impl UncleanScan<'_> {
             }
             let segment =
                 Segment::open_for_recovery(storage, dir, base, segment_config, now_ms, read_only)?;
-            let mut scan = segment.recover_noting_epochs(recovery_point, scanned_epochs)?;
+            let mut scan = segment.recover_noting_epochs(self.trust_point, scanned_epochs)?;
             report.segments_scanned += 1;
             report.bytes_scanned += scan.valid_bytes - scan.scanned_from;
-            let next_base_overlap = bases
-                .get(i + 1)
-                .is_some_and(|&next| scan.next_offset > next);
+            let next_base = bases.get(i + 1).copied();
             if let Some(invalid) = scan.first_invalid.take() {
-                self.truncate_invalid_tail(&segment, &scan, invalid, report)?;
+                self.cut_at_invalid_bytes(i, &segment, &scan, invalid, report)?;
                 scanned.push(Arc::new(segment));
                 deleted_from = Some(i + 1);
                 break;
             }
-            let gap_before_next = bases
-                .get(i + 1)
-                .is_some_and(|&next| scan.next_offset < next);
-            let gap_is_lost_tail = !config.cleanup_policy.compact
-                || (gaps_below_recovery_point_only && scan.next_offset >= recovery_point);
-            if gap_before_next && gap_is_lost_tail {
-                // Offsets are assigned without gaps outside a compacted log (and compaction's
-                // gaps lie below the recovery point), so a segment that ends before the next one
-                // begins lost its unsynced tail while the next segment's name (and some of its
-                // unsynced data) reached the disk: what follows is not a continuation of this
-                // log, and keeping it would leave a hole. Cut it off.
-                log::info!(
-                    "{}: ends at offset {} but the next segment starts at {}; dropping what follows",
-                    segment.log_path().display(),
-                    scan.next_offset,
-                    bases[i + 1]
-                );
+            if let Some(next) = next_base
+                && scan.next_offset < next
+                && self.cut_at_gap(i, &segment, &scan, next, report)?
+            {
                 scanned.push(Arc::new(segment));
                 deleted_from = Some(i + 1);
                 break;
             }
-            if next_base_overlap {
+            if let Some(next) = next_base
+                && scan.next_offset > next
+            {
                 return Err(Error::Corrupt {
                     file: segment.log_path(),
                     position: scan.valid_bytes,
                     what: crate::error::Corruption::OffsetOrder {
                         offset: scan.next_offset - 1,
-                        bound: bases[i + 1],
+                        bound: next,
                     },
                 });
             }
@@ -605,45 +652,36 @@ impl UncleanScan<'_> {
         Ok((scanned, deleted_from))
     }
 
-    /// Cuts `segment` at the first invalid byte its scan found: a torn tail above the recovery
-    /// point, or corruption below it, which [`RecoveryMode`] decides about.
-    fn truncate_invalid_tail(
+    /// Cuts the `i`th segment at the first invalid byte its scan found: a torn tail, or
+    /// corruption, which [`RecoveryMode`] decides about. Invalid bytes are corruption below the
+    /// recovery point, in a batch whose CRC is right (no torn write leaves one), and, when the
+    /// durable point is unknown, anywhere but in the last segment.
+    fn cut_at_invalid_bytes(
         &self,
+        i: usize,
         segment: &Segment,
         scan: &ScanReport,
         invalid: InvalidBytes,
         report: &mut RecoveryReport,
     ) -> Result<()> {
-        let recovery_point = self.recovery_point;
-        let below_recovery_point = scan.next_offset < recovery_point;
-        if below_recovery_point {
-            let file = segment.log_path();
-            match self.config.recovery_mode {
-                RecoveryMode::Fail => {
-                    return Err(Error::Corrupt {
-                        file,
-                        position: invalid.position,
-                        what: invalid.what,
-                    });
-                }
-                RecoveryMode::TruncateAtCorruption => {
-                    log::error!(
-                        "{}: corruption at byte {} below the recovery point ({}); truncating",
-                        file.display(),
-                        invalid.position,
-                        invalid.what
-                    );
-                    report.corruption = Some((file, invalid.position, invalid.what));
-                }
-            }
+        let is_last = i + 1 == self.bases.len();
+        let crash_explains = scan.next_offset >= self.recovery_point
+            && (self.durable_point_known || is_last)
+            && !batch_crc_holds(segment, &invalid, scan.file_bytes)?;
+        let kind = if crash_explains {
+            CutKind::Crash(DiscardReason::TornTail)
         } else {
-            log::info!(
-                "{}: torn tail at byte {} ({}); truncating",
-                segment.log_path().display(),
-                invalid.position,
-                invalid.what
-            );
-        }
+            CutKind::Corruption
+        };
+        self.cut(
+            i,
+            segment,
+            scan,
+            invalid.position,
+            invalid.what,
+            kind,
+            report,
+        )?;
         if !self.read_only {
             report.bytes_truncated += segment.truncate_tail(scan.valid_bytes)?;
         } else {
@@ -651,6 +689,122 @@ impl UncleanScan<'_> {
         }
         Ok(())
     }
+
+    /// Judges the gap between the `i`th segment, whose batches end at `scan.next_offset`, and
+    /// the next one, at `next`; true if the log is cut there. Offsets are assigned without gaps
+    /// outside a compacted log, and compaction's gaps lie below the recovery point it recorded
+    /// first: a gap above the point is a lost tail (the next segment's name reached the disk,
+    /// this tail did not), and any other gap in a log that is not compacted is corruption.
+    /// Without partlog's checkpoint a compacted log's gaps are legal wherever they lie (a
+    /// Kafka directory opened for the first time: Kafka's cleaner leaves them).
+    fn cut_at_gap(
+        &self,
+        i: usize,
+        segment: &Segment,
+        scan: &ScanReport,
+        next: i64,
+        report: &mut RecoveryReport,
+    ) -> Result<bool> {
+        let lost_tail = self.durable_point_known && scan.next_offset >= self.recovery_point;
+        let kind = if lost_tail {
+            CutKind::Crash(DiscardReason::LostTail)
+        } else if self.config.cleanup_policy.compact {
+            return Ok(false);
+        } else {
+            CutKind::Corruption
+        };
+        let what = crate::error::Corruption::MissingOffsets {
+            from: scan.next_offset,
+            to: next,
+        };
+        self.cut(i, segment, scan, scan.valid_bytes, what, kind, report)?;
+        Ok(true)
+    }
+
+    /// Decides a cut of the `i`th segment at byte `position`, where `what` is wrong: counts
+    /// what it takes, refuses it if it is corruption and the mode says so (changing nothing),
+    /// and otherwise reports it. The caller truncates.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the two cuts' shared step; the parts are all distinct"
+    )]
+    fn cut(
+        &self,
+        i: usize,
+        segment: &Segment,
+        scan: &ScanReport,
+        position: u64,
+        what: crate::error::Corruption,
+        kind: CutKind,
+        report: &mut RecoveryReport,
+    ) -> Result<()> {
+        let plan = CutPlan {
+            storage: self.storage,
+            dir: self.dir,
+            bases: self.bases,
+            index: i,
+            position,
+            cut_offset: scan.next_offset,
+            file_bytes: scan.file_bytes,
+            dense: !self.config.cleanup_policy.compact,
+        };
+        let file = segment.log_path();
+        let reason = match kind {
+            CutKind::Crash(reason) => reason,
+            CutKind::Corruption => match self.config.recovery_mode {
+                RecoveryMode::Fail if self.durable_point_known => {
+                    return Err(Error::Corrupt {
+                        file,
+                        position,
+                        what,
+                    });
+                }
+                RecoveryMode::Fail => {
+                    return Err(Error::DamagedWithoutCheckpoint {
+                        file,
+                        position,
+                        what,
+                        discarded: Box::new(plan.count(DiscardReason::Corruption)?),
+                    });
+                }
+                RecoveryMode::TruncateAtCorruption => {
+                    report.corruption = Some((file, position, what));
+                    DiscardReason::Corruption
+                }
+            },
+        };
+        let discarded = plan.count(reason)?;
+        if self.read_only {
+            log::warn!(
+                "{}: a read-only open leaves out {discarded}",
+                self.dir.display()
+            );
+        } else if reason == DiscardReason::Corruption {
+            log::error!("{}: recovery discards {discarded}", self.dir.display());
+        } else {
+            log::warn!("{}: recovery discards {discarded}", self.dir.display());
+        }
+        report.discarded = Some(discarded);
+        Ok(())
+    }
+}
+
+/// Whether the invalid bytes at `invalid.position` of `segment` (a file of `file_bytes`) are a
+/// whole batch whose CRC is right but whose header values fail a check (a last offset that
+/// overflows, or that no offset can follow): a torn write cannot leave that. Other checks (an
+/// offset out of order) can fail on stale bytes a crash exposes, and stay a torn tail.
+fn batch_crc_holds(segment: &Segment, invalid: &InvalidBytes, file_bytes: u64) -> Result<bool> {
+    if !matches!(invalid.what, crate::error::Corruption::BadHeader(_)) {
+        return Ok(false);
+    }
+    let path = segment.log_path();
+    let mut walker = BatchWalker::new(segment.log_file(), &path, file_bytes);
+    let frame = match walker.frame_at(invalid.position) {
+        Ok(Step::Batch(frame)) => frame,
+        Ok(_) | Err(Error::Corrupt { .. }) => return Ok(false),
+        Err(error) => return Err(error),
+    };
+    Ok(crate::format::frame_crc_holds(walker.batch_bytes(&frame)?))
 }
 
 /// Drops the cached pages of the segment's index files, as [`Segment::recover_from`] does for

@@ -3,6 +3,7 @@
 use crate::sync::atomic::{AtomicU64, Ordering};
 use std::path::PathBuf;
 
+use super::discarded::Discarded;
 use crate::error::Corruption;
 
 /// A point-in-time view of a log's counters, from [`Log::stats`](crate::Log::stats).
@@ -87,8 +88,21 @@ pub struct RecoveryReport {
     pub bytes_truncated: u64,
     /// Segments deleted because they followed the truncation point.
     pub segments_deleted: usize,
-    /// Corruption found below the recovery point (only reported when the mode truncates).
+    /// Corruption found below the recovery point, or in a log whose durable point is unknown
+    /// (only reported when the mode truncates).
     pub corruption: Option<(PathBuf, u64, Corruption)>,
+    /// What the open truncated and deleted (a read-only open: what it left out of its view),
+    /// why, and how many records that was: `None` when it discarded nothing. Every open that
+    /// discards data says so here, in the [`LogEvent::Recovery`](crate::LogEvent::Recovery)
+    /// event, and in a warning through the `log` crate.
+    pub discarded: Option<Discarded>,
+    /// Index files (`.index`, `.timeindex`) of sealed segments that a writable open found
+    /// missing and rebuilt from the log.
+    pub rebuilt_indexes: Vec<PathBuf>,
+    /// The bases of the segments whose `.txnindex` a writable open rebuilt because it found an
+    /// ABORT marker no `.txnindex` entry listed (recovery's own rebuild of the segments it
+    /// scanned is not counted here).
+    pub rebuilt_txn_indexes_from: Option<i64>,
     /// Leftover files removed: `.deleted` files and index files without a `.log`.
     pub stray_files_removed: Vec<String>,
     /// The log end offset after recovery.

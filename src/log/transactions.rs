@@ -97,6 +97,14 @@ impl ProducerStateEntry {
 }
 
 impl Log {
+    /// The aborted transactions whose ABORT marker lies at or above `from` that a read-only
+    /// open's producer-state replay met, in marker order, each with the last stable offset that
+    /// a writable open's replay writes into the `.txnindex` ([`upgrade_dir`](crate::upgrade_dir)
+    /// writes them for the segments the source's open had to recover).
+    pub(crate) fn replayed_aborted_from(&self, from: i64) -> Vec<AbortedTxn> {
+        self.shared.replayed_aborted_in(from, i64::MAX)
+    }
+
     /// Appends a transaction marker (a COMMIT or ABORT control batch, as a Kafka broker writes
     /// for its transaction coordinator) that ends `producer_id`'s open transaction on this
     /// partition, and returns where it landed.
@@ -492,7 +500,9 @@ pub(super) struct LoadFrom {
     pub(super) now_ms: i64,
 }
 
-/// The producer state of a log just recovered: see the [module docs](self).
+/// The producer state of a log just recovered (see the [module docs](self)), the aborted
+/// transactions a read-only open's replay met, and the base from which a writable open rebuilt
+/// the `.txnindex` files because it found an ABORT marker none listed.
 pub(super) fn load_producer_state(
     storage: &Arc<dyn Storage>,
     dir: &Path,
@@ -500,7 +510,7 @@ pub(super) fn load_producer_state(
     snapshot: &Snapshot,
     listing: &mut DirListing,
     from: LoadFrom,
-) -> Result<(ProducerStateManager, Vec<AbortedTxn>)> {
+) -> Result<(ProducerStateManager, Vec<AbortedTxn>, Option<i64>)> {
     let mut snapshots = listing.snapshot_offsets();
     if !from.read_only {
         // Kafka's removeStraySnapshots, and what no rename finished: a snapshot above the log
@@ -567,32 +577,62 @@ pub(super) fn load_producer_state(
             (a, b) => a.or(b),
         }
     };
-    let loaded = replay_state(
+    // A read-only open of a log that needs recovery cannot rebuild the `.txnindex` files of the
+    // segments it scanned, which a crash may have left without their last entries (Kafka
+    // creates the file lazily): its replay starts at or below the first of them, so that the
+    // aborted transactions there are known in memory ([`Shared::replayed_aborted`]).
+    let replay_limit = if from.read_only {
+        from.first_recovered_base
+    } else {
+        rebuild_txn_index_from
+    };
+    let replay = |rebuild_txn_index_from: Option<i64>, limit: Option<i64>| Replay {
+        log_start_offset: from.log_start_offset,
+        log_end_offset: from.log_end_offset,
+        snapshot_limit: limit.unwrap_or(from.log_end_offset),
+        rebuild_txn_index_from,
+        validated_from: from.first_recovered_base,
+        delete_bad: !from.read_only,
+        collect_aborted: from.read_only,
+        high_watermark: i64::MAX,
+        now_ms: from.now_ms,
+        // A corrupt snapshot this load deletes stays in `listing`: no later step of the
+        // open reads snapshots from it.
+        listed_snapshots: Some(snapshots.clone()),
+    };
+    let mut loaded = replay_state(
         &**storage,
         dir,
         config,
         snapshot,
-        Replay {
-            log_start_offset: from.log_start_offset,
-            log_end_offset: from.log_end_offset,
-            snapshot_limit: rebuild_txn_index_from.unwrap_or(from.log_end_offset),
-            rebuild_txn_index_from,
-            validated_from: from.first_recovered_base,
-            delete_bad: !from.read_only,
-            collect_aborted: from.read_only,
-            high_watermark: i64::MAX,
-            now_ms: from.now_ms,
-            // A corrupt snapshot this load deletes stays in `listing`: no later step of the
-            // open reads snapshots from it.
-            listed_snapshots: Some(snapshots),
-        },
+        replay(rebuild_txn_index_from, replay_limit),
     )?;
-    if !from.read_only && rebuild_txn_index_from.is_some() {
+    let mut rebuilt_from = None;
+    if !from.read_only
+        && let Some(base) =
+            super::derived_repair::first_unlisted_abort(&loaded.0, snapshot, from.log_start_offset)?
+        && rebuild_txn_index_from.is_none_or(|rebuilt| base < rebuilt)
+    {
+        log::warn!(
+            "{}: the segment at {base} holds an ABORT marker that its .txnindex does not list \
+             (the file was lost or cut); rebuilding the .txnindex files from there",
+            dir.display()
+        );
+        loaded = replay_state(
+            &**storage,
+            dir,
+            config,
+            snapshot,
+            replay(Some(base), Some(base)),
+        )?;
+        rebuilt_from = Some(base);
+    }
+    if !from.read_only && (rebuild_txn_index_from.is_some() || rebuilt_from.is_some()) {
         storage.sync_dir(dir)?;
         // The replay created `.txnindex` files: whoever reads the listing next must see them.
         *listing = DirListing::read(&**storage, dir)?;
     }
-    Ok(loaded)
+    Ok((loaded.0, loaded.1, rebuilt_from))
 }
 
 /// The first segment below `below` whose `.txnindex` fails its sanity check, with the error.

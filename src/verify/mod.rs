@@ -18,8 +18,11 @@ use crate::storage::{FileLock, LockMode, Storage};
 
 mod epoch_check;
 mod index_check;
+mod repair;
 mod txn_check;
 mod walk;
+
+pub use repair::{RepairPlan, repair_dir};
 
 use walk::{InvalidAt, SegmentWalk, list_segments, walk_segment};
 
@@ -124,6 +127,9 @@ pub struct VerifyReport {
     pub segments: Vec<SegmentSummary>,
     /// Everything found, in the order of the files.
     pub findings: Vec<Finding>,
+    /// What a repair ([`repair_dir`]) of what was found does: where it rescans from, and what
+    /// cutting the log at corruption would take.
+    pub repair: RepairPlan,
 }
 
 impl VerifyReport {
@@ -223,22 +229,23 @@ pub fn verify_dir(dir: impl AsRef<Path>, config: &LogConfig) -> Result<VerifyRep
 
     // Phase 2: grade the problems as recovery would.
     let grading = Grading::new(record, first_base, &bases, &walks, config, &mut findings);
-    let cut_at = grading.grade(&walks, &mut findings);
+    let cuts = grading.grade(&walks, &mut findings);
     txn_check::check_producer_state_files(
         &storage,
         dir,
-        &bases,
+        &walks,
         grading.first_rescanned,
         grading.clean_shutdown,
         &mut findings,
     )?;
 
     // Then the report. The log ends where the next writable open would cut it.
-    let log_end_offset = match cut_at {
+    let log_end_offset = match cuts.torn {
         Some((_, end)) => end,
         None => walks.last().map_or(first_base, |w| w.summary.next_offset),
     };
     epoch_check::check_leader_epoch_checkpoint(&*storage, dir, log_end_offset, &mut findings)?;
+    let repair = repair::plan(&walks, &findings, cuts.corrupt, grading.compacted);
     Ok(VerifyReport {
         dir: dir.to_path_buf(),
         checkpoint_found: record.is_some(),
@@ -248,6 +255,7 @@ pub fn verify_dir(dir: impl AsRef<Path>, config: &LogConfig) -> Result<VerifyRep
         log_end_offset,
         segments: walks.into_iter().map(|w| w.summary).collect(),
         findings,
+        repair,
     })
 }
 
@@ -297,11 +305,29 @@ fn walk_segments(
     locked: bool,
 ) -> Result<Vec<SegmentWalk>> {
     let mut walks = Vec::with_capacity(bases.len());
+    let mut txns = walk::TxnTracker::default();
     for &base in bases {
         // Mapping is safe only while the lock keeps writers (who may shrink files) away.
-        walks.push(walk_segment(storage, dir, base, config, locked)?);
+        walks.push(walk_segment(storage, dir, base, config, locked, &mut txns)?);
     }
     Ok(walks)
+}
+
+/// Where the log would be cut in a segment.
+enum Cut {
+    None,
+    /// At its end, by the next writable open: what a crash leaves.
+    Torn,
+    /// At this byte, by a repair that accepts losing records: corruption.
+    Corrupt(u64),
+}
+
+/// Where [`Grading::grade`] found the log cut.
+struct Cuts {
+    /// Where the next writable open cuts it: the segment and the new log end offset.
+    torn: Option<(usize, i64)>,
+    /// The first corruption a repair cuts at: the segment and the byte.
+    corrupt: Option<(usize, u64)>,
 }
 
 /// What recovery would make of the log, which decides how serious each problem is (phase 2).
@@ -353,9 +379,11 @@ impl Grading {
     }
 
     /// Grades every segment's problems, in order, and returns where the next writable open
-    /// cuts the log, if it does: the segment that ends it and the new log end offset.
-    fn grade(&self, walks: &[SegmentWalk], findings: &mut Vec<Finding>) -> Option<(usize, i64)> {
+    /// cuts the log, if it does (the segment that ends it and the new log end offset), and
+    /// where the first corruption a repair would cut the log at lies (the segment and the byte).
+    fn grade(&self, walks: &[SegmentWalk], findings: &mut Vec<Finding>) -> Cuts {
         let mut cut_at: Option<(usize, i64)> = None;
+        let mut corrupt_at: Option<(usize, u64)> = None;
         for (i, walk) in walks.iter().enumerate() {
             if let Some((cut, _)) = cut_at {
                 findings.push(Finding {
@@ -370,23 +398,29 @@ impl Grading {
                 });
                 continue;
             }
-            if self.grade_segment(walks, i, findings) {
-                cut_at = Some((i, walk.summary.next_offset));
+            match self.grade_segment(walks, i, findings) {
+                Cut::None => {}
+                Cut::Torn => cut_at = Some((i, walk.summary.next_offset)),
+                Cut::Corrupt(position) => {
+                    corrupt_at.get_or_insert((i, position));
+                }
             }
         }
-        cut_at
+        Cuts {
+            torn: cut_at,
+            corrupt: corrupt_at,
+        }
     }
 
-    /// Grades what the walk of segment `i` found; true if the next writable open cuts the log
-    /// at its end.
-    fn grade_segment(&self, walks: &[SegmentWalk], i: usize, findings: &mut Vec<Finding>) -> bool {
+    /// Grades what the walk of segment `i` found, and where the log would be cut in it.
+    fn grade_segment(&self, walks: &[SegmentWalk], i: usize, findings: &mut Vec<Finding>) -> Cut {
         let walk = &walks[i];
         let rescanned = i >= self.first_rescanned;
         let torn = match &walk.invalid {
             Some(invalid) => {
                 self.grade_invalid_bytes(walk, invalid, walks.len() - i - 1, rescanned, findings)
             }
-            None => false,
+            None => Cut::None,
         };
         self.grade_found_problems(walk, rescanned, findings);
         if walk.invalid.is_some() {
@@ -394,13 +428,13 @@ impl Grading {
             return torn;
         }
         let Some(next) = walks.get(i + 1) else {
-            return false;
+            return Cut::None;
         };
         self.grade_continuity(walk, next, rescanned, findings)
     }
 
-    /// Grades the bytes where the walk of a segment stopped: a torn tail (true: the log is cut
-    /// there) or corruption. `later` is the number of segments after this one.
+    /// Grades the bytes where the walk of a segment stopped: a torn tail or corruption, where
+    /// the log is cut. `later` is the number of segments after this one.
     fn grade_invalid_bytes(
         &self,
         walk: &SegmentWalk,
@@ -408,11 +442,16 @@ impl Grading {
         later: usize,
         rescanned: bool,
         findings: &mut Vec<Finding>,
-    ) -> bool {
+    ) -> Cut {
         let recovery_point = self.recovery_point;
         let log_path = walk.summary.log_path.clone();
         let next_offset = walk.summary.next_offset;
-        let torn = rescanned && next_offset >= recovery_point;
+        // As recovery: without a valid checkpoint only the last segment's tail can be torn,
+        // and a whole batch whose CRC is right was never torn.
+        let torn = rescanned
+            && next_offset >= recovery_point
+            && (self.checkpoint_found || later == 0)
+            && !invalid.crc_right;
         let bytes = walk.summary.log_bytes - invalid.position;
         if torn {
             let what = format!(
@@ -433,15 +472,24 @@ impl Grading {
                 what,
             });
         } else {
-            let why = if self.clean_shutdown {
+            let why = if invalid.crc_right {
+                "in a whole batch whose CRC is right, which no torn write leaves".to_string()
+            } else if self.clean_shutdown {
                 "in a cleanly closed log".to_string()
             } else if !rescanned {
                 format!(
                     "in a segment wholly below the recovery point {recovery_point}, which \
                      recovery trusts"
                 )
-            } else {
+            } else if next_offset < recovery_point {
                 format!("below the recovery point {recovery_point}")
+            } else {
+                format!(
+                    "in a segment that {later} later segment{}, and without a valid \
+                     partlog.checkpoint the durable point is unknown: no crash explains it, and \
+                     the next writable open refuses to cut the log here",
+                    if later == 1 { " follows" } else { "s follow" }
+                )
             };
             findings.push(Finding {
                 severity: Severity::Corruption,
@@ -453,7 +501,11 @@ impl Grading {
                 ),
             });
         }
-        torn
+        if torn {
+            Cut::Torn
+        } else {
+            Cut::Corrupt(invalid.position)
+        }
     }
 
     /// Grades the rest of what the walk of a segment found: its notes, batches whose CRC holds
@@ -505,14 +557,14 @@ impl Grading {
     }
 
     /// Grades how a whole segment meets the next one: overlapping offsets, or a gap, which is
-    /// a lost tail (true: the log is cut there), corruption, or legal in a compacted log.
+    /// a lost tail or corruption (the log is cut there), or legal in a compacted log.
     fn grade_continuity(
         &self,
         walk: &SegmentWalk,
         next: &SegmentWalk,
         rescanned: bool,
         findings: &mut Vec<Finding>,
-    ) -> bool {
+    ) -> Cut {
         let log_path = walk.summary.log_path.clone();
         let next_offset = walk.summary.next_offset;
         let next_base = next.summary.base_offset;
@@ -530,9 +582,8 @@ impl Grading {
             let compacted = self.compacted;
             // As recovery: compaction leaves gaps only below a recovery point it recorded, so
             // with partlog's checkpoint a gap at or above the point is a lost tail there too.
-            let lost_tail = rescanned
-                && next_offset >= self.recovery_point
-                && (!compacted || self.checkpoint_found);
+            let lost_tail =
+                rescanned && next_offset >= self.recovery_point && self.checkpoint_found;
             if lost_tail {
                 findings.push(Finding {
                     severity: Severity::CrashState,
@@ -544,7 +595,7 @@ impl Grading {
                          open drops the segments from {next_base} on"
                     ),
                 });
-                return true;
+                return Cut::Torn;
             } else if !compacted {
                 findings.push(Finding {
                     severity: Severity::Corruption,
@@ -552,12 +603,19 @@ impl Grading {
                     position: Some(walk.summary.valid_bytes),
                     what: format!(
                         "offsets [{next_offset}, {next_base}) are missing between this segment \
-                         and the next (gaps are legal only in a compacted log)"
+                         and the next (gaps are legal only in a compacted log{})",
+                        if self.checkpoint_found {
+                            ""
+                        } else {
+                            "; without a valid partlog.checkpoint the durable point is unknown, \
+                             so no crash explains one"
+                        }
                     ),
                 });
+                return Cut::Corrupt(walk.summary.valid_bytes);
             }
         }
-        false
+        Cut::None
     }
 }
 
@@ -737,8 +795,12 @@ mod tests {
         assert_eq!(verify(temp.path()).findings, Vec::new());
     }
 
+    /// Issue 29, item 9: without a checkpoint the durable point is unknown, so a middle
+    /// segment cut short is damage, not a torn tail: verify grades it as corruption, a writable
+    /// open refuses to cut the log there (saying what would go), and
+    /// `RecoveryMode::TruncateAtCorruption` cuts it where verify said, reporting it.
     #[test]
-    fn without_a_checkpoint_a_torn_middle_segment_cuts_the_log_where_recovery_does() {
+    fn item9_without_a_checkpoint_a_short_middle_segment_is_corruption_for_verify_and_recovery() {
         let temp = tempfile::tempdir().unwrap();
         write_log(temp.path());
         let before = verify(temp.path());
@@ -748,29 +810,44 @@ mod tests {
         let middle = segment(temp.path(), &before, 1, SegmentFileKind::Log);
         set_len(&middle, read_file(&middle).len() as u64 / 2);
         let report = verify(temp.path());
-        assert!(!report.is_corrupt(), "{:#?}", report.findings);
+        assert!(report.is_corrupt(), "{:#?}", report.findings);
         assert_eq!(report.recovery_point, 0);
         let later = before.segments.len() - 2;
-        let crash = only(&report, Severity::CrashState);
-        // The torn tail, the middle segment's indexes past it, and each later segment.
+        let corrupt = only(&report, Severity::Corruption);
         assert!(
-            crash
+            corrupt
                 .iter()
-                .any(|f| f.file == middle && f.what.starts_with("torn tail"))
+                .any(|f| f.file == middle && f.what.contains("the durable point is unknown")),
+            "{corrupt:#?}"
         );
-        assert_eq!(
-            crash
-                .iter()
-                .filter(|f| f
-                    .what
-                    .starts_with("the next writable open deletes this segment"))
-                .count(),
-            later
-        );
+        let cut = report.repair.cut.clone().expect("a planned cut");
+        assert_eq!(cut.file, middle);
+        assert_eq!(cut.deleted_segments.len(), later);
+        let lost: u64 = report.segments[2..].iter().map(|s| s.records).sum::<u64>()
+            + u64::try_from(report.segments[2].base_offset - report.segments[1].next_offset)
+                .unwrap();
+        assert_eq!(cut.records, lost);
 
-        let log = Log::open(temp.path(), config()).unwrap();
-        assert_eq!(log.log_end_offset(), report.log_end_offset);
+        let bytes_before = read_file(&middle);
+        match Log::open(temp.path(), config()) {
+            Err(Error::DamagedWithoutCheckpoint {
+                file, discarded, ..
+            }) => {
+                assert_eq!(file, middle);
+                assert_eq!(discarded.records, lost);
+                assert_eq!(discarded.deleted_segments, cut.deleted_segments);
+            }
+            other => panic!("expected a refusal: {other:?}"),
+        }
+        assert_eq!(read_file(&middle), bytes_before);
+        assert_eq!(verify(temp.path()).segments.len(), before.segments.len());
+
+        let mut truncate = config();
+        truncate.recovery_mode = crate::RecoveryMode::TruncateAtCorruption;
+        let log = Log::open(temp.path(), truncate).unwrap();
+        assert_eq!(log.log_end_offset(), report.segments[1].next_offset);
         assert_eq!(log.recovery_report().segments_deleted, later);
+        assert_eq!(log.recovery_report().discarded.as_ref(), Some(&cut));
     }
 
     #[test]

@@ -1,39 +1,41 @@
 //! The checks of Kafka's producer-state files: each segment's `.txnindex` (its sanity check,
-//! and every entry against the ABORT markers of its `.log`) and every `.snapshot` (version, CRC
-//! and entry count; FORMAT.md §9 and §10).
+//! every entry against the ABORT markers of its `.log`, and every ABORT marker against the
+//! entries) and every `.snapshot` (version, CRC and entry count; FORMAT.md §9 and §10).
 
-use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
+use super::walk::SegmentWalk;
 use super::{Finding, Severity};
 use crate::error::{Error, Result};
-use crate::format::{BatchView, ControlRecordType, control_record_type};
 use crate::log::producer_state::snapshot_file::{list_snapshots, read_snapshot, snapshot_path};
-use crate::segment::{BatchWalker, SegmentFileKind, Step, TransactionIndex, segment_file_path};
-use crate::storage::{OpenMode, Storage};
+use crate::segment::{SegmentFileKind, TransactionIndex, segment_file_path};
+use crate::storage::Storage;
 
-/// Checks the `.txnindex` of every segment in `bases` that has one, and every `.snapshot`.
+/// Checks the `.txnindex` of every walked segment against its `.log`, and every `.snapshot`.
 ///
-/// A `.txnindex` problem in a segment at index `first_rescanned` or later is crash state (the
-/// next writable open recovers that segment, which rebuilds the index), and corruption
-/// elsewhere. A bad snapshot is crash state unless the last close was clean (`clean_shutdown`):
-/// a roll writes its snapshot in place and the flusher fsyncs it later, as Kafka's roll does, so
-/// a crash can leave one torn or empty; close syncs them all. Either way the next writable open
+/// Every entry must name an ABORT marker of its producer in the segment, and every ABORT marker
+/// whose transaction's data the walk read must have its entry (a missing file included): a
+/// `read_committed` read without it returns the aborted records. A problem in a segment at
+/// index `first_rescanned` or later is crash state (the next writable open recovers that
+/// segment, which rebuilds the index), and corruption elsewhere: the index is derived from the
+/// `.log`, and a repair rebuilds it.
+///
+/// A bad snapshot is crash state unless the last close was clean (`clean_shutdown`): a roll
+/// writes its snapshot in place and the flusher fsyncs it later, as Kafka's roll does, so a
+/// crash can leave one torn or empty; close syncs them all. Either way the next writable open
 /// deletes it and rebuilds the state from an older snapshot or the log.
 pub(super) fn check_producer_state_files(
     storage: &Arc<dyn Storage>,
     dir: &Path,
-    bases: &[i64],
+    walks: &[SegmentWalk],
     first_rescanned: usize,
     clean_shutdown: bool,
     findings: &mut Vec<Finding>,
 ) -> Result<()> {
-    for (i, &base) in bases.iter().enumerate() {
+    for (i, walk) in walks.iter().enumerate() {
+        let base = walk.summary.base_offset;
         let path = segment_file_path(dir, base, SegmentFileKind::TxnIndex);
-        if !storage.exists(&path)? {
-            continue;
-        }
         let (severity, why) = if i >= first_rescanned {
             (
                 Severity::CrashState,
@@ -42,10 +44,11 @@ pub(super) fn check_producer_state_files(
         } else {
             (
                 Severity::Corruption,
-                "delete the .txnindex and reopen with recovery to rebuild it",
+                "derived data: a repair (partlog verify --repair) rebuilds it from the log \
+                 without changing the .log",
             )
         };
-        for (position, what) in txn_index_problems(storage, dir, base, &path)? {
+        for (position, what) in txn_index_problems(storage, &path, walk)? {
             findings.push(Finding {
                 severity,
                 file: path.clone(),
@@ -77,28 +80,29 @@ pub(super) fn check_producer_state_files(
     Ok(())
 }
 
-/// What is wrong with one `.txnindex`: its sanity check, then each entry against the `.log`.
+/// What is wrong with one segment's `.txnindex`: its sanity check, each entry against the
+/// ABORT markers of the `.log`, then each aborted transaction the walk read against the entries.
 fn txn_index_problems(
     storage: &Arc<dyn Storage>,
-    dir: &Path,
-    base: i64,
     path: &Path,
+    walk: &SegmentWalk,
 ) -> Result<Vec<(Option<u64>, String)>> {
-    let index = TransactionIndex::open(storage, path, base, false)?;
     let mut problems = Vec::new();
-    match index.sanity_check() {
-        Ok(()) => {}
-        Err(Error::Corrupt { position, what, .. }) => {
-            problems.push((Some(position), format!("aborted-transaction index: {what}")));
-            return Ok(problems);
+    let entries = if storage.exists(path)? {
+        let index = TransactionIndex::open(storage, path, walk.summary.base_offset, false)?;
+        match index.sanity_check() {
+            Ok(()) => {}
+            Err(Error::Corrupt { position, what, .. }) => {
+                problems.push((Some(position), format!("aborted-transaction index: {what}")));
+                return Ok(problems);
+            }
+            Err(error) => return Err(error),
         }
-        Err(error) => return Err(error),
-    }
-    let entries = index.all()?;
-    if entries.is_empty() {
-        return Ok(problems);
-    }
-    let aborts = abort_markers(storage, dir, base)?;
+        index.all()?
+    } else {
+        Vec::new()
+    };
+    let aborts = &walk.abort_markers;
     let size = crate::segment::AbortedTxn::SIZE as u64;
     for (n, txn) in entries.iter().enumerate() {
         let position = Some(n as u64 * size);
@@ -131,43 +135,28 @@ fn txn_index_problems(
             ));
         }
     }
-    Ok(problems)
-}
-
-/// The ABORT markers of the segment's `.log`: offset to producer id. Stops at the first bytes
-/// that are not a valid batch (the segment walk reports those).
-fn abort_markers(storage: &Arc<dyn Storage>, dir: &Path, base: i64) -> Result<HashMap<i64, i64>> {
-    let log_path = segment_file_path(dir, base, SegmentFileKind::Log);
-    let file = storage.open(&log_path, OpenMode::Read)?;
-    let len = file.len()?;
-    let mut walker = BatchWalker::new(&file, &log_path, len);
-    let mut aborts = HashMap::new();
-    let mut position = 0u64;
-    let mut scratch = Vec::new();
-    loop {
-        let frame = match walker.frame_at(position) {
-            Ok(Step::Batch(frame)) => frame,
-            Ok(_) | Err(Error::Corrupt { .. }) => break,
-            Err(error) => return Err(error),
-        };
-        position += frame.total_size;
-        if frame.magic != 2 {
-            continue;
-        }
-        let Ok(view) = BatchView::new(walker.batch_bytes(&frame)?) else {
-            break;
-        };
-        if !view.header().is_control() {
-            continue;
-        }
-        let Ok(mut records) = view.records(&mut scratch) else {
-            continue;
-        };
-        if let Some(Ok(record)) = records.next()
-            && matches!(control_record_type(&record), Ok(ControlRecordType::Abort))
-        {
-            aborts.insert(view.base_offset(), view.header().producer_id);
+    let missing_file = entries.is_empty() && !storage.exists(path)?;
+    for seen in &walk.aborts_seen {
+        let listed = entries
+            .iter()
+            .any(|t| t.producer_id == seen.producer_id && t.last_offset == seen.marker_offset);
+        if !listed {
+            problems.push((
+                None,
+                format!(
+                    "{}: the ABORT marker of producer {} at offset {} (its transaction began at \
+                     {}) has no entry, so a read_committed read returns the aborted records",
+                    if missing_file {
+                        "missing"
+                    } else {
+                        "an entry is missing"
+                    },
+                    seen.producer_id,
+                    seen.marker_offset,
+                    seen.first_offset
+                ),
+            ));
         }
     }
-    Ok(aborts)
+    Ok(problems)
 }

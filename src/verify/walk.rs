@@ -9,7 +9,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::error::{Corruption, Error, Result};
-use crate::format::{Batch, BatchHeader, HEADER_SIZE_UP_TO_MAGIC, TimestampType, peek_batch_frame};
+use crate::format::{
+    Batch, BatchHeader, BatchView, ControlRecordType, HEADER_SIZE_UP_TO_MAGIC, TimestampType,
+    control_record_type, peek_batch_frame,
+};
 use crate::log::LogConfig;
 use crate::segment::{
     SegmentFileKind, TransientSuffix, parse_segment_file_name, segment_file_path,
@@ -82,6 +85,43 @@ pub(super) fn list_segments(
 pub(super) struct InvalidAt {
     pub(super) position: u64,
     pub(super) what: Corruption,
+    /// A whole batch whose CRC is right but whose header values fail a check: no torn write
+    /// leaves one (recovery grades it so too).
+    pub(super) crc_right: bool,
+}
+
+impl InvalidAt {
+    /// Invalid bytes at `position`; `batch` is the whole batch there when it framed, which
+    /// tells whether its CRC is right.
+    fn new(position: u64, what: Corruption, batch: Option<&[u8]>) -> InvalidAt {
+        let crc_right = matches!(what, Corruption::BadHeader(_))
+            && batch.is_some_and(crate::format::frame_crc_holds);
+        InvalidAt {
+            position,
+            what,
+            crc_right,
+        }
+    }
+}
+
+/// An aborted transaction whose data and ABORT marker the walk read: its marker's segment must
+/// have a `.txnindex` entry for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct AbortSeen {
+    pub(super) producer_id: i64,
+    /// The offset of the transaction's first batch the walk read.
+    pub(super) first_offset: i64,
+    /// The offset of the ABORT marker.
+    pub(super) marker_offset: i64,
+}
+
+/// What the walk tracks across segments to know which ABORT markers need a `.txnindex`
+/// entry: each producer's open transaction (its first offset), from its transactional data
+/// batches. A marker whose transaction's data the walk never read (deleted by retention,
+/// removed by compaction) needs none that the walk can vouch for.
+#[derive(Debug, Default)]
+pub(super) struct TxnTracker {
+    open: std::collections::HashMap<i64, i64>,
 }
 
 /// What walking one segment found, before grading.
@@ -97,6 +137,10 @@ pub(super) struct SegmentWalk {
     pub(super) final_time_entry_note: Option<Finding>,
     /// Notes that need no grading.
     pub(super) notes: Vec<Finding>,
+    /// The ABORT markers of the segment's valid batches: offset to producer id.
+    pub(super) abort_markers: std::collections::HashMap<i64, i64>,
+    /// The aborted transactions whose marker lies in the segment and whose data the walk read.
+    pub(super) aborts_seen: Vec<AbortSeen>,
 }
 
 /// A batch as the index checks need it.
@@ -113,6 +157,7 @@ pub(super) fn walk_segment(
     base: i64,
     config: &LogConfig,
     mapping_allowed: bool,
+    txns: &mut TxnTracker,
 ) -> Result<SegmentWalk> {
     let log_path = segment_file_path(dir, base, SegmentFileKind::Log);
     let file = storage.open(&log_path, OpenMode::Read)?;
@@ -135,27 +180,20 @@ pub(super) fn walk_segment(
         index_problems: Vec::new(),
         final_time_entry_note: None,
         notes: Vec::new(),
+        abort_markers: std::collections::HashMap::new(),
+        aborts_seen: Vec::new(),
     };
     let mut offset_check =
         OffsetIndexCheck::open(storage, dir, base, config, mapping_allowed, log_bytes)?;
     let mut time_check = TimeIndexCheck::open(storage, dir, base, config, mapping_allowed)?;
     walk.summary.offset_index_entries = offset_check.as_ref().map(|c| c.0.entries.len());
     walk.summary.time_index_entries = time_check.as_ref().map(|c| c.0.entries.len());
-    for (kind, present) in [
-        (SegmentFileKind::OffsetIndex, offset_check.is_some()),
-        (SegmentFileKind::TimeIndex, time_check.is_some()),
-    ] {
-        if !present {
-            walk.notes.push(Finding {
-                severity: Severity::Note,
-                file: segment_file_path(dir, base, kind),
-                position: None,
-                what: "missing; the next writable open rebuilds it from the log (a read-only \
-                       open cannot)"
-                    .into(),
-            });
-        }
-    }
+    walk.notes.extend(missing_index_notes(
+        dir,
+        base,
+        offset_check.is_some(),
+        time_check.is_some(),
+    ));
 
     let mut reader = ChunkReader::new(file, log_bytes);
     let mut scratch = Vec::new();
@@ -166,7 +204,7 @@ pub(super) fn walk_segment(
         let bytes = match next_batch(&mut reader, position, expected_next, base)? {
             Next::Batch(bytes) => bytes,
             Next::Invalid(what) => {
-                walk.invalid = Some(InvalidAt { position, what });
+                walk.invalid = Some(InvalidAt::new(position, what, None));
                 break;
             }
         };
@@ -184,7 +222,7 @@ pub(super) fn walk_segment(
         }) {
             Ok(batch) => batch,
             Err(what) => {
-                walk.invalid = Some(InvalidAt { position, what });
+                walk.invalid = Some(InvalidAt::new(position, what, Some(bytes)));
                 break;
             }
         };
@@ -204,6 +242,9 @@ pub(super) fn walk_segment(
                 0
             }
         };
+        if let Some(view) = batch.as_v2() {
+            txns.see(view, &mut walk, &mut scratch);
+        }
         let max_timestamp = batch.max_timestamp();
         running_max = Some(running_max.map_or(max_timestamp, |m| m.max(max_timestamp)));
         let at = BatchAt {
@@ -255,6 +296,69 @@ pub(super) fn walk_segment(
         }
     }
     Ok(walk)
+}
+
+impl TxnTracker {
+    /// Notes a valid v2 batch: a transactional data batch opens its producer's transaction, an
+    /// ABORT or COMMIT marker ends it (and an ABORT is noted in the walk).
+    fn see(&mut self, view: &BatchView<'_>, walk: &mut SegmentWalk, scratch: &mut Vec<u8>) {
+        let header = view.header();
+        if header.producer_id < 0 || !header.is_transactional() {
+            return;
+        }
+        if !header.is_control() {
+            self.open
+                .entry(header.producer_id)
+                .or_insert(header.base_offset);
+            return;
+        }
+        let kind = view
+            .records(scratch)
+            .ok()
+            .and_then(|mut records| records.next())
+            .and_then(|record| record.ok())
+            .and_then(|record| control_record_type(&record).ok());
+        let is_abort = match kind {
+            Some(ControlRecordType::Abort) => true,
+            Some(ControlRecordType::Commit) => false,
+            _ => return,
+        };
+        let marker_offset = header.base_offset;
+        let opened = self.open.remove(&header.producer_id);
+        if is_abort {
+            walk.abort_markers.insert(marker_offset, header.producer_id);
+            if let Some(first_offset) = opened {
+                walk.aborts_seen.push(AbortSeen {
+                    producer_id: header.producer_id,
+                    first_offset,
+                    marker_offset,
+                });
+            }
+        }
+    }
+}
+
+/// A note for each index file of the segment at `base` that is missing.
+fn missing_index_notes(
+    dir: &Path,
+    base: i64,
+    offset_index: bool,
+    time_index: bool,
+) -> impl Iterator<Item = Finding> {
+    [
+        (SegmentFileKind::OffsetIndex, offset_index),
+        (SegmentFileKind::TimeIndex, time_index),
+    ]
+    .into_iter()
+    .filter(|(_, present)| !present)
+    .map(move |(kind, _)| Finding {
+        severity: Severity::Note,
+        file: segment_file_path(dir, base, kind),
+        position: None,
+        what: "missing; the next writable open rebuilds it from the log (a read-only open \
+               cannot)"
+            .into(),
+    })
 }
 
 /// What the walk found at a position.

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use partlog::{CleanupPolicy, CompactionOptions, CompactionStats, Log, LogConfig};
+use partlog::{CleanupPolicy, CompactionOptions, CompactionStats, LogConfig};
 
 use crate::{CliError, Outcome};
 
@@ -74,7 +74,7 @@ pub fn run(args: &CompactArgs) -> Result<Outcome, CliError> {
     if let Some(ms) = args.min_lag_ms {
         options = options.min_compaction_lag_ms(ms);
     }
-    let log = Log::open(&args.dir, config)?;
+    let log = crate::open_writable(&args.dir, config)?;
     let segments_before = log.stats().segments;
     let schedule = log.compaction_schedule()?;
     let stats = log.compact_with(options)?;

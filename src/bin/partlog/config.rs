@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 
 use clap::Args;
+use partlog::LogConfig;
 use partlog::unstable::{OsStorage, per_log_setting_names, read_stored_settings};
-use partlog::{Log, LogConfig};
 
 use crate::{CliError, Outcome};
 
@@ -102,7 +102,7 @@ fn alter(args: &ConfigArgs) -> Result<(), CliError> {
         })?;
         builder = builder.set(key, &default)?;
     }
-    let log = Log::open(&args.dir, builder.build()?)?;
+    let log = crate::open_writable(&args.dir, builder.build()?)?;
     log.close()?;
     Ok(())
 }

@@ -429,6 +429,30 @@ pub fn finish_reading(log: &partlog::Log) -> Outcome {
     }
 }
 
+/// Opens `dir` for writing, as every writing command does, and says on standard error what the
+/// open discarded, if anything (a torn tail a crash left, or what it cut under
+/// `--truncate-at-corruption`). An open that refuses corrupt bytes names the repair that cuts the
+/// log there.
+pub fn open_writable(
+    dir: &std::path::Path,
+    config: partlog::LogConfig,
+) -> Result<partlog::Log, CliError> {
+    let log = partlog::Log::open(dir, config).map_err(|error| match error {
+        partlog::Error::Corrupt { .. } | partlog::Error::DamagedWithoutCheckpoint { .. } => {
+            CliError::new(format!(
+                "{error}; 'partlog verify {} --repair --truncate-at-corruption' cuts the log \
+                 there, after saying how many records go",
+                dir.display()
+            ))
+        }
+        other => other.into(),
+    })?;
+    if let Some(discarded) = &log.recovery_report().discarded {
+        eprintln!("partlog: opening {} discarded {discarded}", dir.display());
+    }
+    Ok(log)
+}
+
 /// A config builder holding the settings stored with the log in `dir` (partlog.properties),
 /// for the commands that do not open the log (`verify`), and that stores nothing: a flag given
 /// to such a command applies to that run only.

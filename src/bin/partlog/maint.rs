@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use partlog::{CleanupPolicy, Log, LogConfig, RetentionReport, RetentionRule};
+use partlog::{CleanupPolicy, LogConfig, RetentionReport, RetentionRule};
 
 use crate::{CliError, Outcome};
 
@@ -63,7 +63,7 @@ pub fn run_roll(args: &RollArgs) -> Result<Outcome, CliError> {
             args.dir.display()
         )));
     }
-    let log = Log::open(&args.dir, LogConfig::default())?;
+    let log = crate::open_writable(&args.dir, LogConfig::default())?;
     let before = log.stats().segments;
     let base = log.roll()?;
     let after = log.stats().segments;
@@ -129,7 +129,7 @@ pub fn run_delete_records(args: &DeleteRecordsArgs) -> Result<Outcome, CliError>
         .retention_bytes(-1)
         .store_settings(false)
         .build()?;
-    let log = Log::open(&args.dir, config)?;
+    let log = crate::open_writable(&args.dir, config)?;
     let old_start = log.log_start_offset();
     let end = log.log_end_offset();
     let before = if args.before == -1 { end } else { args.before };
@@ -173,7 +173,7 @@ pub fn run_retention(args: &RetentionArgs) -> Result<Outcome, CliError> {
         builder = builder.cleanup_policy(CleanupPolicy::from_kafka_str(policy)?);
     }
     let config = builder.build()?;
-    let log = Log::open(&args.dir, config)?;
+    let log = crate::open_writable(&args.dir, config)?;
     let report = log.enforce_retention()?;
     let start = log.log_start_offset();
     let end = log.log_end_offset();

@@ -252,7 +252,7 @@ pub fn run_produce(args: &PerfProduceArgs) -> Result<Outcome, CliError> {
         flush
     };
     let config = LogConfig::builder().flush_policy(flush).build()?;
-    let log = std::sync::Arc::new(Log::open(&args.dir, config)?);
+    let log = std::sync::Arc::new(crate::open_writable(&args.dir, config)?);
     let bar = progress(args.records, args.json);
     // No bar to watch (stdout redirected, or a log file): kafka-producer-perf-test's line
     // every five seconds instead.

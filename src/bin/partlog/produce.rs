@@ -223,7 +223,7 @@ pub fn run(args: &ProduceArgs) -> Result<Outcome, CliError> {
         other => other.into(),
     })?;
     check_target(&args.dir, args.create)?;
-    let log = std::sync::Arc::new(Log::open(&args.dir, config)?);
+    let log = std::sync::Arc::new(crate::open_writable(&args.dir, config)?);
     let mut producer = Producer {
         log: &log,
         separator: args.key_separator.as_deref().map(str::as_bytes),

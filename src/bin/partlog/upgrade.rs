@@ -30,7 +30,9 @@ The codec of rewritten batches: --compression, or by default the source's where 
 it (none, lz4), zstd for gzip and lz4 for snappy.
 
 Kafka's files partition.metadata, leader-epoch-checkpoint, *.snapshot and the segments' .txnindex
-are copied as they are (they name offsets, which are kept); indexes are built anew. DST is
+are copied as they are (they name offsets, which are kept); indexes are built anew. When SRC was
+not closed cleanly (a Kafka partition directory, or a crash), the .txnindex files of the segments
+its open recovered are rebuilt from the log instead, as a recovery rebuilds them. DST is
 written durably and ends with partlog.checkpoint's clean-shutdown record, so it opens without a
 scan; a DST without it is an interrupted upgrade: remove it and run again. Inside a Kafka log
 directory, the broker's lock is held meanwhile, as by any partlog writer.
@@ -95,6 +97,12 @@ fn print_report(report: &UpgradeReport) {
     }
     if !report.copied_files.is_empty() {
         outln!("copied: {}", report.copied_files.join(" "));
+    }
+    if !report.rebuilt_files.is_empty() {
+        outln!(
+            "rebuilt from the log (the source was not closed cleanly): {}",
+            report.rebuilt_files.join(" ")
+        );
     }
     if !report.skipped_files.is_empty() {
         outln!("not copied: {}", report.skipped_files.join(" "));

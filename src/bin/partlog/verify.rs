@@ -3,9 +3,9 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use partlog::unstable::checkpoint::CheckpointFile;
-use partlog::unstable::{LockMode, OsStorage, Storage, parse_segment_file_name};
-use partlog::{CleanupPolicy, Log, LogConfig, RecoveryMode, Severity, VerifyReport, verify_dir};
+use partlog::{
+    CleanupPolicy, LogConfig, RecoveryMode, Severity, VerifyReport, repair_dir, verify_dir,
+};
 
 use crate::{CliError, Outcome};
 
@@ -24,11 +24,12 @@ Exit status: 0 when the log is sound, and also when it holds only what a crash n
 (a torn tail above the recovery point, which the next open truncates; it says so); 1 when it
 finds corruption; 2 when it cannot check (no such directory, a writer holds the log, ...).
 
---repair takes the log's exclusive lock (it fails while a writer runs), rebuilds every index
-from the first segment with a bad .index or .timeindex on, truncates a torn tail, removes
-leftover files, says what it did, and verifies again: the exit status is that of the second
-check. Corruption inside a .log file is not repaired unless --truncate-at-corruption is given
-too: the log is then cut at the first corrupt batch, and every record after it is lost.";
+--repair takes the log's exclusive lock (it fails while a writer runs), checks every segment
+from the first damaged one on from its first byte, rebuilding their .index, .timeindex and
+.txnindex files from the log, truncates a torn tail, removes leftover files, says what it did,
+and verifies again: the exit status is that of the second check. Corruption inside a .log file
+is cut only with --truncate-at-corruption too: it first says how many records in which files
+go, then cuts the log at the first corrupt batch.";
 
 /// Arguments of `partlog verify`.
 #[derive(Debug, Args)]
@@ -98,65 +99,40 @@ fn written_now(error: partlog::Error) -> CliError {
 
 /// Repairs what `report` found; see the command's help.
 fn repair(args: &VerifyArgs, config: &LogConfig, report: &VerifyReport) -> Result<(), CliError> {
-    let is_index = |path: &std::path::Path| {
-        path.extension()
-            .is_some_and(|e| e == "index" || e == "timeindex")
-    };
-    let log_corruption = report
-        .findings_of(Severity::Corruption)
-        .find(|f| !is_index(&f.file));
-    if let Some(finding) = log_corruption
-        && !args.truncate_at_corruption
-    {
-        return Err(CliError::new(format!(
-            "not repairing: {finding}; a repair would cut the log there and lose every record after it (add --truncate-at-corruption to do so)"
-        )));
-    }
-    // The first segment with a bad index: recovery rebuilds every index from its base on.
-    let bad_index_base = report
-        .findings
-        .iter()
-        .filter(|f| is_index(&f.file))
-        .filter_map(|f| {
-            let name = f.file.file_name()?.to_str()?;
-            Some(parse_segment_file_name(name)?.base_offset)
-        })
-        .min();
-    let storage: std::sync::Arc<dyn Storage> = std::sync::Arc::new(OsStorage::new());
-    if let Some(base) = bad_index_base {
-        // Under the exclusive lock, so that no writer is running while the point moves.
-        let lock = storage.lock(&args.dir.join("partlog.lock"), LockMode::Exclusive)?;
-        let (mut checkpoint, record) = CheckpointFile::open(&storage, &args.dir)?;
-        if let Some(record) = record {
-            checkpoint.write(
-                record.recovery_point.min(base),
-                record.log_start_offset,
-                None,
-                true,
-            )?;
+    let plan = &report.repair;
+    if let Some(cut) = &plan.cut {
+        let finding = report
+            .findings_of(Severity::Corruption)
+            .find(|f| f.file == cut.file && f.position == Some(cut.position))
+            .map_or_else(|| cut.file.display().to_string(), ToString::to_string);
+        if !args.truncate_at_corruption {
+            return Err(CliError::new(format!(
+                "not repairing: {finding}; cutting the log there would discard {cut} (add \
+                 --truncate-at-corruption to do so)"
+            )));
         }
-        drop(checkpoint);
-        drop(lock);
-        outln!("repair: the indexes from {base:020} on will be rebuilt");
+        outln!("repair: cutting the log at its first corruption discards {cut}");
     }
-    let mode = if args.truncate_at_corruption {
+    if let Some(base) = plan.rescan_from {
+        outln!(
+            "repair: the segments from {base:020} on are checked from their first byte, and \
+             their indexes and .txnindex files will be rebuilt from the log"
+        );
+    }
+    let mut repair_config = config.clone();
+    repair_config.recovery_mode = if args.truncate_at_corruption {
         RecoveryMode::TruncateAtCorruption
     } else {
         RecoveryMode::Fail
     };
-    let mut repair_config = config.clone();
-    repair_config.recovery_mode = mode;
-    let log = Log::open(&args.dir, repair_config)?;
-    let recovery = log.recovery_report().clone();
-    log.close()?;
+    let recovery = repair_dir(&args.dir, &repair_config, plan)?;
     if recovery.clean_shutdown {
-        outln!("repair: the last shutdown was clean; nothing to recover");
+        outln!("repair: the last shutdown was clean and nothing called for a rescan");
     } else {
         outln!(
-            "repair: scanned {} segments ({} bytes) from offset {}, rebuilding their indexes",
+            "repair: scanned {} segments ({} bytes), rebuilding their indexes",
             recovery.segments_scanned,
             recovery.bytes_scanned,
-            recovery.recovery_point
         );
     }
     if let Some((file, position, what)) = &recovery.corruption {
@@ -176,6 +152,12 @@ fn repair(args: &VerifyArgs, config: &LogConfig, report: &VerifyReport) -> Resul
             "repair: deleted {} segments after the truncation point",
             recovery.segments_deleted
         );
+    }
+    if let Some(discarded) = &recovery.discarded {
+        outln!("repair: discarded {discarded}");
+    }
+    for path in &recovery.rebuilt_indexes {
+        outln!("repair: rebuilt the missing {}", path.display());
     }
     for name in &recovery.stray_files_removed {
         outln!("repair: removed leftover file {name}");

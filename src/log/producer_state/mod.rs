@@ -203,6 +203,12 @@ impl ProducerStateManager {
         self.producers.map().len()
     }
 
+    /// Every producer's entry, in no particular order (no sort: an open with many producers
+    /// looks at every one).
+    pub(crate) fn entries_unordered(&self) -> impl Iterator<Item = (i64, &ProducerStateEntry)> {
+        self.producers.map().iter().map(|(&pid, e)| (pid, e))
+    }
+
     /// Every producer's entry, by ascending producer id: the order partlog writes a snapshot
     /// in (Kafka writes `HashMap` order and reads any).
     pub(crate) fn entries(&self) -> Vec<(i64, &ProducerStateEntry)> {
