@@ -12,6 +12,12 @@
 //! batch with an epoch ≥ 0 assigns it in the leader-epoch cache before the write, as Kafka does
 //! (only the first of a run of one epoch is passed on: the others could not change the cache).
 //! The whole call is one write, after at most one roll.
+//!
+//! The producer state is committed once for the whole call: every producer's changes, then
+//! the transactions its markers end, in batch order, with the `.txnindex` entries a leader's
+//! appends of the same batches would write ([`ProducerStateManager::commit_all`]).
+//!
+//! [`ProducerStateManager::commit_all`]: super::producer_state::ProducerStateManager::commit_all
 
 use std::collections::HashMap;
 
@@ -85,7 +91,7 @@ impl Log {
             });
         }
         // Kafka's `analyzeAndValidateProducerState`: one append info per producer, fed every
-        // batch of the call in order, committed after the write.
+        // batch of the call in order, all committed at once after the write.
         let mut producers: Vec<ProducerAppendInfo> = Vec::new();
         let mut index_of: HashMap<i64, usize> = HashMap::new();
         for summary in &summaries {
@@ -133,16 +139,7 @@ impl Log {
             return Err(error);
         }
         let next_offset = last_offset + 1;
-        let mut committed = Ok(());
-        for info in producers {
-            let result = shared.commit_producer(&mut writer, Some(info), next_offset);
-            if committed.is_ok() {
-                committed = result;
-            }
-        }
-        if summaries.is_empty() {
-            writer.producer_state.update_map_end_offset(next_offset);
-        }
+        let committed = shared.commit_producer(&mut writer, producers, next_offset);
         writer.log_end_offset = next_offset;
         shared.log_end.advance(next_offset);
         committed?;
