@@ -9,6 +9,9 @@
 //! `PARTLOG_FOLLOWER_TXN_CASES` (default 500) cases, from `PARTLOG_FOLLOWER_TXN_SEED`.
 #![cfg(feature = "sim")] // the manual clock: `cargo test --all-features`
 
+#[path = "common/sim_files.rs"]
+#[allow(dead_code, reason = "only its directory snapshot serves here")]
+mod sim_files;
 #[path = "common/txn_log.rs"]
 mod txn_log;
 
@@ -17,11 +20,11 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use partlog::unstable::ManualClock;
 use partlog::unstable::format::{build_control_batch, set_partition_leader_epoch};
+use partlog::unstable::{ManualClock, SimStorage, Storage};
 use partlog::{
-    AbortedTxn, BatchBuilder, Compression, ControlRecordType, Log, LogConfig, NewRecord,
-    ProducerStateEntry, ReadBound,
+    BatchBuilder, Compression, ControlRecordType, Log, LogConfig, NewRecord, ProducerStateEntry,
+    ReadBound,
 };
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
@@ -276,8 +279,9 @@ fn case_strategy() -> impl Strategy<Value = Case> {
 /// What the three logs must agree on.
 #[derive(Debug, PartialEq)]
 struct Outcome {
-    /// Every `.txnindex` file by name (an empty or missing one counts as no entries).
-    txn_indexes: BTreeMap<String, Vec<AbortedTxn>>,
+    /// The bytes of every `.txnindex` file with entries, by name (one without entries may be
+    /// missing or empty).
+    txn_indexes: BTreeMap<String, Vec<u8>>,
     producers: Vec<ProducerStateEntry>,
     first_unstable: Option<i64>,
     last_stable: i64,
@@ -285,24 +289,9 @@ struct Outcome {
     committed: Vec<i64>,
 }
 
-fn outcome(log: &Log, dir: &Path) -> Outcome {
-    let mut txn_indexes = BTreeMap::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        if name.ends_with(".txnindex") {
-            let bytes = std::fs::read(&path).unwrap();
-            if !bytes.is_empty() {
-                let entries = bytes
-                    .chunks(AbortedTxn::SIZE)
-                    .map(|chunk| AbortedTxn::from_bytes(chunk.try_into().unwrap()).unwrap())
-                    .collect();
-                txn_indexes.insert(name, entries);
-            }
-        }
-    }
+fn outcome(log: &Log, sim: &SimStorage, dir: &str) -> Outcome {
     Outcome {
-        txn_indexes,
+        txn_indexes: files_ending(sim, dir, ".txnindex"),
         producers: log.active_producers(),
         first_unstable: log.first_unstable_offset(),
         last_stable: log.last_stable_offset(),
@@ -311,17 +300,11 @@ fn outcome(log: &Log, dir: &Path) -> Outcome {
     }
 }
 
-/// The bytes of every file of `dir` whose name ends with `suffix`, by name.
-fn files_ending(dir: &Path, suffix: &str) -> BTreeMap<String, Vec<u8>> {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .map(|entry| entry.unwrap().path())
-        .filter(|path| path.to_string_lossy().ends_with(suffix))
-        .map(|path| {
-            let name = path.file_name().unwrap().to_string_lossy().into_owned();
-            (name, std::fs::read(&path).unwrap())
-        })
-        .filter(|(_, bytes)| !bytes.is_empty())
+/// The bytes of every non-empty file of `dir` whose name ends with `suffix`, by name.
+fn files_ending(sim: &SimStorage, dir: &str, suffix: &str) -> BTreeMap<String, Vec<u8>> {
+    sim_files::snapshot(sim, dir)
+        .into_iter()
+        .filter(|(name, bytes)| name.ends_with(suffix) && !bytes.is_empty())
         .collect()
 }
 
@@ -425,25 +408,36 @@ fn run_follower(written: &[(Written, bool)], log: &Log) -> Result<(), TestCaseEr
     Ok(())
 }
 
+/// A log of the property test: on the simulator (no fsync reaches a disk), on the case's clock.
+fn sim_config(sim: &SimStorage, clock: &Arc<ManualClock>) -> LogConfig {
+    LogConfig::builder_for_tests()
+        .segment_ms(i64::MAX / 4)
+        .retention_check_interval_ms(-1)
+        .storage(Arc::new(sim.clone()))
+        .clock(Arc::clone(clock) as Arc<dyn partlog::unstable::Clock>)
+        .build()
+        .unwrap()
+}
+
 fn run_property_case(case: &Case) -> Result<(), TestCaseError> {
-    let root = tempfile::tempdir().unwrap();
-    let (leader_dir, follower_dir, replay_dir) = (
-        root.path().join("leader"),
-        root.path().join("follower"),
-        root.path().join("replay"),
-    );
+    const LEADER: &str = "/property/leader-0";
+    const FOLLOWER: &str = "/property/follower-0";
+    let sim = SimStorage::new(0);
     let clock = clock();
-    let leader = Log::open(&leader_dir, config(&clock)).unwrap();
+    let leader = Log::open(LEADER, sim_config(&sim, &clock)).unwrap();
     let written = run_leader(case, &leader, &clock);
-    let follower = Log::open(&follower_dir, config(&clock)).unwrap();
+    let follower = Log::open(FOLLOWER, sim_config(&sim, &clock)).unwrap();
     run_follower(&written, &follower)?;
 
-    let expected = outcome(&leader, &leader_dir);
-    let from_follower = outcome(&follower, &follower_dir);
-    prop_assert_eq!(&from_follower, &expected, "follower against leader");
+    let expected = outcome(&leader, &sim, LEADER);
     prop_assert_eq!(
-        files_ending(&follower_dir, ".log"),
-        files_ending(&leader_dir, ".log"),
+        &outcome(&follower, &sim, FOLLOWER),
+        &expected,
+        "follower against leader"
+    );
+    prop_assert_eq!(
+        files_ending(&sim, FOLLOWER, ".log"),
+        files_ending(&sim, LEADER, ".log"),
         "the follower's .log files are the leader's"
     );
 
@@ -451,35 +445,23 @@ fn run_property_case(case: &Case) -> Result<(), TestCaseError> {
     // clean-shutdown record, so that the open replays every batch and rebuilds every index.
     leader.close().unwrap();
     drop(leader);
-    std::fs::create_dir(&replay_dir).unwrap();
-    for entry in std::fs::read_dir(&leader_dir).unwrap() {
-        let path = entry.unwrap().path();
-        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+    for name in sim.list(Path::new(LEADER)).unwrap() {
         let derived = name.ends_with(".snapshot")
             || name.ends_with(".txnindex")
             || name == "partlog.checkpoint";
-        if !derived && path.is_file() {
-            std::fs::copy(&path, replay_dir.join(&name)).unwrap();
+        if derived {
+            sim.remove(&Path::new(LEADER).join(&name)).unwrap();
         }
     }
-    let replayed = Log::open(&replay_dir, config(&clock)).unwrap();
-    let from_replay = outcome(&replayed, &replay_dir);
+    let replayed = Log::open(LEADER, sim_config(&sim, &clock)).unwrap();
+    prop_assert!(
+        replayed.recovery_report().segments_scanned > 0,
+        "the open recovered"
+    );
     prop_assert_eq!(
-        &from_replay,
+        &outcome(&replayed, &sim, LEADER),
         &expected,
         "recovery's replay against the leader"
-    );
-    // Byte for byte (a file without entries may be missing or empty).
-    let leader_indexes = files_ending(&leader_dir, ".txnindex");
-    prop_assert_eq!(
-        &files_ending(&replay_dir, ".txnindex"),
-        &leader_indexes,
-        "the .txnindex files recovery's replay rebuilt"
-    );
-    prop_assert_eq!(
-        &files_ending(&follower_dir, ".txnindex"),
-        &leader_indexes,
-        "the follower's .txnindex files"
     );
     Ok(())
 }
