@@ -146,7 +146,7 @@ fn run() -> Result<()> {
         "step 1: replica 1 leads epoch 1, replica 2 follows; ISR [1, 2], min.insync.replicas 2"
     );
     replica1.become_leader(1, 1, &[1, 2], &[1, 2])?;
-    replica2.become_follower(1, 1)?;
+    replica2.become_follower(1, 1, &[1, 2], &[1, 2])?;
     let stop = Arc::new(AtomicBool::new(false));
     let fetch_thread = spawn_fetcher(
         Arc::clone(&replica1),
@@ -189,7 +189,7 @@ fn run() -> Result<()> {
 
     println!("step 3: the controller moves the leadership to replica 2 (epoch 2)");
     replica2.become_leader(2, 2, &[1, 2], &[1, 2])?;
-    replica1.become_follower(2, 2)?;
+    replica1.become_follower(2, 2, &[1, 2], &[1, 2])?;
     let ack = replica2.append_as_leader(&batch("new leader 0")?, Acks::All)?;
     println!(
         "  replica 2 appended at {} in epoch 2; replica 1 ends at {divergent_end}",

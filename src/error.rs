@@ -267,6 +267,36 @@ pub enum Error {
         found: i32,
     },
 
+    /// A replica outside the partition's last ISR was asked to lead while
+    /// `unclean.leader.election.enable` is off. Its log may lack records the ISR committed, and
+    /// the followers would truncate them away. Kafka's controller refuses the same election
+    /// (`ELIGIBLE_LEADERS_NOT_AVAILABLE`, code 83).
+    #[error(
+        "replica {replica} is not in the last ISR {isr:?}{}: making it the leader is an unclean \
+         leader election, which can lose committed records; set unclean.leader.election.enable \
+         (ReplicaConfig::unclean_leader_election_enable) to allow it",
+        elr_hint(elr)
+    )]
+    UncleanLeaderElection {
+        /// The replica asked to lead.
+        replica: i32,
+        /// The last ISR the partition was told.
+        isr: Vec<i32>,
+        /// Its eligible leader replicas (KIP-966), which may lead cleanly once the ISR is empty.
+        elr: Vec<i32>,
+    },
+
+    /// A file the directory must hold is missing, and recreating it empty would lose state
+    /// that was acknowledged (for example `partlog.raft-state` beside a non-empty log: the Raft
+    /// vote). The message says how to recover.
+    #[error("{} is missing: {why}", path.display())]
+    MissingFile {
+        /// The file.
+        path: PathBuf,
+        /// What was lost with it, and what to do.
+        why: String,
+    },
+
     /// A follower append starts below the log end offset (Kafka's
     /// `UnexpectedAppendOffsetException`): the follower must truncate first. Nothing was
     /// written.
@@ -341,6 +371,15 @@ pub enum Corruption {
     },
     /// An index entry does not agree with the log.
     BadIndexEntry(String),
+    /// A segment of a log that is not compacted ends below the next segment's base offset: the
+    /// offsets in between are missing. Only compaction leaves such a gap, so in any other log it
+    /// means lost bytes (a `.log` file cut short at a batch boundary, or a segment lost).
+    MissingOffsets {
+        /// The offset after the segment's last batch: the first one missing.
+        from: i64,
+        /// The next segment's base offset: the first one there again.
+        to: i64,
+    },
 }
 
 impl fmt::Display for Corruption {
@@ -371,6 +410,12 @@ impl fmt::Display for Corruption {
                 write!(f, "offset {offset} is out of order (bound {bound})")
             }
             Corruption::BadIndexEntry(why) => write!(f, "bad index entry: {why}"),
+            Corruption::MissingOffsets { from, to } => write!(
+                f,
+                "offsets [{from}, {to}) are missing: the segment ends at offset {from} but the \
+                 next one begins at {to} (such gaps are legal only in a log whose \
+                 cleanup.policy includes compact)"
+            ),
         }
     }
 }
@@ -392,6 +437,14 @@ pub(crate) const MAX_MESSAGE_BYTES: &str = "max.message.bytes";
 pub(crate) const BUFFER_MEMORY: &str = "buffer.memory";
 /// The `limit` of [`Error::RecordTooLarge`] for a batch the format cannot frame.
 pub(crate) const FORMAT_BATCH_LIMIT: &str = "the largest batch the format can frame";
+
+fn elr_hint(elr: &[i32]) -> String {
+    if elr.is_empty() {
+        String::new()
+    } else {
+        format!(" or its eligible leader replicas {elr:?}")
+    }
+}
 
 fn locked_hint(in_this_process: bool) -> &'static str {
     if in_this_process {
@@ -543,6 +596,15 @@ impl Error {
                 current: *current,
                 found: *found,
             },
+            Error::UncleanLeaderElection { replica, isr, elr } => Error::UncleanLeaderElection {
+                replica: *replica,
+                isr: isr.clone(),
+                elr: elr.clone(),
+            },
+            Error::MissingFile { path, why } => Error::MissingFile {
+                path: path.clone(),
+                why: why.clone(),
+            },
             Error::UnexpectedAppendOffset {
                 log_end_offset,
                 found,
@@ -585,7 +647,8 @@ impl Error {
             Error::NotEnoughReplicasAfterAppend { .. } => Some(20),
             Error::FencedLeaderEpoch { .. } => Some(74),
             Error::UnknownLeaderEpoch { .. } => Some(75),
-            Error::Io { .. } | Error::Poisoned => Some(56),
+            Error::UncleanLeaderElection { .. } => Some(83),
+            Error::Io { .. } | Error::Poisoned | Error::MissingFile { .. } => Some(56),
             Error::UnsupportedCompression { .. } => Some(76),
             Error::Locked { .. }
             | Error::Truncated { .. }
@@ -747,6 +810,21 @@ mod tests {
                     found: 3,
                 },
                 None,
+            ),
+            (
+                Error::UncleanLeaderElection {
+                    replica: 2,
+                    isr: vec![0, 1],
+                    elr: Vec::new(),
+                },
+                Some(83),
+            ),
+            (
+                Error::MissingFile {
+                    path: "/x".into(),
+                    why: "x".into(),
+                },
+                Some(56),
             ),
             (io_error(), Some(56)),
             (Error::Poisoned, Some(56)),

@@ -195,6 +195,12 @@ fn a_log_another_process_writes_is_refused_in_one_line() {
     // verify needs the shared lock; writing commands the exclusive one.
     let output = run(partlog().arg("verify").arg(&dir));
     assert_one_line_error(&output, "locked", "verify");
+    // ... and says which commands read a live log.
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("partlog dump and partlog consume read a live log"),
+        "{stderr}"
+    );
     let output = run_with_input(partlog().arg("produce").arg(&dir), b"x\n");
     assert_one_line_error(&output, "locked", "produce");
     for command in [&["retention"][..], &["delete-records", "--before", "1"]] {

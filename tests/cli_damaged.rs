@@ -210,3 +210,131 @@ fn corruption_in_an_unscanned_sealed_segment_ends_the_output_with_one_line() {
         text(&output.stdout)
     );
 }
+
+/// A cleanly closed log of 600 lines (`order 0` ...) in batches of 10 over small segments.
+/// Returns the directory and its sorted `.log` files.
+fn segmented_log(root: &Path) -> (PathBuf, Vec<PathBuf>) {
+    let dir = root.join("orders-0");
+    let input: String = (0..600).map(|i| format!("order {i}\n")).collect();
+    let output = run_with_input(
+        partlog().arg("produce").arg(&dir).args([
+            "--batch",
+            "10",
+            "--segment-bytes",
+            "2048",
+            "--allow-small-segments",
+        ]),
+        input.as_bytes(),
+    );
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let mut segments: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .collect();
+    segments.sort();
+    assert!(segments.len() >= 5, "{segments:?}");
+    (dir, segments)
+}
+
+fn base_of(segment: &Path) -> i64 {
+    segment
+        .file_stem()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+/// Runs every reading command on `dir` and checks that each shows what lies before
+/// `records_before` (10 records a batch), then ends with one line naming `segment` and byte
+/// `at`, exit status 1.
+fn assert_reading_commands_stop_at(dir: &Path, segment: &Path, at: u64, records_before: i64) {
+    let output = run(partlog().arg("consume").arg(dir));
+    assert_ends_with_the_corruption(&output, segment, at, "consume");
+    let expected: String = (0..records_before)
+        .map(|i| format!("order {i}\n"))
+        .collect();
+    assert_eq!(text(&output.stdout), expected);
+
+    let output = run(partlog().arg("dump").arg(dir).arg("--records"));
+    assert_ends_with_the_corruption(&output, segment, at, "dump --records");
+    let stdout = text(&output.stdout);
+    let last = records_before - 1;
+    assert!(
+        stdout.contains(&format!("baseOffset: {} lastOffset: {last} ", last - 9)),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains(&format!("| offset: {records_before} ")),
+        "{stdout}"
+    );
+
+    let output = run(partlog().arg("stats").arg(dir));
+    assert_ends_with_the_corruption(&output, segment, at, "stats");
+    assert!(text(&output.stdout).contains("log end 600"));
+
+    let output = run(partlog().arg("perf-consume").arg(dir).arg("--json"));
+    assert_ends_with_the_corruption(&output, segment, at, "perf-consume");
+    let stdout = text(&output.stdout);
+    assert!(
+        stdout.contains(&format!("\"records\":{records_before},")),
+        "{stdout}"
+    );
+}
+
+/// Issue 29, item 7, through the tool: a sealed `.log` of a cleanly closed, never-compacted log
+/// cut inside a batch (`truncate -s`). Every reading command shows the records before the cut
+/// batch, then names the file and the batch's first byte, exit status 1; `verify` agrees.
+/// Before the fix they skipped to the next segment and exited 0.
+#[test]
+fn item7_reading_commands_stop_at_a_sealed_segment_cut_inside_a_batch() {
+    let temp = tempfile::tempdir().unwrap();
+    let (dir, segments) = segmented_log(temp.path());
+    let damaged = &segments[2];
+    let positions = batch_positions(damaged);
+    let kept = positions.len() / 2;
+    let cut_batch_at = positions[kept];
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(damaged)
+        .unwrap()
+        .set_len(cut_batch_at + 20)
+        .unwrap();
+    let records_before = base_of(damaged) + 10 * kept as i64;
+
+    assert_reading_commands_stop_at(&dir, damaged, cut_batch_at, records_before);
+    let output = run(partlog().arg("verify").arg(&dir));
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stdout));
+}
+
+/// The same cut at a batch boundary: no torn batch, but the segment ends below the next one's
+/// base. The reading commands name the missing offsets and where the segment ends.
+#[test]
+fn item7_reading_commands_report_the_offsets_a_sealed_segment_cut_short_lost() {
+    let temp = tempfile::tempdir().unwrap();
+    let (dir, segments) = segmented_log(temp.path());
+    let damaged = &segments[2];
+    let positions = batch_positions(damaged);
+    let kept = positions.len() / 2;
+    let cut_at = positions[kept];
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(damaged)
+        .unwrap()
+        .set_len(cut_at)
+        .unwrap();
+    let records_before = base_of(damaged) + 10 * kept as i64;
+
+    assert_reading_commands_stop_at(&dir, damaged, cut_at, records_before);
+    let output = run(partlog().arg("consume").arg(&dir));
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "offsets [{records_before}, {}) are missing",
+            base_of(&segments[3])
+        )),
+        "{stderr}"
+    );
+}

@@ -2704,3 +2704,449 @@ fn nothing_the_log_does_after_a_crash_reaches_the_recovered_image() {
         report.findings
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// `read_committed` readers while compaction passes and retention swap segments out (issue 29,
+// item 15), crashed at a random storage operation as the matrix above is.
+
+/// The `read_committed` workload: a writer of interleaved transactions (each a fresh producer,
+/// committed or aborted as the seed decides, the fate written into every record's value) and
+/// plain records; one or two readers looping over `committed_records`; a maintainer running
+/// compaction passes (a compacted log) or retention by `retention.bytes` (a delete-policy log),
+/// rolls, and clock steps. A reader must never be handed a record of an aborted transaction,
+/// and must fail only as a moved log start explains (`OffsetOutOfRange`). After the crash the
+/// recovered log must verify, open under `RecoveryMode::Fail`, and serve no aborted record to
+/// `committed_records` either.
+///
+/// Scale and replay as the matrix above (`PARTLOG_CRASH_MATRIX_CONCURRENT_CASES`, `_SECS`,
+/// `_FIRST_SEED`, `_SEED` with `_CRASH_AT`); run it alone with the filter `read_committed_matrix`.
+mod read_committed_matrix {
+    use super::*;
+    use partlog::{BatchBuilder, Compression, ControlRecordType};
+    use std::sync::atomic::AtomicBool;
+
+    /// A record's fate, the first byte of its value.
+    const ABORTED: u8 = b'A';
+    const COMMITTED: u8 = b'C';
+    const PLAIN: u8 = b'P';
+
+    /// Everything a seed decides.
+    #[derive(Debug, Clone)]
+    struct TxnCase {
+        seed: u64,
+        compacted: bool,
+        segment_bytes: u32,
+        transactions: usize,
+        passes: usize,
+        readers: usize,
+    }
+
+    impl TxnCase {
+        fn from_seed(seed: u64) -> TxnCase {
+            let mut rng = Rng::new(seed, 1000);
+            TxnCase {
+                seed,
+                compacted: rng.chance(50),
+                segment_bytes: [1024, 1536][rng.below(2) as usize],
+                transactions: 6 + rng.below(10) as usize,
+                passes: 4 + rng.below(8) as usize,
+                readers: 1 + rng.below(2) as usize,
+            }
+        }
+
+        fn config_on(&self, storage: Arc<dyn Storage>, clock: &Arc<ManualClock>) -> LogConfig {
+            LogConfig::builder_for_tests()
+                .segment_bytes(self.segment_bytes)
+                .segment_ms(SEGMENT_MS)
+                .index_interval_bytes(128)
+                .segment_index_bytes(96)
+                .cleanup_policy(if self.compacted {
+                    CleanupPolicy::COMPACT
+                } else {
+                    CleanupPolicy::DELETE
+                })
+                .retention_ms(-1)
+                .retention_bytes(if self.compacted { -1 } else { 2048 })
+                .delete_retention_ms(0)
+                .producer_id_expiration_ms(i64::MAX / 4)
+                .flush_policy(FlushPolicy::EveryMessages(
+                    std::num::NonZeroU64::new(3).unwrap(),
+                ))
+                .recovery_point_ms(1)
+                .recovery_mode(RecoveryMode::Fail)
+                .storage(storage)
+                .clock(clock.clone())
+                .build()
+                .unwrap()
+        }
+    }
+
+    /// What the threads share.
+    struct TxnCtx<'a> {
+        case: &'a TxnCase,
+        log: &'a Arc<Log>,
+        sim: &'a SimStorage,
+        clock: &'a ManualClock,
+        /// Set once the writer is done.
+        written: AtomicBool,
+        /// Errors no race explains, met before the crash, and aborted records read.
+        failures: parking_lot::Mutex<Vec<String>>,
+        /// `read_committed` records the readers were handed.
+        records_read: AtomicU64,
+    }
+
+    impl TxnCtx<'_> {
+        fn crashed(&self) -> bool {
+            self.sim.stats().crashes > 0
+        }
+
+        /// Notes a failure unless the machine crashed; true if the thread should stop.
+        fn failed(&self, what: String) -> bool {
+            if !self.crashed() {
+                self.failures.lock().push(what);
+            }
+            true
+        }
+    }
+
+    /// An open transaction: its producer, its fate, its next sequence number.
+    struct OpenTxn {
+        producer_id: i64,
+        aborts: bool,
+        sequence: i32,
+        number: usize,
+    }
+
+    fn value(fate: u8, number: usize, n: u64) -> Vec<u8> {
+        let mut value = vec![fate];
+        value.extend_from_slice(
+            format!("/{number}/{n}/{}", "v".repeat((n % 19) as usize)).as_bytes(),
+        );
+        value
+    }
+
+    fn txn_writer(ctx: &TxnCtx<'_>) {
+        let mut rng = Rng::new(ctx.case.seed, 1001);
+        let mut open: Vec<OpenTxn> = Vec::new();
+        let mut begun = 0;
+        let mut n = 0u64;
+        let timestamp = |n: u64| T0 - 1_000_000 + n as i64;
+        while begun < ctx.case.transactions || !open.is_empty() {
+            n += 1;
+            let choice = rng.below(10);
+            let result = if choice < 3 && begun < ctx.case.transactions && open.len() < 3 {
+                open.push(OpenTxn {
+                    producer_id: 1000 + begun as i64,
+                    aborts: rng.chance(50),
+                    sequence: 0,
+                    number: begun,
+                });
+                begun += 1;
+                Ok(())
+            } else if choice < 7 && !open.is_empty() {
+                let which = rng.below(open.len() as u64) as usize;
+                let txn = &mut open[which];
+                let fate = if txn.aborts { ABORTED } else { COMMITTED };
+                let mut builder = BatchBuilder::new(Compression::None)
+                    .producer(txn.producer_id, 0, txn.sequence)
+                    .transactional(true);
+                let count = 1 + rng.below(3);
+                for i in 0..count {
+                    let key = format!("k{}", rng.below(KEYS));
+                    builder.push(&NewRecord::new(
+                        timestamp(n * 4 + i),
+                        Some(key.as_bytes()),
+                        Some(&value(fate, txn.number, n * 4 + i)),
+                    ));
+                }
+                txn.sequence += count as i32;
+                builder
+                    .build()
+                    .and_then(|batch| ctx.log.append_batch(&batch))
+                    .map(|_| ())
+            } else if choice < 9 && !open.is_empty() {
+                let txn = open.remove(rng.below(open.len() as u64) as usize);
+                let marker = if txn.aborts {
+                    ControlRecordType::Abort
+                } else {
+                    ControlRecordType::Commit
+                };
+                ctx.log
+                    .append_marker(txn.producer_id, 0, marker, 0)
+                    .map(|_| ())
+            } else {
+                let key = format!("k{}", rng.below(KEYS));
+                ctx.log
+                    .append(&[NewRecord::new(
+                        timestamp(n * 4),
+                        Some(key.as_bytes()),
+                        Some(&value(PLAIN, 0, n * 4)),
+                    )])
+                    .map(|_| ())
+            };
+            if let Err(error) = result
+                && ctx.failed(format!(
+                    "the transactional writer failed without a crash: {error}"
+                ))
+            {
+                break;
+            }
+        }
+        ctx.written.store(true, Ordering::SeqCst);
+    }
+
+    fn committed_reader(ctx: &TxnCtx<'_>) {
+        let mut position = ctx.log.log_start_offset();
+        for _ in 0..20_000 {
+            let written = ctx.written.load(Ordering::SeqCst);
+            let mut progressed = false;
+            let mut records = ctx.log.committed_records(position, ReadBound::LogEnd);
+            for record in records.by_ref().take(16) {
+                match record {
+                    Ok(record) => {
+                        let value = record.value.as_deref().unwrap_or_default();
+                        if value.first() == Some(&ABORTED) {
+                            ctx.failed(format!(
+                                "read_committed from {position} returned offset {}, of an aborted \
+                                 transaction: {}",
+                                record.offset,
+                                String::from_utf8_lossy(value)
+                            ));
+                            return;
+                        }
+                        if record.offset < position {
+                            ctx.failed(format!(
+                                "read_committed from {position} returned offset {} below it",
+                                record.offset
+                            ));
+                            return;
+                        }
+                        position = record.offset + 1;
+                        progressed = true;
+                        ctx.records_read.fetch_add(1, Ordering::Relaxed);
+                    }
+                    // Retention moved the start past the reader: on from there.
+                    Err(Error::OffsetOutOfRange { start, .. }) if position < start => {
+                        position = start;
+                        progressed = true;
+                        break;
+                    }
+                    Err(error) => {
+                        if ctx.crashed() {
+                            return;
+                        }
+                        ctx.failed(format!("read_committed from {position} failed: {error:?}"));
+                        return;
+                    }
+                }
+            }
+            // Past aborted data and markers, which it skipped without returning a record.
+            if records.position() > position {
+                position = records.position();
+                progressed = true;
+            }
+            if ctx.crashed() || written && !progressed && position >= ctx.log.last_stable_offset() {
+                return;
+            }
+            if !progressed {
+                std::thread::yield_now();
+            }
+        }
+    }
+
+    fn txn_maintainer(ctx: &TxnCtx<'_>) {
+        let mut rng = Rng::new(ctx.case.seed, 1002);
+        for _ in 0..ctx.case.passes {
+            // Paced on the writer: a pass every few appends while it writes.
+            let target = ctx.log.log_end_offset() + 3 + rng.below(8) as i64;
+            while !ctx.written.load(Ordering::SeqCst)
+                && !ctx.crashed()
+                && ctx.log.log_end_offset() < target
+            {
+                let _ = ctx.log.wait_for_data(target - 1, Duration::from_millis(5));
+            }
+            let choice = rng.below(8);
+            let (what, result) = if choice < 2 {
+                ctx.clock.advance(SEGMENT_MS + 1);
+                ("a clock step", Ok(()))
+            } else if choice < 3 {
+                ("roll", ctx.log.roll().map(|_| ()))
+            } else if ctx.case.compacted {
+                ("compact", ctx.log.compact().map(|_| ()))
+            } else {
+                ("enforce_retention", ctx.log.enforce_retention().map(|_| ()))
+            };
+            if let Err(error) = result
+                && ctx.failed(format!("{what} failed without a crash: {error}"))
+            {
+                return;
+            }
+        }
+    }
+
+    /// Runs `case`, crashing just before the `nth` operation of kind `op` (or after everything),
+    /// then checks the recovered log. Returns the simulator's counters.
+    fn run_txn_case(case: &TxnCase, crash_at: Option<(FaultOp, u64)>) -> Result<SimStats, Failure> {
+        let clock = Arc::new(ManualClock::new(T0));
+        let sim = SimStorage::new(case.seed).with_clock(clock.clone());
+        if let Some((op, nth)) = crash_at {
+            let image = CrashConfig::random().seed(case.seed ^ nth.rotate_left(17) ^ op as u64);
+            sim.inject(FaultRule::crash(op, nth).crash_config(image));
+        }
+        let config = case.config_on(Arc::new(sim.clone()), &clock);
+        let fenced = Arc::new(Fenced::new(Arc::new(sim.clone()), sim.clone()));
+        let mut failures = Vec::new();
+        let mut records_read = 0;
+        match Log::open(DIR, case.config_on(fenced, &clock)) {
+            Ok(log) => {
+                let log = Arc::new(log);
+                let ctx = TxnCtx {
+                    case,
+                    log: &log,
+                    sim: &sim,
+                    clock: &clock,
+                    written: AtomicBool::new(false),
+                    failures: parking_lot::Mutex::new(Vec::new()),
+                    records_read: AtomicU64::new(0),
+                };
+                std::thread::scope(|scope| {
+                    let mut threads = vec![
+                        scope.spawn(|| txn_writer(&ctx)),
+                        scope.spawn(|| txn_maintainer(&ctx)),
+                    ];
+                    for _ in 0..case.readers {
+                        threads.push(scope.spawn(|| committed_reader(&ctx)));
+                    }
+                    for thread in threads {
+                        thread.join().expect("a case thread panicked");
+                    }
+                });
+                failures = ctx.failures.into_inner();
+                records_read = ctx.records_read.load(Ordering::Relaxed);
+                if sim.stats().crashes == 0 {
+                    sim.clear_faults();
+                    sim.crash_with(&CrashConfig::random().seed(case.seed.rotate_left(7)));
+                }
+                drop(log);
+            }
+            Err(error) => check!(
+                sim.stats().crashes > 0,
+                "open failed without a crash: {error}"
+            ),
+        }
+        sim.clear_faults();
+        let stats = sim.stats();
+        check!(
+            failures.is_empty(),
+            "before the crash: {}",
+            failures.join("; ")
+        );
+        READ_COMMITTED_RECORDS.fetch_add(records_read, Ordering::Relaxed);
+        check_txn_recovered(&config)?;
+        Ok(stats)
+    }
+
+    /// The recovered log verifies, opens under `RecoveryMode::Fail`, serves no aborted record to
+    /// `committed_records`, and closes clean.
+    fn check_txn_recovered(config: &LogConfig) -> Result<(), Failure> {
+        match verify_dir(DIR, config) {
+            Ok(report) => {
+                let corrupt: Vec<_> = report.findings_of(Severity::Corruption).collect();
+                check!(corrupt.is_empty(), "verify: {corrupt:?}");
+            }
+            // A crash inside the first open may leave no directory, or no segment.
+            Err(_) => return Ok(()),
+        }
+        let log = Log::open(DIR, config.clone()).map_err(|e| format!("reopen: {e}"))?;
+        for record in log.committed_records(log.log_start_offset(), ReadBound::LogEnd) {
+            let record = record.map_err(|e| format!("read_committed after recovery: {e}"))?;
+            let value = record.value.unwrap_or_default();
+            check!(
+                value.first() != Some(&ABORTED),
+                "after recovery, read_committed returned offset {} of an aborted transaction: {}",
+                record.offset,
+                String::from_utf8_lossy(&value)
+            );
+        }
+        log.close().map_err(|e| format!("close: {e}"))?;
+        drop(log);
+        let report = verify_dir(DIR, config).map_err(|e| format!("verify after close: {e}"))?;
+        check!(
+            report.findings.iter().all(|f| f.severity == Severity::Note),
+            "after a clean close: {:?}",
+            report.findings
+        );
+        Ok(())
+    }
+
+    /// A dry run of the case with seed `seed`, then crashes at points drawn from it (or at
+    /// `fixed`). Returns how many runs it made.
+    fn run_txn_matrix_case(seed: u64, fixed: Option<(FaultOp, u64)>) -> Result<usize, Failure> {
+        let case = TxnCase::from_seed(seed);
+        let fail = |point: Option<(FaultOp, u64)>, failure: Failure| {
+            let replay = match point {
+                Some((op, nth)) => {
+                    format!(" PARTLOG_CRASH_MATRIX_CONCURRENT_CRASH_AT={op:?}:{nth}")
+                }
+                None => " (the dry run: a crash after every thread was done)".to_string(),
+            };
+            format!(
+                "PARTLOG_CRASH_MATRIX_CONCURRENT_SEED={seed}{replay} (filter: \
+                 read_committed_matrix)\n{case:?}\n{failure}"
+            )
+        };
+        if let Some(point) = fixed {
+            run_txn_case(&case, Some(point)).map_err(|f| fail(Some(point), f))?;
+            return Ok(1);
+        }
+        let stats = run_txn_case(&case, None).map_err(|f| fail(None, f))?;
+        let mut rng = Rng::new(seed, 1099);
+        for _ in 0..CRASHES_PER_CASE {
+            let point = pick_crash_point(&stats, &mut rng);
+            run_txn_case(&case, Some(point)).map_err(|f| fail(Some(point), f))?;
+        }
+        Ok(1 + CRASHES_PER_CASE)
+    }
+
+    /// Records the readers were handed, over the runs of this process.
+    static READ_COMMITTED_RECORDS: AtomicU64 = AtomicU64::new(0);
+
+    #[test]
+    fn read_committed_readers_never_see_aborted_data_while_compaction_and_retention_run_and_survive_a_crash()
+     {
+        if let Some(seed) = env_u64("PARTLOG_CRASH_MATRIX_CONCURRENT_SEED") {
+            let fixed = std::env::var("PARTLOG_CRASH_MATRIX_CONCURRENT_CRASH_AT")
+                .ok()
+                .map(|text| parse_crash_point(&text).expect("CRASH_AT is <kind>:<n>, as printed"));
+            if let Err(failure) = run_txn_matrix_case(seed, fixed) {
+                panic!("{failure}");
+            }
+            return;
+        }
+        let cases = env_u64("PARTLOG_CRASH_MATRIX_CONCURRENT_CASES").unwrap_or(24);
+        let deadline = env_u64("PARTLOG_CRASH_MATRIX_CONCURRENT_SECS")
+            .map(|secs| Instant::now() + Duration::from_secs(secs));
+        let first_seed = env_u64("PARTLOG_CRASH_MATRIX_CONCURRENT_FIRST_SEED").unwrap_or(0);
+        let mut seed = first_seed;
+        let mut runs = 0;
+        loop {
+            match deadline {
+                Some(deadline) if Instant::now() >= deadline => break,
+                None if seed - first_seed >= cases => break,
+                _ => {}
+            }
+            match run_txn_matrix_case(seed, None) {
+                Ok(made) => runs += made,
+                Err(failure) => panic!("{failure}"),
+            }
+            seed += 1;
+        }
+        let read = READ_COMMITTED_RECORDS.load(Ordering::Relaxed);
+        println!(
+            "read_committed matrix: {} cases (seeds {first_seed}..{seed}), {runs} crashes, all \
+             recovered; {read} committed records read while passes ran, none aborted",
+            seed - first_seed
+        );
+        assert!(runs > 0 && read > 0);
+    }
+}

@@ -4,18 +4,18 @@
 //! to the high watermark.
 #![cfg(feature = "sim")]
 
+#[path = "common/replica.rs"]
+mod replica_fixture;
+
 use std::sync::Arc;
 
 use partlog::replica::{
     FetchOutcome, Partition, ReplicaConfig, ReplicaFetcher, Truncation, truncation_point,
 };
 use partlog::unstable::ManualClock;
-use partlog::{BatchBuilder, Compression, Log, LogConfig, NewRecord, ReadBound};
+use partlog::{BatchBuilder, Compression, Log, LogConfig, NewRecord};
+use replica_fixture::{FOLLOWER1 as FOLLOWER, LEADER, START_MS, assert_same_log};
 use tempfile::TempDir;
-
-const LEADER: i32 = 0;
-const FOLLOWER: i32 = 1;
-const START_MS: i64 = 1_700_000_000_000;
 
 /// A one-record batch as a leader of `epoch` wrote it at `offset`.
 fn batch(offset: i64, epoch: i32, value: &str) -> Vec<u8> {
@@ -56,24 +56,6 @@ fn leader(epochs: &[i32], high_watermark: i64) -> (TempDir, Partition) {
         .expect("leader");
     assert_eq!(partition.high_watermark(), high_watermark);
     (dir, partition)
-}
-
-/// The follower's and the leader's batches, byte for byte, from the leader's log start.
-fn assert_same_log(follower: &Log, leader: &Log) {
-    assert_eq!(follower.log_end_offset(), leader.log_end_offset());
-    let start = leader.log_start_offset();
-    let read = |log: &Log| {
-        log.read(start, 1024 * 1024, ReadBound::LogEnd)
-            .expect("read")
-            .bytes()
-            .to_vec()
-    };
-    assert_eq!(read(follower), read(leader), "the batches differ");
-    assert_eq!(
-        follower.leader_epoch_entries(),
-        leader.leader_epoch_entries(),
-        "the epoch caches differ"
-    );
 }
 
 #[test]

@@ -3,103 +3,17 @@
 //! under `min.insync.replicas`, `acks=all` appends) and their bad input.
 #![cfg(feature = "sim")]
 
+#[path = "common/replica.rs"]
+mod replica_fixture;
+
 use std::sync::Arc;
 use std::time::Duration;
 
 use partlog::replica::{
-    FollowerFetch, FollowerRead, IsrChange, IsrChangeKind, Partition, ReplicaConfig, UNKNOWN_OFFSET,
+    FollowerFetch, FollowerRead, IsrChangeKind, Partition, ReplicaConfig, UNKNOWN_OFFSET,
 };
-use partlog::unstable::ManualClock;
-use partlog::{Acks, BatchBuilder, Compression, Error, Log, LogConfig, NewRecord};
-use tempfile::TempDir;
-
-const LEADER: i32 = 0;
-const FOLLOWER1: i32 = 1;
-const FOLLOWER2: i32 = 2;
-const START_MS: i64 = 1_700_000_000_000;
-const GENEROUS: Duration = Duration::from_secs(120);
-
-struct Fixture {
-    _dir: TempDir,
-    log: Arc<Log>,
-    clock: Arc<ManualClock>,
-    partition: Partition,
-}
-
-fn fixture(config: ReplicaConfig) -> Fixture {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let log = Arc::new(Log::open(dir.path(), LogConfig::default()).expect("open"));
-    let clock = Arc::new(ManualClock::new(START_MS));
-    let partition =
-        Partition::new(Arc::clone(&log), LEADER, config, clock.clone()).expect("partition");
-    Fixture {
-        _dir: dir,
-        log,
-        clock,
-        partition,
-    }
-}
-
-fn client_batch(records: usize) -> Vec<u8> {
-    let mut builder = BatchBuilder::new(Compression::None);
-    for i in 0..records {
-        builder.push(&NewRecord::new(
-            START_MS,
-            None,
-            Some(format!("v{i}").as_bytes()),
-        ));
-    }
-    builder.build().expect("build")
-}
-
-/// A batch as a leader of `epoch` wrote it at `base_offset`.
-fn replicated_batch(base_offset: i64, epoch: i32, records: usize) -> Vec<u8> {
-    let mut builder = BatchBuilder::new(Compression::None)
-        .base_offset(base_offset)
-        .partition_leader_epoch(epoch);
-    for i in 0..records {
-        builder.push(&NewRecord::new(
-            START_MS,
-            None,
-            Some(format!("r{i}").as_bytes()),
-        ));
-    }
-    builder.build().expect("build")
-}
-
-/// An `acks=0` or `acks=1` append, which resolves at once whatever the followers do.
-fn append_unreplicated(partition: &Partition, records: usize, acks: Acks) {
-    partition
-        .append_as_leader(&client_batch(records), acks)
-        .expect("append")
-        .wait(GENEROUS)
-        .expect("acks=0 and acks=1 resolve at once");
-}
-
-fn fetch_at(replica_id: i32, fetch_offset: i64) -> FollowerFetch {
-    FollowerFetch {
-        replica_id,
-        fetch_offset,
-        last_fetched_epoch: None,
-        current_leader_epoch: None,
-        log_start_offset: 0,
-        max_bytes: 1024 * 1024,
-    }
-}
-
-/// A follower fetch that must be served; returns the ISR change it proposed.
-fn fetch_follower(partition: &Partition, replica_id: i32, fetch_offset: i64) -> Option<IsrChange> {
-    match partition
-        .read_for_follower(&fetch_at(replica_id, fetch_offset))
-        .expect("fetch")
-    {
-        FollowerRead::Records {
-            proposed_isr_change,
-            ..
-        } => proposed_isr_change,
-        other => panic!("fetch at {fetch_offset} not served: {other:?}"),
-    }
-}
+use partlog::{Acks, BatchBuilder, Compression, Error, NewRecord};
+use replica_fixture::*;
 
 #[test]
 fn replica_last_fetched_offset_validation() {
@@ -253,7 +167,9 @@ fn replica_follower_does_not_join_isr_until_caught_up_to_offset_within_current_l
     assert_eq!(f.partition.high_watermark(), first.last_offset + 1);
 
     // The leader becomes a follower, then leader again, with nothing appended in between.
-    f.partition.become_follower(9, 1).expect("follower");
+    f.partition
+        .become_follower(9, 1, &replicas, &isr)
+        .expect("follower");
     assert!(
         f.partition
             .become_leader(10, 1, &replicas, &isr)
@@ -630,7 +546,9 @@ fn replica_requests_with_an_older_leader_epoch_are_fenced_and_newer_ones_unknown
 #[test]
 fn replica_a_follower_partition_refuses_client_appends_and_follower_fetches() {
     let f = fixture(ReplicaConfig::default());
-    f.partition.become_follower(3, 1).expect("follower");
+    f.partition
+        .become_follower(3, 1, &[LEADER, FOLLOWER1], &[LEADER, FOLLOWER1])
+        .expect("follower");
     let append = f
         .partition
         .append_as_leader(&client_batch(1), Acks::One)
@@ -660,7 +578,9 @@ fn replica_losing_leadership_fails_waiting_appends_with_not_leader_or_follower()
         .partition
         .append_as_leader(&client_batch(1), Acks::All)
         .expect("append");
-    f.partition.become_follower(2, 2).expect("follower");
+    f.partition
+        .become_follower(2, 2, &[LEADER, FOLLOWER1], &[FOLLOWER1])
+        .expect("follower");
     let error = ack.wait(GENEROUS).expect_err("no longer leading");
     assert_eq!(error.kafka_code(), Some(6));
 }

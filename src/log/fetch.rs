@@ -11,7 +11,7 @@ use crate::sync::atomic::Ordering;
 use std::os::fd::BorrowedFd;
 use std::sync::Arc;
 
-use crate::error::{Error, Result};
+use crate::error::{Corruption, Error, Result};
 use crate::format::{Batch, BatchHeader, BatchView, Record, TimestampType, peek_batch_frame};
 use crate::segment::{AbortedTxn, Segment, SegmentRead};
 use std::ops::ControlFlow;
@@ -499,13 +499,17 @@ impl Log {
         self.poll_live();
         match self.read_current(offset, max_bytes, options, resume.as_ref(), fetch) {
             // A live writer deleted a segment this view still lists (retention, a truncation)
-            // since the last poll: look again, and answer from what is there now.
+            // since the last poll, or cut one and writes it again: look again, and answer from
+            // what is there now. Real damage is met again, and reported.
             Err(error)
                 if self.shared.live.is_some()
-                    && error.io_kind() == Some(std::io::ErrorKind::NotFound) =>
+                    && (error.io_kind() == Some(std::io::ErrorKind::NotFound)
+                        || matches!(error, Error::Corrupt { .. })) =>
             {
                 fetch.clear_at(offset, 0);
-                self.refresh()?;
+                if self.refresh().is_err() {
+                    return Err(error);
+                }
                 self.read_current(offset, max_bytes, options, None, fetch)
             }
             other => other,
@@ -613,11 +617,31 @@ impl Log {
                     fetch.buffer_mut(),
                 )?;
                 if let Some((read, at)) = found {
-                    fetch.fill(&read, at, end, segment, segment_truncations);
-                    if read_committed {
-                        self.collect_aborted(&list, index, offset, fetch)?;
+                    // Before `fill` hands the pin to the fetch: the aborted transactions come
+                    // from the view the batches came from, this segment first.
+                    if read_committed
+                        && !self.collect_aborted(&list, index, &segment, offset, &read, fetch)?
+                    {
+                        // A segment they may be listed in left the log after the batches were
+                        // read (a compaction swap, retention, a truncation): the batches may
+                        // hold data whose ABORT only that segment listed. Read again from the
+                        // current list, batches and aborted transactions both.
+                        fetch.aborted.clear();
+                        continue 'retry;
                     }
+                    fetch.fill(&read, at, end, segment, segment_truncations);
                     return Ok(false);
+                }
+                // Nothing at or above `from` here: the read moves on to the next segment.
+                if let Some(next) = list.handles().get(index + 1)
+                    && next.base_offset() < upper
+                {
+                    self.check_continuity(
+                        &list,
+                        &segment,
+                        segment_truncations,
+                        next.base_offset(),
+                    )?;
                 }
                 index += 1;
             }
@@ -634,28 +658,39 @@ impl Log {
         }
     }
 
-    /// Kafka's `collectAbortedTransactions` for a fetch from `offset` whose batches end at
-    /// `fetch.next_offset()`: the `.txnindex` entries of the segment at `index` and the later
-    /// ones that overlap the fetch, until a segment's search says no later transaction can.
+    /// Kafka's `collectAbortedTransactions` for a fetch from `offset` whose batches `read` took
+    /// from `segment`, the one at `index` in `list`: the `.txnindex` entries of that segment and
+    /// of the later ones in `list` that overlap the fetch, until a segment's search says no
+    /// later transaction can. `Ok(false)` when a later segment of `list` has left the log since
+    /// (its handle can no longer be pinned): what it listed cannot be read from this view, and
+    /// the caller reads again (ARCHITECTURE.md §8, "A `read_committed` reader").
     fn collect_aborted(
         &self,
         list: &SegmentList,
         index: usize,
+        segment: &Arc<Segment>,
         offset: i64,
+        read: &SegmentRead,
         fetch: &mut FetchData,
-    ) -> Result<()> {
-        let upper_bound = fetch.next_offset;
+    ) -> Result<bool> {
+        let upper_bound = read.next_offset;
         // No segment above the last one that ever held a `.txnindex` has entries.
         let last_indexed = self.shared.last_txn_index_base.load(Ordering::Acquire);
-        for handle in list.handles().iter().skip(index) {
+        for (n, handle) in list.handles().iter().skip(index).enumerate() {
             if handle.base_offset() > last_indexed {
                 break;
             }
-            let Some(segment) = self.shared.snapshot.pin(handle)? else {
-                // Gone under the read (retention, a truncation): what it held is gone too.
-                continue;
+            let later;
+            let searched = if n == 0 {
+                segment
+            } else {
+                let Some(pinned) = self.shared.snapshot.pin(handle)? else {
+                    return Ok(false);
+                };
+                later = pinned;
+                &later
             };
-            let found = segment.collect_aborted_txns(offset, upper_bound)?;
+            let found = searched.collect_aborted_txns(offset, upper_bound)?;
             fetch.aborted.extend(found.aborted);
             if found.complete {
                 break;
@@ -672,7 +707,41 @@ impl Log {
                 }
             }
         }
-        Ok(())
+        Ok(true)
+    }
+
+    /// Called when a read found nothing at or above its offset in `segment` (sealed: a segment
+    /// based at `next_base` follows it in `list`) and moves on to the next one. Only compaction
+    /// leaves offsets out between segments, so in a log whose cleanup policy does not include
+    /// compact a segment that ends below the next one's base has lost bytes: `Error::Corrupt`
+    /// naming where it ends, instead of a read that skips the missing offsets without a word.
+    /// A truncation into the segment that overlapped the read, or a list swapped since, is no
+    /// corruption: a truncation swaps in a list without the later segments before it cuts.
+    fn check_continuity(
+        &self,
+        list: &Arc<SegmentList>,
+        segment: &Segment,
+        truncations: u64,
+        next_base: i64,
+    ) -> Result<()> {
+        let ends_at = segment.next_offset();
+        if ends_at >= next_base || self.shared.config.cleanup_policy.compact {
+            return Ok(());
+        }
+        let raced = truncations % 2 == 1
+            || segment.truncation_sequence() != truncations
+            || !Arc::ptr_eq(&self.shared.snapshot.load(), list);
+        if raced {
+            return Ok(());
+        }
+        Err(Error::Corrupt {
+            file: segment.log_path(),
+            position: segment.size(),
+            what: Corruption::MissingOffsets {
+                from: ends_at,
+                to: next_base,
+            },
+        })
     }
 
     /// An iterator over the data records from `offset` on, across segments, up to `bound` as
@@ -710,6 +779,8 @@ impl Log {
                     .max_timestamp()
                     .is_none_or(|max| max.timestamp < timestamp)
                 {
+                    // Damage after its last valid batch may have held the answer.
+                    segment.check_damage()?;
                     continue;
                 }
                 if let Some(found) =
@@ -719,6 +790,7 @@ impl Log {
                     // older, so one at or above the end means none the log vouches for.
                     return Ok((found.offset < end).then_some((found.offset, found.timestamp)));
                 }
+                segment.check_damage()?;
             }
             return Ok(None);
         }

@@ -285,8 +285,19 @@ impl Snapshot {
                     0,
                     true,
                 )?;
-                // Only the valid prefix is published; the rest is the writer's to finish.
-                segment.scan()?;
+                // The writer appended the segment's last batch before it created the next
+                // segment, which made this one sealed: its `.log` ends on a batch boundary, and
+                // bytes after the last valid batch are damage (ARCHITECTURE.md §8, "Reading a
+                // damaged log"), unless they are the zeros a preallocated file holds until the
+                // seal trims it, just after the next segment was created. A read that reaches
+                // them reports them.
+                let report = segment.scan()?;
+                if let Some(invalid) = report.first_invalid
+                    && !segment.is_zero_from(invalid.position)?
+                {
+                    // The valid batches before them stay readable, up to the damage.
+                    segment.note_damage(invalid);
+                }
                 Ok(segment)
             }
             other => other,

@@ -12,6 +12,12 @@ pub const REPLICA_LAG_TIME_MAX_MS_DEFAULT: i64 = 30_000;
 pub const MIN_IN_SYNC_REPLICAS_CONFIG: &str = "min.insync.replicas";
 /// Kafka's default for [`MIN_IN_SYNC_REPLICAS_CONFIG`]: 1.
 pub const MIN_IN_SYNC_REPLICAS_DEFAULT: usize = 1;
+/// Kafka's `unclean.leader.election.enable`: whether a replica outside the last ISR (and, once
+/// the ISR is empty, outside its eligible leader replicas) may become the leader. Its log may
+/// lack committed records, which the followers then truncate away.
+pub const UNCLEAN_LEADER_ELECTION_ENABLE_CONFIG: &str = "unclean.leader.election.enable";
+/// Kafka's default for [`UNCLEAN_LEADER_ELECTION_ENABLE_CONFIG`]: false.
+pub const UNCLEAN_LEADER_ELECTION_ENABLE_DEFAULT: bool = false;
 
 /// The settings of a [`Partition`](super::Partition), each under its Kafka name with Kafka's
 /// default.
@@ -30,6 +36,9 @@ pub struct ReplicaConfig {
     pub replica_lag_time_max_ms: i64,
     /// `min.insync.replicas` (default 1).
     pub min_insync_replicas: usize,
+    /// `unclean.leader.election.enable` (default false): see
+    /// [`Partition::become_leader`](super::Partition::become_leader).
+    pub unclean_leader_election_enable: bool,
 }
 
 impl Default for ReplicaConfig {
@@ -37,6 +46,7 @@ impl Default for ReplicaConfig {
         ReplicaConfig {
             replica_lag_time_max_ms: REPLICA_LAG_TIME_MAX_MS_DEFAULT,
             min_insync_replicas: MIN_IN_SYNC_REPLICAS_DEFAULT,
+            unclean_leader_election_enable: UNCLEAN_LEADER_ELECTION_ENABLE_DEFAULT,
         }
     }
 }
@@ -75,6 +85,7 @@ mod tests {
         let config = ReplicaConfig::default();
         assert_eq!(config.replica_lag_time_max_ms, 30_000);
         assert_eq!(config.min_insync_replicas, 1);
+        assert!(!config.unclean_leader_election_enable);
         assert!(config.validate().is_ok());
     }
 

@@ -267,7 +267,8 @@ impl ReplicaFetcher {
     }
 
     /// The leader's high watermark, clamped to the follower's log end (Kafka's follower takes
-    /// `min(leader HW, own LEO)`), and never moved back.
+    /// `min(leader HW, own LEO)`), and never moved back: on purpose unlike Kafka, whose
+    /// follower takes a new leader's lower one (see the module docs of [`replica`](super)).
     fn take_high_watermark(&self, leader_high_watermark: i64) -> Result<i64> {
         let target = leader_high_watermark.min(self.log.log_end_offset());
         if target > self.log.high_watermark() {

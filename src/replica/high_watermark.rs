@@ -57,7 +57,8 @@ impl Partition {
     /// response). A committed change becomes the ISR and moves the partition epoch up by one;
     /// then the high watermark may move (a shrink can leave only caught-up members), and a
     /// shrink below `min.insync.replicas` fails the waiting `acks=all` appends with
-    /// [`Error::NotEnoughReplicasAfterAppend`] (their records stay). A rejected change is
+    /// [`Error::NotEnoughReplicasAfterAppend`] (their records stay; Kafka 3.7+ keeps them
+    /// waiting instead, see the module docs of [`replica`](super)). A rejected change is
     /// dropped, and the ISR stays as it was.
     ///
     /// [`Error::InvalidArgument`] when `change` is not the change in flight.
@@ -75,6 +76,9 @@ impl Partition {
         if committed {
             state.partition_epoch = state.partition_epoch.saturating_add(1);
             let min_isr = self.effective_min_isr(&state);
+            state
+                .eligibility
+                .learn(change.new_isr.iter().copied(), min_isr);
             let maximal = state.isr.maximal().len();
             if maximal < min_isr {
                 for pending in std::mem::take(&mut state.pending_acks) {

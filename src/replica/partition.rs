@@ -20,6 +20,7 @@ use crate::sync::Mutex;
 
 use super::ReplicaConfig;
 use super::ack::{AckFuture, AckSlot, PendingAck};
+use super::election::Eligibility;
 use super::isr::{IsrChange, IsrState};
 use super::replica_state::ReplicaState;
 
@@ -60,6 +61,8 @@ pub(super) struct State {
     /// The followers' fetch state, while leading.
     pub(super) remotes: BTreeMap<i32, ReplicaState>,
     pub(super) pending_acks: Vec<PendingAck>,
+    /// Who may lead cleanly, from the last ISR told.
+    pub(super) eligibility: Eligibility,
 }
 
 /// Completions found under the state mutex, delivered after it is released.
@@ -89,6 +92,7 @@ impl Partition {
                 isr: IsrState::default(),
                 remotes: BTreeMap::new(),
                 pending_acks: Vec::new(),
+                eligibility: Eligibility::default(),
             }),
         })
     }
@@ -123,9 +127,29 @@ impl Partition {
         self.state.lock().partition_epoch
     }
 
-    /// The committed ISR, sorted.
+    /// The committed ISR, sorted. Empty on a follower, as in Kafka: a follower keeps no ISR of
+    /// its own; the last one it was told is [`last_isr`](Self::last_isr).
     pub fn isr(&self) -> Vec<i32> {
         self.state.lock().isr.committed().iter().copied().collect()
+    }
+
+    /// The assignment (replicas) last told, in the order given.
+    pub fn replicas(&self) -> Vec<i32> {
+        self.state.lock().replicas.clone()
+    }
+
+    /// The last ISR this replica was told, by `become_leader`, by `become_follower` or by a
+    /// committed ISR change, sorted: who may lead cleanly (see
+    /// [`become_leader`](Self::become_leader)). Empty before the first.
+    pub fn last_isr(&self) -> Vec<i32> {
+        self.state.lock().eligibility.isr()
+    }
+
+    /// The eligible leader replicas (KIP-966) implied by the ISRs told, sorted: the members that
+    /// left the ISR while it was below `min.insync.replicas`. They may lead cleanly once the
+    /// ISR is empty.
+    pub fn eligible_leader_replicas(&self) -> Vec<i32> {
+        self.state.lock().eligibility.elr()
     }
 
     /// The committed ISR plus the members whose addition is in flight, sorted: the set the
@@ -173,9 +197,20 @@ impl Partition {
     /// replica). Returns whether this was a leader change: the same epoch again only takes the
     /// new assignment and ISR (a controller's ISR update), and keeps the followers' state.
     ///
-    /// A new epoch tells the log ([`Log::become_leader`]), which records it in its epoch cache
-    /// at the log end offset; an epoch below the current one fails with
-    /// [`Error::FencedLeaderEpoch`].
+    /// A `partition_epoch` older than the partition's is a stale controller state: ignored, as
+    /// Kafka ignores it, and `Ok(false)` with nothing changed (an ISR change committed since
+    /// already moved the epoch past it). A new epoch tells the log ([`Log::become_leader`]),
+    /// which records it in its epoch cache at the log end offset; an epoch below the current
+    /// one fails with [`Error::FencedLeaderEpoch`].
+    ///
+    /// A replica becoming the leader must be eligible: in the last ISR it was told (by
+    /// `become_leader`, [`become_follower`](Self::become_follower) or a committed ISR change)
+    /// or, once that ISR is empty, one of its eligible leader replicas (KIP-966). Otherwise this
+    /// is an unclean election, which fails with [`Error::UncleanLeaderElection`] unless
+    /// `unclean.leader.election.enable` is set. With it set, the new leader's log is the truth,
+    /// as in Kafka: its ISR must be itself alone, and followers that hold more truncate to it
+    /// when they fetch (their diverging epochs say where), committed records included. A
+    /// partition never told an ISR since it was created cannot judge and accepts.
     pub fn become_leader(
         &self,
         leader_epoch: i32,
@@ -183,9 +218,12 @@ impl Partition {
         replicas: &[i32],
         isr: &[i32],
     ) -> Result<bool> {
-        self.check_assignment(replicas, isr)?;
+        self.check_assignment(replicas, isr, true)?;
         let now = self.clock.now_ms();
         let mut state = self.state.lock();
+        if partition_epoch < state.partition_epoch {
+            return Ok(false);
+        }
         if leader_epoch < state.leader_epoch {
             return Err(Error::FencedLeaderEpoch {
                 current: state.leader_epoch,
@@ -193,6 +231,9 @@ impl Partition {
             });
         }
         let was_leader = state.role == Role::Leader;
+        if !was_leader {
+            self.check_election(&state, isr)?;
+        }
         let new_epoch = leader_epoch > state.leader_epoch || !was_leader;
         if new_epoch {
             self.log.become_leader(leader_epoch)?;
@@ -208,6 +249,8 @@ impl Partition {
         state.partition_epoch = partition_epoch;
         state.replicas = replicas.to_vec();
         state.isr = IsrState::new(isr.iter().copied());
+        let min_isr = self.effective_min_isr(&state);
+        state.eligibility.learn(isr.iter().copied(), min_isr);
         let leader_end = self.log.log_end_offset();
         let remotes: BTreeMap<i32, ReplicaState> = replicas
             .iter()
@@ -233,13 +276,58 @@ impl Partition {
         Ok(new_epoch)
     }
 
-    /// Makes this replica a follower in `leader_epoch` (Kafka's `makeFollower`): the log takes
-    /// no more client appends ([`Log::become_follower`]), waiting `acks=all` appends fail with
-    /// [`Error::NotLeaderOrFollower`], and the followers' state is dropped. Returns whether the
-    /// epoch or role changed; an epoch below the current one fails with
-    /// [`Error::FencedLeaderEpoch`].
-    pub fn become_follower(&self, leader_epoch: i32, partition_epoch: i32) -> Result<bool> {
+    /// Kafka's controller rule for a replica about to lead: clean if eligible (see
+    /// [`become_leader`](Self::become_leader)); unclean only with the setting, and then with
+    /// itself alone as the ISR, as Kafka's controller records it.
+    fn check_election(&self, state: &State, isr: &[i32]) -> Result<()> {
+        let local = self.local_replica_id;
+        if state.eligibility.may_lead_cleanly(local) {
+            return Ok(());
+        }
+        if !self.config.unclean_leader_election_enable {
+            return Err(Error::UncleanLeaderElection {
+                replica: local,
+                isr: state.eligibility.isr(),
+                elr: state.eligibility.elr(),
+            });
+        }
+        if isr != [local] {
+            return Err(Error::InvalidArgument {
+                why: format!(
+                    "replica {local} leads after an unclean election (it is not in the last ISR \
+                     {:?}): its ISR must be itself alone, not {isr:?}, since the others' logs \
+                     may hold records it lacks until they truncate and catch up",
+                    state.eligibility.isr()
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// Makes this replica a follower in `leader_epoch` (Kafka's `makeFollower`), with the
+    /// controller's `partition_epoch`, assignment `replicas` (which include this replica) and
+    /// `isr` (which may be empty, or leave this replica out). The log takes no more client
+    /// appends ([`Log::become_follower`]), waiting `acks=all` appends fail with
+    /// [`Error::NotLeaderOrFollower`], and the followers' state and the ISR are dropped (a
+    /// follower keeps no ISR, as in Kafka); `isr` is remembered as the last ISR, which decides
+    /// whether a later [`become_leader`](Self::become_leader) is a clean election. Call it again
+    /// with the same leader epoch whenever the controller's ISR changes.
+    ///
+    /// Returns whether the epoch or role changed. A `partition_epoch` older than the
+    /// partition's is ignored (`Ok(false)`, nothing changed), as Kafka ignores it; an epoch
+    /// below the current one fails with [`Error::FencedLeaderEpoch`].
+    pub fn become_follower(
+        &self,
+        leader_epoch: i32,
+        partition_epoch: i32,
+        replicas: &[i32],
+        isr: &[i32],
+    ) -> Result<bool> {
+        self.check_assignment(replicas, isr, false)?;
         let mut state = self.state.lock();
+        if partition_epoch < state.partition_epoch {
+            return Ok(false);
+        }
         if leader_epoch < state.leader_epoch {
             return Err(Error::FencedLeaderEpoch {
                 current: state.leader_epoch,
@@ -252,7 +340,10 @@ impl Partition {
         state.leader_epoch = leader_epoch;
         state.partition_epoch = partition_epoch;
         state.leader_epoch_start_offset = None;
+        state.replicas = replicas.to_vec();
         state.isr = IsrState::default();
+        let min_isr = self.effective_min_isr(&state);
+        state.eligibility.learn(isr.iter().copied(), min_isr);
         state.remotes.clear();
         let completions: Completions = std::mem::take(&mut state.pending_acks)
             .into_iter()
@@ -273,7 +364,8 @@ impl Partition {
         Ok(changed)
     }
 
-    fn check_assignment(&self, replicas: &[i32], isr: &[i32]) -> Result<()> {
+    /// This replica is in `replicas`, every ISR member too, and a leader is in its `isr`.
+    fn check_assignment(&self, replicas: &[i32], isr: &[i32], leading: bool) -> Result<()> {
         if !replicas.contains(&self.local_replica_id) {
             return Err(Error::InvalidArgument {
                 why: format!(
@@ -282,7 +374,7 @@ impl Partition {
                 ),
             });
         }
-        if !isr.contains(&self.local_replica_id) {
+        if leading && !isr.contains(&self.local_replica_id) {
             return Err(Error::InvalidArgument {
                 why: format!(
                     "the leader {} is not in the ISR {isr:?}",

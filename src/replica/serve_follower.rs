@@ -28,15 +28,18 @@ impl Partition {
 
     /// Kafka's `lastOffsetForLeaderEpoch` as the leader (an `OffsetsForLeaderEpoch` answer):
     /// `(epoch, end offset)` of the largest epoch at or below `leader_epoch`, (-1, -1) when
-    /// undefined. The request's `current_leader_epoch` is checked as a fetch's is.
+    /// undefined. The request's `current_leader_epoch` is checked first, as a fetch's is: an
+    /// older one is [`Error::FencedLeaderEpoch`] and a newer one [`Error::UnknownLeaderEpoch`]
+    /// on a follower too; only a request of the current epoch (or none) reaching a replica
+    /// that does not lead gets [`Error::NotLeaderOrFollower`].
     pub fn last_offset_for_leader_epoch(
         &self,
         current_leader_epoch: Option<i32>,
         leader_epoch: i32,
     ) -> Result<(i32, i64)> {
         let state = self.state.lock();
-        self.check_leader(&state)?;
         Self::check_request_epoch(&state, current_leader_epoch)?;
+        self.check_leader(&state)?;
         Ok(self.log.end_offset_for_epoch(leader_epoch))
     }
 
@@ -46,15 +49,24 @@ impl Partition {
     /// follower's state. That may propose an ISR expansion (returned, and kept in flight) and
     /// may move the high watermark, completing `acks=all` appends.
     ///
-    /// Errors: [`Error::NotLeaderOrFollower`] when not leading or for a replica outside the
-    /// assignment, [`Error::FencedLeaderEpoch`] / [`Error::UnknownLeaderEpoch`] for an older or
-    /// newer `current_leader_epoch`, and the log's read errors.
+    /// Errors, in the order Kafka checks them: [`Error::FencedLeaderEpoch`] /
+    /// [`Error::UnknownLeaderEpoch`] for an older or newer `current_leader_epoch` (on a follower
+    /// too), then [`Error::NotLeaderOrFollower`] when not leading, and for a replica outside the
+    /// assignment, where Kafka answers [`Error::UnknownLeaderEpoch`] if the request carries the
+    /// current epoch: partlog's caller sets the assignment before a new replica fetches, so a
+    /// stranger is not one about to be added, and retrying would not help. Then the log's read
+    /// errors.
     pub fn read_for_follower(&self, fetch: &FollowerFetch) -> Result<FollowerRead> {
         let now = self.clock.now_ms();
         let mut state = self.state.lock();
-        self.check_leader(&state)?;
         Self::check_request_epoch(&state, fetch.current_leader_epoch)?;
+        self.check_leader(&state)?;
         if !state.remotes.contains_key(&fetch.replica_id) {
+            // Kafka answers UNKNOWN_LEADER_EPOCH (75) here when the request carries the current
+            // epoch, because its leader may not have heard of a replica the controller just
+            // added. partlog's caller tells the leader the assignment before it lets a new
+            // replica fetch, so a stranger is a removed replica or a caller's mistake, and a
+            // retry would not help: NOT_LEADER_OR_FOLLOWER (6) tells it to stop.
             return Err(Error::NotLeaderOrFollower {
                 why: format!(
                     "replica {} is not a follower of this partition (assignment {:?})",

@@ -226,6 +226,9 @@ pub struct Segment {
     pub(super) writer: Mutex<WriterState>,
     /// The segment's syncs, one at a time, and none after a failed one (fsyncgate).
     pub(super) syncs: SegmentSyncs,
+    /// Bytes after the last valid batch of a read-only sealed segment, which its open found and
+    /// left out of the published end: a read that reaches that end reports them.
+    pub(super) damage: std::sync::OnceLock<InvalidBytes>,
 }
 impl Segment {
     /// Creates a new, empty segment at `base_offset` in `dir`: its `.log`, `.index` and
@@ -524,6 +527,7 @@ impl Segment {
                 index_room: None,
             }),
             syncs: SegmentSyncs::default(),
+            damage: std::sync::OnceLock::new(),
         }
     }
 

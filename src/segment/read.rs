@@ -8,7 +8,7 @@
 
 use crate::sync::atomic::Ordering;
 
-use super::log_segment::{Segment, SegmentRead};
+use super::log_segment::{InvalidBytes, Segment, SegmentRead};
 use super::positions::{CachedBatch, RunBuilder};
 use super::walker::{BatchSummary, BatchWalker, Frame, Step};
 use crate::error::{Corruption, Error, Result};
@@ -130,7 +130,14 @@ impl Segment {
                 Ok(Some(found)) => return Ok(Some(found)),
                 Ok(None) => match self.raced_truncation(view.epoch) {
                     Some(at) if at <= start_offset => return Err(Error::Truncated { at }),
-                    _ => return Ok(None),
+                    Some(_) => return Ok(None),
+                    // Nothing at or above `start_offset` up to the published end: the read
+                    // reached the end, and the damage after it if the open found some.
+                    None if start_offset >= self.next_offset() => {
+                        self.check_damage()?;
+                        return Ok(None);
+                    }
+                    None => return Ok(None),
                 },
                 Err(error) => match self.raced_truncation(view.epoch) {
                     Some(at) if at <= start_offset => return Err(Error::Truncated { at }),
@@ -538,6 +545,23 @@ impl Segment {
                 Ok(Some((frame, summary)))
             }
             _ => Ok(None),
+        }
+    }
+
+    /// Notes the bytes after the segment's last valid batch, which its open left out of the
+    /// published end: from now on a read that reaches the end reports them
+    /// ([`check_damage`](Self::check_damage)). For a read-only segment, whose end nothing moves.
+    pub(crate) fn note_damage(&self, invalid: InvalidBytes) {
+        let _ = self.damage.set(invalid);
+    }
+
+    /// `Error::Corrupt` naming the bytes after the last valid batch, if the segment's open found
+    /// some ([`note_damage`](Self::note_damage)); called where a walk reaches the published end
+    /// of the segment, never per batch.
+    pub(crate) fn check_damage(&self) -> Result<()> {
+        match self.damage.get() {
+            Some(invalid) => Err(self.corrupt(invalid.position, invalid.what.clone())),
+            None => Ok(()),
         }
     }
 

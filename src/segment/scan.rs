@@ -208,6 +208,25 @@ impl Segment {
         Ok(Some(entry))
     }
 
+    /// Whether every byte of the `.log` from `position` to its end is zero: what a segment
+    /// created with `preallocate` holds past its last batch until its seal trims the file. A
+    /// live reader may open such a segment between its writer's creation of the next segment
+    /// and that trim; anything else past the last valid batch of a sealed segment is damage.
+    pub(crate) fn is_zero_from(&self, position: u64) -> Result<bool> {
+        let mut chunk = vec![0u8; 64 * 1024];
+        let mut at = position;
+        loop {
+            let read = self.log.read_at(&mut chunk, at)?;
+            let Some(bytes) = chunk.get(..read).filter(|bytes| !bytes.is_empty()) else {
+                return Ok(true);
+            };
+            if bytes.iter().any(|&byte| byte != 0) {
+                return Ok(false);
+            }
+            at += read as u64;
+        }
+    }
+
     /// Validates batches from `start` (a trusted index entry) or from the file's beginning,
     /// rebuilding index entries from there on, and noting in `rising` (when given) the epochs of
     /// the valid v2 batches.

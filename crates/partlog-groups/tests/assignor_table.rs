@@ -914,3 +914,13 @@ fn h1_tie_follows_hash_order_not_names() {
     );
     assert_eq!(sorted.transferring, moving("t", &[("5", "z")]));
 }
+
+/// Issue 30, item 1: a member's range list holds its topics in Kafka's order, a Java `HashMap`'s
+/// order of the topic names ("t4" is in bucket 0, "t0" in bucket 12), not sorted order. Kafka
+/// 4.4 assigns `[t4-0, t0-0]`; the list goes to the member as it is.
+#[test]
+fn range_lists_topics_in_java_hash_map_order() {
+    let t = topics(&[("t0", 1), ("t4", 1)]);
+    let assignment = range(&t, &[member("m", &["t0", "t4"])]);
+    assert_eq!(assignment["m"], tps("", "t4-0, t0-0"));
+}

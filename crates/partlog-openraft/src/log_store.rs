@@ -24,7 +24,7 @@ use openraft::{
 use partlog::{Log, LogConfig, ReadBound};
 
 use crate::entry_codec::{CodecError, EntryEncoder, decode_entry};
-use crate::raft_state::{RaftStateFile, RaftStateRecord, StoredLogId, StoredVote};
+use crate::raft_state::{RaftStateFile, RaftStateRecord, StoredLogId, StoredVote, raft_state_path};
 
 /// How many bytes one read of entries asks the log for; a read returns at least one whole
 /// batch whatever this is, so it only sets how many entries come per call of `Log::read`.
@@ -120,10 +120,47 @@ where
     /// Opens (creating if needed) the log in `dir` with `config` (its storage included) and its
     /// `partlog.raft-state`, then finishes a purge a crash interrupted: the last purged log id
     /// is saved before entries are removed, so entries at or below it may still be there.
+    ///
+    /// A log that has held an entry (its end offset is above 0) was written by a node that
+    /// voted, so its `partlog.raft-state` must be there: if it is missing, opening fails with
+    /// [`partlog::Error::MissingFile`] naming it. Recreated empty, it would make the node forget
+    /// its vote (and vote twice in one term, which breaks Raft's safety) and its purge point.
+    /// [`open_with_fresh_state`](Self::open_with_fresh_state) asks for that explicitly. An empty
+    /// log cannot tell a first open from a lost file, and gets a new empty file.
     pub fn open(dir: impl AsRef<Path>, config: LogConfig) -> partlog::Result<Self> {
-        let dir = dir.as_ref();
+        Self::open_inner(dir.as_ref(), config, false)
+    }
+
+    /// Opens like [`open`](Self::open), except that a missing `partlog.raft-state` beside a
+    /// non-empty log is created empty instead of failing: the node starts with no vote, no
+    /// committed log id and no purge point. Only for a node that may forget its vote, for
+    /// example one whose id has left the cluster's membership and rejoins as a new learner, or
+    /// a whole cluster restarted from a copy of this log.
+    pub fn open_with_fresh_state(
+        dir: impl AsRef<Path>,
+        config: LogConfig,
+    ) -> partlog::Result<Self> {
+        Self::open_inner(dir.as_ref(), config, true)
+    }
+
+    fn open_inner(dir: &Path, config: LogConfig, fresh_state: bool) -> partlog::Result<Self> {
         let storage = Arc::clone(&config.storage);
         let log = Log::open(dir, config)?;
+        let path = raft_state_path(dir);
+        if !fresh_state && log.log_end_offset() > 0 && !storage.exists(&path)? {
+            return Err(partlog::Error::MissingFile {
+                path,
+                why: format!(
+                    "the log beside it holds entries (log start {}, log end {}), so this node \
+                     voted: without the file it would forget its vote and purge point, and \
+                     could vote twice in one term. Restore the file from a backup, or open \
+                     with PartlogLogStore::open_with_fresh_state only if this node may forget \
+                     its vote",
+                    log.log_start_offset(),
+                    log.log_end_offset()
+                ),
+            });
+        }
         let state = RaftStateFile::open(&storage, dir)?;
         let purged = state.current().last_purged;
         let store = PartlogLogStore {

@@ -163,3 +163,73 @@ fn a_saved_vote_is_never_durable_before_the_entries_appended_ahead_of_it() {
     });
     assert_eq!(store.log().durable_offset(), 3);
 }
+
+/// Issue 30, item 3: a `partlog.raft-state` missing beside a non-empty log is refused with a
+/// typed error naming it, and nothing is recreated: silently recreated, the node would forget
+/// its vote (and could vote twice in one term) and its purge point. The caller may ask for a
+/// fresh state explicitly. An empty log (a first open) gets a new file, as before.
+#[test]
+fn a_missing_raft_state_beside_a_non_empty_log_is_refused_unless_a_fresh_state_is_asked_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("raft");
+    let state_file = path.join(RAFT_STATE_FILE_NAME);
+    let runtime = runtime();
+    let vote = Vote::new(4, 2);
+    let purged = LogId::new(CommittedLeaderId::new(2, 1), 1);
+    {
+        let mut store = PartlogLogStore::<KvConfig>::open(&path, LogConfig::default()).unwrap();
+        runtime.block_on(async {
+            store.save_vote(&vote).await.unwrap();
+            store
+                .blocking_append((0..4).map(|i| entry(2, 1, i)))
+                .await
+                .unwrap();
+            store.purge(purged).await.unwrap();
+        });
+        store.close().unwrap();
+    }
+    std::fs::remove_file(&state_file).unwrap();
+
+    let error = PartlogLogStore::<KvConfig>::open(&path, LogConfig::default())
+        .expect_err("a non-empty log without its raft state must not open");
+    match &error {
+        partlog::Error::MissingFile { path: missing, .. } => assert_eq!(missing, &state_file),
+        other => panic!("expected MissingFile, got {other}"),
+    }
+    let text = error.to_string();
+    assert!(text.contains(RAFT_STATE_FILE_NAME), "{text}");
+    assert!(text.contains("open_with_fresh_state"), "{text}");
+    assert!(!state_file.exists(), "the refused open created nothing");
+
+    // Asked for explicitly, the store opens with no vote and no purge point.
+    let mut store =
+        PartlogLogStore::<KvConfig>::open_with_fresh_state(&path, LogConfig::default()).unwrap();
+    runtime.block_on(async {
+        assert_eq!(store.read_vote().await.unwrap(), None);
+        let state = store.get_log_state().await.unwrap();
+        assert_eq!(state.last_purged_log_id, None);
+        assert_eq!(state.last_log_id.map(|id| id.index), Some(3));
+        store.save_vote(&Vote::new(5, 3)).await.unwrap();
+    });
+    store.close().unwrap();
+    drop(store);
+    // The file is there again: a plain open works and reads what was saved since.
+    let mut store = PartlogLogStore::<KvConfig>::open(&path, LogConfig::default()).unwrap();
+    runtime.block_on(async {
+        assert_eq!(store.read_vote().await.unwrap(), Some(Vote::new(5, 3)));
+    });
+    store.close().unwrap();
+
+    // An empty log cannot tell a first open from a lost file: it opens with a new one.
+    let empty = dir.path().join("empty");
+    PartlogLogStore::<KvConfig>::open(&empty, LogConfig::default())
+        .unwrap()
+        .close()
+        .unwrap();
+    std::fs::remove_file(empty.join(RAFT_STATE_FILE_NAME)).unwrap();
+    PartlogLogStore::<KvConfig>::open(&empty, LogConfig::default())
+        .unwrap()
+        .close()
+        .unwrap();
+    assert!(empty.join(RAFT_STATE_FILE_NAME).exists());
+}

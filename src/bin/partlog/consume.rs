@@ -222,10 +222,11 @@ pub fn run(args: &ConsumeArgs) -> Result<Outcome, CliError> {
             }
             offset
         }
-        OffsetSpec::StartTimestamp(timestamp) => match log.offset_for_timestamp(timestamp)? {
-            Some((offset, _)) => offset,
+        OffsetSpec::StartTimestamp(timestamp) => match log.offset_for_timestamp(timestamp) {
+            Ok(Some((offset, _))) => offset,
             // Every record is older: start where the next one will come.
-            None => end,
+            Ok(None) => end,
+            Err(error) => return crate::stopped_reading(error),
         },
         OffsetSpec::End => end,
         OffsetSpec::Beginning | OffsetSpec::EndTimestamp(_) => start,
@@ -235,9 +236,10 @@ pub fn run(args: &ConsumeArgs) -> Result<Outcome, CliError> {
     let mut stop_before = args.end_offset.unwrap_or(i64::MAX);
     let mut stop_at_timestamp = None;
     if let Some(ms) = end_timestamp {
-        match log.offset_for_timestamp(ms)? {
-            Some((offset, _)) => stop_before = stop_before.min(offset),
-            None => stop_at_timestamp = Some(ms),
+        match log.offset_for_timestamp(ms) {
+            Ok(Some((offset, _))) => stop_before = stop_before.min(offset),
+            Ok(None) => stop_at_timestamp = Some(ms),
+            Err(error) => return crate::stopped_reading(error),
         }
     }
     let null_marker: &[u8] = match (&args.null_marker, args.print_null) {

@@ -23,8 +23,8 @@
 //! (`allow_live_writer`), so they work while an application writes it.
 //!
 //! Exit status: 0 on success; 1 when `verify` (or `dump --index`) finds corruption, or when
-//! `dump`, `consume` or `stats` met corrupt bytes (they print every valid batch before them,
-//! then the error); 2 for any error (bad arguments, a missing directory, an I/O error, a locked
+//! `dump`, `consume`, `stats` or `perf-consume` met corrupt bytes or missing offsets (they
+//! print every valid batch before them, then the error); 2 for any error (bad arguments, a missing directory, an I/O error, a locked
 //! log...), reported as one line on standard error: `partlog: <message>`.
 
 /// Prints one line on standard output, as `println!` does, except that a failed write never
@@ -90,8 +90,8 @@ the settings stored with the log (partlog.properties; see 'partlog config') unle
 overrides them.
 
 Exit status: 0 on success, 1 when verify (or dump --index) finds corruption or when dump,
-consume or stats meet corrupt bytes (they print every valid batch before them, then the error),
-2 on any error.";
+consume, stats or perf-consume meet corrupt bytes or missing offsets (they print every valid
+batch before them, then the error), 2 on any error.";
 
 /// The command line.
 #[derive(Debug, Parser)]

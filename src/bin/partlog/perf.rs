@@ -365,9 +365,19 @@ pub fn run_consume(args: &PerfConsumeArgs) -> Result<Outcome, CliError> {
     let mut bytes = 0u64;
     let mut scratch = Vec::new();
     let started = Instant::now();
+    // Corrupt bytes end the run: the figures of what was read before them are printed, then
+    // the error (exit status 1), as the other reading commands end.
+    let mut stopped = None;
     while records < limit && position < end {
         let call = Instant::now();
-        let fetch = log.read(position, args.fetch_bytes, ReadBound::LogEnd)?;
+        let fetch = match log.read(position, args.fetch_bytes, ReadBound::LogEnd) {
+            Ok(fetch) => fetch,
+            Err(error @ partlog::Error::Corrupt { .. }) => {
+                stopped = Some(error);
+                break;
+            }
+            Err(error) => return Err(error.into()),
+        };
         if fetch.is_empty() {
             break;
         }
@@ -440,7 +450,10 @@ pub fn run_consume(args: &PerfConsumeArgs) -> Result<Outcome, CliError> {
             p[3]
         );
     }
-    Ok(Outcome::Done)
+    match stopped {
+        Some(error) => crate::stopped_reading(error),
+        None => Ok(crate::finish_reading(&log)),
+    }
 }
 
 /// A time as kafka-consumer-perf-test prints it (`yyyy-MM-dd HH:mm:ss:SSS`), in UTC.

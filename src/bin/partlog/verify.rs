@@ -63,7 +63,7 @@ pub fn run(args: &VerifyArgs) -> Result<Outcome, CliError> {
         builder = builder.cleanup_policy(CleanupPolicy::from_kafka_str(policy)?);
     }
     let config = builder.build()?;
-    let report = verify_dir(&args.dir, &config)?;
+    let report = verify_dir(&args.dir, &config).map_err(written_now)?;
     print_report(&report);
     let report = if args.repair {
         repair(args, &config, &report)?;
@@ -79,6 +79,21 @@ pub fn run(args: &VerifyArgs) -> Result<Outcome, CliError> {
     } else {
         Outcome::Done
     })
+}
+
+/// The error of a check that could not take the log's lock: when a writer holds it, says
+/// what to run instead, for the check needs a log nobody writes.
+fn written_now(error: partlog::Error) -> CliError {
+    match error {
+        partlog::Error::Locked {
+            in_this_process: false,
+            ..
+        } => CliError::new(format!(
+            "{error}: a writer has it open, and verify checks a log no one writes (stop the \
+             writer, then verify); partlog dump and partlog consume read a live log"
+        )),
+        other => other.into(),
+    }
 }
 
 /// Repairs what `report` found; see the command's help.

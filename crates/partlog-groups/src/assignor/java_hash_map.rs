@@ -1,16 +1,22 @@
-//! Java's `HashMap` iteration order, which Kafka's sticky assignors depend on for tie-breaks.
+//! Java's hash codes, and the iteration order of the Java `HashMap`s and `HashSet`s Kafka's
+//! assignors depend on for tie-breaks.
 //!
-//! A `HashMap` filled by `put` starts with 16 buckets and doubles them whenever it holds more
-//! than three quarters as many entries; entry `k` goes to bucket `(h ^ (h >>> 16)) & (buckets -
-//! 1)` with `h = k.hashCode()`, and iteration walks the buckets in order, each bucket's entries in
-//! insertion order (a resize keeps their relative order). Kafka's `String` and `TopicPartition`
-//! keys hash as [`java_string_hash`] and [`topic_partition_hash`] say.
+//! Maps keyed by strings (member ids, topic names) are modelled whole by
+//! [`JavaStringMap`](super::java_string_map::JavaStringMap). The sets of topic-partitions the
+//! sticky assignor's movement records use are [`JavaHashSet`]: a set filled by `add` starts with
+//! 16 buckets and doubles them whenever it holds more than three quarters as many entries; entry
+//! `k` goes to bucket `(h ^ (h >>> 16)) & (buckets - 1)` with `h = k.hashCode()`, and iteration
+//! walks the buckets in order, each bucket's entries in insertion order (a resize keeps their
+//! relative order). Kafka's `String` and `TopicPartition` keys hash as [`java_string_hash`] and
+//! [`topic_partition_hash`] say.
 //!
-//! Not emulated: a bucket of more than eight colliding keys, which Java turns into a tree (or
-//! answers by resizing a table of fewer than 64 buckets). Keys that collide that much are
-//! vanishingly rare for member ids and for the partitions of one topic.
+//! Not emulated in [`JavaHashSet`]: a bucket of more than eight colliding topic-partitions,
+//! which doubles a table of fewer than 64 buckets and otherwise becomes a tree ordered, for keys
+//! that are not `Comparable` as `TopicPartition` is not, by identity hash codes: an order no
+//! other process can reproduce.
 
 use super::fast_hash::FastMap;
+use super::java_string_map::JavaStringMap;
 use std::hash::Hash;
 
 use super::{MapOrder, TopicPartition};
@@ -44,22 +50,16 @@ fn capacity_for(entries: usize) -> usize {
     capacity
 }
 
-/// The order in which a Java `HashMap` filled with keys of these hash codes, in this order, is
-/// iterated: indices into `hashes`.
-pub(crate) fn iteration_order(hashes: &[i32]) -> Vec<usize> {
-    let mask = capacity_for(hashes.len()) - 1;
-    let mut order: Vec<usize> = (0..hashes.len()).collect();
-    order.sort_by_key(|&i| ((spread(hashes[i]) as usize) & mask, i));
-    order
-}
-
-/// The order in which Kafka iterates a map keyed by these member ids, filled in this order:
-/// indices into `ids`.
+/// The order in which Kafka iterates a map keyed by these member ids, filled by `put` in this
+/// order: indices into `ids`. The ids must be distinct.
 pub(crate) fn member_iteration_order(ids: &[&str], order: MapOrder) -> Vec<usize> {
     match order {
         MapOrder::JavaHashMap => {
-            let hashes: Vec<i32> = ids.iter().map(|id| java_string_hash(id)).collect();
-            iteration_order(&hashes)
+            let mut map = JavaStringMap::new();
+            for id in ids {
+                map.put(id);
+            }
+            map.iteration_order()
         }
         MapOrder::Sorted => {
             let mut indices: Vec<usize> = (0..ids.len()).collect();
@@ -162,9 +162,17 @@ mod tests {
     }
 
     #[test]
-    fn iteration_is_by_bucket_then_insertion() {
-        // 16 and 0 share bucket 0 in a 16-bucket table; 1 is bucket 1.
-        assert_eq!(iteration_order(&[1, 16, 0]), vec![1, 2, 0]);
+    fn member_iteration_is_by_bucket_then_insertion() {
+        // "t1" and "t19" share bucket 13 of 16, "t0" is in bucket 12.
+        let ids = ["t19", "t1", "t0"];
+        assert_eq!(
+            member_iteration_order(&ids, MapOrder::JavaHashMap),
+            vec![2, 0, 1]
+        );
+        assert_eq!(
+            member_iteration_order(&ids, MapOrder::Sorted),
+            vec![2, 1, 0]
+        );
     }
 
     #[test]

@@ -2,8 +2,9 @@
 //! `cooperative-sticky`.
 //!
 //! Each one returns, for the same topics and member subscriptions, the same assignment as the
-//! Java class of the same name in `kafka-clients` (checked case by case against Kafka 4.4's jar
-//! by `tests/differential.rs`). Kafka's sticky assignors break some ties by the iteration order
+//! Java class of the same name in `kafka-clients`, each member's list in Kafka's order, and its
+//! client side sends the same user data (checked case by case against Kafka 4.4's jar by
+//! `tests/differential.rs`, over chained rebalances). Kafka's sticky assignors break some ties by the iteration order
 //! of a Java `HashMap`; [`MapOrder::JavaHashMap`] (the default) reproduces that order, and
 //! [`MapOrder::Sorted`] replaces it with sorted order for callers who want an assignment that
 //! does not depend on hash codes.
@@ -24,8 +25,11 @@
 //!   overflows and is no order at all; partlog compares the ids.
 //! - Names are compared as UTF-8 bytes, Java compares UTF-16 units: the orders differ only
 //!   between characters above U+FFFF and those in U+E000–U+FFFF.
-//! - Java turns a `HashMap` bucket of more than eight colliding keys into a tree, whose
-//!   iteration order is not emulated.
+//! - A Java `HashMap` bucket of more than eight keys doubles a small table, or else becomes a
+//!   red-black tree. For string keys (member ids, topic names) partlog models both exactly. For
+//!   the sets of topic-partitions of the sticky assignor's movement records it models neither:
+//!   Java orders such a tree by identity hash codes, which no other process can reproduce. It
+//!   takes nine partitions of one movement record in one bucket.
 //! - A Kafka sticky assignor instance remembers the highest generation it has seen across
 //!   rebalances; partlog's assign calls are independent, as a fresh Kafka instance's are. They
 //!   agree whenever generations only grow, as they do in a live group.
@@ -40,6 +44,7 @@ mod cooperative_sticky;
 mod fast_hash;
 mod general;
 mod java_hash_map;
+mod java_string_map;
 mod member_order;
 mod owned;
 mod partition_movements;

@@ -1,8 +1,10 @@
 //! Kafka's `RangeAssignor` (`range`): each topic's partitions in consecutive ranges.
 
+use super::java_hash_map::member_iteration_order;
+use super::java_string_map::JavaStringMap;
 use super::member_order::sorted_members;
 use super::{
-    Assignor, GroupAssignment, GroupInput, MemberSubscription, PartitionsPerTopic,
+    Assignor, GroupAssignment, GroupInput, MapOrder, MemberSubscription, PartitionsPerTopic,
     RebalanceProtocol, TopicPartition,
 };
 use crate::Error;
@@ -10,6 +12,10 @@ use crate::Error;
 /// Kafka's `range` assignor. Per topic, with its `C` subscribers in member order and `P`
 /// partitions, the first `P % C` members take `P / C + 1` consecutive partitions and the rest
 /// take `P / C`. Co-partitioned topics thus land on the same members.
+///
+/// A member's list holds its topics in the order Kafka visits them, which is a Java `HashMap`'s
+/// order of the topic names, not sorted order: the list goes to the member as it is, in the
+/// SyncGroup response.
 ///
 /// Kafka's rack-aware variant needs replica placement, which [`PartitionsPerTopic`] does not
 /// carry; like Kafka without rack information, this assignor ignores racks.
@@ -37,7 +43,8 @@ impl Assignor for RangeAssignor {
         let input = GroupInput::new(partitions_per_topic, members);
         let mut assignment = input.empty_assignment();
         let ordered = sorted_members(&input.members);
-        for (&topic, &count) in &input.topics {
+        for topic in kafka_topic_order(&input) {
+            let count = input.topics[topic];
             let subscribers: Vec<&MemberSubscription> = ordered
                 .iter()
                 .copied()
@@ -60,4 +67,27 @@ impl Assignor for RangeAssignor {
     }
 
     fn on_assignment(&mut self, _assignment: &[TopicPartition], _generation: i32) {}
+}
+
+/// The topics with partitions in the order Kafka's range assignor visits them. Kafka's
+/// `AbstractPartitionAssignor.assign` adds every subscribed topic to a `HashSet`, member by
+/// member in the subscription map's order and each member's topics in subscription order; then
+/// it puts those the metadata has partitions for into a `HashMap`, in the set's order, and
+/// assigns topic by topic in that map's order. Topics without partitions count too: they size
+/// the set's table.
+fn kafka_topic_order<'a>(input: &GroupInput<'a>) -> Vec<&'a str> {
+    let ids: Vec<&str> = input.members.iter().map(|m| m.member_id.as_str()).collect();
+    let mut subscribed = JavaStringMap::new();
+    for at in member_iteration_order(&ids, MapOrder::JavaHashMap) {
+        for topic in &input.members[at].topics {
+            subscribed.put(topic);
+        }
+    }
+    let mut with_partitions = JavaStringMap::new();
+    for topic in subscribed.keys_in_order() {
+        if input.topics.contains_key(topic) {
+            with_partitions.put(topic);
+        }
+    }
+    with_partitions.keys_in_order()
 }

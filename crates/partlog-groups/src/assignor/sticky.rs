@@ -1,5 +1,6 @@
 //! Kafka's `StickyAssignor` (`sticky`): balanced, and moving as few partitions as it can.
 
+use super::fast_hash::FastMap;
 use super::owned::Flavor;
 use super::sticky_common::sticky_assign;
 use super::user_data::encode_sticky;
@@ -54,7 +55,27 @@ impl Assignor for StickyAssignor {
         Ok(sticky_assign(Flavor::Eager, self.order, partitions_per_topic, members)?.assignment)
     }
 
+    /// Records the assignment as a Kafka consumer receives it: Kafka's SyncGroup encoding
+    /// (`ConsumerProtocol.serializeAssignment`) groups a leader's list by topic, in the order
+    /// each topic first appears, each topic's partitions in the order given. The user data
+    /// depends on that order (FORMAT.md §11.1), so `assignment` may be the leader's list or what
+    /// came through the SyncGroup response: the bytes are Kafka's either way.
     fn on_assignment(&mut self, assignment: &[TopicPartition], generation: i32) {
-        self.last = Some((assignment.to_vec(), generation));
+        self.last = Some((as_received(assignment), generation));
     }
+}
+
+/// `assignment` grouped by topic in the order each topic first appears, each topic's partitions
+/// in the order given: what Kafka's consumer protocol makes of a leader's list.
+fn as_received(assignment: &[TopicPartition]) -> Vec<TopicPartition> {
+    let mut grouped: Vec<Vec<&TopicPartition>> = Vec::new();
+    let mut position: FastMap<&str, usize> = FastMap::default();
+    for tp in assignment {
+        let at = *position.entry(tp.topic.as_str()).or_insert_with(|| {
+            grouped.push(Vec::new());
+            grouped.len() - 1
+        });
+        grouped[at].push(tp);
+    }
+    grouped.into_iter().flatten().cloned().collect()
 }

@@ -6,7 +6,7 @@
 //! Kafka's `Schema.read` ignores them.
 
 use super::TopicPartition;
-use super::java_hash_map::{iteration_order, java_string_hash};
+use super::java_string_map::JavaStringMap;
 
 /// The generation Kafka reports for a member whose user data does not parse.
 pub const DEFAULT_GENERATION: i32 = -1;
@@ -21,9 +21,9 @@ pub struct StickyMemberData {
 }
 
 /// Encodes the `sticky` assignor's V1 user data: `[i32 count]{i16 topic length, topic (UTF-8),
-/// [i32 count]{i32 partition}}`, then `i32 generation`. Topics are grouped in the order Kafka's
-/// `CollectionUtils.groupPartitionsByTopic` (a `HashMap`) iterates them, partitions in the order
-/// given, so the bytes equal Kafka's.
+/// [i32 count]{i32 partition}}`, then `i32 generation`. The bytes equal Kafka's: topics in the
+/// order Kafka's `CollectionUtils.groupPartitionsByTopic` leaves them (FORMAT.md §11.1), each
+/// topic's partitions in the order given.
 pub fn encode_sticky(partitions: &[TopicPartition], generation: i32) -> Vec<u8> {
     let mut out = encode_sticky_v0(partitions);
     out.extend_from_slice(&generation.to_be_bytes());
@@ -33,28 +33,27 @@ pub fn encode_sticky(partitions: &[TopicPartition], generation: i32) -> Vec<u8> 
 /// Encodes the `sticky` assignor's V0 user data: V1 without the generation (what clients before
 /// Kafka 2.3 sent).
 pub fn encode_sticky_v0(partitions: &[TopicPartition]) -> Vec<u8> {
-    let mut topics: Vec<&str> = Vec::new();
+    // Kafka groups with `HashMap.computeIfAbsent`, one call per partition: the map's table,
+    // and so the topics' order, depend on every call, not just on the set of topics.
+    let mut by_topic = JavaStringMap::new();
     let mut grouped: Vec<Vec<i32>> = Vec::new();
     for tp in partitions {
-        match topics.iter().position(|t| *t == tp.topic) {
-            Some(i) => grouped[i].push(tp.partition),
-            None => {
-                topics.push(&tp.topic);
-                grouped.push(vec![tp.partition]);
-            }
+        let at = by_topic.compute_if_absent(&tp.topic);
+        if at == grouped.len() {
+            grouped.push(Vec::new());
         }
+        grouped[at].push(tp.partition);
     }
-    let hashes: Vec<i32> = topics.iter().map(|t| java_string_hash(t)).collect();
     let mut out = Vec::new();
-    out.extend_from_slice(&(topics.len() as i32).to_be_bytes());
-    for i in iteration_order(&hashes) {
-        let name = topics[i].as_bytes();
+    out.extend_from_slice(&(by_topic.len() as i32).to_be_bytes());
+    for at in by_topic.iteration_order() {
+        let name = by_topic.key(at).as_bytes();
         // Kafka's STRING type holds at most i16::MAX bytes; Kafka's topic names are at most 249.
         let len = name.len().min(i16::MAX as usize);
         out.extend_from_slice(&(len as i16).to_be_bytes());
         out.extend_from_slice(&name[..len]);
-        out.extend_from_slice(&(grouped[i].len() as i32).to_be_bytes());
-        for p in &grouped[i] {
+        out.extend_from_slice(&(grouped[at].len() as i32).to_be_bytes());
+        for p in &grouped[at] {
             out.extend_from_slice(&p.to_be_bytes());
         }
     }

@@ -21,7 +21,7 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use partlog_groups::assignor::{MemberSubscription, PartitionsPerTopic};
+use partlog_groups::assignor::{MemberSubscription, PartitionsPerTopic, TopicPartition};
 use serde_json::{Value, json};
 
 /// How long one driver run may take before the caller fails: a batch of thousands of sticky
@@ -172,6 +172,17 @@ pub fn case_json(
     members: &[MemberSubscription],
     time_runs: u32,
 ) -> String {
+    case_value(id, assignor, topics, members, time_runs).to_string()
+}
+
+/// [`case_json`] as a JSON value, for callers that add to it (a member's `history`).
+pub fn case_value(
+    id: usize,
+    assignor: &str,
+    topics: &PartitionsPerTopic,
+    members: &[MemberSubscription],
+    time_runs: u32,
+) -> Value {
     let members: Vec<Value> = members
         .iter()
         .map(|m| {
@@ -179,13 +190,40 @@ pub fn case_json(
                 "id": m.member_id,
                 "instance": m.instance_id,
                 "topics": m.topics,
-                "owned": m.owned.iter().map(|tp| json!([tp.topic, tp.partition])).collect::<Vec<_>>(),
+                "owned": partitions_json(&m.owned),
                 "generation": m.generation.unwrap_or(-1),
-                "userData": m.user_data.as_ref().map(|d| d.iter().map(|b| format!("{b:02x}")).collect::<String>()),
+                "userData": m.user_data.as_deref().map(hex),
             })
         })
         .collect();
-    json!({"id": id, "assignor": assignor, "topics": topics, "members": members, "timeRuns": time_runs}).to_string()
+    json!({"id": id, "assignor": assignor, "topics": topics, "members": members, "timeRuns": time_runs})
+}
+
+/// Partitions as the driver writes them: `[["t", 0], ...]`, in order.
+pub fn partitions_json(partitions: &[TopicPartition]) -> Value {
+    partitions
+        .iter()
+        .map(|tp| json!([tp.topic, tp.partition]))
+        .collect()
+}
+
+/// Partitions the driver wrote (`[["t", 0], ...]`), in order; `None` if malformed.
+pub fn partitions_from_json(value: &Value) -> Option<Vec<TopicPartition>> {
+    value
+        .as_array()?
+        .iter()
+        .map(|tp| {
+            Some(TopicPartition::new(
+                tp.get(0)?.as_str()?,
+                i32::try_from(tp.get(1)?.as_i64()?).ok()?,
+            ))
+        })
+        .collect()
+}
+
+/// Bytes as lowercase hex, the driver's form of user data.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Reads a case written by [`case_json`] back: its assignor, topics and members.
@@ -223,7 +261,7 @@ pub fn parse_case(
                         .as_i64()
                         .and_then(|p| i32::try_from(p).ok())
                         .ok_or("bad owned id")?;
-                    Ok(partlog_groups::assignor::TopicPartition::new(topic, id))
+                    Ok(TopicPartition::new(topic, id))
                 })
                 .collect::<Result<Vec<_>, String>>()?;
             let user_data = match m["userData"].as_str() {

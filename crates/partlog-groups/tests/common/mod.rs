@@ -2,6 +2,7 @@
 #![allow(dead_code, reason = "each test crate uses a different part of it")]
 
 pub mod driver;
+pub mod scenario;
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -5,11 +5,19 @@
 //   {"id": 7, "assignor": "range" | "roundrobin" | "sticky" | "cooperative-sticky",
 //    "topics": {"t": 3, ...},
 //    "members": [{"id": "m1", "instance": "i1" | null, "topics": ["t"], "owned": [["t", 0], ...],
-//                 "generation": 4 (negative: none), "userData": "hex" | null}, ...],
+//                 "generation": 4 (negative: none), "userData": "hex" | null,
+//                 "history": [{"partitions": [["t", 0], ...], "generation": 3}, ...]}, ...],
 //    "timeRuns": 0}
+//   or a client alone: {"id": 7, "client": "sticky", "topics": ["t"], "history": [...]}
 // stdout: one line per case, in order:
-//   {"id": 7, "assignment": {"m1": [["t", 0], ...], ...}, "transfers": {...} | null}
+//   {"id": 7, "assignment": {"m1": [["t", 0], ...], ...}, "transfers": {...} | null,
+//    "userData": {"m1": "hex" | null, ...}}
 //   or {"id": 7, "error": "java.lang.IllegalStateException: ..."}
+//   or, for a client alone, {"id": 7, "userData": "hex" | null}
+// A member with a "history" is played by Kafka's own client side: a new assignor instance gets
+// onAssignment for each assignment of the history in turn, each one as the member receives it
+// (the leader's list through ConsumerProtocol's SyncGroup encoding), and the user data it then
+// returns from subscriptionUserData replaces "userData"; "userData" in the output has it.
 // With "timeRuns": n > 0, the case is assigned n times after as many warm-up runs, and the line
 // also has "nanosPerRun".
 // Members are put into a HashMap in the order given, as Kafka's ConsumerCoordinator does with the
@@ -30,6 +38,7 @@ import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
 import org.apache.kafka.clients.consumer.ConsumerPartitionAssignor;
 import org.apache.kafka.clients.consumer.ConsumerPartitionAssignor.GroupSubscription;
 import org.apache.kafka.clients.consumer.ConsumerPartitionAssignor.Subscription;
@@ -38,6 +47,7 @@ import org.apache.kafka.clients.consumer.RangeAssignor;
 import org.apache.kafka.clients.consumer.RoundRobinAssignor;
 import org.apache.kafka.clients.consumer.StickyAssignor;
 import org.apache.kafka.clients.consumer.internals.AbstractStickyAssignor;
+import org.apache.kafka.clients.consumer.internals.ConsumerProtocol;
 import org.apache.kafka.common.Cluster;
 import org.apache.kafka.common.Node;
 import org.apache.kafka.common.PartitionInfo;
@@ -57,7 +67,13 @@ public final class AssignorDriver {
             ObjectNode result = JSON.createObjectNode();
             result.set("id", c.get("id"));
             try {
-                run(c, result);
+                if (c.has("client")) {
+                    List<String> subscribed = new ArrayList<>();
+                    for (JsonNode t : c.get("topics")) subscribed.add(t.asText());
+                    result.put("userData", hex(clientUserData(c.get("client").asText(), c.get("history"), subscribed, "member")));
+                } else {
+                    run(c, result);
+                }
             } catch (Throwable e) {
                 result.put("error", e.toString());
             }
@@ -82,6 +98,33 @@ public final class AssignorDriver {
         return b;
     }
 
+    private static String hex(ByteBuffer data) {
+        if (data == null) return null;
+        ByteBuffer copy = data.duplicate();
+        StringBuilder out = new StringBuilder();
+        while (copy.hasRemaining()) out.append(String.format("%02x", copy.get()));
+        return out.toString();
+    }
+
+    private static List<TopicPartition> partitions(JsonNode list) {
+        List<TopicPartition> out = new ArrayList<>();
+        for (JsonNode tp : list) out.add(new TopicPartition(tp.get(0).asText(), tp.get(1).asInt()));
+        return out;
+    }
+
+    // What Kafka's client side of assignor `name` sends after the assignments of `history`: each
+    // one reaches it as a consumer receives it, through ConsumerProtocol's SyncGroup encoding.
+    private static ByteBuffer clientUserData(String name, JsonNode history, List<String> subscribed, String memberId) {
+        ConsumerPartitionAssignor client = assignor(name);
+        for (JsonNode h : history) {
+            ConsumerPartitionAssignor.Assignment sent = new ConsumerPartitionAssignor.Assignment(partitions(h.get("partitions")));
+            ConsumerPartitionAssignor.Assignment received =
+                ConsumerProtocol.deserializeAssignment(ConsumerProtocol.serializeAssignment(sent));
+            client.onAssignment(received, new ConsumerGroupMetadata("partlog", h.get("generation").asInt(), memberId, Optional.empty()));
+        }
+        return client.subscriptionUserData(new HashSet<>(subscribed));
+    }
+
     private static void run(JsonNode c, ObjectNode result) {
         List<PartitionInfo> partitions = new ArrayList<>();
         Iterator<Map.Entry<String, JsonNode>> topics = c.get("topics").fields();
@@ -92,21 +135,26 @@ public final class AssignorDriver {
         }
         Cluster cluster = new Cluster("partlog", List.of(NODE), partitions, new HashSet<>(), new HashSet<>());
 
+        String name = c.get("assignor").asText();
         Map<String, Subscription> subscriptions = new HashMap<>();
+        ObjectNode sentUserData = null;
         for (JsonNode m : c.get("members")) {
             List<String> subscribed = new ArrayList<>();
             for (JsonNode t : m.get("topics")) subscribed.add(t.asText());
-            List<TopicPartition> owned = new ArrayList<>();
-            for (JsonNode tp : m.get("owned")) owned.add(new TopicPartition(tp.get(0).asText(), tp.get(1).asInt()));
+            List<TopicPartition> owned = partitions(m.get("owned"));
             JsonNode ud = m.get("userData");
             ByteBuffer userData = ud == null || ud.isNull() ? null : ByteBuffer.wrap(unhex(ud.asText()));
+            if (m.has("history")) {
+                userData = clientUserData(name, m.get("history"), subscribed, m.get("id").asText());
+                if (sentUserData == null) sentUserData = result.putObject("userData");
+                sentUserData.put(m.get("id").asText(), hex(userData));
+            }
             Subscription s = new Subscription(subscribed, userData, owned, m.get("generation").asInt(), Optional.empty());
             JsonNode instance = m.get("instance");
             s.setGroupInstanceId(instance == null || instance.isNull() ? Optional.empty() : Optional.of(instance.asText()));
             subscriptions.put(m.get("id").asText(), s);
         }
         GroupSubscription group = new GroupSubscription(subscriptions);
-        String name = c.get("assignor").asText();
         int timeRuns = c.has("timeRuns") ? c.get("timeRuns").asInt() : 0;
         if (timeRuns > 0) {
             for (int i = 0; i < timeRuns; i++) assignor(name).assign(cluster, group);
