@@ -10,7 +10,9 @@
 //! one batch per producer), flushes, rolls, `truncate_to`, `delete_records_before` (never
 //! inside a transaction: what a log start there leaves depends on which producer state the log
 //! last loaded, which the model does not follow), retention and compaction passes (in the
-//! compacted variant), and clean close-and-reopens. A dry run records every
+//! compacted variant), one `append_as_follower` call holding both transactional producers'
+//! batches and markers interleaved with plain records (the plain variant; issue 29), and clean
+//! close-and-reopens. A dry run records every
 //! operation that changes or persists state (create, write, `set_len`, sync, directory sync,
 //! rename, remove, ...); then the case runs once per such operation k, with the machine crashing
 //! just before the kth (a random legal crash image: unsynced writes kept, lost or torn at a
@@ -110,6 +112,32 @@ enum Op {
     /// 3: the transactional ones) that the log must still recognise: a duplicate, answered
     /// with the original offsets, that writes nothing.
     Resend { producer: u8, back: u8 },
+    /// One `append_as_follower` call at the log end holding the batches of `steps`, as a
+    /// leader's fetch brings them: both transactional producers' batches and markers
+    /// interleaved with plain records (issue 29: the call completes its transactions in batch
+    /// order). See [`Run::append_follower_call`].
+    FollowerCall { steps: Vec<FollowerStep> },
+}
+
+/// One batch of an [`Op::FollowerCall`].
+#[derive(Debug, Clone)]
+enum FollowerStep {
+    /// A transactional batch of 1 to 3 records of [`transactional_pid`]`(producer)`.
+    Transactional { producer: u8, count: u8 },
+    /// A COMMIT or ABORT of [`transactional_pid`]`(producer)`.
+    EndTxn { producer: u8, commit: bool },
+    /// 1 or 2 records without a producer id.
+    Plain { count: u8 },
+}
+
+fn follower_step_strategy() -> impl Strategy<Value = FollowerStep> {
+    prop_oneof![
+        3 => (0u8..2, 1u8..=3)
+            .prop_map(|(producer, count)| FollowerStep::Transactional { producer, count }),
+        2 => (0u8..2, any::<bool>())
+            .prop_map(|(producer, commit)| FollowerStep::EndTxn { producer, commit }),
+        1 => (1u8..=2).prop_map(|count| FollowerStep::Plain { count }),
+    ]
 }
 
 /// The producer ids of the idempotent producers.
@@ -171,6 +199,10 @@ fn op_strategy(compacted: bool) -> impl Strategy<Value = Op> {
         1 => Just(Op::Retention),
         compact => Just(Op::Compact),
         1 => Just(Op::Reopen),
+        // Transactions only in the plain variant, as above.
+        1 => prop::collection::vec(follower_step_strategy(), 2..8).prop_map(move |steps| {
+            if compacted { Op::Flush } else { Op::FollowerCall { steps } }
+        }),
     ]
 }
 
@@ -879,6 +911,7 @@ impl Run<'_> {
                     Ok(())
                 }
             }
+            Op::FollowerCall { steps } => self.append_follower_call(steps),
             Op::Reopen => {
                 let log = self.log.take().expect("open");
                 let closed = log.close();
@@ -1214,6 +1247,102 @@ impl Run<'_> {
             report.findings
         );
         Ok(())
+    }
+}
+
+impl Run<'_> {
+    /// [`Op::FollowerCall`]: the batches of `steps` at the log end, each producer's at the
+    /// sequence after its last batch, in one `append_as_follower` call. Every batch is noted as
+    /// its own append would note it: acknowledged if the call returned, maybe there if a crash
+    /// interrupted it (the call is one write: all of it or a prefix may survive).
+    fn append_follower_call(&mut self, steps: &[FollowerStep]) -> partlog::Result<()> {
+        let (epoch, now_ms) = (self.model.epoch, self.clock.now_ms());
+        let mut at = self.log().log_end_offset();
+        let mut sequences: BTreeMap<i64, i32> = BTreeMap::new();
+        // (base, record count, meta); a marker has no records.
+        let mut noted: Vec<(i64, i64, BatchMeta)> = Vec::new();
+        let mut call = Vec::new();
+        for step in steps {
+            let meta = match *step {
+                FollowerStep::Transactional { producer, count } => {
+                    let producer_id = transactional_pid(producer);
+                    let sequence = sequences
+                        .entry(producer_id)
+                        .or_insert_with(|| self.model.next_sequence(producer_id));
+                    let base_sequence = *sequence;
+                    *sequence += i32::from(count);
+                    let mut builder = BatchBuilder::new(Compression::None)
+                        .base_offset(at)
+                        .producer(producer_id, 0, base_sequence)
+                        .transactional(true);
+                    for o in at..at + i64::from(count) {
+                        builder.push(&Self::new_record(&rec(o, epoch, now_ms)));
+                    }
+                    call.extend(builder.build().expect("a valid batch"));
+                    BatchMeta {
+                        kind: Kind::Transactional,
+                        producer_id,
+                        base_sequence,
+                        last_offset: at + i64::from(count) - 1,
+                        acked: true,
+                    }
+                }
+                FollowerStep::EndTxn { producer, commit } => {
+                    let producer_id = transactional_pid(producer);
+                    let (marker, kind) = if commit {
+                        (ControlRecordType::Commit, Kind::Commit)
+                    } else {
+                        (ControlRecordType::Abort, Kind::Abort)
+                    };
+                    call.extend(partlog::unstable::format::build_control_batch(
+                        marker,
+                        producer_id,
+                        0,
+                        0,
+                        at,
+                        now_ms,
+                    ));
+                    BatchMeta {
+                        kind,
+                        producer_id,
+                        base_sequence: -1,
+                        last_offset: at,
+                        acked: true,
+                    }
+                }
+                FollowerStep::Plain { count } => {
+                    let mut builder = BatchBuilder::new(Compression::None).base_offset(at);
+                    for o in at..at + i64::from(count) {
+                        builder.push(&Self::new_record(&rec(o, epoch, now_ms)));
+                    }
+                    call.extend(builder.build().expect("a valid batch"));
+                    BatchMeta {
+                        kind: Kind::Plain,
+                        producer_id: -1,
+                        base_sequence: -1,
+                        last_offset: at + i64::from(count) - 1,
+                        acked: true,
+                    }
+                }
+            };
+            let records = if meta.is_data() || meta.kind == Kind::Plain {
+                meta.last_offset - at + 1
+            } else {
+                0
+            };
+            noted.push((at, records, meta));
+            at = meta.last_offset + 1;
+        }
+        let result = self.log().append_as_follower(&call).map(|_| ());
+        for (base, records, meta) in noted {
+            if records > 0 {
+                self.note_append(base, records, &result);
+            }
+            if meta.kind != Kind::Plain {
+                self.note_batch(base, meta, &result);
+            }
+        }
+        result
     }
 }
 

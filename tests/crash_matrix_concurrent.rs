@@ -13,6 +13,10 @@
 //!   `delete_records_before`;
 //! - the maintainer: `compact` (compacted variant), `enforce_retention`, and clock steps that
 //!   roll segments by `segment.ms` and move the flusher's recovery-point timer;
+//! - the follower (delete-policy variants): `append_as_follower` calls at the log end, each
+//!   holding two transactional producers' batches, COMMITs and ABORTs and plain records
+//!   interleaved ([`follower`]); after the crash the committed records must be what a replay of
+//!   the surviving batches leaves ([`check_follower_transactions`]);
 //! - and the log's own flusher thread, always running.
 //!
 //! A dry run counts the simulator's state-changing operations (creates, writes, `set_len`s,
@@ -85,14 +89,16 @@ use std::time::{Duration, Instant};
 
 use fenced_storage::Fenced;
 
+use partlog::unstable::format::build_control_batch;
 use partlog::unstable::sim::{CrashConfig, FaultOp, FaultRule, SimStats};
 use partlog::unstable::{
     CanonicalPath, FileLock, LockMode, ManualClock, Metadata, OpenMode, SimStorage, Storage,
     StorageFile,
 };
 use partlog::{
-    Acks, CleanupPolicy, Error, FlushPolicy, Log, LogConfig, LogRecord, NewRecord, Producer,
-    ProducerConfig, ReadBound, RecoveryMode, SendHandle, Severity, verify_dir,
+    Acks, BatchBuilder, CleanupPolicy, Compression, ControlRecordType, Error, FlushPolicy, Log,
+    LogConfig, LogRecord, NewRecord, Producer, ProducerConfig, ReadBound, RecoveryMode, SendHandle,
+    Severity, verify_dir,
 };
 
 const T0: i64 = 1_700_000_000_000;
@@ -143,6 +149,7 @@ enum Who {
     Reader,
     Truncator,
     Maintainer,
+    Follower,
 }
 
 impl Who {
@@ -340,6 +347,10 @@ struct Ctx<'a> {
     seq: AtomicU64,
     /// Appender and producer threads still going: the others pace themselves on them.
     writers: AtomicUsize,
+    /// Held by the follower across its read of the log end and its call, and by the truncator
+    /// across `truncate_to`: a call built at an end a truncation then lowered would land above
+    /// the new end and leave a gap.
+    follower_gate: std::sync::Mutex<()>,
 }
 
 impl Ctx<'_> {
@@ -688,7 +699,10 @@ fn truncator(ctx: &Ctx<'_>) -> Journal {
             } else {
                 log_start + rng.below((end - log_start + 1) as u64) as i64
             };
-            let result = ctx.log.truncate_to(to);
+            let result = {
+                let _gate = ctx.follower_gate.lock().unwrap_or_else(|e| e.into_inner());
+                ctx.log.truncate_to(to)
+            };
             let finish = ctx.tick();
             journal.cuts.push(Cut {
                 kind: CutKind::Truncate {
@@ -806,6 +820,173 @@ fn maintainer(ctx: &Ctx<'_>) -> Journal {
             && journal.error(ctx, &what, &error, raced_pass)
         {
             break;
+        }
+    }
+    journal
+}
+
+/// The follower thread's transactional producers.
+const FOLLOWER_PIDS: [i64; 2] = [3000, 3001];
+
+/// The follower (delete-policy variants; issue 29): `append_as_follower` calls at the log end,
+/// each holding 2 to 7 batches: transactional batches of two producers, their COMMIT and ABORT
+/// markers, and plain records, interleaved as a leader's fetch brings them, so that one call
+/// completes several producers' transactions. A call that met another thread's append (the end
+/// moved: `UnexpectedAppendOffset`) wrote nothing and is built again at the new end; a
+/// truncation waits for a call to end (`Ctx::follower_gate`). Its records are acknowledged as
+/// the appender's are (`EveryAppend`, or a `wait_durable` half the time).
+fn follower(ctx: &Ctx<'_>) -> Journal {
+    let who = Who::Follower;
+    let mut rng = Rng::new(ctx.case.seed, who.stream());
+    let mut journal = Journal::default();
+    if ctx.case.compacted {
+        // Compaction removes aborted data and markers, which these checks do not follow (as
+        // in tests/crash_matrix.rs, transactions run in the delete-policy variants only).
+        return journal;
+    }
+    let mut n = 0;
+    let mut sequences = [0i32; 2];
+    let calls = 3 + rng.below(6) as usize;
+    for index in 0..calls {
+        ctx.pace(ctx.log.log_end_offset() + 2 + rng.below(6) as i64);
+        let gate = ctx.follower_gate.lock().unwrap_or_else(|e| e.into_inner());
+        let base = ctx.log.log_end_offset();
+        let mut at = base;
+        let mut call = Vec::new();
+        // (offset, record, its batch's last offset)
+        let mut recs: Vec<(i64, Rec, i64)> = Vec::new();
+        let mut shape = Vec::new();
+        for _ in 0..2 + rng.below(6) {
+            let producer = rng.below(2) as usize;
+            let producer_id = FOLLOWER_PIDS[producer];
+            let choice = rng.below(6);
+            let (builder, count) = if choice < 3 {
+                let count = 1 + rng.below(3) as i64;
+                let builder = BatchBuilder::new(Compression::None)
+                    .producer(producer_id, 0, sequences[producer])
+                    .transactional(true);
+                sequences[producer] += count as i32;
+                shape.push(format!("txn({producer_id})x{count}"));
+                (builder, count)
+            } else if choice < 5 {
+                let kind = if rng.chance(50) {
+                    ControlRecordType::Commit
+                } else {
+                    ControlRecordType::Abort
+                };
+                n += 1;
+                call.extend(build_control_batch(
+                    kind,
+                    producer_id,
+                    0,
+                    0,
+                    at,
+                    T0 - 1_000_000 + (n as i64) * 8 + who as i64,
+                ));
+                shape.push(format!("{kind:?}({producer_id})"));
+                at += 1;
+                continue;
+            } else {
+                let count = 1 + rng.below(2) as i64;
+                shape.push(format!("plain x{count}"));
+                (BatchBuilder::new(Compression::None), count)
+            };
+            let mut builder = builder.base_offset(at);
+            for offset in at..at + count {
+                n += 1;
+                let rec = Rec::make(who, n, &mut rng, false);
+                builder.push(&rec.new_record());
+                recs.push((offset, rec, at + count - 1));
+            }
+            call.extend(builder.build().expect("a valid batch"));
+            at += count;
+        }
+        let start = ctx.tick();
+        let result = ctx.log.append_as_follower(&call);
+        let end = ctx.tick();
+        drop(gate);
+        let what = format!("append_as_follower {base}: {}", shape.join(" "));
+        match result {
+            Ok(info) => {
+                journal.entry(
+                    who,
+                    index,
+                    (start, end),
+                    what,
+                    format!("{}..={}", info.first_offset, info.last_offset),
+                );
+            }
+            Err(Error::UnexpectedAppendOffset { .. }) if !ctx.crashed() => {
+                // Another thread appended between the read of the end and the call.
+                journal.entry(who, index, (start, end), what, "raced an append".into());
+                continue;
+            }
+            Err(error) => {
+                journal.entry(who, index, (start, end), what, format!("{error}"));
+                // Cut short by the crash: its records may be there, at the offsets it gave.
+                for (offset, rec, last) in recs {
+                    journal.attempts.push(Attempt {
+                        rec,
+                        start,
+                        offset: Some(offset),
+                        group_last: Some(last),
+                    });
+                }
+                journal.error(ctx, "append_as_follower", &error, false);
+                break;
+            }
+        }
+        for (offset, rec, last) in &recs {
+            journal.attempts.push(Attempt {
+                rec: rec.clone(),
+                start,
+                offset: Some(*offset),
+                group_last: Some(*last),
+            });
+        }
+        let wait = rng.chance(50);
+        let waited = if wait && at > base {
+            let wait_start = ctx.tick();
+            let result = ctx.log.wait_durable(at - 1);
+            let wait_end = ctx.tick();
+            let outcome = match &result {
+                Ok(()) => "ok".to_string(),
+                Err(error) => format!("{error}"),
+            };
+            journal.entry(
+                who,
+                index,
+                (wait_start, wait_end),
+                format!("wait_durable {}", at - 1),
+                outcome,
+            );
+            match result {
+                Ok(()) => true,
+                Err(error) => {
+                    if journal.error(ctx, "wait_durable", &error, raced(&error)) {
+                        break;
+                    }
+                    false
+                }
+            }
+        } else {
+            false
+        };
+        let how = if ctx.case.flush == 1 {
+            "acknowledged (EveryAppend)"
+        } else if waited {
+            "acknowledged (wait_durable)"
+        } else {
+            continue;
+        };
+        for (offset, rec, last) in recs {
+            journal.durable.push(Durable {
+                offset,
+                rec,
+                since: start,
+                group_last: Some(last),
+                how,
+            });
         }
     }
     journal
@@ -1011,6 +1192,7 @@ fn run_threads(
         clock,
         seq: AtomicU64::new(0),
         writers: AtomicUsize::new(2),
+        follower_gate: std::sync::Mutex::new(()),
     };
     let journals = std::thread::scope(|scope| {
         let threads = [
@@ -1019,6 +1201,7 @@ fn run_threads(
             scope.spawn(|| reader(&ctx)),
             scope.spawn(|| truncator(&ctx)),
             scope.spawn(|| maintainer(&ctx)),
+            scope.spawn(|| follower(&ctx)),
         ];
         threads
             .into_iter()
@@ -1068,9 +1251,13 @@ fn check_recovered(case: &Case, config: &LogConfig, history: &History) -> Result
         );
     }
     if !case.compacted {
+        let markers = check_follower_transactions(&log, start, end, &recovered)?;
         let offsets: Vec<i64> = recovered.keys().copied().collect();
         check!(
-            offsets == (start..end).collect::<Vec<_>>(),
+            offsets
+                == (start..end)
+                    .filter(|o| !markers.contains(o))
+                    .collect::<Vec<_>>(),
             "records are not gap-free from the start {start} to the end {end}: {offsets:?}"
         );
     }
@@ -1144,6 +1331,97 @@ fn check_recovered(case: &Case, config: &LogConfig, history: &History) -> Result
         report.findings
     );
     Ok(())
+}
+
+/// The transactions of the surviving batches (delete-policy variants), replayed from the log
+/// start: `committed_records` must return every record below the last stable offset except
+/// the data of transactions whose ABORT survived, and the last stable offset must not pass an
+/// open transaction. A `.txnindex` entry whose last stable offset ignored a transaction still
+/// open at its marker (issue 29, item 1) makes a `read_committed` read stop its search early
+/// and return aborted data. Returns the offsets of the markers there.
+fn check_follower_transactions(
+    log: &Log,
+    start: i64,
+    end: i64,
+    recovered: &BTreeMap<i64, Rec>,
+) -> Result<std::collections::BTreeSet<i64>, Failure> {
+    let mut markers = std::collections::BTreeSet::new();
+    // Producer id -> the first offset of its open transaction.
+    let mut open: BTreeMap<i64, i64> = BTreeMap::new();
+    // (producer id, first offset, marker offset) of each aborted transaction.
+    let mut aborted: Vec<(i64, i64, i64)> = Vec::new();
+    // (base, last offset, producer id) of each transactional data batch.
+    let mut transactional: Vec<(i64, i64, i64)> = Vec::new();
+    let mut at = start;
+    while at < end {
+        let fetch = log
+            .read(at, 1 << 20, ReadBound::LogEnd)
+            .map_err(|e| format!("scan at {at}: {e}"))?;
+        if fetch.is_empty() {
+            break;
+        }
+        for batch in fetch.batches() {
+            let batch = batch.map_err(|e| format!("scan at {at}: {e}"))?;
+            let header = *batch.header().expect("partlog writes v2 batches");
+            let producer_id = header.producer_id;
+            if header.is_control() {
+                markers.insert(header.base_offset);
+                let mut scratch = Vec::new();
+                let marker = |e: Error| format!("marker at {}: {e}", header.base_offset);
+                let record = batch
+                    .records(&mut scratch)
+                    .map_err(marker)?
+                    .next()
+                    .ok_or_else(|| format!("marker at {} has no record", header.base_offset))?
+                    .map_err(marker)?;
+                let is_abort = partlog::unstable::format::control_record_type(&record)
+                    .map_err(marker)?
+                    == ControlRecordType::Abort;
+                if let Some(first) = open.remove(&producer_id)
+                    && is_abort
+                {
+                    aborted.push((producer_id, first, header.base_offset));
+                }
+            } else if header.is_transactional() {
+                open.entry(producer_id).or_insert(header.base_offset);
+                transactional.push((header.base_offset, header.last_offset(), producer_id));
+            }
+        }
+        at = fetch.next_offset();
+    }
+    let lso = log.last_stable_offset();
+    let first_open = open.values().min().copied().unwrap_or(end).max(start);
+    check!(
+        lso <= first_open,
+        "last stable offset {lso} passes the transaction open at {first_open}"
+    );
+    let in_aborted = |offset: i64| {
+        transactional.iter().any(|&(base, last, producer_id)| {
+            (base..=last).contains(&offset)
+                && aborted.iter().any(|&(pid, first, marker)| {
+                    pid == producer_id && (first..marker).contains(&offset)
+                })
+        })
+    };
+    let expected: Vec<i64> = recovered
+        .range(..lso)
+        .map(|(offset, _)| *offset)
+        .filter(|offset| !in_aborted(*offset))
+        .collect();
+    let mut committed = Vec::new();
+    for record in log.committed_records(start, ReadBound::LogEnd) {
+        committed.push(
+            record
+                .map_err(|e| format!("committed_records: {e}"))?
+                .offset,
+        );
+    }
+    check!(
+        committed == expected,
+        "committed records {committed:?}, a replay of the surviving batches says {expected:?} \
+         (aborted (pid, first, marker): {aborted:?})"
+    );
+    Ok(markers)
 }
 
 /// The state-changing operations of a dry run, by kind.

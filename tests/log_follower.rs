@@ -9,8 +9,8 @@ use std::path::Path;
 
 use partlog::unstable::format::build_control_batch;
 use partlog::{
-    BatchBuilder, Compression, ControlRecordType, Corruption, EpochEntry, Error, Isolation, Log,
-    LogConfig, NewRecord, ReadBound, ReadOptions,
+    BatchBuilder, CleanupPolicy, Compression, ControlRecordType, Corruption, EpochEntry, Error,
+    Isolation, Log, LogConfig, NewRecord, ReadBound, ReadOptions,
 };
 
 const T0: i64 = 1_700_000_000_000;
@@ -573,4 +573,294 @@ fn follower_hooks_on_a_read_only_or_closed_log_are_typed_errors() {
     assert_eq!(reader.leader_epoch_entries(), entries(&[(1, 0)]));
     assert_eq!(reader.high_watermark(), 2);
     assert_eq!(reader.leader_epoch(), None);
+}
+
+/// The segment bases of the log in `dir`, from its file names.
+fn segment_bases(dir: &Path) -> Vec<i64> {
+    partlog::unstable::list_segment_bases(&partlog::unstable::OsStorage::new(), dir).unwrap()
+}
+
+/// Every record's offset, read from the log start.
+fn record_offsets(log: &Log) -> Vec<i64> {
+    log.records(log.log_start_offset(), ReadBound::LogEnd)
+        .map(|record| record.unwrap().offset)
+        .collect()
+}
+
+/// The offsets `committed_records` returns from the log start.
+fn committed_offsets(log: &Log) -> Vec<i64> {
+    log.committed_records(log.log_start_offset(), ReadBound::LogEnd)
+        .map(|record| record.unwrap().offset)
+        .collect()
+}
+
+/// A compacted log, as a follower of a compacted topic is configured.
+fn compacted() -> LogConfig {
+    LogConfig::builder_for_tests()
+        .cleanup_policy(CleanupPolicy::COMPACT)
+        .build()
+        .unwrap()
+}
+
+/// Issue 29, item 2: a compacted leader's gap of more than `i32::MAX` offsets. The batch after
+/// it does not fit a segment beginning at the log end (32-bit relative offsets), so the
+/// follower rolls at the batch's first offset (Kafka's `maybeRoll`, KAFKA-6264) and the gap
+/// lies between two segments. The call used to fail with `InvalidArgument` ("relative offsets
+/// are 32-bit"), and a fetcher retried it for ever. The log then reads, takes the next
+/// batches, verifies, and reopens cleanly and after a crash with every record (the gap lies
+/// below the recovery point the roll recorded, so recovery does not cut it as a lost tail). In
+/// an empty log the empty first segment stays, as Kafka's does.
+#[test]
+fn follower_append_rolls_at_a_batch_more_than_i32_max_offsets_past_the_log_end() {
+    for records_before in [3, 0] {
+        let dir = tempfile::tempdir().unwrap();
+        let log = Log::open(dir.path(), compacted()).unwrap();
+        if records_before > 0 {
+            log.append_as_follower(&leader_batch(0, 1, records_before))
+                .unwrap();
+        }
+        let far = records_before + i64::from(i32::MAX) + 10;
+        // A transaction past the gap: the roll's producer snapshot and the `.txnindex` follow.
+        let mut fetched = leader_batch(far, 2, 2);
+        let txn = BatchBuilder::new(Compression::None)
+            .producer(7, 0, 0)
+            .transactional(true);
+        fetched.extend(batch_of(txn, far + 2, 2, 1));
+        let mut abort = build_control_batch(ControlRecordType::Abort, 7, 0, 0, far + 3, T0);
+        partlog::unstable::format::set_partition_leader_epoch(&mut abort, 2).unwrap();
+        fetched.extend(&abort);
+        let info = log.append_as_follower(&fetched).unwrap();
+        assert_eq!((info.first_offset, info.last_offset), (far, far + 3));
+        assert_eq!(log.log_end_offset(), far + 4);
+        assert_eq!(segment_bases(dir.path()), [0, far]);
+        let mut expected: Vec<i64> = (0..records_before).collect();
+        expected.extend([far, far + 1, far + 2]);
+        assert_eq!(record_offsets(&log), expected);
+        let mut committed = expected[..expected.len() - 1].to_vec();
+        assert_eq!(committed_offsets(&log), committed);
+        // The next fetch lands after it, in the same segment.
+        log.append_as_follower(&leader_batch(far + 4, 2, 1))
+            .unwrap();
+        expected.push(far + 4);
+        committed.push(far + 4);
+        let mut epochs = vec![(2, far)];
+        if records_before > 0 {
+            epochs.insert(0, (1, 0));
+        }
+        assert_eq!(log.leader_epoch_entries(), entries(&epochs));
+        log.close().unwrap();
+        drop(log);
+
+        let report = partlog::verify_dir(dir.path(), &compacted()).unwrap();
+        assert!(report.findings.is_empty(), "{:?}", report.findings);
+        let reopened = Log::open(dir.path(), compacted()).unwrap();
+        assert_eq!(reopened.log_end_offset(), far + 5);
+        assert_eq!(record_offsets(&reopened), expected);
+        drop(reopened);
+        // Without the checkpoint (an unclean open that scans every segment): both stay.
+        std::fs::remove_file(dir.path().join("partlog.checkpoint")).unwrap();
+        let recovered = Log::open(dir.path(), compacted()).unwrap();
+        recovered
+            .append_as_follower(&leader_batch(far + 5, 2, 1))
+            .unwrap();
+        expected.push(far + 5);
+        committed.push(far + 5);
+        assert_eq!(recovered.log_end_offset(), far + 6);
+        assert_eq!(record_offsets(&recovered), expected);
+        assert_eq!(committed_offsets(&recovered), committed);
+        assert_eq!(segment_bases(dir.path()), [0, far]);
+    }
+}
+
+/// Issue 29, item 2: in a log that is not compacted, a gap between segments is a lost tail to
+/// recovery (ARCHITECTURE.md §3, invariant 5), so a batch that only a roll past the gap could
+/// hold is refused with a typed error that names the setting, and nothing is written.
+#[test]
+fn follower_append_past_an_i32_max_gap_in_a_log_that_is_not_compacted_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = follower_with_three_records(dir.path());
+    let before = observe(&log);
+    let far = 3 + i64::from(i32::MAX) + 1;
+    match log.append_as_follower(&leader_batch(far, 2, 1)) {
+        Err(Error::Unsupported { what }) => assert!(what.contains("cleanup.policy"), "{what}"),
+        other => panic!("expected Unsupported, got {other:?}"),
+    }
+    assert_eq!(observe(&log), before);
+    assert_eq!(segment_bases(dir.path()), [0]);
+    // Up to i32::MAX past the end fits a segment beginning there: the gap lies inside it.
+    log.append_as_follower(&leader_batch(far - 1, 2, 1))
+        .unwrap();
+    assert_eq!(record_offsets(&log), [0, 1, 2, far - 1]);
+}
+
+/// Issue 29, item 2: batches that span more than `i32::MAX` offsets in one call fit no
+/// segment. The call is refused before anything is written, with where to split it; the two
+/// halves are then taken one call each.
+#[test]
+fn follower_append_of_a_call_spanning_more_than_a_segment_is_refused_with_where_to_split() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::open(dir.path(), compacted()).unwrap();
+    log.append_as_follower(&leader_batch(0, 1, 3)).unwrap();
+    let before = observe(&log);
+    let far = 3 + i64::from(i32::MAX) + 1;
+    let mut fetched = leader_batch(3, 2, 1);
+    fetched.extend(leader_batch(far, 2, 1));
+    match log.append_as_follower(&fetched) {
+        Err(Error::InvalidArgument { why }) => {
+            assert!(why.contains(&format!("from offset {far} on")), "{why}")
+        }
+        other => panic!("expected InvalidArgument, got {other:?}"),
+    }
+    assert_eq!(observe(&log), before);
+    log.append_as_follower(&leader_batch(3, 2, 1)).unwrap();
+    log.append_as_follower(&leader_batch(far, 2, 1)).unwrap();
+    assert_eq!(log.log_end_offset(), far + 1);
+    assert_eq!(record_offsets(&log), [0, 1, 2, 3, far]);
+    assert_eq!(segment_bases(dir.path()), [0, 4]);
+}
+
+/// Issue 29, item 2: a crash at any storage operation of a follower append past an `i32::MAX`
+/// gap (with each crash image) reopens a log that verifies without corruption and holds either
+/// the old records or those and the new batch, and, once the append returned (durable under
+/// `EveryAppend`), a crash at the next append keeps the new batch: the roll recorded the
+/// recovery point past the gap before the new segment took a byte, so recovery never takes the
+/// gap for a lost tail.
+#[cfg(feature = "sim")]
+#[test]
+fn follower_append_past_an_i32_max_gap_crash_at_every_operation_keeps_what_was_acknowledged() {
+    use std::sync::Arc;
+
+    use partlog::unstable::sim::{CrashConfig, FaultOp, FaultRule};
+    use partlog::unstable::{ManualClock, SimStorage, Storage};
+    use partlog::{FlushPolicy, Severity};
+
+    let dir = Path::new("/data/topic-0");
+    let far = 30 + i64::from(i32::MAX) + 7;
+    let old: Vec<i64> = (0..30).collect();
+    let new: Vec<i64> = old.iter().copied().chain([far, far + 1]).collect();
+    let images = [
+        CrashConfig::lose_unsynced(),
+        CrashConfig::keep_unsynced(),
+        CrashConfig::default(),
+    ];
+    for (image_index, image) in images.iter().enumerate() {
+        let mut completed = false;
+        let mut crashes = 0;
+        for crash_at in 1..200u64 {
+            let sim = SimStorage::new(crash_at * 10 + image_index as u64);
+            let storage: Arc<dyn Storage> = Arc::new(sim.clone());
+            let config = LogConfig::builder_for_tests()
+                .segment_bytes(1024)
+                .cleanup_policy(CleanupPolicy::COMPACT)
+                .flush_policy(FlushPolicy::EveryAppend)
+                .storage(storage)
+                .clock(Arc::new(ManualClock::new(T0)))
+                .build()
+                .unwrap();
+            let log = Log::open(dir, config.clone()).unwrap();
+            for base in (0..30).step_by(3) {
+                log.append_as_follower(&leader_batch(base, 1, 3)).unwrap();
+            }
+            let crashes_before = sim.stats().crashes;
+            sim.inject(FaultRule::crash(FaultOp::Any, crash_at).crash_config(image.clone()));
+            let result = log.append_as_follower(&leader_batch(far, 2, 2));
+            let crashed = sim.stats().crashes > crashes_before;
+            let context = format!("{image:?}: crash at operation {crash_at}");
+            if !crashed {
+                result.unwrap();
+                completed = true;
+                // Acknowledged: a crash from here on keeps it.
+                sim.clear_faults();
+                sim.inject(FaultRule::crash(FaultOp::Any, 1).crash_config(image.clone()));
+                let _ = log.append_as_follower(&leader_batch(far + 2, 2, 1));
+            }
+            sim.clear_faults();
+            crashes += 1;
+            drop(log);
+            let report = partlog::verify_dir(dir, &config).unwrap();
+            let corrupt: Vec<_> = report.findings_of(Severity::Corruption).collect();
+            assert!(corrupt.is_empty(), "{context}: {corrupt:?}");
+            let reopened =
+                Log::open(dir, config).unwrap_or_else(|error| panic!("{context}: {error}"));
+            let offsets = record_offsets(&reopened);
+            if completed {
+                assert!(offsets.starts_with(&new), "{context}: {offsets:?}");
+                break;
+            }
+            assert!(offsets == old || offsets == new, "{context}: {offsets:?}");
+            // The log goes on from where it recovered.
+            let end = reopened.log_end_offset();
+            reopened
+                .append_as_follower(&leader_batch(end.max(far + 2), 2, 1))
+                .unwrap();
+        }
+        assert!(completed, "{image:?}: the call never completed");
+        // The roll's files and snapshot, the syncs, the checkpoint slot, the batch's write.
+        assert!(crashes >= 8, "{image:?}: only {crashes} crash points");
+    }
+}
+
+/// Issue 29, item 2: a failed storage operation (EIO) at any point of a follower append past
+/// an `i32::MAX` gap. Either the call fails and the log is poisoned, or, if it is not, the
+/// retried call (and whatever it acknowledges) survives a crash: the new segment never takes a
+/// byte before the recovery point past the gap is recorded. The log reopens with the old
+/// records, or with the new batch too once it was acknowledged.
+#[cfg(feature = "sim")]
+#[test]
+fn follower_append_past_an_i32_max_gap_with_a_failure_at_every_operation_poisons_or_keeps_it() {
+    use std::sync::Arc;
+
+    use partlog::unstable::sim::{CrashConfig, FaultOp, FaultRule};
+    use partlog::unstable::{ManualClock, SimStorage, Storage};
+    use partlog::{FlushPolicy, Severity};
+
+    let dir = Path::new("/data/topic-0");
+    let far = 30 + i64::from(i32::MAX) + 7;
+    let old: Vec<i64> = (0..30).collect();
+    let new: Vec<i64> = old.iter().copied().chain([far, far + 1]).collect();
+    for (failures, fail_at) in (1..200u64).enumerate() {
+        let sim = SimStorage::new(fail_at);
+        let storage: Arc<dyn Storage> = Arc::new(sim.clone());
+        let config = LogConfig::builder_for_tests()
+            .segment_bytes(1024)
+            .cleanup_policy(CleanupPolicy::COMPACT)
+            .flush_policy(FlushPolicy::EveryAppend)
+            .storage(storage)
+            .clock(Arc::new(ManualClock::new(T0)))
+            .build()
+            .unwrap();
+        let log = Log::open(dir, config.clone()).unwrap();
+        for base in (0..30).step_by(3) {
+            log.append_as_follower(&leader_batch(base, 1, 3)).unwrap();
+        }
+        let failures_before = sim.stats().faults;
+        sim.inject(FaultRule::fail(FaultOp::Any, fail_at));
+        let result = log.append_as_follower(&leader_batch(far, 2, 2));
+        sim.clear_faults();
+        if sim.stats().faults == failures_before {
+            result.unwrap();
+            assert!(failures >= 5, "only {failures} operations failed");
+            return;
+        }
+        let context = format!("failure at operation {fail_at}");
+        let acknowledged = match result {
+            Ok(_) => true,
+            Err(_) if log.stats().poisoned => false,
+            // Not poisoned: the retry must be safe.
+            Err(_) => log.append_as_follower(&leader_batch(far, 2, 2)).is_ok(),
+        };
+        sim.crash_with(&CrashConfig::lose_unsynced());
+        drop(log);
+        let report = partlog::verify_dir(dir, &config).unwrap();
+        let corrupt: Vec<_> = report.findings_of(Severity::Corruption).collect();
+        assert!(corrupt.is_empty(), "{context}: {corrupt:?}");
+        let reopened = Log::open(dir, config).unwrap_or_else(|error| panic!("{context}: {error}"));
+        let offsets = record_offsets(&reopened);
+        if acknowledged {
+            assert_eq!(offsets, new, "{context}");
+        } else {
+            assert!(offsets == old || offsets == new, "{context}: {offsets:?}");
+        }
+    }
+    panic!("the call never completed");
 }

@@ -12,6 +12,23 @@
 //! batch with an epoch ≥ 0 assigns it in the leader-epoch cache before the write, as Kafka does
 //! (only the first of a run of one epoch is passed on: the others could not change the cache).
 //! The whole call is one write, after at most one roll.
+//!
+//! A roll starts the new segment at the log end, so a compacted leader's gap lies inside it,
+//! except where the call's last offset lies more than `i32::MAX` past the log end: no segment
+//! beginning there could hold it in its 32-bit relative offsets, and the new segment begins at
+//! the call's first offset instead, as Kafka's `maybeRoll` does (KAFKA-6264), with the gap
+//! between the two segments ([`Shared::roll_past_gap`]). A gap between segments is legal only
+//! in a compacted log, and only below the recovery point (ARCHITECTURE.md §3, invariant 5), so
+//! that roll first makes everything below the gap durable and records the recovery point at
+//! the new segment's base in a synced checkpoint slot, as a compaction pass does before it
+//! makes gaps; in a log that is not compacted such a call is refused. A call whose own batches
+//! span more than `i32::MAX` offsets fits no segment and is refused.
+//!
+//! The producer state is committed once for the whole call: every producer's changes, then
+//! the transactions its markers end, in batch order, with the `.txnindex` entries a leader's
+//! appends of the same batches would write ([`ProducerStateManager::commit_all`]).
+//!
+//! [`ProducerStateManager::commit_all`]: super::producer_state::ProducerStateManager::commit_all
 
 use std::collections::HashMap;
 
@@ -20,7 +37,8 @@ use crate::format::{BatchHeader, BatchView};
 
 use super::append::transaction_marker;
 use super::producer_state::{AppendOrigin, BatchSummary, ProducerAppendInfo};
-use super::{Log, LogAppendInfo};
+use super::{Log, LogAppendInfo, Shared, Writer};
+use crate::sync::atomic::Ordering;
 
 /// One checked batch of a follower append.
 struct FollowerBatch {
@@ -42,6 +60,11 @@ impl Log {
     /// [`Error::InvalidArgument`] for an empty buffer. The producer state follows Kafka's
     /// REPLICATION rules: a re-sent batch is not a duplicate here, since the leader decided.
     /// Offsets may leave gaps (a compacted leader's); the log end becomes the last offset + 1.
+    /// A call whose last offset lies more than `i32::MAX` past the log end rolls at its first
+    /// offset, with the gap between two segments (Kafka's `maybeRoll`): in a compacted log only
+    /// (a gap between segments of any other log is a lost tail to recovery), and
+    /// [`Error::Unsupported`] otherwise. A call whose batches span more than `i32::MAX`
+    /// offsets fits no segment and is [`Error::InvalidArgument`] (append it in two calls).
     pub fn append_as_follower(&self, batches: &[u8]) -> Result<LogAppendInfo> {
         self.check_writable()?;
         let checked = check_follower_batches(batches)?;
@@ -52,6 +75,19 @@ impl Log {
         };
         let first_offset = first.header.base_offset;
         let last_offset = last.header.last_offset();
+        if last_offset - first_offset > i64::from(i32::MAX) {
+            let split_at = checked
+                .iter()
+                .find(|batch| batch.header.last_offset() - first_offset > i64::from(i32::MAX))
+                .map_or(last_offset, |batch| batch.header.base_offset);
+            return Err(Error::InvalidArgument {
+                why: format!(
+                    "a follower append of offsets {first_offset}..={last_offset} spans more than \
+                     a segment's 32-bit relative offsets: append the batches from offset \
+                     {split_at} on in a second call"
+                ),
+            });
+        }
         let max_timestamp = checked
             .iter()
             .map(|batch| batch.header.max_timestamp)
@@ -84,8 +120,20 @@ impl Log {
                 found: first_offset,
             });
         }
+        // No segment beginning at the log end could hold the last offset.
+        let past_gap = last_offset - log_end_offset > i64::from(i32::MAX);
+        if past_gap && !shared.config.cleanup_policy.compact {
+            return Err(Error::Unsupported {
+                what: format!(
+                    "a follower append at offset {first_offset}, more than i32::MAX offsets past \
+                     the log end offset {log_end_offset}: the gap would lie between two \
+                     segments, which only a compacted log may have (its leader's log was \
+                     compacted: set cleanup.policy to compact, as the leader's is)"
+                ),
+            });
+        }
         // Kafka's `analyzeAndValidateProducerState`: one append info per producer, fed every
-        // batch of the call in order, committed after the write.
+        // batch of the call in order, all committed at once after the write.
         let mut producers: Vec<ProducerAppendInfo> = Vec::new();
         let mut index_of: HashMap<i64, usize> = HashMap::new();
         for summary in &summaries {
@@ -110,7 +158,10 @@ impl Log {
                 run_epoch = Some(epoch);
             }
         }
-        let appended =
+        let appended = if past_gap {
+            shared.roll_past_gap(&mut writer, first_offset, now)?;
+            writer.active.append(batches)
+        } else {
             match writer
                 .active
                 .append_unless_roll(batches, max_timestamp, last_offset, now)
@@ -121,7 +172,8 @@ impl Log {
                     writer.active.append(batches)
                 }
                 Err(error) => Err(error),
-            };
+            }
+        };
         if let Err(error) = appended {
             if writer.active.append_is_broken() {
                 log::error!(
@@ -133,16 +185,7 @@ impl Log {
             return Err(error);
         }
         let next_offset = last_offset + 1;
-        let mut committed = Ok(());
-        for info in producers {
-            let result = shared.commit_producer(&mut writer, Some(info), next_offset);
-            if committed.is_ok() {
-                committed = result;
-            }
-        }
-        if summaries.is_empty() {
-            writer.producer_state.update_map_end_offset(next_offset);
-        }
+        let committed = shared.commit_producer(&mut writer, producers, next_offset);
         writer.log_end_offset = next_offset;
         shared.log_end.advance(next_offset);
         committed?;
@@ -156,6 +199,57 @@ impl Log {
             bytes: batches.len(),
             duplicate: false,
         })
+    }
+}
+
+impl Shared {
+    /// Rolls to a new active segment at `base`, more than `i32::MAX` offsets past the log end
+    /// (a compacted leader's gap: Kafka's `maybeRoll` at the batch's first offset), in a
+    /// compacted log. Before the new segment takes a byte, every offset below the gap is made
+    /// durable (the sealed segments, the old active one among them, data and indexes, then the
+    /// directory with the new segment's name) and the recovery point is recorded at `base` in
+    /// a synced checkpoint slot: the gap then lies below the recovery point, where recovery and
+    /// `verify` take a compacted log's gap for legal (ARCHITECTURE.md §3, invariant 5), as they
+    /// do compaction's. Without that, a crash would find the gap above the recovery point and
+    /// cut the new segment off as a lost tail, with whatever was acknowledged in it.
+    ///
+    /// The log end moves to `base` with the roll ([`Shared::roll_at`]). If anything after the
+    /// roll fails, the log is poisoned: the new segment must take no byte until the gap lies
+    /// below a recorded recovery point.
+    fn roll_past_gap(&self, writer: &mut Writer, base: i64, now_ms: i64) -> Result<()> {
+        let rolled = self.roll_at(writer, base, now_ms);
+        if writer.active.base_offset() != base {
+            // Nothing rolled: the old segment is still active, and the log as it was.
+            return rolled;
+        }
+        // Also when the roll's producer snapshot failed: the roll itself stands.
+        if let Err(error) = self.record_recovery_point_past_gap(writer, base) {
+            if self.commit.is_poisoned() {
+                return Err(error);
+            }
+            let what = format!("recording the recovery point past the gap at {base}");
+            return Err(self.poison_after_failed_sync(&what, error));
+        }
+        rolled
+    }
+
+    /// The durable steps of [`roll_past_gap`](Self::roll_past_gap) once the new segment at
+    /// `base` is active and empty.
+    fn record_recovery_point_past_gap(&self, writer: &mut Writer, base: i64) -> Result<()> {
+        let sealed = writer.unsynced_sealed.clone();
+        if let Err(error) = self.flush_sealed_alone(&sealed) {
+            return Err(self.poison_after_failed_sync("syncing a sealed segment", error));
+        }
+        writer.unsynced_sealed.clear();
+        if let Err(error) = self.storage.sync_dir(&self.dir) {
+            return Err(self.poison_after_failed_sync("syncing the directory", error));
+        }
+        let log_start = self.log_start.load(Ordering::Acquire);
+        self.write_checkpoint_durably(writer, base, log_start)?;
+        writer.recovery_point = base;
+        // Every offset below the gap is synced, and none lies in it.
+        self.commit.durable_watermark().advance(base);
+        Ok(())
     }
 }
 

@@ -738,7 +738,17 @@ impl Shared {
     /// Rolls to a new active segment at the log end offset. All or nothing: if the new segment
     /// cannot be created or the old one sealed, the old one stays active and the error returns.
     fn roll(&self, writer: &mut Writer, now_ms: i64) -> Result<()> {
-        let base = writer.log_end_offset;
+        self.roll_at(writer, writer.log_end_offset, now_ms)
+    }
+
+    /// [`roll`](Self::roll) to a new active segment at `base`, or at the log end offset if
+    /// that is higher: a follower's call rolls at its first offset (Kafka's `maybeRoll`), so
+    /// that a batch past a compacted leader's gap fits the new segment's 32-bit relative
+    /// offsets. A gap moves the log end (and the producer state's map end) to `base` with the
+    /// roll, before its producer snapshot: the log is then what an open of its files finds
+    /// (the empty segment at `base` ends it), whether or not the append that rolled is written.
+    fn roll_at(&self, writer: &mut Writer, base: i64, now_ms: i64) -> Result<()> {
+        let base = base.max(writer.log_end_offset);
         let old = Arc::clone(&writer.active);
         if old.base_offset() == base && old.size() == 0 {
             return Ok(());
@@ -790,6 +800,11 @@ impl Shared {
         writer.dir_dirty = true;
         writer.active = new;
         self.counters.rolls.fetch_add(1, Ordering::Relaxed);
+        if base > writer.log_end_offset {
+            writer.log_end_offset = base;
+            writer.producer_state.update_map_end_offset(base);
+            self.log_end.advance(base);
+        }
         observer::notify(
             self.config.observer.as_ref(),
             LogEvent::Roll {

@@ -7,8 +7,9 @@
 //! - **Append.** A batch with a producer id is checked under the writer lock after its offsets
 //!   are assigned and before the segment write ([`Shared::check_producer`]); a duplicate writes
 //!   nothing. Once the write succeeded, [`Shared::commit_producer`] applies the change, appends
-//!   the `AbortedTxn` of an ABORT marker to the `.txnindex` of the segment holding it, and
-//!   publishes the first unstable offset, all before the log end moves past the batch.
+//!   the `AbortedTxn` of each ABORT marker to the `.txnindex` of the segment holding it, in
+//!   batch order (a follower's call holds many producers' batches), and publishes the first
+//!   unstable offset, all before the log end moves past the batch.
 //! - **Snapshots** (`<offset>.snapshot`, FORMAT.md §9) at each roll, at the new segment's base
 //!   (in place, fsynced by the flusher's next sync: [`Shared::take_roll_snapshot`]), and at
 //!   close, at the log end, durably before the clean-shutdown record.
@@ -232,20 +233,23 @@ impl Shared {
         writer.producer_state.analyze(&summary, origin)
     }
 
-    /// Applies a checked append once its batch is in `segment` (the active segment), records
-    /// an ABORT marker's transaction in that segment's `.txnindex`, and publishes the first
-    /// unstable offset. Call it before the log end moves past the batch.
+    /// Applies the checked appends of one call (one info per producer; none for batches
+    /// without a producer id) once its batches are in the active segment, records the
+    /// transactions its ABORT markers end in that segment's `.txnindex` in batch order
+    /// ([`ProducerStateManager::commit_all`]), and publishes the first unstable offset. Call it
+    /// before the log end moves past the batches.
     pub(super) fn commit_producer(
         &self,
         writer: &mut Writer,
-        info: Option<ProducerAppendInfo>,
+        infos: impl IntoIterator<Item = ProducerAppendInfo>,
         next_offset: i64,
     ) -> Result<()> {
-        let Some(info) = info else {
+        let mut infos = infos.into_iter().peekable();
+        if infos.peek().is_none() {
             writer.producer_state.update_map_end_offset(next_offset);
             return Ok(());
-        };
-        let finished = writer.producer_state.commit(info, next_offset);
+        }
+        let finished = writer.producer_state.commit_all(infos, next_offset);
         let segment = Arc::clone(&writer.active);
         let recorded = record_aborted(&segment, &finished);
         if finished.iter().any(|done| done.txn.is_aborted) {

@@ -281,15 +281,45 @@ impl ProducerStateManager {
         Ok(ProducerAppendCheck::Append(info))
     }
 
-    /// Applies a validated append once its batches are written, and moves the map end to
-    /// `next_offset` (the offset after the append). Returns the transactions the append ended,
-    /// in order, each with the `lastStableOffset` of its `.txnindex` entry.
+    /// Applies a validated append of one producer once its batches are written, and moves the
+    /// map end to `next_offset` (the offset after the append): [`commit_all`](Self::commit_all)
+    /// of one info.
     pub(crate) fn commit(
         &mut self,
         info: ProducerAppendInfo,
         next_offset: i64,
     ) -> Vec<FinishedTxn> {
-        let completed = self.update(info);
+        self.commit_all(std::iter::once(info), next_offset)
+    }
+
+    /// Applies the validated appends of one call, one info per producer, once their batches
+    /// are written, and moves the map end to `next_offset` (the offset after the call).
+    /// Returns the transactions the call ended in batch order (their markers' offsets
+    /// increase through a call), each with the `lastStableOffset` of its `.txnindex` entry.
+    ///
+    /// Kafka's `UnifiedLog.append`: every producer's changes are applied first, then the
+    /// transactions are completed in batch order, each taking its
+    /// [`last_stable_offset`](Self::last_stable_offset) before it leaves the open ones. Every
+    /// path goes through here (a leader's append, a marker, a follower's call of many
+    /// producers' batches, recovery's replay of one batch at a time), so the same batches give
+    /// the same entries however they were grouped into calls.
+    pub(crate) fn commit_all(
+        &mut self,
+        infos: impl IntoIterator<Item = ProducerAppendInfo>,
+        next_offset: i64,
+    ) -> Vec<FinishedTxn> {
+        let mut completed: Vec<CompletedTxn> = Vec::new();
+        for info in infos {
+            let ended = self.update(info);
+            if completed.is_empty() {
+                completed = ended;
+            } else {
+                completed.extend(ended);
+            }
+        }
+        // Each producer's info lists its own in order; across producers, batch order is the
+        // markers' offset order.
+        completed.sort_unstable_by_key(|txn| txn.last_offset);
         let finished = completed
             .into_iter()
             .map(|txn| {
@@ -341,10 +371,20 @@ impl ProducerStateManager {
     }
 
     /// The `lastStableOffset` of the `.txnindex` entry for `txn`: the first offset of the
-    /// earliest open transaction of another producer, or the marker's offset + 1.
+    /// earliest transaction of another producer that began before the marker and is still
+    /// open, or the marker's offset + 1. That is the LSO right after the marker in the log.
+    ///
+    /// The transactions a call of several batches opens after the marker are already among
+    /// the open ones when its markers are completed ([`commit_all`](Self::commit_all)), and do
+    /// not count: a follower's call then writes the entry a leader's one-batch appends and
+    /// recovery's replay write for the same batches. Kafka's follower counts them (its
+    /// `findNextIncompleteTxn` looks at every open transaction), which gives a larger value
+    /// than its own recovery writes for the same log whenever no other transaction was open at
+    /// the marker and a later batch of the call opens one.
     pub(crate) fn last_stable_offset(&self, txn: &CompletedTxn) -> i64 {
         self.ongoing_txns
             .iter()
+            .take_while(|&&(first_offset, _)| first_offset < txn.last_offset)
             .find(|&&(_, producer_id)| producer_id != txn.producer_id)
             .map_or(txn.last_offset + 1, |&(first_offset, _)| first_offset)
     }

@@ -677,3 +677,58 @@ fn a_snapshot_loaded_past_a_producers_data_forgets_it_as_a_start_move_does() {
     assert_eq!((again.first_seq(), again.last_data_offset()), (0, 12));
     assert_eq!(again.batches.len(), 1);
 }
+
+/// Issue 29, item 1, at the manager: one call's appends of several producers (a follower's),
+/// committed at once, end the same transactions with the same `lastStableOffset`s, in batch
+/// order, as the same batches replayed one at a time (a leader's appends, recovery). The call
+/// is `[txn(1)@0, txn(2)@1, ABORT(2)@2, ABORT(1)@3, txn(3)@5]`, with a plain batch at 4.
+#[test]
+fn commit_all_of_one_call_ends_transactions_as_one_batch_at_a_time_does() {
+    let batches = [
+        data(1, EPOCH, 0, 0, 0, NOW, true),
+        data(2, EPOCH, 0, 1, 1, NOW, true),
+        marker(2, EPOCH, 2, true, 0, NOW),
+        marker(1, EPOCH, 3, true, 0, NOW),
+        data(3, EPOCH, 0, 5, 5, NOW, true),
+    ];
+    let mut one_by_one = manager();
+    let mut expected = Vec::new();
+    for batch in &batches {
+        expected.extend(one_by_one.replay(batch).unwrap());
+    }
+    one_by_one.update_map_end_offset(6);
+    let lsos: Vec<(i64, i64)> = expected
+        .iter()
+        .map(|done| (done.txn.producer_id, done.last_stable_offset))
+        .collect();
+    // Producer 3's transaction begins after the second ABORT, so it does not count.
+    assert_eq!(lsos, [(2, 0), (1, 4)]);
+
+    let mut one_call = manager();
+    let mut infos: Vec<ProducerAppendInfo> = Vec::new();
+    for batch in &batches {
+        match infos
+            .iter_mut()
+            .find(|info| info.producer_id() == batch.producer_id)
+        {
+            Some(info) => {
+                info.append(batch).unwrap();
+            }
+            None => {
+                let mut info =
+                    one_call.prepare_update(batch.producer_id, AppendOrigin::Replication);
+                info.append(batch).unwrap();
+                infos.push(info);
+            }
+        }
+    }
+    assert_eq!(one_call.commit_all(infos, 6), expected);
+    assert_eq!(one_call.entries(), one_by_one.entries());
+    one_call.on_high_watermark_updated(6);
+    one_by_one.on_high_watermark_updated(6);
+    assert_eq!(one_call.first_unstable_offset(), Some(5));
+    assert_eq!(
+        one_call.first_unstable_offset(),
+        one_by_one.first_unstable_offset()
+    );
+}
