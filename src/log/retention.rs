@@ -40,7 +40,8 @@
 //! 1. **Plan** (no lock that appends take): walk the sealed segments of the current snapshot.
 //!    Sizes come from open segments or a `stat`; timestamps from the segment (opened lazily,
 //!    its time index's final entry) and the mtime from a `stat`.
-//! 2. **Under the writer lock:** check that no truncation or other pass changed the planned
+//! 2. **Under the writer lock:** check that no truncation began or ran since planning began (the
+//!    truncation sequence, `truncations.rs`) and no other pass changed the planned
 //!    segments (otherwise plan again), walk on into the segments that were active at planning
 //!    time, roll if the active segment goes too, then:
 //!    1. write the new log start offset (the first surviving segment's base, or more if the start
@@ -389,7 +390,9 @@ impl Shared {
     /// One plan and, if it still holds, its execution.
     fn retention_attempt(&self) -> Result<Attempt> {
         let now_ms = self.clock.now_ms();
-        let truncated_to = self.truncated_to.load(Ordering::Acquire);
+        // Read before the plan: any truncation that begins, or is running, from here on moves
+        // it (`truncations.rs`).
+        let truncations = self.truncations.sequence();
         let planned_on = self.snapshot.load();
         let log_start_offset = self.log_start.load(Ordering::Acquire);
         let handles = planned_on.handles();
@@ -444,7 +447,7 @@ impl Shared {
         // The planned segments and the one after them must be where they were: then their
         // sizes, timestamps and upper bounds are what the plan saw.
         let window = (plan.deleted.len() + 1).min(handles.len());
-        let unchanged = self.truncated_to.load(Ordering::Acquire) == truncated_to
+        let unchanged = self.truncations.sequence() == truncations
             && current.len() >= window
             && handles
                 .iter()

@@ -113,7 +113,6 @@ impl Log {
 impl Shared {
     pub(super) fn truncate_locked(&self, writer: &mut Writer, offset: i64) -> Result<i64> {
         self.consume_clean_shutdown(writer)?;
-        self.truncations.fetch_add(1, Ordering::AcqRel);
         let list = self.snapshot.load();
         let handles = list.handles();
         let mut keep = handles.partition_point(|h| h.base_offset() < offset);
@@ -134,6 +133,10 @@ impl Shared {
             Some(segment) => segment.truncation_point(offset)?,
             None => offset,
         };
+        // Counted, with its cut, before anything changes: a durability wait for an offset at
+        // or above the cut fails from here on, and a pass that planned before sees the count
+        // move (`truncations.rs`).
+        let _truncation = self.truncations.begin(new_end);
 
         // Offsets from the new end on will be reused: compaction's persisted first dirty
         // offset must not cover them, even after a crash from here on.
