@@ -975,7 +975,10 @@ fn issue29_item13_retention_plans_again_after_any_truncation_since_it_planned() 
         }),
     ));
     let report = log.enforce_retention().unwrap();
-    assert!(action.lock().is_none(), "the truncation ran while the pass planned");
+    assert!(
+        action.lock().is_none(),
+        "the truncation ran while the pass planned"
+    );
     // 9 batches are left, within the 10 allowed.
     assert_eq!(report.segments_deleted(), 0, "{report:?}");
     assert_eq!(segment_bases(&sim, dir), [0, 4, 8]);

@@ -880,9 +880,13 @@ fn issue29_item13_a_truncation_above_a_durable_record_leaves_its_waits_acknowled
     let reached = log.durable(11);
     let spared = log.durable(7);
     assert_eq!(log.truncate_to(9).unwrap(), 9);
-    log.append(&[record(300), record(301), record(302)]).unwrap();
+    log.append(&[record(300), record(301), record(302)])
+        .unwrap();
     log.sync().unwrap();
-    assert!(log.durable_offset() > 11, "the refill of offset 11 is durable");
+    assert!(
+        log.durable_offset() > 11,
+        "the refill of offset 11 is durable"
+    );
     assert!(matches!(block_on(reached), Err(Error::Truncated { at: 9 })));
     block_on(spared).unwrap();
     assert_eq!(read_all(&log)[5], (5, value(100)));

@@ -151,9 +151,7 @@ impl Shared {
         // have appended new, unsynced data below it, and the indexes synced above may no
         // longer be the active ones. Try again at the next tick (found by tests/crash_matrix.rs:
         // a point recorded over re-appended data that a crash then lost).
-        if self.truncations.sequence() != truncations
-            || !Arc::ptr_eq(&writer.active, &active)
-        {
+        if self.truncations.sequence() != truncations || !Arc::ptr_eq(&writer.active, &active) {
             return Ok(());
         }
         let recovery_point = writer.recovery_point_bound(durable);
@@ -235,10 +233,7 @@ impl Shared {
     pub(super) fn sync_sealed_segments(&self) -> Result<()> {
         let (sealed, truncations) = {
             let writer = self.writer.lock();
-            (
-                writer.unsynced_sealed.clone(),
-                self.truncations.sequence(),
-            )
+            (writer.unsynced_sealed.clone(), self.truncations.sequence())
         };
         if let Err(error) = self.flush_sealed_alone(&sealed) {
             return Err(self.poison_after_failed_sync("syncing a sealed segment", error));

@@ -184,7 +184,9 @@ mod tests {
         assert_eq!(truncations.cuts.lock().len(), MAX_CUTS);
         for &(epoch, cut) in &epochs {
             // Never missed; exact for the recent epochs.
-            let told = truncations.cut_since(epoch, cut).expect("a cut at its offset");
+            let told = truncations
+                .cut_since(epoch, cut)
+                .expect("a cut at its offset");
             assert!(told <= cut);
         }
         for &(epoch, cut) in &epochs[epochs.len() - MAX_CUTS + 1..] {

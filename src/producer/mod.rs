@@ -512,8 +512,7 @@ impl Producer {
         if let Some(error) = error {
             return Err(error);
         }
-        let Some(unconfirmed) = unconfirmed.filter(|_| self.inner.config.acks == Acks::All)
-        else {
+        let Some(unconfirmed) = unconfirmed.filter(|_| self.inner.config.acks == Acks::All) else {
             return Ok(());
         };
         let result = self

@@ -82,9 +82,7 @@ fn append(inner: &Inner, batch: PendingBatch) {
         inner.log.request_sync();
     }
     let judged = match &result {
-        Ok((_, epoch)) if inner.config.acks == Acks::All => {
-            note_appended(inner, *epoch)
-        }
+        Ok((_, epoch)) if inner.config.acks == Acks::All => note_appended(inner, *epoch),
         _ => None,
     };
     {
