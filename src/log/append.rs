@@ -373,7 +373,7 @@ impl Log {
         self.append_built_in_epoch(batch, now).map(|(info, _)| info)
     }
 
-    /// [`append_built`](Self::append_built), with the truncation count read under the same
+    /// [`append_built`](Self::append_built), with the truncation epoch read under the same
     /// hold of the writer lock as the append: no truncation can come between the two.
     fn append_built_in_epoch(
         &self,

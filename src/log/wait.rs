@@ -197,12 +197,16 @@ impl Shared {
         if let Some(at) = self.truncations.cut_since(epoch, offset) {
             return Err(Error::Truncated { at });
         }
-        self.sync_through(offset)?;
-        // The durable offset passed `offset` before this look (`truncations.rs`).
-        match self.truncations.cut_since(epoch, offset) {
-            Some(at) => Err(Error::Truncated { at }),
-            None => Ok(()),
+        let synced = self.sync_through(offset);
+        if matches!(synced, Ok(()) | Err(Error::Truncated { .. })) {
+            // The durable offset passed `offset` before this look (`truncations.rs`); a sync
+            // that covered the log and not `offset` means a truncation took it, whose cut is
+            // what the error names.
+            if let Some(at) = self.truncations.cut_since(epoch, offset) {
+                return Err(Error::Truncated { at });
+            }
         }
+        synced
     }
 }
 
