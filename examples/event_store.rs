@@ -13,6 +13,8 @@
 //! only, so this example rolls the active one first (`Log::roll`), runs one pass, and checks
 //! that the state rebuilt afterwards is the same. It uses the stable API only.
 
+mod scratch;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -71,7 +73,7 @@ impl Store {
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let events: i64 = std::env::args().nth(1).map_or(Ok(3_000), |n| n.parse())?;
-    let temp = tempfile::tempdir()?;
+    let temp = scratch::ScratchDir::new("event_store")?;
     let dir = temp.path().join("accounts-0");
 
     let mut store = Store::open(&dir)?;

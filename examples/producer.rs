@@ -7,6 +7,8 @@
 //! against what was sent at its offset.
 //! With no DIR it writes into a temporary directory.
 
+mod scratch;
+
 use std::future::Future;
 use std::pin::pin;
 use std::sync::Arc;
@@ -41,7 +43,7 @@ fn block_on<F: Future>(future: F) -> F::Output {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let temp = tempfile::tempdir()?;
+    let temp = scratch::ScratchDir::new("producer")?;
     let dir = std::env::args_os()
         .nth(1)
         .map_or_else(|| temp.path().to_path_buf(), Into::into);

@@ -8,10 +8,12 @@
 //! The directory is a Kafka partition directory afterwards: `partlog dump DIR --records` (or
 //! Kafka's `kafka-dump-log.sh --files DIR/00000000000000000000.log --print-data-log`) shows it.
 
+mod scratch;
+
 use partlog::{FlushPolicy, Log, LogConfig, NewRecord, ReadBound};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let temp = tempfile::tempdir()?;
+    let temp = scratch::ScratchDir::new("quickstart")?;
     let dir = std::env::args_os()
         .nth(1)
         .map_or_else(|| temp.path().join("quickstart-0"), Into::into);

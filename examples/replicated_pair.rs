@@ -8,6 +8,8 @@
 //! truncation protocol cuts the tail, and both logs end equal, byte for byte. Prints each
 //! step; exits non-zero if a check fails.
 
+mod scratch;
+
 use std::error::Error as StdError;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -124,7 +126,10 @@ fn whole_log(log: &Log) -> Result<Vec<u8>> {
 }
 
 fn run() -> Result<()> {
-    let (dir1, dir2) = (tempfile::tempdir()?, tempfile::tempdir()?);
+    let (dir1, dir2) = (
+        scratch::ScratchDir::new("replica-1")?,
+        scratch::ScratchDir::new("replica-2")?,
+    );
     let config = ReplicaConfig {
         min_insync_replicas: 2,
         ..ReplicaConfig::default()

@@ -8,8 +8,11 @@
 //! Appends pre-built batches of 100 x 1 KiB records (page cache only, `FlushPolicy::OsDecides`)
 //! into `DIR` (default: a temporary directory, deleted at the end) with `segment.bytes` of
 //! `SEGMENT_MIB` MiB (default 1024, Kafka's default), and prints RssAnon (and RssFile, which
-//! holds the mapped indexes) before the first append and at each GiB. benches/README.md: the 1 GiB
-//! and 10 GiB figures differ by less than 10%, plus a fixed cost per segment.
+//! holds the mapped indexes) before the first append and at each GiB.
+//! crates/partlog-bench/benches/README.md: the 1 GiB and 10 GiB figures differ by less than 10%,
+//! plus a fixed cost per segment.
+
+mod scratch;
 
 use std::path::PathBuf;
 
@@ -27,7 +30,7 @@ fn status_kib(field: &str) -> u64 {
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let temp = tempfile::tempdir().expect("tempdir");
+    let temp = scratch::ScratchDir::new("rss").expect("tempdir");
     let dir = args
         .next()
         .map_or_else(|| temp.path().join("log"), PathBuf::from);

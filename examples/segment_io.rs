@@ -11,6 +11,8 @@
 //! index, looks one offset up by timestamp, seals the segment, and prints the rates. The
 //! `unstable` module may change before 1.0.
 
+mod scratch;
+
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -19,7 +21,7 @@ use partlog::{BatchBuilder, BatchIter, Compression, NewRecord};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let records: i64 = std::env::args().nth(1).map_or(Ok(100_000), |n| n.parse())?;
-    let temp = tempfile::tempdir()?;
+    let temp = scratch::ScratchDir::new("segment_io")?;
     let storage: Arc<dyn Storage> = Arc::new(OsStorage::new());
     let config = SegmentConfig {
         segment_bytes: 1 << 30,

@@ -12,6 +12,8 @@
 //! The consumer commits its position every 100 records and at the end; then the example
 //! "restarts" it, and the restarted consumer finds nothing left to do.
 
+mod scratch;
+
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -44,7 +46,7 @@ fn consume(log: &Log, position_file: &Path, until: i64) -> Result<u64, Box<dyn s
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let records: u64 = std::env::args().nth(1).map_or(Ok(20_000), |n| n.parse())?;
-    let temp = tempfile::tempdir()?;
+    let temp = scratch::ScratchDir::new("tail_consumer")?;
     let dir = temp.path().join("events-0");
     let position_file = temp.path().join("consumer.position");
     // Group commit every 5 ms: the producer never waits for a disk flush; the consumer sees

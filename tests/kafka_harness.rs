@@ -1,15 +1,18 @@
-//! The Kafka 4.4 `UnifiedLog` harness of `benches/compare.rs` (benches/kafka/), run once, tiny,
-//! so that it cannot rot between the quiet-machine runs that use it for real: it compiles
-//! against the 4.4 jars, every workload runs and reports what it did, and the partition
-//! directory Kafka's own log writes from partlog-built input reads back in partlog record for
-//! record.
+//! The Kafka 4.4 `UnifiedLog` harness of the bench crate's `compare`
+//! (crates/partlog-bench/benches/kafka/), run once, tiny, so that it cannot rot between the
+//! quiet-machine runs that use it for real: it compiles against the 4.4 jars, every workload runs
+//! and reports what it did, and the partition directory Kafka's own log writes from partlog-built
+//! input reads back in partlog record for record.
 //!
 //! Without Java or Kafka's jars it skips with a message, except under `CI=true`, where it fails.
+//! It is partlog's test, not the bench crate's: it finds Java and the jars as every Kafka test
+//! here does (tests/common/kafka.rs), and runs in `cargo test` and CI's `tests` stage with them,
+//! without compiling criterion.
 
 #[path = "common/kafka.rs"]
 mod kafka;
 
-#[path = "../benches/kafka/harness.rs"]
+#[path = "../crates/partlog-bench/benches/kafka/harness.rs"]
 mod harness;
 
 use std::path::Path;

@@ -93,7 +93,7 @@ impl Log {
     /// whose batches have no timestamps, a new segment's creation time and the sealed file's
     /// mtime, each at most the coarse clock's lag early (Kafka's own mtime is the last write's,
     /// earlier than the roll too). The precise wall clock cost as much as the CRC-32C of a
-    /// 100-byte record's batch (benches/README.md, "Where partlog misses its target"). Under
+    /// 100-byte record's batch (crates/partlog-bench/benches/README.md, "Where partlog misses its target"). Under
     /// LogAppendTime the time is stamped into the batch, so it is the precise clock's.
     fn append_time_ms(&self) -> i64 {
         let clock = &self.shared.clock;

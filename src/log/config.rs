@@ -289,7 +289,7 @@ pub struct LogConfig {
     /// only when the last sync took at most this long: on a slower disk, sleeping costs little
     /// beside the sync. A spinning waiter gives the CPU to any other runnable thread at each
     /// yield, so it delays others by a system call, not a time slice (RocksDB's adaptive
-    /// yield). `cargo bench --bench compare` reports its effect on 8 writers (benches/README.md).
+    /// yield). `cargo bench --bench compare` reports its effect on 8 writers (crates/partlog-bench/benches/README.md).
     /// The cost is CPU time: 8 durable writers on 2 cores of a VM used about 1.8 cores instead
     /// of 0.7 and twice the CPU time a record, for a third more records a second. Where the CPU
     /// is metered or capped (a cgroup quota), set it to zero. A lone writer never spins.

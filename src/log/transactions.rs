@@ -329,7 +329,7 @@ impl Shared {
     /// `Writer::unsynced_snapshots`; the next sync of the flusher (or close) fsyncs it before
     /// the directory fsync ([`sync_roll_snapshots`](Self::sync_roll_snapshots)). The two fsyncs
     /// of the durable form cost a quarter of the page-cache append rate with 64 MiB segments
-    /// (benches/README.md); why a snapshot that a crash caught unsynced is safe is in
+    /// (crates/partlog-bench/benches/README.md); why a snapshot that a crash caught unsynced is safe is in
     /// [`write_unsynced_snapshot`].
     pub(super) fn take_roll_snapshot(&self, writer: &mut Writer) -> Result<()> {
         if self.read_only || !writer.producer_state.needs_snapshot() {

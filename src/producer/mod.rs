@@ -201,7 +201,7 @@ pub struct ProducerStats {
 /// # Speed
 ///
 /// `cargo bench --bench producer` (criterion) and the batching-writer row of
-/// `cargo bench --bench compare` (benches/README.md). `cargo run --release --example producer`
+/// `cargo bench --bench compare` (crates/partlog-bench/benches/README.md). `cargo run --release --example producer`
 /// sends 100,000 records from four threads at `acks=all` and prints the batches the log got.
 #[derive(Debug)]
 pub struct Producer {

@@ -1,5 +1,5 @@
 //! Runs Apache Kafka's own `DumpLogSegments` (Kafka 4.4.0, from Maven Central through
-//! `ci/pom.xml`) on segment files, so tests can show that Kafka reads what partlog writes.
+//! `.ci/pom.xml`) on segment files, so tests can show that Kafka reads what partlog writes.
 //!
 //! Include it from a test crate with
 //!
@@ -21,7 +21,7 @@
 //! Where the tools come from, first match wins:
 //! - java: `$PARTLOG_JAVA`, else `java` on `PATH`;
 //! - classpath: `$PARTLOG_KAFKA_CLASSPATH`, else the file `$HOME/.cache/partlog/kafka-classpath.txt`
-//!   that `.ci/run` writes, else `ci/kafka-classpath.sh` runs Maven to build that file;
+//!   that `.ci/run` writes, else `.ci/kafka-classpath.sh` runs Maven to build that file;
 //! - main class: `$PARTLOG_DUMP_LOG_SEGMENTS_CLASS`, else whichever of
 //!   `org.apache.kafka.tools.DumpLogSegments` (Kafka 4.x) and `kafka.tools.DumpLogSegments` (older
 //!   jars) the jars hold.
@@ -154,7 +154,7 @@ fn locate_tools() -> Result<KafkaTools, String> {
     })
 }
 
-/// The classpath file that `.ci/run` and `ci/kafka-classpath.sh` write.
+/// The classpath file that `.ci/run` and `.ci/kafka-classpath.sh` write.
 fn classpath_file() -> Option<PathBuf> {
     let cache = match env_nonempty("PARTLOG_CACHE") {
         Some(cache) => PathBuf::from(cache),
@@ -190,7 +190,7 @@ fn locate_classpath() -> Result<String, String> {
         return Ok(classpath);
     }
     // Neither is there: resolve the jars now (needs mvn and the network, once).
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("ci/kafka-classpath.sh");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci/kafka-classpath.sh");
     let output = Command::new("bash")
         .arg(&script)
         .stdin(Stdio::null())
@@ -315,7 +315,7 @@ pub fn dump_log_segments<P: AsRef<Path>>(files: &[P], args: &[&str]) -> Option<O
             "-Dstdout.encoding=UTF-8",
             "-Dstderr.encoding=UTF-8",
         ])
-        // Kafka's warnings and errors on stderr, nothing chattier (ci/pom.xml adds slf4j-simple).
+        // Kafka's warnings and errors on stderr, nothing chattier (.ci/pom.xml adds slf4j-simple).
         .arg("-Dorg.slf4j.simpleLogger.defaultLogLevel=warn")
         // A short-lived tool: skip the optimizing compiler and the parallel collector's threads.
         .args(["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"])

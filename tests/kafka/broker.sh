@@ -17,7 +17,7 @@
 #
 # Java and Kafka's jars, first match wins (as in tests/common/kafka.rs): $PARTLOG_JAVA or `java`;
 # $PARTLOG_KAFKA_CLASSPATH, else $PARTLOG_CACHE/kafka-classpath.txt (default
-# ~/.cache/partlog), else ci/kafka-classpath.sh resolves it with Maven.
+# ~/.cache/partlog), else .ci/kafka-classpath.sh resolves it with Maven.
 #
 # Every wait is bounded: PARTLOG_BROKER_READY_TIMEOUT (default 120 s) for start,
 # PARTLOG_BROKER_STOP_TIMEOUT (default 60 s) before stop escalates to SIGKILL.
@@ -41,7 +41,7 @@ classpath() {
     return
   fi
   local file="${PARTLOG_CACHE:-$HOME/.cache/partlog}/kafka-classpath.txt"
-  [ -s "$file" ] || file="$(bash "$repo/ci/kafka-classpath.sh")"
+  [ -s "$file" ] || file="$(bash "$repo/.ci/kafka-classpath.sh")"
   cat "$file"
 }
 

@@ -13,7 +13,7 @@
 #    on a 2-core machine.
 #
 # Java and Kafka's jars are found as tests/common/kafka.rs finds them ($PARTLOG_JAVA,
-# $PARTLOG_KAFKA_CLASSPATH, ~/.cache/partlog/kafka-classpath.txt, else ci/kafka-classpath.sh with
+# $PARTLOG_KAFKA_CLASSPATH, ~/.cache/partlog/kafka-classpath.txt, else .ci/kafka-classpath.sh with
 # Maven); .ci/run exports both after its install-kafka stage. Cargo builds into
 # $CARGO_TARGET_DIR as usual.
 #
@@ -43,8 +43,8 @@ if [ -z "${PARTLOG_KAFKA_CLASSPATH:-}" ]; then
   classpath_file="${PARTLOG_CACHE:-$HOME/.cache/partlog}/kafka-classpath.txt"
   if [ ! -s "$classpath_file" ]; then
     command -v mvn >/dev/null || skip_or_fail "no Kafka classpath and no Maven to resolve it"
-    classpath_file="$(timeout 900 bash ci/kafka-classpath.sh)" ||
-      skip_or_fail "ci/kafka-classpath.sh could not resolve Kafka's jars"
+    classpath_file="$(timeout 900 bash .ci/kafka-classpath.sh)" ||
+      skip_or_fail ".ci/kafka-classpath.sh could not resolve Kafka's jars"
   fi
   PARTLOG_KAFKA_CLASSPATH="$(cat "$classpath_file")"
 fi

@@ -1,5 +1,5 @@
-//! The openraft row of benches/README.md ("Replication (issue 16)"): what one entry per batch
-//! costs a Raft log store on partlog.
+//! The openraft row of crates/partlog-bench/benches/README.md ("Replication (issue 16)"): what
+//! one entry per batch costs a Raft log store on partlog.
 //!
 //! ```sh
 //! cargo bench -p partlog-openraft --bench append                    # 7 pairs a row
@@ -20,12 +20,12 @@
 //!   `append_batch`). This is the price of
 //!   one batch per entry, which exact Raft truncation needs: partlog truncates whole batches.
 //!
-//! The method is compare.rs's (benches/README.md): runs alternate A B A B (A is the store, B
-//! the plain log), each rep in a fresh directory after `sync`, and a row's ratio is the median
-//! of the per-pair ratios, higher is better. Payloads are built before the timer starts on both
-//! sides: the store's side times its own encoding (the JSON of each entry, one batch each), the
-//! plain side its batch's building from the already serialized payloads. It prints the table
-//! line format of compare.rs.
+//! The method is compare.rs's (crates/partlog-bench/benches/README.md): runs alternate A B A B
+//! (A is the store, B the plain log), each rep in a fresh directory after `sync`, and a row's
+//! ratio is the median of the per-pair ratios, higher is better. Payloads are built before the
+//! timer starts on both sides: the store's side times its own encoding (the JSON of each entry,
+//! one batch each), the plain side its batch's building from the already serialized payloads.
+//! It prints the table line format of compare.rs.
 
 use std::path::PathBuf;
 use std::time::Instant;

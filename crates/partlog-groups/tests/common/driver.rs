@@ -1,5 +1,5 @@
 //! Runs Kafka's own assignors (`tests/kafka/AssignorDriver.java`, compiled against Kafka 4.4's
-//! jars from `ci/pom.xml`) on JSON cases.
+//! jars from `.ci/pom.xml`) on JSON cases.
 //!
 //! Where the tools come from, first match wins:
 //! - java: `$PARTLOG_JAVA`, else `java` on `PATH`; javac: `$PARTLOG_JAVAC`, else the `javac` next
@@ -149,7 +149,7 @@ fn locate_classpath() -> Result<String, String> {
             };
             let file = cache.join("kafka-classpath.txt");
             std::fs::read_to_string(&file).map_err(|e| {
-                format!("no PARTLOG_KAFKA_CLASSPATH and cannot read {} ({e}); run ci/kafka-classpath.sh", file.display())
+                format!("no PARTLOG_KAFKA_CLASSPATH and cannot read {} ({e}); run .ci/kafka-classpath.sh", file.display())
             })?
         }
     };

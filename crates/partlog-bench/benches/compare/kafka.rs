@@ -69,7 +69,7 @@ fn start_harness() -> Result<KafkaHarness, String> {
             fs::read_to_string(&file)
                 .map_err(|e| {
                     format!(
-                        "no Kafka classpath at {} ({e}); run ci/kafka-classpath.sh",
+                        "no Kafka classpath at {} ({e}); run .ci/kafka-classpath.sh",
                         file.display()
                     )
                 })?

@@ -1,11 +1,11 @@
-//! The Rust side of `benches/kafka/UnifiedLogHarness.java`: compiles the harness against Kafka
+//! The Rust side of `UnifiedLogHarness.java` (beside this file): compiles the harness against Kafka
 //! 4.4's jars, keeps one JVM alive across commands (so that A B A B pairs do not pay JVM start or
 //! lose the JIT's warm-up), and parses the JSON line each measurement prints.
 //!
-//! Included by path from `benches/compare.rs` and `tests/kafka_harness.rs`:
+//! Included by path from `compare.rs` here and from partlog's `tests/kafka_harness.rs`:
 //!
 //! ```text
-//! #[path = "../benches/kafka/harness.rs"]
+//! #[path = "../crates/partlog-bench/benches/kafka/harness.rs"]
 //! mod harness;
 //! ```
 //!
@@ -19,11 +19,10 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
-/// The harness's Java source, next to this file.
-const SOURCE: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/benches/kafka/UnifiedLogHarness.java"
-);
+/// The harness's Java source, next to this file: embedded, since this file is compiled into
+/// crates of two packages (the bench crate's `compare` and partlog's `tests/kafka_harness.rs`),
+/// and written into the class directory for javac.
+const SOURCE: &str = include_str!("UnifiedLogHarness.java");
 
 /// One measurement line: the fields every workload prints, and the rest by name.
 #[derive(Debug, Clone)]
@@ -63,18 +62,22 @@ impl KafkaHarness {
     pub fn start(java: &Path, classpath: &str, classes: &Path) -> Result<KafkaHarness, String> {
         std::fs::create_dir_all(classes)
             .map_err(|e| format!("cannot create {}: {e}", classes.display()))?;
+        let source = classes.join("UnifiedLogHarness.java");
+        std::fs::write(&source, SOURCE)
+            .map_err(|e| format!("cannot write {}: {e}", source.display()))?;
         let javac = javac_beside(java);
         let output = Command::new(&javac)
             .arg("-d")
             .arg(classes)
             .arg("-cp")
             .arg(classpath)
-            .arg(SOURCE)
+            .arg(&source)
             .output()
             .map_err(|e| format!("cannot run {} ({e}); install a JDK 17+", javac.display()))?;
         if !output.status.success() {
             return Err(format!(
-                "javac failed on {SOURCE}: {}",
+                "javac failed on {}: {}",
+                source.display(),
                 String::from_utf8_lossy(&output.stderr)
             ));
         }

@@ -1371,6 +1371,15 @@ fn notes(row: &Measured) -> String {
         .join("; ")
 }
 
+/// Where the run's JSON lines (and the curves' plots) go: `$CARGO_TARGET_DIR`, else the
+/// workspace's `target/` (cargo runs a bench in its package's directory, crates/partlog-bench).
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"),
+        PathBuf::from,
+    )
+}
+
 fn main() {
     if std::env::args().any(|arg| arg == "--curves")
         || std::env::var_os("CURVES_RSS_CHILD").is_some()
@@ -1381,9 +1390,7 @@ fn main() {
     let only: Option<Vec<String>> = std::env::var("COMPARE_ROWS")
         .ok()
         .map(|rows| rows.split(',').map(str::to_string).collect());
-    let target_dir = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("target"));
+    let target_dir = target_dir();
     let scratch = tempfile::Builder::new()
         .prefix("partlog-compare-")
         .tempdir_in(std::env::var_os("COMPARE_DIR").map_or_else(std::env::temp_dir, PathBuf::from))

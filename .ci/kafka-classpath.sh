@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Resolve Apache Kafka 4.4.0's jars (ci/pom.xml) from Maven Central and write their classpath.
+# Resolve Apache Kafka 4.4.0's jars (.ci/pom.xml) from Maven Central and write their classpath.
 #
-#   ci/kafka-classpath.sh        # prints the path of the classpath file on stdout
+#   .ci/kafka-classpath.sh        # prints the path of the classpath file on stdout
 #
 # The Maven repository and the classpath file live under $PARTLOG_CACHE (default
 # $HOME/.cache/partlog): m2/ and kafka-classpath.txt. Used by .ci/run, and by

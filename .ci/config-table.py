@@ -3,7 +3,7 @@
 `LogConfig` in src/log/config.rs: each field's docs start with its Kafka name in backticks (or say
 "partlog's own setting") and end with "Default: ...".
 
-    python3 ci/config-table.py     # paste between the README's config-table markers
+    python3 .ci/config-table.py     # paste between the README's config-table markers
 
 tests/readme_sync.rs checks that every field of LogConfig has its row in the README.
 """

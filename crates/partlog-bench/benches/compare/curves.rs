@@ -49,7 +49,7 @@ mod recovery;
 #[path = "curves/segments.rs"]
 mod segments;
 
-use super::{Ctx, DEFAULT_MAX_GATHER, median, partlog_durable_rep};
+use super::{Ctx, DEFAULT_MAX_GATHER, median, partlog_durable_rep, target_dir};
 
 /// The environment variable that makes this binary the memory curve's child process.
 const RSS_CHILD_ENV: &str = "CURVES_RSS_CHILD";
@@ -139,9 +139,7 @@ pub(super) fn main() {
             reps.parse().expect("CURVES_REPS: a count")
         });
     let settings = Settings::from_env(reps.max(1));
-    let target_dir = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("target"));
+    let target_dir = target_dir();
     let scratch = tempfile::Builder::new()
         .prefix("partlog-curves-")
         .tempdir_in(std::env::var_os("COMPARE_DIR").map_or_else(std::env::temp_dir, PathBuf::from))
