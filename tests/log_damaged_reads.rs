@@ -471,9 +471,14 @@ fn item7_a_live_reader_with_the_delete_policy_reads_across_gaps_made_while_it_wa
 
 /// [`assert_gaps_between_segments`] for a log that is open: from its segment files.
 fn assert_gaps_between_segments_of(log: &Log) {
-    let bases: Vec<i64> = segment_files(log.dir()).iter().map(|s| base_of(s)).collect();
+    let bases: Vec<i64> = segment_files(log.dir())
+        .iter()
+        .map(|s| base_of(s))
+        .collect();
     let gap = bases.windows(2).any(|pair| {
-        let kept = COMPACTED_OFFSETS.iter().filter(|&&o| o >= pair[0] && o < pair[1]);
+        let kept = COMPACTED_OFFSETS
+            .iter()
+            .filter(|&&o| o >= pair[0] && o < pair[1]);
         kept.max().is_some_and(|&last| last + 1 < pair[1])
     });
     assert!(gap, "no gap between the segments {bases:?}");

@@ -701,7 +701,8 @@ fn item2_a_delete_policy_follower_rolls_past_an_i32_max_gap_and_reads_across_it(
         fetch.batches().next().unwrap().unwrap().last_offset(),
         far + 1
     );
-    log.append_as_follower(&leader_batch(far + 2, 2, 1)).unwrap();
+    log.append_as_follower(&leader_batch(far + 2, 2, 1))
+        .unwrap();
     expected.push(far + 2);
     log.close().unwrap();
     drop(log);
@@ -843,7 +844,10 @@ fn follower_append_past_an_i32_max_gap_crash_at_every_operation_keeps_what_was_a
         }
         assert!(completed, "{policy:?}, {image:?}: the call never completed");
         // The roll's files and snapshot, the syncs, the checkpoint slot, the batch's write.
-        assert!(crashes >= 8, "{policy:?}, {image:?}: only {crashes} crash points");
+        assert!(
+            crashes >= 8,
+            "{policy:?}, {image:?}: only {crashes} crash points"
+        );
     }
 }
 

@@ -679,7 +679,9 @@ mod tests {
         for sequence in [0, 1, u64::MAX] {
             for value in [i64::MIN, -1, 0, 1, i64::MAX] {
                 for size in [0, u64::MAX] {
-                    for (clean, compacted) in [(false, false), (true, false), (false, true), (true, true)] {
+                    for (clean, compacted) in
+                        [(false, false), (true, false), (false, true), (true, true)]
+                    {
                         let rec = CheckpointRecord {
                             sequence,
                             recovery_point: value,
