@@ -38,8 +38,10 @@
 //!   and control bits, and every durable marker is there; the first unstable offset, the last
 //!   stable offset, the aborted transactions each `read_committed` read lists, and
 //!   `committed_records` equal those of a replay of the surviving batches (after the ones below
-//!   the log start); a re-send of each producer's newest batch there is a duplicate with its
-//!   original offsets. So no torn or stale `.snapshot` (or `.txnindex`) is ever trusted
+//!   the log start); a re-send of each producer's newest batch is a duplicate with its
+//!   original offsets, whether the batch is there or lies below the log start (if durable: a
+//!   move of the log start forgets no producer, KIP-360). So no torn or stale `.snapshot` (or
+//!   `.txnindex`) is ever trusted, and a reopen remembers the producers the live log did
 //!   ([`Run::check_transactions`]);
 //! - the log takes an append at its end, and after a clean close `verify_dir` (which checks
 //!   every index entry against its batch) finds nothing wrong.
@@ -343,11 +345,9 @@ struct Model {
     /// For each producer id, the base offsets of the batches a re-send of which the log must
     /// answer as a duplicate: its last 5 since the last truncation or reopen, and right after
     /// one only its newest (a snapshot holds one batch per producer).
+    /// A move of the log start forgets no producer (KIP-360): its newest batch stays
+    /// resendable, below the start too.
     resendable: BTreeMap<i64, Vec<i64>>,
-    /// For each producer the log forgot (`delete_records_before` moved the start past all its
-    /// data), the start then: its batches below do not carry its sequence on. A marker may give
-    /// it an entry again, which expects sequence 0 (Kafka's rule once the epoch is known).
-    sequence_floor: BTreeMap<i64, i64>,
 }
 
 /// What a batch of the model is.
@@ -382,11 +382,10 @@ impl BatchMeta {
 
 impl Model {
     /// The sequence that `producer_id`'s next batch carries: the one after its newest batch
-    /// (a truncation takes the later ones back, and the log's state with them).
+    /// (a truncation takes the later ones back, and the log's state with them; a move of the
+    /// log start past them does not).
     fn next_sequence(&self, producer_id: i64) -> i32 {
-        let floor = self.sequence_floor.get(&producer_id).copied();
         self.newest_data_batch(producer_id, i64::MAX)
-            .filter(|&(base, _)| floor.is_none_or(|floor| base >= floor))
             .map_or(0, |(base, b)| {
                 b.base_sequence + i32::try_from(b.last_offset - base).expect("small") + 1
             })
@@ -436,13 +435,13 @@ impl Model {
     }
 
     /// The log reloaded its producer state (a reopen or a truncation): of each producer, only
-    /// the newest batch is known, and only while some of its data lies at or above the start.
-    fn reload_resendable(&mut self, log_start: i64) {
+    /// the newest batch is known, below the log start too (a snapshot, or a replay of what the
+    /// first segment holds, knows it).
+    fn reload_resendable(&mut self) {
         let producers: Vec<i64> = self.resendable.keys().copied().collect();
         for producer_id in producers {
             let newest = self
                 .newest_data_batch(producer_id, i64::MAX)
-                .filter(|(_, b)| b.last_offset >= log_start)
                 .map(|(base, _)| base);
             self.resendable
                 .insert(producer_id, newest.into_iter().collect());
@@ -817,15 +816,10 @@ impl Run<'_> {
                         self.model.maybe.clear();
                         self.model.batches.split_off(&new_end);
                         self.model.batches.retain(|_, b| b.acked);
-                        let log_start = self.log().log_start_offset();
-                        self.model.reload_resendable(log_start);
+                        self.model.reload_resendable();
                         self.model.durable = self.model.durable.min(new_end);
                         self.model.start = self.model.start.min(new_end);
                         self.model.start_max = self.model.start_max.min(new_end);
-                        // Batches written from the new end on are the producers' new ones.
-                        for floor in self.model.sequence_floor.values_mut() {
-                            *floor = (*floor).min(new_end);
-                        }
                         Ok(())
                     }
                     Err(error) => {
@@ -883,20 +877,8 @@ impl Run<'_> {
                 self.model.start_max = self.model.start_max.max(to);
                 let result = self.log().delete_records_before(to);
                 if result.is_ok() {
+                    // The records below `to` are durable now, and no producer is forgotten.
                     self.model.start = self.model.start.max(to);
-                    // A producer whose data all lies below the new start is forgotten.
-                    let start = self.log().log_start_offset();
-                    let producers: Vec<i64> = self.model.resendable.keys().copied().collect();
-                    for producer_id in producers {
-                        let gone = self
-                            .model
-                            .newest_data_batch(producer_id, i64::MAX)
-                            .is_none_or(|(_, b)| b.last_offset < start);
-                        if gone {
-                            self.model.resendable.insert(producer_id, Vec::new());
-                            self.model.sequence_floor.insert(producer_id, start);
-                        }
-                    }
                 }
                 result
             }
@@ -918,7 +900,7 @@ impl Run<'_> {
                 drop(log);
                 closed?;
                 let log = Log::open(DIR, process_config(self.case, &self.sim, &self.clock))?;
-                self.model.reload_resendable(log.log_start_offset());
+                self.model.reload_resendable();
                 self.log = Some(log);
                 Ok(())
             }
@@ -1094,8 +1076,9 @@ impl Run<'_> {
             offsets(&committed),
             offsets(&expected)
         );
-        // The newest batch of each producer there is recognised, whether the state came from
-        // a snapshot (which holds only that batch) or from a replay of the log.
+        // The newest batch of each producer is recognised, whether the state came from a
+        // snapshot (which holds only that batch) or from a replay of the log, and whether it
+        // lies at or above the log start or below it.
         let producers: std::collections::BTreeSet<i64> = model
             .batches
             .values()
@@ -1111,9 +1094,18 @@ impl Run<'_> {
             let Some(&(base, meta)) = newest_there else {
                 continue;
             };
-            // Compaction may have emptied the newest batch away: then the log knows it only
-            // from its producer state, which this check cannot see.
-            if newest_appended.map(|(b, _)| b) != Some(base) || !there.contains_key(&base) {
+            if newest_appended.map(|(b, _)| b) != Some(base) {
+                continue;
+            }
+            // Below the log start the log still knows the producer (KIP-360: a start move
+            // forgets none), from a snapshot or from what its first segment still holds, if the
+            // batch was durable (one below a returned `delete_records_before` is: it syncs
+            // first). Compaction may have emptied the newest batch away: then the log knows it
+            // only from its producer state, which this check cannot see.
+            let below_start = meta.last_offset < start
+                && !self.case.compacted
+                && meta.last_offset < model.durable.max(model.start);
+            if !there.contains_key(&base) && !below_start {
                 continue;
             }
             let batch = Self::rebuild_batch(model, base, &meta);

@@ -17,6 +17,10 @@
 //!   holding two transactional producers' batches, COMMITs and ABORTs and plain records
 //!   interleaved ([`follower`]); after the crash the committed records must be what a replay of
 //!   the surviving batches leaves ([`check_follower_transactions`]);
+//! - the holder: bursts of 1 to 3 `send`s through a second `acks=all` `Producer`, each flushed,
+//!   whose handles it first polls only after the truncator's next truncation (or once the
+//!   truncator is done): a truncation that cut above them, or one before their append, must
+//!   leave them acknowledged (issue 29, item 13);
 //! - and the log's own flusher thread, always running.
 //!
 //! A dry run counts the simulator's state-changing operations (creates, writes, `set_len`s,
@@ -50,7 +54,11 @@
 //!   durability wait and a producer `flush` may get either when a truncation took an offset
 //!   they wait for, a flush only when it took the burst's batch; a compaction pass whose reads
 //!   meet a truncation gets `Error::Truncated`), and the log takes an append at its end and
-//!   closes into a state that `verify_dir` finds clean.
+//!   closes into a state that `verify_dir` finds clean;
+//! - every `Error::Truncated { at }` a durability wait, an `acks=all` handle or a `flush` met
+//!   before the crash names a truncation that ran while it waited (from the append, for a
+//!   handle) and cut the log at `at`, at or below the wait's offset where it is known: a
+//!   truncation that cut above it never fails it.
 //!
 //! Ordering comes from one global sequence counter: every operation takes a number when it starts
 //! and another when it returns, so "returned before that append started" is exact, and the op
@@ -150,6 +158,7 @@ enum Who {
     Truncator,
     Maintainer,
     Follower,
+    Holder,
 }
 
 impl Who {
@@ -336,6 +345,45 @@ struct Journal {
     cuts: Vec<Cut>,
     /// Errors no race explains, met before the crash.
     failures: Vec<String>,
+    /// The `Truncated` errors of durability waits met before the crash, to match against the
+    /// truncations ([`History::check_claims`]).
+    claims: Vec<Claim>,
+}
+
+/// A durability wait (or an `acks=all` handle, or a `flush`) that ended in
+/// `Error::Truncated { at }` before the crash: some truncation that ran between `since` (its
+/// append began, or the wait, for `wait_durable`) and `until` must have cut the log at `at`,
+/// and at or below `offset` when it is known.
+#[derive(Debug, Clone)]
+struct Claim {
+    what: String,
+    at: i64,
+    offset: Option<i64>,
+    since: u64,
+    until: u64,
+}
+
+/// Notes `error` of a durability wait as a [`Claim`] if it is `Truncated` and the machine has
+/// not crashed.
+fn claim(
+    journal: &mut Journal,
+    ctx: &Ctx<'_>,
+    what: &str,
+    error: &Error,
+    offset: Option<i64>,
+    since: u64,
+) {
+    if let Error::Truncated { at } = error
+        && !ctx.crashed()
+    {
+        journal.claims.push(Claim {
+            what: what.to_string(),
+            at: *at,
+            offset,
+            since,
+            until: ctx.tick(),
+        });
+    }
 }
 
 /// What the threads share while a run goes.
@@ -351,6 +399,10 @@ struct Ctx<'a> {
     /// across `truncate_to`: a call built at an end a truncation then lowered would land above
     /// the new end and leave a gap.
     follower_gate: std::sync::Mutex<()>,
+    /// `truncate_to` calls the truncator has finished, and whether it is done: the holder
+    /// waits on them.
+    truncations_done: AtomicUsize,
+    truncator_done: std::sync::atomic::AtomicBool,
 }
 
 impl Ctx<'_> {
@@ -493,6 +545,14 @@ fn appender(ctx: &Ctx<'_>) -> Journal {
                 journal.entry(who, index, (wait_start, wait_end), what, "ok".into());
             }
             Err(error) => {
+                claim(
+                    &mut journal,
+                    ctx,
+                    &what,
+                    &error,
+                    Some(info.last_offset),
+                    wait_start,
+                );
                 journal.entry(who, index, (wait_start, wait_end), what, format!("{error}"));
                 if journal.error(ctx, "wait_durable", &error, raced(&error)) {
                     break;
@@ -573,6 +633,7 @@ fn producer(ctx: &Ctx<'_>, producer: &Producer) -> Journal {
                     });
                 }
                 Err(error) => {
+                    claim(&mut journal, ctx, "a send handle", &error, None, start);
                     journal.attempts.push(Attempt {
                         rec,
                         start,
@@ -588,6 +649,7 @@ fn producer(ctx: &Ctx<'_>, producer: &Producer) -> Journal {
             Err(error) => format!("{error}"),
         };
         if let Err(error) = &flushed {
+            claim(&mut journal, ctx, "producer flush", error, None, start);
             stop |= journal.error(ctx, "producer flush", error, burst_cut && raced(error));
         }
         journal.entry(
@@ -602,6 +664,110 @@ fn producer(ctx: &Ctx<'_>, producer: &Producer) -> Journal {
         }
     }
     ctx.writers.fetch_sub(1, Ordering::SeqCst);
+    journal
+}
+
+/// The holder (issue 29, item 13): bursts through its own `acks=all` producer, each flushed,
+/// whose handles it polls only once the truncator has finished another truncation (or is
+/// done). A handle fails only if a truncation since its append cut at or below it
+/// ([`History::check_claims`]); one that cut above it, or came before it, leaves it
+/// acknowledged, and then it must survive like any acknowledged record.
+fn holder(ctx: &Ctx<'_>, producer: &Producer) -> Journal {
+    let who = Who::Holder;
+    let mut rng = Rng::new(ctx.case.seed, who.stream());
+    let mut journal = Journal::default();
+    let mut n = 0;
+    for index in 0..ctx.case.bursts {
+        let recs: Vec<Rec> = (0..1 + rng.below(3))
+            .map(|_| {
+                n += 1;
+                Rec::make(who, n, &mut rng, ctx.case.compacted)
+            })
+            .collect();
+        let start = ctx.tick();
+        let mut handles: Vec<(Rec, SendHandle)> = Vec::new();
+        let mut stop = false;
+        for rec in &recs {
+            match producer.send(&rec.new_record()) {
+                Ok(handle) => handles.push((rec.clone(), handle)),
+                Err(error) => {
+                    journal.attempts.push(Attempt {
+                        rec: rec.clone(),
+                        start,
+                        offset: None,
+                        group_last: None,
+                    });
+                    stop |= journal.error(ctx, "send (holder)", &error, false);
+                    break;
+                }
+            }
+        }
+        let flushed = producer.flush();
+        if let Err(error) = &flushed {
+            claim(&mut journal, ctx, "holder flush", error, None, start);
+            stop |= journal.error(ctx, "holder flush", error, raced(error));
+        }
+        // Hold the handles across the truncator's next truncation.
+        let seen = ctx.truncations_done.load(Ordering::SeqCst);
+        while ctx.truncations_done.load(Ordering::SeqCst) == seen
+            && !ctx.truncator_done.load(Ordering::SeqCst)
+            && !ctx.crashed()
+        {
+            std::thread::yield_now();
+        }
+        let sent = handles.len() as i64;
+        let mut outcomes = Vec::new();
+        for (i, (rec, handle)) in handles.into_iter().enumerate() {
+            match handle.wait() {
+                Ok(offset) => {
+                    outcomes.push(offset.to_string());
+                    let group_last = offset - i as i64 + sent - 1;
+                    journal.attempts.push(Attempt {
+                        rec: rec.clone(),
+                        start,
+                        offset: Some(offset),
+                        group_last: Some(group_last),
+                    });
+                    journal.durable.push(Durable {
+                        offset,
+                        rec,
+                        since: start,
+                        group_last: Some(group_last),
+                        how: "acknowledged (held acks=all handle)",
+                    });
+                }
+                Err(error) => {
+                    outcomes.push(format!("{error}"));
+                    claim(&mut journal, ctx, "a held send handle", &error, None, start);
+                    journal.attempts.push(Attempt {
+                        rec,
+                        start,
+                        offset: None,
+                        group_last: None,
+                    });
+                    stop |= journal.error(ctx, "a held send handle", &error, raced(&error));
+                }
+            }
+        }
+        let end = ctx.tick();
+        let flush_outcome = match &flushed {
+            Ok(()) => "ok".to_string(),
+            Err(error) => format!("{error}"),
+        };
+        journal.entry(
+            who,
+            index,
+            (start, end),
+            format!(
+                "send {} + flush, hold across a truncation, wait",
+                recs.len()
+            ),
+            format!("flush {flush_outcome}; handles [{}]", outcomes.join(", ")),
+        );
+        if stop {
+            break;
+        }
+    }
     journal
 }
 
@@ -723,6 +889,7 @@ fn truncator(ctx: &Ctx<'_>) -> Journal {
                 format!("truncate_to {to}"),
                 outcome,
             );
+            ctx.truncations_done.fetch_add(1, Ordering::SeqCst);
             if let Err(error) = result
                 && journal.error(ctx, "truncate_to", &error, false)
             {
@@ -756,6 +923,7 @@ fn truncator(ctx: &Ctx<'_>) -> Journal {
             }
         }
     }
+    ctx.truncator_done.store(true, Ordering::SeqCst);
     journal
 }
 
@@ -1000,6 +1168,7 @@ struct History {
     durable: Vec<Durable>,
     cuts: Vec<Cut>,
     failures: Vec<String>,
+    claims: Vec<Claim>,
 }
 
 impl History {
@@ -1013,6 +1182,7 @@ impl History {
             history.durable.extend(journal.durable);
             history.cuts.extend(journal.cuts);
             history.failures.extend(journal.failures);
+            history.claims.extend(journal.claims);
         }
         history.entries.sort_by_key(|entry| entry.start);
         history
@@ -1082,6 +1252,35 @@ impl History {
             }
         }
         None
+    }
+
+    /// Checks every [`Claim`]: a truncation that ran while it waited cut the log at its `at`
+    /// (one cut short by the crash, at or below its target), at or below its offset if known.
+    fn check_claims(&self) -> Result<(), Failure> {
+        for claim in &self.claims {
+            let explained = self.cuts.iter().any(|cut| {
+                let cut_there = match cut.kind {
+                    CutKind::Truncate {
+                        new_end: Some(new_end),
+                        ..
+                    } => new_end == claim.at,
+                    CutKind::Truncate { to, new_end: None } => claim.at <= to,
+                    _ => false,
+                };
+                cut_there
+                    && cut.start < claim.until
+                    && cut.end > claim.since
+                    && claim.offset.is_none_or(|offset| claim.at <= offset)
+            });
+            if !explained {
+                return Err(format!(
+                    "{} [{}..{}] ended in Truncated {{ at: {} }} (offset {:?}), but no \
+                     truncation that ran meanwhile cut the log there",
+                    claim.what, claim.since, claim.until, claim.at, claim.offset
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// The highest log start the operations that started could have set.
@@ -1183,7 +1382,9 @@ fn run_threads(
         .linger_ms(LINGER_MS)
         .build()
         .map_err(|e| e.to_string())?;
-    let batching = Producer::new(Arc::clone(log), producer_config)
+    let batching = Producer::new(Arc::clone(log), producer_config.clone())
+        .map_err(|e| format!("Producer::new: {e}"))?;
+    let holding = Producer::new(Arc::clone(log), producer_config)
         .map_err(|e| format!("Producer::new: {e}"))?;
     let ctx = Ctx {
         case,
@@ -1193,6 +1394,8 @@ fn run_threads(
         seq: AtomicU64::new(0),
         writers: AtomicUsize::new(2),
         follower_gate: std::sync::Mutex::new(()),
+        truncations_done: AtomicUsize::new(0),
+        truncator_done: std::sync::atomic::AtomicBool::new(false),
     };
     let journals = std::thread::scope(|scope| {
         let threads = [
@@ -1202,14 +1405,16 @@ fn run_threads(
             scope.spawn(|| truncator(&ctx)),
             scope.spawn(|| maintainer(&ctx)),
             scope.spawn(|| follower(&ctx)),
+            scope.spawn(|| holder(&ctx, &holding)),
         ];
         threads
             .into_iter()
             .map(|thread| thread.join().expect("a case thread panicked"))
             .collect::<Vec<_>>()
     });
-    // Every record it accepted was waited for; after a crash its close fails, quietly.
+    // Every record they accepted was waited for; after a crash their close fails, quietly.
     drop(batching);
+    drop(holding);
     Ok(History::merge(journals))
 }
 
@@ -1220,6 +1425,7 @@ fn check_recovered(case: &Case, config: &LogConfig, history: &History) -> Result
         "before the crash: {}",
         history.failures.join("; ")
     );
+    history.check_claims()?;
     match verify_dir(DIR, config) {
         Ok(report) => {
             let corrupt: Vec<_> = report.findings_of(Severity::Corruption).collect();

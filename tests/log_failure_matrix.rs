@@ -348,7 +348,10 @@ fn run_case(step: Step, fault: Fault, nth: u64) {
             let scratch = name.ends_with("partlog.checkpoint")
                 || name.ends_with(".cleaned")
                 || name.ends_with(".snapshot.tmp");
-            if scratch {
+            // A truncation writes its producer snapshot once it is done and durable: a
+            // failure there is only logged.
+            let after_the_truncation = step == Step::Truncate && name.ends_with(".snapshot.tmp");
+            if scratch && !after_the_truncation {
                 assert!(result.is_err(), "{label}: the failed sync is reported");
             }
             scratch || (step == Step::Compact && result.is_ok())

@@ -860,3 +860,127 @@ fn on_the_os_file_system_mtimes_come_from_the_log_clock() {
     check_records(&log, 8, 13);
     log.close().unwrap();
 }
+
+/// A storage that runs an action at a `metadata` call on a file once armed, after passing
+/// over as many calls on that file as the arming says: retention sizes the segments it does
+/// not hold open that way while it plans.
+struct MetadataHook {
+    inner: Arc<dyn Storage>,
+    action: HookAction,
+}
+
+impl std::fmt::Debug for MetadataHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MetadataHook")
+            .field("inner", &self.inner)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The file's name, the calls on it to pass over, and the action.
+type HookAction = Arc<parking_lot::Mutex<Option<(String, usize, Box<dyn FnOnce() + Send>)>>>;
+
+impl partlog::unstable::Storage for MetadataHook {
+    fn open(
+        &self,
+        path: &Path,
+        mode: OpenMode,
+    ) -> partlog::Result<Arc<dyn partlog::unstable::StorageFile>> {
+        self.inner.open(path, mode)
+    }
+    fn create_dir_all(&self, path: &Path) -> partlog::Result<()> {
+        self.inner.create_dir_all(path)
+    }
+    fn sync_dir(&self, dir: &Path) -> partlog::Result<()> {
+        self.inner.sync_dir(dir)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> partlog::Result<()> {
+        self.inner.rename(from, to)
+    }
+    fn remove(&self, path: &Path) -> partlog::Result<()> {
+        self.inner.remove(path)
+    }
+    fn list(&self, dir: &Path) -> partlog::Result<Vec<String>> {
+        self.inner.list(dir)
+    }
+    fn metadata(&self, path: &Path) -> partlog::Result<partlog::unstable::Metadata> {
+        let action = {
+            let mut armed = self.action.lock();
+            match armed.as_mut() {
+                Some((name, skip, _)) if path.ends_with(name.as_str()) => {
+                    if *skip == 0 {
+                        armed.take().map(|(_, _, action)| action)
+                    } else {
+                        *skip -= 1;
+                        None
+                    }
+                }
+                _ => None,
+            }
+        };
+        if let Some(action) = action {
+            action();
+        }
+        self.inner.metadata(path)
+    }
+    fn lock(
+        &self,
+        path: &Path,
+        mode: partlog::unstable::LockMode,
+    ) -> partlog::Result<partlog::unstable::FileLock> {
+        self.inner.lock(path, mode)
+    }
+    fn set_mtime(&self, path: &Path, mtime_ms: i64) -> partlog::Result<()> {
+        self.inner.set_mtime(path, mtime_ms)
+    }
+}
+
+/// Issue 29, item 13 (retention's side): a pass asked whether a truncation came since it
+/// planned by comparing the lowest cut the log had had, so a truncation that cut above an
+/// earlier, lower one went unseen, and the pass deleted by the size it planned on. Here a
+/// truncation of the last segment, while the pass plans, leaves the log within
+/// `retention.bytes`: nothing may go.
+#[test]
+fn issue29_item13_retention_plans_again_after_any_truncation_since_it_planned() {
+    let clock = Arc::new(ManualClock::new(T0));
+    let sim = simulator(29, &clock);
+    let dir = Path::new("/logs/size-truncated-0");
+    let batch = batch_bytes();
+    let action: HookAction = Arc::new(parking_lot::Mutex::new(None));
+    let storage = Arc::new(MetadataHook {
+        inner: Arc::new(sim.clone()),
+        action: Arc::clone(&action),
+    });
+    let config = builder(storage, &clock)
+        .retention_bytes(i64::try_from(10 * batch).unwrap())
+        .retention_ms(7 * DAY)
+        .build()
+        .unwrap();
+    let log = Arc::new(Log::open(dir, config).unwrap());
+    // An early truncation to 1, the lowest the log will be cut to.
+    append(&log, &[T0; 3]);
+    assert_eq!(log.truncate_to(1).unwrap(), 1);
+    // [0, 4), [4, 8), [8, 12) and 3 batches in the active segment: 15 batches, 5 too many.
+    append(&log, &[T0; 14]);
+    assert_eq!(segment_bases(&sim, dir), [0, 4, 8, 12]);
+    log.sync().unwrap();
+    // The size rule takes [0, 4) and keeps [4, 8); the time rule then reads [4, 8)'s mtime,
+    // and the truncation comes at that read, after the pass sized the log.
+    *action.lock() = Some((
+        "00000000000000000004.log".to_owned(),
+        0,
+        Box::new({
+            let log = Arc::clone(&log);
+            move || assert_eq!(log.truncate_to(9).unwrap(), 9)
+        }),
+    ));
+    let report = log.enforce_retention().unwrap();
+    assert!(
+        action.lock().is_none(),
+        "the truncation ran while the pass planned"
+    );
+    // 9 batches are left, within the 10 allowed.
+    assert_eq!(report.segments_deleted(), 0, "{report:?}");
+    assert_eq!(segment_bases(&sim, dir), [0, 4, 8]);
+    check_records(&log, 0, 9);
+}

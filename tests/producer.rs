@@ -851,3 +851,86 @@ fn flush_after_a_truncation_waits_for_what_was_sent_since_not_for_truncated_offs
     assert_eq!(read_all(&log), vec![(0, value(0)), (1, value(10))]);
     producer.close().unwrap();
 }
+
+/// Issue 29, item 13: the log kept the lowest truncation point it ever had, and a durability
+/// wait failed whenever any truncation came after it began and that lowest point was at or
+/// below its offset, though the truncation since the wait cut far above it. A wait fails only
+/// for a truncation since it began that cut at or below its own offset.
+#[test]
+fn issue29_item13_a_truncation_above_a_durable_record_leaves_its_waits_acknowledged() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = open_log(dir.path());
+    let producer = producer(&log, Acks::All);
+    for i in 0..10 {
+        log.append(&[record(i)]).unwrap();
+    }
+    assert_eq!(log.truncate_to(5).unwrap(), 5);
+    let handle = producer.send(&record(100)).unwrap();
+    producer.flush().unwrap();
+    let waiting = log.durable(5);
+    for i in 0..10 {
+        log.append(&[record(200 + i)]).unwrap();
+    }
+    assert_eq!(log.truncate_to(12).unwrap(), 12);
+    assert_eq!(handle.wait().unwrap(), 5, "record 5 is intact and fsynced");
+    block_on(waiting).unwrap();
+    log.wait_durable(5).unwrap();
+    producer.flush().unwrap();
+    // A truncation that does reach a wait's offset still fails it, with its own cut.
+    let reached = log.durable(11);
+    let spared = log.durable(7);
+    assert_eq!(log.truncate_to(9).unwrap(), 9);
+    log.append(&[record(300), record(301), record(302)])
+        .unwrap();
+    log.sync().unwrap();
+    assert!(
+        log.durable_offset() > 11,
+        "the refill of offset 11 is durable"
+    );
+    assert!(matches!(block_on(reached), Err(Error::Truncated { at: 9 })));
+    block_on(spared).unwrap();
+    assert_eq!(read_all(&log)[5], (5, value(100)));
+    producer.close().unwrap();
+}
+
+/// Issue 29, item 14: `flush` and `close` waited only for the last appended offset to be
+/// durable, so they said `Ok` for an `acks=all` record that a truncation removed while its
+/// own handle said `Truncated`. They report every covered record's outcome.
+#[test]
+fn issue29_item14_flush_and_close_report_an_acks_all_record_a_truncation_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = open_log(dir.path());
+    let producer = producer(&log, Acks::All);
+    let original = producer.send(&record(0)).unwrap();
+    wait_for_end(&log, 1);
+    assert_eq!(log.truncate_to(0).unwrap(), 0);
+    let impostor = log.append(&[record(99)]).unwrap();
+    assert_eq!(impostor.first_offset, 0);
+    log.wait_durable(0).unwrap();
+    assert!(matches!(producer.flush(), Err(Error::Truncated { at: 0 })));
+    assert!(matches!(original.wait(), Err(Error::Truncated { at: 0 })));
+    // Reported once: the next flush answers for what was sent since.
+    let next = producer.send(&record(1)).unwrap();
+    producer.flush().unwrap();
+    assert_eq!(next.wait().unwrap(), 1);
+    // `close` reports it the same way.
+    let lost = producer.send(&record(2)).unwrap();
+    wait_for_end(&log, 3);
+    assert_eq!(log.truncate_to(2).unwrap(), 2);
+    log.append(&[record(98)]).unwrap();
+    log.sync().unwrap();
+    assert!(matches!(producer.close(), Err(Error::Truncated { at: 2 })));
+    assert!(matches!(lost.wait(), Err(Error::Truncated { at: 2 })));
+    assert_eq!(
+        read_all(&log),
+        vec![(0, value(99)), (1, value(1)), (2, value(98))]
+    );
+}
+
+/// Waits until the log ends at `end` or beyond: the producer's sender appended what it was
+/// sent (`linger.ms` is 5 ms of the system clock), durable or not.
+fn wait_for_end(log: &Log, end: i64) {
+    while log.log_end_offset() < end {
+        std::thread::yield_now();
+    }
+}

@@ -373,7 +373,7 @@ impl Log {
         self.append_built_in_epoch(batch, now).map(|(info, _)| info)
     }
 
-    /// [`append_built`](Self::append_built), with the truncation count read under the same
+    /// [`append_built`](Self::append_built), with the truncation epoch read under the same
     /// hold of the writer lock as the append: no truncation can come between the two.
     fn append_built_in_epoch(
         &self,
@@ -440,7 +440,7 @@ impl Log {
                     first_offset,
                     last_offset,
                 } => {
-                    let epoch = TruncationEpoch(shared.truncations.load(Ordering::Acquire));
+                    let epoch = shared.truncations.epoch();
                     let info = LogAppendInfo {
                         first_offset,
                         last_offset,
@@ -491,7 +491,7 @@ impl Log {
         writer.log_end_offset = last_offset + 1;
         shared.log_end.advance(last_offset + 1);
         committed?;
-        let epoch = TruncationEpoch(shared.truncations.load(Ordering::Acquire));
+        let epoch = shared.truncations.epoch();
         let records = u32::try_from(header.records_count).unwrap_or(0);
         shared.account_append(writer, records, size, last_offset)?;
         let info = LogAppendInfo {
@@ -577,9 +577,11 @@ impl Shared {
             writer.messages_since_flush = 0;
             writer.bytes_since_flush = 0;
         }
+        // Under the lock the append held: no truncation came between the two.
+        let epoch = shared.truncations.epoch();
         drop(writer);
         if sync_now {
-            shared.sync_through(last_offset)?;
+            shared.wait_durable_since(last_offset, epoch)?;
         }
         Ok(())
     }

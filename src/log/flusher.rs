@@ -84,7 +84,7 @@ impl Shared {
                 std::mem::take(&mut writer.unsynced_snapshots),
                 std::mem::take(&mut writer.dir_dirty),
                 Arc::clone(&writer.active),
-                self.truncations.load(Ordering::Acquire),
+                self.truncations.sequence(),
             )
         };
         let started = Instant::now();
@@ -125,7 +125,7 @@ impl Shared {
                 writer.recovery_point,
                 Arc::clone(&writer.active),
                 self.commit.durable_offset(),
-                self.truncations.load(Ordering::Acquire),
+                self.truncations.sequence(),
             )
         };
         if durable <= recovery_point {
@@ -151,9 +151,7 @@ impl Shared {
         // have appended new, unsynced data below it, and the indexes synced above may no
         // longer be the active ones. Try again at the next tick (found by tests/crash_matrix.rs:
         // a point recorded over re-appended data that a crash then lost).
-        if self.truncations.load(Ordering::Acquire) != truncations
-            || !Arc::ptr_eq(&writer.active, &active)
-        {
+        if self.truncations.sequence() != truncations || !Arc::ptr_eq(&writer.active, &active) {
             return Ok(());
         }
         let recovery_point = writer.recovery_point_bound(durable);
@@ -239,10 +237,7 @@ impl Shared {
     pub(super) fn sync_sealed_segments(&self) -> Result<()> {
         let (sealed, truncations) = {
             let writer = self.writer.lock();
-            (
-                writer.unsynced_sealed.clone(),
-                self.truncations.load(Ordering::Acquire),
-            )
+            (writer.unsynced_sealed.clone(), self.truncations.sequence())
         };
         if let Err(error) = self.flush_sealed_alone(&sealed) {
             return Err(self.poison_after_failed_sync("syncing a sealed segment", error));
@@ -287,7 +282,7 @@ impl Shared {
             return;
         }
         let mut writer = self.writer.lock();
-        if self.truncations.load(Ordering::Acquire) != truncations {
+        if self.truncations.sequence() != truncations {
             return;
         }
         writer

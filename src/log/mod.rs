@@ -46,6 +46,7 @@ mod tail_stream;
 mod transactions;
 mod truncate;
 mod truncate_fully;
+mod truncations;
 mod wait;
 mod watermark;
 
@@ -68,6 +69,8 @@ use group_commit::GroupCommit;
 use producer_state::ProducerStateManager;
 use snapshot::{SegmentHandle, SegmentList, Snapshot};
 use truncate::PendingDelete;
+pub(crate) use truncations::TruncationEpoch;
+use truncations::Truncations;
 use watermark::Watermark;
 
 pub use committed::CommittedRecords;
@@ -118,21 +121,6 @@ pub struct LogAppendInfo {
     /// The batch re-sent one of its producer's last 5 batches (an idempotent producer's retry):
     /// nothing was written, and the offsets are the original's.
     pub duplicate: bool,
-}
-
-/// How many truncations the log had seen when a batch was appended, read under the writer
-/// lock that the append held: a durability wait that starts from it fails with
-/// [`Error::Truncated`] if a truncation at or below its offset came after the append, even
-/// one that came before the wait began (ARCHITECTURE.md §8, "Acknowledgements").
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct TruncationEpoch(u64);
-
-impl TruncationEpoch {
-    /// An epoch for tests of code that never waits on a log with it.
-    #[cfg(test)]
-    pub(crate) fn for_tests() -> TruncationEpoch {
-        TruncationEpoch(0)
-    }
 }
 
 /// The appender's state, behind the writer mutex.
@@ -205,7 +193,9 @@ struct Shared {
     log_start: AtomicI64,
     commit: GroupCommit,
     closed: AtomicBool,
-    /// The lowest offset a truncation has cut the log back to since open (`i64::MAX` if none).
+    /// The lowest offset a truncation has cut the log back to since open (`i64::MAX` if none):
+    /// a read above the log end tells `Truncated` from `OffsetOutOfRange` by it. Waits ask
+    /// `truncations`, which knows each cut.
     truncated_to: AtomicI64,
     counters: stats::Counters,
     report: RecoveryReport,
@@ -216,9 +206,10 @@ struct Shared {
     compaction: Mutex<compaction::CleanerState>,
     /// Compaction's counters and persisted checkpoint, readable while a pass runs.
     compaction_status: compaction::CompactionStatus,
-    /// Counts truncations, so that a compaction pass never swaps in a copy of a segment that a
-    /// truncation changed meanwhile.
-    truncations: AtomicU64,
+    /// The truncations and their cuts: a durability wait fails only for a cut at or below its
+    /// offset since it began, and a compaction pass never swaps in a copy of a segment that a
+    /// truncation changed meanwhile (`truncations.rs`).
+    truncations: Truncations,
     /// The `COMPACTED` flag of `partlog.checkpoint` as this log knows it (with the cleanup
     /// policy, whether a read may move across a gap between segments): read at open, set
     /// before any gap the log makes can reach a reader, cleared only by a full truncation. A
@@ -457,7 +448,7 @@ impl Log {
             bytes_at_last_checkpoint: AtomicU64::new(0),
             compaction: Mutex::new(cleaner),
             compaction_status,
-            truncations: AtomicU64::new(0),
+            truncations: Truncations::default(),
             compacted: AtomicBool::new(recovered.compacted),
             first_unstable: AtomicI64::new(first_unstable),
             last_txn_index_base: AtomicI64::new(last_txn_index_base),

@@ -40,13 +40,20 @@
 //! 1. **Plan** (no lock that appends take): walk the sealed segments of the current snapshot.
 //!    Sizes come from open segments or a `stat`; timestamps from the segment (opened lazily,
 //!    its time index's final entry) and the mtime from a `stat`.
-//! 2. **Under the writer lock:** check that no truncation or other pass changed the planned
+//! 2. **Under the writer lock:** check that no truncation began or ran since planning began (the
+//!    truncation sequence, `truncations.rs`) and no other pass changed the planned
 //!    segments (otherwise plan again), walk on into the segments that were active at planning
-//!    time, roll if the active segment goes too, then:
-//!    1. write the new log start offset (the first surviving segment's base, or more if the start
-//!       was already higher) into a synced checkpoint slot. A crash from here on leaves at worst
-//!       segments below the start, which the next open keeps unread and the next pass deletes;
-//!       a crash before it leaves every segment;
+//!    time, roll if the active segment goes too. If records below the new start (the first
+//!    surviving segment's base, or more if the start was already higher) are not durable yet,
+//!    sync them with the lock released and plan again: a crash must never leave the log ending
+//!    below its start, which the open would restart empty, forgetting the producers the live log
+//!    knows by those records (ARCHITECTURE.md §9). Then:
+//!    1. fsync the producer snapshot at the first surviving segment's base (the roll's, which
+//!       the flusher may not have synced yet): producers whose data lies only in the segments
+//!       that go stay (KIP-360), and after a crash that snapshot is what knows them; and write
+//!       the new log start offset into a synced checkpoint slot. A crash from here on leaves at
+//!       worst segments below the start, which the next open keeps unread and the next pass
+//!       deletes; a crash before it leaves every segment;
 //!    2. swap the snapshot: readers can no longer find the segments, while a reader that already
 //!       pinned one keeps its descriptor and finishes its read;
 //!    3. rename the segments' files (`.log`, `.index`, `.timeindex`, `.txnindex`, and Kafka's
@@ -56,7 +63,8 @@
 //!    flusher retries the pinned ones on its cadence. Open removes any `*.deleted` file a crash
 //!    left behind.
 //!
-//! Appends wait only for step 2's checkpoint fsync and directory fsync; readers never wait.
+//! Appends wait only for step 2's snapshot and checkpoint fsyncs and directory fsync; readers
+//! never wait.
 //!
 //! The time rule reads mtimes from the storage and the time from the log's clock, so the two must
 //! agree: on the simulator, pass the log's clock to `SimStorage::with_clock`, or its mtimes count
@@ -68,6 +76,7 @@ use std::time::Duration;
 
 use crate::sync::MutexGuard;
 
+use super::producer_state::snapshot_file::snapshot_path;
 use super::snapshot::{SegmentHandle, SegmentList};
 use super::truncate::PendingDelete;
 use super::{Log, LogConfig, Shared, Writer};
@@ -75,6 +84,7 @@ use crate::error::{Error, Result};
 use crate::segment::{
     DELETED_SUFFIX, Segment, SegmentFileKind, rename_segment_files, segment_file_path,
 };
+use crate::storage::OpenMode;
 
 /// How many times a pass plans again when a truncation or a concurrent change moved the
 /// segments it planned on, before it gives up until the next pass.
@@ -342,11 +352,13 @@ impl Log {
     /// start offset, then (when `cleanup.policy` has `delete`) those over `retention.bytes`, then
     /// those older than `retention.ms`, each rule walking from the oldest segment and stopping at
     /// the first one it keeps. If the active segment goes too, the log first rolls a new, empty
-    /// one at the log end offset. The new log start offset is in a synced checkpoint before any
-    /// file is touched.
+    /// one at the log end offset. The records below the new log start offset are made durable,
+    /// and the new start is in a synced checkpoint, before any file is touched. No producer is
+    /// forgotten: one whose data goes stays until `producer.id.expiration.ms` (KIP-360).
     ///
-    /// Appends wait at most for that checkpoint fsync and one directory fsync; readers never
-    /// wait, and a reader holding data of a deleted segment keeps reading it: the files are
+    /// Appends wait at most for a producer snapshot's fsync, the checkpoint fsync and one
+    /// directory fsync; readers never wait, and a reader holding data of a deleted segment keeps
+    /// reading it: the files are
     /// renamed `*.deleted` and removed once no reader pins them. Set
     /// [`LogConfig::retention_check_interval_ms`] to have a background thread run this.
     pub fn enforce_retention(&self) -> Result<RetentionReport> {
@@ -371,8 +383,11 @@ impl Shared {
     fn retention_pass(&self) -> Result<RetentionReport> {
         // One pass at a time: a second one would only find the first one's work undone.
         let _pass = self.retention_pass.lock();
+        // Whether an attempt rolled the active segment before it planned again.
+        let mut rolled = false;
         for _ in 0..MAX_PLANS {
-            if let Attempt::Done(report) = self.retention_attempt()? {
+            if let Attempt::Done(mut report) = self.retention_attempt(&mut rolled)? {
+                report.rolled_active_segment |= rolled;
                 return Ok(report);
             }
         }
@@ -386,10 +401,13 @@ impl Shared {
         })
     }
 
-    /// One plan and, if it still holds, its execution.
-    fn retention_attempt(&self) -> Result<Attempt> {
+    /// One plan and, if it still holds, its execution. `rolled_before` is set when it rolls the
+    /// active segment and plans again.
+    fn retention_attempt(&self, rolled_before: &mut bool) -> Result<Attempt> {
         let now_ms = self.clock.now_ms();
-        let truncated_to = self.truncated_to.load(Ordering::Acquire);
+        // Read before the plan: any truncation that begins, or is running, from here on moves
+        // it (`truncations.rs`).
+        let truncations = self.truncations.sequence();
         let planned_on = self.snapshot.load();
         let log_start_offset = self.log_start.load(Ordering::Acquire);
         let handles = planned_on.handles();
@@ -444,7 +462,7 @@ impl Shared {
         // The planned segments and the one after them must be where they were: then their
         // sizes, timestamps and upper bounds are what the plan saw.
         let window = (plan.deleted.len() + 1).min(handles.len());
-        let unchanged = self.truncated_to.load(Ordering::Acquire) == truncated_to
+        let unchanged = self.truncations.sequence() == truncations
             && current.len() >= window
             && handles
                 .iter()
@@ -468,6 +486,27 @@ impl Shared {
             }));
         }
         let rolled = plan.deleted.len() == current.len();
+        // The records below the new start are made durable before it is recorded, as in
+        // `delete_records_before`: a crash that took some back would restart the log empty at
+        // its start, forgetting the producers the live log knows by them (ARCHITECTURE.md §9).
+        let new_start = match current.handles().get(plan.deleted.len()) {
+            Some(first_kept) => first_kept.base_offset(),
+            None => writer.log_end_offset,
+        }
+        .max(self.log_start.load(Ordering::Acquire));
+        if self.commit.durable_offset() < new_start {
+            if rolled {
+                // Appends from here on go above the new start: the sync need not chase them.
+                self.roll(&mut writer, now_ms)?;
+                *rolled_before = true;
+            }
+            drop(writer);
+            match self.sync_through(new_start - 1) {
+                Ok(()) | Err(Error::Truncated { .. }) => {}
+                Err(error) => return Err(error),
+            }
+            return Ok(Attempt::Replan);
+        }
         let report = self.delete_planned(&mut writer, plan, rolled, now_ms)?;
         drop(writer);
         self.reap_unpinned();
@@ -614,13 +653,16 @@ impl Shared {
             .log_start
             .load(Ordering::Acquire)
             .max(first_kept.base_offset());
+        self.sync_snapshot_at(first_kept.base_offset())?;
 
         // 1. The new start, durably, before any file goes.
         let recovery_point = writer.recovery_point;
         self.write_checkpoint_durably(writer, recovery_point, log_start_offset)?;
         self.log_start.fetch_max(log_start_offset, Ordering::AcqRel);
-        // A producer whose data now lies wholly below the start is forgotten (KIP-360).
-        writer.producer_state.truncate_head(log_start_offset);
+        // Producers stay until they expire, even those whose data goes now (KIP-360).
+        writer
+            .producer_state
+            .on_log_start_incremented(log_start_offset);
         self.publish_first_unstable(writer);
         self.leader_epochs
             .lock()
@@ -675,6 +717,32 @@ impl Shared {
             report.log_start_offset
         );
         Ok(report)
+    }
+
+    /// Fsyncs the producer snapshot at `base`, the first kept segment's, if there is one,
+    /// before the segments below it go: producers whose data lies only in those segments stay
+    /// (KIP-360), and once the segments are gone that snapshot (the roll's into the segment) is
+    /// what a reopen knows them by. A roll leaves its snapshot for the flusher to sync, which
+    /// may not have done it yet (or have it in flight), so it is synced here, through its path;
+    /// the deletion's renames come after its name in the directory's order, so a crash that
+    /// keeps them keeps the snapshot whole. A failed fsync poisons the log (ARCHITECTURE.md §3,
+    /// invariant 4).
+    fn sync_snapshot_at(&self, base: i64) -> Result<()> {
+        let path = snapshot_path(&self.dir, base);
+        let synced = match self.storage.open(&path, OpenMode::ReadWrite) {
+            Ok(file) => file.sync_all(),
+            Err(gone) if gone.io_kind() == Some(std::io::ErrorKind::NotFound) => return Ok(()),
+            Err(error) => return Err(error),
+        };
+        if let Err(error) = synced {
+            log::error!(
+                "poisoning {}: syncing the producer snapshot at {base} failed: {error}",
+                self.dir.display()
+            );
+            self.commit.poison();
+            return Err(error);
+        }
+        Ok(())
     }
 
     /// Renames the files of the segment at `base_offset`, and its producer snapshot if any, to

@@ -41,7 +41,7 @@ use super::dir_listing::DirListing;
 use super::producer_state::snapshot_file::{
     SnapshotEntry, UnsyncedSnapshot, delete_listed_torn_above, delete_snapshots_above,
     list_snapshots, load_newest_valid_listed_snapshot, remove_listed_stray_snapshots,
-    remove_listed_temporary_snapshots, retain_listed_snapshots_within, write_snapshot_file,
+    remove_listed_temporary_snapshots, retain_listed_snapshots_of_segments, write_snapshot_file,
     write_unsynced_snapshot,
 };
 use super::producer_state::{
@@ -192,11 +192,14 @@ impl Log {
     }
 
     /// The first offset of the earliest transaction that is open (or ended above the high
-    /// watermark), if any.
+    /// watermark), if any, and never below the log start offset: a transaction whose first
+    /// offset a move of the log start passed is unstable from the log start on (Kafka's
+    /// `maybeIncrementFirstUnstableOffset`).
     pub fn first_unstable_offset(&self) -> Option<i64> {
         self.poll_live();
         let first_unstable = self.shared.first_unstable.load(Ordering::Acquire);
-        (first_unstable != i64::MAX).then_some(first_unstable)
+        (first_unstable != i64::MAX)
+            .then(|| first_unstable.max(self.shared.log_start.load(Ordering::Acquire)))
     }
 
     /// The last stable offset: `read_committed` reads stop below it. It is the first unstable
@@ -518,15 +521,17 @@ pub(super) fn load_producer_state(
     let mut snapshots = listing.snapshot_offsets();
     if !from.read_only {
         // Kafka's removeStraySnapshots, and what no rename finished: a snapshot above the log
-        // end (a crash between a snapshot and a truncation, or a lost tail), or at or below
-        // the start, says nothing about this log.
+        // end (a crash between a snapshot and a truncation, or a lost tail), or below the
+        // first segment, says nothing about this log. One at or below the start stays: it may
+        // be all that knows the producers whose data lies below it (ARCHITECTURE.md §9).
         let temporary = remove_listed_temporary_snapshots(&**storage, dir, listing.names())?;
         listing.forget_all(&temporary);
-        let mut removed = retain_listed_snapshots_within(
+        let first_base = first_segment_base(snapshot, from.log_start_offset);
+        let mut removed = retain_listed_snapshots_of_segments(
             &**storage,
             dir,
             &snapshots,
-            from.log_start_offset,
+            first_base,
             from.log_end_offset,
         )?;
         snapshots.retain(|offset| !removed.contains(offset));
@@ -689,8 +694,21 @@ struct Replay {
     listed_snapshots: Option<Vec<i64>>,
 }
 
-/// Loads the newest valid snapshot at or below `replay.snapshot_limit` (in the log's range) and
-/// replays every batch with a producer id from its offset to the log end.
+/// The base of the log's first segment (`fallback` with none): where its records begin, the
+/// log start or below it.
+fn first_segment_base(snapshot: &Snapshot, fallback: i64) -> i64 {
+    snapshot
+        .load()
+        .handles()
+        .first()
+        .map_or(fallback, |handle| handle.base_offset())
+}
+
+/// Loads the newest valid snapshot at or below `replay.snapshot_limit` (and not below the first
+/// segment) and replays every batch with a producer id from its offset to the log end, or every
+/// batch the segments hold with none. Batches below the log start are replayed too: a producer
+/// whose data lies below the start stays until it expires (KIP-360), in the live log and so in
+/// a reopened one.
 fn replay_state(
     storage: &dyn Storage,
     dir: &Path,
@@ -699,26 +717,23 @@ fn replay_state(
     replay: Replay,
 ) -> Result<(ProducerStateManager, Vec<AbortedTxn>)> {
     let settings = ProducerStateConfig::from_log_config(config);
-    let mut state = ProducerStateManager::new(settings, replay.log_start_offset);
+    let first_base = first_segment_base(snapshot, replay.log_start_offset);
+    let mut state = ProducerStateManager::new(settings, first_base);
     let limit = replay.snapshot_limit.min(replay.log_end_offset);
-    let candidates = match replay.listed_snapshots {
+    let mut candidates = match replay.listed_snapshots {
         Some(listed) => listed,
         None => list_snapshots(storage, dir)?,
     };
+    // One below the first segment knows nothing of the records between it and the segment.
+    candidates.retain(|&offset| offset >= first_base);
     let loaded =
-        load_newest_valid_listed_snapshot(storage, dir, &candidates, limit, replay.delete_bad)?
-            .filter(|loaded| loaded.offset > replay.log_start_offset);
+        load_newest_valid_listed_snapshot(storage, dir, &candidates, limit, replay.delete_bad)?;
     let replay_from = match loaded {
         Some(loaded) => {
-            state.load_snapshot(
-                loaded.snapshot,
-                loaded.offset,
-                replay.now_ms,
-                replay.log_start_offset,
-            );
+            state.load_snapshot(loaded.snapshot, loaded.offset, replay.now_ms);
             loaded.offset
         }
-        None => replay.log_start_offset,
+        None => first_base,
     };
     let mut aborted = Vec::new();
     replay_segments(
@@ -733,6 +748,8 @@ fn replay_state(
         },
         replay.collect_aborted.then_some(&mut aborted),
     )?;
+    // As the live log did when its start moved there.
+    state.on_log_start_incremented(replay.log_start_offset);
     Ok((state, aborted))
 }
 

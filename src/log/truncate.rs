@@ -21,7 +21,9 @@ impl Log {
     /// log end offset may be a little below `offset`; it is returned. Readers positioned above it
     /// get [`Error::Truncated`]. The leader-epoch cache drops the epochs starting at or above the
     /// new end (also when `offset` is at or above the log end, as Kafka's `truncateTo` does), and
-    /// a high watermark above it comes down to it (ARCHITECTURE.md §11).
+    /// a high watermark above it comes down to it (ARCHITECTURE.md §11). A segment that begins
+    /// at `offset` stays, emptied, as the active segment (Kafka's `truncateTo` deletes only the
+    /// segments that begin above it).
     ///
     /// In a compacted log the new end is the offset after the last batch kept, since the files
     /// are all that record the end: an `offset` in a gap that compaction left, or at a batch that
@@ -63,8 +65,11 @@ impl Log {
     }
 
     /// Moves the log start offset up to `offset`, durably: reads below it fail from then on,
-    /// and the new start is in an fsynced checkpoint before this returns. Whole segments below
-    /// it are deleted by retention. The leader-epoch cache drops the epochs wholly below it.
+    /// and the new start is in an fsynced checkpoint before this returns, after the records
+    /// below it were made durable (a group-commit sync, if they were not yet). Whole segments
+    /// below it are deleted by retention. The leader-epoch cache drops the epochs wholly below
+    /// it; the producer state forgets no producer: one whose data now lies below the start stays
+    /// until it expires (`producer.id.expiration.ms`, as in Kafka since KIP-360).
     ///
     /// Fails with [`Error::OffsetOutOfRange`] if `offset` is above the log end offset, or,
     /// once [`set_high_watermark`](Self::set_high_watermark) was called, above the high
@@ -73,35 +78,52 @@ impl Log {
     pub fn delete_records_before(&self, offset: i64) -> Result<()> {
         self.check_writable()?;
         let shared = &self.shared;
-        let mut writer = shared.writer.lock();
-        let end = writer.log_end_offset;
-        let start = shared.log_start.load(Ordering::Acquire);
-        if offset > end {
-            return Err(Error::OffsetOutOfRange {
-                requested: offset,
-                start,
-                end,
-            });
-        }
-        if offset <= start {
-            return Ok(());
-        }
-        // Kafka's `maybeIncrementLogStartOffset`: nothing at or above the high watermark goes.
-        if shared.high_watermark_set.load(Ordering::Acquire) {
-            let high_watermark = shared.high_watermark.get();
-            if offset > high_watermark {
+        let mut writer = loop {
+            let writer = shared.writer.lock();
+            let end = writer.log_end_offset;
+            let start = shared.log_start.load(Ordering::Acquire);
+            if offset > end {
                 return Err(Error::OffsetOutOfRange {
                     requested: offset,
                     start,
-                    end: high_watermark,
+                    end,
                 });
             }
-        }
+            if offset <= start {
+                return Ok(());
+            }
+            // Kafka's `maybeIncrementLogStartOffset`: nothing at or above the high watermark
+            // goes.
+            if shared.high_watermark_set.load(Ordering::Acquire) {
+                let high_watermark = shared.high_watermark.get();
+                if offset > high_watermark {
+                    return Err(Error::OffsetOutOfRange {
+                        requested: offset,
+                        start,
+                        end: high_watermark,
+                    });
+                }
+            }
+            // The records below the new start are made durable first: a crash that took some
+            // back would leave the log ending below its start, and the open would restart it
+            // empty there, forgetting the producers the live log knows by them (ARCHITECTURE.md
+            // §9). Under the writer lock the durable offset does not move down.
+            if shared.commit.durable_offset() >= offset {
+                break writer;
+            }
+            drop(writer);
+            match shared.sync_through(offset - 1) {
+                // A truncation took offsets below `offset`: the checks above run again.
+                Ok(()) | Err(Error::Truncated { .. }) => {}
+                Err(error) => return Err(error),
+            }
+        };
         let recovery_point = writer.recovery_point;
         shared.write_checkpoint_durably(&mut writer, recovery_point, offset)?;
         shared.log_start.store(offset, Ordering::Release);
-        // A producer whose data now lies wholly below the start is forgotten (KIP-360).
-        writer.producer_state.truncate_head(offset);
+        // Producers stay until they expire, even those whose data now lies below the start
+        // (KIP-360); ended transactions below it are forgotten.
+        writer.producer_state.on_log_start_incremented(offset);
         shared.publish_first_unstable(&writer);
         // After the start is durable: a crash before this leaves entries below the start, which
         // the next open clamps.
@@ -113,14 +135,12 @@ impl Log {
 impl Shared {
     pub(super) fn truncate_locked(&self, writer: &mut Writer, offset: i64) -> Result<i64> {
         self.consume_clean_shutdown(writer)?;
-        self.truncations.fetch_add(1, Ordering::AcqRel);
         let list = self.snapshot.load();
         let handles = list.handles();
-        let mut keep = handles.partition_point(|h| h.base_offset() < offset);
-        if keep == 0 && handles.first().is_some_and(|h| h.base_offset() == offset) {
-            // Truncating to the first segment's base empties that segment and keeps it.
-            keep = 1;
-        }
+        // Kafka's `LocalLog.truncateTo` deletes only the segments whose base lies above the
+        // target: one that begins exactly there stays, emptied, as the active segment (with its
+        // roll's producer snapshot, which describes the state at its base).
+        let keep = handles.partition_point(|h| h.base_offset() <= offset);
         let holder = match keep {
             0 => None,
             _ => Some(self.snapshot.pin(&handles[keep - 1])?.ok_or_else(|| {
@@ -134,6 +154,10 @@ impl Shared {
             Some(segment) => segment.truncation_point(offset)?,
             None => offset,
         };
+        // Counted, with its cut, before anything changes: a durability wait for an offset at
+        // or above the cut fails from here on, and a pass that planned before sees the count
+        // move (`truncations.rs`).
+        let _truncation = self.truncations.begin(new_end);
 
         // Offsets from the new end on will be reused: compaction's persisted first dirty
         // offset must not cover them, even after a crash from here on.
@@ -209,8 +233,20 @@ impl Shared {
         self.commit.durable_watermark().wake_all();
         self.reap_deleted(writer, false);
         // 5. The producer state as of the new end, before the lock goes: the next append is
-        //    checked against it.
+        //    checked against it. Then its snapshot at the new end, as Kafka's `truncateTo`
+        //    takes one (unless the snapshot it was loaded from lies there): the next open
+        //    replays from here rather than from an older one.
         self.reload_producer_state(writer, new_end)?;
+        if let Err(error) = self.take_producer_snapshot(writer) {
+            if self.commit.is_poisoned() {
+                return Err(error);
+            }
+            // The truncation is done and durable; a missing snapshot only lengthens a replay.
+            log::warn!(
+                "{}: no producer snapshot at {new_end} after the truncation: {error}",
+                self.dir.display()
+            );
+        }
         Ok(new_end)
     }
 

@@ -70,7 +70,10 @@ impl Log {
 impl Shared {
     /// Steps 1 to 4 of the module docs, for an `offset` at or above the log end offset.
     fn restart_locked(&self, writer: &mut Writer, offset: i64) -> Result<()> {
-        self.truncations.fetch_add(1, Ordering::AcqRel);
+        // Every record goes: a wait for any of them fails from here on.
+        let _truncation = self
+            .truncations
+            .begin(self.log_start.load(Ordering::Acquire));
         self.lower_cleaner_checkpoint(offset)?;
         // 1. The producer snapshots, durably gone.
         // The rolls' unsynced snapshots are in place: the deletion below takes them too.

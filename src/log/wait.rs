@@ -22,8 +22,16 @@ use crate::error::{Error, Result};
 impl Log {
     /// Blocks until `offset` is durable, starting or joining a group-commit fsync that covers
     /// it, whatever the flush policy. This is what acks=all waits for.
+    ///
+    /// Fails with [`Error::OffsetOutOfRange`] if `offset` is not below the log end offset when
+    /// called, [`Error::Truncated`] if a truncation since the call cut the log at or below
+    /// `offset` (the offset may hold another record by then; a truncation that cut above it
+    /// changes nothing), and [`Error::Poisoned`] if a sync fails.
     pub fn wait_durable(&self, offset: i64) -> Result<()> {
         self.check_open()?;
+        // Before the range check: a truncation that cuts below `offset` after the check is
+        // one since this epoch.
+        let epoch = self.shared.truncations.epoch();
         let end = self.log_end_offset();
         if offset >= end || offset < 0 {
             return Err(Error::OffsetOutOfRange {
@@ -32,7 +40,28 @@ impl Log {
                 end,
             });
         }
-        self.shared.sync_through(offset)
+        self.shared.wait_durable_since(offset, epoch)
+    }
+
+    /// [`wait_durable`](Self::wait_durable) for an offset of a batch appended in `epoch`: a
+    /// truncation at or below `offset` since that append fails it with [`Error::Truncated`],
+    /// even one that came before this call. The offset was appended, so no range check is made;
+    /// an offset durable already is answered after a close too.
+    pub(crate) fn wait_durable_since_append(
+        &self,
+        offset: i64,
+        epoch: TruncationEpoch,
+    ) -> Result<()> {
+        if self.shared.commit.durable_offset() <= offset {
+            self.check_open()?;
+        }
+        self.shared.wait_durable_since(offset, epoch)
+    }
+
+    /// The lowest cut at or below `offset` of the truncations since `epoch`, if one came
+    /// (`truncations.rs`).
+    pub(crate) fn cut_since(&self, epoch: TruncationEpoch, offset: i64) -> Option<i64> {
+        self.shared.truncations.cut_since(epoch, offset)
     }
 
     /// Blocks until the log holds `offset` (the log end offset has moved past it, so a read at
@@ -65,7 +94,8 @@ impl Log {
     ///
     /// Resolves to [`Error::OffsetOutOfRange`] if `offset` is not below the log end offset when
     /// this is called, [`Error::Poisoned`] if a sync fails, [`Error::Truncated`] if a truncation
-    /// removes `offset` (or may have: a truncation at or below `offset` since this call), and
+    /// since this call cut the log at or below `offset` (one that cut above it changes
+    /// nothing), and
     /// [`Error::Closed`] if the log closes before the future sees the offset durable (close
     /// itself makes every appended offset durable, so that only happens in a race with close).
     /// A log opened read-only has no flusher: [`Error::Unsupported`].
@@ -107,6 +137,8 @@ impl Log {
     /// ```
     pub fn durable(&self, offset: i64) -> WaitDurable {
         let shared = Arc::clone(&self.shared);
+        // Before the range check, as in `wait_durable`.
+        let epoch = shared.truncations.epoch();
         let early = if shared.read_only {
             Some(Error::Unsupported {
                 what: "waiting for durability on a log opened read-only".into(),
@@ -119,12 +151,11 @@ impl Log {
                 end,
             })
         };
-        let truncations = shared.truncations.load(Ordering::Acquire);
         WaitDurable {
             shared,
             offset,
             early,
-            truncations,
+            epoch,
             sync_requested: false,
         }
     }
@@ -139,7 +170,7 @@ impl Log {
             shared: Arc::clone(&self.shared),
             offset,
             early: None,
-            truncations: epoch.0,
+            epoch,
             sync_requested: false,
         }
     }
@@ -158,6 +189,27 @@ impl Log {
     }
 }
 
+impl Shared {
+    /// Blocks until `offset` is durable (`sync_through`), and fails with [`Error::Truncated`]
+    /// if a truncation since `epoch` cut the log at or below it: a refill of the offset made
+    /// durable is not the record the wait is for.
+    pub(super) fn wait_durable_since(&self, offset: i64, epoch: TruncationEpoch) -> Result<()> {
+        if let Some(at) = self.truncations.cut_since(epoch, offset) {
+            return Err(Error::Truncated { at });
+        }
+        let synced = self.sync_through(offset);
+        if matches!(synced, Ok(()) | Err(Error::Truncated { .. })) {
+            // The durable offset passed `offset` before this look (`truncations.rs`); a sync
+            // that covered the log and not `offset` means a truncation took it, whose cut is
+            // what the error names.
+            if let Some(at) = self.truncations.cut_since(epoch, offset) {
+                return Err(Error::Truncated { at });
+            }
+        }
+        synced
+    }
+}
+
 /// What [`Log::durable`] returns: a future that resolves once an offset is durable.
 ///
 /// It holds a reference to the log's shared state, not a borrow of the [`Log`], so it may outlive
@@ -173,8 +225,8 @@ pub struct WaitDurable {
     offset: i64,
     /// An error found when the future was made, returned by the first poll.
     early: Option<Error>,
-    /// `Shared::truncations` when the future was made, or when its offset was appended.
-    truncations: u64,
+    /// The truncation epoch when the future was made, or when its offset was appended.
+    epoch: TruncationEpoch,
     sync_requested: bool,
 }
 
@@ -188,15 +240,14 @@ impl WaitDurable {
     fn check(&self) -> Option<Result<()>> {
         let shared = &*self.shared;
         let commit = &shared.commit;
-        if shared.truncations.load(Ordering::Acquire) != self.truncations
-            && shared.truncated_to.load(Ordering::Acquire) <= self.offset
-        {
+        // The durable offset first, the truncations second (`truncations.rs`): a cut since the
+        // epoch at or below the offset fails the wait even if a refill made it durable again.
+        let durable = commit.durable_offset() > self.offset;
+        if let Some(at) = shared.truncations.cut_since(self.epoch, self.offset) {
             // The offset may hold another record now; whether ours survived cannot be told.
-            return Some(Err(Error::Truncated {
-                at: shared.truncated_to.load(Ordering::Acquire),
-            }));
+            return Some(Err(Error::Truncated { at }));
         }
-        if commit.durable_offset() > self.offset {
+        if durable {
             return Some(Ok(()));
         }
         if commit.is_poisoned() {

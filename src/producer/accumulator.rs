@@ -13,6 +13,7 @@ use crate::error::{Error, Result};
 use crate::format::{BatchBuilder, Compression, NewRecord, RECORD_BATCH_OVERHEAD, RecordShape};
 
 use super::handle::SlotIssuer;
+use crate::log::TruncationEpoch;
 
 /// One batch being filled, or sealed and waiting to be appended.
 #[derive(Debug)]
@@ -55,12 +56,24 @@ pub(crate) struct Accumulator {
     pub sender_exited: bool,
     /// The first batch failure that `flush` or `close` has not reported yet.
     pub unreported_error: Option<Error>,
-    /// The last offset this producer appended, -1 before the first.
-    pub last_appended_offset: i64,
+    /// Under `acks=all`, the batches appended since the last `flush` or `close` that confirmed
+    /// them durable (or reported their loss).
+    pub unconfirmed: Option<Unconfirmed>,
     /// Buffers of appended batches, for the next batches to encode into (Kafka's `BufferPool`
     /// keeps its free `batch.size` buffers too): no allocation, and no page faults on fresh
     /// memory, per batch. At most [`FREE_BUFFERS`].
     free_buffers: Vec<Vec<u8>>,
+}
+
+/// Appended batches whose durability no `flush` has confirmed: the truncation epoch of the
+/// newest, and the last offset of the newest appended in that epoch. The older ones appended in
+/// it lie below that offset, so a truncation that took one of them took it too; those of an
+/// earlier epoch were judged when the epoch changed (the sender's `note_appended`): a
+/// truncation since then that cuts at or below them cuts at or below this one too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Unconfirmed {
+    pub epoch: TruncationEpoch,
+    pub last_offset: i64,
 }
 
 /// The sends blocked on `buffer.memory`, served first come, first served, as Kafka's
@@ -127,9 +140,29 @@ impl Accumulator {
             closing: false,
             sender_exited: false,
             unreported_error: None,
-            last_appended_offset: -1,
+            unconfirmed: None,
             free_buffers: Vec::new(),
         }
+    }
+
+    /// Under `acks=all`, a batch appended in `epoch` up to `last_offset` joins the unconfirmed
+    /// ones. `judged` is what the sender's `note_appended` found of the entry before it, if
+    /// this batch began a new epoch: a loss is reported by the next `flush`, unless a `flush`
+    /// settled that entry meanwhile.
+    pub fn note_unconfirmed(
+        &mut self,
+        judged: Option<(Unconfirmed, Option<i64>)>,
+        epoch: TruncationEpoch,
+        last_offset: i64,
+    ) {
+        if let Some((older, cut)) = judged
+            && self.unconfirmed == Some(older)
+            && let Some(at) = cut
+            && self.unreported_error.is_none()
+        {
+            self.unreported_error = Some(Error::Truncated { at });
+        }
+        self.unconfirmed = Some(Unconfirmed { epoch, last_offset });
     }
 
     /// Keeps an appended batch's buffer for a later batch, if it holds `capacity` bytes (the

@@ -43,14 +43,14 @@ struct SlotState {
     wakers: Vec<Waker>,
 }
 
-/// Where a batch was appended, and the log's truncation count at that append: an `acks=all`
+/// Where a batch was appended, and the log's truncation epoch at that append: an `acks=all`
 /// wait must count truncations from the append, not from the handle's first poll, or a
 /// truncation and a refill in between would acknowledge another record at the same offset.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Appended {
     /// The batch's first offset.
     pub first_offset: i64,
-    /// The truncation count under the append's hold of the writer lock.
+    /// The truncation epoch under the append's hold of the writer lock.
     pub epoch: TruncationEpoch,
 }
 

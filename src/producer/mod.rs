@@ -28,7 +28,9 @@ use crate::error::{Error, Result};
 use crate::format::{BatchBuilder, Compression, NewRecord, RecordShape};
 use crate::log::Log;
 
-use accumulator::{Accumulator, BATCH_HEADER_BYTES, max_uncompressed_batch, record_shape};
+use accumulator::{
+    Accumulator, BATCH_HEADER_BYTES, Unconfirmed, max_uncompressed_batch, record_shape,
+};
 use handle::{BatchSlot, SlotIssuer};
 
 pub use config::{Acks, ProducerConfig, ProducerConfigBuilder};
@@ -450,7 +452,10 @@ impl Producer {
     ///
     /// Returns the first batch failure that no earlier `flush` or `close` reported (every record
     /// of a failed batch also gets the error through its handle, except under `acks=0`), or the
-    /// error of the final durability wait. `Ok` means every record sent before the call is stored.
+    /// error of the final durability wait: under `acks=all`, [`Error::Truncated`] if a
+    /// truncation took a record appended since the last `flush` that confirmed its records (its
+    /// handle says so too; a truncation that cut above every such record changes nothing). `Ok`
+    /// means every record sent before the call is stored.
     pub fn flush(&self) -> Result<()> {
         let inner = &*self.inner;
         let mut acc = inner.accumulator.lock();
@@ -462,9 +467,9 @@ impl Producer {
             inner.progress.wait(&mut acc);
         }
         let error = acc.unreported_error.take();
-        let last_appended = acc.last_appended_offset;
+        let unconfirmed = acc.unconfirmed;
         drop(acc);
-        self.finish(error, last_appended)
+        self.finish(error, unconfirmed)
     }
 
     /// Stops accepting records, appends every record accepted before (nothing accepted is
@@ -495,25 +500,33 @@ impl Producer {
             inner.progress.wait(&mut acc);
         }
         let error = acc.unreported_error.take();
-        let last_appended = acc.last_appended_offset;
+        let unconfirmed = acc.unconfirmed;
         drop(acc);
-        self.finish(error, last_appended)
+        self.finish(error, unconfirmed)
     }
 
     /// The end of `flush` and `close`: report a failure, or under `acks=all` wait until the
-    /// last appended offset is durable.
-    fn finish(&self, error: Option<Error>, last_appended: i64) -> Result<()> {
+    /// batches appended and not yet confirmed are durable, and fail with [`Error::Truncated`]
+    /// if a truncation since their append took any of them (their handles say the same).
+    fn finish(&self, error: Option<Error>, unconfirmed: Option<Unconfirmed>) -> Result<()> {
         if let Some(error) = error {
             return Err(error);
         }
-        let log = &self.inner.log;
-        if self.inner.config.acks == Acks::All
-            && last_appended >= 0
-            && log.durable_offset() <= last_appended
-        {
-            log.wait_durable(last_appended)?;
+        let Some(unconfirmed) = unconfirmed.filter(|_| self.inner.config.acks == Acks::All) else {
+            return Ok(());
+        };
+        let result = self
+            .inner
+            .log
+            .wait_durable_since_append(unconfirmed.last_offset, unconfirmed.epoch);
+        if !matches!(result, Err(Error::Closed | Error::Poisoned)) {
+            // Confirmed, or the loss reported: later calls answer for what comes after.
+            let mut acc = self.inner.accumulator.lock();
+            if acc.unconfirmed == Some(unconfirmed) {
+                acc.unconfirmed = None;
+            }
         }
-        Ok(())
+        result
     }
 }
 

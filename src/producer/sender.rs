@@ -8,10 +8,11 @@ use std::time::Duration;
 use crate::error::Error;
 
 use super::Inner;
-use super::accumulator::PendingBatch;
+use super::accumulator::{PendingBatch, Unconfirmed};
 use super::config::Acks;
 use super::handle::Appended;
 use crate::format::RECORD_BATCH_OVERHEAD;
+use crate::log::TruncationEpoch;
 
 /// The longest the sender sleeps while a batch lingers. Linger is measured on the log's clock,
 /// which need not run with the monotonic clock the sleep uses (a manual clock in tests, a wall
@@ -80,6 +81,10 @@ fn append(inner: &Inner, batch: PendingBatch) {
         // The fsync runs on the log's flusher while this thread appends the next batch.
         inner.log.request_sync();
     }
+    let judged = match &result {
+        Ok((_, epoch)) if inner.config.acks == Acks::All => note_appended(inner, *epoch),
+        _ => None,
+    };
     {
         let mut acc = inner.accumulator.lock();
         if let Some(buffer) = spent_buffer {
@@ -88,11 +93,10 @@ fn append(inner: &Inner, batch: PendingBatch) {
         acc.used_memory = acc.used_memory.saturating_sub(reserved);
         acc.completed_seq = seq + 1;
         match &result {
-            Ok((info, _)) => {
-                // The latest batch, not the highest offset ever: this one thread appends in
-                // order, so a higher offset of an earlier batch is one a truncation took, and
-                // `flush` must not wait for it (it would fail until the log grew past it).
-                acc.last_appended_offset = info.last_offset;
+            Ok((info, epoch)) => {
+                if inner.config.acks == Acks::All {
+                    acc.note_unconfirmed(judged, *epoch, info.last_offset);
+                }
                 acc.counters.records_appended += records as u64;
                 acc.counters.batches_appended += 1;
                 acc.counters.bytes_appended += info.bytes as u64;
@@ -115,6 +119,20 @@ fn append(inner: &Inner, batch: PendingBatch) {
         first_offset: info.first_offset,
         epoch,
     }));
+}
+
+/// Under `acks=all`, before a batch appended in `epoch` joins the unconfirmed ones: if it is
+/// the first of a new epoch (a truncation came since the last batch), the older ones' outcome
+/// is settled (a later truncation that cuts below them cuts below this batch too, unless one
+/// since took them already), and is judged here, with no producer lock held while the log is
+/// asked. Returns the judged entry and the cut that took it, if one did, for
+/// `Accumulator::note_unconfirmed`.
+fn note_appended(inner: &Inner, epoch: TruncationEpoch) -> Option<(Unconfirmed, Option<i64>)> {
+    let older = inner.accumulator.lock().unconfirmed?;
+    if older.epoch == epoch {
+        return None;
+    }
+    Some((older, inner.log.cut_since(older.epoch, older.last_offset)))
 }
 
 /// Runs when the sender's loop ends: fails whatever is still queued (nothing is, unless the

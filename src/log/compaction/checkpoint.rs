@@ -5,7 +5,6 @@
 //! A lost or stale-low value costs a pass, never a record; a value above the log end is
 //! ignored.
 
-use crate::sync::atomic::Ordering;
 use std::path::Path;
 
 use crate::sync::Mutex;
@@ -40,7 +39,7 @@ impl Shared {
         let mut persisted = self.compaction_status.persisted_first_dirty.lock();
         // Under the lock a truncation takes after counting itself: a truncation either
         // shows here or lowers what this writes.
-        if self.truncations.load(Ordering::Acquire) != truncations_at_start {
+        if self.truncations.sequence() != truncations_at_start {
             return;
         }
         match write_cleaner_checkpoint(&*self.storage, &self.dir, first_dirty) {

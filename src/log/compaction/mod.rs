@@ -523,7 +523,7 @@ impl Shared {
 
     /// A truncation since the last pass reused offsets: what was clean is dirty again.
     fn note_truncations(&self, cleaner: &mut CleanerState) {
-        let truncations = self.truncations.load(Ordering::Acquire);
+        let truncations = self.truncations.sequence();
         if cleaner.truncations_seen != truncations {
             cleaner.first_dirty_offset = 0;
             cleaner.truncations_seen = truncations;

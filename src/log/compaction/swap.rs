@@ -5,7 +5,6 @@
 //! The order of renames and directory fsyncs here is what makes a crash leave each group either
 //! wholly old or wholly new (the parent module's "Crash safety").
 
-use crate::sync::atomic::Ordering;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -57,7 +56,7 @@ impl Shared {
                 .any(|run| run.iter().zip(&old_handles).all(|(a, b)| Arc::ptr_eq(a, b)))
         });
         // A truncation may have cut (and refilled) a segment since it was read.
-        if !still_there || self.truncations.load(Ordering::Acquire) != truncations_at_start {
+        if !still_there || self.truncations.sequence() != truncations_at_start {
             drop(writer);
             remove_quietly(&*self.storage, &cleaned_path);
             remove_quietly(&*self.storage, &txn_cleaned);

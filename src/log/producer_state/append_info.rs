@@ -307,7 +307,7 @@ impl ProducerAppendInfo {
     fn check_sequence(&self, epoch: i16, first_seq: i32) -> Result<()> {
         if epoch != self.updated.producer_epoch {
             // A new epoch starts its sequences at 0, unless the log knows nothing of the
-            // producer (KIP-360: its state expired or its data was deleted).
+            // producer (KIP-360: its state expired).
             if first_seq != 0 && self.updated.producer_epoch != NO_PRODUCER_EPOCH {
                 return Err(self.out_of_order(0, first_seq));
             }

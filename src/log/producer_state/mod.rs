@@ -19,7 +19,7 @@
 //! | `epoch < current` | [`Error::InvalidProducerEpoch`] (47) |
 //! | `epoch > current`, `baseSeq != 0`, and the producer has state | [`Error::OutOfOrderSequence`] (45) |
 //! | same epoch, `baseSeq != lastSeq + 1` (after `i32::MAX` comes 0) | 45 (a retry older than the last 5 lands here) |
-//! | no state for the pid (new, expired, or its data deleted) | any sequence accepted |
+//! | no state for the pid (new, or expired) | any sequence accepted |
 //! | non-transactional data while the pid has an open transaction | [`Error::InvalidTxnState`] (48) |
 //! | transactional data opening a transaction, verification on, no registration at its epoch | 48 |
 //! | marker with `coordinatorEpoch < stored` | [`Error::TransactionCoordinatorFenced`] (52) |
@@ -62,10 +62,10 @@
 //!   the snapshots above `end` or at or below `start`; if
 //!   `needs_reload(end)`, load the newest remaining one
 //!   and replay from its offset to `end`; otherwise
-//!   [`truncate_head(start)`](ProducerStateManager::truncate_head).
+//!   [`on_log_start_incremented(start)`](ProducerStateManager::on_log_start_incremented).
 //! - **Log start moves** (retention, `delete_records_before`):
-//!   [`truncate_head`](ProducerStateManager::truncate_head). **Everything goes**:
-//!   `truncate_fully`.
+//!   [`on_log_start_incremented`](ProducerStateManager::on_log_start_incremented): producers
+//!   stay until they expire, as in Kafka since KIP-360. **Everything goes**: `truncate_fully`.
 //! - **Reads**: `lso` with the high watermark (the log end offset
 //!   of a bare `Log`) and the log start; [`on_high_watermark_updated`](ProducerStateManager::on_high_watermark_updated)
 //!   whenever the high watermark moves.
@@ -501,22 +501,13 @@ impl ProducerStateManager {
         }
     }
 
-    /// The log start moved to `log_start_offset` (retention, `delete_records_before`). A
-    /// producer whose remembered data lies wholly below it is dropped, so that its next batch
-    /// is accepted with any sequence (KIP-360); a producer with an open transaction is kept,
-    /// and so is one with no data of its current epoch (its last write was a marker), whose
-    /// epoch still fences zombies until it expires. Ended transactions with a marker below the
-    /// start are forgotten.
-    ///
-    /// Kafka 4.4 keeps such producers until they expire (`onLogStartOffsetIncremented` only
-    /// forgets ended transactions). Dropping them lets a producer whose data retention deleted
-    /// start afresh at once; the price is that a re-send of a deleted batch is written again
-    /// instead of being answered as a duplicate, which retention's deletion made unknowable
-    /// anyway.
-    pub(crate) fn truncate_head(&mut self, log_start_offset: i64) {
-        self.producers
-            .map_mut()
-            .retain(|_, entry| outlives_start(entry, log_start_offset));
+    /// The log start moved to `log_start_offset` (retention, `delete_records_before`): Kafka's
+    /// `onLogStartOffsetIncremented`. Ended transactions whose marker lies below the start are
+    /// forgotten; every producer stays, until it expires (`producer.id.expiration.ms`), even one
+    /// whose data now lies wholly below the start: its sequence and epoch still fence a zombie
+    /// and answer a re-send of its last batches as a duplicate (KIP-360 made Kafka keep them;
+    /// KAFKA-7190).
+    pub(crate) fn on_log_start_incremented(&mut self, log_start_offset: i64) {
         self.unreplicated_txns
             .retain(|_, &mut marker| marker >= log_start_offset);
         self.last_map_offset = self.last_map_offset.max(log_start_offset);
@@ -557,7 +548,7 @@ impl ProducerStateManager {
         let bytes = snapshot_file::encode_snapshot(&entries);
         let snapshot = CheckedSnapshot::check(std::path::Path::new("test.snapshot"), bytes)
             .expect("encode_snapshot writes a valid snapshot");
-        self.load_snapshot(snapshot, snapshot_offset, now_ms, i64::MIN);
+        self.load_snapshot(snapshot, snapshot_offset, now_ms);
     }
 
     /// Replaces the state with the entries of the checked snapshot at `snapshot_offset` (with no
@@ -565,11 +556,9 @@ impl ProducerStateManager {
     /// Producers expired at `now_ms` are dropped; an entry with an open transaction reopens it.
     /// The ended transactions are forgotten: the snapshot lies at or below the high watermark.
     /// A producer listed twice (a damaged snapshot) keeps its later entry, and only that
-    /// entry's transaction. A producer whose remembered data lies wholly below
-    /// `log_start_offset` is dropped as [`truncate_head`](Self::truncate_head) drops it when the
-    /// start moves: the live log forgot it then, and the batches replayed after the snapshot
-    /// must not join a window that still holds its deleted ones (a re-send of a new batch with
-    /// the old batch's sequences would be answered with the old offsets).
+    /// entry's transaction. A producer whose data lies wholly below the log start stays, as it
+    /// stays in the live log when the start moves
+    /// ([`on_log_start_incremented`](Self::on_log_start_incremented)).
     ///
     /// The producer table is built on its first use rather than here: an open that loads a snapshot of many
     /// producers then costs about the reading of the file, and a log opened to be read never
@@ -580,10 +569,8 @@ impl ProducerStateManager {
         snapshot: CheckedSnapshot,
         snapshot_offset: i64,
         now_ms: i64,
-        log_start_offset: i64,
     ) {
         let expiration_ms = self.config.producer_id_expiration_ms;
-        // A producer with an open transaction is never dropped for the start: these stand.
         self.ongoing_txns = if snapshot.has_open_transaction() {
             open_transactions(snapshot.transaction_fields(), expiration_ms, now_ms)
         } else {
@@ -594,7 +581,6 @@ impl ProducerStateManager {
             snapshot,
             expiration_ms,
             now_ms,
-            log_start_offset,
         });
         self.unreplicated_txns.clear();
         self.last_map_offset = snapshot_offset;
@@ -667,14 +653,6 @@ pub(crate) fn snapshot_entry_of(producer_id: i64, entry: &ProducerStateEntry) ->
     }
 }
 
-/// Whether [`ProducerStateManager::truncate_head`] keeps `entry` once the log starts at
-/// `log_start_offset`.
-fn outlives_start(entry: &ProducerStateEntry, log_start_offset: i64) -> bool {
-    entry.current_txn_first_offset.is_some()
-        || entry.is_empty()
-        || entry.last_data_offset() >= log_start_offset
-}
-
 /// The producer table of loaded entries: the producers not expired at `now_ms`, each with its
 /// last entry.
 fn table_of(
@@ -741,8 +719,6 @@ struct PendingTable {
     snapshot: CheckedSnapshot,
     expiration_ms: i64,
     now_ms: i64,
-    /// The log's start when it was loaded.
-    log_start_offset: i64,
 }
 
 impl ProducerTable {
@@ -756,15 +732,11 @@ impl ProducerTable {
     /// The table, built now if it is not yet.
     fn map(&self) -> &HashMap<i64, ProducerStateEntry> {
         self.table.get_or_init(|| match &self.pending {
-            Some(pending) => {
-                let mut table = table_of(
-                    pending.snapshot.entries().map(|entry| entry_of(&entry)),
-                    pending.expiration_ms,
-                    pending.now_ms,
-                );
-                table.retain(|_, entry| outlives_start(entry, pending.log_start_offset));
-                table
-            }
+            Some(pending) => table_of(
+                pending.snapshot.entries().map(|entry| entry_of(&entry)),
+                pending.expiration_ms,
+                pending.now_ms,
+            ),
             None => HashMap::new(),
         })
     }

@@ -632,6 +632,25 @@ pub fn retain_listed_snapshots_within(
     })
 }
 
+/// Keeps, among `snapshots` (offsets of a listing of `dir`), only those in
+/// `[first_segment_base, log_end_offset]`, as an open does: one below the first segment
+/// describes records that are gone, one above the end records that never made it. Unlike
+/// Kafka's `truncateAndReload` ([`retain_snapshots_within`]), one at or below the log start
+/// stays while a segment begins at or below it: a producer whose data lies below the start
+/// stays until it expires (KIP-360), and that snapshot may be all a reopen knows it by.
+/// Returns the deleted offsets. The caller fsyncs the directory.
+pub fn retain_listed_snapshots_of_segments(
+    storage: &dyn Storage,
+    dir: &Path,
+    snapshots: &[i64],
+    first_segment_base: i64,
+    log_end_offset: i64,
+) -> Result<Vec<i64>> {
+    delete_listed_where(storage, dir, snapshots, |snapshot| {
+        snapshot < first_segment_base || snapshot > log_end_offset
+    })
+}
+
 /// The snapshots Kafka's `removeStraySnapshots` deletes, given the snapshot offsets and the
 /// segment base offsets: every snapshot at a segment base stays; of the others (strays) only
 /// the newest may stay, and only when it is not below the newest segment base (it is then the

@@ -715,7 +715,7 @@ fn producer_state_first_unstable_offset_after_truncation() {
                     None => m.load_entries([], 0, NOW),
                 }
             } else {
-                m.truncate_head(0);
+                m.on_log_start_incremented(0);
             }
         };
     append_client_entry(&mut m, PRODUCER_ID, EPOCH, DEFAULT_SEQUENCE, 99, true).unwrap();

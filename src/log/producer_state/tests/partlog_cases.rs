@@ -227,8 +227,11 @@ fn producer_state_failed_validation_leaves_the_state_untouched() {
     assert_eq!(format!("{m:?}"), before);
 }
 
+/// Issue 29, item 5: a move of the log start forgets no producer (Kafka's
+/// `onLogStartOffsetIncremented`, KIP-360): one whose data lies wholly below it keeps its
+/// sequence, its epoch and its duplicate window until it expires.
 #[test]
-fn producer_state_truncate_head_drops_producers_below_the_log_start() {
+fn producer_state_a_log_start_move_keeps_every_producer_until_it_expires() {
     let mut m = manager();
     append_client_entry(&mut m, 1, EPOCH, 0, 0, false).unwrap();
     append_client_entry(&mut m, 2, EPOCH, 0, 1, true).unwrap();
@@ -237,30 +240,47 @@ fn producer_state_truncate_head_drops_producers_below_the_log_start() {
     append_end_txn_marker(&mut m, 4, EPOCH + 1, true, 4, 0).unwrap();
     append_client_entry(&mut m, 5, EPOCH, 0, 5, true).unwrap();
     append_end_txn_marker(&mut m, 5, EPOCH, true, 6, 0).unwrap();
-    m.truncate_head(3);
-    assert!(m.last_entry(1).is_none(), "all its data is below the start");
-    assert!(m.last_entry(2).is_some(), "an open transaction stays");
-    assert!(m.last_entry(3).is_none());
-    assert!(
-        m.last_entry(4).is_some(),
-        "a marker-only entry keeps fencing"
-    );
-    assert!(m.last_entry(5).is_some());
+    m.on_log_start_incremented(3);
+    for producer_id in 1..=5 {
+        assert!(
+            m.last_entry(producer_id).is_some(),
+            "producer {producer_id}"
+        );
+    }
     assert_eq!(
         m.first_unstable_offset(),
         Some(1),
         "pid 2's open transaction"
     );
     assert_eq!(m.lso(7, 3), 3, "the LSO is never below the log start");
-    // KIP-360: producer 1's next batch is accepted with any sequence.
-    append_client_entry(&mut m, 1, EPOCH, 42, 7, false).unwrap();
-    m.truncate_head(7);
+    // Producer 1's data is below the start, and its sequence still counts: a gap is refused,
+    // a re-send of its batch is a duplicate with the original offsets, the next one follows.
+    assert_eq!(
+        kafka_code(append_client_entry(&mut m, 1, EPOCH, 42, 7, false)),
+        45
+    );
+    let resend = m
+        .analyze(&data(1, EPOCH, 0, 9, 9, NOW, false), AppendOrigin::Client)
+        .unwrap();
+    assert!(matches!(
+        resend,
+        ProducerAppendCheck::Duplicate {
+            first_offset: 0,
+            last_offset: 0
+        }
+    ));
+    append_client_entry(&mut m, 1, EPOCH, 1, 7, false).unwrap();
+    m.on_log_start_incremented(7);
     assert_eq!(
         m.first_unstable_offset(),
         Some(1),
         "the open transaction holds the LSO"
     );
     assert_eq!(m.map_end_offset(), 8);
+    // Expiration is what forgets them (not pid 2, whose transaction is open).
+    m.remove_expired_producers(NOW + EXPIRATION_MS);
+    let left: Vec<i64> = m.entries().into_iter().map(|(pid, _)| pid).collect();
+    assert_eq!(left, [2]);
 }
 
 #[test]
@@ -637,19 +657,20 @@ fn a_loaded_snapshot_builds_its_table_on_first_use_with_the_open_transactions_kn
     assert_eq!(m.producer_count(), model.len());
 }
 
+/// Issue 29, item 5: a snapshot loads every producer it holds that has not expired, whatever
+/// the log start: the live log kept them when the start moved, so the reopened one does too.
 #[test]
-fn a_snapshot_loaded_past_a_producers_data_forgets_it_as_a_start_move_does() {
+fn a_snapshot_loads_producers_whose_data_lies_below_the_log_start() {
     let entries: Vec<_> = [
-        // Data wholly below the start of 10: forgotten.
+        // Data wholly below any start past 4.
         (1, ProducerStateEntry::from_snapshot(0, 2, 4, 2, NOW, 0, -1)),
-        // Data reaching the start: kept.
         (
             2,
             ProducerStateEntry::from_snapshot(0, 0, 10, 0, NOW, 0, -1),
         ),
-        // An open transaction below the start: kept, and still open.
+        // An open transaction.
         (3, ProducerStateEntry::from_snapshot(0, 0, 5, 0, NOW, 0, 5)),
-        // No data of its epoch (its last write a marker): kept, its epoch still fences.
+        // No data of its epoch (its last write a marker): its epoch still fences.
         (
             4,
             ProducerStateEntry::from_snapshot(3, -1, -1, 0, NOW, 7, -1),
@@ -661,21 +682,31 @@ fn a_snapshot_loaded_past_a_producers_data_forgets_it_as_a_start_move_does() {
     let bytes = super::super::snapshot_file::encode_snapshot(&entries);
     let snapshot = CheckedSnapshot::check(std::path::Path::new("test.snapshot"), bytes).unwrap();
     let mut m = manager();
-    m.load_snapshot(snapshot, 12, NOW, 10);
+    m.load_snapshot(snapshot, 12, NOW);
     assert_eq!(m.first_unstable_offset(), Some(5));
-    assert!(m.last_entry(1).is_none(), "its data lies below the start");
+    assert_eq!(
+        m.last_entry(1)
+            .map(|e| (e.last_seq(), e.last_data_offset())),
+        Some((2, 4))
+    );
     assert!(m.last_entry(2).is_some());
     assert_eq!(
         m.last_entry(3).and_then(|e| e.current_txn_first_offset),
         Some(5)
     );
     assert_eq!(m.last_entry(4).map(|e| e.producer_epoch), Some(3));
-    // Producer 1 starts afresh: its batch with the sequences of its deleted one is new, and a
-    // re-send of it is answered with the new offsets, not the deleted ones.
-    append_client_entry(&mut m, 1, EPOCH, 0, 12, false).unwrap();
-    let again = m.last_entry(1).unwrap();
-    assert_eq!((again.first_seq(), again.last_data_offset()), (0, 12));
-    assert_eq!(again.batches.len(), 1);
+    // Producer 1 goes on from its sequence: a re-send of its last batch is a duplicate.
+    let resend = m
+        .analyze(&data(1, 0, 0, 12, 14, NOW, false), AppendOrigin::Client)
+        .unwrap();
+    assert!(matches!(
+        resend,
+        ProducerAppendCheck::Duplicate {
+            first_offset: 2,
+            last_offset: 4
+        }
+    ));
+    append_client_entry(&mut m, 1, 0, 3, 12, false).unwrap();
 }
 
 /// Issue 29, item 1, at the manager: one call's appends of several producers (a follower's),
