@@ -393,9 +393,11 @@ pub enum Corruption {
     },
     /// An index entry does not agree with the log.
     BadIndexEntry(String),
-    /// A segment of a log that is not compacted ends below the next segment's base offset: the
-    /// offsets in between are missing. Only compaction leaves such a gap, so in any other log it
-    /// means lost bytes (a `.log` file cut short at a batch boundary, or a segment lost).
+    /// A segment ends below the next segment's base offset in a log whose records were never
+    /// compacted (its `partlog.checkpoint` does not say they were, and its cleanup policy does
+    /// not include compact): the offsets in between are missing. Only compaction leaves such a
+    /// gap, so there it means lost bytes (a `.log` file cut short at a batch boundary, or a
+    /// segment lost).
     MissingOffsets {
         /// The offset after the segment's last batch: the first one missing.
         from: i64,
@@ -435,8 +437,9 @@ impl fmt::Display for Corruption {
             Corruption::MissingOffsets { from, to } => write!(
                 f,
                 "offsets [{from}, {to}) are missing: the segment ends at offset {from} but the \
-                 next one begins at {to} (such gaps are legal only in a log whose \
-                 cleanup.policy includes compact)"
+                 next one begins at {to} (such gaps are legal only in a log whose records \
+                 were compacted, which partlog.checkpoint records, or whose cleanup.policy \
+                 includes compact)"
             ),
         }
     }

@@ -39,6 +39,7 @@ fn no_clean(sequence: u64, recovery_point: i64, log_start_offset: i64) -> Checkp
         recovery_point,
         log_start_offset,
         clean_shutdown: None,
+        compacted: false,
     }
 }
 
@@ -58,6 +59,7 @@ const EXTREME: CheckpointRecord = CheckpointRecord {
         active_segment_size: u64::MAX,
         log_end_offset: -2,
     }),
+    compacted: false,
 };
 
 fn write_through_storage(storage: &Arc<dyn Storage>, dir: &Path, position: u64, bytes: &[u8]) {
@@ -94,9 +96,34 @@ fn goldens() -> Vec<Golden> {
                     recovery_point: 4242,
                     log_start_offset: 100,
                     clean_shutdown: Some(CLEAN),
+                    compacted: false,
                 }),
             ],
             newest_slot: Some(1),
+        },
+        Golden {
+            name: "compacted_flag",
+            generate: |storage, dir| {
+                let (mut checkpoint, _) = CheckpointFile::open(storage, dir).unwrap();
+                checkpoint.write(1000, 0, None, true).unwrap();
+                // A compaction pass's recovery point sets the flag; close's record carries it.
+                assert_eq!(checkpoint.write_compacted(2000, 0).unwrap(), 2);
+                checkpoint.write(4242, 100, Some(CLEAN), true).unwrap();
+            },
+            slots: [
+                Some(CheckpointRecord {
+                    sequence: 3,
+                    recovery_point: 4242,
+                    log_start_offset: 100,
+                    clean_shutdown: Some(CLEAN),
+                    compacted: true,
+                }),
+                Some(CheckpointRecord {
+                    compacted: true,
+                    ..no_clean(2, 2000, 0)
+                }),
+            ],
+            newest_slot: Some(0),
         },
         Golden {
             name: "newer_slot_torn",
@@ -187,8 +214,8 @@ fn expected_json(newest: Option<(usize, CheckpointRecord)>) -> String {
         ),
     };
     format!(
-        r#"{{"clean_shutdown":{clean},"log_start_offset":{},"recovery_point":{},"sequence":{},"slot":{slot}}}"#,
-        record.log_start_offset, record.recovery_point, record.sequence
+        r#"{{"clean_shutdown":{clean},"compacted":{},"log_start_offset":{},"recovery_point":{},"sequence":{},"slot":{slot}}}"#,
+        record.compacted, record.log_start_offset, record.recovery_point, record.sequence
     )
 }
 

@@ -8,13 +8,18 @@
 //! - A cut at a batch boundary: in a log whose cleanup policy does not include compact, a read
 //!   that moves from the short segment to the next one finds offsets missing between them:
 //!   `Error::Corrupt` with `Corruption::MissingOffsets`, naming where the segment ends.
-//! - Gaps that compaction leaves between segments are no corruption.
+//! - Gaps that compaction leaves between segments are no corruption: the log knows its records
+//!   were compacted from the `COMPACTED` flag of `partlog.checkpoint` (set by a compaction pass
+//!   or a follower's roll past a gap), whatever its cleanup policy says now, and from the policy
+//!   alone where there is no partlog checkpoint.
 
 use std::path::{Path, PathBuf};
 
+use partlog::unstable::OsStorage;
+use partlog::unstable::checkpoint::CheckpointFile;
 use partlog::{
-    CleanupPolicy, Corruption, Error, Isolation, Log, LogConfig, NewRecord, ReadBound, ReadOptions,
-    RecoveryMode, verify_dir,
+    BatchBuilder, CleanupPolicy, Compression, Corruption, Error, Isolation, Log, LogConfig,
+    NewRecord, ReadBound, ReadOptions, RecoveryMode, RepairPlan, repair_dir, verify_dir,
 };
 
 const T0: i64 = 1_700_000_000_000;
@@ -47,6 +52,14 @@ fn value(offset: i64) -> String {
 /// `.log` files.
 fn closed_log(dir: &Path, batches: i64) -> Vec<PathBuf> {
     let log = Log::open(dir, config()).unwrap();
+    append_batches(&log, batches);
+    log.close().unwrap();
+    drop(log);
+    segment_files(dir)
+}
+
+/// Appends `batches` batches of three records to `log`, which is empty (its start at 0).
+fn append_batches(log: &Log, batches: i64) {
     for batch in 0..batches {
         let first = batch * PER_BATCH;
         let records: Vec<String> = (first..first + PER_BATCH).map(value).collect();
@@ -57,9 +70,6 @@ fn closed_log(dir: &Path, batches: i64) -> Vec<PathBuf> {
             .collect();
         log.append(&records).unwrap();
     }
-    log.close().unwrap();
-    drop(log);
-    segment_files(dir)
 }
 
 fn segment_files(dir: &Path) -> Vec<PathBuf> {
@@ -271,9 +281,33 @@ fn item7_gaps_between_the_segments_of_a_compacted_log_read_through() {
             .unwrap()
     };
     let log = Log::open(dir, compacted()).unwrap();
-    // Two records a segment: one of its own key, then one of a key every segment repeats.
-    // Compaction keeps the first and removes the second (but the last): each sealed segment
-    // then ends one offset below the next one's base.
+    append_keyed_records(&log);
+    log.roll().unwrap();
+    log.compact().unwrap();
+    log.close().unwrap();
+    drop(log);
+    assert_gaps_between_segments(dir, &compacted());
+    let log = Log::open(dir, compacted()).unwrap();
+    assert_eq!(offsets_of(&log), COMPACTED_OFFSETS);
+}
+
+/// What compaction keeps of [`append_keyed_records`].
+const COMPACTED_OFFSETS: [i64; 7] = [0, 2, 4, 6, 8, 10, 11];
+
+/// 1 KiB segments, no maintenance thread, and the given cleanup policy.
+fn small_segments(policy: CleanupPolicy) -> LogConfig {
+    LogConfig::builder_for_tests()
+        .segment_bytes(1024)
+        .cleanup_policy(policy)
+        .retention_check_interval_ms(-1)
+        .build()
+        .unwrap()
+}
+
+/// Two records a segment of 1 KiB: one of its own key, then one of a key every segment
+/// repeats. Compaction keeps the first and removes the second (but the last): each sealed
+/// segment then ends one offset below the next one's base.
+fn append_keyed_records(log: &Log) {
     let big = "v".repeat(300);
     for i in 0..12i64 {
         let key = if i % 2 == 0 {
@@ -288,11 +322,11 @@ fn item7_gaps_between_the_segments_of_a_compacted_log_read_through() {
         )])
         .unwrap();
     }
-    log.roll().unwrap();
-    log.compact().unwrap();
-    log.close().unwrap();
-    drop(log);
-    let ends: Vec<(i64, i64)> = verify_dir(dir, &compacted())
+}
+
+/// Asserts that some segment of the log in `dir` ends below the next one's base.
+fn assert_gaps_between_segments(dir: &Path, config: &LogConfig) {
+    let ends: Vec<(i64, i64)> = verify_dir(dir, config)
         .unwrap()
         .segments
         .iter()
@@ -300,12 +334,200 @@ fn item7_gaps_between_the_segments_of_a_compacted_log_read_through() {
         .collect();
     let gap = ends.windows(2).any(|pair| pair[0].1 < pair[1].0);
     assert!(gap, "no gap between segments to read across: {ends:?}");
-    let log = Log::open(dir, compacted()).unwrap();
-    let offsets: Vec<i64> = log
-        .records(0, ReadBound::LogEnd)
+}
+
+/// Every record's offset from 0, failing on any error.
+fn offsets_of(log: &Log) -> Vec<i64> {
+    log.records(0, ReadBound::LogEnd)
         .map(|record| record.unwrap().offset)
+        .collect()
+}
+
+/// Whether the newest record of the log's `partlog.checkpoint` carries the `COMPACTED` flag.
+fn checkpoint_says_compacted(dir: &Path) -> bool {
+    let storage: std::sync::Arc<dyn partlog::unstable::Storage> =
+        std::sync::Arc::new(OsStorage::new());
+    CheckpointFile::read(&storage, dir)
+        .unwrap()
+        .is_some_and(|record| record.compacted)
+}
+
+/// The log in `dir`, compacted and closed, opened with the delete policy: `verify` finds
+/// nothing, every kind of open reads across its gaps, and a repair that rescans every segment
+/// from byte 0 (recovery's judgment of each gap) cuts nothing.
+fn assert_a_delete_policy_open_reads_and_verifies_across_the_gaps(dir: &Path) {
+    let delete = small_segments(CleanupPolicy::DELETE);
+    assert!(checkpoint_says_compacted(dir));
+    assert_gaps_between_segments(dir, &delete);
+    let report = verify_dir(dir, &delete).unwrap();
+    assert!(report.findings.is_empty(), "{:?}", report.findings);
+    let reader = Log::open_read_only(dir, delete.clone()).unwrap();
+    assert_eq!(offsets_of(&reader), COMPACTED_OFFSETS, "read-only");
+    drop(reader);
+    let live = Log::open_read_only(
+        dir,
+        LogConfig::builder()
+            .cleanup_policy(CleanupPolicy::DELETE)
+            .allow_live_writer(true)
+            .build()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(offsets_of(&live), COMPACTED_OFFSETS, "live reader");
+    drop(live);
+    let log = Log::open(dir, delete.clone()).unwrap();
+    assert_eq!(log.config().cleanup_policy, CleanupPolicy::DELETE);
+    assert_eq!(offsets_of(&log), COMPACTED_OFFSETS, "writable");
+    log.close().unwrap();
+    drop(log);
+    let mut rescan_all = RepairPlan::default();
+    rescan_all.rescan_from = Some(0);
+    let recovery = repair_dir(dir, &delete, &rescan_all).unwrap();
+    assert_eq!(recovery.discarded, None);
+    let log = Log::open(dir, delete).unwrap();
+    assert_eq!(offsets_of(&log), COMPACTED_OFFSETS, "after a full rescan");
+}
+
+/// Issue 29, item 7, with the log's cleanup policy switched: a log compacted while its policy
+/// was compact, then reopened with the delete policy (a topic switched from compact to delete).
+/// Gaps used to be legal only under the compact policy, so every read across them failed with
+/// `MissingOffsets`, `verify` reported corruption and a rescan refused to open. The pass set
+/// the checkpoint's `COMPACTED` flag, which the log keeps whatever its policy.
+#[test]
+fn item7_a_compacted_log_switched_to_the_delete_policy_reads_and_verifies_across_its_gaps() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path();
+    let log = Log::open(dir, small_segments(CleanupPolicy::COMPACT)).unwrap();
+    append_keyed_records(&log);
+    log.roll().unwrap();
+    log.compact().unwrap();
+    assert_eq!(offsets_of(&log), COMPACTED_OFFSETS);
+    log.close().unwrap();
+    drop(log);
+    assert_a_delete_policy_open_reads_and_verifies_across_the_gaps(dir);
+}
+
+/// Issue 29, item 7: a log whose stored policy is delete, compacted by a pass run by hand (as
+/// `partlog compact` runs one: the compact policy for that open only, nothing stored), then
+/// reopened with its own policy. It used to read as damaged after the pass.
+#[test]
+fn item7_a_delete_policy_log_compacted_by_hand_reads_and_verifies_across_its_gaps() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path();
+    let log = Log::open(dir, small_segments(CleanupPolicy::DELETE)).unwrap();
+    append_keyed_records(&log);
+    log.roll().unwrap();
+    log.close().unwrap();
+    drop(log);
+    let by_hand = LogConfig::builder_for_tests()
+        .segment_bytes(1024)
+        .cleanup_policy(CleanupPolicy::COMPACT)
+        .retention_check_interval_ms(-1)
+        .store_settings(false)
+        .build()
+        .unwrap();
+    let log = Log::open(dir, by_hand).unwrap();
+    log.compact().unwrap();
+    log.close().unwrap();
+    drop(log);
+    assert_a_delete_policy_open_reads_and_verifies_across_the_gaps(dir);
+}
+
+/// Issue 29, item 7: a reader that follows a live writer, with the delete policy, reads across
+/// the gaps a compaction pass makes while it watches: each poll takes in the checkpoint's
+/// `COMPACTED` flag before it lists the segments the pass swapped in. (The pass merges pairs
+/// of segments, so that the reader's poll sees segments go.)
+#[test]
+fn item7_a_live_reader_with_the_delete_policy_reads_across_gaps_made_while_it_watches() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path();
+    let log = Log::open(dir, small_segments(CleanupPolicy::COMPACT)).unwrap();
+    append_keyed_records(&log);
+    log.roll().unwrap();
+    log.close().unwrap();
+    drop(log);
+    let reader = Log::open_read_only(
+        dir,
+        LogConfig::builder()
+            .cleanup_policy(CleanupPolicy::DELETE)
+            .allow_live_writer(true)
+            .build()
+            .unwrap(),
+    )
+    .unwrap();
+    assert!(!checkpoint_says_compacted(dir));
+    let merging = LogConfig::builder_for_tests()
+        .segment_bytes(1600)
+        .cleanup_policy(CleanupPolicy::COMPACT)
+        .retention_check_interval_ms(-1)
+        .build()
+        .unwrap();
+    let writer = Log::open(dir, merging).unwrap();
+    writer.compact().unwrap();
+    assert_gaps_between_segments_of(&writer);
+    assert!(reader.refresh().unwrap());
+    assert_eq!(offsets_of(&reader), COMPACTED_OFFSETS);
+}
+
+/// [`assert_gaps_between_segments`] for a log that is open: from its segment files.
+fn assert_gaps_between_segments_of(log: &Log) {
+    let bases: Vec<i64> = segment_files(log.dir())
+        .iter()
+        .map(|s| base_of(s))
         .collect();
-    assert_eq!(offsets, [0, 2, 4, 6, 8, 10, 11]);
+    let gap = bases.windows(2).any(|pair| {
+        let kept = COMPACTED_OFFSETS
+            .iter()
+            .filter(|&&o| o >= pair[0] && o < pair[1]);
+        kept.max().is_some_and(|&last| last + 1 < pair[1])
+    });
+    assert!(gap, "no gap between the segments {bases:?}");
+}
+
+/// Issue 29, item 7: the `COMPACTED` flag goes with the records that were compacted. A
+/// delete-policy follower that rolled past a leader's gap of more than `i32::MAX` offsets (which
+/// sets it), then restarted empty with `truncate_fully_and_start_at`, holds no gap any more: a
+/// sealed segment later cut at a batch boundary reports its missing offsets again.
+#[test]
+fn item7_after_a_full_truncation_a_never_compacted_log_reports_missing_offsets_again() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path();
+    let log = Log::open(dir, config()).unwrap();
+    let leader_batch = |base: i64| {
+        let mut builder = BatchBuilder::new(Compression::None)
+            .base_offset(base)
+            .partition_leader_epoch(1);
+        builder.push(&NewRecord::new(T0, None, Some(b"leader")));
+        builder.build().unwrap()
+    };
+    log.append_as_follower(&leader_batch(0)).unwrap();
+    log.append_as_follower(&leader_batch(2 + i64::from(i32::MAX)))
+        .unwrap();
+    assert!(checkpoint_says_compacted(dir));
+    log.truncate_fully_and_start_at(0).unwrap();
+    assert!(!checkpoint_says_compacted(dir));
+    append_batches(&log, 200);
+    log.close().unwrap();
+    drop(log);
+    assert!(!checkpoint_says_compacted(dir));
+
+    let segments = segment_files(dir);
+    let damaged = &segments[2];
+    let positions = batch_positions(damaged);
+    let cut_at = positions[positions.len() / 2];
+    cut(damaged, cut_at);
+    let ends_at = base_of(damaged) + (positions.len() / 2) as i64 * PER_BATCH;
+    let log = Log::open(dir, config()).unwrap();
+    let (offsets, error) = read_all(&log);
+    assert_eq!(offsets, (0..ends_at).collect::<Vec<_>>());
+    let what = assert_corrupt_at(error, damaged, cut_at, "after a full truncation");
+    assert_eq!(
+        what,
+        Corruption::MissingOffsets {
+            from: ends_at,
+            to: base_of(&segments[3])
+        }
+    );
 }
 
 /// A writer with `preallocate` creates the next segment before its seal trims the old one's

@@ -672,25 +672,69 @@ fn follower_append_rolls_at_a_batch_more_than_i32_max_offsets_past_the_log_end()
     }
 }
 
-/// Issue 29, item 2: in a log that is not compacted, a gap between segments is a lost tail to
-/// recovery (ARCHITECTURE.md §3, invariant 5), so a batch that only a roll past the gap could
-/// hold is refused with a typed error that names the setting, and nothing is written.
+/// Issue 29, item 2, in a follower whose cleanup policy is delete: its leader's topic was
+/// compacted, then switched to delete, so the gap is the leader's. The call used to be refused
+/// with `Unsupported` (a gap between segments was legal only under the compact policy), and a
+/// fetcher retried it for ever. The roll now records in `partlog.checkpoint` that the log's
+/// records are compacted, in the synced slot of its recovery point: reads move across the gap,
+/// a read-only open and `verify` read the flag, and a clean reopen keeps both segments. Offsets
+/// up to `i32::MAX` past the end still fit a segment beginning there.
 #[test]
-fn follower_append_past_an_i32_max_gap_in_a_log_that_is_not_compacted_is_refused() {
+fn item2_a_delete_policy_follower_rolls_past_an_i32_max_gap_and_reads_across_it() {
+    let delete = || LogConfig::default();
+    assert_eq!(delete().cleanup_policy, CleanupPolicy::DELETE);
     let dir = tempfile::tempdir().unwrap();
     let log = follower_with_three_records(dir.path());
-    let before = observe(&log);
-    let far = 3 + i64::from(i32::MAX) + 1;
-    match log.append_as_follower(&leader_batch(far, 2, 1)) {
-        Err(Error::Unsupported { what }) => assert!(what.contains("cleanup.policy"), "{what}"),
-        other => panic!("expected Unsupported, got {other:?}"),
-    }
-    assert_eq!(observe(&log), before);
-    assert_eq!(segment_bases(dir.path()), [0]);
-    // Up to i32::MAX past the end fits a segment beginning there: the gap lies inside it.
-    log.append_as_follower(&leader_batch(far - 1, 2, 1))
+    let near = 3 + i64::from(i32::MAX);
+    log.append_as_follower(&leader_batch(near, 2, 1)).unwrap();
+    // Rolled at the log end: the gap lies inside the new segment.
+    assert_eq!(segment_bases(dir.path()), [0, 3]);
+    let far = near + 1 + i64::from(i32::MAX) + 1;
+    let info = log.append_as_follower(&leader_batch(far, 2, 2)).unwrap();
+    assert_eq!((info.first_offset, info.last_offset), (far, far + 1));
+    assert_eq!(segment_bases(dir.path()), [0, 3, far]);
+    let mut expected = vec![0, 1, 2, near, far, far + 1];
+    assert_eq!(record_offsets(&log), expected);
+    // A fetch that reaches the end of the first segment goes on in the next one.
+    let fetch = log.read(near + 1, 1 << 20, ReadBound::LogEnd).unwrap();
+    assert_eq!(
+        fetch.batches().next().unwrap().unwrap().last_offset(),
+        far + 1
+    );
+    log.append_as_follower(&leader_batch(far + 2, 2, 1))
         .unwrap();
-    assert_eq!(record_offsets(&log), [0, 1, 2, far - 1]);
+    expected.push(far + 2);
+    log.close().unwrap();
+    drop(log);
+
+    let report = partlog::verify_dir(dir.path(), &delete()).unwrap();
+    assert!(report.findings.is_empty(), "{:?}", report.findings);
+    let reader = Log::open_read_only(dir.path(), delete()).unwrap();
+    assert_eq!(record_offsets(&reader), expected);
+    drop(reader);
+    let reopened = Log::open(dir.path(), delete()).unwrap();
+    assert_eq!(record_offsets(&reopened), expected);
+    assert_eq!(reopened.log_end_offset(), far + 3);
+    reopened
+        .append_as_follower(&leader_batch(far + 3, 2, 1))
+        .unwrap();
+    expected.push(far + 3);
+    assert_eq!(record_offsets(&reopened), expected);
+    drop(reopened);
+    assert_eq!(segment_bases(dir.path()), [0, 3, far]);
+    // Without the checkpoint nothing says the records were compacted, and the policy does
+    // not: the gap is damage that the open refuses to cut by itself.
+    std::fs::remove_file(dir.path().join("partlog.checkpoint")).unwrap();
+    match Log::open(dir.path(), delete()) {
+        Err(Error::DamagedWithoutCheckpoint { what, .. }) => assert_eq!(
+            what,
+            Corruption::MissingOffsets {
+                from: near + 1,
+                to: far
+            }
+        ),
+        other => panic!("expected DamagedWithoutCheckpoint, got {other:?}"),
+    }
 }
 
 /// Issue 29, item 2: batches that span more than `i32::MAX` offsets in one call fit no
@@ -720,11 +764,12 @@ fn follower_append_of_a_call_spanning_more_than_a_segment_is_refused_with_where_
 }
 
 /// Issue 29, item 2: a crash at any storage operation of a follower append past an `i32::MAX`
-/// gap (with each crash image) reopens a log that verifies without corruption and holds either
-/// the old records or those and the new batch, and, once the append returned (durable under
-/// `EveryAppend`), a crash at the next append keeps the new batch: the roll recorded the
-/// recovery point past the gap before the new segment took a byte, so recovery never takes the
-/// gap for a lost tail.
+/// gap (with each crash image, under the compact and the delete policy) reopens a log that
+/// verifies without corruption and holds either the old records or those and the new batch,
+/// and, once the append returned (durable under `EveryAppend`), a crash at the next append
+/// keeps the new batch: the roll recorded the recovery point past the gap, with the
+/// checkpoint's `COMPACTED` flag, before the new segment took a byte, so recovery never takes
+/// the gap for a lost tail, nor, under the delete policy, for corruption.
 #[cfg(feature = "sim")]
 #[test]
 fn follower_append_past_an_i32_max_gap_crash_at_every_operation_keeps_what_was_acknowledged() {
@@ -743,7 +788,10 @@ fn follower_append_past_an_i32_max_gap_crash_at_every_operation_keeps_what_was_a
         CrashConfig::keep_unsynced(),
         CrashConfig::default(),
     ];
-    for (image_index, image) in images.iter().enumerate() {
+    let cases = [CleanupPolicy::COMPACT, CleanupPolicy::DELETE]
+        .into_iter()
+        .flat_map(|policy| images.iter().enumerate().map(move |image| (policy, image)));
+    for (policy, (image_index, image)) in cases {
         let mut completed = false;
         let mut crashes = 0;
         for crash_at in 1..200u64 {
@@ -751,7 +799,7 @@ fn follower_append_past_an_i32_max_gap_crash_at_every_operation_keeps_what_was_a
             let storage: Arc<dyn Storage> = Arc::new(sim.clone());
             let config = LogConfig::builder_for_tests()
                 .segment_bytes(1024)
-                .cleanup_policy(CleanupPolicy::COMPACT)
+                .cleanup_policy(policy)
                 .flush_policy(FlushPolicy::EveryAppend)
                 .storage(storage)
                 .clock(Arc::new(ManualClock::new(T0)))
@@ -765,7 +813,7 @@ fn follower_append_past_an_i32_max_gap_crash_at_every_operation_keeps_what_was_a
             sim.inject(FaultRule::crash(FaultOp::Any, crash_at).crash_config(image.clone()));
             let result = log.append_as_follower(&leader_batch(far, 2, 2));
             let crashed = sim.stats().crashes > crashes_before;
-            let context = format!("{image:?}: crash at operation {crash_at}");
+            let context = format!("{policy:?}, {image:?}: crash at operation {crash_at}");
             if !crashed {
                 result.unwrap();
                 completed = true;
@@ -794,36 +842,54 @@ fn follower_append_past_an_i32_max_gap_crash_at_every_operation_keeps_what_was_a
                 .append_as_follower(&leader_batch(end.max(far + 2), 2, 1))
                 .unwrap();
         }
-        assert!(completed, "{image:?}: the call never completed");
+        assert!(completed, "{policy:?}, {image:?}: the call never completed");
         // The roll's files and snapshot, the syncs, the checkpoint slot, the batch's write.
-        assert!(crashes >= 8, "{image:?}: only {crashes} crash points");
+        assert!(
+            crashes >= 8,
+            "{policy:?}, {image:?}: only {crashes} crash points"
+        );
     }
 }
 
 /// Issue 29, item 2: a failed storage operation (EIO) at any point of a follower append past
-/// an `i32::MAX` gap. Either the call fails and the log is poisoned, or, if it is not, the
-/// retried call (and whatever it acknowledges) survives a crash: the new segment never takes a
-/// byte before the recovery point past the gap is recorded. The log reopens with the old
-/// records, or with the new batch too once it was acknowledged.
+/// an `i32::MAX` gap, under the compact and the delete policy. Either the call fails and the
+/// log is poisoned, or, if it is not, the retried call (and whatever it acknowledges) survives
+/// a crash: the new segment never takes a byte before the recovery point past the gap, and the
+/// `COMPACTED` flag, are recorded. The log reopens with the old records, or with the new batch
+/// too once it was acknowledged.
 #[cfg(feature = "sim")]
 #[test]
 fn follower_append_past_an_i32_max_gap_with_a_failure_at_every_operation_poisons_or_keeps_it() {
+    let dir = Path::new("/data/topic-0");
+    let far = 30 + i64::from(i32::MAX) + 7;
+    let old: Vec<i64> = (0..30).collect();
+    let new: Vec<i64> = old.iter().copied().chain([far, far + 1]).collect();
+    for policy in [CleanupPolicy::COMPACT, CleanupPolicy::DELETE] {
+        failures_at_every_operation(dir, far, &old, &new, policy);
+    }
+}
+
+/// The body of the test above, under one cleanup policy.
+#[cfg(feature = "sim")]
+fn failures_at_every_operation(
+    dir: &Path,
+    far: i64,
+    old: &[i64],
+    new: &[i64],
+    policy: CleanupPolicy,
+) {
     use std::sync::Arc;
 
     use partlog::unstable::sim::{CrashConfig, FaultOp, FaultRule};
     use partlog::unstable::{ManualClock, SimStorage, Storage};
     use partlog::{FlushPolicy, Severity};
 
-    let dir = Path::new("/data/topic-0");
-    let far = 30 + i64::from(i32::MAX) + 7;
-    let old: Vec<i64> = (0..30).collect();
-    let new: Vec<i64> = old.iter().copied().chain([far, far + 1]).collect();
     for (failures, fail_at) in (1..200u64).enumerate() {
         let sim = SimStorage::new(fail_at);
         let storage: Arc<dyn Storage> = Arc::new(sim.clone());
         let config = LogConfig::builder_for_tests()
             .segment_bytes(1024)
-            .cleanup_policy(CleanupPolicy::COMPACT)
+            .cleanup_policy(policy)
             .flush_policy(FlushPolicy::EveryAppend)
             .storage(storage)
             .clock(Arc::new(ManualClock::new(T0)))
@@ -842,7 +908,7 @@ fn follower_append_past_an_i32_max_gap_with_a_failure_at_every_operation_poisons
             assert!(failures >= 5, "only {failures} operations failed");
             return;
         }
-        let context = format!("failure at operation {fail_at}");
+        let context = format!("{policy:?}: failure at operation {fail_at}");
         let acknowledged = match result {
             Ok(_) => true,
             Err(_) if log.stats().poisoned => false,
@@ -862,5 +928,5 @@ fn follower_append_past_an_i32_max_gap_with_a_failure_at_every_operation_poisons
             assert!(offsets == old || offsets == new, "{context}: {offsets:?}");
         }
     }
-    panic!("the call never completed");
+    panic!("{policy:?}: the call never completed");
 }

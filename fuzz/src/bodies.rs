@@ -580,6 +580,8 @@ pub fn checkpoint_decode(data: &[u8]) {
             recovery_point: 7,
             log_start_offset: 3,
             clean_shutdown: None,
+            // Carried from the newest record read: only a full truncation clears it.
+            compacted: newest.is_some_and(|record| record.compacted),
         };
         match CheckpointFile::read(&storage, dir) {
             Ok(record) => assert_eq!(record, Some(expected), "write {round} not read back"),

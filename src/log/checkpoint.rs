@@ -8,7 +8,8 @@
 //! |------------|----------------------|-------|---------------------------------------------------------|
 //! | [0, 4)     | magic                | bytes | `b"PLCK"`                                               |
 //! | [4, 6)     | version              | u16   | 1                                                       |
-//! | [6, 8)     | flags                | u16   | bit 0: clean-shutdown fields present; other bits 0      |
+//! | [6, 8)     | flags                | u16   | bit 0: clean-shutdown fields present; bit 1: compacted; |
+//! |            |                      |       | other bits 0                                            |
 //! | [8, 16)    | sequence             | u64   | strictly increases from one write to the next           |
 //! | [16, 24)   | recovery_point       | i64   |                                                         |
 //! | [24, 32)   | log_start_offset     | i64   |                                                         |
@@ -21,6 +22,16 @@
 //! A slot is valid only if every rule of the table holds: a reader that meets a bit it does not
 //! understand (another version, an unknown flag, nonzero padding) treats the slot as invalid
 //! rather than guessing, and the log then falls back to the other slot or to its segments.
+//!
+//! # The compacted flag
+//! Flag bit 1 (`COMPACTED`) says that this log's records have been compacted, by a compaction
+//! pass here or by the leader a follower copies, so that offsets may be missing between one
+//! segment and the next ([`gaps_between_segments_are_legal`]). It is set in the synced slot
+//! that records a recovery point before the first gap can exist on disk (a compaction pass,
+//! before its first swap; a follower's roll past a gap of more than `i32::MAX` offsets), and
+//! from then on every record this file writes carries it, whatever it writes. Only
+//! `truncate_fully_and_start_at` clears it, in its last write, once the directory holds
+//! nothing but the new empty segment.
 //!
 //! # Reading
 //! The newest record is the valid slot with the higher sequence (slot 0 on a tie, which partlog
@@ -45,6 +56,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::config::CleanupPolicy;
 use crate::error::{Error, Result};
 use crate::storage::{OpenMode, Storage, StorageFile};
 
@@ -60,6 +72,7 @@ pub const CHECKPOINT_FILE_SIZE: usize = 2 * CHECKPOINT_SLOT_SIZE;
 const MAGIC: [u8; 4] = *b"PLCK";
 const VERSION: u16 = 1;
 const FLAG_CLEAN_SHUTDOWN: u16 = 1;
+const FLAG_COMPACTED: u16 = 2;
 /// The CRC covers everything before it.
 const CRC_POSITION: usize = CHECKPOINT_SLOT_SIZE - 4;
 /// Where the clean-shutdown fields start and end; zero when the flag is clear.
@@ -90,12 +103,26 @@ pub struct CheckpointRecord {
     pub log_start_offset: i64,
     /// Present only in a record written by a clean `close()`.
     pub clean_shutdown: Option<CleanShutdown>,
+    /// Flag bit 1, `COMPACTED`: the log's records have been compacted (by a pass of its own,
+    /// or by the leader it copies), so offsets may be missing between segments.
+    pub compacted: bool,
+}
+
+/// Whether offsets may be missing between one segment and the next without anything being
+/// lost (ARCHITECTURE.md §3, invariant 5): when the log's checkpoint says its records have
+/// been compacted (`compacted`, from [`CheckpointRecord::compacted`]), or when its
+/// cleanup policy includes compact (the only sign there is in a Kafka directory opened for
+/// the first time, which has no partlog checkpoint). Reads that move from one segment to the
+/// next, recovery and `verify` all judge a gap by it. Recovery and `verify` still take a gap
+/// at or above the recovery point for a lost tail, whatever this says.
+pub fn gaps_between_segments_are_legal(compacted: bool, policy: CleanupPolicy) -> bool {
+    compacted || policy.compact
 }
 
 /// Encodes `record` as one 512-byte slot, CRC included.
 pub fn encode_slot(record: &CheckpointRecord) -> [u8; CHECKPOINT_SLOT_SIZE] {
     let mut slot = [0u8; CHECKPOINT_SLOT_SIZE];
-    let (flags, clean) = match record.clean_shutdown {
+    let (mut flags, clean) = match record.clean_shutdown {
         Some(clean) => (FLAG_CLEAN_SHUTDOWN, clean),
         // Zeros, so that a record without the fields has one encoding only.
         None => (
@@ -107,6 +134,9 @@ pub fn encode_slot(record: &CheckpointRecord) -> [u8; CHECKPOINT_SLOT_SIZE] {
             },
         ),
     };
+    if record.compacted {
+        flags |= FLAG_COMPACTED;
+    }
     slot[0..4].copy_from_slice(&MAGIC);
     slot[4..6].copy_from_slice(&VERSION.to_be_bytes());
     slot[6..8].copy_from_slice(&flags.to_be_bytes());
@@ -122,7 +152,7 @@ pub fn encode_slot(record: &CheckpointRecord) -> [u8; CHECKPOINT_SLOT_SIZE] {
 }
 
 /// Decodes one slot. `None` means the slot is invalid: wrong length, bad CRC, bad magic, another
-/// version, unknown flags, nonzero padding, or clean-shutdown bytes without the flag.
+/// version, unknown flags (bits 2 to 15), nonzero padding, or clean-shutdown bytes without the flag.
 pub fn decode_slot(slot: &[u8]) -> Option<CheckpointRecord> {
     let slot: &[u8; CHECKPOINT_SLOT_SIZE] = slot.try_into().ok()?;
     let (covered, stored_crc) = slot.split_last_chunk::<4>()?;
@@ -133,7 +163,7 @@ pub fn decode_slot(slot: &[u8]) -> Option<CheckpointRecord> {
         return None;
     }
     let flags = be_u16(slot, 6)?;
-    if flags & !FLAG_CLEAN_SHUTDOWN != 0 {
+    if flags & !(FLAG_CLEAN_SHUTDOWN | FLAG_COMPACTED) != 0 {
         return None;
     }
     if covered
@@ -159,6 +189,7 @@ pub fn decode_slot(slot: &[u8]) -> Option<CheckpointRecord> {
         recovery_point: i64::from_be_bytes(*be_8(slot, 16)?),
         log_start_offset: i64::from_be_bytes(*be_8(slot, 24)?),
         clean_shutdown,
+        compacted: flags & FLAG_COMPACTED != 0,
     })
 }
 
@@ -245,6 +276,9 @@ pub struct CheckpointFile {
     /// The newest durable record carries clean-shutdown fields that no later durable write
     /// has replaced: the log must consume them before it changes ([`Self::consume_clean_shutdown`]).
     clean_shutdown_standing: bool,
+    /// The `COMPACTED` flag every record written from now on carries: read at open, set by
+    /// the first write that records it, cleared only by [`Self::forget_compaction`].
+    compacted: bool,
 }
 
 /// Whether what an open read back is known to be durable yet.
@@ -297,6 +331,7 @@ impl CheckpointFile {
             },
             clean_shutdown_standing: newest
                 .is_some_and(|(_, record)| record.clean_shutdown.is_some()),
+            compacted: newest.is_some_and(|(_, record)| record.compacted),
         };
         Ok((checkpoint, newest.map(|(_, record)| record)))
     }
@@ -327,6 +362,9 @@ impl CheckpointFile {
     /// On an error, the slot being written may be torn, but never the synced one. The sequence
     /// is used up either way, so that one number never names two different contents. A file
     /// shorter than 1024 bytes is first extended with zeros.
+    ///
+    /// The record carries the `COMPACTED` flag when the newest record read at open did, or a
+    /// write since set it ([`write_compacted`](Self::write_compacted)).
     pub fn write(
         &mut self,
         recovery_point: i64,
@@ -336,6 +374,46 @@ impl CheckpointFile {
     ) -> Result<u64> {
         self.write_slot(recovery_point, log_start_offset, clean_shutdown, durable)
             .map_err(DurableWriteError::into_error)
+    }
+
+    /// Writes, durably, a record without clean-shutdown fields that sets the `COMPACTED` flag
+    /// (the log's records have been compacted: offsets may be missing between segments), and
+    /// returns its sequence. Every later record carries the flag. The log calls it before the
+    /// first gap can exist on disk, so that a crash never finds a gap without the flag
+    /// ([`write`](Self::write) for the rest).
+    pub fn write_compacted(&mut self, recovery_point: i64, log_start_offset: i64) -> Result<u64> {
+        self.write_durable_compacted(recovery_point, log_start_offset)
+            .map_err(DurableWriteError::into_error)
+    }
+
+    /// [`write_compacted`](Self::write_compacted), telling a failed write from a failed sync as
+    /// [`write_durable`](Self::write_durable) does.
+    pub(crate) fn write_durable_compacted(
+        &mut self,
+        recovery_point: i64,
+        log_start_offset: i64,
+    ) -> std::result::Result<u64, DurableWriteError> {
+        let compacted = std::mem::replace(&mut self.compacted, true);
+        let written = self.write_slot(recovery_point, log_start_offset, None, true);
+        if matches!(written, Err(DurableWriteError::Write(_))) {
+            // The synced slot is untouched, and the caller makes no gap: later records need
+            // not say more than before.
+            self.compacted = compacted;
+        }
+        written
+    }
+
+    /// Whether the records this file writes carry the `COMPACTED` flag.
+    pub fn compacted(&self) -> bool {
+        self.compacted
+    }
+
+    /// Clears the `COMPACTED` flag from the next record on. Only for a log that holds no gap
+    /// on disk any more, and none that a crash could bring back: `truncate_fully_and_start_at`,
+    /// once the old segments' renames to `.deleted` are durable and only the new empty segment
+    /// is left.
+    pub(crate) fn forget_compaction(&mut self) {
+        self.compacted = false;
     }
 
     /// Consumes a standing clean-shutdown record: writes, durably, a record without its fields
@@ -399,6 +477,7 @@ impl CheckpointFile {
             recovery_point,
             log_start_offset,
             clean_shutdown,
+            compacted: self.compacted,
         });
         let full_size = CHECKPOINT_FILE_SIZE as u64;
         if self.file_len < full_size {
@@ -500,6 +579,7 @@ mod tests {
                 active_segment_size: 0xF1F2_F3F4_F5F6_F7F8,
                 log_end_offset: 0x3132_3334_3536_3738,
             }),
+            compacted: false,
         }
     }
 
@@ -599,7 +679,9 @@ mod tests {
         for sequence in [0, 1, u64::MAX] {
             for value in [i64::MIN, -1, 0, 1, i64::MAX] {
                 for size in [0, u64::MAX] {
-                    for clean in [false, true] {
+                    for (clean, compacted) in
+                        [(false, false), (true, false), (false, true), (true, true)]
+                    {
                         let rec = CheckpointRecord {
                             sequence,
                             recovery_point: value,
@@ -609,6 +691,7 @@ mod tests {
                                 active_segment_size: size,
                                 log_end_offset: value.wrapping_sub(1),
                             }),
+                            compacted,
                         };
                         assert_eq!(decode_slot(&encode_slot(&rec)), Some(rec));
                     }
@@ -626,6 +709,7 @@ mod tests {
             recovery_point: i64,
             log_start_offset: i64,
             clean in proptest::option::of((any::<i64>(), any::<u64>(), any::<i64>())),
+            compacted: bool,
         ) {
             let rec = CheckpointRecord {
                 sequence,
@@ -636,6 +720,7 @@ mod tests {
                     active_segment_size: size,
                     log_end_offset: end,
                 }),
+                compacted,
             };
             prop_assert_eq!(decode_slot(&encode_slot(&rec)), Some(rec));
         }
@@ -674,7 +759,7 @@ mod tests {
             reseal(&mut slot);
             assert_eq!(decode_slot(&slot), None, "version {version}");
         }
-        for bit in 1..16 {
+        for bit in 2..16 {
             for clean in [false, true] {
                 let mut slot = encode_slot(&record(3, clean));
                 let flags = u16::from(clean) | (1 << bit);
@@ -700,6 +785,63 @@ mod tests {
             reseal(&mut slot);
             assert_eq!(decode_slot(&slot), None, "byte {position}");
         }
+    }
+
+    #[test]
+    fn the_compacted_flag_is_bit_1_with_or_without_clean_shutdown() {
+        for (clean, flags) in [(false, [0, 2]), (true, [0, 3])] {
+            let rec = CheckpointRecord {
+                compacted: true,
+                ..record(9, clean)
+            };
+            let slot = encode_slot(&rec);
+            assert_eq!(&slot[6..8], &flags, "clean {clean}");
+            let without = encode_slot(&record(9, clean));
+            assert_eq!(slot[..6], without[..6]);
+            assert_eq!(slot[8..CRC_POSITION], without[8..CRC_POSITION]);
+            assert_eq!(decode_slot(&slot), Some(rec));
+        }
+    }
+
+    /// A compacted write is durable, and every record written after it carries the flag,
+    /// durable or not, clean shutdown or not, through a reopen, until the log forgets it.
+    #[test]
+    fn the_compacted_flag_is_carried_by_every_later_record_until_forgotten() {
+        let storage = os();
+        let dir = tempfile::tempdir().unwrap();
+        let (mut checkpoint, _) = CheckpointFile::open(&storage, dir.path()).unwrap();
+        checkpoint.write(10, 0, None, true).unwrap();
+        assert!(!checkpoint.compacted());
+        let sequence = checkpoint.write_compacted(20, 0).unwrap();
+        assert_eq!(checkpoint.synced_slot(), Some(1), "written durably");
+        let newest = CheckpointFile::read(&storage, dir.path()).unwrap().unwrap();
+        assert_eq!((newest.sequence, newest.compacted), (sequence, true));
+        checkpoint.write(30, 0, None, false).unwrap();
+        let clean = CleanShutdown {
+            active_segment_base: 0,
+            active_segment_size: 0,
+            log_end_offset: 40,
+        };
+        checkpoint.write(40, 0, Some(clean), true).unwrap();
+        assert_eq!(
+            slots_on_disk(&storage, dir.path()).map(|slot| slot.map(|r| r.compacted)),
+            [Some(true), Some(true)]
+        );
+        drop(checkpoint);
+
+        let (mut checkpoint, newest) = CheckpointFile::open(&storage, dir.path()).unwrap();
+        assert!(newest.unwrap().compacted && checkpoint.compacted());
+        checkpoint.write(50, 0, None, true).unwrap();
+        assert!(
+            CheckpointFile::read(&storage, dir.path())
+                .unwrap()
+                .unwrap()
+                .compacted
+        );
+        checkpoint.forget_compaction();
+        checkpoint.write(60, 0, None, true).unwrap();
+        let newest = CheckpointFile::read(&storage, dir.path()).unwrap().unwrap();
+        assert_eq!((newest.recovery_point, newest.compacted), (60, false));
     }
 
     #[test]
@@ -826,6 +968,7 @@ mod tests {
             recovery_point: 300,
             log_start_offset: 6,
             clean_shutdown: None,
+            compacted: false,
         };
         let good_image = raw_file(&storage, dir.path());
         // The non-durable write went to slot 0; tear it in the ways a crash can.
@@ -1238,6 +1381,8 @@ mod tests {
             durable: bool,
             clean: bool,
         },
+        /// [`CheckpointFile::write_compacted`]: durable, without clean-shutdown fields.
+        WriteCompacted,
         /// Crash and reopen; the unsynced slot ends up as `CrashOutcome` says.
         Crash(CrashOutcome),
         /// The process dies and a new one reopens; the machine stays up, so the page cache
@@ -1261,6 +1406,7 @@ mod tests {
         prop_oneof![
             4 => (any::<bool>(), any::<bool>())
                 .prop_map(|(durable, clean)| Step::Write { durable, clean }),
+            1 => Just(Step::WriteCompacted),
             1 => prop_oneof![
                 Just(CrashOutcome::AllWritten),
                 Just(CrashOutcome::NothingWritten),
@@ -1276,7 +1422,8 @@ mod tests {
         #![proptest_config(ProptestConfig::with_cases(24))]
 
         /// Models the disk as the image of the last sync: a crash may lose or tear anything
-        /// written since, and the newest synced record must always survive.
+        /// written since, and the newest synced record must always survive. Once a compacted
+        /// write returned, every record read back carries the flag.
         #[test]
         fn the_newest_synced_record_survives_every_crash(
             steps in proptest::collection::vec(step(), 1..24),
@@ -1290,8 +1437,13 @@ mod tests {
             // A reopen syncs nothing: its first write makes what it read durable first.
             let mut read_back_unsynced = false;
             for (index, step) in steps.into_iter().enumerate() {
+                let (durable, clean, set_compacted) = match step {
+                    Step::Write { durable, clean } => (durable, clean, false),
+                    Step::WriteCompacted => (true, false, true),
+                    _ => (false, false, false),
+                };
                 match step {
-                    Step::Write { durable, clean } => {
+                    Step::Write { .. } | Step::WriteCompacted => {
                         let synced_before = checkpoint.synced_slot();
                         let image_before = raw_file(&storage, dir.path());
                         if read_back_unsynced {
@@ -1307,9 +1459,14 @@ mod tests {
                             log_end_offset: position + 1,
                         });
                         let expected_sequence = checkpoint.sequence() + 1;
-                        let sequence = checkpoint
-                            .write(position, position / 2, clean_shutdown, durable)
-                            .unwrap();
+                        let compacted = set_compacted || last_written.is_some_and(|r| r.compacted);
+                        let sequence = if set_compacted {
+                            checkpoint.write_compacted(position, position / 2).unwrap()
+                        } else {
+                            checkpoint
+                                .write(position, position / 2, clean_shutdown, durable)
+                                .unwrap()
+                        };
                         prop_assert_eq!(sequence, expected_sequence);
                         if let Some(slot) = synced_before {
                             let range = slot * CHECKPOINT_SLOT_SIZE..(slot + 1) * CHECKPOINT_SLOT_SIZE;
@@ -1324,6 +1481,7 @@ mod tests {
                             recovery_point: position,
                             log_start_offset: position / 2,
                             clean_shutdown,
+                            compacted,
                         };
                         last_written = Some(written);
                         // A record without clean fields replacing a standing clean one is

@@ -17,6 +17,7 @@ use crate::segment::{AbortedTxn, Segment, SegmentRead};
 use std::ops::ControlFlow;
 
 use super::Log;
+use super::checkpoint::gaps_between_segments_are_legal;
 use super::records::ReadEnd;
 use super::snapshot::SegmentList;
 
@@ -712,9 +713,11 @@ impl Log {
 
     /// Called when a read found nothing at or above its offset in `segment` (sealed: a segment
     /// based at `next_base` follows it in `list`) and moves on to the next one. Only compaction
-    /// leaves offsets out between segments, so in a log whose cleanup policy does not include
-    /// compact a segment that ends below the next one's base has lost bytes: `Error::Corrupt`
-    /// naming where it ends, instead of a read that skips the missing offsets without a word.
+    /// (here or on the leader a follower copies) leaves offsets out between segments, so unless
+    /// the checkpoint says the log's records were compacted or its cleanup policy includes
+    /// compact ([`gaps_between_segments_are_legal`]), a segment that ends below the next one's
+    /// base has lost bytes: `Error::Corrupt` naming where it ends, instead of a read that skips
+    /// the missing offsets without a word.
     /// A truncation into the segment that overlapped the read, or a list swapped since, is no
     /// corruption: a truncation swaps in a list without the later segments before it cuts.
     fn check_continuity(
@@ -725,7 +728,11 @@ impl Log {
         next_base: i64,
     ) -> Result<()> {
         let ends_at = segment.next_offset();
-        if ends_at >= next_base || self.shared.config.cleanup_policy.compact {
+        if ends_at >= next_base {
+            return Ok(());
+        }
+        let compacted = self.shared.compacted.load(Ordering::Acquire);
+        if gaps_between_segments_are_legal(compacted, self.shared.config.cleanup_policy) {
             return Ok(());
         }
         let raced = truncations % 2 == 1

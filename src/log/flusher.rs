@@ -177,10 +177,12 @@ impl Shared {
     }
 
     /// Makes every offset below `offset` durable and records a recovery point at or above it in
-    /// a synced checkpoint slot. Compaction calls it before a pass, with the active segment's
-    /// base: every segment it cleans then lies below the recorded point, even after a crash.
-    /// (The flusher's recovery-point slots are not synced, so the point held in memory may not
-    /// be on disk yet: this always syncs one.)
+    /// a synced checkpoint slot, which sets the `COMPACTED` flag. Compaction calls it before a
+    /// pass, with the active segment's base: every segment it cleans then lies below the
+    /// recorded point, even after a crash, and no gap it leaves can reach the disk before the
+    /// flag that makes gaps legal (ARCHITECTURE.md §3, invariant 5). (The flusher's
+    /// recovery-point slots are not synced, so the point held in memory may not be on disk
+    /// yet: this always syncs one.)
     ///
     /// Returns whether every offset below `offset` now lies below a synced recovery point:
     /// `false` when a truncation overtook the call, and the pass must then clean nothing.
@@ -221,7 +223,9 @@ impl Shared {
         // point held in memory never exceeds the durable offset.
         let recovery_point = writer.recovery_point.max(offset);
         let log_start = self.log_start.load(Ordering::Acquire);
-        self.write_checkpoint_durably(&mut writer, recovery_point, log_start)?;
+        self.write_checkpoint_compacted(&mut writer, recovery_point, log_start)?;
+        // Before the pass swaps anything in, so that no reader meets a gap without it.
+        self.compacted.store(true, Ordering::Release);
         writer.recovery_point = recovery_point;
         Ok(true)
     }
@@ -296,10 +300,36 @@ impl Shared {
         recovery_point: i64,
         log_start: i64,
     ) -> Result<()> {
+        self.write_checkpoint_slot(writer, |checkpoint| {
+            checkpoint.write_durable(recovery_point, log_start)
+        })
+    }
+
+    /// [`write_checkpoint_durably`](Self::write_checkpoint_durably), setting the `COMPACTED`
+    /// flag that every later slot carries: the log's records have been compacted, so offsets
+    /// may be missing between segments. Called before the first such gap can exist on disk
+    /// (FORMAT.md §6.2). The caller publishes the flag to readers.
+    pub(super) fn write_checkpoint_compacted(
+        &self,
+        writer: &mut Writer,
+        recovery_point: i64,
+        log_start: i64,
+    ) -> Result<()> {
+        self.write_checkpoint_slot(writer, |checkpoint| {
+            checkpoint.write_durable_compacted(recovery_point, log_start)
+        })
+    }
+
+    /// Runs one durable write of the checkpoint; a failed sync poisons the log.
+    fn write_checkpoint_slot(
+        &self,
+        writer: &mut Writer,
+        write: impl FnOnce(&mut CheckpointFile) -> std::result::Result<u64, DurableWriteError>,
+    ) -> Result<()> {
         let Some(checkpoint) = writer.checkpoint.as_mut() else {
             return Ok(());
         };
-        match checkpoint.write_durable(recovery_point, log_start) {
+        match write(checkpoint) {
             Ok(_) => Ok(()),
             Err(DurableWriteError::Write(error)) => Err(error),
             Err(DurableWriteError::Sync(error)) => Err(self.poison_after_failed_sync(

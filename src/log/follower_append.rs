@@ -17,12 +17,14 @@
 //! except where the call's last offset lies more than `i32::MAX` past the log end: no segment
 //! beginning there could hold it in its 32-bit relative offsets, and the new segment begins at
 //! the call's first offset instead, as Kafka's `maybeRoll` does (KAFKA-6264), with the gap
-//! between the two segments ([`Shared::roll_past_gap`]). A gap between segments is legal only
-//! in a compacted log, and only below the recovery point (ARCHITECTURE.md §3, invariant 5), so
-//! that roll first makes everything below the gap durable and records the recovery point at
-//! the new segment's base in a synced checkpoint slot, as a compaction pass does before it
-//! makes gaps; in a log that is not compacted such a call is refused. A call whose own batches
-//! span more than `i32::MAX` offsets fits no segment and is refused.
+//! between the two segments ([`Shared::roll_past_gap`]), whatever the log's cleanup policy: the
+//! leader's records were compacted (its topic may since have switched to delete). A gap between
+//! segments is legal only below the recovery point, and only in a log whose checkpoint says its
+//! records were compacted or whose policy includes compact (ARCHITECTURE.md §3, invariant 5),
+//! so that roll first makes everything below the gap durable and records the recovery point at
+//! the new segment's base, with the checkpoint's `COMPACTED` flag, in a synced slot, as a
+//! compaction pass does before it makes gaps. A call whose own batches span more than
+//! `i32::MAX` offsets fits no segment and is refused.
 //!
 //! The producer state is committed once for the whole call: every producer's changes, then
 //! the transactions its markers end, in batch order, with the `.txnindex` entries a leader's
@@ -61,10 +63,11 @@ impl Log {
     /// REPLICATION rules: a re-sent batch is not a duplicate here, since the leader decided.
     /// Offsets may leave gaps (a compacted leader's); the log end becomes the last offset + 1.
     /// A call whose last offset lies more than `i32::MAX` past the log end rolls at its first
-    /// offset, with the gap between two segments (Kafka's `maybeRoll`): in a compacted log only
-    /// (a gap between segments of any other log is a lost tail to recovery), and
-    /// [`Error::Unsupported`] otherwise. A call whose batches span more than `i32::MAX`
-    /// offsets fits no segment and is [`Error::InvalidArgument`] (append it in two calls).
+    /// offset, with the gap between two segments (Kafka's `maybeRoll`), in any log: the roll
+    /// records in `partlog.checkpoint` that the log's records are compacted, so that reads,
+    /// recovery and `verify` take the gap for what it is. A call whose batches span more than
+    /// `i32::MAX` offsets fits no segment and is [`Error::InvalidArgument`] (append it in two
+    /// calls).
     pub fn append_as_follower(&self, batches: &[u8]) -> Result<LogAppendInfo> {
         self.check_writable()?;
         let checked = check_follower_batches(batches)?;
@@ -122,16 +125,6 @@ impl Log {
         }
         // No segment beginning at the log end could hold the last offset.
         let past_gap = last_offset - log_end_offset > i64::from(i32::MAX);
-        if past_gap && !shared.config.cleanup_policy.compact {
-            return Err(Error::Unsupported {
-                what: format!(
-                    "a follower append at offset {first_offset}, more than i32::MAX offsets past \
-                     the log end offset {log_end_offset}: the gap would lie between two \
-                     segments, which only a compacted log may have (its leader's log was \
-                     compacted: set cleanup.policy to compact, as the leader's is)"
-                ),
-            });
-        }
         // Kafka's `analyzeAndValidateProducerState`: one append info per producer, fed every
         // batch of the call in order, all committed at once after the write.
         let mut producers: Vec<ProducerAppendInfo> = Vec::new();
@@ -204,19 +197,25 @@ impl Log {
 
 impl Shared {
     /// Rolls to a new active segment at `base`, more than `i32::MAX` offsets past the log end
-    /// (a compacted leader's gap: Kafka's `maybeRoll` at the batch's first offset), in a
-    /// compacted log. Before the new segment takes a byte, every offset below the gap is made
-    /// durable (the sealed segments, the old active one among them, data and indexes, then the
-    /// directory with the new segment's name) and the recovery point is recorded at `base` in
-    /// a synced checkpoint slot: the gap then lies below the recovery point, where recovery and
-    /// `verify` take a compacted log's gap for legal (ARCHITECTURE.md §3, invariant 5), as they
-    /// do compaction's. Without that, a crash would find the gap above the recovery point and
-    /// cut the new segment off as a lost tail, with whatever was acknowledged in it.
+    /// (a compacted leader's gap: Kafka's `maybeRoll` at the batch's first offset). Before the
+    /// new segment takes a byte, every offset below the gap is made durable (the sealed
+    /// segments, the old active one among them, data and indexes, then the directory with the
+    /// new segment's name) and the recovery point is recorded at `base` in a synced checkpoint
+    /// slot that sets the `COMPACTED` flag: the gap then lies below the recovery point in a log
+    /// whose records are known to be compacted, where recovery and `verify` take it for legal
+    /// (ARCHITECTURE.md §3, invariant 5), as they do compaction's. Without that, a crash would
+    /// find the gap above the recovery point and cut the new segment off as a lost tail, with
+    /// whatever was acknowledged in it; until then, a crash finds just that, and the new
+    /// segment is still empty.
     ///
     /// The log end moves to `base` with the roll ([`Shared::roll_at`]). If anything after the
     /// roll fails, the log is poisoned: the new segment must take no byte until the gap lies
     /// below a recorded recovery point.
     fn roll_past_gap(&self, writer: &mut Writer, base: i64, now_ms: i64) -> Result<()> {
+        // Before the roll publishes the new segment: a reader that moves across the gap must
+        // find it legal. If the roll fails, the flag only spares this process's readers a
+        // check of gaps the log does not have.
+        self.compacted.store(true, Ordering::Release);
         let rolled = self.roll_at(writer, base, now_ms);
         if writer.active.base_offset() != base {
             // Nothing rolled: the old segment is still active, and the log as it was.
@@ -245,7 +244,7 @@ impl Shared {
             return Err(self.poison_after_failed_sync("syncing the directory", error));
         }
         let log_start = self.log_start.load(Ordering::Acquire);
-        self.write_checkpoint_durably(writer, base, log_start)?;
+        self.write_checkpoint_compacted(writer, base, log_start)?;
         writer.recovery_point = base;
         // Every offset below the gap is synced, and none lies in it.
         self.commit.durable_watermark().advance(base);

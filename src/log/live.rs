@@ -101,6 +101,9 @@ impl Shared {
     fn refresh_live(&self) -> Result<bool> {
         let mut writer = self.writer.lock();
         let record = CheckpointFile::read(&self.storage, &self.dir)?;
+        // Before any segment listed below reaches a reader: the writer sets the flag before it
+        // makes a gap, so a listing taken after this read holds no gap the flag does not cover.
+        self.note_live_compacted(record.is_some_and(|r| r.compacted));
         let bases = crate::segment::list_segment_bases(&*self.storage, &self.dir)?;
         let Some(&last_base) = bases.last() else {
             // Between a writer's deletion and its creation of a segment: look again later.
@@ -206,6 +209,7 @@ impl Shared {
             now_ms,
             &mut jitter_state,
         )?;
+        self.note_live_compacted(recovered.compacted);
         let old_list = self.snapshot.load();
         drop(
             self.snapshot
@@ -229,6 +233,14 @@ impl Shared {
             self.dir.display()
         );
         Ok(())
+    }
+
+    /// Takes in the `COMPACTED` flag of a checkpoint the writer wrote. Never cleared here: a
+    /// reader may still hold segments from before the writer's full truncation cleared it.
+    fn note_live_compacted(&self, compacted: bool) {
+        if compacted {
+            self.compacted.store(true, Ordering::Release);
+        }
     }
 
     /// Publishes what a live poll found: the log start offset and the durable offset from the

@@ -210,6 +210,11 @@ struct Shared {
     /// offset since it began, and a compaction pass never swaps in a copy of a segment that a
     /// truncation changed meanwhile (`truncations.rs`).
     truncations: Truncations,
+    /// The `COMPACTED` flag of `partlog.checkpoint` as this log knows it (with the cleanup
+    /// policy, whether a read may move across a gap between segments): read at open, set
+    /// before any gap the log makes can reach a reader, cleared only by a full truncation. A
+    /// live reader ORs in the flag of each checkpoint it reads.
+    compacted: AtomicBool,
     /// The producer state's first unstable offset (`i64::MAX` when none), published under the
     /// writer lock before the log end moves past a transactional batch: a `read_committed`
     /// read, which takes no writer lock, bounds itself by it (`transactions.rs`).
@@ -444,6 +449,7 @@ impl Log {
             compaction: Mutex::new(cleaner),
             compaction_status,
             truncations: Truncations::default(),
+            compacted: AtomicBool::new(recovered.compacted),
             first_unstable: AtomicI64::new(first_unstable),
             last_txn_index_base: AtomicI64::new(last_txn_index_base),
             replayed_aborted: Mutex::new(replayed_aborted),

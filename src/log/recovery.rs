@@ -11,8 +11,9 @@
 //!   point, unless it is a whole batch whose CRC is right, and, without a valid checkpoint (the
 //!   durable point unknown), only in the last segment. Any other is corruption, and
 //!   [`RecoveryMode`] decides. An offset gap between segments is a lost tail (the log is cut
-//!   there) at or above the recovery point of a valid checkpoint; elsewhere it is legal in a
-//!   compacted log and corruption in any other.
+//!   there) at or above the recovery point of a valid checkpoint; elsewhere it is legal when
+//!   the checkpoint says the log's records were compacted or the cleanup policy includes
+//!   compact ([`gaps_between_segments_are_legal`]), and corruption otherwise.
 //! - **Before any cut** what it takes is counted ([`Discarded`]): a refusal says it, and so does
 //!   the report of an open that cut.
 //! - **An interrupted compaction** is finished first: a leftover `.swap` replaces every segment
@@ -26,7 +27,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::checkpoint::{CheckpointFile, CheckpointRecord};
+use super::checkpoint::{CheckpointFile, CheckpointRecord, gaps_between_segments_are_legal};
 use super::dir_listing::DirListing;
 use super::discarded::{CutPlan, DiscardReason, Discarded};
 use super::snapshot::SegmentHandle;
@@ -61,6 +62,8 @@ pub(crate) struct Recovered {
     /// removed nothing else after that (a trusted clean shutdown); `None` when the next step
     /// must list it anew.
     pub listing: Option<DirListing>,
+    /// The checkpoint's `COMPACTED` flag: the log's records have been compacted.
+    pub compacted: bool,
 }
 
 /// Opens and recovers the log in `dir`. See the [module docs](self).
@@ -99,7 +102,7 @@ pub(crate) fn recover(
                 why: format!("{} holds no log segments", dir.display()),
             });
         }
-        return start_empty_log(
+        let mut recovered = start_empty_log(
             storage,
             dir,
             checkpoint_start,
@@ -107,7 +110,9 @@ pub(crate) fn recover(
             now_ms,
             checkpoint,
             report,
-        );
+        )?;
+        recovered.compacted = record.is_some_and(|r| r.compacted);
+        return Ok(recovered);
     };
     let last_base = bases[bases.len() - 1];
     let role = if read_only {
@@ -186,6 +191,7 @@ pub(crate) fn recover(
         )?;
     }
     recovered.checkpoint = checkpoint;
+    recovered.compacted = record.is_some_and(|r| r.compacted);
     Ok(recovered)
 }
 
@@ -240,6 +246,7 @@ fn start_empty_log(
         scanned_epochs: RisingEpochs::default(),
         listing: None,
         report,
+        compacted: false,
     })
 }
 
@@ -266,6 +273,7 @@ fn recovered_clean(bases: &[i64], active: Arc<Segment>, mut report: RecoveryRepo
         scanned_epochs: RisingEpochs::default(),
         listing: None,
         report,
+        compacted: false,
     }
 }
 
@@ -493,6 +501,10 @@ fn recover_unclean(
         // Without partlog's checkpoint (missing, or neither slot valid) nothing says what was
         // durable: a Kafka directory opened for the first time, or a damaged one.
         durable_point_known: record.is_some(),
+        gaps_legal: gaps_between_segments_are_legal(
+            record.is_some_and(|r| r.compacted),
+            config.cleanup_policy,
+        ),
     };
     let mut scanned_epochs = RisingEpochs::default();
     let (mut scanned, deleted_from) =
@@ -551,6 +563,7 @@ fn recover_unclean(
         scanned_epochs,
         listing: None,
         report,
+        compacted: false,
     })
 }
 
@@ -571,6 +584,9 @@ struct UncleanScan<'a> {
     /// The log has a valid partlog checkpoint. Without one, only the torn tail of the last
     /// segment can be told from damage, and compaction's gaps may lie anywhere.
     durable_point_known: bool,
+    /// Offsets may be missing between segments below the recovery point: the checkpoint says
+    /// the log's records were compacted, or its cleanup policy includes compact.
+    gaps_legal: bool,
 }
 
 /// How a cut of the log is judged.
@@ -692,11 +708,13 @@ impl UncleanScan<'_> {
 
     /// Judges the gap between the `i`th segment, whose batches end at `scan.next_offset`, and
     /// the next one, at `next`; true if the log is cut there. Offsets are assigned without gaps
-    /// outside a compacted log, and compaction's gaps lie below the recovery point it recorded
-    /// first: a gap above the point is a lost tail (the next segment's name reached the disk,
-    /// this tail did not), and any other gap in a log that is not compacted is corruption.
-    /// Without partlog's checkpoint a compacted log's gaps are legal wherever they lie (a
-    /// Kafka directory opened for the first time: Kafka's cleaner leaves them).
+    /// until the log's records are compacted, and the gaps compaction (or a follower's roll
+    /// past a gap) leaves lie below the recovery point recorded first, in the slot that set
+    /// the checkpoint's `COMPACTED` flag: a gap above the point is a lost tail (the next
+    /// segment's name reached the disk, this tail did not), and any other gap is legal only
+    /// where [`gaps_between_segments_are_legal`] says so, corruption elsewhere. Without
+    /// partlog's checkpoint, a log whose cleanup policy includes compact may have gaps wherever
+    /// they lie (a Kafka directory opened for the first time: Kafka's cleaner leaves them).
     fn cut_at_gap(
         &self,
         i: usize,
@@ -708,7 +726,7 @@ impl UncleanScan<'_> {
         let lost_tail = self.durable_point_known && scan.next_offset >= self.recovery_point;
         let kind = if lost_tail {
             CutKind::Crash(DiscardReason::LostTail)
-        } else if self.config.cleanup_policy.compact {
+        } else if self.gaps_legal {
             return Ok(false);
         } else {
             CutKind::Corruption
@@ -746,7 +764,7 @@ impl UncleanScan<'_> {
             position,
             cut_offset: scan.next_offset,
             file_bytes: scan.file_bytes,
-            dense: !self.config.cleanup_policy.compact,
+            dense: !self.gaps_legal,
         };
         let file = segment.log_path();
         let reason = match kind {

@@ -13,7 +13,9 @@
 //! 4. the new active segment is created at the offset (or the empty active segment already
 //!    there is kept), then the old segments leave the snapshot, are renamed `.deleted`, the last
 //!    one first, and the directory is synced; a leftover old segment below the new one is cut
-//!    at the gap or lies below the start, so the next open still finds the new empty log.
+//!    at the gap or lies below the start, so the next open still finds the new empty log;
+//! 5. the checkpoint records the recovery point at the new start, with its `COMPACTED` flag
+//!    cleared: no segment with a gap is left.
 //!
 //! An offset below the log end offset first truncates the log to it ([`Log::truncate_to`]'s
 //! durable sequence), so a crash during that part leaves a prefix of the old log, as a
@@ -140,7 +142,15 @@ impl Shared {
         }
         self.commit.durable_watermark().wake_all();
         self.reap_deleted(writer, false);
+        // The old segments' renames are durable, and no `.swap` exists outside a swap (which
+        // holds the writer lock): the directory holds no gap a crash could bring back, so the
+        // log's records are no longer compacted.
+        if let Some(checkpoint) = writer.checkpoint.as_mut() {
+            checkpoint.forget_compaction();
+        }
         // The recovery point reaches the new start: nothing below it is left to recover.
-        self.write_checkpoint_durably(writer, offset, offset)
+        self.write_checkpoint_durably(writer, offset, offset)?;
+        self.compacted.store(false, Ordering::Release);
+        Ok(())
     }
 }

@@ -13,7 +13,9 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::log::LOCK_FILE;
 use crate::log::LogConfig;
-use crate::log::checkpoint::{CHECKPOINT_FILE_NAME, CheckpointFile, CheckpointRecord};
+use crate::log::checkpoint::{
+    CHECKPOINT_FILE_NAME, CheckpointFile, CheckpointRecord, gaps_between_segments_are_legal,
+};
 use crate::storage::{FileLock, LockMode, Storage};
 
 mod epoch_check;
@@ -185,7 +187,8 @@ impl VerifyReport {
 /// Like `Log::open_read_only`, it takes a shared lock on `partlog.lock` when that file exists
 /// (so it fails with [`Error::Locked`] while a writer has the log open) and runs unlocked
 /// otherwise, as in a Kafka partition directory. `config` supplies the storage, the cleanup
-/// policy (gaps between segments are legal only in a compacted log) and `segment.index.bytes`.
+/// policy (gaps between segments are legal only where `partlog.checkpoint` says the log's
+/// records were compacted or the policy includes compact) and `segment.index.bytes`.
 ///
 /// Problems in the files are [`Finding`]s in the report, never errors. Errors are for what
 /// stops the check itself: I/O errors, a missing directory, a directory without segments, a
@@ -245,7 +248,7 @@ pub fn verify_dir(dir: impl AsRef<Path>, config: &LogConfig) -> Result<VerifyRep
         None => walks.last().map_or(first_base, |w| w.summary.next_offset),
     };
     epoch_check::check_leader_epoch_checkpoint(&*storage, dir, log_end_offset, &mut findings)?;
-    let repair = repair::plan(&walks, &findings, cuts.corrupt, grading.compacted);
+    let repair = repair::plan(&walks, &findings, cuts.corrupt, grading.gaps_legal);
     Ok(VerifyReport {
         dir: dir.to_path_buf(),
         checkpoint_found: record.is_some(),
@@ -338,7 +341,9 @@ struct Grading {
     clean_shutdown: bool,
     /// The first segment that recovery rescans (and so rebuilds the indexes of).
     first_rescanned: usize,
-    compacted: bool,
+    /// Offsets may be missing between segments below the recovery point, as recovery judges
+    /// it ([`gaps_between_segments_are_legal`]).
+    gaps_legal: bool,
     checkpoint_found: bool,
 }
 
@@ -373,7 +378,10 @@ impl Grading {
             log_start_offset,
             clean_shutdown,
             first_rescanned,
-            compacted: config.cleanup_policy.compact,
+            gaps_legal: gaps_between_segments_are_legal(
+                record.is_some_and(|r| r.compacted),
+                config.cleanup_policy,
+            ),
             checkpoint_found: record.is_some(),
         }
     }
@@ -557,7 +565,8 @@ impl Grading {
     }
 
     /// Grades how a whole segment meets the next one: overlapping offsets, or a gap, which is
-    /// a lost tail or corruption (the log is cut there), or legal in a compacted log.
+    /// a lost tail or corruption (the log is cut there), or legal in a log whose records were
+    /// compacted.
     fn grade_continuity(
         &self,
         walk: &SegmentWalk,
@@ -579,7 +588,6 @@ impl Grading {
                 ),
             });
         } else if next_offset < next_base {
-            let compacted = self.compacted;
             // As recovery: compaction leaves gaps only below a recovery point it recorded, so
             // with partlog's checkpoint a gap at or above the point is a lost tail there too.
             let lost_tail =
@@ -596,14 +604,16 @@ impl Grading {
                     ),
                 });
                 return Cut::Torn;
-            } else if !compacted {
+            } else if !self.gaps_legal {
                 findings.push(Finding {
                     severity: Severity::Corruption,
                     file: log_path,
                     position: Some(walk.summary.valid_bytes),
                     what: format!(
                         "offsets [{next_offset}, {next_base}) are missing between this segment \
-                         and the next (gaps are legal only in a compacted log{})",
+                         and the next (gaps are legal only in a log whose records were \
+                         compacted: partlog.checkpoint does not say so, and cleanup.policy does \
+                         not include compact{})",
                         if self.checkpoint_found {
                             ""
                         } else {

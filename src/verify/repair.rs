@@ -35,13 +35,14 @@ pub struct RepairPlan {
 }
 
 /// The repair that the walks and findings of one verification call for. `corrupt` is where the
-/// first corruption a cut removes lies (the segment and the byte); in a log that is not
-/// `compacted`, the offsets from there to the next segment's base count as records.
+/// first corruption a cut removes lies (the segment and the byte); unless `gaps_legal` (the
+/// log's records were compacted), the offsets from there to the next segment's base count as
+/// records.
 pub(super) fn plan(
     walks: &[SegmentWalk],
     findings: &[Finding],
     corrupt: Option<(usize, u64)>,
-    compacted: bool,
+    gaps_legal: bool,
 ) -> RepairPlan {
     let derived_damage = findings
         .iter()
@@ -58,7 +59,7 @@ pub(super) fn plan(
         })
         .map(|name| name.base_offset)
         .min();
-    let cut = corrupt.map(|(i, position)| planned_cut(walks, i, position, compacted));
+    let cut = corrupt.map(|(i, position)| planned_cut(walks, i, position, gaps_legal));
     let corrupt_base = corrupt.map(|(i, _)| walks[i].summary.base_offset);
     let rescan_from = match (derived_damage, corrupt_base) {
         (Some(a), Some(b)) => Some(a.min(b)),
@@ -68,13 +69,13 @@ pub(super) fn plan(
 }
 
 /// What a cut of the `i`th segment at byte `position` takes, from the walk's counts.
-fn planned_cut(walks: &[SegmentWalk], i: usize, position: u64, compacted: bool) -> Discarded {
+fn planned_cut(walks: &[SegmentWalk], i: usize, position: u64, gaps_legal: bool) -> Discarded {
     let walk = &walks[i].summary;
     let later = &walks[i + 1..];
     let cut_offset = walk.next_offset;
     let mut records = 0;
     let mut end_offset = cut_offset;
-    if let Some(next) = later.first().filter(|_| !compacted) {
+    if let Some(next) = later.first().filter(|_| !gaps_legal) {
         records += u64::try_from(next.summary.base_offset - cut_offset).unwrap_or(0);
         end_offset = next.summary.base_offset;
     }

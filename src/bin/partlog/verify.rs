@@ -38,9 +38,11 @@ pub struct VerifyArgs {
     #[arg(value_name = "DIR")]
     pub dir: PathBuf,
 
-    /// The log's `cleanup.policy` (Kafka's syntax: delete, compact, or compact,delete). In a
-    /// compacted log offset gaps are legal; in any other, a gap between segments is a lost tail
-    /// or corruption. By default, the log's stored cleanup.policy (partlog.properties), else
+    /// The log's `cleanup.policy` (Kafka's syntax: delete, compact, or compact,delete). Offset
+    /// gaps between segments are legal where it includes compact, or where partlog.checkpoint
+    /// says the log's records were compacted (a compaction pass or a follower's roll past a
+    /// gap records that); in any other log, a gap between segments is a lost tail or
+    /// corruption. By default, the log's stored cleanup.policy (partlog.properties), else
     /// delete.
     #[arg(long, value_name = "POLICY")]
     pub cleanup_policy: Option<String>,
