@@ -80,6 +80,17 @@ pub fn segment_file_path(dir: &Path, base_offset: i64, kind: SegmentFileKind) ->
     dir.join(segment_file_name(base_offset, kind))
 }
 
+/// The path of a segment file on its way in or out: its name with a transient `suffix`
+/// ([`CLEANED_SUFFIX`], [`SWAP_SUFFIX`], [`DELETED_SUFFIX`]) appended.
+pub(crate) fn transient_segment_file_path(
+    dir: &Path,
+    base_offset: i64,
+    kind: SegmentFileKind,
+    suffix: &str,
+) -> PathBuf {
+    dir.join(format!("{}{suffix}", segment_file_name(base_offset, kind)))
+}
+
 /// The base offsets of the `.log` files in `dir`, sorted, leaving out every transient file
 /// (`.cleaned`, `.swap`, `.deleted`). A live read-only log re-lists its writer's directory with
 /// this, and the tool finds the segments to dump and count.

@@ -16,6 +16,7 @@ mod walker;
 
 pub(crate) use append::AppendBytes;
 pub(crate) use epochs::{FrameEpoch, RisingEpochs};
+pub(crate) use files::transient_segment_file_path;
 pub use files::{
     CLEANED_SUFFIX, DELETED_SUFFIX, SWAP_SUFFIX, SegmentFileKind, SegmentFileName, TransientSuffix,
     list_segment_bases, parse_segment_file_name, rename_segment_files, segment_file_name,

@@ -218,7 +218,8 @@ pub fn verify_dir(dir: impl AsRef<Path>, config: &LogConfig) -> Result<VerifyRep
     let lock = lock_dir_shared(&*storage, dir)?;
     let mut findings = Vec::new();
     let record = read_checkpoint(&storage, dir, &mut findings)?;
-    let bases = list_segments(&*storage, dir, &mut findings)?;
+    let listing = list_segments(&*storage, dir, &mut findings)?;
+    let bases = listing.bases;
     let Some(&first_base) = bases.first() else {
         return Err(Error::InvalidArgument {
             why: format!("{} holds no log segments", dir.display()),
@@ -237,6 +238,7 @@ pub fn verify_dir(dir: impl AsRef<Path>, config: &LogConfig) -> Result<VerifyRep
         &storage,
         dir,
         &walks,
+        &listing.txn_index_swaps,
         grading.first_rescanned,
         grading.clean_shutdown,
         &mut findings,

@@ -9,7 +9,9 @@ use super::walk::SegmentWalk;
 use super::{Finding, Severity};
 use crate::error::{Error, Result};
 use crate::log::producer_state::snapshot_file::{list_snapshots, read_snapshot, snapshot_path};
-use crate::segment::{SegmentFileKind, TransactionIndex, segment_file_path};
+use crate::segment::{
+    SWAP_SUFFIX, SegmentFileKind, TransactionIndex, segment_file_path, transient_segment_file_path,
+};
 use crate::storage::Storage;
 
 /// Checks the `.txnindex` of every walked segment against its `.log`, and every `.snapshot`.
@@ -21,6 +23,11 @@ use crate::storage::Storage;
 /// segment, which rebuilds the index), and corruption elsewhere: the index is derived from the
 /// `.log`, and a repair rebuilds it.
 ///
+/// A segment in `txn_index_swaps` is checked against its `<base>.txnindex.swap`, which a
+/// compaction swap interrupted after renaming the cleaned `.log` in left for the next writable
+/// open to rename to `<base>.txnindex` (Kafka's loader renames a leftover `.swap` index in the
+/// same way): that file, not the `.txnindex` a crash left missing, is the segment's index.
+///
 /// A bad snapshot is crash state unless the last close was clean (`clean_shutdown`): a roll
 /// writes its snapshot in place and the flusher fsyncs it later, as Kafka's roll does, so a
 /// crash can leave one torn or empty; close syncs them all. Either way the next writable open
@@ -29,13 +36,21 @@ pub(super) fn check_producer_state_files(
     storage: &Arc<dyn Storage>,
     dir: &Path,
     walks: &[SegmentWalk],
+    txn_index_swaps: &[i64],
     first_rescanned: usize,
     clean_shutdown: bool,
     findings: &mut Vec<Finding>,
 ) -> Result<()> {
     for (i, walk) in walks.iter().enumerate() {
         let base = walk.summary.base_offset;
+        // Findings name the `.txnindex` in either case: a repair rebuilds it under that name
+        // (after its open has renamed the `.swap` in).
         let path = segment_file_path(dir, base, SegmentFileKind::TxnIndex);
+        let read_from = if txn_index_swaps.binary_search(&base).is_ok() {
+            transient_segment_file_path(dir, base, SegmentFileKind::TxnIndex, SWAP_SUFFIX)
+        } else {
+            path.clone()
+        };
         let (severity, why) = if i >= first_rescanned {
             (
                 Severity::CrashState,
@@ -48,7 +63,12 @@ pub(super) fn check_producer_state_files(
                  without changing the .log",
             )
         };
-        for (position, what) in txn_index_problems(storage, &path, walk)? {
+        for (position, what) in txn_index_problems(storage, &read_from, walk)? {
+            let what = if read_from == path {
+                what
+            } else {
+                format!("{what} (read from {})", read_from.display())
+            };
             findings.push(Finding {
                 severity,
                 file: path.clone(),

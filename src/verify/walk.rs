@@ -15,7 +15,7 @@ use crate::format::{
 };
 use crate::log::LogConfig;
 use crate::segment::{
-    SegmentFileKind, TransientSuffix, parse_segment_file_name, segment_file_path,
+    SegmentFileKind, SegmentFileName, TransientSuffix, parse_segment_file_name, segment_file_path,
 };
 use crate::storage::{OpenMode, Storage, StorageFile};
 
@@ -25,20 +25,40 @@ use super::{Finding, SegmentSummary, Severity};
 /// How many bytes of a `.log` file are read at once while walking it.
 const READ_CHUNK: usize = 1 << 20;
 
+/// The segments [`list_segments`] found.
+#[derive(Debug)]
+pub(super) struct SegmentListing {
+    /// The base offsets of the `.log` files, in order.
+    pub(super) bases: Vec<i64>,
+    /// The bases whose `<base>.txnindex.swap` an interrupted compaction swap left after its
+    /// `.log` was swapped in (no `<base>.log.swap` is left): the next writable open renames it
+    /// to `<base>.txnindex` (`complete_swaps`), so it is the segment's index to check. Sorted.
+    pub(super) txn_index_swaps: Vec<i64>,
+}
+
 /// Lists the segments' base offsets, in order, and notes leftover files.
 pub(super) fn list_segments(
     storage: &dyn Storage,
     dir: &Path,
     findings: &mut Vec<Finding>,
-) -> Result<Vec<i64>> {
+) -> Result<SegmentListing> {
     let mut names = storage.list(dir)?;
     names.sort();
+    let parsed: Vec<(&String, SegmentFileName)> = names
+        .iter()
+        .filter_map(|name| Some((name, parse_segment_file_name(name)?)))
+        .collect();
+    let log_swaps: Vec<i64> = parsed
+        .iter()
+        .filter(|(_, p)| {
+            p.transient == Some(TransientSuffix::Swap) && p.kind == SegmentFileKind::Log
+        })
+        .map(|(_, p)| p.base_offset)
+        .collect();
     let mut bases = Vec::new();
     let mut indexes = Vec::new();
-    for name in &names {
-        let Some(parsed) = parse_segment_file_name(name) else {
-            continue;
-        };
+    let mut txn_index_swaps = Vec::new();
+    for &(name, parsed) in &parsed {
         let what = match (parsed.transient, parsed.kind) {
             (None, SegmentFileKind::Log) => {
                 bases.push(parsed.base_offset);
@@ -54,9 +74,25 @@ pub(super) fn list_segments(
             (Some(TransientSuffix::Cleaned), _) => {
                 "a leftover of an interrupted compaction; the next writable open removes it"
             }
+            (Some(TransientSuffix::Swap), SegmentFileKind::Log) => {
+                "an interrupted compaction swap: the next writable open completes it, replacing \
+                 the segments it covers (a read-only open refuses the log until then); this \
+                 check walks the segments as they are"
+            }
+            (Some(TransientSuffix::Swap), SegmentFileKind::TxnIndex)
+                if log_swaps.binary_search(&parsed.base_offset).is_err() =>
+            {
+                txn_index_swaps.push(parsed.base_offset);
+                "the compacted segment's aborted-transaction index, left by a compaction swap \
+                 interrupted after its .log was renamed in: the next writable open renames it \
+                 to .txnindex, and this check reads it as the segment's .txnindex"
+            }
+            (Some(TransientSuffix::Swap), SegmentFileKind::TxnIndex) => {
+                "the compacted segment's aborted-transaction index: the next writable open \
+                 renames it in with its .log.swap"
+            }
             (Some(TransientSuffix::Swap), _) => {
-                "an unfinished compaction swap, which this version of partlog cannot complete: \
-                 it will refuse to open the log for writing"
+                "a leftover of an interrupted compaction swap; the next writable open removes it"
             }
         };
         findings.push(Finding {
@@ -67,6 +103,7 @@ pub(super) fn list_segments(
         });
     }
     bases.sort_unstable();
+    txn_index_swaps.sort_unstable();
     for (name, base) in indexes {
         if bases.binary_search(&base).is_err() {
             findings.push(Finding {
@@ -77,7 +114,10 @@ pub(super) fn list_segments(
             });
         }
     }
-    Ok(bases)
+    Ok(SegmentListing {
+        bases,
+        txn_index_swaps,
+    })
 }
 
 /// The first bytes of a segment that are not a valid batch.

@@ -128,7 +128,7 @@ use crate::sync::Mutex;
 
 use crate::error::{Error, Result};
 use crate::format::{AnyBatchIter, Batch};
-use crate::segment::{Segment, SegmentFileKind, segment_file_name};
+use crate::segment::{Segment, SegmentFileKind};
 use crate::storage::Storage;
 
 use super::{Log, Shared};
@@ -684,10 +684,7 @@ fn for_each_batch(
 }
 
 fn transient_log_path(dir: &Path, base_offset: i64, suffix: &str) -> PathBuf {
-    dir.join(format!(
-        "{}{suffix}",
-        segment_file_name(base_offset, SegmentFileKind::Log)
-    ))
+    crate::segment::transient_segment_file_path(dir, base_offset, SegmentFileKind::Log, suffix)
 }
 
 fn remove_quietly(storage: &dyn Storage, path: &Path) {

@@ -12,7 +12,7 @@ use crate::error::Result;
 use crate::segment::{BatchWalker, Step};
 use crate::segment::{
     CLEANED_SUFFIX, DELETED_SUFFIX, SWAP_SUFFIX, SegmentFileKind, TransientSuffix,
-    parse_segment_file_name, rename_segment_files, segment_file_name, segment_file_path,
+    parse_segment_file_name, rename_segment_files, segment_file_path,
 };
 use crate::storage::{OpenMode, Storage};
 
@@ -278,10 +278,7 @@ pub(crate) fn complete_swaps(
 
 /// `<base>.txnindex<suffix>`: the cleaned segment's aborted-transaction index on its way in.
 pub(super) fn transient_txn_index_path(dir: &Path, base_offset: i64, suffix: &str) -> PathBuf {
-    dir.join(format!(
-        "{}{suffix}",
-        segment_file_name(base_offset, SegmentFileKind::TxnIndex)
-    ))
+    crate::segment::transient_segment_file_path(dir, base_offset, SegmentFileKind::TxnIndex, suffix)
 }
 
 /// The offset after the last batch of a `.swap` file (its base when it has none). The file was
@@ -303,6 +300,7 @@ fn swap_next_offset(storage: &Arc<dyn Storage>, path: &Path, base: i64) -> Resul
 mod txn_index_swap_tests {
     use super::*;
     use crate::format::{BatchBuilder, Compression};
+    use crate::segment::segment_file_name;
     use crate::storage::OsStorage;
 
     fn os() -> Arc<dyn Storage> {
