@@ -12,6 +12,21 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// Everything that can go wrong in partlog.
 ///
 /// Messages are lowercase and specific, so that they can be shown to a user as they are.
+///
+/// # What each error means to a caller
+///
+/// | error | what happened | what the caller does |
+/// | --- | --- | --- |
+/// | [`Io`](Error::Io) | the OS failed a call; a write that returned it published nothing (or, if even its cut-back failed, the log is poisoned) | retry, or surface it; `kind()` tells ENOSPC from EIO |
+/// | [`Corrupt`](Error::Corrupt) | bytes on disk fail a check, or offsets are missing between two segments of a log that is not compacted ([`Corruption::MissingOffsets`]), and no concurrent truncation explains it | stop; `partlog verify`, or reopen with [`RecoveryMode::TruncateAtCorruption`](crate::RecoveryMode::TruncateAtCorruption) |
+/// | [`Truncated`](Error::Truncated) | a truncation removed the offset read or waited for; offsets from `at` may hold other records now | re-read from below `at`; send an unacknowledged record again |
+/// | [`OffsetOutOfRange`](Error::OffsetOutOfRange) | the offset is below the log start (retention, `delete_records_before`) or above the log end with no truncation to blame | reset the position (Kafka's `auto.offset.reset`) |
+/// | [`Poisoned`](Error::Poisoned) | an earlier fsync failed; nothing above the durable offset is vouched for | reopen the log, which recovers from what the disk holds |
+/// | [`Closed`](Error::Closed) | `close()` ran, or the producer closed | stop |
+/// | [`Locked`](Error::Locked) | another process or handle holds the directory | wait, or open read-only |
+/// | [`InvalidBatch`](Error::InvalidBatch), [`RecordTooLarge`](Error::RecordTooLarge), [`InvalidTimestamp`](Error::InvalidTimestamp), [`UnsupportedCompression`](Error::UnsupportedCompression), [`InvalidArgument`](Error::InvalidArgument), [`InvalidConfig`](Error::InvalidConfig), [`Unsupported`](Error::Unsupported) | the caller's input was refused; nothing changed | fix the input |
+/// | [`BufferExhausted`](Error::BufferExhausted) | a [`Producer`](crate::Producer)'s `buffer.memory` stayed full for `max.block.ms` | slow down, or raise the limits |
+/// | the variants with a Kafka error code ([`kafka_code`](Error::kafka_code)) | what a Kafka broker refuses with that code | what a Kafka client does |
 #[non_exhaustive]
 #[derive(Debug, thiserror::Error)]
 pub enum Error {

@@ -419,7 +419,8 @@ impl Segment {
     /// This is how recovery opens the segments above the recovery point.
     ///
     /// With `read_only`, nothing is written: the `.log` opens read-only and the indexes are
-    /// rebuilt in memory only (ARCHITECTURE.md §3, invariant 22).
+    /// rebuilt in memory only.
+    // ARCHITECTURE.md §3, invariant 22.
     pub fn open_for_recovery(
         storage: &Arc<dyn Storage>,
         dir: &Path,

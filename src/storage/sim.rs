@@ -15,8 +15,8 @@
 //! - **Directories** have *durable entries* (as of the last `sync_dir` of that directory) and
 //!   the ordered list of entry changes since: creates, renames and removes (and the directories
 //!   `create_dir_all` makes, which need a `sync_dir` of their parent like any other entry).
-//!   Unlike these, `set_len` is file state (ARCHITECTURE.md §10), made durable by the file's own
-//!   sync, because that is what `fdatasync` persists.
+//!   Unlike these, `set_len` is file state, made durable by the file's own sync, because that
+//!   is what `fdatasync` persists.
 //!
 //! # A crash
 //!
