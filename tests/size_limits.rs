@@ -28,7 +28,7 @@ use proc_macro2::{Delimiter, Spacing, TokenStream, TokenTree};
 const FILE_LINES: usize = 1_000;
 /// The files with a tighter limit: they stay under 800 lines before their tests.
 const TIGHT_FILES: [(&str, usize); 2] =
-    [("src/log/mod.rs", 799), ("src/segment/log_segment.rs", 799)];
+    [("src/log/mod.rs", 800), ("src/segment/log_segment.rs", 800)];
 /// No function is longer.
 const FUNCTION_LINES: usize = 150;
 /// The documents and the bytes they may hold.
@@ -285,13 +285,18 @@ fn measured_sources() -> Vec<(String, Source)> {
 fn the_size_limits_hold() {
     let mut offenders = Vec::new();
     for (name, source) in measured_sources() {
-        let limit = TIGHT_FILES
-            .iter()
-            .find(|(tight, _)| *tight == name)
-            .map_or(FILE_LINES, |&(_, most)| most);
-        if source.lines_before_tests > limit {
+        let tight = TIGHT_FILES.iter().find(|(tight, _)| *tight == name);
+        let over = match tight {
+            Some(&(_, under)) => {
+                (source.lines_before_tests >= under).then(|| format!("under {under}"))
+            }
+            None => {
+                (source.lines_before_tests > FILE_LINES).then(|| format!("at most {FILE_LINES}"))
+            }
+        };
+        if let Some(limit) = over {
             offenders.push(format!(
-                "{name}: {} lines before its tests (at most {limit})",
+                "{name}: {} lines before its tests ({limit})",
                 source.lines_before_tests
             ));
         }
