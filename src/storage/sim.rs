@@ -106,6 +106,9 @@
 
 mod crash;
 mod fault;
+mod file_ops;
+mod locks;
+mod node;
 mod observe;
 mod path;
 mod rng;
@@ -119,11 +122,13 @@ use crate::sync::Mutex;
 
 pub use crash::{CrashConfig, CrashMode, CrashReport, SECTOR_SIZE};
 pub use fault::{FaultError, FaultId, FaultOp, FaultRule};
+pub use node::PAGE_SIZE;
 pub use observe::{PathStats, SimEvent, SimFileState, SimSnapshot, SimStats};
-pub use state::PAGE_SIZE;
 
+use self::file_ops::Handle;
+use self::node::NodeId;
 use self::path::SimPath;
-use self::state::{FsState, Handle, NodeId};
+use self::state::FsState;
 use super::{
     Advice, CanonicalPath, FileId, FileLock, LockMode, Metadata, OpenMode, ReadMapping, Storage,
     StorageFile,
@@ -497,7 +502,7 @@ impl StorageFile for SimFile {
     }
 
     fn file_id(&self) -> Result<Option<FileId>> {
-        Ok(Some(state::sim_file_id(self.node)))
+        Ok(Some(node::sim_file_id(self.node)))
     }
 
     fn set_len(&self, len: u64) -> Result<()> {
