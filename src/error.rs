@@ -12,6 +12,21 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// Everything that can go wrong in partlog.
 ///
 /// Messages are lowercase and specific, so that they can be shown to a user as they are.
+///
+/// # What each error means to a caller
+///
+/// | error | what happened | what the caller does |
+/// | --- | --- | --- |
+/// | [`Io`](Error::Io) | the OS failed a call; a write that returned it published nothing (or, if even its cut-back failed, the log is poisoned) | retry, or surface it; `kind()` tells ENOSPC from EIO |
+/// | [`Corrupt`](Error::Corrupt) | bytes on disk fail a check, or offsets are missing between two segments of a log that is not compacted ([`Corruption::MissingOffsets`]), and no concurrent truncation explains it | stop; `partlog verify`, or reopen with [`RecoveryMode::TruncateAtCorruption`](crate::RecoveryMode::TruncateAtCorruption) |
+/// | [`Truncated`](Error::Truncated) | a truncation removed the offset read or waited for; offsets from `at` may hold other records now | re-read from below `at`; send an unacknowledged record again |
+/// | [`OffsetOutOfRange`](Error::OffsetOutOfRange) | the offset is below the log start (retention, `delete_records_before`) or above the log end with no truncation to blame | reset the position (Kafka's `auto.offset.reset`) |
+/// | [`Poisoned`](Error::Poisoned) | an earlier fsync failed; nothing above the durable offset is vouched for | reopen the log, which recovers from what the disk holds |
+/// | [`Closed`](Error::Closed) | `close()` ran, or the producer closed | stop |
+/// | [`Locked`](Error::Locked) | another process or handle holds the directory | wait, or open read-only |
+/// | [`InvalidBatch`](Error::InvalidBatch), [`RecordTooLarge`](Error::RecordTooLarge), [`InvalidTimestamp`](Error::InvalidTimestamp), [`UnsupportedCompression`](Error::UnsupportedCompression), [`InvalidArgument`](Error::InvalidArgument), [`InvalidConfig`](Error::InvalidConfig), [`Unsupported`](Error::Unsupported) | the caller's input was refused; nothing changed | fix the input |
+/// | [`BufferExhausted`](Error::BufferExhausted) | a [`Producer`](crate::Producer)'s `buffer.memory` stayed full for `max.block.ms` | slow down, or raise the limits |
+/// | the variants with a Kafka error code ([`kafka_code`](Error::kafka_code)) | what a Kafka broker refuses with that code | what a Kafka client does |
 #[non_exhaustive]
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -489,6 +504,15 @@ fn codec_hint(codec: u8) -> &'static str {
     }
 }
 
+/// A copy of an I/O error (which does not clone): its OS error code, or else its kind and
+/// message.
+fn duplicate_io_error(source: &std::io::Error) -> std::io::Error {
+    match source.raw_os_error() {
+        Some(code) => std::io::Error::from_raw_os_error(code),
+        None => std::io::Error::new(source.kind(), source.to_string()),
+    }
+}
+
 impl Error {
     /// Wraps an `std::io::Error` with the path it concerns.
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
@@ -502,159 +526,51 @@ impl Error {
     /// batch that failed). An I/O error's copy keeps its kind, OS error code and message, but
     /// not its source chain.
     pub(crate) fn duplicate(&self) -> Error {
-        match self {
-            Error::Io { path, source } => Error::Io {
-                path: path.clone(),
-                source: match source.raw_os_error() {
-                    Some(code) => std::io::Error::from_raw_os_error(code),
-                    None => std::io::Error::new(source.kind(), source.to_string()),
-                },
-            },
-            Error::Corrupt {
-                file,
-                position,
-                what,
-            } => Error::Corrupt {
-                file: file.clone(),
-                position: *position,
-                what: what.clone(),
-            },
-            Error::DamagedWithoutCheckpoint {
-                file,
-                position,
-                what,
-                discarded,
-            } => Error::DamagedWithoutCheckpoint {
-                file: file.clone(),
-                position: *position,
-                what: what.clone(),
-                discarded: discarded.clone(),
-            },
-            Error::InvalidBatch { what } => Error::InvalidBatch { what: what.clone() },
-            Error::OffsetOutOfRange {
-                requested,
-                start,
-                end,
-            } => Error::OffsetOutOfRange {
-                requested: *requested,
-                start: *start,
-                end: *end,
-            },
-            Error::RecordTooLarge { size, max, limit } => Error::RecordTooLarge {
-                size: *size,
-                max: *max,
-                limit,
-            },
-            Error::InvalidTimestamp { timestamp, why } => Error::InvalidTimestamp {
-                timestamp: *timestamp,
-                why: why.clone(),
-            },
-            Error::UnsupportedCompression { codec } => {
-                Error::UnsupportedCompression { codec: *codec }
-            }
-            Error::InvalidConfig { setting, why } => Error::InvalidConfig {
-                setting,
-                why: why.clone(),
-            },
-            Error::Locked {
-                path,
-                in_this_process,
-            } => Error::Locked {
-                path: path.clone(),
-                in_this_process: *in_this_process,
-            },
-            Error::Poisoned => Error::Poisoned,
-            Error::Truncated { at } => Error::Truncated { at: *at },
-            Error::Closed => Error::Closed,
-            Error::Unsupported { what } => Error::Unsupported { what: what.clone() },
-            Error::InvalidArgument { why } => Error::InvalidArgument { why: why.clone() },
-            Error::BufferExhausted {
-                buffer_memory,
-                max_block_ms,
-            } => Error::BufferExhausted {
-                buffer_memory: *buffer_memory,
-                max_block_ms: *max_block_ms,
-            },
-            Error::OutOfOrderSequence {
-                producer_id,
-                expected,
-                found,
-            } => Error::OutOfOrderSequence {
-                producer_id: *producer_id,
-                expected: *expected,
-                found: *found,
-            },
-            Error::InvalidProducerEpoch {
-                producer_id,
-                current,
-                found,
-            } => Error::InvalidProducerEpoch {
-                producer_id: *producer_id,
-                current: *current,
-                found: *found,
-            },
-            Error::InvalidTxnState {
-                producer_id,
-                reason,
-            } => Error::InvalidTxnState {
-                producer_id: *producer_id,
-                reason: reason.clone(),
-            },
-            Error::TransactionCoordinatorFenced {
-                producer_id,
-                current,
-                found,
-            } => Error::TransactionCoordinatorFenced {
-                producer_id: *producer_id,
-                current: *current,
-                found: *found,
-            },
-            Error::NotLeaderOrFollower { why } => Error::NotLeaderOrFollower { why: why.clone() },
-            Error::RequestTimedOut { timeout_ms, what } => Error::RequestTimedOut {
-                timeout_ms: *timeout_ms,
-                what: what.clone(),
-            },
-            Error::NotEnoughReplicas { in_sync, required } => Error::NotEnoughReplicas {
-                in_sync: *in_sync,
-                required: *required,
-            },
-            Error::NotEnoughReplicasAfterAppend { in_sync, required } => {
-                Error::NotEnoughReplicasAfterAppend {
-                    in_sync: *in_sync,
-                    required: *required,
+        // Every variant but `Io` holds fields that clone. The generated match is exhaustive: a
+        // new variant must be listed here.
+        macro_rules! copy_fields {
+            ($error:expr; $($variant:ident { $($field:ident),* }),* $(,)?) => {
+                match $error {
+                    Error::Io { path, source } => Error::Io {
+                        path: path.clone(),
+                        source: duplicate_io_error(source),
+                    },
+                    $(Error::$variant { $($field),* } => Error::$variant {
+                        $($field: Clone::clone($field)),*
+                    },)*
                 }
-            }
-            Error::FencedLeaderEpoch { current, found } => Error::FencedLeaderEpoch {
-                current: *current,
-                found: *found,
-            },
-            Error::UnknownLeaderEpoch { current, found } => Error::UnknownLeaderEpoch {
-                current: *current,
-                found: *found,
-            },
-            Error::UncleanLeaderElection { replica, isr, elr } => Error::UncleanLeaderElection {
-                replica: *replica,
-                isr: isr.clone(),
-                elr: elr.clone(),
-            },
-            Error::MissingFile { path, why } => Error::MissingFile {
-                path: path.clone(),
-                why: why.clone(),
-            },
-            Error::UnexpectedAppendOffset {
-                log_end_offset,
-                found,
-            } => Error::UnexpectedAppendOffset {
-                log_end_offset: *log_end_offset,
-                found: *found,
-            },
-            Error::OffsetsOutOfOrder {
-                previous_last,
-                found,
-            } => Error::OffsetsOutOfOrder {
-                previous_last: *previous_last,
-                found: *found,
-            },
+            };
+        }
+        copy_fields! { self;
+            Corrupt { file, position, what },
+            DamagedWithoutCheckpoint { file, position, what, discarded },
+            InvalidBatch { what },
+            OffsetOutOfRange { requested, start, end },
+            RecordTooLarge { size, max, limit },
+            InvalidTimestamp { timestamp, why },
+            UnsupportedCompression { codec },
+            InvalidConfig { setting, why },
+            Locked { path, in_this_process },
+            Poisoned {},
+            Truncated { at },
+            Closed {},
+            Unsupported { what },
+            InvalidArgument { why },
+            BufferExhausted { buffer_memory, max_block_ms },
+            OutOfOrderSequence { producer_id, expected, found },
+            InvalidProducerEpoch { producer_id, current, found },
+            InvalidTxnState { producer_id, reason },
+            TransactionCoordinatorFenced { producer_id, current, found },
+            NotLeaderOrFollower { why },
+            RequestTimedOut { timeout_ms, what },
+            NotEnoughReplicas { in_sync, required },
+            NotEnoughReplicasAfterAppend { in_sync, required },
+            FencedLeaderEpoch { current, found },
+            UnknownLeaderEpoch { current, found },
+            UncleanLeaderElection { replica, isr, elr },
+            MissingFile { path, why },
+            UnexpectedAppendOffset { log_end_offset, found },
+            OffsetsOutOfOrder { previous_last, found },
         }
     }
 
@@ -716,9 +632,9 @@ mod tests {
         Error::io("/x", std::io::Error::other("disk"))
     }
 
-    #[test]
-    fn kafka_code_matches_kafkas_errors_enum() {
-        let cases: Vec<(Error, Option<i16>)> = vec![
+    /// The errors about bytes, files and settings, with Kafka's codes.
+    fn data_and_storage_cases() -> Vec<(Error, Option<i16>)> {
+        vec![
             (
                 Error::OffsetOutOfRange {
                     requested: 5,
@@ -764,6 +680,22 @@ mod tests {
                 Some(40),
             ),
             (
+                Error::MissingFile {
+                    path: "/x".into(),
+                    why: "x".into(),
+                },
+                Some(56),
+            ),
+            (io_error(), Some(56)),
+            (Error::Poisoned, Some(56)),
+            (Error::UnsupportedCompression { codec: 2 }, Some(76)),
+        ]
+    }
+
+    /// The producer-state errors, with Kafka's codes.
+    fn producer_cases() -> Vec<(Error, Option<i16>)> {
+        vec![
+            (
                 Error::OutOfOrderSequence {
                     producer_id: 1,
                     expected: 2,
@@ -794,6 +726,12 @@ mod tests {
                 },
                 Some(52),
             ),
+        ]
+    }
+
+    /// The replication errors, with Kafka's codes where Kafka has one.
+    fn replication_cases() -> Vec<(Error, Option<i16>)> {
+        vec![
             (
                 Error::NotLeaderOrFollower {
                     why: "follower".into(),
@@ -857,16 +795,12 @@ mod tests {
                 },
                 Some(83),
             ),
-            (
-                Error::MissingFile {
-                    path: "/x".into(),
-                    why: "x".into(),
-                },
-                Some(56),
-            ),
-            (io_error(), Some(56)),
-            (Error::Poisoned, Some(56)),
-            (Error::UnsupportedCompression { codec: 2 }, Some(76)),
+        ]
+    }
+
+    /// The errors of partlog's own API, which Kafka has no code for.
+    fn cases_without_a_kafka_code() -> Vec<(Error, Option<i16>)> {
+        vec![
             (
                 Error::Locked {
                     path: "/x".into(),
@@ -885,8 +819,18 @@ mod tests {
                 },
                 None,
             ),
+        ]
+    }
+
+    #[test]
+    fn kafka_code_matches_kafkas_errors_enum() {
+        let cases = [
+            data_and_storage_cases(),
+            producer_cases(),
+            replication_cases(),
+            cases_without_a_kafka_code(),
         ];
-        for (error, code) in cases {
+        for (error, code) in cases.into_iter().flatten() {
             assert_eq!(error.kafka_code(), code, "{error}");
             // A copy delivered to another waiter keeps the code.
             assert_eq!(error.duplicate().kafka_code(), code, "{error}");

@@ -77,7 +77,7 @@
 //! | [`LogConfig`], [`LogConfigBuilder`] | every setting, under its Kafka name with Kafka's default; [`CleanupPolicy`], [`CompressionType`], [`RecoveryMode`] |
 //! | [`FlushPolicy`] | when appends are fsynced without being asked (Kafka's `flush.messages` / `flush.ms`); the default leaves it to the OS, as Kafka does |
 //! | [`ReadBound`], [`ReadEnd`] | how far a read may go: [`LogEnd`](ReadBound::LogEnd), only what is [`Durable`](ReadBound::Durable), or below the [`HighWatermark`](ReadBound::HighWatermark); where [`Log::records_until`] stops: an offset or a timestamp |
-//! | replication hooks on [`Log`], [`EpochEntry`] | what a replication layer drives (ARCHITECTURE.md §11): [`become_leader`](Log::become_leader) / [`become_follower`](Log::become_follower), [`append_as_follower`](Log::append_as_follower), [`truncate_fully_and_start_at`](Log::truncate_fully_and_start_at), [`set_high_watermark`](Log::set_high_watermark) / [`high_watermark`](Log::high_watermark), and the leader-epoch cache ([`end_offset_for_epoch`](Log::end_offset_for_epoch), [`leader_epoch_entries`](Log::leader_epoch_entries)) |
+//! | replication hooks on [`Log`], [`EpochEntry`] | what a replication layer such as [`replica`] drives: [`become_leader`](Log::become_leader) / [`become_follower`](Log::become_follower), [`append_as_follower`](Log::append_as_follower), [`truncate_fully_and_start_at`](Log::truncate_fully_and_start_at), [`set_high_watermark`](Log::set_high_watermark) / [`high_watermark`](Log::high_watermark), and the leader-epoch cache ([`end_offset_for_epoch`](Log::end_offset_for_epoch), [`leader_epoch_entries`](Log::leader_epoch_entries)) |
 //! | [`FetchData`], [`FetchBatches`] | what [`Log::read`] returns: whole, CRC-checked batches, with their segment pinned |
 //! | [`LogRecord`], [`LogRecords`], [`LogTail`] | owned records, the iterator of [`Log::records`] across segments, and the one of [`Log::tail`], which waits for new records; with feature `stream`, `LogTailStream` ([`Log::tail_stream`](Log)) is the same as an async `Stream` |
 //! | [`ConsumerPosition`] | a consumer's committed position, kept durably in a file of its own |
@@ -100,8 +100,8 @@
 //! **Durability in one paragraph.** [`Log::append`] returns once its batch is in the file and
 //! visible to readers: it then survives a crash of the process. It survives a crash of the
 //! machine once [`Log::durable_offset`] has passed it, which [`Log::wait_durable`] (acks=all)
-//! or [`FlushPolicy::EveryAppend`] bring about with one shared fsync (group commit). The
-//! README maps Kafka's `acks` to these calls.
+//! or [`FlushPolicy::EveryAppend`] bring about with one shared fsync (group commit).
+//! [`Producer`]'s docs map Kafka's `acks` to these calls.
 //!
 //! **Which calls block.** `append` blocks on the write (and on the fsync under `EveryAppend`);
 //! `wait_durable` and [`Log::wait_for_data`] block until their condition holds, as does the
@@ -111,8 +111,24 @@
 //! futures ([`SendHandle`], [`Log::durable`], [`Log::data_available`]) never block: they need
 //! no runtime and wake through the task's `Waker`.
 //!
-//! The file formats, byte by byte, are in `FORMAT.md`; the code map, the data flow and the
-//! lock order in `ARCHITECTURE.md`.
+//! # Files in a log directory
+//!
+//! Every name is Kafka's where Kafka has the file; `<base>` is a segment's first offset in 20
+//! digits. A backup copies the whole directory and must keep the files' mtimes: a sealed
+//! segment's `.log` mtime is its append time, which time retention reads.
+//!
+//! | file | what it holds |
+//! | --- | --- |
+//! | `<base>.log` | the segment's record batches, RecordBatch v2 ([`BatchHeader`]), or legacy messages (read only) |
+//! | `<base>.index`, `<base>.timeindex` | Kafka's sparse offset and time indexes ([`unstable::OffsetIndex`], [`unstable::TimeIndex`]): derived data, rebuilt from the `.log` when wrong |
+//! | `<base>.txnindex` | the aborted transactions whose ABORT marker lies in the segment ([`AbortedTxn`], [`unstable::TransactionIndex`]) |
+//! | `<offset>.snapshot` | the producer state at an offset ([`unstable::producer_snapshot`]) |
+//! | `leader-epoch-checkpoint` | which leader epoch began at which offset ([`unstable::leader_epoch`]) |
+//! | `partlog.checkpoint` | the recovery point, the log start offset and the clean-shutdown record ([`unstable::checkpoint`]) |
+//! | `partlog.cleaner-checkpoint` | compaction's first dirty offset ([`Log::compact`]) |
+//! | `partlog.properties` | the per-log settings stored with the log ([`LogConfig`], [`unstable::read_stored_settings`]) |
+//! | `partlog.lock` | locked by the writer (exclusive) and by read-only opens (shared); empty |
+//! | `*.deleted`, `*.cleaned`, `*.swap` | files on their way out (waiting for readers) or in (compaction); an open completes or removes them |
 
 mod clock;
 mod error;
@@ -182,14 +198,14 @@ pub mod unstable {
         parse_segment_file_name, segment_file_name, segment_file_path,
     };
 
-    /// Kafka's leader-epoch cache (`LeaderEpochFileCache`) and its file `leader-epoch-checkpoint`
-    /// (FORMAT.md §12).
+    /// Kafka's leader-epoch cache (`LeaderEpochFileCache`) and its file `leader-epoch-checkpoint`,
+    /// text in Kafka's `LeaderEpochCheckpointFile` layout.
     pub mod leader_epoch {
         pub use crate::log::leader_epoch::*;
     }
 
     /// Kafka's producer-state snapshot files (`<offset>.snapshot`, `ProducerSnapshot` v1): the
-    /// codec, the names, and the list of a directory's snapshots (FORMAT.md §9).
+    /// codec, the names, and the list of a directory's snapshots, byte for byte Kafka's.
     pub mod producer_snapshot {
         pub use crate::log::producer_state::snapshot_file::*;
     }

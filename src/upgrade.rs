@@ -185,7 +185,7 @@ pub struct UpgradeReport {
 
 /// Rewrites the partition directory `src` into `dst` as RecordBatch v2 in codecs partlog writes,
 /// keeping offsets (gaps included), timestamps and their type, keys, values and headers, and the
-/// segment layout (`FORMAT.md` §3.11 has every rule):
+/// segment layout:
 ///
 /// - v2 batches in none, lz4 or zstd are copied byte for byte; gzip and snappy ones are
 ///   recompressed, every other header field and the records' bytes kept;

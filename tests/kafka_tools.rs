@@ -14,6 +14,8 @@
 
 #[path = "common/kafka.rs"]
 mod kafka;
+#[path = "common/producer_state_samples.rs"]
+mod producer_state_samples;
 
 use std::path::{Path, PathBuf};
 
@@ -576,91 +578,13 @@ Non-consecutive offsets in /p/00000000000000000100.log
 
 mod producer_state_files {
     use std::collections::BTreeMap;
-    use std::path::{Path, PathBuf};
-    use std::process::Command;
-    use std::sync::Arc;
 
+    use partlog::unstable::AbortedTxn;
     use partlog::unstable::producer_snapshot::{SnapshotEntry, decode_snapshot, write_snapshot};
-    use partlog::unstable::{
-        AbortedTxn, OsStorage, SegmentFileKind, Storage, TransactionIndex, segment_file_path,
-    };
     use partlog::{Corruption, Error, Log, LogConfig, NewRecord};
 
     use super::kafka;
-
-    fn os() -> Arc<dyn Storage> {
-        Arc::new(OsStorage::new())
-    }
-
-    /// Entries that exercise every field: an open transaction, a coordinator epoch, sequences
-    /// that wrap inside the batch, no batch at all (after a marker), extreme values.
-    fn snapshot_entries() -> Vec<SnapshotEntry> {
-        vec![
-            SnapshotEntry {
-                producer_id: 0,
-                producer_epoch: 0,
-                last_sequence: 4,
-                last_offset: 10,
-                offset_delta: 4,
-                timestamp: 1_767_225_614_000,
-                coordinator_epoch: -1,
-                current_txn_first_offset: -1,
-            },
-            SnapshotEntry {
-                producer_id: 6,
-                producer_epoch: 2,
-                last_sequence: 9,
-                last_offset: 2020,
-                offset_delta: 20,
-                timestamp: 2000,
-                coordinator_epoch: 7,
-                current_txn_first_offset: 2000,
-            },
-            SnapshotEntry {
-                producer_id: 1000,
-                producer_epoch: 1,
-                last_sequence: -1,
-                last_offset: 30,
-                offset_delta: 0,
-                timestamp: -1,
-                coordinator_epoch: 3,
-                current_txn_first_offset: -1,
-            },
-            SnapshotEntry {
-                producer_id: i64::MAX,
-                producer_epoch: i16::MAX,
-                last_sequence: i32::MAX,
-                last_offset: i64::MAX - 1,
-                offset_delta: 0,
-                timestamp: i64::MAX,
-                coordinator_epoch: i32::MAX,
-                current_txn_first_offset: i64::MAX - 5,
-            },
-        ]
-    }
-
-    fn aborted_txns() -> Vec<AbortedTxn> {
-        vec![
-            AbortedTxn {
-                producer_id: 1000,
-                first_offset: 100,
-                last_offset: 106,
-                last_stable_offset: 100,
-            },
-            AbortedTxn {
-                producer_id: 1,
-                first_offset: 15,
-                last_offset: 117,
-                last_stable_offset: 118,
-            },
-            AbortedTxn {
-                producer_id: i64::MAX,
-                first_offset: 0,
-                last_offset: i64::MAX,
-                last_stable_offset: i64::MAX,
-            },
-        ]
-    }
+    use super::producer_state_samples::{aborted_txns, os, snapshot_entries, write_txn_index};
 
     /// `key: value` pairs of a DumpLogSegments line (values hold no spaces here).
     fn fields(line: &str) -> BTreeMap<String, String> {
@@ -716,16 +640,6 @@ mod producer_state_files {
     fn assert_clean_run(dump: &kafka::Output) {
         assert!(dump.status.success(), "{dump:?}");
         assert_eq!(dump.stderr, "", "{dump:?}");
-    }
-
-    fn write_txn_index(dir: &Path, base: i64) -> PathBuf {
-        let path = segment_file_path(dir, base, SegmentFileKind::TxnIndex);
-        let index = TransactionIndex::open(&os(), &path, base, true).unwrap();
-        for txn in aborted_txns() {
-            index.append(txn).unwrap();
-        }
-        index.flush().unwrap();
-        path
     }
 
     #[test]
@@ -853,41 +767,5 @@ mod producer_state_files {
             .filter(|line| line.contains("isTransactional: true"))
             .count();
         assert_eq!(transactional, 4, "every batch is transactional: {dump:?}");
-    }
-
-    /// `partlog dump --producer-state` prints both files exactly as DumpLogSegments does.
-    #[test]
-    fn partlog_dump_prints_snapshot_and_txnindex_like_kafka_dump_log_segments() {
-        let dir = tempfile::tempdir().unwrap();
-        let dir = std::path::absolute(dir.path()).unwrap();
-        let log = Log::open(&dir, LogConfig::default()).unwrap();
-        log.append(&[NewRecord::new(1_700_000_000_000, None, Some(b"v"))])
-            .unwrap();
-        log.close().unwrap();
-        drop(log);
-        let txn_index = write_txn_index(&dir, 0);
-        let snapshot = write_snapshot(&*os(), &dir, 1, &snapshot_entries()).unwrap();
-        let output = Command::new(env!("CARGO_BIN_EXE_partlog"))
-            .arg("dump")
-            .arg(&dir)
-            .arg("--producer-state")
-            .output()
-            .unwrap();
-        assert!(output.status.success(), "{output:?}");
-        let ours = String::from_utf8(output.stdout).unwrap();
-        let from = ours
-            .find("Dumping ")
-            .and_then(|first| ours[first..].find(".txnindex").map(|_| first))
-            .unwrap_or_else(|| panic!("{ours}"));
-        let ours: Vec<&str> = ours[from..]
-            .lines()
-            .skip_while(|line| !line.ends_with(".txnindex"))
-            .collect();
-        let Some(dump) = kafka::dump_log_segments(&[&txn_index, &snapshot], &[]) else {
-            return;
-        };
-        assert_clean_run(&dump);
-        let kafka: Vec<&str> = dump.stdout.lines().collect();
-        assert_eq!(ours, kafka, "{dump:?}");
     }
 }

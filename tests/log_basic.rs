@@ -161,6 +161,42 @@ fn truncate_to_is_durable_and_readers_above_it_are_told() {
     append_n(&log, 0, 3, 3);
 }
 
+/// A read above the log end is `Truncated` only where the log held the offset before a cut;
+/// past anything the log ever held it is `OffsetOutOfRange`, however long ago a truncation cut
+/// lower. The log kept the lowest cut it had ever had, so after `truncate_to(50)` from 300 and
+/// a refill to 400, a read at 1,000 said `Truncated`.
+#[test]
+fn a_read_past_anything_the_log_held_is_out_of_range_after_a_truncation() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::open(dir.path(), small_config()).unwrap();
+    append_n(&log, 0, 300, 5);
+    assert_eq!(log.truncate_to(50).unwrap(), 50);
+    append_n(&log, 50, 350, 5);
+    assert_eq!(log.log_end_offset(), 400);
+    assert!(matches!(
+        log.read(1_000, 10, ReadBound::LogEnd),
+        Err(Error::OffsetOutOfRange {
+            requested: 1_000,
+            end: 400,
+            ..
+        })
+    ));
+    // A second cut, from 400 to 100: offsets up to 400 were held before it.
+    assert_eq!(log.truncate_to(100).unwrap(), 100);
+    assert!(matches!(
+        log.read(400, 10, ReadBound::LogEnd),
+        Err(Error::Truncated { at: 100 })
+    ));
+    assert!(matches!(
+        log.read(401, 10, ReadBound::LogEnd),
+        Err(Error::OffsetOutOfRange {
+            requested: 401,
+            end: 100,
+            ..
+        })
+    ));
+}
+
 #[test]
 fn delete_records_before_moves_the_start_durably() {
     let dir = tempfile::tempdir().unwrap();

@@ -441,7 +441,7 @@ fn item7_a_delete_policy_log_compacted_by_hand_reads_and_verifies_across_its_gap
 fn item7_a_live_reader_with_the_delete_policy_reads_across_gaps_made_while_it_watches() {
     let temp = tempfile::tempdir().unwrap();
     let dir = temp.path();
-    let log = Log::open(dir, small_segments(CleanupPolicy::COMPACT)).unwrap();
+    let log = Log::open(dir, small_segments(CleanupPolicy::DELETE)).unwrap();
     append_keyed_records(&log);
     log.roll().unwrap();
     log.close().unwrap();
@@ -467,6 +467,32 @@ fn item7_a_live_reader_with_the_delete_policy_reads_across_gaps_made_while_it_wa
     assert_gaps_between_segments_of(&writer);
     assert!(reader.refresh().unwrap());
     assert_eq!(offsets_of(&reader), COMPACTED_OFFSETS);
+}
+
+/// Issue 29, item 7: a directory whose segments hold a cleaner's gaps but no partlog checkpoint
+/// (a Kafka directory of a compacted topic, opened for the first time), opened once under the
+/// compact policy and then under delete (the topic switched). The compact policy makes the
+/// gaps legal at the first open, and that open's checkpoint records the `COMPACTED` flag, so
+/// the later delete-policy opens read and verify across them instead of reporting corruption.
+#[test]
+fn item7_a_kafka_directory_opened_once_under_compact_keeps_its_gaps_legal_under_delete() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path();
+    let log = Log::open(dir, small_segments(CleanupPolicy::COMPACT)).unwrap();
+    append_keyed_records(&log);
+    log.roll().unwrap();
+    log.compact().unwrap();
+    log.close().unwrap();
+    drop(log);
+    // What Kafka's cleaner leaves: the gaps, and no partlog checkpoint.
+    std::fs::remove_file(dir.join(partlog::unstable::checkpoint::CHECKPOINT_FILE_NAME)).unwrap();
+    assert!(!checkpoint_says_compacted(dir));
+    let compact = small_segments(CleanupPolicy::COMPACT);
+    let log = Log::open(dir, compact).unwrap();
+    assert_eq!(offsets_of(&log), COMPACTED_OFFSETS, "under compact");
+    log.close().unwrap();
+    drop(log);
+    assert_a_delete_policy_open_reads_and_verifies_across_the_gaps(dir);
 }
 
 /// [`assert_gaps_between_segments`] for a log that is open: from its segment files.

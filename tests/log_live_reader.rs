@@ -1,7 +1,8 @@
 //! `Log::open_read_only` with `allow_live_writer` (ARCHITECTURE.md §5, "Reading a log another
 //! process writes"): a reader that follows a writer it does not share memory with. The writer here
-//! is another `Log` in this process (the reader shares nothing with it but the files) or, in the
-//! last test, the `partlog produce` binary in a process of its own.
+//! is another `Log` in this process (the reader shares nothing with it but the files); the
+//! `partlog produce` binary in a process of its own is the writer of
+//! crates/partlog-cli/tests/cli_live_reader.rs.
 //!
 //! Nothing is timed: waits are `wait_for_data` calls with generous timeouts, and a poll is
 //! forced with `refresh` where a test needs one now.
@@ -268,67 +269,6 @@ fn a_live_reader_of_a_closed_log_reads_it_whole() {
         values(&reader, 100, ReadBound::LogEnd),
         [(100, record(100))]
     );
-}
-
-/// The issue's test: the writer is `partlog produce` in a process of its own, acknowledging
-/// each line once it is fsynced; this process tails the log and must read every acknowledged
-/// line, in order, with nothing else in between.
-#[cfg(feature = "cli")]
-#[test]
-fn a_reader_tails_a_writer_in_another_process() {
-    use std::io::{BufRead, BufReader, Write};
-    use std::process::{Command, Stdio};
-
-    let temp = tempfile::tempdir().unwrap();
-    let dir = temp.path().join("t-0");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_partlog"))
-        .arg("produce")
-        .arg(&dir)
-        .args(["--flush", "always", "--print-offsets"])
-        .args(["--segment-bytes", "4096", "--allow-small-segments"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take();
-    let mut acks = BufReader::new(child.stdout.take().unwrap()).lines();
-    const LINES: u64 = 300;
-    // The first line creates the log; the reader opens once it is acknowledged.
-    let pipe = stdin.as_mut().unwrap();
-    writeln!(pipe, "line-0").unwrap();
-    pipe.flush().unwrap();
-    assert_eq!(acks.next().unwrap().unwrap(), "0");
-    let reader = Log::open_read_only(&dir, live_config()).unwrap();
-    let mut position = 0;
-    for n in 1..=LINES {
-        if n < LINES {
-            let pipe = stdin.as_mut().unwrap();
-            writeln!(pipe, "line-{n}").unwrap();
-            pipe.flush().unwrap();
-            assert_eq!(acks.next().unwrap().unwrap(), n.to_string());
-        } else {
-            // End of input: the producer closes the log cleanly and exits.
-            drop(stdin.take());
-        }
-        // Read whatever is there now, as a tailing consumer does.
-        while reader.wait_for_data(position, Duration::ZERO).unwrap() {
-            for r in reader.records(position, ReadBound::LogEnd) {
-                let r = r.unwrap();
-                assert_eq!(r.offset, position);
-                assert_eq!(r.value.unwrap(), format!("line-{position}").into_bytes());
-                position += 1;
-            }
-        }
-    }
-    assert!(child.wait().unwrap().success());
-    assert!(reader.wait_for_data(LINES as i64 - 1, TIMEOUT).unwrap());
-    for r in reader.records(position, ReadBound::Durable) {
-        let r = r.unwrap();
-        assert_eq!(r.value.unwrap(), format!("line-{}", r.offset).into_bytes());
-        position = r.offset + 1;
-    }
-    assert_eq!(position, LINES as i64);
-    assert!(reader.stats().segments > 2, "the writer never rolled");
 }
 
 #[test]

@@ -4,7 +4,7 @@
 //!
 //! The manager's own rules (Kafka's `ProducerStateManagerTest`) are tested in
 //! `src/log/producer_state/tests.rs`; the files, in `src/log/producer_state/snapshot_file_tests.rs`
-//! and `src/segment/txn_index_tests.rs`. Here each test goes through the log's calls.
+//! and `src/segment/txn_index/tests.rs`. Here each test goes through the log's calls.
 
 use std::path::{Path, PathBuf};
 

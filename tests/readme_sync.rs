@@ -103,10 +103,41 @@ fn the_readme_shows_the_dependency_line_on_its_first_screen() {
     );
     // Every feature it names exists.
     let manifest = include_str!("../Cargo.toml");
-    for feature in ["stream", "sim", "gzip", "snappy", "cli"] {
+    for feature in ["stream", "sim", "gzip", "snappy"] {
         assert!(first_screen.contains(&format!("`{feature}`")), "{feature}");
         assert!(manifest.contains(&format!("\n{feature} = [")), "{feature}");
     }
+}
+
+/// The tool is the workspace crate crates/partlog-cli, not a feature: the README's commands
+/// install it from there and run it at the root, where it is a default member.
+#[test]
+fn the_readme_installs_and_runs_the_tool_from_its_crate() {
+    let cli_manifest = include_str!("../crates/partlog-cli/Cargo.toml");
+    assert!(
+        cli_manifest.contains("[[bin]]\nname = \"partlog\"\n"),
+        "crates/partlog-cli builds the binary `partlog`"
+    );
+    let manifest = include_str!("../Cargo.toml");
+    let default_members = manifest
+        .lines()
+        .find(|line| line.starts_with("default-members = "))
+        .expect("the root Cargo.toml has default-members");
+    assert!(
+        default_members.contains("\"crates/partlog-cli\""),
+        "`cargo run --bin partlog` and `cargo test` at the root need the tool's crate among the \
+         default members: {default_members}"
+    );
+    for command in [
+        "cargo install --path crates/partlog-cli ",
+        "cargo run --release --bin partlog -- ",
+    ] {
+        assert!(README.contains(command), "the README shows {command:?}");
+    }
+    assert!(
+        !README.contains("--features cli") && !manifest.contains("\ncli = ["),
+        "the `cli` feature is gone: the tool is crates/partlog-cli"
+    );
 }
 
 #[test]
@@ -191,6 +222,7 @@ fn every_invariant_the_code_cites_exists() {
         root.join("src"),
         root.join("tests"),
         root.join("crates/partlog-bench/benches"),
+        root.join("crates/partlog-cli"),
     ];
     while let Some(dir) = dirs.pop() {
         for entry in std::fs::read_dir(&dir).expect("a source directory") {

@@ -413,7 +413,7 @@ fn read_header<'a>(bytes: &'a [u8], at: &mut usize) -> Result<Header<'a>, Corrup
 }
 
 #[cfg(test)]
-mod skip_tests {
+mod tests {
     use proptest::prelude::*;
 
     use super::super::varint::{write_varint, write_varlong};

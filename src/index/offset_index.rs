@@ -92,6 +92,7 @@ impl OffsetIndex {
         })
     }
 
+    // ARCHITECTURE.md §3, invariant 22.
     /// Creates an empty, writable index with no file behind it, for the segment starting at
     /// `base_offset`, holding at most `max_index_bytes / 8` entries. `path` only names the index
     /// in errors and [`path`](Self::path).
@@ -101,7 +102,7 @@ impl OffsetIndex {
     /// refuses further appends and keeps the entries in memory (nothing is ever mapped),
     /// [`make_writable`](Self::make_writable) lifts the seal, and [`rename_to`](Self::rename_to)
     /// only remembers the new path. A read-only log rebuilds an inconsistent index this way,
-    /// because it must never write or create a file (ARCHITECTURE.md §3, invariant 22).
+    /// because it must never write or create a file.
     ///
     /// Fails only with [`Error::InvalidArgument`] for a base offset outside
     /// [0, i64::MAX − i32::MAX].
@@ -275,7 +276,8 @@ impl OffsetIndex {
         self.file.reset()
     }
 
-    /// The O(1) check run when a segment is first opened (ARCHITECTURE.md §3, invariant 6), Kafka's
+    // ARCHITECTURE.md §3, invariant 6.
+    /// The O(1) check run when a segment is first opened, Kafka's
     /// `sanityCheck` plus a zero-padding probe: the file holds every counted entry; the last
     /// entry's offset is >= the base offset and its position lies inside a log of `log_size`
     /// bytes; and the last entry is above the one before it, which catches the zero padding a
@@ -350,9 +352,9 @@ impl OffsetIndex {
     }
 
     /// Allows (the default) or forbids reading the sealed file through a mapping; forbidden,
-    /// lookups use positional reads. A reader in another process than the writer forbids it
-    /// (ARCHITECTURE.md §3, invariant 17), because the writer may shrink a file it never mapped
-    /// itself.
+    /// lookups use positional reads. A reader in another process than the writer forbids it,
+    /// because the writer may shrink a file it never mapped itself, and a mapped page with no
+    /// file behind it is a SIGBUS.
     pub fn set_mapping_allowed(&self, allowed: bool) {
         self.file.set_mapping_allowed(allowed);
     }

@@ -308,9 +308,9 @@ impl TimeIndex {
     }
 
     /// Allows (the default) or forbids reading the sealed file through a mapping; forbidden,
-    /// lookups use positional reads. A reader in another process than the writer forbids it
-    /// (ARCHITECTURE.md §3, invariant 17), because the writer may shrink a file it never mapped
-    /// itself.
+    /// lookups use positional reads. A reader in another process than the writer forbids it,
+    /// because the writer may shrink a file it never mapped itself, and a mapped page with no
+    /// file behind it is a SIGBUS.
     pub fn set_mapping_allowed(&self, allowed: bool) {
         self.file.set_mapping_allowed(allowed);
     }

@@ -29,7 +29,9 @@
 //! segment and the next ([`gaps_between_segments_are_legal`]). It is set in the synced slot
 //! that records a recovery point before the first gap can exist on disk (a compaction pass,
 //! before its first swap; a follower's roll past a gap of more than `i32::MAX` offsets), and
-//! from then on every record this file writes carries it, whatever it writes. Only
+//! from then on every record this file writes carries it, whatever it writes. A writable open
+//! whose cleanup policy includes compact sets it for its next write, since its segments may
+//! hold a cleaner's gaps already (a Kafka directory opened for the first time). Only
 //! `truncate_fully_and_start_at` clears it, in its last write, once the directory holds
 //! nothing but the new empty segment.
 //!
@@ -406,6 +408,14 @@ impl CheckpointFile {
     /// Whether the records this file writes carry the `COMPACTED` flag.
     pub fn compacted(&self) -> bool {
         self.compacted
+    }
+
+    /// Sets the `COMPACTED` flag from the next record on, without a write of its own: for a log
+    /// whose cleanup policy includes compact, whose segments may already hold a cleaner's gaps
+    /// (Kafka's, in a directory opened for the first time) that the policy makes legal now and
+    /// the flag keeps legal if the policy later becomes `delete`.
+    pub(crate) fn carry_compacted(&mut self) {
+        self.compacted = true;
     }
 
     /// Clears the `COMPACTED` flag from the next record on. Only for a log that holds no gap

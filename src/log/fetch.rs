@@ -554,11 +554,8 @@ impl Log {
         let shared = &self.shared;
         let end = shared.readable_end();
         let start = self.log_start_offset();
-        if offset > end {
-            let truncated_to = shared.truncated_to.load(Ordering::Acquire);
-            if truncated_to < offset {
-                return Err(Error::Truncated { at: end });
-            }
+        if offset > end && offset <= shared.highest_cut_end.load(Ordering::Acquire) {
+            return Err(Error::Truncated { at: end });
         }
         if offset < start || offset > end {
             return Err(Error::OffsetOutOfRange {

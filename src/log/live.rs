@@ -221,7 +221,7 @@ impl Shared {
         writer.log_end_offset = new_end;
         if new_end < old_end {
             // Readers above the new end learn that it was cut, not that it is out of range.
-            self.truncated_to.fetch_min(new_end, Ordering::AcqRel);
+            self.highest_cut_end.fetch_max(old_end, Ordering::AcqRel);
         }
         self.log_start
             .store(recovered.log_start_offset, Ordering::Release);
@@ -256,9 +256,10 @@ impl Shared {
             self.log_start.store(start.min(end), Ordering::Release);
             self.commit.observe(record.recovery_point.clamp(0, end));
         }
-        if end != self.log_end.get() {
-            if end < self.log_end.get() {
-                self.truncated_to.fetch_min(end, Ordering::AcqRel);
+        let old_end = self.log_end.get();
+        if end != old_end {
+            if end < old_end {
+                self.highest_cut_end.fetch_max(old_end, Ordering::AcqRel);
             }
             self.log_end.set(end);
         }

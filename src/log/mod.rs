@@ -193,10 +193,11 @@ struct Shared {
     log_start: AtomicI64,
     commit: GroupCommit,
     closed: AtomicBool,
-    /// The lowest offset a truncation has cut the log back to since open (`i64::MAX` if none):
-    /// a read above the log end tells `Truncated` from `OffsetOutOfRange` by it. Waits ask
-    /// `truncations`, which knows each cut.
-    truncated_to: AtomicI64,
+    /// The highest log end offset a truncation has cut the log back from since open (`-1` if
+    /// none): a read above the log end at or below it asks for an offset the log held before a
+    /// cut, and gets `Truncated`; one above it asks past anything the log ever held, and gets
+    /// `OffsetOutOfRange`. Waits ask `truncations`, which knows each cut.
+    highest_cut_end: AtomicI64,
     counters: stats::Counters,
     report: RecoveryReport,
     flusher: Mutex<FlusherSignal>,
@@ -440,7 +441,7 @@ impl Log {
                 config.group_commit_max_spin,
             ),
             closed: AtomicBool::new(false),
-            truncated_to: AtomicI64::new(i64::MAX),
+            highest_cut_end: AtomicI64::new(-1),
             counters: stats::Counters::default(),
             report: recovered.report,
             flusher: Mutex::new(FlusherSignal::default()),

@@ -190,8 +190,16 @@ pub(crate) fn recover(
             true,
         )?;
     }
-    recovered.checkpoint = checkpoint;
     recovered.compacted = record.is_some_and(|r| r.compacted);
+    if config.cleanup_policy.compact
+        && let Some(file) = checkpoint.as_mut()
+    {
+        // The segments may hold a cleaner's gaps already: the next record says so, so that a
+        // later open under `delete` still reads across them (`carry_compacted`).
+        file.carry_compacted();
+        recovered.compacted = true;
+    }
+    recovered.checkpoint = checkpoint;
     Ok(recovered)
 }
 

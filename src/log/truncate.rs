@@ -223,11 +223,13 @@ impl Shared {
             .unsynced_sealed
             .retain(|s| s.base_offset() < active.base_offset());
         let new_end = active.next_offset();
+        let old_end = std::mem::replace(&mut writer.log_end_offset, new_end);
         writer.active = active;
-        writer.log_end_offset = new_end;
         self.commit.truncate(new_end);
         self.log_end.set(new_end);
-        self.truncated_to.fetch_min(new_end, Ordering::AcqRel);
+        if new_end < old_end {
+            self.highest_cut_end.fetch_max(old_end, Ordering::AcqRel);
+        }
         // Futures waiting for durability of a removed offset must look again; the durable
         // watermark only wakes them by itself if it moves down.
         self.commit.durable_watermark().wake_all();

@@ -487,82 +487,92 @@ mod tests {
             }
         }
     }
-}
 
-/// Model-checked with shuttle (`RUSTFLAGS="--cfg shuttle"`, see `crate::sync`).
-#[cfg(all(test, shuttle))]
-mod shuttle_tests {
-    use super::*;
-    use crate::error::Error;
-    use crate::sync::thread;
+    /// Model-checked with shuttle (`RUSTFLAGS="--cfg shuttle"`, see `crate::sync`).
+    #[cfg(shuttle)]
+    mod shuttle_tests {
+        use super::*;
+        use crate::error::Error;
+        use crate::sync::thread;
 
-    /// The source of the batch's error: each drop counts one free of the slot that holds it
-    /// (handles get copies of the error, not this value).
-    #[derive(Debug)]
-    struct CountsFrees(Arc<AtomicUsize>);
+        /// The source of the batch's error: each drop counts one free of the slot that holds it
+        /// (handles get copies of the error, not this value).
+        #[derive(Debug)]
+        struct CountsFrees(Arc<AtomicUsize>);
 
-    impl Drop for CountsFrees {
-        fn drop(&mut self) {
-            self.0.fetch_add(1, Ordering::SeqCst);
+        impl Drop for CountsFrees {
+            fn drop(&mut self) {
+                self.0.fetch_add(1, Ordering::SeqCst);
+            }
         }
-    }
 
-    impl fmt::Display for CountsFrees {
-        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("the batch failed")
+        impl fmt::Display for CountsFrees {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("the batch failed")
+            }
         }
-    }
 
-    impl std::error::Error for CountsFrees {}
+        impl std::error::Error for CountsFrees {}
 
-    #[test]
-    fn shuttle_slot_refs_dropped_on_many_threads_free_the_slot_once_after_the_last_drop() {
-        crate::sync::check(
-            "shuttle_slot_refs_dropped_on_many_threads_free_the_slot_once_after_the_last_drop",
-            || {
-                const THREADS: usize = 3;
-                // 3 x 43 references: three blocks of REFS_PER_BLOCK, the last one part-used, so
-                // the issuer gives back unissued references when it goes.
-                const PER_THREAD: usize = (2 * REFS_PER_BLOCK + 3) / THREADS;
-                let frees = Arc::new(AtomicUsize::new(0));
-                let mut issuer = SlotIssuer::new(BatchSlot::new(None));
-                let threads: Vec<_> = (0..THREADS)
-                    .map(|index| {
-                        let mut refs: Vec<SlotRef> =
-                            (0..PER_THREAD).map(|_| issuer.issue()).collect();
-                        let frees = Arc::clone(&frees);
-                        thread::spawn(move || {
-                            let waiter = SendHandle::queued(refs.pop().unwrap(), index as i64);
-                            // Half the references go before the outcome, half after: drops
-                            // race the completion, the issuer's drop and the other threads.
-                            let after = refs.split_off(refs.len() / 2);
-                            drop(refs);
-                            assert_eq!(frees.load(Ordering::SeqCst), 0, "freed while referenced");
-                            match waiter.wait() {
-                                Err(Error::Io { source, .. }) => {
-                                    assert_eq!(source.to_string(), "the batch failed");
+        #[test]
+        fn shuttle_slot_refs_dropped_on_many_threads_free_the_slot_once_after_the_last_drop() {
+            crate::sync::check(
+                "shuttle_slot_refs_dropped_on_many_threads_free_the_slot_once_after_the_last_drop",
+                || {
+                    const THREADS: usize = 3;
+                    // 3 x 43 references: three blocks of REFS_PER_BLOCK, the last one part-used, so
+                    // the issuer gives back unissued references when it goes.
+                    const PER_THREAD: usize = (2 * REFS_PER_BLOCK + 3) / THREADS;
+                    let frees = Arc::new(AtomicUsize::new(0));
+                    let mut issuer = SlotIssuer::new(BatchSlot::new(None));
+                    let threads: Vec<_> = (0..THREADS)
+                        .map(|index| {
+                            let mut refs: Vec<SlotRef> =
+                                (0..PER_THREAD).map(|_| issuer.issue()).collect();
+                            let frees = Arc::clone(&frees);
+                            thread::spawn(move || {
+                                let waiter = SendHandle::queued(refs.pop().unwrap(), index as i64);
+                                // Half the references go before the outcome, half after: drops
+                                // race the completion, the issuer's drop and the other threads.
+                                let after = refs.split_off(refs.len() / 2);
+                                drop(refs);
+                                assert_eq!(
+                                    frees.load(Ordering::SeqCst),
+                                    0,
+                                    "freed while referenced"
+                                );
+                                match waiter.wait() {
+                                    Err(Error::Io { source, .. }) => {
+                                        assert_eq!(source.to_string(), "the batch failed");
+                                    }
+                                    other => {
+                                        panic!("waiter {index} got {other:?}, not the outcome")
+                                    }
                                 }
-                                other => panic!("waiter {index} got {other:?}, not the outcome"),
-                            }
-                            assert_eq!(frees.load(Ordering::SeqCst), 0, "freed while referenced");
-                            drop(after);
+                                assert_eq!(
+                                    frees.load(Ordering::SeqCst),
+                                    0,
+                                    "freed while referenced"
+                                );
+                                drop(after);
+                            })
                         })
-                    })
-                    .collect();
-                issuer.complete(Err(Error::Io {
-                    path: "/log/00000000000000000000.log".into(),
-                    source: std::io::Error::other(CountsFrees(Arc::clone(&frees))),
-                }));
-                drop(issuer);
-                for thread in threads {
-                    thread.join().unwrap();
-                }
-                assert_eq!(
-                    frees.load(Ordering::SeqCst),
-                    1,
-                    "the slot must be freed exactly once"
-                );
-            },
-        );
+                        .collect();
+                    issuer.complete(Err(Error::Io {
+                        path: "/log/00000000000000000000.log".into(),
+                        source: std::io::Error::other(CountsFrees(Arc::clone(&frees))),
+                    }));
+                    drop(issuer);
+                    for thread in threads {
+                        thread.join().unwrap();
+                    }
+                    assert_eq!(
+                        frees.load(Ordering::SeqCst),
+                        1,
+                        "the slot must be freed exactly once"
+                    );
+                },
+            );
+        }
     }
 }

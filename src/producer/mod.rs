@@ -200,9 +200,9 @@ pub struct ProducerStats {
 ///
 /// # Speed
 ///
-/// `cargo bench --bench producer` (criterion) and the batching-writer row of
-/// `cargo bench --bench compare` (crates/partlog-bench/benches/README.md). `cargo run --release --example producer`
-/// sends 100,000 records from four threads at `acks=all` and prints the batches the log got.
+/// In the repository, `cargo bench --bench producer` (criterion) and the batching-writer row of
+/// `cargo bench --bench compare` measure it, and `cargo run --release --example producer` sends
+/// 100,000 records from four threads at `acks=all` and prints the batches the log got.
 #[derive(Debug)]
 pub struct Producer {
     inner: Arc<Inner>,

@@ -1,5 +1,8 @@
 //! The replica layer: Kafka's `Partition` rules and the follower's truncation protocol over a
-//! [`Log`](crate::Log) (ARCHITECTURE.md §12).
+//! [`Log`](crate::Log), through its replication hooks
+//! ([`become_leader`](crate::Log::become_leader),
+//! [`append_as_follower`](crate::Log::append_as_follower),
+//! [`set_high_watermark`](crate::Log::set_high_watermark), ...).
 //!
 //! partlog neither elects leaders nor moves bytes between machines: the caller supplies the
 //! transport and plays Kafka's controller. This module owns what decides *what is committed*
@@ -71,6 +74,7 @@
 //! # }
 //! ```
 
+// The design of this layer: ARCHITECTURE.md §12.
 mod ack;
 mod config;
 mod election;

@@ -6,6 +6,7 @@ mod epochs;
 mod files;
 mod log_segment;
 mod lookup;
+mod open;
 mod positions;
 mod read;
 mod scan;

@@ -105,7 +105,8 @@ impl Segment {
         self.scan_from(ScanStart::Published, None)
     }
 
-    /// Recovery's scan (ARCHITECTURE.md §6): index entries below `recovery_point` were synced
+    // ARCHITECTURE.md §3, invariants 13 and 20; §7.
+    /// Recovery's scan: index entries below `recovery_point` were synced
     /// before the point was recorded, so after an O(entries) check (monotonic, inside the file)
     /// they are kept, and only the batches from the last kept entry on are validated and indexed.
     /// If the check fails, or the kept entry does not name a valid batch ending at its offset,
@@ -113,8 +114,8 @@ impl Segment {
     ///
     /// Before validating, it drops the cached pages from the kept entry on (from byte 0 when
     /// none is kept), so that it validates what the disk holds: a failed fsync of an earlier
-    /// process in this boot may have left pages cached that never reached it (ARCHITECTURE.md
-    /// §7). The bytes up to the kept entry's batch were synced, so their pages match the disk.
+    /// process in this boot may have left pages cached that never reached it. The bytes up to
+    /// the kept entry's batch were synced, so their pages match the disk.
     pub fn recover_from(&self, recovery_point: i64) -> Result<ScanReport> {
         self.recover_noting_epochs(recovery_point, &mut RisingEpochs::default())
     }

@@ -98,8 +98,9 @@ impl fmt::Debug for FileLock {
 ///
 /// Two spellings of one directory (relative, through `..` or a symbolic link) give equal values,
 /// and paths of two different file systems (two simulators, or one simulator before and after a
-/// crash) never do. partlog keys process-wide state by it: the Kafka log-dir lock, which every
-/// log in one Kafka log directory shares (ARCHITECTURE.md §7, "Opening inside a Kafka log dir").
+/// crash) never do. partlog keys process-wide state by it: the Kafka log-dir lock (see
+/// [`lock_foreign_ofd`](Storage::lock_foreign_ofd)), which every log in one Kafka log directory
+/// shares.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct CanonicalPath {
     file_system: u64,
@@ -138,8 +139,9 @@ impl CanonicalPath {
 /// Read-only bytes of a file mapped into memory (or any stable in-memory image of it).
 ///
 /// The bytes stay valid while this value lives, even if the file is renamed or unlinked. A
-/// mapped file must never be shrunk (ARCHITECTURE.md §3, invariant 17): partlog writes new index
-/// files instead.
+/// mapped file must never be shrunk, since a mapped page with no file behind it is a SIGBUS, not
+/// an error: partlog writes new index files instead, and drops a segment's mapping before it
+/// cuts the segment's `.log`.
 pub struct ReadMapping {
     bytes: Box<dyn Deref<Target = [u8]> + Send + Sync>,
 }
@@ -413,7 +415,7 @@ pub trait Storage: Send + Sync + fmt::Debug + 'static {
     /// epoch (negative: before it), leaving its access time alone.
     ///
     /// Time retention reads a sealed segment's `.log` mtime as its append time, and the log sets
-    /// it at roll from its own clock (FORMAT.md §8: restores must preserve mtimes). Like any
+    /// it at roll from its own clock (so a backup's restore must preserve mtimes). Like any
     /// inode change, the new time is durable only after [`StorageFile::sync_all`] of the file
     /// (`fdatasync` does not persist it).
     ///
@@ -431,8 +433,8 @@ pub trait Storage: Send + Sync + fmt::Debug + 'static {
     /// Takes an open-file-description write lock (Linux `fcntl(F_OFD_SETLK)`, `F_WRLCK`, the
     /// whole file) on `path`, a file of another program, creating it empty if it is missing.
     ///
-    /// This is the lock of the Kafka hand-off (ARCHITECTURE.md §7, "Opening inside a Kafka log
-    /// dir"): it conflicts with the lock a Kafka broker takes on its log directory's `.lock`
+    /// This is the lock of the Kafka hand-off (a log opened for writing inside a Kafka log dir
+    /// takes it on the log dir's `.lock`): it conflicts with the lock a Kafka broker takes there
     /// (Java's `FileChannel.tryLock`, a classic POSIX record lock: `fcntl(F_SETLK)` on the whole
     /// file, as `strace` shows for OpenJDK 17), with `lockf`, and with any other OFD lock on the
     /// file, including one this process took through another call. Unlike a classic record lock,

@@ -15,8 +15,8 @@
 //! - **Directories** have *durable entries* (as of the last `sync_dir` of that directory) and
 //!   the ordered list of entry changes since: creates, renames and removes (and the directories
 //!   `create_dir_all` makes, which need a `sync_dir` of their parent like any other entry).
-//!   Unlike these, `set_len` is file state (ARCHITECTURE.md §10), made durable by the file's own
-//!   sync, because that is what `fdatasync` persists.
+//!   Unlike these, `set_len` is file state, made durable by the file's own sync, because that
+//!   is what `fdatasync` persists.
 //!
 //! # A crash
 //!
@@ -106,6 +106,9 @@
 
 mod crash;
 mod fault;
+mod file_ops;
+mod locks;
+mod node;
 mod observe;
 mod path;
 mod rng;
@@ -119,11 +122,13 @@ use crate::sync::Mutex;
 
 pub use crash::{CrashConfig, CrashMode, CrashReport, SECTOR_SIZE};
 pub use fault::{FaultError, FaultId, FaultOp, FaultRule};
+pub use node::PAGE_SIZE;
 pub use observe::{PathStats, SimEvent, SimFileState, SimSnapshot, SimStats};
-pub use state::PAGE_SIZE;
 
+use self::file_ops::Handle;
+use self::node::NodeId;
 use self::path::SimPath;
-use self::state::{FsState, Handle, NodeId};
+use self::state::FsState;
 use super::{
     Advice, CanonicalPath, FileId, FileLock, LockMode, Metadata, OpenMode, ReadMapping, Storage,
     StorageFile,
@@ -497,7 +502,7 @@ impl StorageFile for SimFile {
     }
 
     fn file_id(&self) -> Result<Option<FileId>> {
-        Ok(Some(state::sim_file_id(self.node)))
+        Ok(Some(node::sim_file_id(self.node)))
     }
 
     fn set_len(&self, len: u64) -> Result<()> {

@@ -151,9 +151,10 @@ impl VerifyReport {
     }
 }
 
+// Recovery's grading and its cheap checks: ARCHITECTURE.md §3, invariants 5 and 6.
 /// Checks every batch and every index entry of the log in `dir`, without writing anything.
 ///
-/// Opening a log checks as little as it safely can (ARCHITECTURE.md §3, invariant 6): O(1) index
+/// Opening a log checks as little as it safely can: O(1) index
 /// checks, and a batch-by-batch scan only from the recovery point on. Verification checks
 /// everything, and never writes:
 ///

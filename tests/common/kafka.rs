@@ -154,6 +154,18 @@ fn locate_tools() -> Result<KafkaTools, String> {
     })
 }
 
+/// The repository's root, where `.ci/` is: the including package's directory (the root package)
+/// or the nearest ancestor of it that holds `.ci/` (crates/partlog-cli, whose tests include this
+/// file by path).
+pub fn repository_root() -> PathBuf {
+    let package = Path::new(env!("CARGO_MANIFEST_DIR"));
+    package
+        .ancestors()
+        .find(|dir| dir.join(".ci").is_dir())
+        .unwrap_or(package)
+        .to_path_buf()
+}
+
 /// The classpath file that `.ci/run` and `.ci/kafka-classpath.sh` write.
 fn classpath_file() -> Option<PathBuf> {
     let cache = match env_nonempty("PARTLOG_CACHE") {
@@ -190,7 +202,7 @@ fn locate_classpath() -> Result<String, String> {
         return Ok(classpath);
     }
     // Neither is there: resolve the jars now (needs mvn and the network, once).
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci/kafka-classpath.sh");
+    let script = repository_root().join(".ci/kafka-classpath.sh");
     let output = Command::new("bash")
         .arg(&script)
         .stdin(Stdio::null())

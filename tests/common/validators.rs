@@ -1,21 +1,20 @@
 //! The shared validator kit (`../shared/validators/check.sh`: kafka-python and the Rust
 //! kafka-protocol crate) run on `.log` files, for the tests that include this module with
-//! `#[path = "common/validators.rs"] mod validators;` (beside `common/kafka.rs` as `kafka`).
+//! `#[path = "common/validators.rs"] mod validators;` (beside `common/kafka.rs` as `kafka`; the
+//! tool's tests in crates/partlog-cli include both by their path from there).
 //!
 //! Under `CI=true`, a missing kit or Python package fails the test; elsewhere it skips with a
 //! `skipping:` line.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 use super::kafka;
 
 /// The shared validators (kafka-python and the Rust kafka-protocol crate) on every `.log` file.
 pub fn check(logs: &[PathBuf]) {
-    let shared = std::env::var_os("PARTLOG_SHARED").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared"),
-        PathBuf::from,
-    );
+    let shared = std::env::var_os("PARTLOG_SHARED")
+        .map_or_else(|| kafka::repository_root().join("../shared"), PathBuf::from);
     let check = shared.join("validators/check.sh");
     if !check.exists() {
         skip_or_fail(&format!("no validator kit at {}", check.display()));

@@ -1,4 +1,4 @@
-//! One Raft entry as one Kafka RecordBatch v2 of one record (FORMAT.md §13).
+//! One Raft entry as one Kafka RecordBatch v2 of one record.
 //!
 //! - base offset = the entry's index, so partlog's offsets are Raft's indexes;
 //! - `partitionLeaderEpoch` = the entry's term, so the directory's `leader-epoch-checkpoint`

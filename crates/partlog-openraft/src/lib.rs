@@ -9,7 +9,7 @@
 //!   the serialized `EntryPayload`. One batch per entry, because Raft truncates at exact
 //!   indexes and partlog truncates whole batches;
 //! - the vote, the committed log id and the last purged log id are in `partlog.raft-state`
-//!   ([`raft_state`]), two CRC-32C slots written durably (FORMAT.md §13);
+//!   ([`raft_state`]), two CRC-32C slots written durably;
 //! - `append` writes all its entries in one follower append and calls openraft back once the
 //!   log's group commit has made the last one durable, from a task of openraft's runtime.
 //!

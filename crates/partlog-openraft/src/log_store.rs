@@ -41,7 +41,8 @@ struct Shared {
 }
 
 /// An openraft log store whose entries are the batches of a partlog [`Log`] in one directory,
-/// which is therefore also a Kafka partition directory (FORMAT.md §13).
+/// which is therefore also a Kafka partition directory ([`entry_codec`](crate::entry_codec),
+/// [`raft_state`](crate::raft_state)).
 ///
 /// `C` is any type config with `u64` node ids and openraft's own [`Entry`]; the payload is
 /// serialized with serde (openraft's `serde` feature). The store is its own log reader: clones

@@ -1,7 +1,8 @@
 //! `partlog.raft-state`: the Raft vote, the committed log id and the last purged log id of one
-//! log directory, in two CRC-32C slots (FORMAT.md §13).
+//! log directory, in two CRC-32C slots.
 //!
-//! The file is built like partlog's `partlog.checkpoint` (FORMAT.md §6): two 512-byte slots,
+//! The file is built like partlog's `partlog.checkpoint` ([`partlog::unstable::checkpoint`]):
+//! two 512-byte slots,
 //! each a complete record with a sequence number and a CRC, so that a crash in the middle of a
 //! write can tear only the slot that does not hold the newest synced record. Every write here is
 //! durable: it fsyncs before it returns, since openraft's `save_vote` must not return before the

@@ -417,9 +417,9 @@ impl Log {
     /// every pass that cleaned no segment.
     ///
     /// `--segment-bytes N` (with `--allow-small-segments` below 1 MiB) sets the size up to which
-    /// segments are merged. `tests/cli_compact.rs` runs the validator kit's `check.sh`
-    /// (CONTRIBUTING.md) and Kafka's DumpLogSegments on every segment of such a log (repeating
-    /// keys, tombstones, merged segments, offset gaps).
+    /// segments are merged. The tool's `crates/partlog-cli/tests/cli_compact.rs` runs the
+    /// validator kit's `check.sh` (CONTRIBUTING.md) and Kafka's DumpLogSegments on every segment
+    /// of such a log (repeating keys, tombstones, merged segments, offset gaps).
     pub fn compact(&self) -> Result<CompactionStats> {
         self.compact_with(CompactionOptions::default())
     }

@@ -13,9 +13,10 @@
 
 use std::collections::BTreeSet;
 
+use super::node::{FileOp, Node, NodeId, ROOT, len_u64, resize, write_into};
 use super::observe::SimEvent;
 use super::rng::SplitMix64;
-use super::state::{FileOp, FsState, Node, NodeId, ROOT, len_u64, resize, write_into};
+use super::state::FsState;
 
 /// The size of a disk sector: the unit a torn write is torn in.
 ///

@@ -13,9 +13,9 @@ use super::{
 use crate::Error;
 
 /// Kafka's `cooperative-sticky` assignor. Members report what they own in their subscriptions
-/// (`owned` and `generation`, or the generation in their user data: FORMAT.md §11). A partition
-/// that changes owner is left out of this round: its old owner revokes it, and the next
-/// rebalance gives it to its new owner.
+/// (`owned` and `generation`, or the generation in their [`user_data`](super::user_data)). A
+/// partition that changes owner is left out of this round: its old owner revokes it, and the
+/// next rebalance gives it to its new owner.
 #[derive(Debug, Clone)]
 pub struct CooperativeStickyAssignor {
     order: MapOrder,

@@ -9,8 +9,8 @@
 //! [`MapOrder::Sorted`] replaces it with sorted order for callers who want an assignment that
 //! does not depend on hash codes.
 //!
-//! What the sticky assignors read from and write to a subscription's user data is documented in
-//! FORMAT.md §11 and implemented in [`user_data`].
+//! What the sticky assignors read from and write to a subscription's user data is documented
+//! and implemented in [`user_data`].
 //!
 //! # Where partlog and Kafka part
 //!
@@ -133,7 +133,7 @@ pub struct MemberSubscription {
     /// The generation it last joined (consumer protocol v2 and later). Negative means none, as
     /// in Kafka's `Subscription`.
     pub generation: Option<i32>,
-    /// The assignor's opaque user data (FORMAT.md §11).
+    /// The assignor's opaque user data (the sticky assignors': [`user_data`]).
     pub user_data: Option<Vec<u8>>,
     /// Its rack (`client.rack`). Without replica placement in [`PartitionsPerTopic`], Kafka
     /// (and partlog) never assign by rack, so this is carried but unused.
@@ -168,7 +168,7 @@ pub trait Assignor {
     /// The rebalance protocols it supports, preferred first.
     fn supported_protocols(&self) -> &'static [RebalanceProtocol];
 
-    /// The user data this member puts in its next subscription, if any (FORMAT.md §11).
+    /// The user data this member puts in its next subscription, if any ([`user_data`]).
     fn subscription_user_data(&self, topics: &[String]) -> Option<Vec<u8>>;
 
     /// Splits the partitions of the subscribed topics among `members`.

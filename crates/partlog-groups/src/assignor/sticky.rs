@@ -11,8 +11,8 @@ use super::{
 use crate::Error;
 
 /// Kafka's `sticky` assignor (eager protocol). Members report what they owned, and in which
-/// generation, in their user data (FORMAT.md §11); the assignment is as balanced as Kafka's, and
-/// keeps as many owned partitions in place as Kafka's does — the same partitions.
+/// generation, in their [`user_data`](super::user_data); the assignment is as balanced as
+/// Kafka's, and keeps as many owned partitions in place as Kafka's does — the same partitions.
 #[derive(Debug, Clone, Default)]
 pub struct StickyAssignor {
     order: MapOrder,
@@ -58,8 +58,9 @@ impl Assignor for StickyAssignor {
     /// Records the assignment as a Kafka consumer receives it: Kafka's SyncGroup encoding
     /// (`ConsumerProtocol.serializeAssignment`) groups a leader's list by topic, in the order
     /// each topic first appears, each topic's partitions in the order given. The user data
-    /// depends on that order (FORMAT.md §11.1), so `assignment` may be the leader's list or what
-    /// came through the SyncGroup response: the bytes are Kafka's either way.
+    /// depends on that order ([`encode_sticky`](super::user_data::encode_sticky)), so
+    /// `assignment` may be the leader's list or what came through the SyncGroup response: the
+    /// bytes are Kafka's either way.
     fn on_assignment(&mut self, assignment: &[TopicPartition], generation: i32) {
         self.last = Some((as_received(assignment), generation));
     }

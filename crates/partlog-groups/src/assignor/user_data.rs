@@ -1,5 +1,6 @@
-//! The subscription user data of the sticky assignors (FORMAT.md §11), written and read as
-//! Kafka's `StickyAssignor` and `CooperativeStickyAssignor` do.
+//! The subscription user data of the sticky assignors, written and read as Kafka's
+//! `StickyAssignor` and `CooperativeStickyAssignor` do: [`encode_sticky`] and
+//! [`encode_cooperative`] give each layout.
 //!
 //! All integers are big-endian. Decoding never fails: user data that does not parse means
 //! "nothing owned, generation −1", as in Kafka. Bytes after a parsed structure are ignored, as
@@ -22,7 +23,8 @@ pub struct StickyMemberData {
 
 /// Encodes the `sticky` assignor's V1 user data: `[i32 count]{i16 topic length, topic (UTF-8),
 /// [i32 count]{i32 partition}}`, then `i32 generation`. The bytes equal Kafka's: topics in the
-/// order Kafka's `CollectionUtils.groupPartitionsByTopic` leaves them (FORMAT.md §11.1), each
+/// order Kafka's `CollectionUtils.groupPartitionsByTopic` leaves them (a Java `HashMap`'s
+/// order of the topic names, which [`StickyAssignor`](super::StickyAssignor) reproduces), each
 /// topic's partitions in the order given.
 pub fn encode_sticky(partitions: &[TopicPartition], generation: i32) -> Vec<u8> {
     let mut out = encode_sticky_v0(partitions);

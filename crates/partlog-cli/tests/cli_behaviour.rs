@@ -4,7 +4,6 @@
 //! point, a wrong index entry) and 0 on a genuine torn tail (a killed producer, then half a
 //! batch appended to its active segment); and `dump` on a log whose start offset lies inside a
 //! segment, with headers and bytes that are not UTF-8.
-#![cfg(feature = "cli")]
 
 #[path = "common/cli.rs"]
 mod cli;

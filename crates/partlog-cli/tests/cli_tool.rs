@@ -4,7 +4,6 @@
 //! `verify --repair` (a torn tail, a bad index, and corruption it refuses to cut without
 //! `--truncate-at-corruption`), `stats`, `perf-produce` / `perf-consume` (small runs),
 //! `delete-records` and `retention`.
-#![cfg(feature = "cli")]
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};

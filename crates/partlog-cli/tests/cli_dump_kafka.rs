@@ -4,18 +4,25 @@
 //! compacted log with gaps and tombstones that carry a delete horizon, `OptionalLong[..]`);
 //! partlog's "Non-consecutive offsets" lines are Kafka's, less the -1 quirk. `partlog dump FILE`
 //! and `--skip-record-metadata` and `--max-bytes` agree with Kafka's for single files, a
-//! garbage-tailed `.log` included ("isvalid: false", "Found N invalid bytes").
+//! garbage-tailed `.log` included ("isvalid: false", "Found N invalid bytes"), and so do
+//! `partlog dump --producer-state` for a `.snapshot` and a `.txnindex`.
 //!
 //! Runs when Java and Kafka's jars are present (tests/common/kafka.rs finds them), skips
 //! otherwise with the reason printed, and fails under `CI=true` without them.
-#![cfg(feature = "cli")]
 
-#[path = "common/kafka.rs"]
+#[path = "../../../tests/common/kafka.rs"]
 mod kafka;
+#[path = "../../../tests/common/producer_state_samples.rs"]
+mod producer_state_samples;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+
+use partlog::unstable::producer_snapshot::write_snapshot;
+use partlog::{Log, LogConfig, NewRecord};
+
+use producer_state_samples::{os, snapshot_entries, write_txn_index};
 
 fn partlog() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_partlog"));
@@ -279,4 +286,41 @@ fn partlog_dump_file_matches_dump_log_segments_file_by_file() {
             .unwrap()
             .contains("Found 100 invalid bytes at the end of ")
     );
+}
+
+/// `partlog dump --producer-state` prints both files exactly as DumpLogSegments does.
+#[test]
+fn partlog_dump_prints_snapshot_and_txnindex_like_kafka_dump_log_segments() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = std::path::absolute(dir.path()).unwrap();
+    let log = Log::open(&dir, LogConfig::default()).unwrap();
+    log.append(&[NewRecord::new(1_700_000_000_000, None, Some(b"v"))])
+        .unwrap();
+    log.close().unwrap();
+    drop(log);
+    let txn_index = write_txn_index(&dir, 0);
+    let snapshot = write_snapshot(&*os(), &dir, 1, &snapshot_entries()).unwrap();
+    let output = partlog()
+        .arg("dump")
+        .arg(&dir)
+        .arg("--producer-state")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let ours = String::from_utf8(output.stdout).unwrap();
+    let from = ours
+        .find("Dumping ")
+        .and_then(|first| ours[first..].find(".txnindex").map(|_| first))
+        .unwrap_or_else(|| panic!("{ours}"));
+    let ours: Vec<&str> = ours[from..]
+        .lines()
+        .skip_while(|line| !line.ends_with(".txnindex"))
+        .collect();
+    let Some(dump) = kafka::dump_log_segments(&[&txn_index, &snapshot], &[]) else {
+        return;
+    };
+    assert!(dump.status.success(), "{dump:?}");
+    assert_eq!(dump.stderr, "", "{dump:?}");
+    let kafka: Vec<&str> = dump.stdout.lines().collect();
+    assert_eq!(ours, kafka, "{dump:?}");
 }

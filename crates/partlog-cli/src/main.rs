@@ -1,4 +1,4 @@
-//! `partlog`: the command-line tool of the partlog crate (feature `cli`).
+//! `partlog`: the command-line tool for partlog logs (the workspace crate crates/partlog-cli).
 //!
 //! ```text
 //! partlog produce DIR          append the lines of standard input to the log in DIR

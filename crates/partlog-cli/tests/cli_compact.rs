@@ -6,11 +6,10 @@
 //!
 //! Under `CI=true`, a missing validator kit, Python package or Java fails the test; elsewhere it
 //! skips that part with a `skipping:` line.
-#![cfg(feature = "cli")]
 
-#[path = "common/kafka.rs"]
+#[path = "../../../tests/common/kafka.rs"]
 mod kafka;
-#[path = "common/validators.rs"]
+#[path = "../../../tests/common/validators.rs"]
 mod validators;
 
 use std::collections::BTreeMap;

@@ -14,7 +14,6 @@
 //! Rounds: 10, or `PARTLOG_KILL_ROUNDS`. The kill moment comes from a seed printed at the start
 //! (`PARTLOG_KILL_SEED` repeats the choice of moments, not the scheduling around them). Nothing
 //! here is timed: the waits only decide when to kill.
-#![cfg(feature = "cli")]
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;

@@ -1,7 +1,6 @@
 //! The maintenance commands as a new user meets them: `partlog roll` seals the active segment
 //! (and says when there is nothing to roll), a compaction pass that cleans nothing says why and
 //! what to do, and `delete-records --before -1` deletes everything, as Kafka's -1 does.
-#![cfg(feature = "cli")]
 
 use std::io::Write;
 use std::path::Path;

@@ -1,7 +1,6 @@
 //! `partlog consume` as kcat's users expect it: `-Z` tells a null key or value from an empty one,
 //! `-f` format strings, start and end bounds by offset and by timestamp (`-o s@MS`, `-o e@MS`,
 //! `--end-offset`), and clear errors for a negative count and a bad offset.
-#![cfg(feature = "cli")]
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};

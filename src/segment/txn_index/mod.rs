@@ -479,5 +479,4 @@ impl TransactionIndex {
 }
 
 #[cfg(test)]
-#[path = "txn_index_tests.rs"]
 mod tests;

@@ -3,7 +3,6 @@
 //! the file and the byte where it starts (exit status 1), as DumpLogSegments reports invalid
 //! bytes after the valid ones. They never write. Only `verify` and the writers refuse. A sealed
 //! segment the open did not scan ends the output the same way when a read meets it.
-#![cfg(feature = "cli")]
 
 #[path = "common/cli.rs"]
 mod cli;

@@ -5,13 +5,13 @@
 //! `check.sh` and Kafka 4.4's DumpLogSegments accept every destination `.log`; `partlog verify`
 //! passes on the destination and on a legacy source; the destination opens cleanly.
 //!
-//! The cli feature brings gzip and snappy, which the fixtures need. Under `CI=true`, a missing
-//! validator kit or Java fails the test; elsewhere that part is skipped with a `skipping:` line.
-#![cfg(feature = "cli")]
+//! The tool reads gzip and snappy (its partlog dependency has both features), which the fixtures
+//! (the root's `tests/fixtures`) need. Under `CI=true`, a missing validator kit or Java fails the
+//! test; elsewhere that part is skipped with a `skipping:` line.
 
-#[path = "common/kafka.rs"]
+#[path = "../../../tests/common/kafka.rs"]
 mod kafka;
-#[path = "common/validators.rs"]
+#[path = "../../../tests/common/validators.rs"]
 mod validators;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -24,7 +24,7 @@ use partlog::{
 };
 
 fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures")
 }
 
 fn partlog() -> Command {

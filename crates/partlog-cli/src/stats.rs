@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use clap::Args;
 use partlog::unstable::{OsStorage, SegmentFileKind, Storage, segment_file_path};
-use partlog::{Log, ReadBound};
+use partlog::{CompactionSchedule, Log, LogStats, ReadBound};
 
 use crate::{CliError, Outcome};
 
@@ -69,6 +69,21 @@ struct SegmentLine {
     time_index_bytes: u64,
 }
 
+/// What `partlog stats` prints, in either form.
+struct Figures {
+    segments: Vec<SegmentLine>,
+    total_bytes: u64,
+    stats: LogStats,
+    first_timestamp: Option<i64>,
+    last_timestamp: Option<i64>,
+    /// Records, and those a later record with their key supersedes (`--superseded`).
+    superseded: Option<(u64, u64)>,
+    /// Batches and the records they hold (`--batches`).
+    batches: Option<(u64, u64)>,
+    /// Kafka's dirty ratio and its parts (`--cleanup-policy compact`).
+    schedule: Option<CompactionSchedule>,
+}
+
 /// Runs `partlog stats`.
 pub fn run(args: &StatsArgs) -> Result<Outcome, CliError> {
     crate::require_dir(&args.dir)?;
@@ -81,38 +96,14 @@ pub fn run(args: &StatsArgs) -> Result<Outcome, CliError> {
         builder = builder.cleanup_policy(partlog::CleanupPolicy::from_kafka_str(policy)?);
     }
     let log = Log::open_read_only(&args.dir, builder.build()?)?;
-    let cleanup_policy = log.config().cleanup_policy;
     let stats = log.stats();
-    let schedule = if cleanup_policy.compact {
+    let schedule = if log.config().cleanup_policy.compact {
         Some(log.compaction_schedule()?)
     } else {
         None
     };
     let bases = crate::segment_bases(&args.dir)?;
-    let storage = OsStorage::new();
-    let size = |path: &Path| storage.metadata(path).map_or(0, |m| m.len);
-    let mut segments = Vec::new();
-    for (n, &base) in bases.iter().enumerate() {
-        segments.push(SegmentLine {
-            base,
-            end: bases
-                .get(n + 1)
-                .copied()
-                .unwrap_or(stats.log_end_offset)
-                .max(base),
-            log_bytes: size(&segment_file_path(&args.dir, base, SegmentFileKind::Log)),
-            index_bytes: size(&segment_file_path(
-                &args.dir,
-                base,
-                SegmentFileKind::OffsetIndex,
-            )),
-            time_index_bytes: size(&segment_file_path(
-                &args.dir,
-                base,
-                SegmentFileKind::TimeIndex,
-            )),
-        });
-    }
+    let segments = segment_lines(&args.dir, &bases, stats.log_end_offset);
     // Corrupt bytes in a segment the open did not scan stop these reads: the figures they
     // feed are left out, the rest is printed, and the corruption ends the report.
     let mut stopped = None;
@@ -129,72 +120,125 @@ pub fn run(args: &StatsArgs) -> Result<Outcome, CliError> {
     } else {
         None
     };
-    let total_bytes: u64 = segments.iter().map(|s| s.log_bytes).sum();
+    let figures = Figures {
+        total_bytes: segments.iter().map(|s| s.log_bytes).sum(),
+        segments,
+        stats,
+        first_timestamp,
+        last_timestamp,
+        superseded,
+        batches,
+        schedule,
+    };
     if args.json {
-        let mut out = String::from("{");
-        out.push_str(&format!(
-            "\"dir\":{},\"segments\":[",
-            json_text(&args.dir.display().to_string())
-        ));
-        for (n, s) in segments.iter().enumerate() {
-            if n > 0 {
-                out.push(',');
-            }
-            out.push_str(&format!(
-                "{{\"base_offset\":{},\"end_offset\":{},\"log_bytes\":{},\"index_bytes\":{},\"timeindex_bytes\":{}}}",
-                s.base, s.end, s.log_bytes, s.index_bytes, s.time_index_bytes
-            ));
-        }
-        out.push_str(&format!(
-            "],\"log_bytes\":{total_bytes},\"log_start_offset\":{},\"log_end_offset\":{},\"durable_offset\":{},\"first_timestamp\":{},\"last_timestamp\":{}",
-            stats.log_start_offset,
-            stats.log_end_offset,
-            stats.durable_offset,
-            json_option(first_timestamp),
-            json_option(last_timestamp),
-        ));
-        if let Some((records, gone)) = superseded {
-            out.push_str(&format!(
-                ",\"records\":{records},\"superseded_records\":{gone}"
-            ));
-        }
-        if let Some((batches, records)) = batches {
-            out.push_str(&format!(
-                ",\"batches\":{batches},\"batch_records\":{records}"
-            ));
-        }
-        if let Some(schedule) = &schedule {
-            out.push_str(&format!(
-                ",\"first_dirty_offset\":{},\"dirty_bytes\":{},\"clean_bytes\":{},\"dirty_ratio\":{},\"compaction_due\":{}",
-                schedule.first_dirty_offset,
-                schedule.dirty_bytes,
-                schedule.clean_bytes,
-                // JSON has no NaN: an empty cleanable range has no ratio to speak of.
-                if schedule.dirty_ratio.is_finite() {
-                    schedule.dirty_ratio
-                } else {
-                    0.0
-                },
-                schedule.due
-            ));
-        }
-        if let Some((file, position, what)) = &log.recovery_report().corruption {
-            out.push_str(&format!(
-                ",\"corruption\":{{\"file\":{},\"position\":{position},\"what\":{}}}",
-                json_text(&file.display().to_string()),
-                json_text(&what.to_string())
-            ));
-        }
-        out.push('}');
-        outln!("{out}");
-        if let Some(error) = stopped {
-            return crate::stopped_reading(error);
-        }
-        return Ok(crate::finish_reading(&log));
+        outln!("{}", json_report(&args.dir, &figures, &log));
+    } else {
+        print_text(&args.dir, &figures, stopped.is_some());
     }
-    outln!("log {}", args.dir.display());
-    outln!("{} segments, {total_bytes} bytes of .log", segments.len());
-    for s in &segments {
+    if let Some(error) = stopped {
+        return crate::stopped_reading(error);
+    }
+    Ok(crate::finish_reading(&log))
+}
+
+/// Each segment's offsets and file sizes, from the names in `dir` (a file that is missing
+/// counts 0 bytes).
+fn segment_lines(dir: &Path, bases: &[i64], log_end_offset: i64) -> Vec<SegmentLine> {
+    let storage = OsStorage::new();
+    let size = |base: i64, kind: SegmentFileKind| {
+        storage
+            .metadata(&segment_file_path(dir, base, kind))
+            .map_or(0, |m| m.len)
+    };
+    bases
+        .iter()
+        .enumerate()
+        .map(|(n, &base)| SegmentLine {
+            base,
+            end: bases
+                .get(n + 1)
+                .copied()
+                .unwrap_or(log_end_offset)
+                .max(base),
+            log_bytes: size(base, SegmentFileKind::Log),
+            index_bytes: size(base, SegmentFileKind::OffsetIndex),
+            time_index_bytes: size(base, SegmentFileKind::TimeIndex),
+        })
+        .collect()
+}
+
+/// The `--json` report: one object.
+fn json_report(dir: &Path, figures: &Figures, log: &Log) -> String {
+    let stats = &figures.stats;
+    let mut out = String::from("{");
+    out.push_str(&format!(
+        "\"dir\":{},\"segments\":[",
+        json_text(&dir.display().to_string())
+    ));
+    for (n, s) in figures.segments.iter().enumerate() {
+        if n > 0 {
+            out.push(',');
+        }
+        out.push_str(&format!(
+            "{{\"base_offset\":{},\"end_offset\":{},\"log_bytes\":{},\"index_bytes\":{},\"timeindex_bytes\":{}}}",
+            s.base, s.end, s.log_bytes, s.index_bytes, s.time_index_bytes
+        ));
+    }
+    out.push_str(&format!(
+        "],\"log_bytes\":{},\"log_start_offset\":{},\"log_end_offset\":{},\"durable_offset\":{},\"first_timestamp\":{},\"last_timestamp\":{}",
+        figures.total_bytes,
+        stats.log_start_offset,
+        stats.log_end_offset,
+        stats.durable_offset,
+        json_option(figures.first_timestamp),
+        json_option(figures.last_timestamp),
+    ));
+    if let Some((records, gone)) = figures.superseded {
+        out.push_str(&format!(
+            ",\"records\":{records},\"superseded_records\":{gone}"
+        ));
+    }
+    if let Some((batches, records)) = figures.batches {
+        out.push_str(&format!(
+            ",\"batches\":{batches},\"batch_records\":{records}"
+        ));
+    }
+    if let Some(schedule) = &figures.schedule {
+        out.push_str(&format!(
+            ",\"first_dirty_offset\":{},\"dirty_bytes\":{},\"clean_bytes\":{},\"dirty_ratio\":{},\"compaction_due\":{}",
+            schedule.first_dirty_offset,
+            schedule.dirty_bytes,
+            schedule.clean_bytes,
+            // JSON has no NaN: an empty cleanable range has no ratio to speak of.
+            if schedule.dirty_ratio.is_finite() {
+                schedule.dirty_ratio
+            } else {
+                0.0
+            },
+            schedule.due
+        ));
+    }
+    if let Some((file, position, what)) = &log.recovery_report().corruption {
+        out.push_str(&format!(
+            ",\"corruption\":{{\"file\":{},\"position\":{position},\"what\":{}}}",
+            json_text(&file.display().to_string()),
+            json_text(&what.to_string())
+        ));
+    }
+    out.push('}');
+    out
+}
+
+/// The text report; `stopped`: a read met corrupt data, so missing figures are unknown.
+fn print_text(dir: &Path, figures: &Figures, stopped: bool) {
+    let stats = &figures.stats;
+    outln!("log {}", dir.display());
+    outln!(
+        "{} segments, {} bytes of .log",
+        figures.segments.len(),
+        figures.total_bytes
+    );
+    for s in &figures.segments {
         outln!(
             "  {:020}.log  offsets [{}, {})  {} bytes  (.index {} bytes, .timeindex {} bytes)",
             s.base,
@@ -211,12 +255,12 @@ pub fn run(args: &StatsArgs) -> Result<Outcome, CliError> {
         stats.log_end_offset,
         stats.durable_offset
     );
-    match (first_timestamp, last_timestamp) {
+    match (figures.first_timestamp, figures.last_timestamp) {
         (Some(first), Some(last)) => outln!("timestamps: {first} .. {last} (ms since the epoch)"),
-        _ if stopped.is_some() => outln!("timestamps: unknown (a read met corrupt data)"),
+        _ if stopped => outln!("timestamps: unknown (a read met corrupt data)"),
         _ => outln!("timestamps: none (the log is empty)"),
     }
-    if let Some((records, gone)) = superseded {
+    if let Some((records, gone)) = figures.superseded {
         let share = if records == 0 {
             0.0
         } else {
@@ -226,7 +270,7 @@ pub fn run(args: &StatsArgs) -> Result<Outcome, CliError> {
             "compaction: {gone} of {records} records are superseded by a later record with their key ({share:.1}%)"
         );
     }
-    if let Some((batches, records)) = batches {
+    if let Some((batches, records)) = figures.batches {
         let per_batch = if batches == 0 {
             0.0
         } else {
@@ -234,7 +278,7 @@ pub fn run(args: &StatsArgs) -> Result<Outcome, CliError> {
         };
         outln!("batches: {batches}, {records} records, {per_batch:.1} records per batch");
     }
-    if let Some(schedule) = &schedule {
+    if let Some(schedule) = &figures.schedule {
         outln!(
             "compaction: first dirty offset {}, {} dirty and {} clean bytes in the cleanable range, dirty ratio {:.3}, a pass is {}",
             schedule.first_dirty_offset,
@@ -244,10 +288,6 @@ pub fn run(args: &StatsArgs) -> Result<Outcome, CliError> {
             if schedule.due { "due" } else { "not due" }
         );
     }
-    if let Some(error) = stopped {
-        return crate::stopped_reading(error);
-    }
-    Ok(crate::finish_reading(&log))
 }
 
 /// The first batch's first timestamp and the last batch's largest, when the log holds any.

@@ -2,7 +2,6 @@
 //! kafka-consumer-perf-test's flags: the crate's Producer driven with `--acks`, `--linger-ms`,
 //! `--batch-size`, `--throughput` and `--payload-file`; a window line every five seconds when
 //! standard output is not a terminal; and perf-consume's CSV report.
-#![cfg(feature = "cli")]
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};

@@ -3,7 +3,6 @@
 //! shows the batching), a one-line summary on standard error, a record over the limit named by
 //! its setting, `--max-message-bytes` stored with the log, and clear refusals of a directory of
 //! other files and of a missing parent without `--create`.
-#![cfg(feature = "cli")]
 
 use std::io::Write;
 use std::path::Path;

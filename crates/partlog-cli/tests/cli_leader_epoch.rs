@@ -1,8 +1,7 @@
 //! `verify` and `partlog dump --leader-epochs` on a partition directory's
 //! `leader-epoch-checkpoint` (FORMAT.md §12), on copies of the broker-written fixture
-//! `tests/fixtures/broker/partlog-fixture-0`, whose file is `0\n1\n0 0\n` and whose log ends at
-//! offset 20.
-#![cfg(feature = "cli")]
+//! `tests/fixtures/broker/partlog-fixture-0` (the root's), whose file is `0\n1\n0 0\n` and whose
+//! log ends at offset 20.
 
 #[expect(
     dead_code,
@@ -17,7 +16,7 @@ use partlog::{Finding, LogConfig, Severity, verify_dir};
 
 const FIXTURE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/tests/fixtures/broker/partlog-fixture-0"
+    "/../../tests/fixtures/broker/partlog-fixture-0"
 );
 const EPOCH_FILE: &str = "leader-epoch-checkpoint";
 

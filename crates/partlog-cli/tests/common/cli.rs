@@ -1,4 +1,4 @@
-//! Running the `partlog` binary from a test (feature `cli`): the commands and their output.
+//! Running the `partlog` binary from a test: the commands and their output.
 //! Included with `#[path = "common/cli.rs"] mod cli;` by the `cli_*` tests that share it.
 
 use std::io::Write;

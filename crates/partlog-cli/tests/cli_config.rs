@@ -2,7 +2,6 @@
 //! compact` is remembered by the next `produce` and by `retention`; `partlog config` prints and
 //! changes them; and `retention` with no flags keeps every record, whatever its timestamp
 //! (partlog's default retention.ms is -1).
-#![cfg(feature = "cli")]
 
 #[path = "common/cli.rs"]
 mod cli;

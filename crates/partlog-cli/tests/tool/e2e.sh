@@ -4,16 +4,17 @@
 # compact (when the tool has it), delete-records and retention, then a corrupt file and its exit
 # status. Every step checks what it printed or its exit status; the first failure stops the run.
 #
-#   bash tests/tool/e2e.sh [PATH_TO_PARTLOG]
+#   bash crates/partlog-cli/tests/tool/e2e.sh [PATH_TO_PARTLOG]
 #
-# Without an argument it builds the tool (cargo build --release --features cli) first.
+# Without an argument it builds the tool (cargo build --release --bin partlog, at the workspace's
+# root) first.
 set -euo pipefail
 
-repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../../.." && pwd)"
 if [ $# -ge 1 ]; then
   partlog="$1"
 else
-  (cd "$repo" && cargo build --release --features cli --bin partlog >/dev/null)
+  (cd "$repo" && cargo build --release --bin partlog >/dev/null)
   partlog="${CARGO_TARGET_DIR:-$repo/target}/release/partlog"
 fi
 work="$(mktemp -d)"
