@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Prints the README's config table (partlog setting, Kafka name, default) from the field docs of
-`LogConfig` in src/log/config.rs: each field's docs start with its Kafka name in backticks (or say
+`LogConfig` in src/log/config/mod.rs: each field's docs start with its Kafka name in backticks (or say
 "partlog's own setting") and end with "Default: ...".
 
     python3 .ci/config-table.py     # paste between the README's config-table markers
@@ -10,7 +10,7 @@ tests/readme_sync.rs checks that every field of LogConfig has its row in the REA
 import pathlib
 import re
 
-source = (pathlib.Path(__file__).resolve().parent.parent / "src/log/config.rs").read_text()
+source = (pathlib.Path(__file__).resolve().parent.parent / "src/log/config/mod.rs").read_text()
 start = source.index("pub struct LogConfig {")
 body = source[start : source.index("\n}\n", start)]
 docs = []

@@ -7,7 +7,7 @@
 
 const README: &str = include_str!("../README.md");
 const LIB: &str = include_str!("../src/lib.rs");
-const CONFIG: &str = include_str!("../src/log/config.rs");
+const CONFIG: &str = include_str!("../src/log/config/mod.rs");
 const ARCHITECTURE: &str = include_str!("../ARCHITECTURE.md");
 const PRODUCER: &str = include_str!("../src/producer/mod.rs");
 const BENCHES: &str = include_str!("../crates/partlog-bench/benches/README.md");
@@ -72,7 +72,7 @@ fn the_readme_quick_start_is_the_crate_doctest() {
 fn the_readme_config_table_has_every_setting() {
     let start = CONFIG
         .find("pub struct LogConfig {")
-        .expect("LogConfig in config.rs");
+        .expect("LogConfig in config/mod.rs");
     let end = start + CONFIG[start..].find("\n}\n").expect("the struct ends");
     let fields: Vec<&str> = CONFIG[start..end]
         .lines()

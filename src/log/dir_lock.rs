@@ -64,7 +64,7 @@ pub(super) fn lock_log_dir(
         }
         LockMode::Shared
     } else {
-        super::create_dir_durably(storage, dir)?;
+        create_dir_durably(storage, dir)?;
         LockMode::Exclusive
     };
     // Unsupported by this storage: the lock works, only the message stays generic.
@@ -131,4 +131,30 @@ pub(super) fn enter_dir(
             Err(error)
         }
     }
+}
+
+/// Creates `dir` and any missing ancestors, and syncs the parent of each directory it created:
+/// a new directory's name must survive a crash before anything inside it can.
+fn create_dir_durably(storage: &dyn Storage, dir: &Path) -> Result<()> {
+    let mut missing = Vec::new();
+    let mut current = Some(dir);
+    while let Some(path) = current.filter(|p| !p.as_os_str().is_empty()) {
+        if storage.exists(path)? {
+            break;
+        }
+        missing.push(path);
+        current = path.parent();
+    }
+    if missing.is_empty() {
+        return Ok(());
+    }
+    storage.create_dir_all(dir)?;
+    for created in missing.iter().rev() {
+        let parent = match created.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => parent,
+            _ => Path::new("."),
+        };
+        storage.sync_dir(parent)?;
+    }
+    Ok(())
 }

@@ -469,3 +469,18 @@ fn flusher_tick(config: &LogConfig) -> Duration {
     }
     tick.max(Duration::from_millis(5))
 }
+
+impl Writer {
+    /// The highest recovery point the log may record now: every offset below it must be
+    /// durable with the index entries that recovery will trust (ARCHITECTURE.md §7). That
+    /// stops at the oldest sealed segment whose sync has not completed: its `.log` may be
+    /// durable (a group commit synced it while it was still active, which leaves the active
+    /// segment's indexes alone) while its index entries and its final time-index entry are
+    /// not, and recovery trusts the entries of every segment below the recovery point.
+    fn recovery_point_bound(&self, durable_offset: i64) -> i64 {
+        self.unsynced_sealed
+            .iter()
+            .map(|segment| segment.base_offset())
+            .fold(durable_offset.min(self.log_end_offset), i64::min)
+    }
+}

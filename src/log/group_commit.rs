@@ -623,140 +623,146 @@ mod tests {
         assert_eq!(calls.load(Ordering::SeqCst), 2);
         assert_eq!(commit.durable_offset(), 15);
     }
-}
 
-/// Model-checked with shuttle (`RUSTFLAGS="--cfg shuttle"`, see `crate::sync`).
-#[cfg(all(test, shuttle))]
-mod shuttle_tests {
-    use super::*;
-    use crate::sync::Arc;
-    use crate::sync::atomic::{AtomicBool, AtomicI64};
-    use crate::sync::thread;
-    use shuttle::rand::Rng;
+    /// Model-checked with shuttle (`RUSTFLAGS="--cfg shuttle"`, see `crate::sync`).
+    #[cfg(shuttle)]
+    mod shuttle_tests {
+        use super::*;
+        use crate::sync::Arc;
+        use crate::sync::atomic::{AtomicBool, AtomicI64};
+        use crate::sync::thread;
+        use shuttle::rand::Rng;
 
-    /// How a run ends its syncs: all succeed, the second sync fails, or another thread poisons
-    /// the log at a point the scheduler picks.
-    #[derive(Debug, Clone, Copy, PartialEq)]
-    enum Poison {
-        Never,
-        SecondSyncFails,
-        FromOutside,
-    }
+        /// How a run ends its syncs: all succeed, the second sync fails, or another thread poisons
+        /// the log at a point the scheduler picks.
+        #[derive(Debug, Clone, Copy, PartialEq)]
+        enum Poison {
+            Never,
+            SecondSyncFails,
+            FromOutside,
+        }
 
-    #[test]
-    fn shuttle_group_commit_wakes_every_waiter_and_reports_only_synced_offsets() {
-        crate::sync::check(
-            "shuttle_group_commit_wakes_every_waiter_and_reports_only_synced_offsets",
-            || {
-                const WRITERS: usize = 3;
-                const APPENDS: usize = 2;
-                let poison = match shuttle::rand::thread_rng().gen_range(0..3) {
-                    0 => Poison::Never,
-                    1 => Poison::SecondSyncFails,
-                    _ => Poison::FromOutside,
-                };
-                // Waiters spin (until the model's coin says the budget is spent), or sleep.
-                let max_spin = if shuttle::rand::thread_rng().gen_bool(0.5) {
-                    Duration::from_secs(3600)
-                } else {
-                    Duration::ZERO
-                };
-                // The last round had every writer and a long sync: the first leader gathers
-                // (the model's timed wait ends, or not, at any point).
-                let commit = Arc::new(GroupCommit::new(0, Duration::from_secs(3600), max_spin));
-                commit.leader.lock().last_round_writers = WRITERS;
-                commit.set_last_sync(Duration::from_secs(1));
-                // The log end (the next offset to append) and the highest end a sync reached.
-                let end = Arc::new(AtomicI64::new(0));
-                let synced = Arc::new(AtomicI64::new(0));
-                let syncs = Arc::new(AtomicI64::new(0));
-                let syncing = Arc::new(AtomicBool::new(false));
-                let sync = {
-                    let (end, synced, syncs, syncing) = (
-                        Arc::clone(&end),
-                        Arc::clone(&synced),
-                        Arc::clone(&syncs),
-                        Arc::clone(&syncing),
-                    );
-                    move || -> Result<i64> {
-                        assert!(!syncing.swap(true, Ordering::SeqCst), "two syncs at once");
-                        let target = end.load(Ordering::SeqCst);
-                        let number = syncs.fetch_add(1, Ordering::SeqCst) + 1;
-                        thread::yield_now();
-                        syncing.store(false, Ordering::SeqCst);
-                        if poison == Poison::SecondSyncFails && number == 2 {
-                            return Err(Error::Io {
-                                path: "/log/00000000000000000000.log".into(),
-                                source: std::io::Error::other("eio"),
-                            });
-                        }
-                        synced.fetch_max(target, Ordering::SeqCst);
-                        Ok(target)
-                    }
-                };
-                let writers: Vec<_> = (0..WRITERS)
-                    .map(|_| {
-                        let (commit, end, synced, sync) = (
-                            Arc::clone(&commit),
+        #[test]
+        fn shuttle_group_commit_wakes_every_waiter_and_reports_only_synced_offsets() {
+            crate::sync::check(
+                "shuttle_group_commit_wakes_every_waiter_and_reports_only_synced_offsets",
+                || {
+                    const WRITERS: usize = 3;
+                    const APPENDS: usize = 2;
+                    let poison = match shuttle::rand::thread_rng().gen_range(0..3) {
+                        0 => Poison::Never,
+                        1 => Poison::SecondSyncFails,
+                        _ => Poison::FromOutside,
+                    };
+                    // Waiters spin (until the model's coin says the budget is spent), or sleep.
+                    let max_spin = if shuttle::rand::thread_rng().gen_bool(0.5) {
+                        Duration::from_secs(3600)
+                    } else {
+                        Duration::ZERO
+                    };
+                    // The last round had every writer and a long sync: the first leader gathers
+                    // (the model's timed wait ends, or not, at any point).
+                    let commit = Arc::new(GroupCommit::new(0, Duration::from_secs(3600), max_spin));
+                    commit.leader.lock().last_round_writers = WRITERS;
+                    commit.set_last_sync(Duration::from_secs(1));
+                    // The log end (the next offset to append) and the highest end a sync reached.
+                    let end = Arc::new(AtomicI64::new(0));
+                    let synced = Arc::new(AtomicI64::new(0));
+                    let syncs = Arc::new(AtomicI64::new(0));
+                    let syncing = Arc::new(AtomicBool::new(false));
+                    let sync = {
+                        let (end, synced, syncs, syncing) = (
                             Arc::clone(&end),
                             Arc::clone(&synced),
-                            sync.clone(),
+                            Arc::clone(&syncs),
+                            Arc::clone(&syncing),
                         );
-                        thread::spawn(move || {
-                            let mut seen = commit.durable_offset();
-                            for _ in 0..APPENDS {
-                                let offset = end.fetch_add(1, Ordering::SeqCst);
-                                let result = commit.wait_durable(offset, &sync);
-                                let durable = commit.durable_offset();
-                                assert!(durable >= seen, "durable went back: {seen} -> {durable}");
-                                seen = durable;
-                                match result {
-                                    Ok(()) => {
-                                        let synced = synced.load(Ordering::SeqCst);
-                                        assert!(
-                                            offset < synced,
-                                            "Ok for {offset}, only {synced} synced"
-                                        );
-                                        assert!(durable > offset);
-                                    }
-                                    Err(Error::Poisoned | Error::Io { .. }) => {
-                                        assert!(poison != Poison::Never, "failed with no poison");
-                                        assert!(commit.is_poisoned());
-                                        return;
-                                    }
-                                    Err(other) => panic!("unexpected error {other:?}"),
-                                }
+                        move || -> Result<i64> {
+                            assert!(!syncing.swap(true, Ordering::SeqCst), "two syncs at once");
+                            let target = end.load(Ordering::SeqCst);
+                            let number = syncs.fetch_add(1, Ordering::SeqCst) + 1;
+                            thread::yield_now();
+                            syncing.store(false, Ordering::SeqCst);
+                            if poison == Poison::SecondSyncFails && number == 2 {
+                                return Err(Error::Io {
+                                    path: "/log/00000000000000000000.log".into(),
+                                    source: std::io::Error::other("eio"),
+                                });
                             }
+                            synced.fetch_max(target, Ordering::SeqCst);
+                            Ok(target)
+                        }
+                    };
+                    let writers: Vec<_> = (0..WRITERS)
+                        .map(|_| {
+                            let (commit, end, synced, sync) = (
+                                Arc::clone(&commit),
+                                Arc::clone(&end),
+                                Arc::clone(&synced),
+                                sync.clone(),
+                            );
+                            thread::spawn(move || {
+                                let mut seen = commit.durable_offset();
+                                for _ in 0..APPENDS {
+                                    let offset = end.fetch_add(1, Ordering::SeqCst);
+                                    let result = commit.wait_durable(offset, &sync);
+                                    let durable = commit.durable_offset();
+                                    assert!(
+                                        durable >= seen,
+                                        "durable went back: {seen} -> {durable}"
+                                    );
+                                    seen = durable;
+                                    match result {
+                                        Ok(()) => {
+                                            let synced = synced.load(Ordering::SeqCst);
+                                            assert!(
+                                                offset < synced,
+                                                "Ok for {offset}, only {synced} synced"
+                                            );
+                                            assert!(durable > offset);
+                                        }
+                                        Err(Error::Poisoned | Error::Io { .. }) => {
+                                            assert!(
+                                                poison != Poison::Never,
+                                                "failed with no poison"
+                                            );
+                                            assert!(commit.is_poisoned());
+                                            return;
+                                        }
+                                        Err(other) => panic!("unexpected error {other:?}"),
+                                    }
+                                }
+                            })
                         })
-                    })
-                    .collect();
-                let poisoner = (poison == Poison::FromOutside).then(|| {
-                    let commit = Arc::clone(&commit);
-                    thread::spawn(move || commit.poison())
-                });
-                // Every waiter returns: a lost wake-up leaves threads blocked, which shuttle
-                // reports as a deadlock.
-                for writer in writers {
-                    writer.join().unwrap();
-                }
-                if let Some(poisoner) = poisoner {
-                    poisoner.join().unwrap();
-                }
-                if poison == Poison::Never {
-                    assert_eq!(commit.durable_offset(), (WRITERS * APPENDS) as i64);
-                } else {
-                    assert!(commit.is_poisoned());
-                    // A poison reaches every later waiter too.
-                    assert!(matches!(
-                        commit.wait_durable(i64::MAX - 1, &sync),
-                        Err(Error::Poisoned)
-                    ));
-                }
-                assert!(commit.durable_offset() <= synced.load(Ordering::SeqCst));
-                let state = commit.leader.lock();
-                assert!(!state.in_flight, "a leader left a sync in flight");
-                assert!(state.waiting.is_empty(), "a waiter left its offset behind");
-            },
-        );
+                        .collect();
+                    let poisoner = (poison == Poison::FromOutside).then(|| {
+                        let commit = Arc::clone(&commit);
+                        thread::spawn(move || commit.poison())
+                    });
+                    // Every waiter returns: a lost wake-up leaves threads blocked, which shuttle
+                    // reports as a deadlock.
+                    for writer in writers {
+                        writer.join().unwrap();
+                    }
+                    if let Some(poisoner) = poisoner {
+                        poisoner.join().unwrap();
+                    }
+                    if poison == Poison::Never {
+                        assert_eq!(commit.durable_offset(), (WRITERS * APPENDS) as i64);
+                    } else {
+                        assert!(commit.is_poisoned());
+                        // A poison reaches every later waiter too.
+                        assert!(matches!(
+                            commit.wait_durable(i64::MAX - 1, &sync),
+                            Err(Error::Poisoned)
+                        ));
+                    }
+                    assert!(commit.durable_offset() <= synced.load(Ordering::SeqCst));
+                    let state = commit.leader.lock();
+                    assert!(!state.in_flight, "a leader left a sync in flight");
+                    assert!(state.waiting.is_empty(), "a waiter left its offset behind");
+                },
+            );
+        }
     }
 }

@@ -9,10 +9,11 @@
 //! lock, then a segment's own locks. The group commit holds none of them while it syncs.
 //!
 //! The methods of [`Log`] and of the state its threads share are split by concern, one file
-//! each: `append.rs`, `fetch.rs` (reads), `wait.rs`, `live.rs` (a reader following a writer in
-//! another process), `flusher.rs` (syncs and recovery points), `truncate.rs`, `retention.rs`
-//! and `compaction/`; the replication hooks in `replication.rs`, `follower_append.rs`,
-//! `truncate_fully.rs` and `epoch_load.rs`. This file keeps the structs, open, the accessors, roll and close.
+//! each: `append.rs`, `roll.rs`, `fetch.rs` (reads), `wait.rs`, `live.rs` (a reader following a
+//! writer in another process), `flusher.rs` (syncs and recovery points), `truncate.rs`,
+//! `retention.rs` and `compaction/`; the replication hooks in `replication.rs`,
+//! `follower_append.rs`, `truncate_fully.rs` and `epoch_load.rs`; the settings in `config/`.
+//! This file keeps the structs, open, the accessors and close.
 
 mod append;
 pub mod checkpoint;
@@ -39,6 +40,7 @@ mod records;
 mod recovery;
 mod replication;
 mod retention;
+mod roll;
 mod snapshot;
 mod stats;
 #[cfg(feature = "stream")]
@@ -67,7 +69,7 @@ use checkpoint::{CheckpointFile, CleanShutdown};
 use flusher::flusher_loop;
 use group_commit::GroupCommit;
 use producer_state::ProducerStateManager;
-use snapshot::{SegmentHandle, SegmentList, Snapshot};
+use snapshot::{SegmentList, Snapshot};
 use truncate::PendingDelete;
 pub(crate) use truncations::TruncationEpoch;
 use truncations::Truncations;
@@ -148,21 +150,6 @@ struct Writer {
     /// Per-producer sequences, epochs and open transactions (Kafka's `ProducerStateManager`,
     /// under the log lock as here): `transactions.rs`.
     producer_state: ProducerStateManager,
-}
-
-impl Writer {
-    /// The highest recovery point the log may record now: every offset below it must be
-    /// durable with the index entries that recovery will trust (ARCHITECTURE.md §7). That
-    /// stops at the oldest sealed segment whose sync has not completed: its `.log` may be
-    /// durable (a group commit synced it while it was still active, which leaves the active
-    /// segment's indexes alone) while its index entries and its final time-index entry are
-    /// not, and recovery trusts the entries of every segment below the recovery point.
-    fn recovery_point_bound(&self, durable_offset: i64) -> i64 {
-        self.unsynced_sealed
-            .iter()
-            .map(|segment| segment.base_offset())
-            .fold(durable_offset.min(self.log_end_offset), i64::min)
-    }
 }
 
 #[derive(Debug, Default)]
@@ -571,61 +558,6 @@ impl Log {
         Ok(())
     }
 
-    /// A snapshot of the log's counters.
-    pub fn stats(&self) -> LogStats {
-        self.poll_live();
-        let shared = &self.shared;
-        let counters = &shared.counters;
-        let list = shared.snapshot.load();
-        let active_segment_bytes = list
-            .active()
-            .and_then(|h| h.if_open())
-            .map_or(0, |s| s.size());
-        let compaction = shared.compaction_counters();
-        LogStats {
-            segments: list.len(),
-            open_segments: shared.snapshot.open_count(),
-            active_segment_bytes,
-            log_start_offset: self.log_start_offset(),
-            log_end_offset: self.log_end_offset(),
-            durable_offset: self.durable_offset(),
-            appends: counters.appends.load(Ordering::Relaxed),
-            appended_bytes: counters.appended_bytes.load(Ordering::Relaxed),
-            appended_records: counters.appended_records.load(Ordering::Relaxed),
-            rolls: counters.rolls.load(Ordering::Relaxed),
-            fsyncs: counters.fsyncs.load(Ordering::Relaxed),
-            fsync_nanos: counters.fsync_nanos.load(Ordering::Relaxed),
-            max_fsync_nanos: counters.max_fsync_nanos.load(Ordering::Relaxed),
-            poisoned: shared.commit.is_poisoned(),
-            compaction_passes: compaction.passes,
-            compaction_failed_passes: compaction.failed_passes,
-            compaction_uncleanable_from: compaction.uncleanable_from,
-            compaction_uncleanable_bytes: compaction.uncleanable_bytes,
-        }
-    }
-
-    /// Rolls the active segment (Kafka's `UnifiedLog.roll()`): seals it and starts a new active
-    /// segment at the log end offset, whose base offset it returns. A sealed segment is what
-    /// retention deletes and compaction cleans, so a roll makes the newest records eligible
-    /// for both.
-    ///
-    /// An active segment that is empty and already starts at the log end offset stays: the
-    /// call then changes nothing and returns its base (Kafka replaces such a segment with an
-    /// identical one). Appends from other threads serialise with the roll.
-    ///
-    /// Fails with [`Error::Closed`], [`Error::Poisoned`], [`Error::Unsupported`] on a log
-    /// opened read-only, or an I/O error creating the new segment (the old one then stays
-    /// active).
-    pub fn roll(&self) -> Result<i64> {
-        self.check_writable()?;
-        let shared = &self.shared;
-        let mut writer = shared.writer.lock();
-        // Again under the writer lock: a close or a poison may have come while it was taken.
-        self.check_writable()?;
-        shared.roll(&mut writer, shared.clock.now_ms())?;
-        Ok(writer.active.base_offset())
-    }
-
     /// Makes everything appended so far durable, then writes the clean-shutdown checkpoint so
     /// that the next open scans nothing. Later calls fail with [`Error::Closed`]. A poisoned log
     /// writes no clean-shutdown fields and returns [`Error::Poisoned`]: the next open recovers.
@@ -712,117 +644,6 @@ impl Drop for Log {
 }
 
 impl Shared {
-    /// The end of what the log answers reads from: the log end offset, or, once a failed
-    /// fsync poisoned the log, no more than the durable offset: the kernel may have dropped the
-    /// pages above it (ARCHITECTURE.md §8, "Failed fsyncs").
-    fn readable_end(&self) -> i64 {
-        let end = self.log_end.get();
-        if self.commit.is_poisoned() {
-            end.min(self.commit.durable_offset())
-        } else {
-            end
-        }
-    }
-
-    /// [`Error::Poisoned`] when the log is poisoned and `offset` is at or above what it still
-    /// answers: no data will come there any more.
-    fn check_readable_above(&self, offset: i64) -> Result<()> {
-        if self.commit.is_poisoned() && offset >= self.readable_end() {
-            return Err(Error::Poisoned);
-        }
-        Ok(())
-    }
-
-    /// Rolls to a new active segment at the log end offset. All or nothing: if the new segment
-    /// cannot be created or the old one sealed, the old one stays active and the error returns.
-    fn roll(&self, writer: &mut Writer, now_ms: i64) -> Result<()> {
-        self.roll_at(writer, writer.log_end_offset, now_ms)
-    }
-
-    /// [`roll`](Self::roll) to a new active segment at `base`, or at the log end offset if
-    /// that is higher: a follower's call rolls at its first offset (Kafka's `maybeRoll`), so
-    /// that a batch past a compacted leader's gap fits the new segment's 32-bit relative
-    /// offsets. A gap moves the log end (and the producer state's map end) to `base` with the
-    /// roll, before its producer snapshot: the log is then what an open of its files finds
-    /// (the empty segment at `base` ends it), whether or not the append that rolled is written.
-    fn roll_at(&self, writer: &mut Writer, base: i64, now_ms: i64) -> Result<()> {
-        let base = base.max(writer.log_end_offset);
-        let old = Arc::clone(&writer.active);
-        if old.base_offset() == base && old.size() == 0 {
-            return Ok(());
-        }
-        self.consume_clean_shutdown(writer)?;
-        let jitter = self
-            .config
-            .draw_roll_jitter(next_random(&mut writer.jitter_state));
-        let segment_config = self.config.segment_config(jitter);
-        let new = Arc::new(Segment::create(
-            &self.storage,
-            &self.dir,
-            base,
-            segment_config,
-            now_ms,
-        )?);
-        if let Err(error) = old.seal() {
-            for path in new.file_paths() {
-                if let Err(cleanup) = self.storage.remove(&path) {
-                    log::warn!("removing {} after a failed roll: {cleanup}", path.display());
-                }
-            }
-            if let Err(unseal) = old.unseal() {
-                log::error!(
-                    "could not reactivate {}: {unseal}",
-                    old.log_path().display()
-                );
-                self.commit.poison();
-            }
-            return Err(error);
-        }
-        // The sealed `.log`'s mtime is its append time for time retention, from the log's clock;
-        // the flusher's sync of the sealed segment makes it durable.
-        match self.storage.set_mtime(&old.log_path(), now_ms) {
-            Ok(()) => {}
-            Err(Error::Unsupported { .. }) => {}
-            Err(error) => log::warn!(
-                "{}: could not set its mtime (time retention falls back to the file system's): {error}",
-                old.log_path().display()
-            ),
-        }
-        let list = self.snapshot.load();
-        let mut handles = list.handles().to_vec();
-        handles.push(SegmentHandle::opened(Arc::clone(&new)));
-        self.snapshot.swap(SegmentList::new(handles), &[]);
-        self.snapshot.note_opened();
-        let old_base = old.base_offset();
-        writer.unsynced_sealed.push(old);
-        writer.dir_dirty = true;
-        writer.active = new;
-        self.counters.rolls.fetch_add(1, Ordering::Relaxed);
-        if base > writer.log_end_offset {
-            writer.log_end_offset = base;
-            writer.producer_state.update_map_end_offset(base);
-            self.log_end.advance(base);
-        }
-        observer::notify(
-            self.config.observer.as_ref(),
-            LogEvent::Roll {
-                old_base,
-                new_base: base,
-            },
-        );
-        // Kafka's snapshot at every roll, at the new segment's base: recovery replays the
-        // producer state from the newest snapshot at or below where it starts scanning, so
-        // this bounds that replay to about a segment. Written in place without its fsyncs,
-        // which the flusher's next sync makes (`take_roll_snapshot`), as Kafka defers them to
-        // its scheduler. A failure fails the append that rolled (the roll itself stands), as
-        // it does in Kafka.
-        self.take_roll_snapshot(writer)?;
-        self.flusher.lock().roll_pending = true;
-        self.flusher_wake.notify_all();
-        log::debug!("rolled {} to a new segment at {base}", self.dir.display());
-        Ok(())
-    }
-
     fn close_writable(&self) -> Result<()> {
         if self.commit.is_poisoned() {
             return Err(Error::Poisoned);
@@ -879,39 +700,4 @@ impl Shared {
         }
         Ok(())
     }
-}
-
-/// Creates `dir` and any missing ancestors, and syncs the parent of each directory it created:
-/// a new directory's name must survive a crash before anything inside it can.
-fn create_dir_durably(storage: &dyn Storage, dir: &Path) -> Result<()> {
-    let mut missing = Vec::new();
-    let mut current = Some(dir);
-    while let Some(path) = current.filter(|p| !p.as_os_str().is_empty()) {
-        if storage.exists(path)? {
-            break;
-        }
-        missing.push(path);
-        current = path.parent();
-    }
-    if missing.is_empty() {
-        return Ok(());
-    }
-    storage.create_dir_all(dir)?;
-    for created in missing.iter().rev() {
-        let parent = match created.parent() {
-            Some(parent) if !parent.as_os_str().is_empty() => parent,
-            _ => Path::new("."),
-        };
-        storage.sync_dir(parent)?;
-    }
-    Ok(())
-}
-
-/// splitmix64: enough randomness for roll jitter, without a dependency.
-fn next_random(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }

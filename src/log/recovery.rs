@@ -30,9 +30,10 @@ use std::sync::Arc;
 use super::checkpoint::{CheckpointFile, CheckpointRecord, gaps_between_segments_are_legal};
 use super::dir_listing::DirListing;
 use super::discarded::{CutPlan, DiscardReason, Discarded};
+use super::roll::next_random;
 use super::snapshot::SegmentHandle;
 use super::stats::RecoveryReport;
-use super::{LogConfig, RecoveryMode, next_random};
+use super::{LogConfig, RecoveryMode};
 use crate::error::{Error, Result};
 use crate::segment::{
     BatchWalker, InvalidBytes, RisingEpochs, ScanReport, Segment, SegmentFileKind, SegmentRole,

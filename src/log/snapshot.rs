@@ -358,165 +358,170 @@ impl Snapshot {
     }
 }
 
-/// Model-checked with shuttle (`RUSTFLAGS="--cfg shuttle"`, see `crate::sync`).
-#[cfg(all(test, shuttle))]
-mod shuttle_tests {
-    use std::path::Path;
+#[cfg(test)]
+mod tests {
+    /// Model-checked with shuttle (`RUSTFLAGS="--cfg shuttle"`, see `crate::sync`).
+    #[cfg(shuttle)]
+    mod shuttle_tests {
+        use std::path::Path;
 
-    use super::*;
-    use crate::format::{BatchBuilder, BatchHeader, Compression};
-    use crate::log::truncate::{PendingDelete, take_unpinned};
-    use crate::segment::{
-        DELETED_SUFFIX, SegmentFileKind, rename_segment_files, segment_file_path,
-    };
-    use crate::storage::SimStorage;
-    use crate::sync::thread;
+        use super::super::*;
+        use crate::format::{BatchBuilder, BatchHeader, Compression};
+        use crate::log::truncate::{PendingDelete, take_unpinned};
+        use crate::segment::{
+            DELETED_SUFFIX, SegmentFileKind, rename_segment_files, segment_file_path,
+        };
+        use crate::storage::SimStorage;
+        use crate::sync::thread;
 
-    const T0: i64 = 1_700_000_000_000;
+        const T0: i64 = 1_700_000_000_000;
 
-    fn config() -> SegmentConfig {
-        SegmentConfig {
-            segment_bytes: 1 << 20,
-            segment_index_bytes: 1 << 12,
-            index_interval_bytes: 256,
-            ..SegmentConfig::default()
+        fn config() -> SegmentConfig {
+            SegmentConfig {
+                segment_bytes: 1 << 20,
+                segment_index_bytes: 1 << 12,
+                index_interval_bytes: 256,
+                ..SegmentConfig::default()
+            }
         }
-    }
 
-    /// A segment at `base` holding one batch of 3 records.
-    fn segment(storage: &Arc<dyn Storage>, dir: &Path, base: i64) -> Segment {
-        let segment = Segment::create(storage, dir, base, config(), T0).unwrap();
-        let mut builder = BatchBuilder::new(Compression::None).base_offset(base);
-        for i in 0..3 {
-            builder.push_parts::<&str>(T0 + base + i, Some(b"key"), Some(b"value"), &[]);
+        /// A segment at `base` holding one batch of 3 records.
+        fn segment(storage: &Arc<dyn Storage>, dir: &Path, base: i64) -> Segment {
+            let segment = Segment::create(storage, dir, base, config(), T0).unwrap();
+            let mut builder = BatchBuilder::new(Compression::None).base_offset(base);
+            for i in 0..3 {
+                builder.push_parts::<&str>(T0 + base + i, Some(b"key"), Some(b"value"), &[]);
+            }
+            segment.append(&builder.build().unwrap()).unwrap();
+            segment
         }
-        segment.append(&builder.build().unwrap()).unwrap();
-        segment
-    }
 
-    fn exists(storage: &Arc<dyn Storage>, path: &Path) -> bool {
-        storage.exists(path).unwrap()
-    }
+        fn exists(storage: &Arc<dyn Storage>, path: &Path) -> bool {
+            storage.exists(path).unwrap()
+        }
 
-    /// The `.log` file of the segment at `base`, under its own name or renamed `.deleted`.
-    fn log_file_exists(storage: &Arc<dyn Storage>, dir: &Path, base: i64) -> bool {
-        let log = segment_file_path(dir, base, SegmentFileKind::Log);
-        let mut deleted = log.clone().into_os_string();
-        deleted.push(DELETED_SUFFIX);
-        exists(storage, &log) || exists(storage, Path::new(&deleted))
-    }
+        /// The `.log` file of the segment at `base`, under its own name or renamed `.deleted`.
+        fn log_file_exists(storage: &Arc<dyn Storage>, dir: &Path, base: i64) -> bool {
+            let log = segment_file_path(dir, base, SegmentFileKind::Log);
+            let mut deleted = log.clone().into_os_string();
+            deleted.push(DELETED_SUFFIX);
+            exists(storage, &log) || exists(storage, Path::new(&deleted))
+        }
 
-    #[test]
-    fn shuttle_a_deleted_segments_files_outlive_every_pin_and_go_after_the_last() {
-        crate::sync::check(
-            "shuttle_a_deleted_segments_files_outlive_every_pin_and_go_after_the_last",
-            || {
-                const READERS: usize = 2;
-                let dir = Path::new("/log/topic-0");
-                let storage: Arc<dyn Storage> = Arc::new(SimStorage::new(7));
-                storage.create_dir_all(dir).unwrap();
-                // Sealed segments at 0 and 3, the active one at 6.
-                for base in [0, 3] {
-                    segment(&storage, dir, base).seal().unwrap();
-                }
-                let active = Arc::new(segment(&storage, dir, 6));
-                let first = SegmentHandle::closed(0);
-                let list = SegmentList::new(vec![
-                    Arc::clone(&first),
-                    SegmentHandle::closed(3),
-                    SegmentHandle::opened(active),
-                ]);
-                let opener = SegmentOpener {
-                    storage: Arc::clone(&storage),
-                    dir: dir.to_path_buf(),
-                    config: config(),
-                    role: SegmentRole::Sealed,
-                    live: false,
-                };
-                // At most two open: pins close idle segments while the writer deletes one.
-                let snapshot = Arc::new(Snapshot::new(list, opener, 2));
-                // The instance of segment 0 the deletion took from its handle, once taken.
-                let taken: Arc<Mutex<Option<std::sync::Weak<Segment>>>> =
-                    Arc::new(Mutex::new(None));
-
-                let readers: Vec<_> = (0..READERS)
-                    .map(|_| {
-                        let (snapshot, storage, taken) = (
-                            Arc::clone(&snapshot),
-                            Arc::clone(&storage),
-                            Arc::clone(&taken),
-                        );
-                        thread::spawn(move || {
-                            for _ in 0..2 {
-                                // Offset 0, or the first offset left once segment 0 is gone.
-                                let pinned = loop {
-                                    let list = snapshot.load();
-                                    let handle = &list.handles()[list.floor_index(0)];
-                                    match snapshot.pin(handle) {
-                                        Ok(Some(segment)) => break segment,
-                                        Ok(None) => continue,
-                                        Err(error) => panic!("pin failed: {error}"),
-                                    }
-                                };
-                                let base = pinned.base_offset();
-                                let mut buf = Vec::new();
-                                let read = pinned
-                                    .read(base, 1 << 16, None, &mut buf)
-                                    .unwrap_or_else(|e| panic!("read of pinned {base} failed: {e}"))
-                                    .unwrap_or_else(|| panic!("pinned {base} read nothing"));
-                                assert_eq!(read.len, buf.len());
-                                assert_eq!(BatchHeader::parse(&buf).unwrap().base_offset, base);
-                                let deleted_instance = taken
-                                    .lock()
-                                    .as_ref()
-                                    .and_then(std::sync::Weak::upgrade)
-                                    .is_some_and(|t| Arc::ptr_eq(&t, &pinned));
-                                if deleted_instance {
-                                    assert!(
-                                        log_file_exists(&storage, dir, 0),
-                                        "segment 0's file was removed while a reader pins it"
-                                    );
-                                }
-                                drop(pinned);
-                            }
-                        })
-                    })
-                    .collect();
-
-                // The writer: segment 0 leaves the list, its files are renamed `.deleted`, and
-                // are removed once no reader pins it (as a truncation or retention does).
-                let current = snapshot.load();
-                let kept = SegmentList::new(current.handles()[1..].to_vec());
-                let open_removed = snapshot.swap(kept, std::slice::from_ref(&first));
-                let segment = open_removed.into_iter().next().flatten();
-                *taken.lock() = segment.as_ref().map(Arc::downgrade);
-                let paths = rename_segment_files(&*storage, dir, 0, DELETED_SUFFIX).unwrap();
-                let mut pending = vec![PendingDelete { paths, segment }];
-                while !pending.is_empty() {
-                    for ready in take_unpinned(&mut pending, false) {
-                        for path in &ready.paths {
-                            storage.remove(path).unwrap();
-                        }
+        #[test]
+        fn shuttle_a_deleted_segments_files_outlive_every_pin_and_go_after_the_last() {
+            crate::sync::check(
+                "shuttle_a_deleted_segments_files_outlive_every_pin_and_go_after_the_last",
+                || {
+                    const READERS: usize = 2;
+                    let dir = Path::new("/log/topic-0");
+                    let storage: Arc<dyn Storage> = Arc::new(SimStorage::new(7));
+                    storage.create_dir_all(dir).unwrap();
+                    // Sealed segments at 0 and 3, the active one at 6.
+                    for base in [0, 3] {
+                        segment(&storage, dir, base).seal().unwrap();
                     }
-                    thread::yield_now();
-                }
+                    let active = Arc::new(segment(&storage, dir, 6));
+                    let first = SegmentHandle::closed(0);
+                    let list = SegmentList::new(vec![
+                        Arc::clone(&first),
+                        SegmentHandle::closed(3),
+                        SegmentHandle::opened(active),
+                    ]);
+                    let opener = SegmentOpener {
+                        storage: Arc::clone(&storage),
+                        dir: dir.to_path_buf(),
+                        config: config(),
+                        role: SegmentRole::Sealed,
+                        live: false,
+                    };
+                    // At most two open: pins close idle segments while the writer deletes one.
+                    let snapshot = Arc::new(Snapshot::new(list, opener, 2));
+                    // The instance of segment 0 the deletion took from its handle, once taken.
+                    let taken: Arc<Mutex<Option<std::sync::Weak<Segment>>>> =
+                        Arc::new(Mutex::new(None));
 
-                for reader in readers {
-                    reader.join().unwrap();
-                }
-                assert!(
-                    !log_file_exists(&storage, dir, 0),
-                    "segment 0's file outlived its pins"
-                );
-                for kind in [SegmentFileKind::OffsetIndex, SegmentFileKind::TimeIndex] {
-                    assert!(!exists(&storage, &segment_file_path(dir, 0, kind)));
-                }
-                assert!(exists(
-                    &storage,
-                    &segment_file_path(dir, 3, SegmentFileKind::Log)
-                ));
-                assert!(first.removed.load(Ordering::SeqCst));
-            },
-        );
+                    let readers: Vec<_> = (0..READERS)
+                        .map(|_| {
+                            let (snapshot, storage, taken) = (
+                                Arc::clone(&snapshot),
+                                Arc::clone(&storage),
+                                Arc::clone(&taken),
+                            );
+                            thread::spawn(move || {
+                                for _ in 0..2 {
+                                    // Offset 0, or the first offset left once segment 0 is gone.
+                                    let pinned = loop {
+                                        let list = snapshot.load();
+                                        let handle = &list.handles()[list.floor_index(0)];
+                                        match snapshot.pin(handle) {
+                                            Ok(Some(segment)) => break segment,
+                                            Ok(None) => continue,
+                                            Err(error) => panic!("pin failed: {error}"),
+                                        }
+                                    };
+                                    let base = pinned.base_offset();
+                                    let mut buf = Vec::new();
+                                    let read = pinned
+                                        .read(base, 1 << 16, None, &mut buf)
+                                        .unwrap_or_else(|e| {
+                                            panic!("read of pinned {base} failed: {e}")
+                                        })
+                                        .unwrap_or_else(|| panic!("pinned {base} read nothing"));
+                                    assert_eq!(read.len, buf.len());
+                                    assert_eq!(BatchHeader::parse(&buf).unwrap().base_offset, base);
+                                    let deleted_instance = taken
+                                        .lock()
+                                        .as_ref()
+                                        .and_then(std::sync::Weak::upgrade)
+                                        .is_some_and(|t| Arc::ptr_eq(&t, &pinned));
+                                    if deleted_instance {
+                                        assert!(
+                                            log_file_exists(&storage, dir, 0),
+                                            "segment 0's file was removed while a reader pins it"
+                                        );
+                                    }
+                                    drop(pinned);
+                                }
+                            })
+                        })
+                        .collect();
+
+                    // The writer: segment 0 leaves the list, its files are renamed `.deleted`, and
+                    // are removed once no reader pins it (as a truncation or retention does).
+                    let current = snapshot.load();
+                    let kept = SegmentList::new(current.handles()[1..].to_vec());
+                    let open_removed = snapshot.swap(kept, std::slice::from_ref(&first));
+                    let segment = open_removed.into_iter().next().flatten();
+                    *taken.lock() = segment.as_ref().map(Arc::downgrade);
+                    let paths = rename_segment_files(&*storage, dir, 0, DELETED_SUFFIX).unwrap();
+                    let mut pending = vec![PendingDelete { paths, segment }];
+                    while !pending.is_empty() {
+                        for ready in take_unpinned(&mut pending, false) {
+                            for path in &ready.paths {
+                                storage.remove(path).unwrap();
+                            }
+                        }
+                        thread::yield_now();
+                    }
+
+                    for reader in readers {
+                        reader.join().unwrap();
+                    }
+                    assert!(
+                        !log_file_exists(&storage, dir, 0),
+                        "segment 0's file outlived its pins"
+                    );
+                    for kind in [SegmentFileKind::OffsetIndex, SegmentFileKind::TimeIndex] {
+                        assert!(!exists(&storage, &segment_file_path(dir, 0, kind)));
+                    }
+                    assert!(exists(
+                        &storage,
+                        &segment_file_path(dir, 3, SegmentFileKind::Log)
+                    ));
+                    assert!(first.removed.load(Ordering::SeqCst));
+                },
+            );
+        }
     }
 }

@@ -1,8 +1,9 @@
-//! [`LogStats`] and [`RecoveryReport`]: what the log tells about itself.
+//! [`LogStats`] and [`RecoveryReport`]: what the log tells about itself, and [`Log::stats`].
 
 use crate::sync::atomic::{AtomicU64, Ordering};
 use std::path::PathBuf;
 
+use super::Log;
 use super::discarded::Discarded;
 use crate::error::Corruption;
 
@@ -107,4 +108,39 @@ pub struct RecoveryReport {
     pub stray_files_removed: Vec<String>,
     /// The log end offset after recovery.
     pub log_end_offset: i64,
+}
+
+impl Log {
+    /// A snapshot of the log's counters.
+    pub fn stats(&self) -> LogStats {
+        self.poll_live();
+        let shared = &self.shared;
+        let counters = &shared.counters;
+        let list = shared.snapshot.load();
+        let active_segment_bytes = list
+            .active()
+            .and_then(|h| h.if_open())
+            .map_or(0, |s| s.size());
+        let compaction = shared.compaction_counters();
+        LogStats {
+            segments: list.len(),
+            open_segments: shared.snapshot.open_count(),
+            active_segment_bytes,
+            log_start_offset: self.log_start_offset(),
+            log_end_offset: self.log_end_offset(),
+            durable_offset: self.durable_offset(),
+            appends: counters.appends.load(Ordering::Relaxed),
+            appended_bytes: counters.appended_bytes.load(Ordering::Relaxed),
+            appended_records: counters.appended_records.load(Ordering::Relaxed),
+            rolls: counters.rolls.load(Ordering::Relaxed),
+            fsyncs: counters.fsyncs.load(Ordering::Relaxed),
+            fsync_nanos: counters.fsync_nanos.load(Ordering::Relaxed),
+            max_fsync_nanos: counters.max_fsync_nanos.load(Ordering::Relaxed),
+            poisoned: shared.commit.is_poisoned(),
+            compaction_passes: compaction.passes,
+            compaction_failed_passes: compaction.failed_passes,
+            compaction_uncleanable_from: compaction.uncleanable_from,
+            compaction_uncleanable_bytes: compaction.uncleanable_bytes,
+        }
+    }
 }

@@ -194,46 +194,47 @@ mod tests {
             assert_eq!(truncations.cut_since(epoch, cut - 1), None);
         }
     }
-}
 
-/// Model-checked with shuttle (`RUSTFLAGS="--cfg shuttle"`, see `crate::sync`).
-#[cfg(all(test, shuttle))]
-mod shuttle_tests {
-    use super::*;
-    use crate::sync::Arc;
-    use crate::sync::atomic::AtomicI64;
-    use crate::sync::thread;
+    /// Model-checked with shuttle (`RUSTFLAGS="--cfg shuttle"`, see `crate::sync`).
+    #[cfg(shuttle)]
+    mod shuttle_tests {
+        use super::*;
+        use crate::sync::Arc;
+        use crate::sync::atomic::AtomicI64;
+        use crate::sync::thread;
 
-    /// A record at offset 4 appended in the epoch a waiter holds; a truncation to 2 and a
-    /// refill past 4 race the wait. The waiter reads the durable offset, then the record (as
-    /// `WaitDurable::check` does): it must never call the refilled offset 4 durable.
-    #[test]
-    fn shuttle_a_wait_never_acknowledges_a_refill_of_its_offset() {
-        crate::sync::check(
-            "shuttle_a_wait_never_acknowledges_a_refill_of_its_offset",
-            || {
-                let truncations = Arc::new(Truncations::default());
-                // The durable offset: 0 at first, then the refill's sync makes 6 durable.
-                let durable = Arc::new(AtomicI64::new(0));
-                let epoch = truncations.epoch();
-                let truncator = {
-                    let (truncations, durable) = (Arc::clone(&truncations), Arc::clone(&durable));
-                    thread::spawn(move || {
-                        let guard = truncations.begin(2);
-                        drop(guard);
-                        // The refill and its sync, after the truncation ended.
-                        durable.store(6, Ordering::Release);
-                    })
-                };
-                let durable_now = durable.load(Ordering::Acquire);
-                let cut = truncations.cut_since(epoch, 4);
-                assert!(
-                    durable_now <= 4 || cut.is_some(),
-                    "offset 4 called durable after a truncation to 2 refilled it"
-                );
-                truncator.join().unwrap();
-                assert_eq!(truncations.cut_since(epoch, 4), Some(2));
-            },
-        );
+        /// A record at offset 4 appended in the epoch a waiter holds; a truncation to 2 and a
+        /// refill past 4 race the wait. The waiter reads the durable offset, then the record (as
+        /// `WaitDurable::check` does): it must never call the refilled offset 4 durable.
+        #[test]
+        fn shuttle_a_wait_never_acknowledges_a_refill_of_its_offset() {
+            crate::sync::check(
+                "shuttle_a_wait_never_acknowledges_a_refill_of_its_offset",
+                || {
+                    let truncations = Arc::new(Truncations::default());
+                    // The durable offset: 0 at first, then the refill's sync makes 6 durable.
+                    let durable = Arc::new(AtomicI64::new(0));
+                    let epoch = truncations.epoch();
+                    let truncator = {
+                        let (truncations, durable) =
+                            (Arc::clone(&truncations), Arc::clone(&durable));
+                        thread::spawn(move || {
+                            let guard = truncations.begin(2);
+                            drop(guard);
+                            // The refill and its sync, after the truncation ended.
+                            durable.store(6, Ordering::Release);
+                        })
+                    };
+                    let durable_now = durable.load(Ordering::Acquire);
+                    let cut = truncations.cut_since(epoch, 4);
+                    assert!(
+                        durable_now <= 4 || cut.is_some(),
+                        "offset 4 called durable after a truncation to 2 refilled it"
+                    );
+                    truncator.join().unwrap();
+                    assert_eq!(truncations.cut_since(epoch, 4), Some(2));
+                },
+            );
+        }
     }
 }

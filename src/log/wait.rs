@@ -190,6 +190,27 @@ impl Log {
 }
 
 impl Shared {
+    /// The end of what the log answers reads from: the log end offset, or, once a failed
+    /// fsync poisoned the log, no more than the durable offset: the kernel may have dropped the
+    /// pages above it (ARCHITECTURE.md §8, "Failed fsyncs").
+    pub(super) fn readable_end(&self) -> i64 {
+        let end = self.log_end.get();
+        if self.commit.is_poisoned() {
+            end.min(self.commit.durable_offset())
+        } else {
+            end
+        }
+    }
+
+    /// [`Error::Poisoned`] when the log is poisoned and `offset` is at or above what it still
+    /// answers: no data will come there any more.
+    pub(super) fn check_readable_above(&self, offset: i64) -> Result<()> {
+        if self.commit.is_poisoned() && offset >= self.readable_end() {
+            return Err(Error::Poisoned);
+        }
+        Ok(())
+    }
+
     /// Blocks until `offset` is durable (`sync_through`), and fails with [`Error::Truncated`]
     /// if a truncation since `epoch` cut the log at or below it: a refill of the offset made
     /// durable is not the record the wait is for.

@@ -273,38 +273,38 @@ mod tests {
         mark.wake_all();
         assert_eq!(waiter.join().unwrap(), 0);
     }
-}
 
-/// Model-checked with shuttle (`RUSTFLAGS="--cfg shuttle"`, see `crate::sync`).
-#[cfg(all(test, shuttle))]
-mod shuttle_tests {
-    use super::*;
-    use crate::sync::thread;
+    /// Model-checked with shuttle (`RUSTFLAGS="--cfg shuttle"`, see `crate::sync`).
+    #[cfg(shuttle)]
+    mod shuttle_tests {
+        use super::*;
+        use crate::sync::thread;
 
-    #[test]
-    fn shuttle_waking_every_waiter_never_undoes_an_advance() {
-        crate::sync::check(
-            "shuttle_waking_every_waiter_never_undoes_an_advance",
-            || {
-                let mark = Arc::new(Watermark::new(0));
-                let advancer = {
-                    let mark = Arc::clone(&mark);
-                    thread::spawn(move || mark.advance(3))
-                };
-                let waker = {
-                    let mark = Arc::clone(&mark);
-                    thread::spawn(move || mark.wake_all())
-                };
-                let mut seen = mark.get();
-                for _ in 0..3 {
-                    let now = mark.get();
-                    assert!(now >= seen, "the watermark went back: {seen} -> {now}");
-                    seen = now;
-                }
-                advancer.join().unwrap();
-                waker.join().unwrap();
-                assert_eq!(mark.get(), 3, "a wake-up undid the advance");
-            },
-        );
+        #[test]
+        fn shuttle_waking_every_waiter_never_undoes_an_advance() {
+            crate::sync::check(
+                "shuttle_waking_every_waiter_never_undoes_an_advance",
+                || {
+                    let mark = Arc::new(Watermark::new(0));
+                    let advancer = {
+                        let mark = Arc::clone(&mark);
+                        thread::spawn(move || mark.advance(3))
+                    };
+                    let waker = {
+                        let mark = Arc::clone(&mark);
+                        thread::spawn(move || mark.wake_all())
+                    };
+                    let mut seen = mark.get();
+                    for _ in 0..3 {
+                        let now = mark.get();
+                        assert!(now >= seen, "the watermark went back: {seen} -> {now}");
+                        seen = now;
+                    }
+                    advancer.join().unwrap();
+                    waker.join().unwrap();
+                    assert_eq!(mark.get(), 3, "a wake-up undid the advance");
+                },
+            );
+        }
     }
 }

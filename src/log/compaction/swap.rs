@@ -297,7 +297,7 @@ fn swap_next_offset(storage: &Arc<dyn Storage>, path: &Path, base: i64) -> Resul
 }
 
 #[cfg(test)]
-mod txn_index_swap_tests {
+mod tests {
     use super::*;
     use crate::format::{BatchBuilder, Compression};
     use crate::segment::segment_file_name;

@@ -77,8 +77,6 @@
 mod append_info;
 mod entry;
 pub(crate) mod snapshot_file;
-#[cfg(test)]
-mod tests;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::OnceLock;
@@ -750,3 +748,6 @@ impl ProducerTable {
             .expect("map() has just built the table")
     }
 }
+
+#[cfg(test)]
+mod tests;

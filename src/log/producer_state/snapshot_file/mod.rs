@@ -760,5 +760,4 @@ fn remove_if_exists(storage: &dyn Storage, path: &Path) -> Result<()> {
 }
 
 #[cfg(test)]
-#[path = "snapshot_file_tests.rs"]
 mod tests;
