@@ -138,6 +138,7 @@ mod log;
 mod position;
 mod producer;
 pub mod replica;
+mod rng;
 mod segment;
 mod storage;
 mod sync;
@@ -191,6 +192,7 @@ pub mod unstable {
     pub use crate::log::{
         PROPERTIES_FILE_NAME, per_log_setting_names, read_stored_settings, write_stored_settings,
     };
+    pub use crate::rng::SplitMix64;
     pub use crate::segment::{
         ABORTED_TXN_VERSION, AbortedTxn, AppendInfo, InvalidBytes, RollReason, ScanReport, Segment,
         SegmentConfig, SegmentFileKind, SegmentFileName, SegmentRead, SegmentRole,

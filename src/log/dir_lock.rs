@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::error::{Error, Result};
-use crate::storage::{CanonicalPath, FileLock, LockMode, Storage};
+use crate::storage::{CanonicalPath, FileLock, LockMode, Storage, create_dir_durably};
 use crate::sync::Mutex;
 
 use super::LOCK_FILE;
@@ -131,30 +131,4 @@ pub(super) fn enter_dir(
             Err(error)
         }
     }
-}
-
-/// Creates `dir` and any missing ancestors, and syncs the parent of each directory it created:
-/// a new directory's name must survive a crash before anything inside it can.
-fn create_dir_durably(storage: &dyn Storage, dir: &Path) -> Result<()> {
-    let mut missing = Vec::new();
-    let mut current = Some(dir);
-    while let Some(path) = current.filter(|p| !p.as_os_str().is_empty()) {
-        if storage.exists(path)? {
-            break;
-        }
-        missing.push(path);
-        current = path.parent();
-    }
-    if missing.is_empty() {
-        return Ok(());
-    }
-    storage.create_dir_all(dir)?;
-    for created in missing.iter().rev() {
-        let parent = match created.parent() {
-            Some(parent) if !parent.as_os_str().is_empty() => parent,
-            _ => Path::new("."),
-        };
-        storage.sync_dir(parent)?;
-    }
-    Ok(())
 }

@@ -33,7 +33,7 @@ use std::sync::Arc;
 use crate::error::{Corruption, Error, Result};
 use crate::storage::{OpenMode, Storage};
 
-use super::durable_file::replace_file_durably;
+use crate::storage::replace_file_durably;
 
 /// The file name of the cache in a partition directory, Kafka's `LeaderEpochCheckpointFile`.
 pub const LEADER_EPOCH_CHECKPOINT_FILE_NAME: &str = "leader-epoch-checkpoint";

@@ -199,7 +199,7 @@ impl Shared {
     /// log (or crashed and recovered) under it.
     fn reload_live(&self, writer: &mut Writer) -> Result<()> {
         let now_ms = self.clock.now_ms();
-        let mut jitter_state = writer.jitter_state;
+        let mut jitter = writer.jitter.clone();
         let recovered = recovery::recover(
             &self.storage,
             &self.dir,
@@ -207,7 +207,7 @@ impl Shared {
             true,
             None,
             now_ms,
-            &mut jitter_state,
+            &mut jitter,
         )?;
         self.note_live_compacted(recovered.compacted);
         let old_list = self.snapshot.load();

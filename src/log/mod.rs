@@ -24,7 +24,6 @@ mod derived_repair;
 mod dir_listing;
 mod dir_lock;
 mod discarded;
-mod durable_file;
 mod epoch_load;
 mod fetch;
 mod flusher;
@@ -62,6 +61,7 @@ use crate::sync::{Condvar, Mutex};
 
 use crate::clock::Clock;
 use crate::error::{Error, Result};
+use crate::rng::SplitMix64;
 use crate::segment::{Segment, SegmentRole};
 use crate::storage::Storage;
 
@@ -146,7 +146,8 @@ struct Writer {
     bytes_since_flush: u64,
     /// Files renamed `.deleted`, removed once no reader pins their segment.
     pending_deletes: Vec<PendingDelete>,
-    jitter_state: u64,
+    /// The roll jitter's draws.
+    jitter: SplitMix64,
     /// Per-producer sequences, epochs and open transactions (Kafka's `ProducerStateManager`,
     /// under the log lock as here): `transactions.rs`.
     producer_state: ProducerStateManager,
@@ -338,7 +339,7 @@ impl Log {
         let clock = Arc::clone(&config.clock);
         let (kafka_dir, lock, config) = dir_lock::enter_dir(&storage, dir, config, read_only)?;
         let now_ms = clock.now_ms();
-        let mut jitter_state = (now_ms as u64) ^ 0x9E37_79B9_7F4A_7C15;
+        let mut jitter = SplitMix64::new((now_ms as u64) ^ 0x9E37_79B9_7F4A_7C15);
         let mut recovered = recovery::recover(
             &storage,
             dir,
@@ -346,7 +347,7 @@ impl Log {
             read_only,
             rescan_from,
             now_ms,
-            &mut jitter_state,
+            &mut jitter,
         )?;
         // One listing serves every step of the open (the producer snapshots, the `.txnindex`
         // checks); recovery hands over its own unless it changed the directory since.
@@ -417,7 +418,7 @@ impl Log {
                 messages_since_flush: 0,
                 bytes_since_flush: 0,
                 pending_deletes: Vec::new(),
-                jitter_state,
+                jitter,
                 producer_state,
             }),
             log_end: Watermark::new(log_end_offset),

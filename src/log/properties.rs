@@ -252,7 +252,7 @@ pub fn write_stored_settings(
         text.push_str(value);
         text.push('\n');
     }
-    super::durable_file::replace_file_durably(
+    crate::storage::replace_file_durably(
         storage,
         dir,
         PROPERTIES_TEMP_NAME,

@@ -30,11 +30,11 @@ use std::sync::Arc;
 use super::checkpoint::{CheckpointFile, CheckpointRecord, gaps_between_segments_are_legal};
 use super::dir_listing::DirListing;
 use super::discarded::{CutPlan, DiscardReason, Discarded};
-use super::roll::next_random;
 use super::snapshot::SegmentHandle;
 use super::stats::RecoveryReport;
 use super::{LogConfig, RecoveryMode};
 use crate::error::{Error, Result};
+use crate::rng::SplitMix64;
 use crate::segment::{
     BatchWalker, InvalidBytes, RisingEpochs, ScanReport, Segment, SegmentFileKind, SegmentRole,
     Step, TransientSuffix, parse_segment_file_name, segment_file_path,
@@ -84,7 +84,7 @@ pub(crate) fn recover(
     read_only: bool,
     rescan_from: Option<i64>,
     now_ms: i64,
-    jitter_state: &mut u64,
+    jitter: &mut SplitMix64,
 ) -> Result<Recovered> {
     let mut report = RecoveryReport::default();
     let live = read_only && config.allow_live_writer;
@@ -93,7 +93,7 @@ pub(crate) fn recover(
     let bases = tidy_directory(storage, dir, &mut listing, read_only, live, &mut report)?;
     // Phase 2: the checkpoint, which a writable open keeps open to write.
     let (mut checkpoint, record) = open_checkpoint(storage, dir, read_only)?;
-    let active_config = config.segment_config(config.draw_roll_jitter(next_random(jitter_state)));
+    let active_config = config.segment_config(config.draw_roll_jitter(jitter.next_u64()));
     let checkpoint_start = record.map_or(0, |r| r.log_start_offset).max(0);
 
     let Some(&first_base) = bases.first() else {

@@ -57,9 +57,7 @@ impl Shared {
             return Ok(());
         }
         self.consume_clean_shutdown(writer)?;
-        let jitter = self
-            .config
-            .draw_roll_jitter(next_random(&mut writer.jitter_state));
+        let jitter = self.config.draw_roll_jitter(writer.jitter.next_u64());
         let segment_config = self.config.segment_config(jitter);
         let new = Arc::new(Segment::create(
             &self.storage,
@@ -127,13 +125,4 @@ impl Shared {
         log::debug!("rolled {} to a new segment at {base}", self.dir.display());
         Ok(())
     }
-}
-
-/// splitmix64: enough randomness for roll jitter, without a dependency.
-pub(super) fn next_random(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }
