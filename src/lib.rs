@@ -209,7 +209,7 @@ pub mod unstable {
     /// Kafka's producer-state snapshot files (`<offset>.snapshot`, `ProducerSnapshot` v1): the
     /// codec, the names, and the list of a directory's snapshots, byte for byte Kafka's.
     pub mod producer_snapshot {
-        pub use crate::log::producer_state::snapshot_file::*;
+        pub use crate::log::producer_snapshot::*;
     }
     #[cfg(feature = "sim")]
     pub use crate::storage::sim;

@@ -15,41 +15,17 @@
 //! `follower_append.rs`, `truncate_fully.rs` and `epoch_load.rs`; the settings in `config/`.
 //! This file keeps the structs, open, the accessors and close.
 
-mod append;
-pub mod checkpoint;
-mod committed;
-mod compaction;
 mod config;
-mod derived_repair;
-mod dir_listing;
-mod dir_lock;
-mod discarded;
-mod epoch_load;
-mod fetch;
-mod flusher;
-mod follower_append;
-mod group_commit;
-pub(crate) mod kafka_dir;
-pub(crate) mod leader_epoch;
-mod live;
-mod observer;
-pub(crate) mod producer_state;
-mod properties;
-mod records;
+mod durability;
+mod files;
+mod maintenance;
+mod observe;
+mod read;
 mod recovery;
 mod replication;
-mod retention;
-mod roll;
-mod snapshot;
-mod stats;
-#[cfg(feature = "stream")]
-mod tail_stream;
-mod transactions;
-mod truncate;
-mod truncate_fully;
-mod truncations;
-mod wait;
-mod watermark;
+mod segments;
+mod txn;
+mod write;
 
 use crate::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use crate::sync::thread::JoinHandle;
@@ -65,38 +41,42 @@ use crate::rng::SplitMix64;
 use crate::segment::{Segment, SegmentRole};
 use crate::storage::Storage;
 
-use checkpoint::{CheckpointFile, CleanShutdown};
-use flusher::flusher_loop;
-use group_commit::GroupCommit;
-use producer_state::ProducerStateManager;
-use snapshot::{SegmentList, Snapshot};
-use truncate::PendingDelete;
-pub(crate) use truncations::TruncationEpoch;
-use truncations::Truncations;
-use watermark::Watermark;
+use durability::flusher::flusher_loop;
+use durability::group_commit::GroupCommit;
+use files::checkpoint::{CheckpointFile, CleanShutdown};
+use segments::snapshot::{SegmentList, Snapshot};
+pub(crate) use segments::truncations::TruncationEpoch;
+use segments::truncations::Truncations;
+use segments::watermark::Watermark;
+use txn::producer_state::ProducerStateManager;
+use write::truncate::PendingDelete;
 
-pub use committed::CommittedRecords;
-pub use compaction::{
-    CompactionOptions, CompactionSchedule, CompactionStats, PRODUCER_ID_EXPIRATION_MS,
+pub use config::properties::{
+    PROPERTIES_FILE_NAME, per_log_setting_names, read_stored_settings, write_stored_settings,
 };
 pub use config::{
     CleanupPolicy, CompressionType, FlushPolicy, LogConfig, LogConfigBuilder, RecoveryMode,
 };
-pub use discarded::{DiscardReason, Discarded};
-pub use fetch::{
+pub use durability::wait::{WaitDurable, WaitForData};
+pub use files::checkpoint;
+pub(crate) use files::kafka_dir;
+pub use files::producer_snapshot;
+pub use maintenance::compaction::{
+    CompactionOptions, CompactionSchedule, CompactionStats, PRODUCER_ID_EXPIRATION_MS,
+};
+pub use maintenance::retention::{DeletedSegment, RetentionReport, RetentionRule};
+pub use observe::discarded::{DiscardReason, Discarded};
+pub use observe::stats::{LogStats, RecoveryReport};
+pub use observe::{LogEvent, Observer};
+pub use read::committed::CommittedRecords;
+pub use read::fetch::{
     FetchBatches, FetchData, Isolation, LogRecord, LogRecords, ReadBound, ReadOptions,
 };
-pub use observer::{LogEvent, Observer};
-pub use properties::{
-    PROPERTIES_FILE_NAME, per_log_setting_names, read_stored_settings, write_stored_settings,
-};
-pub use records::{LogTail, ReadEnd};
-pub use retention::{DeletedSegment, RetentionReport, RetentionRule};
-pub use stats::{LogStats, RecoveryReport};
+pub use read::records::{LogTail, ReadEnd};
 #[cfg(feature = "stream")]
-pub use tail_stream::LogTailStream;
-pub use transactions::ProducerStateEntry;
-pub use wait::{WaitDurable, WaitForData};
+pub use read::tail_stream::LogTailStream;
+pub(crate) use replication::leader_epoch;
+pub use txn::transactions::ProducerStateEntry;
 
 /// The name of the lock file in a log directory.
 pub(crate) const LOCK_FILE: &str = "partlog.lock";
@@ -139,7 +119,7 @@ struct Writer {
     dir_dirty: bool,
     /// Producer snapshots a roll put in place without fsyncing them: the flusher's next sync
     /// (or close) fsyncs them before the directory, off the append path (`transactions.rs`).
-    unsynced_snapshots: Vec<producer_state::snapshot_file::UnsyncedSnapshot>,
+    unsynced_snapshots: Vec<files::producer_snapshot::UnsyncedSnapshot>,
     checkpoint: Option<CheckpointFile>,
     recovery_point: i64,
     messages_since_flush: u64,
@@ -171,10 +151,10 @@ struct Shared {
     clock: Arc<dyn Clock>,
     read_only: bool,
     /// The directory lock, released by `close()` (or the drop of the log).
-    dir_lock: Mutex<Option<dir_lock::DirLock>>,
+    dir_lock: Mutex<Option<files::dir_lock::DirLock>>,
     /// This log's share of its Kafka log directory's lock, left at close (ARCHITECTURE.md §7,
     /// "Opening inside a Kafka log dir").
-    kafka_dir: Mutex<Option<kafka_dir::KafkaDirMembership>>,
+    kafka_dir: Mutex<Option<files::kafka_dir::KafkaDirMembership>>,
     snapshot: Snapshot,
     writer: Mutex<Writer>,
     log_end: Watermark,
@@ -186,15 +166,15 @@ struct Shared {
     /// cut, and gets `Truncated`; one above it asks past anything the log ever held, and gets
     /// `OffsetOutOfRange`. Waits ask `truncations`, which knows each cut.
     highest_cut_end: AtomicI64,
-    counters: stats::Counters,
+    counters: observe::stats::Counters,
     report: RecoveryReport,
     flusher: Mutex<FlusherSignal>,
     flusher_wake: Condvar,
     bytes_at_last_checkpoint: AtomicU64,
     /// Held by a compaction pass (one pass at a time), with what passes remember.
-    compaction: Mutex<compaction::CleanerState>,
+    compaction: Mutex<maintenance::compaction::CleanerState>,
     /// Compaction's counters and persisted checkpoint, readable while a pass runs.
-    compaction_status: compaction::CompactionStatus,
+    compaction_status: maintenance::compaction::CompactionStatus,
     /// The truncations and their cuts: a durability wait fails only for a cut at or below its
     /// offset since it began, and a compaction pass never swaps in a copy of a segment that a
     /// truncation changed meanwhile (`truncations.rs`).
@@ -337,7 +317,8 @@ impl Log {
         config.validate()?;
         let storage = Arc::clone(&config.storage);
         let clock = Arc::clone(&config.clock);
-        let (kafka_dir, lock, config) = dir_lock::enter_dir(&storage, dir, config, read_only)?;
+        let (kafka_dir, lock, config) =
+            files::dir_lock::enter_dir(&storage, dir, config, read_only)?;
         let now_ms = clock.now_ms();
         let mut jitter = SplitMix64::new((now_ms as u64) ^ 0x9E37_79B9_7F4A_7C15);
         let mut recovered = recovery::recover(
@@ -353,9 +334,9 @@ impl Log {
         // checks); recovery hands over its own unless it changed the directory since.
         let mut listing = match recovered.listing.take() {
             Some(listing) => listing,
-            None => dir_listing::DirListing::read(&*storage, dir)?,
+            None => files::dir_listing::DirListing::read(&*storage, dir)?,
         };
-        let opener = snapshot::SegmentOpener {
+        let opener = segments::snapshot::SegmentOpener {
             storage: Arc::clone(&storage),
             dir: dir.to_path_buf(),
             config: config.segment_config(0),
@@ -372,7 +353,7 @@ impl Log {
             MAX_OPEN_SEGMENTS,
         );
         let log_end_offset = recovered.active.next_offset();
-        let (producer_state, replayed_aborted) = derived_repair::load_derived_state(
+        let (producer_state, replayed_aborted) = recovery::derived::load_derived_state(
             &storage,
             dir,
             &config,
@@ -383,14 +364,18 @@ impl Log {
             now_ms,
         )?;
         let first_unstable = producer_state.first_unstable_offset().unwrap_or(i64::MAX);
-        let last_txn_index_base = transactions::last_txn_index_base(&listing);
-        let (cleaner, compaction_status) =
-            compaction::load_cleaner_state(&*storage, dir, log_end_offset, read_only);
-        let leader_epochs = epoch_load::load_leader_epochs(
+        let last_txn_index_base = txn::transactions::last_txn_index_base(&listing);
+        let (cleaner, compaction_status) = files::cleaner_checkpoint::load_cleaner_state(
+            &*storage,
+            dir,
+            log_end_offset,
+            read_only,
+        );
+        let leader_epochs = replication::epoch_load::load_leader_epochs(
             &storage,
             dir,
             &snapshot,
-            epoch_load::EpochLoad {
+            replication::epoch_load::EpochLoad {
                 first_recovered_base: recovered.first_recovered_base,
                 restarted_at_log_start: recovered.restarted_at_log_start,
                 scanned_epochs: std::mem::take(&mut recovered.scanned_epochs),
@@ -430,7 +415,7 @@ impl Log {
             ),
             closed: AtomicBool::new(false),
             highest_cut_end: AtomicI64::new(-1),
-            counters: stats::Counters::default(),
+            counters: observe::stats::Counters::default(),
             report: recovered.report,
             flusher: Mutex::new(FlusherSignal::default()),
             flusher_wake: Condvar::new(),
@@ -475,7 +460,7 @@ impl Log {
                     .map_err(|e| Error::io(dir, e))?,
             )
         };
-        observer::notify(
+        observe::notify(
             shared.config.observer.as_ref(),
             LogEvent::Recovery {
                 report: &shared.report,
@@ -494,7 +479,7 @@ impl Log {
             // On failure the log drops, which closes it and stops the flusher.
             let maintenance = crate::sync::thread::Builder::new()
                 .name(format!("partlog-maintenance:{}", dir.display()))
-                .spawn(move || retention::maintenance_loop(&shared, opened_ms))
+                .spawn(move || maintenance::retention::maintenance_loop(&shared, opened_ms))
                 .map_err(|e| Error::io(dir, e))?;
             *log.maintenance.lock() = Some(maintenance);
         }

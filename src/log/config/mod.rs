@@ -13,6 +13,7 @@
 
 mod builder;
 mod policies;
+pub(in crate::log) mod properties;
 mod validate;
 
 use std::sync::Arc;
@@ -25,8 +26,8 @@ use crate::format::TimestampType;
 use crate::segment::SegmentConfig;
 use crate::storage::{OsStorage, Storage};
 
-use super::observer::Observer;
-use super::properties::ExplicitSettings;
+use crate::log::observe::Observer;
+use properties::ExplicitSettings;
 
 pub use builder::LogConfigBuilder;
 pub use policies::{CleanupPolicy, CompressionType, FlushPolicy, RecoveryMode};

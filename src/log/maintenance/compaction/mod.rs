@@ -1,0 +1,714 @@
+//! Log compaction (`cleanup.policy` compact): for every key, only the record with the highest
+//! offset stays (ARCHITECTURE.md §3, invariant 8; Kafka's `LogCleaner`).
+//!
+//! # Scheduling
+//!
+//! The *cleanable range* runs from the first sealed segment up to the first of: the active
+//! segment (never cleaned), a dirty segment whose largest timestamp is younger than
+//! `min.compaction.lag.ms` when that is above 0 (Kafka's rule: with 0, a timestamp in the future
+//! holds nothing back), and the segment holding the last stable offset (below). Within
+//! it, segments wholly below the *first dirty offset* are clean (earlier passes compared every
+//! record there with every later one), the rest are dirty. A pass is due
+//! ([`Log::compaction_schedule`]) when the dirty bytes are at least `min.cleanable.dirty.ratio`
+//! of the cleanable bytes, or when the first batch of a dirty segment is older than
+//! `max.compaction.lag.ms` (Kafka's KIP-354), and there are dirty bytes. Time comes from the
+//! log's clock. The maintenance thread (`retention.check.interval.ms`) runs a pass when one is
+//! due; [`Log::compact`] runs one whenever it is called.
+//!
+//! The first dirty offset survives a reopen in `partlog.cleaner-checkpoint` (FORMAT.md), written
+//! atomically (temporary file, fsync, rename, directory fsync) after each pass that moves it. A
+//! truncation below it lowers it first, durably; a file that names an offset above the log end
+//! is ignored. A lost or stale-low value costs a pass, never a record.
+//!
+//! # A pass
+//!
+//! 1. **Map.** Walk the cleanable range, recording for every key at or above the first dirty
+//!    offset the highest offset it has. Data of aborted transactions is skipped (its keys never
+//!    enter the map, so it supersedes nothing); control batches only move the transaction state
+//!    along (below). The map holds at most [`CompactionOptions::max_map_keys`] keys; once it
+//!    holds that many, the mapped range ends at the next keyed record, whatever its key (Kafka's
+//!    rule), and the pass cleans only that far (a record above the mapped range is always kept),
+//!    so that the next pass continues from there. A segment mapped whole
+//!    takes the mapped range to the next segment's base, across any offset gap between them, so
+//!    that the first dirty offset never lies inside a gap.
+//! 2. **Group.** The segments of the mapped range are grouped as Kafka's `groupSegmentsBySize`
+//!    does: consecutive segments join a group while the group's `.log` bytes stay within
+//!    `segment.bytes`, its `.index` and `.timeindex` bytes each within `segment.index.bytes`,
+//!    and its offsets within the i32 range of relative offsets. Each group becomes one segment
+//!    at the first one's base, so a superseded segment leaves no empty file behind.
+//! 3. **Rewrite.** Each group is copied, batch by batch, into `<base>.log.cleaned`. A batch
+//!    whose records all stay is copied byte for byte; one that loses records is rebuilt at its
+//!    own base offset, keeping its last offset, producer fields, transactional flag, timestamp
+//!    type, codec and leader epoch, with each kept record at its own offset (gaps remain); a
+//!    batch that loses all its records goes (but see "What stays"), except a group's last
+//!    batch when nothing else of the group's last segment stays: it stays as an empty header,
+//!    so that the cleaned segment ends above the base of every segment it replaces (open's
+//!    swap completion relies on it) and is never empty. A group of one segment is written only from
+//!    its first change on (the unchanged batches before it are copied then), and not at all
+//!    when nothing in it changes: the clean segments a pass walks cost reads, not writes. A
+//!    batch none of whose records is the latest of its key (no key's latest offset lies in its
+//!    offset range, and all its records were mapped) goes on its header alone, undecompressed.
+//!
+//! # Crash safety
+//!
+//! As Kafka's cleaner: the `.cleaned` file is fsynced; then, under the writer mutex (so that no
+//! truncation or retention deletes a segment of the group meanwhile), it is renamed `.swap`, the
+//! directory is fsynced, and under the snapshot write lock every old segment's files are
+//! renamed `.deleted` and the `.swap` becomes the `.log`, followed by a directory fsync. The
+//! new `.log` takes the mtime of the group's last `.log` (time retention's append time). Open
+//! ([`complete_swaps`]) deletes a leftover `.cleaned` and completes a leftover `.swap`: it
+//! deletes every segment whose base lies in `[swap base, swap's next offset)` (Kafka's rule),
+//! which is the whole group because the cleaned segment ends above the base of the group's last
+//! segment (see "A pass", step 3). The group's `.txnindex.cleaned` follows the `.log` through
+//! the same renames, right after it. A
+//! crash therefore leaves each group either wholly old or wholly new. Readers on an old segment
+//! keep its descriptor and finish on it: the old handles leave the snapshot and are never
+//! reopened by path.
+//!
+//! # What stays
+//!
+//! Tombstones: the pass that first recopies a tombstone writes `now + delete.retention.ms`
+//! into its batch as the delete horizon (attribute bit 6); a pass at or after that horizon
+//! drops the tombstone.
+//!
+//! Batches in the legacy formats (magic 0 and 1) or in a codec partlog does not write (gzip,
+//! snappy) are copied whole, and their keys are not mapped: the pass then keeps more than Kafka
+//! would, never less.
+//!
+//! Kafka's `checkBatchRetention` decides each batch, in this order:
+//! 1. the batch holding an active producer's last record, according to the log's producer
+//!    state read when the pass plans (its last data batch, or, when it has none, a marker of its
+//!    current epoch), and the batch that ends the cleanable range, stay, as empty headers when
+//!    all their records go (RETAIN_EMPTY): the producer's sequence and epoch survive for
+//!    idempotent dedupe and fencing. A producer that `producer.id.expiration.ms` (the log's
+//!    config) would expire counts as gone;
+//! 2. otherwise, data of an aborted transaction goes;
+//! 3. a discardable marker (below) whose delete horizon has passed goes;
+//! 4. otherwise the batch goes when none of its records stays.
+//!
+//! # Transactions
+//!
+//! The cleanable range ends below the last stable offset, rounded down to a segment boundary:
+//! the segment holding the LSO and those after it wait until the transactions open there end.
+//! So every transaction the pass sees data of is decided. [`LogStats::compaction_uncleanable_from`]
+//! and [`LogStats::compaction_uncleanable_bytes`] report where the LSO held the last pass back.
+//!
+//! Both phases walk the range with Kafka's `CleanedTransactionMetadata` (`txn.rs`): the aborted
+//! transactions come from the `.txnindex` files, and a data batch of one is *aborted*. A marker
+//! is *discardable* when no data batch of its transaction was seen in the walk: an ABORT
+//! marker stays while one was, and its `AbortedTxn` goes into the cleaned segment's
+//! `.txnindex` (`<base>.txnindex.cleaned`, swapped in with the `.log`); a COMMIT marker the
+//! same. A discardable marker is rebuilt with a delete horizon (now + `delete.retention.ms`),
+//! and a pass at or after it drops the marker; its transaction has left the `.txnindex` by
+//! then. Tombstones and markers therefore go in two passes, `delete.retention.ms` apart.
+//!
+//! # Failures
+//!
+//! A pass that fails (an I/O error) is counted in [`LogStats::compaction_failed_passes`]; what
+//! it left is undone by the next pass or the next open, and the maintenance thread retries at
+//! its next interval.
+//!
+//! # Files
+//!
+//! As Kafka keeps `LogCleaner`, `LogCleanerManager` and `SkimpyOffsetMap` apart: this file
+//! holds the options, the stats and a pass from end to end; `plan.rs` the cleanable range, the
+//! schedule, the key map and the groups; `txn.rs` the transaction state of a walk and the
+//! producers' last records; `clean.rs` the writing of cleaned segments; `swap.rs` their swap into
+//! the log and its completion at open; `checkpoint.rs` the cleaner checkpoint.
+//!
+//! [`LogStats::compaction_uncleanable_from`]: crate::LogStats::compaction_uncleanable_from
+//! [`LogStats::compaction_uncleanable_bytes`]: crate::LogStats::compaction_uncleanable_bytes
+//! [`LogStats::compaction_failed_passes`]: crate::LogStats::compaction_failed_passes
+
+use crate::sync::atomic::{AtomicU64, Ordering};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::sync::Mutex;
+
+use crate::error::{Error, Result};
+use crate::format::{AnyBatchIter, Batch};
+use crate::segment::{Segment, SegmentFileKind};
+use crate::storage::Storage;
+
+use crate::log::{Log, Shared};
+
+mod clean;
+mod plan;
+mod swap;
+mod txn;
+
+use clean::GroupOutcome;
+pub(crate) use swap::complete_swaps;
+use txn::TxnTracker;
+
+/// How many bytes of a segment one read brings in while a pass walks it.
+const READ_CHUNK_BYTES: usize = 1 << 20;
+
+/// Settings of one compaction pass that are not topic configs, and overrides of those that are.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CompactionOptions {
+    /// The most keys the pass's key map holds (Kafka bounds it by
+    /// `log.cleaner.dedupe.buffer.size`). At the pass's peak each key costs its length plus
+    /// about 110 bytes: its table slot in a power-of-two table up to 7/8 full, its own heap
+    /// block, its sorted latest offset, and the old table beside the new one while the map
+    /// grows (1,000,000 12-byte keys peaked at 116 MiB; crates/partlog-bench/benches/README.md, curves). When the map
+    /// fills, the pass cleans only the range it mapped. Default: 1,000,000.
+    pub max_map_keys: usize,
+    /// Replaces `delete.retention.ms` for this pass (the delete horizon it writes into the
+    /// tombstones it recopies). Default: `None`, the log's config.
+    pub delete_retention_ms: Option<i64>,
+    /// Replaces `min.compaction.lag.ms` for this pass. Default: `None`, the log's config.
+    pub min_compaction_lag_ms: Option<i64>,
+}
+
+impl Default for CompactionOptions {
+    fn default() -> Self {
+        CompactionOptions {
+            max_map_keys: 1_000_000,
+            delete_retention_ms: None,
+            min_compaction_lag_ms: None,
+        }
+    }
+}
+
+impl CompactionOptions {
+    /// Options with a key map of at most `max_map_keys` keys (at least one).
+    pub fn with_max_map_keys(max_map_keys: usize) -> CompactionOptions {
+        CompactionOptions {
+            max_map_keys: max_map_keys.max(1),
+            ..CompactionOptions::default()
+        }
+    }
+
+    /// These options with `delete.retention.ms` replaced by `delete_retention_ms` (at least 0)
+    /// for the pass.
+    pub fn delete_retention_ms(mut self, delete_retention_ms: i64) -> CompactionOptions {
+        self.delete_retention_ms = Some(delete_retention_ms.max(0));
+        self
+    }
+
+    /// These options with `min.compaction.lag.ms` replaced by `min_compaction_lag_ms` (at least
+    /// 0) for the pass.
+    pub fn min_compaction_lag_ms(mut self, min_compaction_lag_ms: i64) -> CompactionOptions {
+        self.min_compaction_lag_ms = Some(min_compaction_lag_ms.max(0));
+        self
+    }
+}
+
+/// What one compaction pass did.
+#[non_exhaustive]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CompactionStats {
+    /// Bytes of segment data the pass read, both phases counted.
+    pub bytes_read: u64,
+    /// Bytes of cleaned segment data the pass wrote.
+    pub bytes_written: u64,
+    /// Records dropped, tombstones included.
+    pub records_removed: u64,
+    /// Tombstones dropped because their delete horizon had passed.
+    pub tombstones_removed: u64,
+    /// Old segments replaced by cleaned ones.
+    pub segments_cleaned: u64,
+    /// Cleaned segments swapped in: one per group, so `segments_cleaned - segments_written`
+    /// segments were merged away.
+    pub segments_written: u64,
+    /// The end of the range the pass cleaned: every record below it was compared with the
+    /// latest record of its key below it.
+    pub cleaned_up_to: i64,
+    /// The base of the segment holding the last stable offset, when the LSO (a transaction
+    /// still open, or ended above the high watermark) ended the cleanable range: that segment
+    /// and the later ones wait.
+    pub uncleanable_from: Option<i64>,
+    /// The bytes of the segments from [`uncleanable_from`](Self::uncleanable_from) to the log
+    /// end, the active segment included.
+    pub uncleanable_bytes: u64,
+    /// How long the pass took.
+    pub duration: Duration,
+}
+
+/// Whether a compaction pass is due, and why: see [`Log::compaction_schedule`].
+///
+/// ```
+/// use partlog::{CleanupPolicy, Log, LogConfig, NewRecord};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let dir = tempfile::tempdir()?;
+/// // Small segments (a test-only floor) so that a few appends seal some.
+/// let config = LogConfig::builder_for_tests()
+///     .cleanup_policy(CleanupPolicy::COMPACT)
+///     .segment_bytes(4096)
+///     .build()?;
+/// let log = Log::open(dir.path(), config)?;
+/// for i in 0..200_i64 {
+///     let key = format!("user-{}", i % 4);
+///     log.append(&[NewRecord::new(1_700_000_000_000 + i, Some(key.as_bytes()), Some(b"state"))])?;
+/// }
+/// let schedule = log.compaction_schedule()?;
+/// // Nothing was ever compacted: every sealed segment is dirty.
+/// assert_eq!(schedule.clean_bytes, 0);
+/// assert!(schedule.dirty_bytes > 0 && schedule.due);
+/// log.compact()?;
+/// assert!(!log.compaction_due()?); // what the pass cleaned is clean now
+/// # Ok(())
+/// # }
+/// ```
+#[non_exhaustive]
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CompactionSchedule {
+    /// Every record below it has been compared with every later record below it by earlier
+    /// passes (Kafka's cleaner checkpoint).
+    pub first_dirty_offset: i64,
+    /// The end of the cleanable range: the active segment's base, or the base of the first
+    /// dirty segment younger than `min.compaction.lag.ms` (when above 0), or of the segment
+    /// holding the last stable offset, whichever is lowest.
+    pub first_uncleanable_offset: i64,
+    /// Bytes of the cleanable segments wholly below the first dirty offset.
+    pub clean_bytes: u64,
+    /// Bytes of the other cleanable segments.
+    pub dirty_bytes: u64,
+    /// `dirty_bytes / (clean_bytes + dirty_bytes)`, 0 when both are 0.
+    pub dirty_ratio: f64,
+    /// The first batch of a dirty segment is older than `max.compaction.lag.ms`.
+    pub max_lag_exceeded: bool,
+    /// A pass is due: there are dirty bytes, and the ratio reaches
+    /// `min.cleanable.dirty.ratio` or the max lag is exceeded.
+    pub due: bool,
+}
+
+/// What the cleaner remembers between passes. Held by a pass for its whole run.
+#[derive(Debug, Default)]
+pub(crate) struct CleanerState {
+    /// Every record below it has been compared with every later record below it (Kafka's
+    /// cleaner checkpoint): a pass maps only from here on.
+    pub(in crate::log) first_dirty_offset: i64,
+    /// The log's truncation count when `first_dirty_offset` was last valid.
+    truncations_seen: u64,
+}
+
+/// Compaction's counters and its persisted checkpoint, readable without waiting for a pass.
+#[derive(Debug, Default)]
+pub(crate) struct CompactionStatus {
+    passes: AtomicU64,
+    failed_passes: AtomicU64,
+    /// Where the last stable offset held the last pass back, and the bytes from there on.
+    uncleanable: Mutex<Option<(i64, u64)>>,
+    /// The first dirty offset in `partlog.cleaner-checkpoint` (`None`: no valid file). Taken
+    /// after the writer mutex by a truncation, and alone by a pass that persists.
+    pub(in crate::log) persisted_first_dirty: Mutex<Option<i64>>,
+}
+
+impl CleanerState {
+    /// A cleaner whose first dirty offset is `first_dirty_offset`.
+    pub(in crate::log) fn starting_at(first_dirty_offset: i64) -> CleanerState {
+        CleanerState {
+            first_dirty_offset,
+            ..CleanerState::default()
+        }
+    }
+}
+
+impl CompactionStatus {
+    /// No pass yet, with `persisted` in `partlog.cleaner-checkpoint`.
+    pub(in crate::log) fn persisted(persisted: Option<i64>) -> CompactionStatus {
+        CompactionStatus {
+            persisted_first_dirty: Mutex::new(persisted),
+            ..CompactionStatus::default()
+        }
+    }
+}
+
+/// What [`Log::stats`] reports of compaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct CompactionCounters {
+    pub passes: u64,
+    pub failed_passes: u64,
+    pub uncleanable_from: Option<i64>,
+    pub uncleanable_bytes: u64,
+}
+
+impl Log {
+    /// Runs one compaction pass with the default [`CompactionOptions`]: see
+    /// [`compact_with`](Self::compact_with).
+    ///
+    /// With `cleanup.policy` compact (`CleanupPolicy::COMPACT`, or compact plus delete), compaction
+    /// keeps, for every key, only the record with the highest offset. Offsets never change: a
+    /// compacted log has gaps, and a read that lands in one returns the next record. Records need
+    /// keys (an unkeyed append is refused with a clear error).
+    ///
+    /// ```no_run
+    /// # use partlog::{CleanupPolicy, CompactionOptions, Log, LogConfig};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dir = "/tmp/users-0";
+    /// let config = LogConfig::builder()
+    ///     .cleanup_policy(CleanupPolicy::COMPACT)
+    ///     .min_cleanable_dirty_ratio(0.5)          // min.cleanable.dirty.ratio (Kafka's default)
+    ///     .min_compaction_lag_ms(0)                // records younger than this stay uncompacted
+    ///     .max_compaction_lag_ms(24 * 3600 * 1000) // ... and none stays uncompacted longer than this
+    ///     .retention_check_interval_ms(60_000)     // a maintenance thread runs passes when due
+    ///     .build()?;
+    /// let log = Log::open(dir, config)?;
+    ///
+    /// if log.compaction_due()? {                   // or log.compaction_schedule()? for the figures
+    ///     let stats = log.compact()?;              // one pass now, due or not
+    ///     println!("{} records removed, {} segments merged into {}",
+    ///              stats.records_removed, stats.segments_cleaned, stats.segments_written);
+    /// }
+    /// let stats = log.stats();                     // compaction_passes, compaction_failed_passes,
+    ///                                              // compaction_uncleanable_from/_bytes
+    /// # let _ = (stats, CompactionOptions::default());
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// - **When a pass runs.** `log.compact()` runs one whenever it is called. The maintenance
+    ///   thread (`retention.check.interval.ms`; off by default) runs one at each interval when one
+    ///   is due: when the dirty bytes (segments not yet compacted) are at least
+    ///   `min.cleanable.dirty.ratio` of the cleanable bytes, or when a dirty segment's first batch
+    ///   is older than `max.compaction.lag.ms`. Segments younger than `min.compaction.lag.ms` and
+    ///   the active segment are never cleaned. Time is the log's `Clock`. What is clean survives a
+    ///   reopen (`partlog.cleaner-checkpoint`, FORMAT.md §6.3), so a reopened log does not count
+    ///   everything as dirty again.
+    /// - **Tombstones** (a null value) are kept for `delete.retention.ms` (one day) after the pass
+    ///   that first recopies them, then removed by the next pass: a consumer reading from the start
+    ///   sees the delete if it reads within that time.
+    /// - **Idempotent producers.** The batch holding a producer's last record stays (as an empty
+    ///   batch header when all its records go) while the log's producer state holds the
+    ///   producer, so that its last sequence and epoch survive; it goes once the producer expires
+    ///   (`producer.id.expiration.ms`, one day by default), as in Kafka.
+    /// - **Transactions.** Compaction cleans only below the last stable offset (the segment
+    ///   holding it waits). Data of aborted transactions is removed whatever its keys, and never
+    ///   hides an older committed record. A COMMIT or ABORT marker stays while data of its
+    ///   transaction is left; then, like a tombstone, it stays `delete.retention.ms` more and
+    ///   goes. `read_committed` readers therefore never see an aborted record come back.
+    /// - **Small segments are merged** as Kafka does it: consecutive cleaned segments become one
+    ///   while it stays within `segment.bytes`, `segment.index.bytes` and the i32 range of relative
+    ///   offsets, so a fully superseded segment leaves no empty file behind.
+    /// - **Bounded memory.** The key map holds at most `CompactionOptions::max_map_keys` keys (one
+    ///   million by default); with more, a pass cleans as far as the map reached and the next one
+    ///   goes on.
+    /// - **Crash safety.** Each group of segments is rewritten as `.cleaned`, renamed `.swap`, then
+    ///   swapped in, with a directory fsync after each step; open completes or discards what a
+    ///   crash left, so each group is wholly old or wholly new (tested by crashing the simulator
+    ///   before every storage operation of a pass, on a three-segment group).
+    /// - **Readers and appenders keep going** during a pass; a reader on a replaced segment
+    ///   finishes on it.
+    /// - **A failed pass** (an I/O error) is counted in `stats().compaction_failed_passes`, leaves
+    ///   nothing behind, and the maintenance thread retries at its next interval.
+    ///
+    /// Where an open transaction holds a pass back is reported as
+    /// `stats().compaction_uncleanable_from` and `compaction_uncleanable_bytes` (and in
+    /// `CompactionStats`).
+    ///
+    /// # From the command line
+    ///
+    /// ```sh
+    /// # A compacted log: every line needs a key; a value of DELETE makes a tombstone.
+    /// printf 'user1=a\nuser2=b\nuser1=c\nuser2=DELETE\n' |
+    ///   partlog produce /tmp/users-0 --key-separator = --cleanup-policy compact --tombstone-value DELETE
+    ///
+    /// partlog roll /tmp/users-0      # compaction cleans sealed segments only: seal the active one
+    /// partlog compact /tmp/users-0                            # one pass, due or not; prints its stats
+    /// partlog compact /tmp/users-0 --delete-retention-ms 0    # tombstones get a horizon of now
+    /// partlog compact /tmp/users-0 --min-lag-ms 3600000       # leave the last hour alone
+    /// partlog verify /tmp/users-0                             # the stored cleanup.policy applies
+    /// ```
+    ///
+    /// After the roll, the first `partlog compact` prints (user1=a and user2=b went; the
+    /// tombstone stays until its delete horizon has passed):
+    ///
+    /// ```text
+    /// compacted /tmp/users-0
+    /// segments: 2 -> 2 (1 replaced by 1)
+    /// cleaned up to offset: 4
+    /// bytes read: 590
+    /// bytes written: 150
+    /// records removed: 2
+    /// tombstones removed: 0
+    /// uncleanable: none
+    /// duration: 0.038 s
+    /// ```
+    ///
+    /// Without the roll, the four records sit in the active segment, which no pass touches:
+    /// the report then ends with a `nothing to clean:` line that says so. That line explains
+    /// every pass that cleaned no segment.
+    ///
+    /// `--segment-bytes N` (with `--allow-small-segments` below 1 MiB) sets the size up to which
+    /// segments are merged. The tool's `crates/partlog-cli/tests/cli_compact.rs` runs the
+    /// validator kit's `check.sh` (CONTRIBUTING.md) and Kafka's DumpLogSegments on every segment
+    /// of such a log (repeating keys, tombstones, merged segments, offset gaps).
+    pub fn compact(&self) -> Result<CompactionStats> {
+        self.compact_with(CompactionOptions::default())
+    }
+
+    /// Runs one compaction pass over the cleanable range (the module docs of `compaction` and
+    /// [`compaction_schedule`](Self::compaction_schedule) define it; the active segment is never
+    /// cleaned), whether or not one is due: for every key only the record with the highest
+    /// offset stays, and offsets never change (gaps remain). A batch keeps its base and last
+    /// offset, producer fields, transactional flag, timestamp type and codec; the batch holding
+    /// an active producer's last record stays as an empty header when its records all go
+    /// (Kafka's RETAIN_EMPTY). Consecutive segments are
+    /// merged into one while the result stays within `segment.bytes`, `segment.index.bytes`
+    /// and the i32 range of relative offsets.
+    ///
+    /// Tombstones: the pass that first recopies one writes its delete horizon
+    /// (now + `delete.retention.ms`) into the batch; a pass at or after the horizon drops it.
+    ///
+    /// Crash safety: each group's cleaned copy is written as `<base>.log.cleaned`, fsynced,
+    /// renamed `.swap`, and swapped in (old files renamed `.deleted`, `.swap` renamed `.log`)
+    /// with a directory fsync after each step; [`Log::open`] completes or discards what a
+    /// crash left, so each group is wholly old or wholly new. A reader on an old segment
+    /// finishes on it.
+    ///
+    /// Transactions: the pass cleans only below the segment holding the last stable offset
+    /// (reported in [`CompactionStats::uncleanable_from`] when it ends the range); data of
+    /// aborted transactions goes, and COMMIT and ABORT markers go once no data of their
+    /// transaction is left and their delete horizon (set as for tombstones) has passed. The
+    /// module docs of `compaction` give Kafka's rules.
+    ///
+    /// Blocks on the reads, writes and fsyncs of the pass. Appends wait only while a cleaned
+    /// segment is swapped in (a few renames and two directory fsyncs); readers wait only for
+    /// the renames, never for an fsync. Fails with [`Error::InvalidArgument`] unless
+    /// `cleanup.policy` includes compact. A pass that fails otherwise is counted in
+    /// [`LogStats::compaction_failed_passes`](crate::LogStats::compaction_failed_passes). If
+    /// the swap of a group fails half-way, the log poisons itself, and reopening it completes
+    /// the swap.
+    pub fn compact_with(&self, options: CompactionOptions) -> Result<CompactionStats> {
+        self.check_writable()?;
+        self.shared.compact_with(options)
+    }
+
+    /// Whether a compaction pass is due, and the figures that decide it: the clean and dirty
+    /// bytes of the cleanable range, their ratio against `min.cleanable.dirty.ratio`, and
+    /// whether `max.compaction.lag.ms` forces a pass. Time is the log's clock. Never due unless
+    /// `cleanup.policy` includes compact. Waits for a pass that is running.
+    ///
+    /// Opens the dirty segments of the cleanable range (an O(1) check each) to read their
+    /// timestamps; reads nothing else.
+    pub fn compaction_schedule(&self) -> Result<CompactionSchedule> {
+        if self.shared.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        self.shared.compaction_schedule()
+    }
+
+    /// Whether a compaction pass is due: [`compaction_schedule`](Self::compaction_schedule)'s
+    /// verdict.
+    pub fn compaction_due(&self) -> Result<bool> {
+        Ok(self.compaction_schedule()?.due)
+    }
+}
+
+impl Shared {
+    pub(in crate::log) fn compaction_counters(&self) -> CompactionCounters {
+        let status = &self.compaction_status;
+        let uncleanable = *status.uncleanable.lock();
+        CompactionCounters {
+            passes: status.passes.load(Ordering::Relaxed),
+            failed_passes: status.failed_passes.load(Ordering::Relaxed),
+            uncleanable_from: uncleanable.map(|(from, _)| from),
+            uncleanable_bytes: uncleanable.map_or(0, |(_, bytes)| bytes),
+        }
+    }
+
+    pub(super) fn compaction_schedule(&self) -> Result<CompactionSchedule> {
+        if !self.config.cleanup_policy.compact {
+            return Ok(CompactionSchedule::default());
+        }
+        let mut cleaner = self.compaction.lock();
+        self.note_truncations(&mut cleaner);
+        let now_ms = self.clock.now_ms();
+        let plan = self.plan(&cleaner, now_ms, self.config.min_compaction_lag_ms, true)?;
+        Ok(plan.schedule)
+    }
+
+    /// Runs a pass if one is due (the maintenance thread's step). Failures are logged and
+    /// counted; the next interval retries.
+    pub(super) fn compact_if_due(&self) -> Result<()> {
+        match self.compaction_schedule() {
+            Ok(schedule) if schedule.due => {}
+            Ok(_) => return Ok(()),
+            Err(error) => {
+                self.compaction_status
+                    .failed_passes
+                    .fetch_add(1, Ordering::Relaxed);
+                return Err(error);
+            }
+        }
+        self.compact_with(CompactionOptions::default()).map(|_| ())
+    }
+
+    /// A truncation since the last pass reused offsets: what was clean is dirty again.
+    fn note_truncations(&self, cleaner: &mut CleanerState) {
+        let truncations = self.truncations.sequence();
+        if cleaner.truncations_seen != truncations {
+            cleaner.first_dirty_offset = 0;
+            cleaner.truncations_seen = truncations;
+        }
+    }
+
+    /// One pass, reported to the observer whether it ran or failed.
+    fn compact_with(&self, options: CompactionOptions) -> Result<CompactionStats> {
+        let result = self.compact_counted(options);
+        crate::log::observe::notify(
+            self.config.observer.as_ref(),
+            crate::log::LogEvent::Compaction {
+                result: result.as_ref(),
+            },
+        );
+        result
+    }
+
+    fn compact_counted(&self, options: CompactionOptions) -> Result<CompactionStats> {
+        if !self.config.cleanup_policy.compact {
+            return Err(Error::InvalidArgument {
+                why: "compaction needs cleanup.policy compact".into(),
+            });
+        }
+        let mut cleaner = self.compaction.lock();
+        match self.compact_locked(&mut cleaner, options) {
+            Ok(stats) => {
+                self.compaction_status
+                    .passes
+                    .fetch_add(1, Ordering::Relaxed);
+                Ok(stats)
+            }
+            Err(error) => {
+                self.compaction_status
+                    .failed_passes
+                    .fetch_add(1, Ordering::Relaxed);
+                log::warn!(
+                    "{}: compaction pass failed (the next pass retries): {error}",
+                    self.dir.display()
+                );
+                Err(error)
+            }
+        }
+    }
+
+    fn compact_locked(
+        &self,
+        cleaner: &mut CleanerState,
+        options: CompactionOptions,
+    ) -> Result<CompactionStats> {
+        let started = Instant::now();
+        let now_ms = self.clock.now_ms();
+        let mut stats = CompactionStats::default();
+        self.note_truncations(cleaner);
+        let truncations_at_start = cleaner.truncations_seen;
+        let first_dirty = cleaner.first_dirty_offset;
+        let min_lag_ms = options
+            .min_compaction_lag_ms
+            .unwrap_or(self.config.min_compaction_lag_ms);
+        let delete_retention_ms = options
+            .delete_retention_ms
+            .unwrap_or(self.config.delete_retention_ms);
+        let plan = self.plan(cleaner, now_ms, min_lag_ms, false)?;
+        stats.uncleanable_from = plan.uncleanable_from;
+        // Clean only what is durable and below a recorded recovery point: a pass then never
+        // drops a durable record for a later one that a crash could still lose, and recovery
+        // can tell the gaps it leaves (below the point) from a lost tail (above). A truncation
+        // that overtook the plan leaves nothing to clean until the next pass plans again.
+        if !plan.segments.is_empty()
+            && !self.record_recovery_point_through(plan.schedule.first_uncleanable_offset)?
+        {
+            stats.duration = started.elapsed();
+            return Ok(stats);
+        }
+
+        // Phase 1: map the cleanable range. The producers' last records are read once, at
+        // planning time: a later append only moves a producer's last record above the range,
+        // so a batch kept for an older one keeps more, never less.
+        let producers = self.active_producers_at(now_ms);
+        let (map, mut mapped, bytes_read) =
+            self.map_cleanable_range(&plan, options, first_dirty, producers)?;
+        stats.bytes_read += bytes_read;
+        stats.cleaned_up_to = map.mapped_end;
+        stats.uncleanable_bytes = match stats.uncleanable_from {
+            Some(from) => self.bytes_from(from)?,
+            None => 0,
+        };
+        *self.compaction_status.uncleanable.lock() = stats
+            .uncleanable_from
+            .map(|from| (from, stats.uncleanable_bytes));
+
+        // Phase 2: group the mapped segments and rewrite each group.
+        mapped.retain(|p| p.handle.base_offset() < map.mapped_end);
+        let horizon_ms = now_ms.saturating_add(delete_retention_ms);
+        let mut every_group_done = true;
+        // Carried from group to group, as Kafka's is: a transaction may span groups.
+        let mut tracker = TxnTracker::default();
+        for group in self.group_by_size(&mapped)? {
+            match self.clean_group(group, &map, &mut tracker, now_ms, horizon_ms, &mut stats)? {
+                GroupOutcome::Unchanged => {}
+                GroupOutcome::Gone => every_group_done = false,
+                GroupOutcome::Written(written) => {
+                    if self.swap_in(group, truncations_at_start)? {
+                        stats.bytes_written += written;
+                        stats.segments_cleaned += group.len() as u64;
+                        stats.segments_written += 1;
+                    } else {
+                        every_group_done = false;
+                    }
+                }
+            }
+        }
+        if every_group_done && map.mapped_end > cleaner.first_dirty_offset {
+            // The next pass maps from here on, so that a small key map still makes progress.
+            cleaner.first_dirty_offset = map.mapped_end;
+            self.persist_first_dirty(map.mapped_end, truncations_at_start);
+        }
+        stats.duration = started.elapsed();
+        log::debug!("{}: compaction pass: {stats:?}", self.dir.display());
+        Ok(stats)
+    }
+}
+
+/// Kafka's default `producer.id.expiration.ms` (1 day). Compaction no longer reads it: a
+/// producer's last batch stays while the log's producer state holds the producer, which
+/// [`LogConfig::producer_id_expiration_ms`](crate::LogConfig::producer_id_expiration_ms) bounds.
+/// Kept because it is part of the stable API.
+pub const PRODUCER_ID_EXPIRATION_MS: i64 = 24 * 60 * 60 * 1000;
+
+/// Calls `visit` on every batch of `segment` in order, until it returns `false`. Returns the
+/// bytes read.
+fn for_each_batch(
+    segment: &Segment,
+    mut visit: impl FnMut(&Batch<'_>) -> Result<bool>,
+) -> Result<u64> {
+    let mut buf = Vec::new();
+    let mut offset = segment.base_offset();
+    let mut bytes_read = 0u64;
+    while let Some(read) = segment.read(offset, READ_CHUNK_BYTES, None, &mut buf)? {
+        bytes_read += read.len as u64;
+        let mut batches = AnyBatchIter::new(buf.get(..read.len).unwrap_or_default());
+        for (position, batch) in batches.by_ref() {
+            let batch = batch.map_err(|what| Error::Corrupt {
+                file: segment.log_path(),
+                position: read.position + position as u64,
+                what,
+            })?;
+            if !visit(&batch)? {
+                return Ok(bytes_read);
+            }
+        }
+        if read.next_offset <= offset {
+            break;
+        }
+        offset = read.next_offset;
+    }
+    Ok(bytes_read)
+}
+
+fn transient_log_path(dir: &Path, base_offset: i64, suffix: &str) -> PathBuf {
+    crate::segment::transient_segment_file_path(dir, base_offset, SegmentFileKind::Log, suffix)
+}
+
+pub(in crate::log) fn remove_quietly(storage: &dyn Storage, path: &Path) {
+    match storage.remove(path) {
+        Ok(()) => {}
+        Err(error) if error.io_kind() == Some(std::io::ErrorKind::NotFound) => {}
+        Err(error) => log::warn!("could not remove {}: {error}", path.display()),
+    }
+}

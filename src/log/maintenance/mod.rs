@@ -1,0 +1,7 @@
+//! Maintenance: retention (`retention`), compaction (`compaction`), producer expiry, and the
+//! maintenance thread that runs them.
+//!
+//! Uses every folder below it, `write` included (a retention pass may roll).
+
+pub(in crate::log) mod compaction;
+pub(in crate::log) mod retention;

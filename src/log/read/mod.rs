@@ -1,0 +1,11 @@
+//! The read path: reads (`fetch`), record iterators and tails (`records`, `committed`,
+//! `tail_stream`), and the reader that follows a writer in another process (`live`).
+//!
+//! Uses every folder below it, `recovery` included (a live reader reloads its view).
+
+pub(in crate::log) mod committed;
+pub(in crate::log) mod fetch;
+pub(in crate::log) mod live;
+pub(in crate::log) mod records;
+#[cfg(feature = "stream")]
+pub(in crate::log) mod tail_stream;

@@ -1,0 +1,263 @@
+//! The log-level replication hooks (ARCHITECTURE.md §11): the role that decides which epoch
+//! client appends stamp, the high watermark, and the leader-epoch cache's accessors. The caller
+//! (`partlog::replica`, a Raft adapter) supplies elections and transport; the log only keeps the
+//! rules that decide what is committed and where a follower must truncate, as Kafka's
+//! `UnifiedLog` does.
+//!
+//! - **Role.** A bare log stamps `partitionLeaderEpoch = -1` on client appends (no leader, so a
+//!   broker's cache ignores them). [`Log::become_leader`] records `(epoch, LEO)` in the cache and
+//!   makes client appends stamp that epoch; [`Log::become_follower`] refuses client appends
+//!   ([`Error::NotLeaderOrFollower`]); follower appends ([`Log::append_as_follower`]) work in
+//!   every role. The role lives in one atomic, written under the writer lock, so an append
+//!   (which reads it under that lock) never mixes two roles.
+//! - **High watermark.** It follows the log end offset until [`Log::set_high_watermark`] is first
+//!   called (one replica, Kafka's ISR of the leader alone); from then on it moves only forward,
+//!   except that a truncation below it lowers it to the new end, as Kafka's follower does. Reads
+//!   with [`ReadBound::HighWatermark`](crate::log::ReadBound::HighWatermark) stop below it, the last
+//!   stable offset is `min(HW, first unstable offset)`, and retention and
+//!   `delete_records_before` never remove anything at or above it.
+//! - **Epoch cache.** Under its own lock, taken after the writer lock and never before it.
+
+pub(in crate::log) mod epoch_load;
+pub mod leader_epoch;
+
+use crate::sync::atomic::Ordering;
+
+use crate::error::{Error, Result};
+
+use crate::log::segments::watermark::Watermark;
+use crate::log::{Log, Shared, Writer};
+use leader_epoch::{
+    EpochEntry, LeaderEpochFileCache, UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET, read_checkpoint,
+};
+
+/// [`Shared::role`] of a log that leads no epoch and follows no leader: client appends stamp -1.
+pub(super) const ROLE_BARE: i64 = -1;
+
+/// [`Shared::role`] of a follower: client appends are refused.
+pub(super) const ROLE_FOLLOWER: i64 = -2;
+
+impl Log {
+    /// Makes this log the leader of `leader_epoch`: client appends ([`append`](Self::append),
+    /// [`append_batch`](Self::append_batch), markers, the batching writer) stamp it into every
+    /// batch's `partitionLeaderEpoch`, and the cache records `(leader_epoch, LEO)` (Kafka's
+    /// `maybeAssignEpochStartOffset` in `makeLeader`), durably before this returns.
+    ///
+    /// An epoch below the cache's latest is [`Error::FencedLeaderEpoch`]; a negative one is
+    /// [`Error::InvalidArgument`]. Becoming leader of the latest epoch again changes nothing in
+    /// the cache.
+    pub fn become_leader(&self, leader_epoch: i32) -> Result<()> {
+        self.check_writable()?;
+        if leader_epoch < 0 {
+            return Err(Error::InvalidArgument {
+                why: format!("a leader epoch must be ≥ 0, got {leader_epoch}"),
+            });
+        }
+        let shared = &self.shared;
+        let writer = shared.writer.lock();
+        self.check_writable()?;
+        {
+            let mut cache = shared.leader_epochs.lock();
+            if let Some(latest) = cache.latest_epoch()
+                && leader_epoch < latest
+            {
+                return Err(Error::FencedLeaderEpoch {
+                    current: latest,
+                    found: leader_epoch,
+                });
+            }
+            cache.assign(leader_epoch, writer.log_end_offset)?;
+        }
+        shared
+            .role
+            .store(i64::from(leader_epoch), Ordering::Release);
+        drop(writer);
+        Ok(())
+    }
+
+    /// Makes this log a follower: client appends fail with [`Error::NotLeaderOrFollower`] from
+    /// now on, while [`append_as_follower`](Self::append_as_follower), truncation and the high
+    /// watermark work as before. The cache is left as it is.
+    pub fn become_follower(&self) -> Result<()> {
+        self.check_writable()?;
+        let shared = &self.shared;
+        let _writer = shared.writer.lock();
+        shared.role.store(ROLE_FOLLOWER, Ordering::Release);
+        Ok(())
+    }
+
+    /// The epoch client appends stamp: `None` for a bare log (which stamps -1) or a follower.
+    pub fn leader_epoch(&self) -> Option<i32> {
+        let role = self.shared.role.load(Ordering::Acquire);
+        (role >= 0).then(|| i32::try_from(role).ok()).flatten()
+    }
+
+    /// Sets the high watermark (Kafka's `updateHighWatermark` as a leader's ISR or a follower's
+    /// fetch moves it) and returns it. It only moves forward: a value below the current one
+    /// leaves it. It is clamped up to the log start offset; a value above the log end offset is
+    /// [`Error::InvalidArgument`]. Before the first call the high watermark is the log end offset;
+    /// the first call may set it anywhere in `[log start, LEO]`.
+    ///
+    /// Transactions whose marker falls below it stop holding the last stable offset back.
+    pub fn set_high_watermark(&self, high_watermark: i64) -> Result<i64> {
+        self.check_writable()?;
+        let shared = &self.shared;
+        let mut writer = shared.writer.lock();
+        let end = writer.log_end_offset;
+        if high_watermark > end {
+            return Err(Error::InvalidArgument {
+                why: format!("high watermark {high_watermark} is above the log end offset {end}"),
+            });
+        }
+        let start = shared.log_start.load(Ordering::Acquire);
+        let mut new = high_watermark.max(start);
+        if shared.high_watermark_set.load(Ordering::Acquire) {
+            new = new.max(shared.high_watermark.get());
+        }
+        shared.publish_high_watermark(&mut writer, new);
+        Ok(new)
+    }
+
+    /// The high watermark: what [`set_high_watermark`](Self::set_high_watermark) last set (or
+    /// a truncation lowered it to), or, until it is first called, the log end offset (one
+    /// replica).
+    pub fn high_watermark(&self) -> i64 {
+        self.poll_live();
+        self.shared.high_watermark()
+    }
+
+    /// Kafka's `endOffsetForEpoch` (the leader's answer to OffsetsForLeaderEpoch): the largest
+    /// epoch ≤ `epoch` the cache holds and the offset where the next higher epoch starts (the
+    /// log end offset for the latest epoch); `(-1, -1)` when undefined.
+    pub fn end_offset_for_epoch(&self, epoch: i32) -> (i32, i64) {
+        self.poll_live();
+        let shared = &self.shared;
+        let cache = shared.leader_epochs.lock();
+        let answer = cache.end_offset_for(epoch, shared.log_end.get());
+        if answer.0 == UNDEFINED_EPOCH {
+            (UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET)
+        } else {
+            answer
+        }
+    }
+
+    /// The cache's latest epoch, if any.
+    pub fn latest_epoch(&self) -> Option<i32> {
+        self.poll_live();
+        self.shared.leader_epochs.lock().latest_epoch()
+    }
+
+    /// The epoch that wrote `offset` according to the cache, if any.
+    pub fn epoch_for_offset(&self, offset: i64) -> Option<i32> {
+        self.poll_live();
+        self.shared.leader_epochs.lock().epoch_for_offset(offset)
+    }
+
+    /// A copy of the cache's entries, oldest first.
+    pub fn leader_epoch_entries(&self) -> Vec<EpochEntry> {
+        self.poll_live();
+        self.shared.leader_epochs.lock().entries().to_vec()
+    }
+}
+
+impl Shared {
+    /// The high watermark: the set value, or the readable end until one is set.
+    pub(super) fn high_watermark(&self) -> i64 {
+        let end = self.readable_end();
+        if self.high_watermark_set.load(Ordering::Acquire) {
+            self.high_watermark.get().min(end)
+        } else {
+            end
+        }
+    }
+
+    /// What a reader bounded by the high watermark waits on: the log end until the high
+    /// watermark is first set ([`publish_high_watermark`](Self::publish_high_watermark) then
+    /// wakes those waiters).
+    pub(super) fn high_watermark_mark(&self) -> &Watermark {
+        if self.high_watermark_set.load(Ordering::Acquire) {
+            &self.high_watermark
+        } else {
+            &self.log_end
+        }
+    }
+
+    /// The high watermark once the log ends at `next_offset` (under the writer lock).
+    pub(super) fn high_watermark_at(&self, next_offset: i64) -> i64 {
+        if self.high_watermark_set.load(Ordering::Acquire) {
+            self.high_watermark.get()
+        } else {
+            next_offset
+        }
+    }
+
+    /// Sets the high watermark to `value` (under the writer lock) and tells the producer state.
+    pub(super) fn publish_high_watermark(&self, writer: &mut Writer, value: i64) {
+        writer.producer_state.on_high_watermark_updated(value);
+        self.publish_first_unstable(writer);
+        self.high_watermark_set.store(true, Ordering::Release);
+        self.high_watermark.set(value);
+        // A reader bounded by the high watermark may have waited on the log end before it was
+        // first set.
+        self.log_end.wake_all();
+    }
+
+    /// After a truncation to `new_end`: a high watermark above it comes down to it (Kafka's
+    /// follower sets `HW = min(HW, LEO)`).
+    pub(super) fn lower_high_watermark_to(&self, new_end: i64) {
+        if self.high_watermark_set.load(Ordering::Acquire) && self.high_watermark.get() > new_end {
+            self.high_watermark.set(new_end);
+        }
+    }
+
+    /// The epoch a client append stamps, or [`Error::NotLeaderOrFollower`] for a follower.
+    /// Called under the writer lock.
+    pub(super) fn client_append_epoch(&self) -> Result<i32> {
+        match self.role.load(Ordering::Acquire) {
+            ROLE_FOLLOWER => Err(Error::NotLeaderOrFollower {
+                why: format!(
+                    "{} is a follower: only append_as_follower writes to it",
+                    self.dir.display()
+                ),
+            }),
+            role => Ok(i32::try_from(role)
+                .unwrap_or(UNDEFINED_EPOCH)
+                .max(UNDEFINED_EPOCH)),
+        }
+    }
+
+    /// A live read-only log's poll: the writer's `leader-epoch-checkpoint` again, cut to the
+    /// view's `[log start, end)`. The writer replaces the file by a rename, so the read sees a
+    /// whole file; one that does not parse (the writer is about to rebuild it) leaves the cache
+    /// as it was, as does a missing one.
+    pub(super) fn follow_live_leader_epochs(&self, end: i64) {
+        let entries = match read_checkpoint(&*self.storage, &self.dir) {
+            Ok(Some(entries)) => entries,
+            Ok(None) => return,
+            Err(error) => {
+                log::debug!(
+                    "{}: {error}; the leader epochs stay as they were",
+                    self.dir.display()
+                );
+                return;
+            }
+        };
+        let mut cache = LeaderEpochFileCache::detached_with(entries);
+        let cut = cache
+            .truncate_from_end(end)
+            .and_then(|()| cache.truncate_from_start(self.log_start.load(Ordering::Acquire)));
+        if cut.is_ok() {
+            *self.leader_epochs.lock() = cache;
+        }
+    }
+
+    /// Records that `epoch` wrote a batch at `base_offset` (Kafka's assign on append), before
+    /// the batch is written. A negative epoch is no epoch and changes nothing.
+    pub(super) fn assign_epoch(&self, epoch: i32, base_offset: i64) -> Result<()> {
+        if epoch < 0 {
+            return Ok(());
+        }
+        self.leader_epochs.lock().assign(epoch, base_offset)?;
+        Ok(())
+    }
+}

@@ -1,0 +1,156 @@
+//! [`Log::truncate_fully_and_start_at`]: Kafka's `truncateFullyAndStartAt`, for a follower whose
+//! fetch offset fell below its leader's log start, or a Raft log that installed a snapshot past
+//! its last entry. Every segment goes and the log restarts empty at the offset.
+//!
+//! The order makes a crash at any point reopen the log either as it was or as the new empty log
+//! (ARCHITECTURE.md §11), for an offset at or above the log end offset:
+//! 1. the producer snapshots go (durably): until step 2 the old log reopens and replays its
+//!    producer state from the segments, which is the same state;
+//! 2. the checkpoint records the new log start: from here the next open finds the log ending
+//!    below its start and restarts it empty there, clearing the epoch cache and the producer
+//!    state, as Kafka's loader does;
+//! 3. the epoch cache is cleared (durably);
+//! 4. the new active segment is created at the offset (or the empty active segment already
+//!    there is kept), then the old segments leave the snapshot, are renamed `.deleted`, the last
+//!    one first, and the directory is synced; a leftover old segment below the new one is cut
+//!    at the gap or lies below the start, so the next open still finds the new empty log;
+//! 5. the checkpoint records the recovery point at the new start, with its `COMPACTED` flag
+//!    cleared: no segment with a gap is left.
+//!
+//! An offset below the log end offset first truncates the log to it ([`Log::truncate_to`]'s
+//! durable sequence), so a crash during that part leaves a prefix of the old log, as a
+//! truncation does.
+
+use crate::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::segment::Segment;
+
+use crate::log::files::producer_snapshot::delete_snapshots_above;
+use crate::log::segments::snapshot::{SegmentHandle, SegmentList};
+use crate::log::txn::producer_state::{ProducerStateConfig, ProducerStateManager};
+use crate::log::{Log, Shared, Writer};
+
+impl Log {
+    /// Deletes every segment and restarts the log empty at `offset` (Kafka's
+    /// `truncateFullyAndStartAt`): a new empty active segment at `offset`, the log start and the
+    /// log end offset at `offset`, the leader-epoch cache and the producer state cleared, the
+    /// producer snapshots deleted, and a set high watermark moved to `offset`. Durable on
+    /// return; see the module docs of `truncate_fully.rs` for what a crash part-way leaves.
+    ///
+    /// Readers positioned below `offset` get [`Error::OffsetOutOfRange`] from then on. A
+    /// negative `offset`, or one no segment can start at (above `i64::MAX - i32::MAX`), is
+    /// [`Error::InvalidArgument`]. A failure part-way poisons the log, which then recovers at
+    /// its next open.
+    pub fn truncate_fully_and_start_at(&self, offset: i64) -> Result<()> {
+        self.check_writable()?;
+        if !(0..=i64::MAX - i64::from(i32::MAX)).contains(&offset) {
+            return Err(Error::InvalidArgument {
+                why: format!("a log cannot restart at offset {offset}"),
+            });
+        }
+        let shared = &self.shared;
+        let mut writer = shared.writer.lock();
+        self.check_writable()?;
+        let result = (|| {
+            shared.consume_clean_shutdown(&mut writer)?;
+            if offset < writer.log_end_offset {
+                shared.truncate_locked(&mut writer, offset)?;
+            }
+            shared.restart_locked(&mut writer, offset)
+        })();
+        if result.is_err() {
+            shared.commit.poison();
+        }
+        result
+    }
+}
+
+impl Shared {
+    /// Steps 1 to 4 of the module docs, for an `offset` at or above the log end offset.
+    fn restart_locked(&self, writer: &mut Writer, offset: i64) -> Result<()> {
+        // Every record goes: a wait for any of them fails from here on.
+        let _truncation = self
+            .truncations
+            .begin(self.log_start.load(Ordering::Acquire));
+        self.lower_cleaner_checkpoint(offset)?;
+        // 1. The producer snapshots, durably gone.
+        // The rolls' unsynced snapshots are in place: the deletion below takes them too.
+        writer.unsynced_snapshots.clear();
+        if !delete_snapshots_above(&*self.storage, &self.dir, -1)?.is_empty() {
+            self.storage.sync_dir(&self.dir)?;
+        }
+        // 2. The new start.
+        let recovery_point = writer.recovery_point.min(offset);
+        if let Some(checkpoint) = writer.checkpoint.as_mut() {
+            checkpoint.write(recovery_point, offset, None, true)?;
+        }
+        self.log_start.store(offset, Ordering::Release);
+        // 3. The epoch cache.
+        self.leader_epochs.lock().clear()?;
+        // 4. The new active segment, then the old ones go.
+        let list = self.snapshot.load();
+        let handles = list.handles();
+        let reuse = handles
+            .last()
+            .filter(|h| h.base_offset() == offset && writer.active.size() == 0)
+            .cloned();
+        let (new_handle, removed) = match reuse {
+            Some(handle) => (handle, handles[..handles.len() - 1].to_vec()),
+            None => {
+                let segment = Arc::new(Segment::create(
+                    &self.storage,
+                    &self.dir,
+                    offset,
+                    self.config.segment_config(0),
+                    self.clock.now_ms(),
+                )?);
+                self.snapshot.note_opened();
+                (SegmentHandle::opened(segment), handles.to_vec())
+            }
+        };
+        self.retire_segments(
+            writer,
+            SegmentList::new(vec![Arc::clone(&new_handle)]),
+            &removed,
+        )?;
+        let active = self
+            .snapshot
+            .pin(&new_handle)?
+            .ok_or_else(|| Error::InvalidArgument {
+                why: "the new active segment left the log".into(),
+            })?;
+        if active.is_sealed() {
+            active.unseal()?;
+        }
+        writer.unsynced_sealed.clear();
+        writer.active = active;
+        writer.log_end_offset = offset;
+        writer.recovery_point = offset;
+        writer.messages_since_flush = 0;
+        writer.bytes_since_flush = 0;
+        let mut producer_state =
+            ProducerStateManager::new(ProducerStateConfig::from_log_config(&self.config), offset);
+        producer_state.update_map_end_offset(offset);
+        writer.producer_state = producer_state;
+        self.publish_first_unstable(writer);
+        self.commit.restart_at(offset);
+        self.log_end.set(offset);
+        if self.high_watermark_set.load(Ordering::Acquire) {
+            self.high_watermark.set(offset);
+        }
+        self.commit.durable_watermark().wake_all();
+        self.reap_deleted(writer, false);
+        // The old segments' renames are durable, and no `.swap` exists outside a swap (which
+        // holds the writer lock): the directory holds no gap a crash could bring back, so the
+        // log's records are no longer compacted.
+        if let Some(checkpoint) = writer.checkpoint.as_mut() {
+            checkpoint.forget_compaction();
+        }
+        // The recovery point reaches the new start: nothing below it is left to recover.
+        self.write_checkpoint_durably(writer, offset, offset)?;
+        self.compacted.store(false, Ordering::Release);
+        Ok(())
+    }
+}

@@ -1,0 +1,133 @@
+//! Rolling the active segment: [`Log::roll`], and the rolls that appends, a follower's gap and
+//! the segment limits ask for (`Shared::roll`, `Shared::roll_at`), with the random draw of the
+//! roll jitter. A roll seals the active segment, starts the next one at the log end, and leaves
+//! the sealed one to the flusher to sync.
+
+use crate::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::segment::Segment;
+
+use crate::log::observe;
+use crate::log::segments::snapshot::{SegmentHandle, SegmentList};
+use crate::log::{Log, LogEvent, Shared, Writer};
+
+impl Log {
+    /// Rolls the active segment (Kafka's `UnifiedLog.roll()`): seals it and starts a new active
+    /// segment at the log end offset, whose base offset it returns. A sealed segment is what
+    /// retention deletes and compaction cleans, so a roll makes the newest records eligible
+    /// for both.
+    ///
+    /// An active segment that is empty and already starts at the log end offset stays: the
+    /// call then changes nothing and returns its base (Kafka replaces such a segment with an
+    /// identical one). Appends from other threads serialise with the roll.
+    ///
+    /// Fails with [`Error::Closed`], [`Error::Poisoned`], [`Error::Unsupported`] on a log
+    /// opened read-only, or an I/O error creating the new segment (the old one then stays
+    /// active).
+    pub fn roll(&self) -> Result<i64> {
+        self.check_writable()?;
+        let shared = &self.shared;
+        let mut writer = shared.writer.lock();
+        // Again under the writer lock: a close or a poison may have come while it was taken.
+        self.check_writable()?;
+        shared.roll(&mut writer, shared.clock.now_ms())?;
+        Ok(writer.active.base_offset())
+    }
+}
+
+impl Shared {
+    /// Rolls to a new active segment at the log end offset. All or nothing: if the new segment
+    /// cannot be created or the old one sealed, the old one stays active and the error returns.
+    pub(in crate::log) fn roll(&self, writer: &mut Writer, now_ms: i64) -> Result<()> {
+        self.roll_at(writer, writer.log_end_offset, now_ms)
+    }
+
+    /// [`roll`](Self::roll) to a new active segment at `base`, or at the log end offset if
+    /// that is higher: a follower's call rolls at its first offset (Kafka's `maybeRoll`), so
+    /// that a batch past a compacted leader's gap fits the new segment's 32-bit relative
+    /// offsets. A gap moves the log end (and the producer state's map end) to `base` with the
+    /// roll, before its producer snapshot: the log is then what an open of its files finds
+    /// (the empty segment at `base` ends it), whether or not the append that rolled is written.
+    pub(in crate::log) fn roll_at(
+        &self,
+        writer: &mut Writer,
+        base: i64,
+        now_ms: i64,
+    ) -> Result<()> {
+        let base = base.max(writer.log_end_offset);
+        let old = Arc::clone(&writer.active);
+        if old.base_offset() == base && old.size() == 0 {
+            return Ok(());
+        }
+        self.consume_clean_shutdown(writer)?;
+        let jitter = self.config.draw_roll_jitter(writer.jitter.next_u64());
+        let segment_config = self.config.segment_config(jitter);
+        let new = Arc::new(Segment::create(
+            &self.storage,
+            &self.dir,
+            base,
+            segment_config,
+            now_ms,
+        )?);
+        if let Err(error) = old.seal() {
+            for path in new.file_paths() {
+                if let Err(cleanup) = self.storage.remove(&path) {
+                    log::warn!("removing {} after a failed roll: {cleanup}", path.display());
+                }
+            }
+            if let Err(unseal) = old.unseal() {
+                log::error!(
+                    "could not reactivate {}: {unseal}",
+                    old.log_path().display()
+                );
+                self.commit.poison();
+            }
+            return Err(error);
+        }
+        // The sealed `.log`'s mtime is its append time for time retention, from the log's clock;
+        // the flusher's sync of the sealed segment makes it durable.
+        match self.storage.set_mtime(&old.log_path(), now_ms) {
+            Ok(()) => {}
+            Err(Error::Unsupported { .. }) => {}
+            Err(error) => log::warn!(
+                "{}: could not set its mtime (time retention falls back to the file system's): {error}",
+                old.log_path().display()
+            ),
+        }
+        let list = self.snapshot.load();
+        let mut handles = list.handles().to_vec();
+        handles.push(SegmentHandle::opened(Arc::clone(&new)));
+        self.snapshot.swap(SegmentList::new(handles), &[]);
+        self.snapshot.note_opened();
+        let old_base = old.base_offset();
+        writer.unsynced_sealed.push(old);
+        writer.dir_dirty = true;
+        writer.active = new;
+        self.counters.rolls.fetch_add(1, Ordering::Relaxed);
+        if base > writer.log_end_offset {
+            writer.log_end_offset = base;
+            writer.producer_state.update_map_end_offset(base);
+            self.log_end.advance(base);
+        }
+        observe::notify(
+            self.config.observer.as_ref(),
+            LogEvent::Roll {
+                old_base,
+                new_base: base,
+            },
+        );
+        // Kafka's snapshot at every roll, at the new segment's base: recovery replays the
+        // producer state from the newest snapshot at or below where it starts scanning, so
+        // this bounds that replay to about a segment. Written in place without its fsyncs,
+        // which the flusher's next sync makes (`take_roll_snapshot`), as Kafka defers them to
+        // its scheduler. A failure fails the append that rolled (the roll itself stands), as
+        // it does in Kafka.
+        self.take_roll_snapshot(writer)?;
+        self.flusher.lock().roll_pending = true;
+        self.flusher_wake.notify_all();
+        log::debug!("rolled {} to a new segment at {base}", self.dir.display());
+        Ok(())
+    }
+}

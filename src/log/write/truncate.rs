@@ -1,0 +1,353 @@
+//! Removing data: [`Log::truncate_to`], the durable move of the log start offset in
+//! [`Log::delete_records_before`], and the reaping of `.deleted` files once no reader pins
+//! their segment ([`PendingDelete`]), which retention and compaction share.
+//!
+//! A truncation runs under the writer mutex throughout, in the order that keeps a crash
+//! part-way a prefix of the old log (ARCHITECTURE.md §3, invariant 15).
+
+use crate::sync::atomic::Ordering;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::segment::{DELETED_SUFFIX, Segment, rename_segment_files};
+
+use crate::log::segments::snapshot::{SegmentHandle, SegmentList};
+use crate::log::{Log, Shared, Writer};
+
+impl Log {
+    /// Removes every record at or above `offset` and makes that durable before returning
+    /// (ARCHITECTURE.md §3, invariant 15). A batch that straddles `offset` goes whole, so the new
+    /// log end offset may be a little below `offset`; it is returned. Readers positioned above it
+    /// get [`Error::Truncated`]. The leader-epoch cache drops the epochs starting at or above the
+    /// new end (also when `offset` is at or above the log end, as Kafka's `truncateTo` does), and
+    /// a high watermark above it comes down to it (ARCHITECTURE.md §11). A segment that begins
+    /// at `offset` stays, emptied, as the active segment (Kafka's `truncateTo` deletes only the
+    /// segments that begin above it).
+    ///
+    /// In a compacted log the new end is the offset after the last batch kept, since the files
+    /// are all that record the end: an `offset` in a gap that compaction left, or at a batch that
+    /// follows one, ends the log after the last batch kept below it (the segment's base offset
+    /// if it keeps none), so the new end may be well below `offset`, and the log start offset
+    /// comes down to it if it was higher (nothing below the old start comes back: every batch
+    /// kept ends at or below the new end).
+    ///
+    /// Compaction has already removed the records that a later record of their key superseded.
+    /// Truncating below such a later record removes the key's latest value without bringing the
+    /// older ones back: the key then reads as its last record below `offset` that compaction
+    /// kept, or not at all. Kafka avoids this by cleaning only below
+    /// the high watermark and truncating only above it; do the same by truncating only above
+    /// what [`compact`](Self::compact) has cleaned.
+    pub fn truncate_to(&self, offset: i64) -> Result<i64> {
+        self.check_writable()?;
+        if offset < 0 {
+            return Err(Error::InvalidArgument {
+                why: format!("cannot truncate to negative offset {offset}"),
+            });
+        }
+        let shared = &self.shared;
+        let mut writer = shared.writer.lock();
+        if offset >= writer.log_end_offset {
+            // Kafka's `truncateTo` above the log end only cuts the epoch cache there: an epoch
+            // recorded at the log end (a leader elected there) that never wrote goes.
+            shared
+                .leader_epochs
+                .lock()
+                .truncate_from_end(writer.log_end_offset)?;
+            return Ok(writer.log_end_offset);
+        }
+        let result = shared.truncate_locked(&mut writer, offset);
+        if result.is_err() {
+            // A half-done truncation leaves files the in-memory state no longer describes.
+            shared.commit.poison();
+        }
+        result
+    }
+
+    /// Moves the log start offset up to `offset`, durably: reads below it fail from then on,
+    /// and the new start is in an fsynced checkpoint before this returns, after the records
+    /// below it were made durable (a group-commit sync, if they were not yet). Whole segments
+    /// below it are deleted by retention. The leader-epoch cache drops the epochs wholly below
+    /// it; the producer state forgets no producer: one whose data now lies below the start stays
+    /// until it expires (`producer.id.expiration.ms`, as in Kafka since KIP-360).
+    ///
+    /// Fails with [`Error::OffsetOutOfRange`] if `offset` is above the log end offset, or,
+    /// once [`set_high_watermark`](Self::set_high_watermark) was called, above the high
+    /// watermark (Kafka's `deleteRecords` refuses the same: nothing at or above the high
+    /// watermark is deleted).
+    pub fn delete_records_before(&self, offset: i64) -> Result<()> {
+        self.check_writable()?;
+        let shared = &self.shared;
+        let mut writer = loop {
+            let writer = shared.writer.lock();
+            let end = writer.log_end_offset;
+            let start = shared.log_start.load(Ordering::Acquire);
+            if offset > end {
+                return Err(Error::OffsetOutOfRange {
+                    requested: offset,
+                    start,
+                    end,
+                });
+            }
+            if offset <= start {
+                return Ok(());
+            }
+            // Kafka's `maybeIncrementLogStartOffset`: nothing at or above the high watermark
+            // goes.
+            if shared.high_watermark_set.load(Ordering::Acquire) {
+                let high_watermark = shared.high_watermark.get();
+                if offset > high_watermark {
+                    return Err(Error::OffsetOutOfRange {
+                        requested: offset,
+                        start,
+                        end: high_watermark,
+                    });
+                }
+            }
+            // The records below the new start are made durable first: a crash that took some
+            // back would leave the log ending below its start, and the open would restart it
+            // empty there, forgetting the producers the live log knows by them (ARCHITECTURE.md
+            // §9). Under the writer lock the durable offset does not move down.
+            if shared.commit.durable_offset() >= offset {
+                break writer;
+            }
+            drop(writer);
+            match shared.sync_through(offset - 1) {
+                // A truncation took offsets below `offset`: the checks above run again.
+                Ok(()) | Err(Error::Truncated { .. }) => {}
+                Err(error) => return Err(error),
+            }
+        };
+        let recovery_point = writer.recovery_point;
+        shared.write_checkpoint_durably(&mut writer, recovery_point, offset)?;
+        shared.log_start.store(offset, Ordering::Release);
+        // Producers stay until they expire, even those whose data now lies below the start
+        // (KIP-360); ended transactions below it are forgotten.
+        writer.producer_state.on_log_start_incremented(offset);
+        shared.publish_first_unstable(&writer);
+        // After the start is durable: a crash before this leaves entries below the start, which
+        // the next open clamps.
+        shared.leader_epochs.lock().truncate_from_start(offset)?;
+        Ok(())
+    }
+}
+
+impl Shared {
+    pub(in crate::log) fn truncate_locked(&self, writer: &mut Writer, offset: i64) -> Result<i64> {
+        self.consume_clean_shutdown(writer)?;
+        let list = self.snapshot.load();
+        let handles = list.handles();
+        // Kafka's `LocalLog.truncateTo` deletes only the segments whose base lies above the
+        // target: one that begins exactly there stays, emptied, as the active segment (with its
+        // roll's producer snapshot, which describes the state at its base).
+        let keep = handles.partition_point(|h| h.base_offset() <= offset);
+        let holder = match keep {
+            0 => None,
+            _ => Some(self.snapshot.pin(&handles[keep - 1])?.ok_or_else(|| {
+                Error::InvalidArgument {
+                    why: "the segment list changed during a truncation".into(),
+                }
+            })?),
+        };
+        // A batch that straddles `offset` goes whole: the real new end may lie below it.
+        let new_end = match &holder {
+            Some(segment) => segment.truncation_point(offset)?,
+            None => offset,
+        };
+        // Counted, with its cut, before anything changes: a durability wait for an offset at
+        // or above the cut fails from here on, and a pass that planned before sees the count
+        // move (`truncations.rs`).
+        let _truncation = self.truncations.begin(new_end);
+
+        // Offsets from the new end on will be reused: compaction's persisted first dirty
+        // offset must not cover them, even after a crash from here on.
+        self.lower_cleaner_checkpoint(new_end)?;
+        // 1. The checkpoint first: recovery must never trust bytes above the new end.
+        let recovery_point = writer.recovery_point.min(new_end);
+        let log_start = self.log_start.load(Ordering::Acquire).min(new_end);
+        if let Some(checkpoint) = writer.checkpoint.as_mut() {
+            checkpoint.write(recovery_point, log_start, None, true)?;
+        }
+        writer.recovery_point = recovery_point;
+        self.log_start.store(log_start, Ordering::Release);
+        // 2. The epoch cache forgets the epochs that start in the records going, durably. After
+        //    step 1 a crash makes the next open scan from at most the new end, and that scan
+        //    assigns again the epochs of whatever batches the crash left above it; a high
+        //    watermark above the new end comes down to it.
+        self.leader_epochs.lock().truncate_from_end(new_end)?;
+        self.lower_high_watermark_to(new_end);
+
+        let (kept, removed) = match &holder {
+            None => {
+                // Everything lies above `offset`: start over with an empty segment there (no
+                // existing segment has that base, so no file name collides).
+                let segment = Arc::new(Segment::create(
+                    &self.storage,
+                    &self.dir,
+                    offset,
+                    self.config.segment_config(0),
+                    self.clock.now_ms(),
+                )?);
+                writer.dir_dirty = true;
+                self.snapshot.note_opened();
+                (vec![SegmentHandle::opened(segment)], handles.to_vec())
+            }
+            Some(_) => (handles[..keep].to_vec(), handles[keep..].to_vec()),
+        };
+        // 3. Later segments leave the snapshot and are renamed `.deleted`, the last one first,
+        //    and the directory is synced, all before the segment holding the new end is cut.
+        //    A crash part-way then leaves a prefix of the old log: with the renames durable in
+        //    order, the segments that remain are contiguous. Cutting the holder first could
+        //    leave it ending below the next segment's base, a gap that recovery of a compacted
+        //    log must accept (compaction makes gaps), so the later segments would come back.
+        let active_handle = Arc::clone(kept.last().ok_or_else(|| Error::InvalidArgument {
+            why: "a truncation left no segment".into(),
+        })?);
+        self.retire_segments(writer, SegmentList::new(kept), &removed)?;
+        // 4. Truncate the segment that holds the new end, and sync it.
+        if let Some(segment) = &holder {
+            segment.truncate_to(new_end, self.clock.now_ms())?;
+            if segment.is_sealed() {
+                segment.unseal()?;
+            }
+            segment.flush()?;
+        }
+
+        let active = self
+            .snapshot
+            .pin(&active_handle)?
+            .ok_or_else(|| Error::InvalidArgument {
+                why: "the new active segment left the log".into(),
+            })?;
+        writer
+            .unsynced_sealed
+            .retain(|s| s.base_offset() < active.base_offset());
+        let new_end = active.next_offset();
+        let old_end = std::mem::replace(&mut writer.log_end_offset, new_end);
+        writer.active = active;
+        self.commit.truncate(new_end);
+        self.log_end.set(new_end);
+        if new_end < old_end {
+            self.highest_cut_end.fetch_max(old_end, Ordering::AcqRel);
+        }
+        // Futures waiting for durability of a removed offset must look again; the durable
+        // watermark only wakes them by itself if it moves down.
+        self.commit.durable_watermark().wake_all();
+        self.reap_deleted(writer, false);
+        // 5. The producer state as of the new end, before the lock goes: the next append is
+        //    checked against it. Then its snapshot at the new end, as Kafka's `truncateTo`
+        //    takes one (unless the snapshot it was loaded from lies there): the next open
+        //    replays from here rather than from an older one.
+        self.reload_producer_state(writer, new_end)?;
+        if let Err(error) = self.take_producer_snapshot(writer) {
+            if self.commit.is_poisoned() {
+                return Err(error);
+            }
+            // The truncation is done and durable; a missing snapshot only lengthens a replay.
+            log::warn!(
+                "{}: no producer snapshot at {new_end} after the truncation: {error}",
+                self.dir.display()
+            );
+        }
+        Ok(new_end)
+    }
+
+    /// Publishes `list` as the log's segments and retires `removed`: each is renamed `.deleted`,
+    /// the last one first, and queued for deletion, then the directory is synced. The segments
+    /// the handles had open are taken under the snapshot lock, so no reader can pin another
+    /// instance from then on; a reader already holding one keeps reading it until it lets go.
+    /// Shared by `truncate_to` and `truncate_fully_and_start_at`, whose crash order both rely
+    /// on the renames being durable, in this order, before anything else is cut.
+    pub(in crate::log) fn retire_segments(
+        &self,
+        writer: &mut Writer,
+        list: Arc<SegmentList>,
+        removed: &[Arc<SegmentHandle>],
+    ) -> Result<()> {
+        let open_removed = self.snapshot.swap(list, removed);
+        for (handle, segment) in removed.iter().zip(open_removed).rev() {
+            let paths = rename_segment_files(
+                &*self.storage,
+                &self.dir,
+                handle.base_offset(),
+                DELETED_SUFFIX,
+            )?;
+            writer
+                .pending_deletes
+                .push(PendingDelete { paths, segment });
+        }
+        self.storage.sync_dir(&self.dir)?;
+        writer.dir_dirty = false;
+        Ok(())
+    }
+
+    /// Removes `.deleted` files whose segment no reader pins any more (all of them when
+    /// `force`, at close: a reader's descriptor outlives the unlink anyway).
+    pub(in crate::log) fn reap_deleted(&self, writer: &mut Writer, force: bool) {
+        let ready = take_unpinned(&mut writer.pending_deletes, force);
+        let failed = self.remove_pending(ready);
+        writer.pending_deletes.extend(failed);
+    }
+
+    /// [`reap_deleted`](Self::reap_deleted) without `force`, unlinking outside the writer lock:
+    /// unlinking a large file can take a while, and appends must not wait for it.
+    pub(in crate::log) fn reap_unpinned(&self) {
+        let _reaping = self.reaping.lock();
+        let ready = take_unpinned(&mut self.writer.lock().pending_deletes, false);
+        if ready.is_empty() {
+            return;
+        }
+        let failed = self.remove_pending(ready);
+        if !failed.is_empty() {
+            self.writer.lock().pending_deletes.extend(failed);
+        }
+    }
+
+    /// Removes the files of `pending`; returns what could not be removed, to retry later.
+    fn remove_pending(&self, mut pending: Vec<PendingDelete>) -> Vec<PendingDelete> {
+        pending.retain_mut(|pending| {
+            pending
+                .paths
+                .retain(|path| match self.storage.remove(path) {
+                    Ok(()) => false,
+                    Err(error) if error.io_kind() == Some(std::io::ErrorKind::NotFound) => false,
+                    Err(error) => {
+                        log::warn!("could not remove {}: {error}", path.display());
+                        true
+                    }
+                });
+            !pending.paths.is_empty()
+        });
+        pending
+    }
+}
+
+#[derive(Debug)]
+pub(in crate::log) struct PendingDelete {
+    pub(in crate::log) paths: Vec<PathBuf>,
+    pub(in crate::log) segment: Option<Arc<Segment>>,
+}
+
+/// Takes out of `pending_deletes` the ones whose segment no reader pins (every one when
+/// `force`), dropping the log's own reference to each segment.
+pub(in crate::log) fn take_unpinned(
+    pending_deletes: &mut Vec<PendingDelete>,
+    force: bool,
+) -> Vec<PendingDelete> {
+    let mut ready = Vec::new();
+    let mut index = 0;
+    while let Some(pending) = pending_deletes.get(index) {
+        let pinned = pending
+            .segment
+            .as_ref()
+            .is_some_and(|s| Arc::strong_count(s) > 1);
+        if pinned && !force {
+            index += 1;
+            continue;
+        }
+        let mut pending = pending_deletes.swap_remove(index);
+        pending.segment = None;
+        ready.push(pending);
+    }
+    ready
+}
