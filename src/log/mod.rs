@@ -62,10 +62,10 @@ pub use files::checkpoint;
 pub(crate) use files::kafka_dir;
 pub use files::producer_snapshot;
 pub use maintenance::compaction::{
-    CompactionOptions, CompactionSchedule, CompactionStats, PRODUCER_ID_EXPIRATION_MS,
+    CompactionOptions, CompactionSchedule, PRODUCER_ID_EXPIRATION_MS,
 };
-pub use maintenance::retention::{DeletedSegment, RetentionReport, RetentionRule};
 pub use observe::discarded::{DiscardReason, Discarded};
+pub use observe::reports::{CompactionStats, DeletedSegment, RetentionReport, RetentionRule};
 pub use observe::stats::{LogStats, RecoveryReport};
 pub use observe::{LogEvent, Observer};
 pub use read::committed::CommittedRecords;

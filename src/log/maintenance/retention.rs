@@ -80,7 +80,7 @@ use crate::error::{Error, Result};
 use crate::log::files::producer_snapshot::snapshot_path;
 use crate::log::segments::snapshot::{SegmentHandle, SegmentList};
 use crate::log::write::truncate::PendingDelete;
-use crate::log::{Log, LogConfig, Shared, Writer};
+use crate::log::{DeletedSegment, Log, LogConfig, RetentionReport, RetentionRule, Shared, Writer};
 use crate::segment::{
     DELETED_SUFFIX, Segment, SegmentFileKind, rename_segment_files, segment_file_path,
 };
@@ -97,73 +97,6 @@ const MAX_DIR_SYNC_ATTEMPTS: usize = 3;
 /// The suffix of Kafka's producer-state snapshot files (`<offset>.snapshot`). A segment's snapshot
 /// is the one named by its base offset, and it is deleted with the segment (FORMAT.md §5).
 const PRODUCER_SNAPSHOT_SUFFIX: &str = ".snapshot";
-
-/// The rule that deleted a segment, in the order the rules run.
-#[non_exhaustive]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum RetentionRule {
-    /// Every offset of the segment lies below the log start offset (moved by
-    /// `delete_records_before` or an earlier pass). Applies whatever `cleanup.policy`.
-    LogStartOffset,
-    /// The log was larger than `retention.bytes`.
-    Size,
-    /// The segment was older than `retention.ms`.
-    Time,
-}
-
-/// One segment that a retention pass deleted.
-#[non_exhaustive]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct DeletedSegment {
-    /// The segment's base offset.
-    pub base_offset: i64,
-    /// The offset after the segment: the next segment's base (the log end offset for the
-    /// active segment).
-    pub end_offset: i64,
-    /// The bytes of its `.log` file.
-    pub bytes: u64,
-    /// The rule that deleted it.
-    pub rule: RetentionRule,
-}
-
-/// What one retention pass ([`Log::enforce_retention`](crate::Log::enforce_retention)) did.
-#[non_exhaustive]
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RetentionReport {
-    /// The deleted segments, oldest first.
-    pub deleted: Vec<DeletedSegment>,
-    /// Whether the active segment qualified too, so the log rolled a new, empty one at the log
-    /// end offset before deleting it.
-    pub rolled_active_segment: bool,
-    /// The log start offset after the pass.
-    pub log_start_offset: i64,
-}
-
-impl RetentionReport {
-    /// How many segments the pass deleted.
-    pub fn segments_deleted(&self) -> usize {
-        self.deleted.len()
-    }
-
-    /// How many bytes of `.log` files the pass deleted.
-    pub fn bytes_deleted(&self) -> u64 {
-        self.deleted.iter().map(|d| d.bytes).sum()
-    }
-
-    /// How many segments `rule` deleted.
-    pub fn segments_deleted_by(&self, rule: RetentionRule) -> usize {
-        self.deleted.iter().filter(|d| d.rule == rule).count()
-    }
-
-    /// How many bytes of `.log` files `rule` deleted.
-    pub fn bytes_deleted_by(&self, rule: RetentionRule) -> u64 {
-        self.deleted
-            .iter()
-            .filter(|d| d.rule == rule)
-            .map(|d| d.bytes)
-            .sum()
-    }
-}
 
 /// What the time rule needs of a segment: its largest record timestamp, if it has one, and its
 /// `.log` file's mtime.

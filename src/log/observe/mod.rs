@@ -6,6 +6,7 @@
 //! roll") without guessing operation counts.
 
 pub(in crate::log) mod discarded;
+pub(in crate::log) mod reports;
 pub(in crate::log) mod stats;
 
 use std::fmt;
@@ -14,8 +15,7 @@ use std::time::Duration;
 
 use crate::error::Error;
 
-use crate::log::maintenance::compaction::CompactionStats;
-use crate::log::maintenance::retention::RetentionReport;
+use reports::{CompactionStats, RetentionReport};
 use stats::RecoveryReport;
 
 /// Receives the log's events. Set it with

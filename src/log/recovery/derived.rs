@@ -234,7 +234,7 @@ impl MarkerSearch<'_> {
 }
 
 /// The producer state of a log just recovered, and the aborted transactions a read-only open's
-/// replay met ([`load_producer_state`](crate::log::txn::transactions::load_producer_state)); then, for a
+/// replay met ([`load_producer_state`](super::producer_load::load_producer_state)); then, for a
 /// writable open, the derived files found missing are rebuilt, and `recovered.report` says what
 /// was.
 #[allow(
@@ -251,21 +251,20 @@ pub(in crate::log) fn load_derived_state(
     read_only: bool,
     now_ms: i64,
 ) -> Result<(ProducerStateManager, Vec<crate::segment::AbortedTxn>)> {
-    let (state, aborted, txn_indexes_rebuilt_from) =
-        crate::log::txn::transactions::load_producer_state(
-            storage,
-            dir,
-            config,
-            snapshot,
-            listing,
-            crate::log::txn::transactions::LoadFrom {
-                log_start_offset: recovered.log_start_offset,
-                log_end_offset: recovered.active.next_offset(),
-                first_recovered_base: recovered.first_recovered_base,
-                read_only,
-                now_ms,
-            },
-        )?;
+    let (state, aborted, txn_indexes_rebuilt_from) = super::producer_load::load_producer_state(
+        storage,
+        dir,
+        config,
+        snapshot,
+        listing,
+        super::producer_load::LoadFrom {
+            log_start_offset: recovered.log_start_offset,
+            log_end_offset: recovered.active.next_offset(),
+            first_recovered_base: recovered.first_recovered_base,
+            read_only,
+            now_ms,
+        },
+    )?;
     recovered.report.rebuilt_txn_indexes_from = txn_indexes_rebuilt_from;
     if !read_only {
         recovered.report.rebuilt_indexes = rebuild_missing_indexes(dir, snapshot, listing)?;

@@ -25,6 +25,7 @@
 //! and simply stops reading at the first invalid byte.
 
 pub(in crate::log) mod derived;
+pub(in crate::log) mod producer_load;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -4,4 +4,5 @@
 //! Uses `observe`, `config`, `files`, `segments` and `durability`.
 
 pub(crate) mod producer_state;
+pub(in crate::log) mod replay;
 pub(in crate::log) mod transactions;

@@ -122,7 +122,7 @@
 
 use crate::sync::atomic::{AtomicU64, Ordering};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::sync::Mutex;
 
@@ -131,7 +131,7 @@ use crate::format::{AnyBatchIter, Batch};
 use crate::segment::{Segment, SegmentFileKind};
 use crate::storage::Storage;
 
-use crate::log::{Log, Shared};
+use crate::log::{CompactionStats, Log, Shared};
 
 mod clean;
 mod plan;
@@ -195,37 +195,6 @@ impl CompactionOptions {
         self.min_compaction_lag_ms = Some(min_compaction_lag_ms.max(0));
         self
     }
-}
-
-/// What one compaction pass did.
-#[non_exhaustive]
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct CompactionStats {
-    /// Bytes of segment data the pass read, both phases counted.
-    pub bytes_read: u64,
-    /// Bytes of cleaned segment data the pass wrote.
-    pub bytes_written: u64,
-    /// Records dropped, tombstones included.
-    pub records_removed: u64,
-    /// Tombstones dropped because their delete horizon had passed.
-    pub tombstones_removed: u64,
-    /// Old segments replaced by cleaned ones.
-    pub segments_cleaned: u64,
-    /// Cleaned segments swapped in: one per group, so `segments_cleaned - segments_written`
-    /// segments were merged away.
-    pub segments_written: u64,
-    /// The end of the range the pass cleaned: every record below it was compared with the
-    /// latest record of its key below it.
-    pub cleaned_up_to: i64,
-    /// The base of the segment holding the last stable offset, when the LSO (a transaction
-    /// still open, or ended above the high watermark) ended the cleanable range: that segment
-    /// and the later ones wait.
-    pub uncleanable_from: Option<i64>,
-    /// The bytes of the segments from [`uncleanable_from`](Self::uncleanable_from) to the log
-    /// end, the active segment included.
-    pub uncleanable_bytes: u64,
-    /// How long the pass took.
-    pub duration: Duration,
 }
 
 /// Whether a compaction pass is due, and why: see [`Log::compaction_schedule`].
