@@ -44,12 +44,13 @@ use crate::storage::Storage;
 use durability::flusher::flusher_loop;
 use durability::group_commit::GroupCommit;
 use files::checkpoint::{CheckpointFile, CleanShutdown};
+use files::deleted::PendingDeletes;
+use files::log_files::LogFiles;
 use segments::snapshot::{SegmentList, Snapshot};
 pub(crate) use segments::truncations::TruncationEpoch;
 use segments::truncations::Truncations;
 use segments::watermark::Watermark;
 use txn::producer_state::ProducerStateManager;
-use write::truncate::PendingDelete;
 
 pub use config::properties::{
     PROPERTIES_FILE_NAME, per_log_setting_names, read_stored_settings, write_stored_settings,
@@ -125,7 +126,7 @@ struct Writer {
     messages_since_flush: u64,
     bytes_since_flush: u64,
     /// Files renamed `.deleted`, removed once no reader pins their segment.
-    pending_deletes: Vec<PendingDelete>,
+    deletes: PendingDeletes,
     /// The roll jitter's draws.
     jitter: SplitMix64,
     /// Per-producer sequences, epochs and open transactions (Kafka's `ProducerStateManager`,
@@ -150,11 +151,8 @@ struct Shared {
     storage: Arc<dyn Storage>,
     clock: Arc<dyn Clock>,
     read_only: bool,
-    /// The directory lock, released by `close()` (or the drop of the log).
-    dir_lock: Mutex<Option<files::dir_lock::DirLock>>,
-    /// This log's share of its Kafka log directory's lock, left at close (ARCHITECTURE.md §7,
-    /// "Opening inside a Kafka log dir").
-    kafka_dir: Mutex<Option<files::kafka_dir::KafkaDirMembership>>,
+    /// The locks on the directory, the reaping lock, the cleaner checkpoint.
+    files: LogFiles,
     snapshot: Snapshot,
     writer: Mutex<Writer>,
     log_end: Watermark,
@@ -197,10 +195,6 @@ struct Shared {
     replayed_aborted: Mutex<Vec<crate::segment::AbortedTxn>>,
     /// Held for a whole retention pass: passes run one at a time.
     retention_pass: Mutex<()>,
-    /// Held while unlinking `.deleted` files outside the writer lock, so that a caller who reaps
-    /// finds every unpinned file gone when it returns, whichever thread took it. Taken before
-    /// the writer lock.
-    reaping: Mutex<()>,
     /// For a read-only log that follows a writer in another process (`allow_live_writer`):
     /// when it may look at the directory next. Held for a whole poll, so that concurrent
     /// readers never poll twice.
@@ -365,7 +359,7 @@ impl Log {
         )?;
         let first_unstable = producer_state.first_unstable_offset().unwrap_or(i64::MAX);
         let last_txn_index_base = txn::transactions::last_txn_index_base(&listing);
-        let (cleaner, compaction_status) = files::cleaner_checkpoint::load_cleaner_state(
+        let (cleaner_checkpoint, first_dirty) = files::cleaner_checkpoint::load_cleaner_checkpoint(
             &*storage,
             dir,
             log_end_offset,
@@ -389,8 +383,7 @@ impl Log {
             storage,
             clock,
             read_only,
-            dir_lock: Mutex::new(lock),
-            kafka_dir: Mutex::new(kafka_dir),
+            files: LogFiles::new(lock, kafka_dir, cleaner_checkpoint),
             snapshot,
             writer: Mutex::new(Writer {
                 active: recovered.active,
@@ -402,7 +395,7 @@ impl Log {
                 recovery_point: recovered.recovery_point,
                 messages_since_flush: 0,
                 bytes_since_flush: 0,
-                pending_deletes: Vec::new(),
+                deletes: PendingDeletes::default(),
                 jitter,
                 producer_state,
             }),
@@ -420,15 +413,16 @@ impl Log {
             flusher: Mutex::new(FlusherSignal::default()),
             flusher_wake: Condvar::new(),
             bytes_at_last_checkpoint: AtomicU64::new(0),
-            compaction: Mutex::new(cleaner),
-            compaction_status,
+            compaction: Mutex::new(maintenance::compaction::CleanerState::starting_at(
+                first_dirty,
+            )),
+            compaction_status: maintenance::compaction::CompactionStatus::default(),
             truncations: Truncations::default(),
             compacted: AtomicBool::new(recovered.compacted),
             first_unstable: AtomicI64::new(first_unstable),
             last_txn_index_base: AtomicI64::new(last_txn_index_base),
             replayed_aborted: Mutex::new(replayed_aborted),
             retention_pass: Mutex::new(()),
-            reaping: Mutex::new(()),
             live: (read_only && config.allow_live_writer)
                 .then(|| Mutex::new(Instant::now() + config.poll_interval)),
             maintenance_stop: Mutex::new(false),
@@ -576,12 +570,11 @@ impl Log {
             self.shared.commit.poison();
         }
         // Released even after a failed close: the next open recovers whatever state is left.
-        drop(self.shared.dir_lock.lock().take());
+        self.shared.files.release_dir_lock();
         // Reads have ended: a log kept after its close holds no sealed segment's descriptors.
         self.shared.snapshot.close_sealed();
         // Last: the broker may start once the Kafka log directory is handed back.
-        let membership = self.shared.kafka_dir.lock().take();
-        match membership.map(|m| m.leave(result.is_ok())) {
+        match self.shared.files.leave_kafka_dir(result.is_ok()) {
             Some(Err(leave_error)) if result.is_ok() => Err(leave_error),
             Some(Err(leave_error)) => {
                 log::warn!("{}: {leave_error}", self.shared.dir.display());

@@ -11,10 +11,10 @@ use crate::error::Result;
 use crate::format::crc32c;
 use crate::storage::{OpenMode, Storage};
 
-use super::checkpoint::DurableWriteError;
-use crate::log::Shared;
+use crate::sync::Mutex;
 
-use crate::log::maintenance::compaction::{CleanerState, CompactionStatus, remove_quietly};
+use super::checkpoint::DurableWriteError;
+use super::remove_quietly;
 
 /// The file that keeps the cleaner's first dirty offset across opens (FORMAT.md). No rule of
 /// Kafka's loader matches the name.
@@ -30,43 +30,49 @@ const CLEANER_CHECKPOINT_VERSION: u16 = 1;
 /// magic, version, flags, first dirty offset, CRC-32C of the 16 bytes before it.
 const CLEANER_CHECKPOINT_SIZE: usize = 20;
 
-impl Shared {
-    /// Writes `first_dirty` to `partlog.cleaner-checkpoint`, unless a truncation came since the
-    /// pass began. A failure costs the next open a pass, never a record: it is logged.
-    pub(in crate::log) fn persist_first_dirty(&self, first_dirty: i64, truncations_at_start: u64) {
-        let mut persisted = self.compaction_status.persisted_first_dirty.lock();
-        // Under the lock a truncation takes after counting itself: a truncation either
-        // shows here or lowers what this writes.
-        if self.truncations.sequence() != truncations_at_start {
-            return;
+/// `partlog.cleaner-checkpoint` as this log last wrote it, or read it at open.
+#[derive(Debug)]
+pub(in crate::log) struct CleanerCheckpoint {
+    /// The first dirty offset in the file (`None`: no valid file). Taken after the writer
+    /// mutex by a truncation, and under the compaction lock by a pass that persists.
+    persisted: Mutex<Option<i64>>,
+}
+
+impl CleanerCheckpoint {
+    /// Writes `first_dirty` to the file, unless `still_current` (asked under the file's lock,
+    /// which a truncation takes after counting itself) says a truncation came since the pass
+    /// began: a truncation either shows there or lowers what this writes. `Ok` when skipped.
+    pub(in crate::log) fn persist(
+        &self,
+        storage: &dyn Storage,
+        dir: &Path,
+        first_dirty: i64,
+        still_current: impl FnOnce() -> bool,
+    ) -> std::result::Result<(), DurableWriteError> {
+        let mut persisted = self.persisted.lock();
+        if !still_current() {
+            return Ok(());
         }
-        match write_cleaner_checkpoint(&*self.storage, &self.dir, first_dirty) {
-            Ok(()) => *persisted = Some(first_dirty),
-            Err(DurableWriteError::Write(error)) => log::warn!(
-                "{}: could not write {CLEANER_CHECKPOINT_FILE_NAME} (the next open compacts \
-                 more): {error}",
-                self.dir.display()
-            ),
-            // The directory's pending entries, not only this file's, may be lost.
-            Err(DurableWriteError::Sync(error)) => {
-                let _ = self.poison_after_failed_sync(
-                    &format!("syncing {CLEANER_CHECKPOINT_FILE_NAME}"),
-                    error,
-                );
-            }
-        }
+        write_cleaner_checkpoint(storage, dir, first_dirty)?;
+        *persisted = Some(first_dirty);
+        Ok(())
     }
 
     /// Called by a truncation to `new_end` under the writer mutex, before it changes anything:
     /// offsets from `new_end` on will be reused, so a persisted first dirty offset above it is
     /// lowered durably first.
-    pub(in crate::log) fn lower_cleaner_checkpoint(&self, new_end: i64) -> Result<()> {
-        let mut persisted = self.compaction_status.persisted_first_dirty.lock();
+    pub(in crate::log) fn lower_to(
+        &self,
+        storage: &dyn Storage,
+        dir: &Path,
+        new_end: i64,
+    ) -> Result<()> {
+        let mut persisted = self.persisted.lock();
         if let Some(first_dirty) = *persisted
             && first_dirty > new_end
         {
             // The truncation poisons the log on any error of its own.
-            write_cleaner_checkpoint(&*self.storage, &self.dir, new_end).map_err(
+            write_cleaner_checkpoint(storage, dir, new_end).map_err(
                 |(DurableWriteError::Write(error) | DurableWriteError::Sync(error))| error,
             )?;
             *persisted = Some(new_end);
@@ -133,14 +139,14 @@ fn write_cleaner_checkpoint(
     storage.sync_dir(dir).map_err(DurableWriteError::Sync)
 }
 
-/// Reads the cleaner checkpoint at open: the first dirty offset to start from (0 when the file
-/// is missing, invalid or names an offset above `log_end_offset`), and what the file holds.
-pub(crate) fn load_cleaner_state(
+/// Reads the cleaner checkpoint at open: what the file holds, and the first dirty offset to
+/// start from (0 when the file is missing, invalid or names an offset above `log_end_offset`).
+pub(in crate::log) fn load_cleaner_checkpoint(
     storage: &dyn Storage,
     dir: &Path,
     log_end_offset: i64,
     read_only: bool,
-) -> (CleanerState, CompactionStatus) {
+) -> (CleanerCheckpoint, i64) {
     let path = dir.join(CLEANER_CHECKPOINT_FILE_NAME);
     let read = (|| -> Result<Option<i64>> {
         if !storage.exists(&path)? {
@@ -193,10 +199,10 @@ pub(crate) fn load_cleaner_state(
     let first_dirty_offset = persisted
         .filter(|&first_dirty| first_dirty <= log_end_offset)
         .unwrap_or(0);
-    (
-        CleanerState::starting_at(first_dirty_offset),
-        CompactionStatus::persisted(persisted),
-    )
+    let checkpoint = CleanerCheckpoint {
+        persisted: Mutex::new(persisted),
+    };
+    (checkpoint, first_dirty_offset)
 }
 
 #[cfg(test)]

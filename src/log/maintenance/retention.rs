@@ -79,7 +79,6 @@ use crate::sync::MutexGuard;
 use crate::error::{Error, Result};
 use crate::log::files::producer_snapshot::snapshot_path;
 use crate::log::segments::snapshot::{SegmentHandle, SegmentList};
-use crate::log::write::truncate::PendingDelete;
 use crate::log::{DeletedSegment, Log, LogConfig, RetentionReport, RetentionRule, Shared, Writer};
 use crate::segment::{
     DELETED_SUFFIX, Segment, SegmentFileKind, rename_segment_files, segment_file_path,
@@ -615,9 +614,7 @@ impl Shared {
         let mut rename_error = None;
         for (handle, segment) in removed.iter().zip(taken) {
             match self.rename_to_deleted(handle.base_offset()) {
-                Ok(paths) => writer
-                    .pending_deletes
-                    .push(PendingDelete { paths, segment }),
+                Ok(paths) => writer.deletes.push(paths, segment),
                 Err(error) => {
                     log::error!(
                         "{}: could not rename the segment at {} for deletion; it and the ones \

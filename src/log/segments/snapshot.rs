@@ -367,7 +367,7 @@ mod tests {
 
         use super::super::*;
         use crate::format::{BatchBuilder, BatchHeader, Compression};
-        use crate::log::write::truncate::{PendingDelete, take_unpinned};
+        use crate::log::files::deleted::PendingDeletes;
         use crate::segment::{
             DELETED_SUFFIX, SegmentFileKind, rename_segment_files, segment_file_path,
         };
@@ -495,10 +495,11 @@ mod tests {
                     let segment = open_removed.into_iter().next().flatten();
                     *taken.lock() = segment.as_ref().map(Arc::downgrade);
                     let paths = rename_segment_files(&*storage, dir, 0, DELETED_SUFFIX).unwrap();
-                    let mut pending = vec![PendingDelete { paths, segment }];
+                    let mut pending = PendingDeletes::default();
+                    pending.push(paths, segment);
                     while !pending.is_empty() {
-                        for ready in take_unpinned(&mut pending, false) {
-                            for path in &ready.paths {
+                        for ready in pending.take_unpinned(false) {
+                            for path in ready.paths() {
                                 storage.remove(path).unwrap();
                             }
                         }

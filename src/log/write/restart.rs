@@ -74,7 +74,9 @@ impl Shared {
         let _truncation = self
             .truncations
             .begin(self.log_start.load(Ordering::Acquire));
-        self.lower_cleaner_checkpoint(offset)?;
+        self.files
+            .cleaner_checkpoint()
+            .lower_to(&*self.storage, &self.dir, offset)?;
         // 1. The producer snapshots, durably gone.
         // The rolls' unsynced snapshots are in place: the deletion below takes them too.
         writer.unsynced_snapshots.clear();

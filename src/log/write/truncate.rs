@@ -6,7 +6,6 @@
 //! part-way a prefix of the old log (ARCHITECTURE.md §3, invariant 15).
 
 use crate::sync::atomic::Ordering;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
@@ -161,7 +160,9 @@ impl Shared {
 
         // Offsets from the new end on will be reused: compaction's persisted first dirty
         // offset must not cover them, even after a crash from here on.
-        self.lower_cleaner_checkpoint(new_end)?;
+        self.files
+            .cleaner_checkpoint()
+            .lower_to(&*self.storage, &self.dir, new_end)?;
         // 1. The checkpoint first: recovery must never trust bytes above the new end.
         let recovery_point = writer.recovery_point.min(new_end);
         let log_start = self.log_start.load(Ordering::Acquire).min(new_end);
@@ -272,82 +273,10 @@ impl Shared {
                 handle.base_offset(),
                 DELETED_SUFFIX,
             )?;
-            writer
-                .pending_deletes
-                .push(PendingDelete { paths, segment });
+            writer.deletes.push(paths, segment);
         }
         self.storage.sync_dir(&self.dir)?;
         writer.dir_dirty = false;
         Ok(())
     }
-
-    /// Removes `.deleted` files whose segment no reader pins any more (all of them when
-    /// `force`, at close: a reader's descriptor outlives the unlink anyway).
-    pub(in crate::log) fn reap_deleted(&self, writer: &mut Writer, force: bool) {
-        let ready = take_unpinned(&mut writer.pending_deletes, force);
-        let failed = self.remove_pending(ready);
-        writer.pending_deletes.extend(failed);
-    }
-
-    /// [`reap_deleted`](Self::reap_deleted) without `force`, unlinking outside the writer lock:
-    /// unlinking a large file can take a while, and appends must not wait for it.
-    pub(in crate::log) fn reap_unpinned(&self) {
-        let _reaping = self.reaping.lock();
-        let ready = take_unpinned(&mut self.writer.lock().pending_deletes, false);
-        if ready.is_empty() {
-            return;
-        }
-        let failed = self.remove_pending(ready);
-        if !failed.is_empty() {
-            self.writer.lock().pending_deletes.extend(failed);
-        }
-    }
-
-    /// Removes the files of `pending`; returns what could not be removed, to retry later.
-    fn remove_pending(&self, mut pending: Vec<PendingDelete>) -> Vec<PendingDelete> {
-        pending.retain_mut(|pending| {
-            pending
-                .paths
-                .retain(|path| match self.storage.remove(path) {
-                    Ok(()) => false,
-                    Err(error) if error.io_kind() == Some(std::io::ErrorKind::NotFound) => false,
-                    Err(error) => {
-                        log::warn!("could not remove {}: {error}", path.display());
-                        true
-                    }
-                });
-            !pending.paths.is_empty()
-        });
-        pending
-    }
-}
-
-#[derive(Debug)]
-pub(in crate::log) struct PendingDelete {
-    pub(in crate::log) paths: Vec<PathBuf>,
-    pub(in crate::log) segment: Option<Arc<Segment>>,
-}
-
-/// Takes out of `pending_deletes` the ones whose segment no reader pins (every one when
-/// `force`), dropping the log's own reference to each segment.
-pub(in crate::log) fn take_unpinned(
-    pending_deletes: &mut Vec<PendingDelete>,
-    force: bool,
-) -> Vec<PendingDelete> {
-    let mut ready = Vec::new();
-    let mut index = 0;
-    while let Some(pending) = pending_deletes.get(index) {
-        let pinned = pending
-            .segment
-            .as_ref()
-            .is_some_and(|s| Arc::strong_count(s) > 1);
-        if pinned && !force {
-            index += 1;
-            continue;
-        }
-        let mut pending = pending_deletes.swap_remove(index);
-        pending.segment = None;
-        ready.push(pending);
-    }
-    ready
 }

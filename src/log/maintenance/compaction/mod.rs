@@ -129,8 +129,10 @@ use crate::sync::Mutex;
 use crate::error::{Error, Result};
 use crate::format::{AnyBatchIter, Batch};
 use crate::segment::{Segment, SegmentFileKind};
-use crate::storage::Storage;
 
+use crate::log::files::checkpoint::DurableWriteError;
+use crate::log::files::cleaner_checkpoint::CLEANER_CHECKPOINT_FILE_NAME;
+use crate::log::files::remove_quietly;
 use crate::log::{CompactionStats, Log, Shared};
 
 mod clean;
@@ -251,21 +253,18 @@ pub struct CompactionSchedule {
 pub(crate) struct CleanerState {
     /// Every record below it has been compared with every later record below it (Kafka's
     /// cleaner checkpoint): a pass maps only from here on.
-    pub(in crate::log) first_dirty_offset: i64,
+    first_dirty_offset: i64,
     /// The log's truncation count when `first_dirty_offset` was last valid.
     truncations_seen: u64,
 }
 
-/// Compaction's counters and its persisted checkpoint, readable without waiting for a pass.
+/// Compaction's counters, readable without waiting for a pass.
 #[derive(Debug, Default)]
 pub(crate) struct CompactionStatus {
     passes: AtomicU64,
     failed_passes: AtomicU64,
     /// Where the last stable offset held the last pass back, and the bytes from there on.
     uncleanable: Mutex<Option<(i64, u64)>>,
-    /// The first dirty offset in `partlog.cleaner-checkpoint` (`None`: no valid file). Taken
-    /// after the writer mutex by a truncation, and alone by a pass that persists.
-    pub(in crate::log) persisted_first_dirty: Mutex<Option<i64>>,
 }
 
 impl CleanerState {
@@ -274,16 +273,6 @@ impl CleanerState {
         CleanerState {
             first_dirty_offset,
             ..CleanerState::default()
-        }
-    }
-}
-
-impl CompactionStatus {
-    /// No pass yet, with `persisted` in `partlog.cleaner-checkpoint`.
-    pub(in crate::log) fn persisted(persisted: Option<i64>) -> CompactionStatus {
-        CompactionStatus {
-            persisted_first_dirty: Mutex::new(persisted),
-            ..CompactionStatus::default()
         }
     }
 }
@@ -508,6 +497,32 @@ impl Shared {
         self.compact_with(CompactionOptions::default()).map(|_| ())
     }
 
+    /// Writes `first_dirty` to `partlog.cleaner-checkpoint`, unless a truncation came since the
+    /// pass began. A failure costs the next open a pass, never a record: it is logged.
+    fn persist_first_dirty(&self, first_dirty: i64, truncations_at_start: u64) {
+        let persisted =
+            self.files
+                .cleaner_checkpoint()
+                .persist(&*self.storage, &self.dir, first_dirty, || {
+                    self.truncations.sequence() == truncations_at_start
+                });
+        match persisted {
+            Ok(()) => {}
+            Err(DurableWriteError::Write(error)) => log::warn!(
+                "{}: could not write {CLEANER_CHECKPOINT_FILE_NAME} (the next open compacts \
+                 more): {error}",
+                self.dir.display()
+            ),
+            // The directory's pending entries, not only this file's, may be lost.
+            Err(DurableWriteError::Sync(error)) => {
+                let _ = self.poison_after_failed_sync(
+                    &format!("syncing {CLEANER_CHECKPOINT_FILE_NAME}"),
+                    error,
+                );
+            }
+        }
+    }
+
     /// A truncation since the last pass reused offsets: what was clean is dirty again.
     fn note_truncations(&self, cleaner: &mut CleanerState) {
         let truncations = self.truncations.sequence();
@@ -672,12 +687,4 @@ fn for_each_batch(
 
 fn transient_log_path(dir: &Path, base_offset: i64, suffix: &str) -> PathBuf {
     crate::segment::transient_segment_file_path(dir, base_offset, SegmentFileKind::Log, suffix)
-}
-
-pub(in crate::log) fn remove_quietly(storage: &dyn Storage, path: &Path) {
-    match storage.remove(path) {
-        Ok(()) => {}
-        Err(error) if error.io_kind() == Some(std::io::ErrorKind::NotFound) => {}
-        Err(error) => log::warn!("could not remove {}: {error}", path.display()),
-    }
 }

@@ -18,10 +18,10 @@ use crate::storage::{OpenMode, Storage};
 
 use crate::log::Shared;
 use crate::log::segments::snapshot::SegmentHandle;
-use crate::log::write::truncate::PendingDelete;
 
 use super::plan::Planned;
-use super::{remove_quietly, transient_log_path};
+use super::transient_log_path;
+use crate::log::files::remove_quietly;
 
 impl Shared {
     /// Swaps `<base>.log.cleaned` in for the segments of `group`: renames it `.swap`, fsyncs
@@ -122,9 +122,7 @@ impl Shared {
             }
         };
         for (paths, segment) in renamed.into_iter().zip(old_segments) {
-            writer
-                .pending_deletes
-                .push(PendingDelete { paths, segment });
+            writer.deletes.push(paths, segment);
         }
         if let Err(error) = self.storage.sync_dir(dir) {
             self.commit.poison();
