@@ -27,7 +27,7 @@ mod segments;
 mod txn;
 mod write;
 
-use crate::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use crate::sync::atomic::{AtomicBool, AtomicI64, AtomicU64};
 use crate::sync::thread::JoinHandle;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -48,7 +48,7 @@ use files::deleted::PendingDeletes;
 use files::log_files::LogFiles;
 use segments::snapshot::{SegmentList, Snapshot};
 pub(crate) use segments::truncations::TruncationEpoch;
-use segments::truncations::Truncations;
+use segments::view::ReadView;
 use segments::watermark::Watermark;
 use txn::producer_state::ProducerStateManager;
 
@@ -153,17 +153,10 @@ struct Shared {
     read_only: bool,
     /// The locks on the directory, the reaping lock, the cleaner checkpoint.
     files: LogFiles,
-    snapshot: Snapshot,
+    /// The segment list, the log start and end, the truncations, the compacted flag, closed.
+    view: ReadView,
     writer: Mutex<Writer>,
-    log_end: Watermark,
-    log_start: AtomicI64,
     commit: GroupCommit,
-    closed: AtomicBool,
-    /// The highest log end offset a truncation has cut the log back from since open (`-1` if
-    /// none): a read above the log end at or below it asks for an offset the log held before a
-    /// cut, and gets `Truncated`; one above it asks past anything the log ever held, and gets
-    /// `OffsetOutOfRange`. Waits ask `truncations`, which knows each cut.
-    highest_cut_end: AtomicI64,
     counters: observe::stats::Counters,
     report: RecoveryReport,
     flusher: Mutex<FlusherSignal>,
@@ -173,15 +166,6 @@ struct Shared {
     compaction: Mutex<maintenance::compaction::CleanerState>,
     /// Compaction's counters and persisted checkpoint, readable while a pass runs.
     compaction_status: maintenance::compaction::CompactionStatus,
-    /// The truncations and their cuts: a durability wait fails only for a cut at or below its
-    /// offset since it began, and a compaction pass never swaps in a copy of a segment that a
-    /// truncation changed meanwhile (`truncations.rs`).
-    truncations: Truncations,
-    /// The `COMPACTED` flag of `partlog.checkpoint` as this log knows it (with the cleanup
-    /// policy, whether a read may move across a gap between segments): read at open, set
-    /// before any gap the log makes can reach a reader, cleared only by a full truncation. A
-    /// live reader ORs in the flag of each checkpoint it reads.
-    compacted: AtomicBool,
     /// The producer state's first unstable offset (`i64::MAX` when none), published under the
     /// writer lock before the log end moves past a transactional batch: a `read_committed`
     /// read, which takes no writer lock, bounds itself by it (`transactions.rs`).
@@ -384,7 +368,12 @@ impl Log {
             clock,
             read_only,
             files: LogFiles::new(lock, kafka_dir, cleaner_checkpoint),
-            snapshot,
+            view: ReadView::new(
+                snapshot,
+                recovered.log_start_offset,
+                log_end_offset,
+                recovered.compacted,
+            ),
             writer: Mutex::new(Writer {
                 active: recovered.active,
                 log_end_offset,
@@ -399,15 +388,11 @@ impl Log {
                 jitter,
                 producer_state,
             }),
-            log_end: Watermark::new(log_end_offset),
-            log_start: AtomicI64::new(recovered.log_start_offset),
             commit: GroupCommit::new(
                 recovered.durable_offset,
                 config.group_commit_max_gather,
                 config.group_commit_max_spin,
             ),
-            closed: AtomicBool::new(false),
-            highest_cut_end: AtomicI64::new(-1),
             counters: observe::stats::Counters::default(),
             report: recovered.report,
             flusher: Mutex::new(FlusherSignal::default()),
@@ -417,8 +402,6 @@ impl Log {
                 first_dirty,
             )),
             compaction_status: maintenance::compaction::CompactionStatus::default(),
-            truncations: Truncations::default(),
-            compacted: AtomicBool::new(recovered.compacted),
             first_unstable: AtomicI64::new(first_unstable),
             last_txn_index_base: AtomicI64::new(last_txn_index_base),
             replayed_aborted: Mutex::new(replayed_aborted),
@@ -493,13 +476,13 @@ impl Log {
     /// The first offset a read may ask for.
     pub fn log_start_offset(&self) -> i64 {
         self.poll_live();
-        self.shared.log_start.load(Ordering::Acquire)
+        self.shared.view.log_start()
     }
 
     /// The offset the next appended record will get: one past the last record.
     pub fn log_end_offset(&self) -> i64 {
         self.poll_live();
-        self.shared.log_end.get()
+        self.shared.view.log_end()
     }
 
     /// The durable watermark: every offset below it has been fsynced (with its directory
@@ -517,7 +500,7 @@ impl Log {
 
     fn check_writable(&self) -> Result<()> {
         let shared = &self.shared;
-        if shared.closed.load(Ordering::Acquire) {
+        if shared.view.is_closed() {
             return Err(Error::Closed);
         }
         if shared.read_only {
@@ -532,7 +515,7 @@ impl Log {
     }
 
     fn check_open(&self) -> Result<()> {
-        if self.shared.closed.load(Ordering::Acquire) {
+        if self.shared.view.is_closed() {
             return Err(Error::Closed);
         }
         Ok(())
@@ -550,13 +533,13 @@ impl Log {
     /// of them was poisoned or failed to close, `.kafka_cleanshutdown` goes back where it was;
     /// then the broker's lock is released.
     pub fn close(&self) -> Result<()> {
-        if self.shared.closed.swap(true, Ordering::AcqRel) {
+        if self.shared.view.close() {
             return Ok(());
         }
         // A retention pass may still sync through the group commit: the flusher stops after it.
         self.stop_maintenance();
         self.stop_flusher();
-        self.shared.log_end.wake_all();
+        self.shared.view.log_end_mark().wake_all();
         // Tails waiting for durability: what close syncs wakes only those below the end.
         self.shared.commit.durable_watermark().wake_all();
         let result = if self.shared.read_only {
@@ -572,7 +555,7 @@ impl Log {
         // Released even after a failed close: the next open recovers whatever state is left.
         self.shared.files.release_dir_lock();
         // Reads have ended: a log kept after its close holds no sealed segment's descriptors.
-        self.shared.snapshot.close_sealed();
+        self.shared.view.segments().close_sealed();
         // Last: the broker may start once the Kafka log directory is handed back.
         match self.shared.files.leave_kafka_dir(result.is_ok()) {
             Some(Err(leave_error)) if result.is_ok() => Err(leave_error),
@@ -627,7 +610,7 @@ impl Shared {
         if self.commit.is_poisoned() {
             return Err(Error::Poisoned);
         }
-        let end = self.log_end.get();
+        let end = self.view.log_end();
         if end > self.commit.durable_offset() {
             match self.sync_through(end - 1) {
                 Ok(()) | Err(Error::Truncated { .. }) => {}
@@ -667,7 +650,7 @@ impl Shared {
         // The snapshot at the log end, durable before the clean-shutdown record: the next open
         // loads it and replays nothing.
         self.take_producer_snapshot(&mut writer)?;
-        let log_start = self.log_start.load(Ordering::Acquire);
+        let log_start = self.view.log_start();
         let clean = CleanShutdown {
             active_segment_base: active.base_offset(),
             active_segment_size: active.size(),

@@ -30,7 +30,7 @@ impl Log {
         self.check_writable()?;
         let shared = &self.shared;
         loop {
-            let end = shared.log_end.get();
+            let end = shared.view.log_end();
             if shared.commit.durable_offset() >= end {
                 break;
             }
@@ -64,7 +64,7 @@ impl Shared {
         let result = self.commit.wait_durable(offset, || self.sync_published());
         if result.is_err() && self.commit.is_poisoned() {
             // Waiters for data above the durable offset will never get it now.
-            self.log_end.wake_all();
+            self.view.log_end_mark().wake_all();
         }
         result
     }
@@ -86,7 +86,7 @@ impl Shared {
                 std::mem::take(&mut writer.unsynced_snapshots),
                 std::mem::take(&mut writer.dir_dirty),
                 Arc::clone(&writer.active),
-                self.truncations.sequence(),
+                self.view.truncations().sequence(),
             )
         };
         let started = Instant::now();
@@ -127,7 +127,7 @@ impl Shared {
                 writer.recovery_point,
                 Arc::clone(&writer.active),
                 self.commit.durable_offset(),
-                self.truncations.sequence(),
+                self.view.truncations().sequence(),
             )
         };
         if durable <= recovery_point {
@@ -153,14 +153,16 @@ impl Shared {
         // have appended new, unsynced data below it, and the indexes synced above may no
         // longer be the active ones. Try again at the next tick (found by tests/crash_matrix.rs:
         // a point recorded over re-appended data that a crash then lost).
-        if self.truncations.sequence() != truncations || !Arc::ptr_eq(&writer.active, &active) {
+        if self.view.truncations().sequence() != truncations
+            || !Arc::ptr_eq(&writer.active, &active)
+        {
             return Ok(());
         }
         let recovery_point = writer.recovery_point_bound(durable);
         if recovery_point <= writer.recovery_point {
             return Ok(());
         }
-        let log_start = self.log_start.load(Ordering::Acquire);
+        let log_start = self.view.log_start();
         if let Some(checkpoint) = writer.checkpoint.as_mut() {
             checkpoint.write(recovery_point, log_start, None, false)?;
         }
@@ -213,7 +215,8 @@ impl Shared {
         // after the pass dropped older, durable ones for them. (Its own truncation count does
         // not show a truncation that was under way when it was read.)
         let is_segment_base = self
-            .snapshot
+            .view
+            .segments()
             .load()
             .handles()
             .binary_search_by_key(&offset, |handle| handle.base_offset())
@@ -224,10 +227,10 @@ impl Shared {
         // The sealed segments below `offset` had their indexes synced with their data. The
         // point held in memory never exceeds the durable offset.
         let recovery_point = writer.recovery_point.max(offset);
-        let log_start = self.log_start.load(Ordering::Acquire);
+        let log_start = self.view.log_start();
         self.write_checkpoint_compacted(&mut writer, recovery_point, log_start)?;
         // Before the pass swaps anything in, so that no reader meets a gap without it.
-        self.compacted.store(true, Ordering::Release);
+        self.view.mark_compacted();
         writer.recovery_point = recovery_point;
         Ok(true)
     }
@@ -239,7 +242,10 @@ impl Shared {
     pub(in crate::log) fn sync_sealed_segments(&self) -> Result<()> {
         let (sealed, truncations) = {
             let writer = self.writer.lock();
-            (writer.unsynced_sealed.clone(), self.truncations.sequence())
+            (
+                writer.unsynced_sealed.clone(),
+                self.view.truncations().sequence(),
+            )
         };
         if let Err(error) = self.flush_sealed_alone(&sealed) {
             return Err(self.poison_after_failed_sync("syncing a sealed segment", error));
@@ -284,7 +290,7 @@ impl Shared {
             return;
         }
         let mut writer = self.writer.lock();
-        if self.truncations.sequence() != truncations {
+        if self.view.truncations().sequence() != truncations {
             return;
         }
         writer
@@ -362,14 +368,14 @@ impl Shared {
     #[cold]
     fn consume_standing_clean_shutdown(&self, writer: &mut Writer) -> Result<()> {
         // A closed log's record is close's own, and a poisoned log writes no checkpoint.
-        if self.closed.load(Ordering::Acquire) {
+        if self.view.is_closed() {
             return Err(Error::Closed);
         }
         if self.commit.is_poisoned() {
             return Err(Error::Poisoned);
         }
         let recovery_point = writer.recovery_point;
-        let log_start = self.log_start.load(Ordering::Acquire);
+        let log_start = self.view.log_start();
         let Some(checkpoint) = writer.checkpoint.as_mut() else {
             return Ok(());
         };
@@ -387,7 +393,7 @@ impl Shared {
     pub(in crate::log) fn poison_after_failed_sync(&self, what: &str, error: Error) -> Error {
         log::error!("poisoning {}: {what} failed: {error}", self.dir.display());
         self.commit.poison();
-        self.log_end.wake_all();
+        self.view.log_end_mark().wake_all();
         error
     }
 }
@@ -417,7 +423,7 @@ pub(in crate::log) fn flusher_loop(shared: &Shared) {
             continue;
         }
         let now = shared.clock.now_ms();
-        let end = shared.log_end.get();
+        let end = shared.view.log_end();
         let interval_due = match shared.config.flush_policy {
             FlushPolicy::Interval(every) => {
                 now.saturating_sub(last_flush_ms)

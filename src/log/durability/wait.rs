@@ -9,7 +9,6 @@
 //! A future must not block its executor's thread, so [`WaitDurable`] asks the log's flusher thread
 //! to lead that sync instead, and joins it like any follower.
 
-use crate::sync::atomic::Ordering;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -31,7 +30,7 @@ impl Log {
         self.check_open()?;
         // Before the range check: a truncation that cuts below `offset` after the check is
         // one since this epoch.
-        let epoch = self.shared.truncations.epoch();
+        let epoch = self.shared.view.truncations().epoch();
         let end = self.log_end_offset();
         if offset >= end || offset < 0 {
             return Err(Error::OffsetOutOfRange {
@@ -61,7 +60,7 @@ impl Log {
     /// The lowest cut at or below `offset` of the truncations since `epoch`, if one came
     /// (`truncations.rs`).
     pub(crate) fn cut_since(&self, epoch: TruncationEpoch, offset: i64) -> Option<i64> {
-        self.shared.truncations.cut_since(epoch, offset)
+        self.shared.view.truncations().cut_since(epoch, offset)
     }
 
     /// Blocks until the log holds `offset` (the log end offset has moved past it, so a read at
@@ -80,8 +79,8 @@ impl Log {
         }
         // A poisoned log takes no more appends: what it holds now is all it will hold.
         shared.check_readable_above(offset)?;
-        shared.log_end.wait_above(offset, deadline, || {
-            shared.closed.load(Ordering::Acquire) || shared.commit.is_poisoned()
+        shared.view.log_end_mark().wait_above(offset, deadline, || {
+            shared.view.is_closed() || shared.commit.is_poisoned()
         });
         // The poison may have come during the wait.
         shared.check_readable_above(offset)?;
@@ -138,16 +137,16 @@ impl Log {
     pub fn durable(&self, offset: i64) -> WaitDurable {
         let shared = Arc::clone(&self.shared);
         // Before the range check, as in `wait_durable`.
-        let epoch = shared.truncations.epoch();
+        let epoch = shared.view.truncations().epoch();
         let early = if shared.read_only {
             Some(Error::Unsupported {
                 what: "waiting for durability on a log opened read-only".into(),
             })
         } else {
-            let end = shared.log_end.get();
+            let end = shared.view.log_end();
             (offset < 0 || offset >= end).then(|| Error::OffsetOutOfRange {
                 requested: offset,
-                start: shared.log_start.load(Ordering::Acquire),
+                start: shared.view.log_start(),
                 end,
             })
         };
@@ -194,7 +193,7 @@ impl Shared {
     /// fsync poisoned the log, no more than the durable offset: the kernel may have dropped the
     /// pages above it (ARCHITECTURE.md §8, "Failed fsyncs").
     pub(in crate::log) fn readable_end(&self) -> i64 {
-        let end = self.log_end.get();
+        let end = self.view.log_end();
         if self.commit.is_poisoned() {
             end.min(self.commit.durable_offset())
         } else {
@@ -219,7 +218,7 @@ impl Shared {
         offset: i64,
         epoch: TruncationEpoch,
     ) -> Result<()> {
-        if let Some(at) = self.truncations.cut_since(epoch, offset) {
+        if let Some(at) = self.view.truncations().cut_since(epoch, offset) {
             return Err(Error::Truncated { at });
         }
         let synced = self.sync_through(offset);
@@ -227,7 +226,7 @@ impl Shared {
             // The durable offset passed `offset` before this look (`truncations.rs`); a sync
             // that covered the log and not `offset` means a truncation took it, whose cut is
             // what the error names.
-            if let Some(at) = self.truncations.cut_since(epoch, offset) {
+            if let Some(at) = self.view.truncations().cut_since(epoch, offset) {
                 return Err(Error::Truncated { at });
             }
         }
@@ -268,7 +267,7 @@ impl WaitDurable {
         // The durable offset first, the truncations second (`truncations.rs`): a cut since the
         // epoch at or below the offset fails the wait even if a refill made it durable again.
         let durable = commit.durable_offset() > self.offset;
-        if let Some(at) = shared.truncations.cut_since(self.epoch, self.offset) {
+        if let Some(at) = shared.view.truncations().cut_since(self.epoch, self.offset) {
             // The offset may hold another record now; whether ours survived cannot be told.
             return Some(Err(Error::Truncated { at }));
         }
@@ -278,11 +277,11 @@ impl WaitDurable {
         if commit.is_poisoned() {
             return Some(Err(Error::Poisoned));
         }
-        let end = shared.log_end.get();
+        let end = shared.view.log_end();
         if self.offset >= end {
             return Some(Err(Error::Truncated { at: end }));
         }
-        if shared.closed.load(Ordering::Acquire) {
+        if shared.view.is_closed() {
             return Some(Err(Error::Closed));
         }
         None
@@ -338,7 +337,7 @@ impl WaitForData {
     }
 
     fn check(&self) -> Option<Result<()>> {
-        if self.shared.closed.load(Ordering::Acquire) {
+        if self.shared.view.is_closed() {
             return Some(Err(Error::Closed));
         }
         if let Err(error) = self.shared.check_readable_above(self.offset) {
@@ -359,7 +358,8 @@ impl Future for WaitForData {
             }
             if this
                 .shared
-                .log_end
+                .view
+                .log_end_mark()
                 .register(this.offset, cx.waker())
                 .is_some()
             {

@@ -328,7 +328,7 @@ impl Shared {
             self.dir.display()
         );
         Ok(RetentionReport {
-            log_start_offset: self.log_start.load(Ordering::Acquire),
+            log_start_offset: self.view.log_start(),
             ..RetentionReport::default()
         })
     }
@@ -339,9 +339,9 @@ impl Shared {
         let now_ms = self.clock.now_ms();
         // Read before the plan: any truncation that begins, or is running, from here on moves
         // it (`truncations.rs`).
-        let truncations = self.truncations.sequence();
-        let planned_on = self.snapshot.load();
-        let log_start_offset = self.log_start.load(Ordering::Acquire);
+        let truncations = self.view.truncations().sequence();
+        let planned_on = self.view.segments().load();
+        let log_start_offset = self.view.log_start();
         let handles = planned_on.handles();
         let total_bytes = if RetentionRules::needs_total_bytes(&self.config) {
             match self.total_bytes(&planned_on) {
@@ -377,24 +377,24 @@ impl Shared {
             // Nothing is due: no need to stop appends even for a moment.
             self.reap_unpinned();
             return Ok(Attempt::Done(RetentionReport {
-                log_start_offset: self.log_start.load(Ordering::Acquire),
+                log_start_offset: self.view.log_start(),
                 ..RetentionReport::default()
             }));
         }
 
         // 2. Under the writer lock: check the plan, finish the walk, delete.
         let mut writer = self.writer.lock();
-        if self.closed.load(Ordering::Acquire) {
+        if self.view.is_closed() {
             return Err(Error::Closed);
         }
         if self.commit.is_poisoned() {
             return Err(Error::Poisoned);
         }
-        let current = self.snapshot.load();
+        let current = self.view.segments().load();
         // The planned segments and the one after them must be where they were: then their
         // sizes, timestamps and upper bounds are what the plan saw.
         let window = (plan.deleted.len() + 1).min(handles.len());
-        let unchanged = self.truncations.sequence() == truncations
+        let unchanged = self.view.truncations().sequence() == truncations
             && current.len() >= window
             && handles
                 .iter()
@@ -413,7 +413,7 @@ impl Shared {
             drop(writer);
             self.reap_unpinned();
             return Ok(Attempt::Done(RetentionReport {
-                log_start_offset: self.log_start.load(Ordering::Acquire),
+                log_start_offset: self.view.log_start(),
                 ..RetentionReport::default()
             }));
         }
@@ -425,7 +425,7 @@ impl Shared {
             Some(first_kept) => first_kept.base_offset(),
             None => writer.log_end_offset,
         }
-        .max(self.log_start.load(Ordering::Acquire));
+        .max(self.view.log_start());
         if self.commit.durable_offset() < new_start {
             if rolled {
                 // Appends from here on go above the new start: the sync need not chase them.
@@ -448,7 +448,7 @@ impl Shared {
     /// Turns an error met while planning into a request to plan again when the snapshot moved
     /// meanwhile (a truncation renamed a file the plan was reading).
     fn replan_if_moved(&self, planned_on: &Arc<SegmentList>, error: Error) -> Result<Attempt> {
-        if Arc::ptr_eq(&self.snapshot.load(), planned_on) {
+        if Arc::ptr_eq(&self.view.segments().load(), planned_on) {
             Err(error)
         } else {
             Ok(Attempt::Replan)
@@ -497,7 +497,7 @@ impl Shared {
         let times = || {
             // Opening a sealed segment is O(1) plus a short tail walk; it stays open (and
             // closes when idle) like any segment a reader opened.
-            let segment = self.snapshot.pin(handle)?.ok_or_else(|| {
+            let segment = self.view.segments().pin(handle)?.ok_or_else(|| {
                 Error::io(
                     &self.dir,
                     std::io::Error::new(
@@ -526,18 +526,18 @@ impl Shared {
         while let Some(handle) = handles.get(plan.deleted.len()) {
             let index = plan.deleted.len();
             let is_last = index + 1 == handles.len();
-            let (segment, end_offset) = if is_last {
-                (Arc::clone(&writer.active), writer.log_end_offset)
-            } else {
-                let next_base = handles.get(index + 1).map_or(i64::MAX, |h| h.base_offset());
-                let segment = self
-                    .snapshot
-                    .pin(handle)?
-                    .ok_or_else(|| Error::InvalidArgument {
-                        why: "a segment left the log under the writer lock".into(),
+            let (segment, end_offset) =
+                if is_last {
+                    (Arc::clone(&writer.active), writer.log_end_offset)
+                } else {
+                    let next_base = handles.get(index + 1).map_or(i64::MAX, |h| h.base_offset());
+                    let segment = self.view.segments().pin(handle)?.ok_or_else(|| {
+                        Error::InvalidArgument {
+                            why: "a segment left the log under the writer lock".into(),
+                        }
                     })?;
-                (segment, next_base)
-            };
+                    (segment, next_base)
+                };
             let candidate = Candidate {
                 base_offset: handle.base_offset(),
                 end_offset,
@@ -576,21 +576,18 @@ impl Shared {
             // Everything goes, the active segment too: a new one at the log end takes appends.
             self.roll(writer, now_ms)?;
         }
-        let list = self.snapshot.load();
+        let list = self.view.segments().load();
         let (removed, kept) = list.handles().split_at(plan.deleted.len().min(list.len()));
         let first_kept = kept.first().ok_or_else(|| Error::InvalidArgument {
             why: "retention would leave the log without a segment".into(),
         })?;
-        let log_start_offset = self
-            .log_start
-            .load(Ordering::Acquire)
-            .max(first_kept.base_offset());
+        let log_start_offset = self.view.log_start().max(first_kept.base_offset());
         self.sync_snapshot_at(first_kept.base_offset())?;
 
         // 1. The new start, durably, before any file goes.
         let recovery_point = writer.recovery_point;
         self.write_checkpoint_durably(writer, recovery_point, log_start_offset)?;
-        self.log_start.fetch_max(log_start_offset, Ordering::AcqRel);
+        self.view.raise_log_start(log_start_offset);
         // Producers stay until they expire, even those whose data goes now (KIP-360).
         writer
             .producer_state
@@ -598,10 +595,13 @@ impl Shared {
         self.publish_first_unstable(writer);
         self.leader_epochs
             .lock()
-            .truncate_from_start(self.log_start.load(Ordering::Acquire))?;
+            .truncate_from_start(self.view.log_start())?;
 
         // 2. Out of the snapshot: no reader finds these segments from now on.
-        let taken = self.snapshot.swap(SegmentList::new(kept.to_vec()), removed);
+        let taken = self
+            .view
+            .segments()
+            .swap(SegmentList::new(kept.to_vec()), removed);
         let first_kept_base = first_kept.base_offset();
         writer
             .unsynced_sealed
@@ -637,7 +637,7 @@ impl Shared {
         let report = RetentionReport {
             deleted: plan.deleted,
             rolled_active_segment: rolled,
-            log_start_offset: self.log_start.load(Ordering::Acquire),
+            log_start_offset: self.view.log_start(),
         };
         log::info!(
             "{}: retention deleted {} segments ({} bytes); log start offset {}",

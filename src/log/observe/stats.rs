@@ -116,7 +116,7 @@ impl Log {
         self.poll_live();
         let shared = &self.shared;
         let counters = &shared.counters;
-        let list = shared.snapshot.load();
+        let list = shared.view.segments().load();
         let active_segment_bytes = list
             .active()
             .and_then(|h| h.if_open())
@@ -124,7 +124,7 @@ impl Log {
         let compaction = shared.compaction_counters();
         LogStats {
             segments: list.len(),
-            open_segments: shared.snapshot.open_count(),
+            open_segments: shared.view.segments().open_count(),
             active_segment_bytes,
             log_start_offset: self.log_start_offset(),
             log_end_offset: self.log_end_offset(),

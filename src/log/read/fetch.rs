@@ -554,7 +554,7 @@ impl Log {
         let shared = &self.shared;
         let end = shared.readable_end();
         let start = self.log_start_offset();
-        if offset > end && offset <= shared.highest_cut_end.load(Ordering::Acquire) {
+        if offset > end && offset <= shared.view.highest_cut_end() {
             return Err(Error::Truncated { at: end });
         }
         if offset < start || offset > end {
@@ -583,7 +583,7 @@ impl Log {
             return Ok(false);
         }
         'retry: loop {
-            let list = shared.snapshot.load();
+            let list = shared.view.segments().load();
             // Retention moves the start before it swaps segments out: a list without the
             // segment holding `offset` comes with a start above it.
             let start = self.log_start_offset();
@@ -599,7 +599,7 @@ impl Log {
                 if handle.base_offset() >= upper {
                     break;
                 }
-                let Some(segment) = shared.snapshot.pin(handle)? else {
+                let Some(segment) = shared.view.segments().pin(handle)? else {
                     continue 'retry;
                 };
                 let from = offset.max(handle.base_offset());
@@ -645,7 +645,7 @@ impl Log {
             }
             // Nothing below `upper`, which the log end covered when the read began: if the log
             // now ends at or below `offset`, a truncation took it away meanwhile.
-            let list = shared.snapshot.load();
+            let list = shared.view.segments().load();
             let data_end = list.active().and_then(|handle| handle.if_open());
             if let Some(at) = data_end.map(|active| active.next_offset())
                 && at <= offset
@@ -682,7 +682,7 @@ impl Log {
             let searched = if n == 0 {
                 segment
             } else {
-                let Some(pinned) = self.shared.snapshot.pin(handle)? else {
+                let Some(pinned) = self.shared.view.segments().pin(handle)? else {
                     return Ok(false);
                 };
                 later = pinned;
@@ -728,13 +728,13 @@ impl Log {
         if ends_at >= next_base {
             return Ok(());
         }
-        let compacted = self.shared.compacted.load(Ordering::Acquire);
+        let compacted = self.shared.view.compacted();
         if gaps_between_segments_are_legal(compacted, self.shared.config.cleanup_policy) {
             return Ok(());
         }
         let raced = truncations % 2 == 1
             || segment.truncation_sequence() != truncations
-            || !Arc::ptr_eq(&self.shared.snapshot.load(), list);
+            || !Arc::ptr_eq(&self.shared.view.segments().load(), list);
         if raced {
             return Ok(());
         }
@@ -768,12 +768,12 @@ impl Log {
         // answer must not come from there.
         let end = shared.readable_end();
         'retry: loop {
-            let list = shared.snapshot.load();
+            let list = shared.view.segments().load();
             for handle in list.handles() {
                 if handle.base_offset() >= end {
                     return Ok(None);
                 }
-                let Some(segment) = shared.snapshot.pin(handle)? else {
+                let Some(segment) = shared.view.segments().pin(handle)? else {
                     continue 'retry;
                 };
                 if segment.next_offset() <= start {

@@ -6,7 +6,6 @@
 //! there the writer mutex guards nothing but the view these reloads rebuild (ARCHITECTURE.md §5,
 //! "Reading a log another process writes").
 
-use crate::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -59,7 +58,7 @@ impl Log {
             return;
         };
         let now = Instant::now();
-        if now < *next_poll || self.shared.closed.load(Ordering::Acquire) {
+        if now < *next_poll || self.shared.view.is_closed() {
             return;
         }
         *next_poll = now + self.shared.config.poll_interval;
@@ -81,8 +80,8 @@ impl Log {
         let shared = &self.shared;
         loop {
             self.poll_live();
-            let end = shared.log_end.get();
-            if end > offset || shared.closed.load(Ordering::Acquire) {
+            let end = shared.view.log_end();
+            if end > offset || shared.view.is_closed() {
                 return end > offset;
             }
             let now = Instant::now();
@@ -93,8 +92,9 @@ impl Log {
             let wake = deadline.map_or(next_poll, |deadline| deadline.min(next_poll));
             // Woken early only by close (or a truncation the poll saw).
             shared
-                .log_end
-                .wait_above(offset, Some(wake), || shared.closed.load(Ordering::Acquire));
+                .view
+                .log_end_mark()
+                .wait_above(offset, Some(wake), || shared.view.is_closed());
         }
     }
 }
@@ -147,7 +147,7 @@ impl Shared {
         // written, so catching up now reads it to its end.
         active.catch_up()?;
 
-        let list = self.snapshot.load();
+        let list = self.view.segments().load();
         let mut changed = false;
         let mut handles = Vec::with_capacity(bases.len());
         let mut new_active = None;
@@ -183,9 +183,13 @@ impl Shared {
             .cloned()
             .collect();
         if changed || !removed.is_empty() {
-            drop(self.snapshot.swap(SegmentList::new(handles), &removed));
+            drop(
+                self.view
+                    .segments()
+                    .swap(SegmentList::new(handles), &removed),
+            );
             if let Some(segment) = new_active {
-                self.snapshot.note_opened();
+                self.view.segments().note_opened();
                 writer.active = segment;
             }
         }
@@ -214,9 +218,10 @@ impl Shared {
             &mut jitter,
         )?;
         self.note_live_compacted(recovered.compacted);
-        let old_list = self.snapshot.load();
+        let old_list = self.view.segments().load();
         drop(
-            self.snapshot
+            self.view
+                .segments()
                 .swap(SegmentList::new(recovered.handles), old_list.handles()),
         );
         let old_end = writer.log_end_offset;
@@ -225,12 +230,11 @@ impl Shared {
         writer.log_end_offset = new_end;
         if new_end < old_end {
             // Readers above the new end learn that it was cut, not that it is out of range.
-            self.highest_cut_end.fetch_max(old_end, Ordering::AcqRel);
+            self.view.note_cut_from(old_end);
         }
-        self.log_start
-            .store(recovered.log_start_offset, Ordering::Release);
+        self.view.set_log_start(recovered.log_start_offset);
         self.commit.observe(recovered.durable_offset.min(new_end));
-        self.log_end.set(new_end);
+        self.view.set_log_end(new_end);
         log::info!(
             "{}: the active segment shrank or left the directory; view rebuilt, the log \
              ends at {new_end} (was {old_end})",
@@ -243,7 +247,7 @@ impl Shared {
     /// reader may still hold segments from before the writer's full truncation cleared it.
     fn note_live_compacted(&self, compacted: bool) {
         if compacted {
-            self.compacted.store(true, Ordering::Release);
+            self.view.mark_compacted();
         }
     }
 
@@ -257,15 +261,15 @@ impl Shared {
     ) {
         if let Some(record) = record {
             let start = record.log_start_offset.max(first_base.unwrap_or(0));
-            self.log_start.store(start.min(end), Ordering::Release);
+            self.view.set_log_start(start.min(end));
             self.commit.observe(record.recovery_point.clamp(0, end));
         }
-        let old_end = self.log_end.get();
+        let old_end = self.view.log_end();
         if end != old_end {
             if end < old_end {
-                self.highest_cut_end.fetch_max(old_end, Ordering::AcqRel);
+                self.view.note_cut_from(old_end);
             }
-            self.log_end.set(end);
+            self.view.set_log_end(end);
         }
     }
 }

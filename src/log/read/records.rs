@@ -5,7 +5,6 @@
 //! The records come from [`LogRecords`] (`fetch.rs`); the waits are the log's watermark waits
 //! (`wait.rs`).
 
-use crate::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
@@ -124,7 +123,7 @@ impl Log {
             self.check_open()?;
             return Ok(found);
         }
-        let stop = || shared.closed.load(Ordering::Acquire) || shared.commit.is_poisoned();
+        let stop = || shared.view.is_closed() || shared.commit.is_poisoned();
         let high_watermark = bound == ReadBound::HighWatermark;
         loop {
             self.poll_live();

@@ -1,7 +1,6 @@
 //! [`LogTailStream`] (feature `stream`): the tailing reader of [`Log::tail`] as an async
 //! [`Stream`], woken through the same watermark waiter lists as the log's futures (`wait.rs`).
 
-use crate::sync::atomic::Ordering;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
@@ -89,7 +88,7 @@ impl Log {
             }));
         }
         let (mark, there) = match bound {
-            ReadBound::LogEnd => (&shared.log_end, shared.readable_end()),
+            ReadBound::LogEnd => (shared.view.log_end_mark(), shared.readable_end()),
             ReadBound::Durable => (
                 shared.commit.durable_watermark(),
                 shared.commit.durable_offset(),
@@ -97,7 +96,7 @@ impl Log {
             ReadBound::HighWatermark => (shared.high_watermark_mark(), shared.high_watermark()),
         };
         let check = || -> Option<Result<()>> {
-            if shared.closed.load(Ordering::Acquire) {
+            if shared.view.is_closed() {
                 return Some(Err(Error::Closed));
             }
             if let Err(error) = shared.check_readable_above(offset) {

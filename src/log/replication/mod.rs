@@ -109,7 +109,7 @@ impl Log {
                 why: format!("high watermark {high_watermark} is above the log end offset {end}"),
             });
         }
-        let start = shared.log_start.load(Ordering::Acquire);
+        let start = shared.view.log_start();
         let mut new = high_watermark.max(start);
         if shared.high_watermark_set.load(Ordering::Acquire) {
             new = new.max(shared.high_watermark.get());
@@ -133,7 +133,7 @@ impl Log {
         self.poll_live();
         let shared = &self.shared;
         let cache = shared.leader_epochs.lock();
-        let answer = cache.end_offset_for(epoch, shared.log_end.get());
+        let answer = cache.end_offset_for(epoch, shared.view.log_end());
         if answer.0 == UNDEFINED_EPOCH {
             (UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET)
         } else {
@@ -178,7 +178,7 @@ impl Shared {
         if self.high_watermark_set.load(Ordering::Acquire) {
             &self.high_watermark
         } else {
-            &self.log_end
+            self.view.log_end_mark()
         }
     }
 
@@ -199,7 +199,7 @@ impl Shared {
         self.high_watermark.set(value);
         // A reader bounded by the high watermark may have waited on the log end before it was
         // first set.
-        self.log_end.wake_all();
+        self.view.log_end_mark().wake_all();
     }
 
     /// After a truncation to `new_end`: a high watermark above it comes down to it (Kafka's
@@ -245,7 +245,7 @@ impl Shared {
         let mut cache = LeaderEpochFileCache::detached_with(entries);
         let cut = cache
             .truncate_from_end(end)
-            .and_then(|()| cache.truncate_from_start(self.log_start.load(Ordering::Acquire)));
+            .and_then(|()| cache.truncate_from_start(self.view.log_start()));
         if cut.is_ok() {
             *self.leader_epochs.lock() = cache;
         }

@@ -6,4 +6,5 @@
 
 pub(in crate::log) mod snapshot;
 pub(in crate::log) mod truncations;
+pub(in crate::log) mod view;
 pub(in crate::log) mod watermark;

@@ -187,8 +187,7 @@ impl Log {
     pub fn first_unstable_offset(&self) -> Option<i64> {
         self.poll_live();
         let first_unstable = self.shared.first_unstable.load(Ordering::Acquire);
-        (first_unstable != i64::MAX)
-            .then(|| first_unstable.max(self.shared.log_start.load(Ordering::Acquire)))
+        (first_unstable != i64::MAX).then(|| first_unstable.max(self.shared.view.log_start()))
     }
 
     /// The last stable offset: `read_committed` reads stop below it. It is the first unstable
@@ -208,7 +207,7 @@ impl Shared {
     pub(in crate::log) fn last_stable_offset(&self) -> i64 {
         let first_unstable = self.first_unstable.load(Ordering::Acquire);
         let high_watermark = self.high_watermark();
-        let log_start = self.log_start.load(Ordering::Acquire);
+        let log_start = self.view.log_start();
         first_unstable.min(high_watermark).max(log_start)
     }
 
@@ -357,7 +356,7 @@ impl Shared {
         writer: &mut Writer,
         new_end: i64,
     ) -> Result<()> {
-        let log_start = self.log_start.load(Ordering::Acquire);
+        let log_start = self.view.log_start();
         // A roll's unsynced snapshot above the new end describes the cut data: its file goes
         // with the others below, durably.
         writer
@@ -372,7 +371,7 @@ impl Shared {
             &*self.storage,
             &self.dir,
             &self.config,
-            &self.snapshot,
+            &self.view.segments(),
             Replay {
                 log_start_offset: log_start,
                 log_end_offset: new_end,
@@ -418,9 +417,9 @@ impl Shared {
                 &*self.storage,
                 &self.dir,
                 &self.config,
-                &self.snapshot,
+                &self.view.segments(),
                 Replay {
-                    log_start_offset: self.log_start.load(Ordering::Acquire),
+                    log_start_offset: self.view.log_start(),
                     log_end_offset: new_end,
                     snapshot_limit: new_end,
                     rebuild_txn_index_from: None,
@@ -438,7 +437,7 @@ impl Shared {
             let mut aborted = Vec::new();
             replay_segments(
                 &mut writer.producer_state,
-                &self.snapshot,
+                &self.view.segments(),
                 ReplayRange {
                     from: map_end,
                     to: new_end,

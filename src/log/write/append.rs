@@ -440,7 +440,7 @@ impl Log {
                     first_offset,
                     last_offset,
                 } => {
-                    let epoch = shared.truncations.epoch();
+                    let epoch = shared.view.truncations().epoch();
                     let info = LogAppendInfo {
                         first_offset,
                         last_offset,
@@ -489,9 +489,9 @@ impl Log {
         // first offset unstable before it can find the transaction's data.
         let committed = shared.commit_producer(&mut writer, producer_info, last_offset + 1);
         writer.log_end_offset = last_offset + 1;
-        shared.log_end.advance(last_offset + 1);
+        shared.view.advance_log_end(last_offset + 1);
         committed?;
-        let epoch = shared.truncations.epoch();
+        let epoch = shared.view.truncations().epoch();
         let records = u32::try_from(header.records_count).unwrap_or(0);
         shared.account_append(writer, records, size, last_offset)?;
         let info = LogAppendInfo {
@@ -578,7 +578,7 @@ impl Shared {
             writer.bytes_since_flush = 0;
         }
         // Under the lock the append held: no truncation came between the two.
-        let epoch = shared.truncations.epoch();
+        let epoch = shared.view.truncations().epoch();
         drop(writer);
         if sync_now {
             shared.wait_durable_since(last_offset, epoch)?;

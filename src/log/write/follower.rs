@@ -40,7 +40,6 @@ use crate::format::{BatchHeader, BatchView};
 use super::append::transaction_marker;
 use crate::log::txn::producer_state::{AppendOrigin, BatchSummary, ProducerAppendInfo};
 use crate::log::{Log, LogAppendInfo, Shared, Writer};
-use crate::sync::atomic::Ordering;
 
 /// One checked batch of a follower append.
 struct FollowerBatch {
@@ -180,7 +179,7 @@ impl Log {
         let next_offset = last_offset + 1;
         let committed = shared.commit_producer(&mut writer, producers, next_offset);
         writer.log_end_offset = next_offset;
-        shared.log_end.advance(next_offset);
+        shared.view.advance_log_end(next_offset);
         committed?;
         shared.account_append(writer, records, batches.len(), last_offset)?;
         Ok(LogAppendInfo {
@@ -215,7 +214,7 @@ impl Shared {
         // Before the roll publishes the new segment: a reader that moves across the gap must
         // find it legal. If the roll fails, the flag only spares this process's readers a
         // check of gaps the log does not have.
-        self.compacted.store(true, Ordering::Release);
+        self.view.mark_compacted();
         let rolled = self.roll_at(writer, base, now_ms);
         if writer.active.base_offset() != base {
             // Nothing rolled: the old segment is still active, and the log as it was.
@@ -243,7 +242,7 @@ impl Shared {
         if let Err(error) = self.storage.sync_dir(&self.dir) {
             return Err(self.poison_after_failed_sync("syncing the directory", error));
         }
-        let log_start = self.log_start.load(Ordering::Acquire);
+        let log_start = self.view.log_start();
         self.write_checkpoint_compacted(writer, base, log_start)?;
         writer.recovery_point = base;
         // Every offset below the gap is synced, and none lies in it.

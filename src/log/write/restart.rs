@@ -71,9 +71,7 @@ impl Shared {
     /// Steps 1 to 4 of the module docs, for an `offset` at or above the log end offset.
     fn restart_locked(&self, writer: &mut Writer, offset: i64) -> Result<()> {
         // Every record goes: a wait for any of them fails from here on.
-        let _truncation = self
-            .truncations
-            .begin(self.log_start.load(Ordering::Acquire));
+        let _truncation = self.view.truncations().begin(self.view.log_start());
         self.files
             .cleaner_checkpoint()
             .lower_to(&*self.storage, &self.dir, offset)?;
@@ -88,11 +86,11 @@ impl Shared {
         if let Some(checkpoint) = writer.checkpoint.as_mut() {
             checkpoint.write(recovery_point, offset, None, true)?;
         }
-        self.log_start.store(offset, Ordering::Release);
+        self.view.set_log_start(offset);
         // 3. The epoch cache.
         self.leader_epochs.lock().clear()?;
         // 4. The new active segment, then the old ones go.
-        let list = self.snapshot.load();
+        let list = self.view.segments().load();
         let handles = list.handles();
         let reuse = handles
             .last()
@@ -108,7 +106,7 @@ impl Shared {
                     self.config.segment_config(0),
                     self.clock.now_ms(),
                 )?);
-                self.snapshot.note_opened();
+                self.view.segments().note_opened();
                 (SegmentHandle::opened(segment), handles.to_vec())
             }
         };
@@ -117,12 +115,13 @@ impl Shared {
             SegmentList::new(vec![Arc::clone(&new_handle)]),
             &removed,
         )?;
-        let active = self
-            .snapshot
-            .pin(&new_handle)?
-            .ok_or_else(|| Error::InvalidArgument {
-                why: "the new active segment left the log".into(),
-            })?;
+        let active =
+            self.view
+                .segments()
+                .pin(&new_handle)?
+                .ok_or_else(|| Error::InvalidArgument {
+                    why: "the new active segment left the log".into(),
+                })?;
         if active.is_sealed() {
             active.unseal()?;
         }
@@ -138,7 +137,7 @@ impl Shared {
         writer.producer_state = producer_state;
         self.publish_first_unstable(writer);
         self.commit.restart_at(offset);
-        self.log_end.set(offset);
+        self.view.set_log_end(offset);
         if self.high_watermark_set.load(Ordering::Acquire) {
             self.high_watermark.set(offset);
         }
@@ -152,7 +151,7 @@ impl Shared {
         }
         // The recovery point reaches the new start: nothing below it is left to recover.
         self.write_checkpoint_durably(writer, offset, offset)?;
-        self.compacted.store(false, Ordering::Release);
+        self.view.forget_compacted();
         Ok(())
     }
 }

@@ -96,11 +96,11 @@ impl Shared {
                 old.log_path().display()
             ),
         }
-        let list = self.snapshot.load();
+        let list = self.view.segments().load();
         let mut handles = list.handles().to_vec();
         handles.push(SegmentHandle::opened(Arc::clone(&new)));
-        self.snapshot.swap(SegmentList::new(handles), &[]);
-        self.snapshot.note_opened();
+        self.view.segments().swap(SegmentList::new(handles), &[]);
+        self.view.segments().note_opened();
         let old_base = old.base_offset();
         writer.unsynced_sealed.push(old);
         writer.dir_dirty = true;
@@ -109,7 +109,7 @@ impl Shared {
         if base > writer.log_end_offset {
             writer.log_end_offset = base;
             writer.producer_state.update_map_end_offset(base);
-            self.log_end.advance(base);
+            self.view.advance_log_end(base);
         }
         observe::notify(
             self.config.observer.as_ref(),

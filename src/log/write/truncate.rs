@@ -80,7 +80,7 @@ impl Log {
         let mut writer = loop {
             let writer = shared.writer.lock();
             let end = writer.log_end_offset;
-            let start = shared.log_start.load(Ordering::Acquire);
+            let start = shared.view.log_start();
             if offset > end {
                 return Err(Error::OffsetOutOfRange {
                     requested: offset,
@@ -119,7 +119,7 @@ impl Log {
         };
         let recovery_point = writer.recovery_point;
         shared.write_checkpoint_durably(&mut writer, recovery_point, offset)?;
-        shared.log_start.store(offset, Ordering::Release);
+        shared.view.set_log_start(offset);
         // Producers stay until they expire, even those whose data now lies below the start
         // (KIP-360); ended transactions below it are forgotten.
         writer.producer_state.on_log_start_incremented(offset);
@@ -134,7 +134,7 @@ impl Log {
 impl Shared {
     pub(in crate::log) fn truncate_locked(&self, writer: &mut Writer, offset: i64) -> Result<i64> {
         self.consume_clean_shutdown(writer)?;
-        let list = self.snapshot.load();
+        let list = self.view.segments().load();
         let handles = list.handles();
         // Kafka's `LocalLog.truncateTo` deletes only the segments whose base lies above the
         // target: one that begins exactly there stays, emptied, as the active segment (with its
@@ -142,11 +142,14 @@ impl Shared {
         let keep = handles.partition_point(|h| h.base_offset() <= offset);
         let holder = match keep {
             0 => None,
-            _ => Some(self.snapshot.pin(&handles[keep - 1])?.ok_or_else(|| {
-                Error::InvalidArgument {
-                    why: "the segment list changed during a truncation".into(),
-                }
-            })?),
+            _ => Some(
+                self.view
+                    .segments()
+                    .pin(&handles[keep - 1])?
+                    .ok_or_else(|| Error::InvalidArgument {
+                        why: "the segment list changed during a truncation".into(),
+                    })?,
+            ),
         };
         // A batch that straddles `offset` goes whole: the real new end may lie below it.
         let new_end = match &holder {
@@ -156,7 +159,7 @@ impl Shared {
         // Counted, with its cut, before anything changes: a durability wait for an offset at
         // or above the cut fails from here on, and a pass that planned before sees the count
         // move (`truncations.rs`).
-        let _truncation = self.truncations.begin(new_end);
+        let _truncation = self.view.truncations().begin(new_end);
 
         // Offsets from the new end on will be reused: compaction's persisted first dirty
         // offset must not cover them, even after a crash from here on.
@@ -165,12 +168,12 @@ impl Shared {
             .lower_to(&*self.storage, &self.dir, new_end)?;
         // 1. The checkpoint first: recovery must never trust bytes above the new end.
         let recovery_point = writer.recovery_point.min(new_end);
-        let log_start = self.log_start.load(Ordering::Acquire).min(new_end);
+        let log_start = self.view.log_start().min(new_end);
         if let Some(checkpoint) = writer.checkpoint.as_mut() {
             checkpoint.write(recovery_point, log_start, None, true)?;
         }
         writer.recovery_point = recovery_point;
-        self.log_start.store(log_start, Ordering::Release);
+        self.view.set_log_start(log_start);
         // 2. The epoch cache forgets the epochs that start in the records going, durably. After
         //    step 1 a crash makes the next open scan from at most the new end, and that scan
         //    assigns again the epochs of whatever batches the crash left above it; a high
@@ -190,7 +193,7 @@ impl Shared {
                     self.clock.now_ms(),
                 )?);
                 writer.dir_dirty = true;
-                self.snapshot.note_opened();
+                self.view.segments().note_opened();
                 (vec![SegmentHandle::opened(segment)], handles.to_vec())
             }
             Some(_) => (handles[..keep].to_vec(), handles[keep..].to_vec()),
@@ -214,12 +217,13 @@ impl Shared {
             segment.flush()?;
         }
 
-        let active = self
-            .snapshot
-            .pin(&active_handle)?
-            .ok_or_else(|| Error::InvalidArgument {
-                why: "the new active segment left the log".into(),
-            })?;
+        let active =
+            self.view
+                .segments()
+                .pin(&active_handle)?
+                .ok_or_else(|| Error::InvalidArgument {
+                    why: "the new active segment left the log".into(),
+                })?;
         writer
             .unsynced_sealed
             .retain(|s| s.base_offset() < active.base_offset());
@@ -227,9 +231,9 @@ impl Shared {
         let old_end = std::mem::replace(&mut writer.log_end_offset, new_end);
         writer.active = active;
         self.commit.truncate(new_end);
-        self.log_end.set(new_end);
+        self.view.set_log_end(new_end);
         if new_end < old_end {
-            self.highest_cut_end.fetch_max(old_end, Ordering::AcqRel);
+            self.view.note_cut_from(old_end);
         }
         // Futures waiting for durability of a removed offset must look again; the durable
         // watermark only wakes them by itself if it moves down.
@@ -265,7 +269,7 @@ impl Shared {
         list: Arc<SegmentList>,
         removed: &[Arc<SegmentHandle>],
     ) -> Result<()> {
-        let open_removed = self.snapshot.swap(list, removed);
+        let open_removed = self.view.segments().swap(list, removed);
         for (handle, segment) in removed.iter().zip(open_removed).rev() {
             let paths = rename_segment_files(
                 &*self.storage,

@@ -320,7 +320,7 @@ impl Shared {
             let mut last_log_path = None;
             let mut old_aborts = Vec::new();
             for (index, planned) in group.iter().enumerate() {
-                let Some(segment) = self.snapshot.pin(&planned.handle)? else {
+                let Some(segment) = self.view.segments().pin(&planned.handle)? else {
                     return Ok(None);
                 };
                 // The whole segment's range, as Kafka collects it: the cleaned `.txnindex`

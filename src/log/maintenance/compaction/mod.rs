@@ -445,7 +445,7 @@ impl Log {
     /// Opens the dirty segments of the cleanable range (an O(1) check each) to read their
     /// timestamps; reads nothing else.
     pub fn compaction_schedule(&self) -> Result<CompactionSchedule> {
-        if self.shared.closed.load(Ordering::Acquire) {
+        if self.shared.view.is_closed() {
             return Err(Error::Closed);
         }
         self.shared.compaction_schedule()
@@ -504,7 +504,7 @@ impl Shared {
             self.files
                 .cleaner_checkpoint()
                 .persist(&*self.storage, &self.dir, first_dirty, || {
-                    self.truncations.sequence() == truncations_at_start
+                    self.view.truncations().sequence() == truncations_at_start
                 });
         match persisted {
             Ok(()) => {}
@@ -525,7 +525,7 @@ impl Shared {
 
     /// A truncation since the last pass reused offsets: what was clean is dirty again.
     fn note_truncations(&self, cleaner: &mut CleanerState) {
-        let truncations = self.truncations.sequence();
+        let truncations = self.view.truncations().sequence();
         if cleaner.truncations_seen != truncations {
             cleaner.first_dirty_offset = 0;
             cleaner.truncations_seen = truncations;

@@ -128,7 +128,7 @@ impl Shared {
         // Read before the segment list: the LSO only grows while no truncation runs, and a
         // truncation resets the cleaner (and the pass then swaps nothing in).
         let last_stable = self.last_stable_offset();
-        let list = self.snapshot.load();
+        let list = self.view.segments().load();
         let handles = list.handles();
         let mut plan = Plan::default();
         plan.schedule.first_dirty_offset = first_dirty;
@@ -158,7 +158,7 @@ impl Shared {
                 // as when a pin finds the handle gone.
                 Err(error)
                     if error.io_kind() == Some(std::io::ErrorKind::NotFound)
-                        && !Arc::ptr_eq(&self.snapshot.load(), &list) =>
+                        && !Arc::ptr_eq(&self.view.segments().load(), &list) =>
                 {
                     plan.schedule.first_uncleanable_offset = handle.base_offset();
                     break;
@@ -166,7 +166,7 @@ impl Shared {
                 Err(error) => return Err(error),
             };
             if end_offset > first_dirty {
-                let Some(segment) = self.snapshot.pin(handle)? else {
+                let Some(segment) = self.view.segments().pin(handle)? else {
                     // A truncation or retention changed the list: plan up to here.
                     plan.schedule.first_uncleanable_offset = handle.base_offset();
                     break;
@@ -222,7 +222,7 @@ impl Shared {
 
     /// The bytes of every segment whose base is at or above `from`.
     pub(super) fn bytes_from(&self, from: i64) -> Result<u64> {
-        let list = self.snapshot.load();
+        let list = self.view.segments().load();
         let mut total = 0u64;
         for handle in list.handles().iter().filter(|h| h.base_offset() >= from) {
             total = total.saturating_add(self.segment_log_bytes(handle)?);
@@ -313,7 +313,7 @@ impl Shared {
         let mut scratch = Vec::new();
         for planned in &plan.segments {
             let handle = &planned.handle;
-            let Some(segment) = self.snapshot.pin(handle)? else {
+            let Some(segment) = self.view.segments().pin(handle)? else {
                 // A truncation or retention changed the list: clean what was mapped so far.
                 break;
             };

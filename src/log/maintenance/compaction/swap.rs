@@ -49,14 +49,14 @@ impl Shared {
         let old_handles: Vec<Arc<SegmentHandle>> =
             group.iter().map(|p| Arc::clone(&p.handle)).collect();
         let mut writer = self.writer.lock();
-        let list = self.snapshot.load();
+        let list = self.view.segments().load();
         let still_there = list.handles().split_last().is_some_and(|(_, sealed)| {
             sealed
                 .windows(old_handles.len())
                 .any(|run| run.iter().zip(&old_handles).all(|(a, b)| Arc::ptr_eq(a, b)))
         });
         // A truncation may have cut (and refilled) a segment since it was read.
-        if !still_there || self.truncations.sequence() != truncations_at_start {
+        if !still_there || self.view.truncations().sequence() != truncations_at_start {
             drop(writer);
             remove_quietly(&*self.storage, &cleaned_path);
             remove_quietly(&*self.storage, &txn_cleaned);
@@ -77,7 +77,8 @@ impl Shared {
         let new_handle = SegmentHandle::closed(base);
         let mut renamed: Vec<Vec<PathBuf>> = Vec::new();
         let replaced = self
-            .snapshot
+            .view
+            .segments()
             .replace(&old_handles, Arc::clone(&new_handle), || {
                 // Oldest first; the `.swap` last: a crash keeps a prefix of these renames,
                 // and open completes the swap from any of them.
@@ -134,7 +135,7 @@ impl Shared {
         // The new segment has only its `.log`: opening it now builds its indexes (off the
         // writer mutex), so that they are on disk for Kafka's tools and the next open. They are
         // derived data, so a failure here only costs a rebuild later.
-        match self.snapshot.pin(&new_handle) {
+        match self.view.segments().pin(&new_handle) {
             Ok(Some(segment)) => {
                 if let Err(error) = segment.flush() {
                     // A failed fsync: the kernel may have dropped pages of the segment.

@@ -173,7 +173,7 @@ impl Shared {
     /// `firstOffset < upper_bound`, until a search says no later marker can abort a transaction
     /// below the bound.
     pub(super) fn aborted_in_range(&self, start: i64, upper_bound: i64) -> Result<Vec<AbortedTxn>> {
-        let list = self.snapshot.load();
+        let list = self.view.segments().load();
         let handles = list.handles();
         let from = handles
             .partition_point(|handle| handle.base_offset() <= start)
@@ -186,7 +186,7 @@ impl Shared {
             if handle.base_offset() > last_indexed {
                 break;
             }
-            let Some(segment) = self.snapshot.pin(handle)? else {
+            let Some(segment) = self.view.segments().pin(handle)? else {
                 continue;
             };
             let found = segment.collect_aborted_txns(start, upper_bound)?;
