@@ -27,7 +27,7 @@ mod segments;
 mod txn;
 mod write;
 
-use crate::sync::atomic::{AtomicBool, AtomicI64, AtomicU64};
+use crate::sync::atomic::{AtomicBool, AtomicI64};
 use crate::sync::thread::JoinHandle;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -42,8 +42,9 @@ use crate::segment::{Segment, SegmentRole};
 use crate::storage::Storage;
 
 use durability::flusher::flusher_loop;
-use durability::group_commit::GroupCommit;
-use files::checkpoint::{CheckpointFile, CleanShutdown};
+use durability::points::DurablePoints;
+use durability::state::Durability;
+use files::checkpoint::CleanShutdown;
 use files::deleted::PendingDeletes;
 use files::log_files::LogFiles;
 use segments::snapshot::{SegmentList, Snapshot};
@@ -121,10 +122,8 @@ struct Writer {
     /// Producer snapshots a roll put in place without fsyncing them: the flusher's next sync
     /// (or close) fsyncs them before the directory, off the append path (`transactions.rs`).
     unsynced_snapshots: Vec<files::producer_snapshot::UnsyncedSnapshot>,
-    checkpoint: Option<CheckpointFile>,
-    recovery_point: i64,
-    messages_since_flush: u64,
-    bytes_since_flush: u64,
+    /// `partlog.checkpoint`, the recovery point, the flush policy's counts.
+    points: DurablePoints,
     /// Files renamed `.deleted`, removed once no reader pins their segment.
     deletes: PendingDeletes,
     /// The roll jitter's draws.
@@ -132,15 +131,6 @@ struct Writer {
     /// Per-producer sequences, epochs and open transactions (Kafka's `ProducerStateManager`,
     /// under the log lock as here): `transactions.rs`.
     producer_state: ProducerStateManager,
-}
-
-#[derive(Debug, Default)]
-struct FlusherSignal {
-    stop: bool,
-    roll_pending: bool,
-    /// A future form of `wait_durable` (or the batching writer) asked for a group-commit sync:
-    /// futures must not block their executor's thread, so the flusher leads the sync for them.
-    sync_requested: bool,
 }
 
 /// Everything the log's threads share.
@@ -156,12 +146,10 @@ struct Shared {
     /// The segment list, the log start and end, the truncations, the compacted flag, closed.
     view: ReadView,
     writer: Mutex<Writer>,
-    commit: GroupCommit,
+    /// The group commit, the flusher's signal, the bytes the last recovery point covered.
+    durability: Durability,
     counters: observe::stats::Counters,
     report: RecoveryReport,
-    flusher: Mutex<FlusherSignal>,
-    flusher_wake: Condvar,
-    bytes_at_last_checkpoint: AtomicU64,
     /// Held by a compaction pass (one pass at a time), with what passes remember.
     compaction: Mutex<maintenance::compaction::CleanerState>,
     /// Compaction's counters and persisted checkpoint, readable while a pass runs.
@@ -380,24 +368,18 @@ impl Log {
                 unsynced_sealed: Vec::new(),
                 dir_dirty: false,
                 unsynced_snapshots: Vec::new(),
-                checkpoint: recovered.checkpoint,
-                recovery_point: recovered.recovery_point,
-                messages_since_flush: 0,
-                bytes_since_flush: 0,
+                points: DurablePoints::new(recovered.checkpoint, recovered.recovery_point),
                 deletes: PendingDeletes::default(),
                 jitter,
                 producer_state,
             }),
-            commit: GroupCommit::new(
+            durability: Durability::new(
                 recovered.durable_offset,
                 config.group_commit_max_gather,
                 config.group_commit_max_spin,
             ),
             counters: observe::stats::Counters::default(),
             report: recovered.report,
-            flusher: Mutex::new(FlusherSignal::default()),
-            flusher_wake: Condvar::new(),
-            bytes_at_last_checkpoint: AtomicU64::new(0),
             compaction: Mutex::new(maintenance::compaction::CleanerState::starting_at(
                 first_dirty,
             )),
@@ -490,7 +472,7 @@ impl Log {
     /// point recorded in `partlog.checkpoint` (the whole log after a clean shutdown).
     pub fn durable_offset(&self) -> i64 {
         self.poll_live();
-        self.shared.commit.durable_offset()
+        self.shared.durability.durable_offset()
     }
 
     /// What the last open found and did.
@@ -508,7 +490,7 @@ impl Log {
                 what: "writing to a log opened read-only".into(),
             });
         }
-        if shared.commit.is_poisoned() {
+        if shared.durability.is_poisoned() {
             return Err(Error::Poisoned);
         }
         Ok(())
@@ -541,7 +523,7 @@ impl Log {
         self.stop_flusher();
         self.shared.view.log_end_mark().wake_all();
         // Tails waiting for durability: what close syncs wakes only those below the end.
-        self.shared.commit.durable_watermark().wake_all();
+        self.shared.durability.durable_mark().wake_all();
         let result = if self.shared.read_only {
             Ok(())
         } else {
@@ -550,7 +532,7 @@ impl Log {
         if result.is_err() {
             // Its final fsyncs may have failed: nothing more may be reported durable, and the
             // stats say why the clean-shutdown record is missing.
-            self.shared.commit.poison();
+            self.shared.durability.poison();
         }
         // Released even after a failed close: the next open recovers whatever state is left.
         self.shared.files.release_dir_lock();
@@ -581,11 +563,7 @@ impl Log {
     }
 
     fn stop_flusher(&self) {
-        {
-            let mut signal = self.shared.flusher.lock();
-            signal.stop = true;
-        }
-        self.shared.flusher_wake.notify_all();
+        self.shared.durability.stop_flusher();
         if let Some(handle) = self.flusher.lock().take()
             && handle.join().is_err()
         {
@@ -607,22 +585,18 @@ impl Drop for Log {
 
 impl Shared {
     fn close_writable(&self) -> Result<()> {
-        if self.commit.is_poisoned() {
+        if self.durability.is_poisoned() {
             return Err(Error::Poisoned);
         }
         let end = self.view.log_end();
-        if end > self.commit.durable_offset() {
+        if end > self.durability.durable_offset() {
             match self.sync_through(end - 1) {
                 Ok(()) | Err(Error::Truncated { .. }) => {}
                 Err(error) => return Err(error),
             }
         }
         let mut writer = self.writer.lock();
-        if writer
-            .checkpoint
-            .as_ref()
-            .is_some_and(CheckpointFile::clean_shutdown_standing)
-        {
+        if writer.points.clean_shutdown_standing() {
             // Nothing changed since a clean open (every change consumes the record first): the
             // record that open trusted still describes every file, and all it covers is on
             // disk. Writing it again would only cost the syncs of a close with nothing to make
@@ -657,9 +631,9 @@ impl Shared {
             log_end_offset: writer.log_end_offset,
         };
         let log_end_offset = writer.log_end_offset;
-        if let Some(checkpoint) = writer.checkpoint.as_mut() {
-            checkpoint.write(log_end_offset, log_start, Some(clean), true)?;
-        }
+        writer
+            .points
+            .write(log_end_offset, log_start, Some(clean), true)?;
         Ok(())
     }
 }

@@ -4,6 +4,10 @@
 //!
 //! Uses `observe`, `config`, `files` and `segments`.
 
+pub(in crate::log) mod checkpoints;
 pub(in crate::log) mod flusher;
 pub(in crate::log) mod group_commit;
+pub(in crate::log) mod points;
+pub(in crate::log) mod state;
+pub(in crate::log) mod sync;
 pub(in crate::log) mod wait;

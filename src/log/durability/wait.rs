@@ -51,7 +51,7 @@ impl Log {
         offset: i64,
         epoch: TruncationEpoch,
     ) -> Result<()> {
-        if self.shared.commit.durable_offset() <= offset {
+        if self.shared.durability.durable_offset() <= offset {
             self.check_open()?;
         }
         self.shared.wait_durable_since(offset, epoch)
@@ -80,7 +80,7 @@ impl Log {
         // A poisoned log takes no more appends: what it holds now is all it will hold.
         shared.check_readable_above(offset)?;
         shared.view.log_end_mark().wait_above(offset, deadline, || {
-            shared.view.is_closed() || shared.commit.is_poisoned()
+            shared.view.is_closed() || shared.durability.is_poisoned()
         });
         // The poison may have come during the wait.
         shared.check_readable_above(offset)?;
@@ -194,8 +194,8 @@ impl Shared {
     /// pages above it (ARCHITECTURE.md §8, "Failed fsyncs").
     pub(in crate::log) fn readable_end(&self) -> i64 {
         let end = self.view.log_end();
-        if self.commit.is_poisoned() {
-            end.min(self.commit.durable_offset())
+        if self.durability.is_poisoned() {
+            end.min(self.durability.durable_offset())
         } else {
             end
         }
@@ -204,7 +204,7 @@ impl Shared {
     /// [`Error::Poisoned`] when the log is poisoned and `offset` is at or above what it still
     /// answers: no data will come there any more.
     pub(in crate::log) fn check_readable_above(&self, offset: i64) -> Result<()> {
-        if self.commit.is_poisoned() && offset >= self.readable_end() {
+        if self.durability.is_poisoned() && offset >= self.readable_end() {
             return Err(Error::Poisoned);
         }
         Ok(())
@@ -263,7 +263,7 @@ impl WaitDurable {
     /// The condition, checked without registering: `Some` once the future can resolve.
     fn check(&self) -> Option<Result<()>> {
         let shared = &*self.shared;
-        let commit = &shared.commit;
+        let commit = &shared.durability;
         // The durable offset first, the truncations second (`truncations.rs`): a cut since the
         // epoch at or below the offset fails the wait even if a refill made it durable again.
         let durable = commit.durable_offset() > self.offset;
@@ -300,7 +300,7 @@ impl Future for WaitDurable {
             if let Some(result) = this.check() {
                 return Poll::Ready(result);
             }
-            let mark = this.shared.commit.durable_watermark();
+            let mark = this.shared.durability.durable_mark();
             if mark.register(this.offset, cx.waker()).is_some() {
                 break;
             }

@@ -387,7 +387,7 @@ impl Shared {
         if self.view.is_closed() {
             return Err(Error::Closed);
         }
-        if self.commit.is_poisoned() {
+        if self.durability.is_poisoned() {
             return Err(Error::Poisoned);
         }
         let current = self.view.segments().load();
@@ -426,7 +426,7 @@ impl Shared {
             None => writer.log_end_offset,
         }
         .max(self.view.log_start());
-        if self.commit.durable_offset() < new_start {
+        if self.durability.durable_offset() < new_start {
             if rolled {
                 // Appends from here on go above the new start: the sync need not chase them.
                 self.roll(&mut writer, now_ms)?;
@@ -585,7 +585,7 @@ impl Shared {
         self.sync_snapshot_at(first_kept.base_offset())?;
 
         // 1. The new start, durably, before any file goes.
-        let recovery_point = writer.recovery_point;
+        let recovery_point = writer.points.recovery_point();
         self.write_checkpoint_durably(writer, recovery_point, log_start_offset)?;
         self.view.raise_log_start(log_start_offset);
         // Producers stay until they expire, even those whose data goes now (KIP-360).
@@ -669,7 +669,7 @@ impl Shared {
                 "poisoning {}: syncing the producer snapshot at {base} failed: {error}",
                 self.dir.display()
             );
-            self.commit.poison();
+            self.durability.poison();
             return Err(error);
         }
         Ok(())
@@ -726,7 +726,7 @@ impl Shared {
                     "poisoning {}: syncing a sealed segment failed: {error}",
                     self.dir.display()
                 );
-                self.commit.poison();
+                self.durability.poison();
                 return Err(error);
             }
             synced.extend(unsynced);
@@ -734,8 +734,7 @@ impl Shared {
         // Rolls kept outrunning the syncs: the group commit syncs the directory in order, and the
         // log start is durable already, so a crash can only bring back files below it.
         writer.dir_dirty = true;
-        self.flusher.lock().roll_pending = true;
-        self.flusher_wake.notify_all();
+        self.durability.signal_roll();
         Ok(())
     }
 }

@@ -136,7 +136,7 @@ impl Log {
             fsyncs: counters.fsyncs.load(Ordering::Relaxed),
             fsync_nanos: counters.fsync_nanos.load(Ordering::Relaxed),
             max_fsync_nanos: counters.max_fsync_nanos.load(Ordering::Relaxed),
-            poisoned: shared.commit.is_poisoned(),
+            poisoned: shared.durability.is_poisoned(),
             compaction_passes: compaction.passes,
             compaction_failed_passes: compaction.failed_passes,
             compaction_uncleanable_from: compaction.uncleanable_from,

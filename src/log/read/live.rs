@@ -233,7 +233,8 @@ impl Shared {
             self.view.note_cut_from(old_end);
         }
         self.view.set_log_start(recovered.log_start_offset);
-        self.commit.observe(recovered.durable_offset.min(new_end));
+        self.durability
+            .observe(recovered.durable_offset.min(new_end));
         self.view.set_log_end(new_end);
         log::info!(
             "{}: the active segment shrank or left the directory; view rebuilt, the log \
@@ -262,7 +263,7 @@ impl Shared {
         if let Some(record) = record {
             let start = record.log_start_offset.max(first_base.unwrap_or(0));
             self.view.set_log_start(start.min(end));
-            self.commit.observe(record.recovery_point.clamp(0, end));
+            self.durability.observe(record.recovery_point.clamp(0, end));
         }
         let old_end = self.view.log_end();
         if end != old_end {

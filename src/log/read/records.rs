@@ -123,7 +123,7 @@ impl Log {
             self.check_open()?;
             return Ok(found);
         }
-        let stop = || shared.view.is_closed() || shared.commit.is_poisoned();
+        let stop = || shared.view.is_closed() || shared.durability.is_poisoned();
         let high_watermark = bound == ReadBound::HighWatermark;
         loop {
             self.poll_live();
@@ -134,8 +134,8 @@ impl Log {
                 (shared.high_watermark_mark(), shared.high_watermark())
             } else {
                 (
-                    shared.commit.durable_watermark(),
-                    shared.commit.durable_offset(),
+                    shared.durability.durable_mark(),
+                    shared.durability.durable_offset(),
                 )
             };
             if value > offset {

@@ -90,8 +90,8 @@ impl Log {
         let (mark, there) = match bound {
             ReadBound::LogEnd => (shared.view.log_end_mark(), shared.readable_end()),
             ReadBound::Durable => (
-                shared.commit.durable_watermark(),
-                shared.commit.durable_offset(),
+                shared.durability.durable_mark(),
+                shared.durability.durable_offset(),
             ),
             ReadBound::HighWatermark => (shared.high_watermark_mark(), shared.high_watermark()),
         };

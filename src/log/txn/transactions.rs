@@ -38,8 +38,7 @@ use super::producer_state::{
 use super::replay::{Replay, ReplayRange, record_aborted, replay_segments, replay_state};
 use crate::log::files::dir_listing::DirListing;
 use crate::log::files::producer_snapshot::{
-    SnapshotEntry, UnsyncedSnapshot, delete_snapshots_above, write_snapshot_file,
-    write_unsynced_snapshot,
+    SnapshotEntry, delete_snapshots_above, write_snapshot_file, write_unsynced_snapshot,
 };
 use crate::log::{Log, LogAppendInfo, Shared, Writer};
 
@@ -261,7 +260,7 @@ impl Shared {
                 "poisoning {}: an aborted transaction could not be indexed",
                 self.dir.display()
             );
-            self.commit.poison();
+            self.durability.poison();
             return Err(error);
         }
         Ok(())
@@ -305,7 +304,7 @@ impl Shared {
                  failed: {error}",
                 self.dir.display()
             );
-            self.commit.poison();
+            self.durability.poison();
             return Err(error);
         }
         writer.producer_state.snapshot_written(offset);
@@ -335,16 +334,6 @@ impl Shared {
         writer.dir_dirty = true;
         writer.producer_state.snapshot_written(offset);
         Ok(())
-    }
-
-    /// Fsyncs the rolls' snapshots `pending` (taken from `Writer::unsynced_snapshots`). Returns
-    /// whether there were any: the directory then needs its fsync. One a truncation deleted
-    /// since is synced through its handle all the same, which is harmless.
-    pub(in crate::log) fn sync_roll_snapshots(&self, pending: &[UnsyncedSnapshot]) -> Result<bool> {
-        for snapshot in pending {
-            snapshot.sync(&*self.storage)?;
-        }
-        Ok(!pending.is_empty())
     }
 
     /// After a truncation to `new_end` (under the same hold of the writer lock): the snapshots

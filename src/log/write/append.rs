@@ -19,9 +19,7 @@ use crate::format::{
 use crate::segment::AppendBytes;
 
 use crate::log::txn::producer_state::{AppendOrigin, ProducerAppendCheck};
-use crate::log::{
-    CompressionType, FlushPolicy, Log, LogAppendInfo, LogConfig, Shared, TruncationEpoch, Writer,
-};
+use crate::log::{CompressionType, Log, LogAppendInfo, LogConfig, Shared, TruncationEpoch, Writer};
 use crate::sync::MutexGuard;
 
 impl Log {
@@ -481,7 +479,7 @@ impl Log {
                     "poisoning {}: a failed append could not be undone",
                     shared.dir.display()
                 );
-                shared.commit.poison();
+                shared.durability.poison();
             }
             return Err(error);
         }
@@ -523,7 +521,7 @@ impl Shared {
             // Everything published may be durable already while segments stay listed (a
             // truncation during their sync keeps them there): a group commit would then have
             // nothing to do, so sync the sealed segments alone, or this would spin.
-            let synced = if shared.commit.durable_offset() >= end {
+            let synced = if shared.durability.durable_offset() >= end {
                 shared.sync_sealed_segments()
             } else {
                 shared.sync_through(end - 1)
@@ -561,22 +559,9 @@ impl Shared {
         bump(&counters.appends, 1);
         bump(&counters.appended_bytes, bytes as u64);
         bump(&counters.appended_records, u64::from(records));
-        let sync_now = match config.flush_policy {
-            FlushPolicy::EveryAppend => true,
-            FlushPolicy::EveryMessages(limit) => {
-                writer.messages_since_flush += u64::from(records);
-                writer.messages_since_flush >= limit.get()
-            }
-            FlushPolicy::EveryBytes(limit) => {
-                writer.bytes_since_flush += bytes as u64;
-                writer.bytes_since_flush >= limit.get()
-            }
-            FlushPolicy::Interval(_) | FlushPolicy::OsDecides => false,
-        };
-        if sync_now {
-            writer.messages_since_flush = 0;
-            writer.bytes_since_flush = 0;
-        }
+        let sync_now = writer
+            .points
+            .count_append(config.flush_policy, records, bytes);
         // Under the lock the append held: no truncation came between the two.
         let epoch = shared.view.truncations().epoch();
         drop(writer);

@@ -172,7 +172,7 @@ impl Log {
                     "poisoning {}: a failed follower append could not be undone",
                     shared.dir.display()
                 );
-                shared.commit.poison();
+                shared.durability.poison();
             }
             return Err(error);
         }
@@ -222,7 +222,7 @@ impl Shared {
         }
         // Also when the roll's producer snapshot failed: the roll itself stands.
         if let Err(error) = self.record_recovery_point_past_gap(writer, base) {
-            if self.commit.is_poisoned() {
+            if self.durability.is_poisoned() {
                 return Err(error);
             }
             let what = format!("recording the recovery point past the gap at {base}");
@@ -244,9 +244,9 @@ impl Shared {
         }
         let log_start = self.view.log_start();
         self.write_checkpoint_compacted(writer, base, log_start)?;
-        writer.recovery_point = base;
+        writer.points.set_recovery_point(base);
         // Every offset below the gap is synced, and none lies in it.
-        self.commit.durable_watermark().advance(base);
+        self.durability.durable_mark().advance(base);
         Ok(())
     }
 }

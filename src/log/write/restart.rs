@@ -61,7 +61,7 @@ impl Log {
             shared.restart_locked(&mut writer, offset)
         })();
         if result.is_err() {
-            shared.commit.poison();
+            shared.durability.poison();
         }
         result
     }
@@ -82,10 +82,7 @@ impl Shared {
             self.storage.sync_dir(&self.dir)?;
         }
         // 2. The new start.
-        let recovery_point = writer.recovery_point.min(offset);
-        if let Some(checkpoint) = writer.checkpoint.as_mut() {
-            checkpoint.write(recovery_point, offset, None, true)?;
-        }
+        writer.points.record_cut(offset, offset)?;
         self.view.set_log_start(offset);
         // 3. The epoch cache.
         self.leader_epochs.lock().clear()?;
@@ -128,27 +125,24 @@ impl Shared {
         writer.unsynced_sealed.clear();
         writer.active = active;
         writer.log_end_offset = offset;
-        writer.recovery_point = offset;
-        writer.messages_since_flush = 0;
-        writer.bytes_since_flush = 0;
+        writer.points.set_recovery_point(offset);
+        writer.points.reset_flush_counts();
         let mut producer_state =
             ProducerStateManager::new(ProducerStateConfig::from_log_config(&self.config), offset);
         producer_state.update_map_end_offset(offset);
         writer.producer_state = producer_state;
         self.publish_first_unstable(writer);
-        self.commit.restart_at(offset);
+        self.durability.restart_at(offset);
         self.view.set_log_end(offset);
         if self.high_watermark_set.load(Ordering::Acquire) {
             self.high_watermark.set(offset);
         }
-        self.commit.durable_watermark().wake_all();
+        self.durability.durable_mark().wake_all();
         self.reap_deleted(writer, false);
         // The old segments' renames are durable, and no `.swap` exists outside a swap (which
         // holds the writer lock): the directory holds no gap a crash could bring back, so the
         // log's records are no longer compacted.
-        if let Some(checkpoint) = writer.checkpoint.as_mut() {
-            checkpoint.forget_compaction();
-        }
+        writer.points.forget_compaction();
         // The recovery point reaches the new start: nothing below it is left to recover.
         self.write_checkpoint_durably(writer, offset, offset)?;
         self.view.forget_compacted();

@@ -82,7 +82,7 @@ impl Shared {
                     "could not reactivate {}: {unseal}",
                     old.log_path().display()
                 );
-                self.commit.poison();
+                self.durability.poison();
             }
             return Err(error);
         }
@@ -125,8 +125,7 @@ impl Shared {
         // its scheduler. A failure fails the append that rolled (the roll itself stands), as
         // it does in Kafka.
         self.take_roll_snapshot(writer)?;
-        self.flusher.lock().roll_pending = true;
-        self.flusher_wake.notify_all();
+        self.durability.signal_roll();
         log::debug!("rolled {} to a new segment at {base}", self.dir.display());
         Ok(())
     }

@@ -58,7 +58,7 @@ impl Log {
         let result = shared.truncate_locked(&mut writer, offset);
         if result.is_err() {
             // A half-done truncation leaves files the in-memory state no longer describes.
-            shared.commit.poison();
+            shared.durability.poison();
         }
         result
     }
@@ -107,7 +107,7 @@ impl Log {
             // back would leave the log ending below its start, and the open would restart it
             // empty there, forgetting the producers the live log knows by them (ARCHITECTURE.md
             // §9). Under the writer lock the durable offset does not move down.
-            if shared.commit.durable_offset() >= offset {
+            if shared.durability.durable_offset() >= offset {
                 break writer;
             }
             drop(writer);
@@ -117,7 +117,7 @@ impl Log {
                 Err(error) => return Err(error),
             }
         };
-        let recovery_point = writer.recovery_point;
+        let recovery_point = writer.points.recovery_point();
         shared.write_checkpoint_durably(&mut writer, recovery_point, offset)?;
         shared.view.set_log_start(offset);
         // Producers stay until they expire, even those whose data now lies below the start
@@ -167,12 +167,8 @@ impl Shared {
             .cleaner_checkpoint()
             .lower_to(&*self.storage, &self.dir, new_end)?;
         // 1. The checkpoint first: recovery must never trust bytes above the new end.
-        let recovery_point = writer.recovery_point.min(new_end);
         let log_start = self.view.log_start().min(new_end);
-        if let Some(checkpoint) = writer.checkpoint.as_mut() {
-            checkpoint.write(recovery_point, log_start, None, true)?;
-        }
-        writer.recovery_point = recovery_point;
+        writer.points.record_cut(new_end, log_start)?;
         self.view.set_log_start(log_start);
         // 2. The epoch cache forgets the epochs that start in the records going, durably. After
         //    step 1 a crash makes the next open scan from at most the new end, and that scan
@@ -230,14 +226,14 @@ impl Shared {
         let new_end = active.next_offset();
         let old_end = std::mem::replace(&mut writer.log_end_offset, new_end);
         writer.active = active;
-        self.commit.truncate(new_end);
+        self.durability.truncate(new_end);
         self.view.set_log_end(new_end);
         if new_end < old_end {
             self.view.note_cut_from(old_end);
         }
         // Futures waiting for durability of a removed offset must look again; the durable
         // watermark only wakes them by itself if it moves down.
-        self.commit.durable_watermark().wake_all();
+        self.durability.durable_mark().wake_all();
         self.reap_deleted(writer, false);
         // 5. The producer state as of the new end, before the lock goes: the next append is
         //    checked against it. Then its snapshot at the new end, as Kafka's `truncateTo`
@@ -245,7 +241,7 @@ impl Shared {
         //    replays from here rather than from an older one.
         self.reload_producer_state(writer, new_end)?;
         if let Err(error) = self.take_producer_snapshot(writer) {
-            if self.commit.is_poisoned() {
+            if self.durability.is_poisoned() {
                 return Err(error);
             }
             // The truncation is done and durable; a missing snapshot only lengthens a replay.

@@ -71,7 +71,7 @@ impl Shared {
         }
         if let Err(error) = self.storage.sync_dir(dir) {
             // Whether the rename is durable is unknown: stop writing; reopening resolves it.
-            self.commit.poison();
+            self.durability.poison();
             return Err(error);
         }
         let new_handle = SegmentHandle::closed(base);
@@ -118,7 +118,7 @@ impl Shared {
                     "{}: swapping in the compacted segment {base} failed: {error}",
                     dir.display()
                 );
-                self.commit.poison();
+                self.durability.poison();
                 return Err(error);
             }
         };
@@ -126,7 +126,7 @@ impl Shared {
             writer.deletes.push(paths, segment);
         }
         if let Err(error) = self.storage.sync_dir(dir) {
-            self.commit.poison();
+            self.durability.poison();
             return Err(error);
         }
         drop(writer);
