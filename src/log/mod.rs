@@ -52,6 +52,7 @@ pub(crate) use segments::truncations::TruncationEpoch;
 use segments::view::ReadView;
 use segments::watermark::Watermark;
 use txn::producer_state::ProducerStateManager;
+use txn::view::TxnView;
 
 pub use config::properties::{
     PROPERTIES_FILE_NAME, per_log_setting_names, read_stored_settings, write_stored_settings,
@@ -129,8 +130,8 @@ struct Writer {
     /// The roll jitter's draws.
     jitter: SplitMix64,
     /// Per-producer sequences, epochs and open transactions (Kafka's `ProducerStateManager`,
-    /// under the log lock as here): `transactions.rs`.
-    producer_state: ProducerStateManager,
+    /// under the log lock as here).
+    producers: ProducerStateManager,
 }
 
 /// Everything the log's threads share.
@@ -154,17 +155,8 @@ struct Shared {
     compaction: Mutex<maintenance::compaction::CleanerState>,
     /// Compaction's counters and persisted checkpoint, readable while a pass runs.
     compaction_status: maintenance::compaction::CompactionStatus,
-    /// The producer state's first unstable offset (`i64::MAX` when none), published under the
-    /// writer lock before the log end moves past a transactional batch: a `read_committed`
-    /// read, which takes no writer lock, bounds itself by it (`transactions.rs`).
-    first_unstable: AtomicI64,
-    /// The highest base of a segment that has held a `.txnindex` since open (-1: none): a
-    /// `read_committed` read searches no segment above it for aborted transactions.
-    last_txn_index_base: AtomicI64,
-    /// A read-only log's aborted transactions that its replay met (at open, and at each live
-    /// poll): with the `.txnindex` files, what its `read_committed` reads skip
-    /// (`transactions.rs`). Empty for a writable log, whose own appends index every ABORT.
-    replayed_aborted: Mutex<Vec<crate::segment::AbortedTxn>>,
+    /// The first unstable offset, the last `.txnindex` base, a replay's aborted transactions.
+    txn: TxnView,
     /// Held for a whole retention pass: passes run one at a time.
     retention_pass: Mutex<()>,
     /// For a read-only log that follows a writer in another process (`allow_live_writer`):
@@ -329,8 +321,11 @@ impl Log {
             read_only,
             now_ms,
         )?;
-        let first_unstable = producer_state.first_unstable_offset().unwrap_or(i64::MAX);
-        let last_txn_index_base = txn::transactions::last_txn_index_base(&listing);
+        let txn_view = TxnView::new(
+            &producer_state,
+            txn::transactions::last_txn_index_base(&listing),
+            replayed_aborted,
+        );
         let (cleaner_checkpoint, first_dirty) = files::cleaner_checkpoint::load_cleaner_checkpoint(
             &*storage,
             dir,
@@ -371,7 +366,7 @@ impl Log {
                 points: DurablePoints::new(recovered.checkpoint, recovered.recovery_point),
                 deletes: PendingDeletes::default(),
                 jitter,
-                producer_state,
+                producers: producer_state,
             }),
             durability: Durability::new(
                 recovered.durable_offset,
@@ -384,9 +379,7 @@ impl Log {
                 first_dirty,
             )),
             compaction_status: maintenance::compaction::CompactionStatus::default(),
-            first_unstable: AtomicI64::new(first_unstable),
-            last_txn_index_base: AtomicI64::new(last_txn_index_base),
-            replayed_aborted: Mutex::new(replayed_aborted),
+            txn: txn_view,
             retention_pass: Mutex::new(()),
             live: (read_only && config.allow_live_writer)
                 .then(|| Mutex::new(Instant::now() + config.poll_interval)),

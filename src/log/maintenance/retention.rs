@@ -589,10 +589,8 @@ impl Shared {
         self.write_checkpoint_durably(writer, recovery_point, log_start_offset)?;
         self.view.raise_log_start(log_start_offset);
         // Producers stay until they expire, even those whose data goes now (KIP-360).
-        writer
-            .producer_state
-            .on_log_start_incremented(log_start_offset);
-        self.publish_first_unstable(writer);
+        writer.producers.on_log_start_incremented(log_start_offset);
+        self.txn.publish(&writer.producers);
         self.leader_epochs
             .lock()
             .truncate_from_start(self.view.log_start())?;

@@ -7,7 +7,6 @@
 //! again or fails with [`Error::Truncated`]), never returned as data (ARCHITECTURE.md §3,
 //! invariant 16).
 
-use crate::sync::atomic::Ordering;
 use std::os::fd::BorrowedFd;
 use std::sync::Arc;
 
@@ -673,7 +672,7 @@ impl Log {
     ) -> Result<bool> {
         let upper_bound = read.next_offset;
         // No segment above the last one that ever held a `.txnindex` has entries.
-        let last_indexed = self.shared.last_txn_index_base.load(Ordering::Acquire);
+        let last_indexed = self.shared.txn.last_txn_index_base();
         for (n, handle) in list.handles().iter().skip(index).enumerate() {
             if handle.base_offset() > last_indexed {
                 break;
@@ -696,7 +695,7 @@ impl Log {
         }
         if self.shared.read_only {
             // What the replay met that no `.txnindex` this view has read may list yet.
-            for txn in self.shared.replayed_aborted_in(offset, upper_bound) {
+            for txn in self.shared.txn.replayed_aborted_in(offset, upper_bound) {
                 let listed = fetch.aborted.iter().any(|known| {
                     known.producer_id == txn.producer_id && known.first_offset == txn.first_offset
                 });

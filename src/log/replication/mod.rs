@@ -183,7 +183,7 @@ impl Shared {
     }
 
     /// The high watermark once the log ends at `next_offset` (under the writer lock).
-    pub(super) fn high_watermark_at(&self, next_offset: i64) -> i64 {
+    pub(in crate::log) fn high_watermark_at(&self, next_offset: i64) -> i64 {
         if self.high_watermark_set.load(Ordering::Acquire) {
             self.high_watermark.get()
         } else {
@@ -193,8 +193,8 @@ impl Shared {
 
     /// Sets the high watermark to `value` (under the writer lock) and tells the producer state.
     pub(super) fn publish_high_watermark(&self, writer: &mut Writer, value: i64) {
-        writer.producer_state.on_high_watermark_updated(value);
-        self.publish_first_unstable(writer);
+        writer.producers.on_high_watermark_updated(value);
+        self.txn.publish(&writer.producers);
         self.high_watermark_set.store(true, Ordering::Release);
         self.high_watermark.set(value);
         // A reader bounded by the high watermark may have waited on the log end before it was

@@ -6,3 +6,4 @@
 pub(crate) mod producer_state;
 pub(in crate::log) mod replay;
 pub(in crate::log) mod transactions;
+pub(in crate::log) mod view;

@@ -24,7 +24,6 @@
 //! - **Truncation** ([`Shared::reload_producer_state`]): the snapshots above the new end go, and
 //!   the state is reloaded from the newest one left and replayed to the new end.
 
-use crate::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
@@ -91,7 +90,7 @@ impl Log {
     /// a writable open's replay writes into the `.txnindex` ([`upgrade_dir`](crate::upgrade_dir)
     /// writes them for the segments the source's open had to recover).
     pub(crate) fn replayed_aborted_from(&self, from: i64) -> Vec<AbortedTxn> {
-        self.shared.replayed_aborted_in(from, i64::MAX)
+        self.shared.txn.replayed_aborted_in(from, i64::MAX)
     }
 
     /// Appends a transaction marker (a COMMIT or ABORT control batch, as a Kafka broker writes
@@ -154,7 +153,7 @@ impl Log {
         self.shared
             .writer
             .lock()
-            .producer_state
+            .producers
             .register_transaction(producer_id, producer_epoch, now);
         Ok(())
     }
@@ -163,7 +162,7 @@ impl Log {
     pub fn producer_state(&self, producer_id: i64) -> Option<ProducerStateEntry> {
         let writer = self.shared.writer.lock();
         writer
-            .producer_state
+            .producers
             .last_entry(producer_id)
             .map(|entry| ProducerStateEntry::of(producer_id, entry))
     }
@@ -172,7 +171,7 @@ impl Log {
     pub fn active_producers(&self) -> Vec<ProducerStateEntry> {
         let writer = self.shared.writer.lock();
         writer
-            .producer_state
+            .producers
             .entries()
             .into_iter()
             .map(|(producer_id, entry)| ProducerStateEntry::of(producer_id, entry))
@@ -185,7 +184,7 @@ impl Log {
     /// `maybeIncrementFirstUnstableOffset`).
     pub fn first_unstable_offset(&self) -> Option<i64> {
         self.poll_live();
-        let first_unstable = self.shared.first_unstable.load(Ordering::Acquire);
+        let first_unstable = self.shared.txn.first_unstable();
         (first_unstable != i64::MAX).then(|| first_unstable.max(self.shared.view.log_start()))
     }
 
@@ -204,7 +203,7 @@ impl Shared {
     /// See [`Log::last_stable_offset`]. The first unstable offset is read before the log end:
     /// an append publishes it before it moves the end past a transactional batch.
     pub(in crate::log) fn last_stable_offset(&self) -> i64 {
-        let first_unstable = self.first_unstable.load(Ordering::Acquire);
+        let first_unstable = self.txn.first_unstable();
         let high_watermark = self.high_watermark();
         let log_start = self.view.log_start();
         first_unstable.min(high_watermark).max(log_start)
@@ -220,39 +219,37 @@ impl Shared {
         origin: AppendOrigin,
     ) -> Result<ProducerAppendCheck> {
         let summary = BatchSummary::from_header(header, control)?;
-        writer.producer_state.analyze(&summary, origin)
+        writer.producers.analyze(&summary, origin)
     }
 
     /// Applies the checked appends of one call (one info per producer; none for batches
     /// without a producer id) once its batches are in the active segment, records the
     /// transactions its ABORT markers end in that segment's `.txnindex` in batch order
     /// ([`ProducerStateManager::commit_all`]), and publishes the first unstable offset. Call it
-    /// before the log end moves past the batches.
+    /// before the log end moves past the batches, with the high watermark once the log ends at
+    /// `next_offset`.
     pub(in crate::log) fn commit_producer(
         &self,
         writer: &mut Writer,
         infos: impl IntoIterator<Item = ProducerAppendInfo>,
         next_offset: i64,
+        high_watermark: i64,
     ) -> Result<()> {
         let mut infos = infos.into_iter().peekable();
         if infos.peek().is_none() {
-            writer.producer_state.update_map_end_offset(next_offset);
+            writer.producers.update_map_end_offset(next_offset);
             return Ok(());
         }
-        let finished = writer.producer_state.commit_all(infos, next_offset);
+        let finished = writer.producers.commit_all(infos, next_offset);
         let segment = Arc::clone(&writer.active);
         let recorded = record_aborted(&segment, &finished);
         if finished.iter().any(|done| done.txn.is_aborted) {
-            self.last_txn_index_base
-                .fetch_max(segment.base_offset(), Ordering::AcqRel);
+            self.txn.note_txn_index(segment.base_offset());
         }
         // A bare log's high watermark is its end: a marker is below it once written. A set
         // high watermark keeps an unreplicated marker's transaction unstable.
-        let high_watermark = self.high_watermark_at(next_offset);
-        writer
-            .producer_state
-            .on_high_watermark_updated(high_watermark);
-        self.publish_first_unstable(writer);
+        writer.producers.on_high_watermark_updated(high_watermark);
+        self.txn.publish(&writer.producers);
         if let Err(error) = recorded {
             // The marker is in the log but its `.txnindex` entry is not: `read_committed`
             // readers would take the aborted data for committed.
@@ -270,17 +267,8 @@ impl Shared {
     /// thread runs it every `producer.id.expiration.check.interval.ms`).
     pub(in crate::log) fn remove_expired_producers(&self, now_ms: i64) {
         let mut writer = self.writer.lock();
-        writer.producer_state.remove_expired_producers(now_ms);
-        self.publish_first_unstable(&writer);
-    }
-
-    /// Publishes the producer state's first unstable offset for readers.
-    pub(in crate::log) fn publish_first_unstable(&self, writer: &Writer) {
-        let first_unstable = writer
-            .producer_state
-            .first_unstable_offset()
-            .unwrap_or(i64::MAX);
-        self.first_unstable.store(first_unstable, Ordering::Release);
+        writer.producers.remove_expired_producers(now_ms);
+        self.txn.publish(&writer.producers);
     }
 
     /// Writes the producer snapshot at the map end offset, unless one is there already. A
@@ -292,11 +280,11 @@ impl Shared {
     /// the kernel may have dropped their entries with the snapshot's (ARCHITECTURE.md §8,
     /// "Failed fsyncs").
     pub(in crate::log) fn take_producer_snapshot(&self, writer: &mut Writer) -> Result<()> {
-        if self.read_only || !writer.producer_state.needs_snapshot() {
+        if self.read_only || !writer.producers.needs_snapshot() {
             return Ok(());
         }
-        let offset = writer.producer_state.map_end_offset();
-        let entries = snapshot_entries(&writer.producer_state);
+        let offset = writer.producers.map_end_offset();
+        let entries = snapshot_entries(&writer.producers);
         write_snapshot_file(&*self.storage, &self.dir, offset, &entries)?;
         if let Err(error) = self.storage.sync_dir(&self.dir) {
             log::error!(
@@ -307,7 +295,7 @@ impl Shared {
             self.durability.poison();
             return Err(error);
         }
-        writer.producer_state.snapshot_written(offset);
+        writer.producers.snapshot_written(offset);
         Ok(())
     }
 
@@ -319,11 +307,11 @@ impl Shared {
     /// (crates/partlog-bench/benches/README.md); why a snapshot that a crash caught unsynced is safe is in
     /// [`write_unsynced_snapshot`].
     pub(in crate::log) fn take_roll_snapshot(&self, writer: &mut Writer) -> Result<()> {
-        if self.read_only || !writer.producer_state.needs_snapshot() {
+        if self.read_only || !writer.producers.needs_snapshot() {
             return Ok(());
         }
-        let offset = writer.producer_state.map_end_offset();
-        let entries = snapshot_entries(&writer.producer_state);
+        let offset = writer.producers.map_end_offset();
+        let entries = snapshot_entries(&writer.producers);
         // A truncation that removed the segment at this base may have left a roll's snapshot
         // at the same offset pending: this one has replaced its file.
         writer
@@ -332,18 +320,20 @@ impl Shared {
         let snapshot = write_unsynced_snapshot(&*self.storage, &self.dir, offset, &entries)?;
         writer.unsynced_snapshots.push(snapshot);
         writer.dir_dirty = true;
-        writer.producer_state.snapshot_written(offset);
+        writer.producers.snapshot_written(offset);
         Ok(())
     }
 
     /// After a truncation to `new_end` (under the same hold of the writer lock): the snapshots
     /// above it go, and the state is reloaded from the newest one left and replayed to
-    /// `new_end`, as Kafka's `truncateAndReload` does. The `.txnindex` entries above the new end
-    /// went with the segment truncation.
+    /// `new_end`, as Kafka's `truncateAndReload` does, under `high_watermark` (lowered to the
+    /// new end already, if it was above it). The `.txnindex` entries above the new end went
+    /// with the segment truncation.
     pub(in crate::log) fn reload_producer_state(
         &self,
         writer: &mut Writer,
         new_end: i64,
+        high_watermark: i64,
     ) -> Result<()> {
         let log_start = self.view.log_start();
         // A roll's unsynced snapshot above the new end describes the cut data: its file goes
@@ -369,14 +359,13 @@ impl Shared {
                 validated_from: None,
                 delete_bad: true,
                 collect_aborted: false,
-                // Lowered to the new end already, if it was above it.
-                high_watermark: self.high_watermark_at(new_end),
+                high_watermark,
                 now_ms: self.clock.now_ms(),
                 listed_snapshots: None,
             },
         )?;
-        writer.producer_state = state;
-        self.publish_first_unstable(writer);
+        writer.producers = state;
+        self.txn.publish(&writer.producers);
         Ok(())
     }
 }
@@ -400,7 +389,7 @@ impl Shared {
         new_end: i64,
         reloaded: bool,
     ) -> Result<()> {
-        let map_end = writer.producer_state.map_end_offset();
+        let map_end = writer.producers.map_end_offset();
         if reloaded || new_end < map_end {
             let (state, aborted) = replay_state(
                 &*self.storage,
@@ -420,12 +409,12 @@ impl Shared {
                     listed_snapshots: None,
                 },
             )?;
-            writer.producer_state = state;
-            *self.replayed_aborted.lock() = aborted;
+            writer.producers = state;
+            self.txn.replace_replayed_aborted(aborted);
         } else if new_end > map_end {
             let mut aborted = Vec::new();
             replay_segments(
-                &mut writer.producer_state,
+                &mut writer.producers,
                 &self.view.segments(),
                 ReplayRange {
                     from: map_end,
@@ -436,25 +425,10 @@ impl Shared {
                 },
                 Some(&mut aborted),
             )?;
-            self.replayed_aborted.lock().extend(aborted);
+            self.txn.extend_replayed_aborted(aborted);
         }
-        self.publish_first_unstable(writer);
+        self.txn.publish(&writer.producers);
         Ok(())
-    }
-
-    /// The aborted transactions a read-only log's replay met that overlap a fetch of
-    /// `[offset, upper_bound)`, for [`Log::read_with`]'s list.
-    pub(in crate::log) fn replayed_aborted_in(
-        &self,
-        offset: i64,
-        upper_bound: i64,
-    ) -> Vec<AbortedTxn> {
-        self.replayed_aborted
-            .lock()
-            .iter()
-            .filter(|txn| txn.first_offset < upper_bound && txn.last_offset >= offset)
-            .copied()
-            .collect()
     }
 }
 

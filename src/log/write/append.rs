@@ -485,7 +485,12 @@ impl Log {
         }
         // Before the log end moves: a `read_committed` reader must find a transaction's
         // first offset unstable before it can find the transaction's data.
-        let committed = shared.commit_producer(&mut writer, producer_info, last_offset + 1);
+        let committed = shared.commit_producer(
+            &mut writer,
+            producer_info,
+            last_offset + 1,
+            shared.high_watermark_at(last_offset + 1),
+        );
         writer.log_end_offset = last_offset + 1;
         shared.view.advance_log_end(last_offset + 1);
         committed?;

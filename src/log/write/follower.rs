@@ -132,7 +132,7 @@ impl Log {
             let index = *index_of.entry(summary.producer_id).or_insert_with(|| {
                 producers.push(
                     writer
-                        .producer_state
+                        .producers
                         .prepare_update(summary.producer_id, AppendOrigin::Replication),
                 );
                 producers.len() - 1
@@ -177,7 +177,12 @@ impl Log {
             return Err(error);
         }
         let next_offset = last_offset + 1;
-        let committed = shared.commit_producer(&mut writer, producers, next_offset);
+        let committed = shared.commit_producer(
+            &mut writer,
+            producers,
+            next_offset,
+            shared.high_watermark_at(next_offset),
+        );
         writer.log_end_offset = next_offset;
         shared.view.advance_log_end(next_offset);
         committed?;

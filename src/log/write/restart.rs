@@ -130,8 +130,8 @@ impl Shared {
         let mut producer_state =
             ProducerStateManager::new(ProducerStateConfig::from_log_config(&self.config), offset);
         producer_state.update_map_end_offset(offset);
-        writer.producer_state = producer_state;
-        self.publish_first_unstable(writer);
+        writer.producers = producer_state;
+        self.txn.publish(&writer.producers);
         self.durability.restart_at(offset);
         self.view.set_log_end(offset);
         if self.high_watermark_set.load(Ordering::Acquire) {

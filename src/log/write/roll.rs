@@ -108,7 +108,7 @@ impl Shared {
         self.counters.rolls.fetch_add(1, Ordering::Relaxed);
         if base > writer.log_end_offset {
             writer.log_end_offset = base;
-            writer.producer_state.update_map_end_offset(base);
+            writer.producers.update_map_end_offset(base);
             self.view.advance_log_end(base);
         }
         observe::notify(

@@ -122,8 +122,8 @@ impl Log {
         shared.view.set_log_start(offset);
         // Producers stay until they expire, even those whose data now lies below the start
         // (KIP-360); ended transactions below it are forgotten.
-        writer.producer_state.on_log_start_incremented(offset);
-        shared.publish_first_unstable(&writer);
+        writer.producers.on_log_start_incremented(offset);
+        shared.txn.publish(&writer.producers);
         // After the start is durable: a crash before this leaves entries below the start, which
         // the next open clamps.
         shared.leader_epochs.lock().truncate_from_start(offset)?;
@@ -239,7 +239,7 @@ impl Shared {
         //    checked against it. Then its snapshot at the new end, as Kafka's `truncateTo`
         //    takes one (unless the snapshot it was loaded from lies there): the next open
         //    replays from here rather than from an older one.
-        self.reload_producer_state(writer, new_end)?;
+        self.reload_producer_state(writer, new_end, self.high_watermark_at(new_end))?;
         if let Err(error) = self.take_producer_snapshot(writer) {
             if self.durability.is_poisoned() {
                 return Err(error);

@@ -8,7 +8,6 @@
 //! segment's `.txnindex`). Once none was, the marker is discardable: the rewrite gives it a
 //! delete horizon, and a pass after the horizon drops it.
 
-use crate::sync::atomic::Ordering;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, HashSet};
 
@@ -180,7 +179,7 @@ impl Shared {
             .saturating_sub(1);
         // No segment above the last one that ever held a `.txnindex` has entries: the walk
         // stops there rather than open every later segment.
-        let last_indexed = self.last_txn_index_base.load(Ordering::Acquire);
+        let last_indexed = self.txn.last_txn_index_base();
         let mut aborted = Vec::new();
         for handle in handles.iter().skip(from) {
             if handle.base_offset() > last_indexed {
@@ -205,7 +204,7 @@ impl Shared {
         let expiration_ms = self.config.producer_id_expiration_ms;
         let writer = self.writer.lock();
         writer
-            .producer_state
+            .producers
             .entries()
             .into_iter()
             .filter(|(_, entry)| {
