@@ -27,7 +27,6 @@ mod segments;
 mod txn;
 mod write;
 
-use crate::sync::atomic::{AtomicBool, AtomicI64};
 use crate::sync::thread::JoinHandle;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -47,10 +46,10 @@ use durability::state::Durability;
 use files::checkpoint::CleanShutdown;
 use files::deleted::PendingDeletes;
 use files::log_files::LogFiles;
+use replication::state::Replication;
 use segments::snapshot::{SegmentList, Snapshot};
 pub(crate) use segments::truncations::TruncationEpoch;
 use segments::view::ReadView;
-use segments::watermark::Watermark;
 use txn::producer_state::ProducerStateManager;
 use txn::view::TxnView;
 
@@ -166,16 +165,8 @@ struct Shared {
     /// Set by `close()` to stop the maintenance thread.
     maintenance_stop: Mutex<bool>,
     maintenance_wake: Condvar,
-    /// The leader-epoch cache (`leader_epoch.rs`, hooked in by `replication.rs`): taken after
-    /// the writer lock, never before it.
-    leader_epochs: Mutex<leader_epoch::LeaderEpochFileCache>,
-    /// Which epoch client appends stamp: `replication::ROLE_BARE`, `ROLE_FOLLOWER`, or the
-    /// leader epoch (≥ 0). Written under the writer lock.
-    role: AtomicI64,
-    /// The high watermark once [`Log::set_high_watermark`] was called (`high_watermark_set`);
-    /// until then the log end offset stands for it (`replication.rs`).
-    high_watermark: Watermark,
-    high_watermark_set: AtomicBool,
+    /// The leader-epoch cache, the role, the high watermark.
+    replication: Replication,
 }
 
 /// One partition's log: a directory of segments. It owns the active segment and assigns
@@ -385,10 +376,7 @@ impl Log {
                 .then(|| Mutex::new(Instant::now() + config.poll_interval)),
             maintenance_stop: Mutex::new(false),
             maintenance_wake: Condvar::new(),
-            leader_epochs: Mutex::new(leader_epochs),
-            role: AtomicI64::new(replication::ROLE_BARE),
-            high_watermark: Watermark::new(log_end_offset),
-            high_watermark_set: AtomicBool::new(false),
+            replication: Replication::new(leader_epochs, log_end_offset),
             config,
         });
         Log::start(shared)

@@ -70,7 +70,6 @@
 //! agree: on the simulator, pass the log's clock to `SimStorage::with_clock`, or its mtimes count
 //! from 1970 and every active segment looks ancient.
 
-use crate::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -351,10 +350,7 @@ impl Shared {
         } else {
             None
         };
-        let high_watermark = self
-            .high_watermark_set
-            .load(Ordering::Acquire)
-            .then(|| self.high_watermark.get());
+        let high_watermark = self.replication.high_watermark_if_set();
         let mut rules = RetentionRules::new(&self.config, now_ms, log_start_offset, total_bytes)
             .below_high_watermark(high_watermark);
         let mut plan = Plan::default();
@@ -591,8 +587,8 @@ impl Shared {
         // Producers stay until they expire, even those whose data goes now (KIP-360).
         writer.producers.on_log_start_incremented(log_start_offset);
         self.txn.publish(&writer.producers);
-        self.leader_epochs
-            .lock()
+        self.replication
+            .epochs()
             .truncate_from_start(self.view.log_start())?;
 
         // 2. Out of the snapshot: no reader finds these segments from now on.

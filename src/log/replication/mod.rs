@@ -20,8 +20,7 @@
 
 pub(in crate::log) mod epoch_load;
 pub mod leader_epoch;
-
-use crate::sync::atomic::Ordering;
+pub(in crate::log) mod state;
 
 use crate::error::{Error, Result};
 
@@ -30,12 +29,6 @@ use crate::log::{Log, Shared, Writer};
 use leader_epoch::{
     EpochEntry, LeaderEpochFileCache, UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET, read_checkpoint,
 };
-
-/// [`Shared::role`] of a log that leads no epoch and follows no leader: client appends stamp -1.
-pub(super) const ROLE_BARE: i64 = -1;
-
-/// [`Shared::role`] of a follower: client appends are refused.
-pub(super) const ROLE_FOLLOWER: i64 = -2;
 
 impl Log {
     /// Makes this log the leader of `leader_epoch`: client appends ([`append`](Self::append),
@@ -57,7 +50,7 @@ impl Log {
         let writer = shared.writer.lock();
         self.check_writable()?;
         {
-            let mut cache = shared.leader_epochs.lock();
+            let mut cache = shared.replication.epochs();
             if let Some(latest) = cache.latest_epoch()
                 && leader_epoch < latest
             {
@@ -68,9 +61,7 @@ impl Log {
             }
             cache.assign(leader_epoch, writer.log_end_offset)?;
         }
-        shared
-            .role
-            .store(i64::from(leader_epoch), Ordering::Release);
+        shared.replication.lead(leader_epoch);
         drop(writer);
         Ok(())
     }
@@ -82,14 +73,13 @@ impl Log {
         self.check_writable()?;
         let shared = &self.shared;
         let _writer = shared.writer.lock();
-        shared.role.store(ROLE_FOLLOWER, Ordering::Release);
+        shared.replication.follow();
         Ok(())
     }
 
     /// The epoch client appends stamp: `None` for a bare log (which stamps -1) or a follower.
     pub fn leader_epoch(&self) -> Option<i32> {
-        let role = self.shared.role.load(Ordering::Acquire);
-        (role >= 0).then(|| i32::try_from(role).ok()).flatten()
+        self.shared.replication.leader_epoch()
     }
 
     /// Sets the high watermark (Kafka's `updateHighWatermark` as a leader's ISR or a follower's
@@ -111,8 +101,8 @@ impl Log {
         }
         let start = shared.view.log_start();
         let mut new = high_watermark.max(start);
-        if shared.high_watermark_set.load(Ordering::Acquire) {
-            new = new.max(shared.high_watermark.get());
+        if let Some(current) = shared.replication.high_watermark_if_set() {
+            new = new.max(current);
         }
         shared.publish_high_watermark(&mut writer, new);
         Ok(new)
@@ -132,7 +122,7 @@ impl Log {
     pub fn end_offset_for_epoch(&self, epoch: i32) -> (i32, i64) {
         self.poll_live();
         let shared = &self.shared;
-        let cache = shared.leader_epochs.lock();
+        let cache = shared.replication.epochs();
         let answer = cache.end_offset_for(epoch, shared.view.log_end());
         if answer.0 == UNDEFINED_EPOCH {
             (UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET)
@@ -144,93 +134,55 @@ impl Log {
     /// The cache's latest epoch, if any.
     pub fn latest_epoch(&self) -> Option<i32> {
         self.poll_live();
-        self.shared.leader_epochs.lock().latest_epoch()
+        self.shared.replication.epochs().latest_epoch()
     }
 
     /// The epoch that wrote `offset` according to the cache, if any.
     pub fn epoch_for_offset(&self, offset: i64) -> Option<i32> {
         self.poll_live();
-        self.shared.leader_epochs.lock().epoch_for_offset(offset)
+        self.shared.replication.epochs().epoch_for_offset(offset)
     }
 
     /// A copy of the cache's entries, oldest first.
     pub fn leader_epoch_entries(&self) -> Vec<EpochEntry> {
         self.poll_live();
-        self.shared.leader_epochs.lock().entries().to_vec()
+        self.shared.replication.epochs().entries().to_vec()
     }
 }
 
 impl Shared {
     /// The high watermark: the set value, or the readable end until one is set.
-    pub(super) fn high_watermark(&self) -> i64 {
-        let end = self.readable_end();
-        if self.high_watermark_set.load(Ordering::Acquire) {
-            self.high_watermark.get().min(end)
-        } else {
-            end
-        }
+    pub(in crate::log) fn high_watermark(&self) -> i64 {
+        self.replication.high_watermark(self.readable_end())
     }
 
     /// What a reader bounded by the high watermark waits on: the log end until the high
     /// watermark is first set ([`publish_high_watermark`](Self::publish_high_watermark) then
     /// wakes those waiters).
-    pub(super) fn high_watermark_mark(&self) -> &Watermark {
-        if self.high_watermark_set.load(Ordering::Acquire) {
-            &self.high_watermark
-        } else {
-            self.view.log_end_mark()
-        }
+    pub(in crate::log) fn high_watermark_mark(&self) -> &Watermark {
+        self.replication.mark(self.view.log_end_mark())
     }
 
     /// The high watermark once the log ends at `next_offset` (under the writer lock).
     pub(in crate::log) fn high_watermark_at(&self, next_offset: i64) -> i64 {
-        if self.high_watermark_set.load(Ordering::Acquire) {
-            self.high_watermark.get()
-        } else {
-            next_offset
-        }
+        self.replication.high_watermark_at(next_offset)
     }
 
     /// Sets the high watermark to `value` (under the writer lock) and tells the producer state.
-    pub(super) fn publish_high_watermark(&self, writer: &mut Writer, value: i64) {
+    pub(in crate::log) fn publish_high_watermark(&self, writer: &mut Writer, value: i64) {
         writer.producers.on_high_watermark_updated(value);
         self.txn.publish(&writer.producers);
-        self.high_watermark_set.store(true, Ordering::Release);
-        self.high_watermark.set(value);
+        self.replication.publish(value);
         // A reader bounded by the high watermark may have waited on the log end before it was
         // first set.
         self.view.log_end_mark().wake_all();
-    }
-
-    /// After a truncation to `new_end`: a high watermark above it comes down to it (Kafka's
-    /// follower sets `HW = min(HW, LEO)`).
-    pub(super) fn lower_high_watermark_to(&self, new_end: i64) {
-        if self.high_watermark_set.load(Ordering::Acquire) && self.high_watermark.get() > new_end {
-            self.high_watermark.set(new_end);
-        }
-    }
-
-    /// The epoch a client append stamps, or [`Error::NotLeaderOrFollower`] for a follower.
-    /// Called under the writer lock.
-    pub(super) fn client_append_epoch(&self) -> Result<i32> {
-        match self.role.load(Ordering::Acquire) {
-            ROLE_FOLLOWER => Err(Error::NotLeaderOrFollower {
-                why: format!(
-                    "{} is a follower: only append_as_follower writes to it",
-                    self.dir.display()
-                ),
-            }),
-            role => Ok(i32::try_from(role)
-                .unwrap_or(UNDEFINED_EPOCH)
-                .max(UNDEFINED_EPOCH)),
-        }
     }
 
     /// A live read-only log's poll: the writer's `leader-epoch-checkpoint` again, cut to the
     /// view's `[log start, end)`. The writer replaces the file by a rename, so the read sees a
     /// whole file; one that does not parse (the writer is about to rebuild it) leaves the cache
     /// as it was, as does a missing one.
-    pub(super) fn follow_live_leader_epochs(&self, end: i64) {
+    pub(in crate::log) fn follow_live_leader_epochs(&self, end: i64) {
         let entries = match read_checkpoint(&*self.storage, &self.dir) {
             Ok(Some(entries)) => entries,
             Ok(None) => return,
@@ -247,17 +199,18 @@ impl Shared {
             .truncate_from_end(end)
             .and_then(|()| cache.truncate_from_start(self.view.log_start()));
         if cut.is_ok() {
-            *self.leader_epochs.lock() = cache;
+            *self.replication.epochs() = cache;
         }
     }
 
-    /// Records that `epoch` wrote a batch at `base_offset` (Kafka's assign on append), before
-    /// the batch is written. A negative epoch is no epoch and changes nothing.
-    pub(super) fn assign_epoch(&self, epoch: i32, base_offset: i64) -> Result<()> {
-        if epoch < 0 {
-            return Ok(());
-        }
-        self.leader_epochs.lock().assign(epoch, base_offset)?;
-        Ok(())
+    /// The last stable offset: the first unstable offset, or the high watermark when no
+    /// transaction is unstable, and never below the log start. The first unstable offset is
+    /// read before the log end: an append publishes it before it moves the end past a
+    /// transactional batch.
+    pub(in crate::log) fn last_stable_offset(&self) -> i64 {
+        let first_unstable = self.txn.first_unstable();
+        let high_watermark = self.high_watermark();
+        let log_start = self.view.log_start();
+        first_unstable.min(high_watermark).max(log_start)
     }
 }

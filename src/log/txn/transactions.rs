@@ -200,15 +200,6 @@ impl Log {
 }
 
 impl Shared {
-    /// See [`Log::last_stable_offset`]. The first unstable offset is read before the log end:
-    /// an append publishes it before it moves the end past a transactional batch.
-    pub(in crate::log) fn last_stable_offset(&self) -> i64 {
-        let first_unstable = self.txn.first_unstable();
-        let high_watermark = self.high_watermark();
-        let log_start = self.view.log_start();
-        first_unstable.min(high_watermark).max(log_start)
-    }
-
     /// Checks a batch whose offsets are assigned against its producer's state. Batches without
     /// a producer id pass with one branch.
     pub(in crate::log) fn check_producer(

@@ -415,7 +415,7 @@ impl Log {
         self.check_writable()?;
         // A follower takes no client appends; a leader stamps its epoch, a bare log -1
         // (`replication.rs`).
-        let leader_epoch = shared.client_append_epoch()?;
+        let leader_epoch = shared.replication.client_append_epoch(&shared.dir)?;
         let base_offset = writer.log_end_offset;
         set_base_offset(head, base_offset)?;
         set_partition_leader_epoch(head, leader_epoch)?;
@@ -457,7 +457,7 @@ impl Log {
         };
         // Kafka assigns the epoch before the write: an entry the write then fails to back
         // starts at or above the log end, and the next open drops it.
-        shared.assign_epoch(leader_epoch, base_offset)?;
+        shared.replication.assign_epoch(leader_epoch, base_offset)?;
         // Kafka's shouldRoll, then the append, under one hold of the segment's lock.
         let batch = AppendBytes::pair(head, tail);
         let appended = match writer.active.append_bytes_unless_roll(

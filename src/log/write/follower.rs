@@ -146,7 +146,9 @@ impl Log {
         for batch in &checked {
             let epoch = batch.header.partition_leader_epoch;
             if epoch >= 0 && run_epoch != Some(epoch) {
-                shared.assign_epoch(epoch, batch.header.base_offset)?;
+                shared
+                    .replication
+                    .assign_epoch(epoch, batch.header.base_offset)?;
                 run_epoch = Some(epoch);
             }
         }

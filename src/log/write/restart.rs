@@ -21,7 +21,6 @@
 //! durable sequence), so a crash during that part leaves a prefix of the old log, as a
 //! truncation does.
 
-use crate::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
@@ -85,7 +84,7 @@ impl Shared {
         writer.points.record_cut(offset, offset)?;
         self.view.set_log_start(offset);
         // 3. The epoch cache.
-        self.leader_epochs.lock().clear()?;
+        self.replication.epochs().clear()?;
         // 4. The new active segment, then the old ones go.
         let list = self.view.segments().load();
         let handles = list.handles();
@@ -134,9 +133,7 @@ impl Shared {
         self.txn.publish(&writer.producers);
         self.durability.restart_at(offset);
         self.view.set_log_end(offset);
-        if self.high_watermark_set.load(Ordering::Acquire) {
-            self.high_watermark.set(offset);
-        }
+        self.replication.restart_at(offset);
         self.durability.durable_mark().wake_all();
         self.reap_deleted(writer, false);
         // The old segments' renames are durable, and no `.swap` exists outside a swap (which

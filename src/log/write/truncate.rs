@@ -5,7 +5,6 @@
 //! A truncation runs under the writer mutex throughout, in the order that keeps a crash
 //! part-way a prefix of the old log (ARCHITECTURE.md §3, invariant 15).
 
-use crate::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
@@ -50,8 +49,8 @@ impl Log {
             // Kafka's `truncateTo` above the log end only cuts the epoch cache there: an epoch
             // recorded at the log end (a leader elected there) that never wrote goes.
             shared
-                .leader_epochs
-                .lock()
+                .replication
+                .epochs()
                 .truncate_from_end(writer.log_end_offset)?;
             return Ok(writer.log_end_offset);
         }
@@ -93,8 +92,7 @@ impl Log {
             }
             // Kafka's `maybeIncrementLogStartOffset`: nothing at or above the high watermark
             // goes.
-            if shared.high_watermark_set.load(Ordering::Acquire) {
-                let high_watermark = shared.high_watermark.get();
+            if let Some(high_watermark) = shared.replication.high_watermark_if_set() {
                 if offset > high_watermark {
                     return Err(Error::OffsetOutOfRange {
                         requested: offset,
@@ -126,7 +124,7 @@ impl Log {
         shared.txn.publish(&writer.producers);
         // After the start is durable: a crash before this leaves entries below the start, which
         // the next open clamps.
-        shared.leader_epochs.lock().truncate_from_start(offset)?;
+        shared.replication.epochs().truncate_from_start(offset)?;
         Ok(())
     }
 }
@@ -174,8 +172,8 @@ impl Shared {
         //    step 1 a crash makes the next open scan from at most the new end, and that scan
         //    assigns again the epochs of whatever batches the crash left above it; a high
         //    watermark above the new end comes down to it.
-        self.leader_epochs.lock().truncate_from_end(new_end)?;
-        self.lower_high_watermark_to(new_end);
+        self.replication.epochs().truncate_from_end(new_end)?;
+        self.replication.lower_to(new_end);
 
         let (kept, removed) = match &holder {
             None => {
