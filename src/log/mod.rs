@@ -32,7 +32,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::sync::{Condvar, Mutex};
+use crate::sync::Mutex;
 
 use crate::clock::Clock;
 use crate::error::{Error, Result};
@@ -46,6 +46,7 @@ use durability::state::Durability;
 use files::checkpoint::CleanShutdown;
 use files::deleted::PendingDeletes;
 use files::log_files::LogFiles;
+use maintenance::state::Maintenance;
 use replication::state::Replication;
 use segments::snapshot::{SegmentList, Snapshot};
 pub(crate) use segments::truncations::TruncationEpoch;
@@ -150,21 +151,14 @@ struct Shared {
     durability: Durability,
     counters: observe::stats::Counters,
     report: RecoveryReport,
-    /// Held by a compaction pass (one pass at a time), with what passes remember.
-    compaction: Mutex<maintenance::compaction::CleanerState>,
-    /// Compaction's counters and persisted checkpoint, readable while a pass runs.
-    compaction_status: maintenance::compaction::CompactionStatus,
+    /// The pass locks, the cleaner's memory, compaction's counters, the thread's stop.
+    maintenance: Maintenance,
     /// The first unstable offset, the last `.txnindex` base, a replay's aborted transactions.
     txn: TxnView,
-    /// Held for a whole retention pass: passes run one at a time.
-    retention_pass: Mutex<()>,
     /// For a read-only log that follows a writer in another process (`allow_live_writer`):
     /// when it may look at the directory next. Held for a whole poll, so that concurrent
     /// readers never poll twice.
     live: Option<Mutex<Instant>>,
-    /// Set by `close()` to stop the maintenance thread.
-    maintenance_stop: Mutex<bool>,
-    maintenance_wake: Condvar,
     /// The leader-epoch cache, the role, the high watermark.
     replication: Replication,
 }
@@ -366,16 +360,10 @@ impl Log {
             ),
             counters: observe::stats::Counters::default(),
             report: recovered.report,
-            compaction: Mutex::new(maintenance::compaction::CleanerState::starting_at(
-                first_dirty,
-            )),
-            compaction_status: maintenance::compaction::CompactionStatus::default(),
+            maintenance: Maintenance::new(first_dirty),
             txn: txn_view,
-            retention_pass: Mutex::new(()),
             live: (read_only && config.allow_live_writer)
                 .then(|| Mutex::new(Instant::now() + config.poll_interval)),
-            maintenance_stop: Mutex::new(false),
-            maintenance_wake: Condvar::new(),
             replication: Replication::new(leader_epochs, log_end_offset),
             config,
         });
@@ -419,7 +407,7 @@ impl Log {
             // On failure the log drops, which closes it and stops the flusher.
             let maintenance = crate::sync::thread::Builder::new()
                 .name(format!("partlog-maintenance:{}", dir.display()))
-                .spawn(move || maintenance::retention::maintenance_loop(&shared, opened_ms))
+                .spawn(move || maintenance::schedule::maintenance_loop(&shared, opened_ms))
                 .map_err(|e| Error::io(dir, e))?;
             *log.maintenance.lock() = Some(maintenance);
         }
@@ -531,8 +519,7 @@ impl Log {
     }
 
     fn stop_maintenance(&self) {
-        *self.shared.maintenance_stop.lock() = true;
-        self.shared.maintenance_wake.notify_all();
+        self.shared.maintenance.stop();
         if let Some(handle) = self.maintenance.lock().take()
             && handle.join().is_err()
         {

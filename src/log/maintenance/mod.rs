@@ -5,3 +5,5 @@
 
 pub(in crate::log) mod compaction;
 pub(in crate::log) mod retention;
+pub(in crate::log) mod schedule;
+pub(in crate::log) mod state;

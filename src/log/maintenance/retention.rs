@@ -71,7 +71,6 @@
 //! from 1970 and every active segment looks ancient.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use crate::sync::MutexGuard;
 
@@ -313,7 +312,7 @@ impl Shared {
 
     fn retention_pass(&self) -> Result<RetentionReport> {
         // One pass at a time: a second one would only find the first one's work undone.
-        let _pass = self.retention_pass.lock();
+        let _pass = self.maintenance.retention_pass();
         // Whether an attempt rolled the active segment before it planned again.
         let mut rolled = false;
         for _ in 0..MAX_PLANS {
@@ -739,64 +738,6 @@ fn deleted(candidate: &Candidate, rule: RetentionRule) -> DeletedSegment {
         end_offset: candidate.end_offset,
         bytes: candidate.bytes,
         rule,
-    }
-}
-
-/// The maintenance thread: a retention pass every `retention.check.interval.ms` of the log's
-/// clock, then, on a compacted log, a compaction pass if one is due, until the log closes
-/// (ARCHITECTURE.md §8).
-///
-/// `opened_ms` is the log's time at open: the first interval counts from it.
-pub(in crate::log) fn maintenance_loop(shared: &Shared, opened_ms: i64) {
-    let interval_ms = shared.config.retention_check_interval_ms.max(1);
-    // Wake often enough to notice the interval on the log's clock (a manual one in tests), never
-    // busier than every 5 ms nor lazier than every 100 ms.
-    let tick = Duration::from_millis(u64::try_from(interval_ms.clamp(5, 100)).unwrap_or(100));
-    let mut last_pass_ms = opened_ms;
-    let mut last_expiration_ms = opened_ms;
-    loop {
-        {
-            let mut stop = shared.maintenance_stop.lock();
-            if !*stop {
-                shared.maintenance_wake.wait_for(&mut stop, tick);
-            }
-            if *stop {
-                return;
-            }
-        }
-        let now_ms = shared.clock.now_ms();
-        // Kafka's producer-expiration task, on its own interval.
-        if now_ms.saturating_sub(last_expiration_ms)
-            >= shared.config.producer_id_expiration_check_interval_ms
-        {
-            last_expiration_ms = now_ms;
-            shared.remove_expired_producers(now_ms);
-        }
-        if now_ms.saturating_sub(last_pass_ms) < interval_ms {
-            continue;
-        }
-        last_pass_ms = now_ms;
-        match shared.enforce_retention() {
-            Ok(_) => {}
-            // Nothing can be deleted until the log is reopened.
-            Err(Error::Closed | Error::Poisoned) => return,
-            Err(error) => log::warn!(
-                "{}: retention pass failed (retried in {interval_ms} ms): {error}",
-                shared.dir.display()
-            ),
-        }
-        if shared.config.cleanup_policy.compact {
-            // A pass only when one is due (dirty ratio or max lag); a failed one is counted in
-            // the stats and retried at the next interval.
-            match shared.compact_if_due() {
-                Ok(()) => {}
-                Err(Error::Closed | Error::Poisoned) => return,
-                Err(error) => log::warn!(
-                    "{}: compaction failed (retried in {interval_ms} ms): {error}",
-                    shared.dir.display()
-                ),
-            }
-        }
     }
 }
 

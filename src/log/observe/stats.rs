@@ -121,7 +121,7 @@ impl Log {
             .active()
             .and_then(|h| h.if_open())
             .map_or(0, |s| s.size());
-        let compaction = shared.compaction_counters();
+        let compaction = shared.maintenance.status().counters();
         LogStats {
             segments: list.len(),
             open_segments: shared.view.segments().open_count(),

@@ -120,11 +120,8 @@
 //! [`LogStats::compaction_uncleanable_bytes`]: crate::LogStats::compaction_uncleanable_bytes
 //! [`LogStats::compaction_failed_passes`]: crate::LogStats::compaction_failed_passes
 
-use crate::sync::atomic::{AtomicU64, Ordering};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-
-use crate::sync::Mutex;
 
 use crate::error::{Error, Result};
 use crate::format::{AnyBatchIter, Batch};
@@ -133,6 +130,7 @@ use crate::segment::{Segment, SegmentFileKind};
 use crate::log::files::checkpoint::DurableWriteError;
 use crate::log::files::cleaner_checkpoint::CLEANER_CHECKPOINT_FILE_NAME;
 use crate::log::files::remove_quietly;
+use crate::log::maintenance::state::CleanerState;
 use crate::log::{CompactionStats, Log, Shared};
 
 mod clean;
@@ -246,44 +244,6 @@ pub struct CompactionSchedule {
     /// A pass is due: there are dirty bytes, and the ratio reaches
     /// `min.cleanable.dirty.ratio` or the max lag is exceeded.
     pub due: bool,
-}
-
-/// What the cleaner remembers between passes. Held by a pass for its whole run.
-#[derive(Debug, Default)]
-pub(crate) struct CleanerState {
-    /// Every record below it has been compared with every later record below it (Kafka's
-    /// cleaner checkpoint): a pass maps only from here on.
-    first_dirty_offset: i64,
-    /// The log's truncation count when `first_dirty_offset` was last valid.
-    truncations_seen: u64,
-}
-
-/// Compaction's counters, readable without waiting for a pass.
-#[derive(Debug, Default)]
-pub(crate) struct CompactionStatus {
-    passes: AtomicU64,
-    failed_passes: AtomicU64,
-    /// Where the last stable offset held the last pass back, and the bytes from there on.
-    uncleanable: Mutex<Option<(i64, u64)>>,
-}
-
-impl CleanerState {
-    /// A cleaner whose first dirty offset is `first_dirty_offset`.
-    pub(in crate::log) fn starting_at(first_dirty_offset: i64) -> CleanerState {
-        CleanerState {
-            first_dirty_offset,
-            ..CleanerState::default()
-        }
-    }
-}
-
-/// What [`Log::stats`] reports of compaction.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct CompactionCounters {
-    pub passes: u64,
-    pub failed_passes: u64,
-    pub uncleanable_from: Option<i64>,
-    pub uncleanable_bytes: u64,
 }
 
 impl Log {
@@ -459,23 +419,12 @@ impl Log {
 }
 
 impl Shared {
-    pub(in crate::log) fn compaction_counters(&self) -> CompactionCounters {
-        let status = &self.compaction_status;
-        let uncleanable = *status.uncleanable.lock();
-        CompactionCounters {
-            passes: status.passes.load(Ordering::Relaxed),
-            failed_passes: status.failed_passes.load(Ordering::Relaxed),
-            uncleanable_from: uncleanable.map(|(from, _)| from),
-            uncleanable_bytes: uncleanable.map_or(0, |(_, bytes)| bytes),
-        }
-    }
-
     pub(super) fn compaction_schedule(&self) -> Result<CompactionSchedule> {
         if !self.config.cleanup_policy.compact {
             return Ok(CompactionSchedule::default());
         }
-        let mut cleaner = self.compaction.lock();
-        self.note_truncations(&mut cleaner);
+        let mut cleaner = self.maintenance.cleaner();
+        cleaner.note_truncations(self.view.truncations().sequence());
         let now_ms = self.clock.now_ms();
         let plan = self.plan(&cleaner, now_ms, self.config.min_compaction_lag_ms, true)?;
         Ok(plan.schedule)
@@ -488,9 +437,7 @@ impl Shared {
             Ok(schedule) if schedule.due => {}
             Ok(_) => return Ok(()),
             Err(error) => {
-                self.compaction_status
-                    .failed_passes
-                    .fetch_add(1, Ordering::Relaxed);
+                self.maintenance.status().note_failed_pass();
                 return Err(error);
             }
         }
@@ -523,15 +470,6 @@ impl Shared {
         }
     }
 
-    /// A truncation since the last pass reused offsets: what was clean is dirty again.
-    fn note_truncations(&self, cleaner: &mut CleanerState) {
-        let truncations = self.view.truncations().sequence();
-        if cleaner.truncations_seen != truncations {
-            cleaner.first_dirty_offset = 0;
-            cleaner.truncations_seen = truncations;
-        }
-    }
-
     /// One pass, reported to the observer whether it ran or failed.
     fn compact_with(&self, options: CompactionOptions) -> Result<CompactionStats> {
         let result = self.compact_counted(options);
@@ -550,18 +488,14 @@ impl Shared {
                 why: "compaction needs cleanup.policy compact".into(),
             });
         }
-        let mut cleaner = self.compaction.lock();
+        let mut cleaner = self.maintenance.cleaner();
         match self.compact_locked(&mut cleaner, options) {
             Ok(stats) => {
-                self.compaction_status
-                    .passes
-                    .fetch_add(1, Ordering::Relaxed);
+                self.maintenance.status().note_pass();
                 Ok(stats)
             }
             Err(error) => {
-                self.compaction_status
-                    .failed_passes
-                    .fetch_add(1, Ordering::Relaxed);
+                self.maintenance.status().note_failed_pass();
                 log::warn!(
                     "{}: compaction pass failed (the next pass retries): {error}",
                     self.dir.display()
@@ -579,9 +513,9 @@ impl Shared {
         let started = Instant::now();
         let now_ms = self.clock.now_ms();
         let mut stats = CompactionStats::default();
-        self.note_truncations(cleaner);
-        let truncations_at_start = cleaner.truncations_seen;
-        let first_dirty = cleaner.first_dirty_offset;
+        cleaner.note_truncations(self.view.truncations().sequence());
+        let truncations_at_start = cleaner.truncations_seen();
+        let first_dirty = cleaner.first_dirty_offset();
         let min_lag_ms = options
             .min_compaction_lag_ms
             .unwrap_or(self.config.min_compaction_lag_ms);
@@ -613,9 +547,11 @@ impl Shared {
             Some(from) => self.bytes_from(from)?,
             None => 0,
         };
-        *self.compaction_status.uncleanable.lock() = stats
-            .uncleanable_from
-            .map(|from| (from, stats.uncleanable_bytes));
+        self.maintenance.status().set_uncleanable(
+            stats
+                .uncleanable_from
+                .map(|from| (from, stats.uncleanable_bytes)),
+        );
 
         // Phase 2: group the mapped segments and rewrite each group.
         mapped.retain(|p| p.handle.base_offset() < map.mapped_end);
@@ -638,9 +574,9 @@ impl Shared {
                 }
             }
         }
-        if every_group_done && map.mapped_end > cleaner.first_dirty_offset {
+        if every_group_done && map.mapped_end > cleaner.first_dirty_offset() {
             // The next pass maps from here on, so that a small key map still makes progress.
-            cleaner.first_dirty_offset = map.mapped_end;
+            cleaner.cleaned_up_to(map.mapped_end);
             self.persist_first_dirty(map.mapped_end, truncations_at_start);
         }
         stats.duration = started.elapsed();

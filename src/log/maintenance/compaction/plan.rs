@@ -17,7 +17,8 @@ use crate::log::segments::snapshot::SegmentHandle;
 
 use super::clean::rewritable;
 use super::txn::{ActiveProducers, TxnTracker, last_record_of_producer, marker_type};
-use super::{CleanerState, CompactionOptions, CompactionSchedule, for_each_batch};
+use super::{CompactionOptions, CompactionSchedule, for_each_batch};
+use crate::log::maintenance::state::CleanerState;
 
 /// The key map of phase 1: for each key, the highest offset it has in the mapped range.
 pub(super) struct KeyMap {
@@ -124,7 +125,7 @@ impl Shared {
         min_lag_ms: i64,
         check_max_lag: bool,
     ) -> Result<Plan> {
-        let first_dirty = cleaner.first_dirty_offset;
+        let first_dirty = cleaner.first_dirty_offset();
         // Read before the segment list: the LSO only grows while no truncation runs, and a
         // truncation resets the cleaner (and the pass then swaps nothing in).
         let last_stable = self.last_stable_offset();
