@@ -37,7 +37,7 @@ use crate::sync::Mutex;
 use crate::clock::Clock;
 use crate::error::{Error, Result};
 use crate::rng::SplitMix64;
-use crate::segment::{Segment, SegmentRole};
+use crate::segment::SegmentRole;
 use crate::storage::Storage;
 
 use durability::flusher::flusher_loop;
@@ -49,6 +49,7 @@ use files::log_files::LogFiles;
 use maintenance::state::Maintenance;
 use replication::state::Replication;
 use segments::snapshot::{SegmentList, Snapshot};
+use segments::tail::Tail;
 pub(crate) use segments::truncations::TruncationEpoch;
 use segments::view::ReadView;
 use txn::producer_state::ProducerStateManager;
@@ -108,30 +109,19 @@ pub struct LogAppendInfo {
     pub duplicate: bool,
 }
 
-/// The appender's state, behind the writer mutex.
+/// The writer mutex's state: one part per owner whose state appends, rolls and truncations
+/// change together (ARCHITECTURE.md §8: the writer mutex, lock 1).
 #[derive(Debug)]
 struct Writer {
-    active: Arc<Segment>,
-    log_end_offset: i64,
-    /// Sealed segments whose data and indexes are not yet synced (the flusher syncs them off
-    /// the append path, and any group commit syncs them first). A segment stays here until its
-    /// sync has succeeded, not only until one began: a recovery point must never pass it
-    /// ([`Writer::recovery_point_bound`]).
-    unsynced_sealed: Vec<Arc<Segment>>,
-    /// A segment file was created since the last directory sync.
-    dir_dirty: bool,
-    /// Producer snapshots a roll put in place without fsyncing them: the flusher's next sync
-    /// (or close) fsyncs them before the directory, off the append path (`transactions.rs`).
-    unsynced_snapshots: Vec<files::producer_snapshot::UnsyncedSnapshot>,
+    /// The active segment, the log end, what rolls left unsynced, the roll jitter.
+    tail: Tail,
     /// `partlog.checkpoint`, the recovery point, the flush policy's counts.
     points: DurablePoints,
-    /// Files renamed `.deleted`, removed once no reader pins their segment.
-    deletes: PendingDeletes,
-    /// The roll jitter's draws.
-    jitter: SplitMix64,
     /// Per-producer sequences, epochs and open transactions (Kafka's `ProducerStateManager`,
     /// under the log lock as here).
     producers: ProducerStateManager,
+    /// Files renamed `.deleted`, removed once no reader pins their segment.
+    deletes: PendingDeletes,
 }
 
 /// Everything the log's threads share.
@@ -343,15 +333,10 @@ impl Log {
                 recovered.compacted,
             ),
             writer: Mutex::new(Writer {
-                active: recovered.active,
-                log_end_offset,
-                unsynced_sealed: Vec::new(),
-                dir_dirty: false,
-                unsynced_snapshots: Vec::new(),
+                tail: Tail::new(recovered.active, log_end_offset, jitter),
                 points: DurablePoints::new(recovered.checkpoint, recovered.recovery_point),
-                deletes: PendingDeletes::default(),
-                jitter,
                 producers: producer_state,
+                deletes: PendingDeletes::default(),
             }),
             durability: Durability::new(
                 recovered.durable_offset,
@@ -574,18 +559,18 @@ impl Shared {
         }
         // Segments sealed with nothing appended after them (so no sync above covered them)
         // must be on disk before the clean-shutdown record says everything is.
-        for segment in std::mem::take(&mut writer.unsynced_sealed) {
+        for segment in writer.tail.take_unsynced_sealed() {
             segment.flush_sealed()?;
         }
-        let active = Arc::clone(&writer.active);
+        let active = Arc::clone(writer.tail.active());
         // The final time-index entry, then data and indexes to disk.
         active.seal()?;
         active.flush()?;
-        for snapshot in std::mem::take(&mut writer.unsynced_snapshots) {
+        for snapshot in writer.tail.take_unsynced_snapshots() {
             snapshot.sync(&*self.storage)?;
-            writer.dir_dirty = true;
+            writer.tail.mark_dir_dirty();
         }
-        if std::mem::take(&mut writer.dir_dirty) {
+        if writer.tail.take_dir_dirty() {
             self.storage.sync_dir(&self.dir)?;
         }
         self.reap_deleted(&mut writer, true);
@@ -596,9 +581,9 @@ impl Shared {
         let clean = CleanShutdown {
             active_segment_base: active.base_offset(),
             active_segment_size: active.size(),
-            log_end_offset: writer.log_end_offset,
+            log_end_offset: writer.tail.log_end_offset(),
         };
-        let log_end_offset = writer.log_end_offset;
+        let log_end_offset = writer.tail.log_end_offset();
         writer
             .points
             .write(log_end_offset, log_start, Some(clean), true)?;

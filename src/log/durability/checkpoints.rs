@@ -27,7 +27,7 @@ impl Shared {
             let writer = self.writer.lock();
             (
                 writer.points.recovery_point(),
-                Arc::clone(&writer.active),
+                Arc::clone(writer.tail.active()),
                 self.durability.durable_offset(),
                 self.view.truncations().sequence(),
             )
@@ -55,11 +55,11 @@ impl Shared {
         // longer be the active ones. Try again at the next tick (found by tests/crash_matrix.rs:
         // a point recorded over re-appended data that a crash then lost).
         if self.view.truncations().sequence() != truncations
-            || !Arc::ptr_eq(&writer.active, &active)
+            || !Arc::ptr_eq(writer.tail.active(), &active)
         {
             return Ok(());
         }
-        let recovery_point = writer.recovery_point_bound(durable);
+        let recovery_point = writer.tail.recovery_point_bound(durable);
         if recovery_point <= writer.points.recovery_point() {
             return Ok(());
         }
@@ -73,7 +73,7 @@ impl Shared {
         // durable offset that reached the end later would wait for the next append or for
         // `recovery_point_ms` (for ever on a stopped clock: tests/reliability_bitflips_crash.rs
         // waited 120 s for it).
-        if recovery_point >= writer.log_end_offset {
+        if recovery_point >= writer.tail.log_end_offset() {
             self.durability.note_checkpointed_bytes(appended);
         }
         *last_checkpoint_ms = now_ms;
@@ -121,7 +121,10 @@ impl Shared {
             .handles()
             .binary_search_by_key(&offset, |handle| handle.base_offset())
             .is_ok();
-        if writer.recovery_point_bound(self.durability.durable_offset()) < offset
+        if writer
+            .tail
+            .recovery_point_bound(self.durability.durable_offset())
+            < offset
             || !is_segment_base
         {
             return Ok(false);
@@ -212,20 +215,5 @@ impl Shared {
         let log_start = self.view.log_start();
         let written = writer.points.consume_clean_shutdown(log_start);
         self.checkpoint_written(writer, written)
-    }
-}
-
-impl Writer {
-    /// The highest recovery point the log may record now: every offset below it must be
-    /// durable with the index entries that recovery will trust (ARCHITECTURE.md §7). That
-    /// stops at the oldest sealed segment whose sync has not completed: its `.log` may be
-    /// durable (a group commit synced it while it was still active, which leaves the active
-    /// segment's indexes alone) while its index entries and its final time-index entry are
-    /// not, and recovery trusts the entries of every segment below the recovery point.
-    fn recovery_point_bound(&self, durable_offset: i64) -> i64 {
-        self.unsynced_sealed
-            .iter()
-            .map(|segment| segment.base_offset())
-            .fold(durable_offset.min(self.log_end_offset), i64::min)
     }
 }

@@ -79,13 +79,13 @@ impl Shared {
                 crate::log::write::append::WRITER_LOCK_SPIN,
             );
             (
-                writer.log_end_offset,
+                writer.tail.log_end_offset(),
                 // Left in the list until synced, so that no recovery point passes them
                 // while this sync runs (`Writer::recovery_point_bound`).
-                writer.unsynced_sealed.clone(),
-                std::mem::take(&mut writer.unsynced_snapshots),
-                std::mem::take(&mut writer.dir_dirty),
-                Arc::clone(&writer.active),
+                writer.tail.unsynced_sealed().to_vec(),
+                writer.tail.take_unsynced_snapshots(),
+                writer.tail.take_dir_dirty(),
+                Arc::clone(writer.tail.active()),
                 self.view.truncations().sequence(),
             )
         };
@@ -123,7 +123,7 @@ impl Shared {
         let (sealed, truncations) = {
             let writer = self.writer.lock();
             (
-                writer.unsynced_sealed.clone(),
+                writer.tail.unsynced_sealed().to_vec(),
                 self.view.truncations().sequence(),
             )
         };
@@ -173,9 +173,7 @@ impl Shared {
         if self.view.truncations().sequence() != truncations {
             return;
         }
-        writer
-            .unsynced_sealed
-            .retain(|segment| !synced.iter().any(|done| Arc::ptr_eq(done, segment)));
+        writer.tail.forget_synced(synced);
     }
 
     /// Poisons the log after a failed fsync (`what` says which), and returns its error.

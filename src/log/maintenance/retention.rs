@@ -418,7 +418,7 @@ impl Shared {
         // its start, forgetting the producers the live log knows by them (ARCHITECTURE.md §9).
         let new_start = match current.handles().get(plan.deleted.len()) {
             Some(first_kept) => first_kept.base_offset(),
-            None => writer.log_end_offset,
+            None => writer.tail.log_end_offset(),
         }
         .max(self.view.log_start());
         if self.durability.durable_offset() < new_start {
@@ -523,7 +523,10 @@ impl Shared {
             let is_last = index + 1 == handles.len();
             let (segment, end_offset) =
                 if is_last {
-                    (Arc::clone(&writer.active), writer.log_end_offset)
+                    (
+                        Arc::clone(writer.tail.active()),
+                        writer.tail.log_end_offset(),
+                    )
                 } else {
                     let next_base = handles.get(index + 1).map_or(i64::MAX, |h| h.base_offset());
                     let segment = self.view.segments().pin(handle)?.ok_or_else(|| {
@@ -597,8 +600,8 @@ impl Shared {
             .swap(SegmentList::new(kept.to_vec()), removed);
         let first_kept_base = first_kept.base_offset();
         writer
-            .unsynced_sealed
-            .retain(|segment| segment.base_offset() >= first_kept_base);
+            .tail
+            .retain_unsynced(|segment| segment.base_offset() >= first_kept_base);
 
         // 3. Rename every file to `*.deleted`, oldest segment first, stopping at the first
         // failure: the segments left on disk must stay contiguous, since recovery cuts the log
@@ -690,9 +693,10 @@ impl Shared {
     fn sync_dir_after_renames(&self, writer: &mut MutexGuard<'_, Writer>) -> Result<()> {
         let mut synced: Vec<Arc<Segment>> = Vec::new();
         for _ in 0..MAX_DIR_SYNC_ATTEMPTS {
-            let unsynced: Vec<Arc<Segment>> = if writer.dir_dirty {
+            let unsynced: Vec<Arc<Segment>> = if writer.tail.dir_dirty() {
                 writer
-                    .unsynced_sealed
+                    .tail
+                    .unsynced_sealed()
                     .iter()
                     .filter(|s| !synced.iter().any(|done| Arc::ptr_eq(done, s)))
                     .cloned()
@@ -705,10 +709,10 @@ impl Shared {
                     // Whether the renames (and any new segment's name) reached the disk is
                     // unknown, and a retry may report success without writing what the kernel
                     // dropped (ARCHITECTURE.md §8, "Failed fsyncs").
-                    writer.dir_dirty = true;
+                    writer.tail.mark_dir_dirty();
                     return Err(self.poison_after_failed_sync("syncing the directory", error));
                 }
-                writer.dir_dirty = false;
+                writer.tail.mark_dir_synced();
                 return Ok(());
             }
             // Reported before the writer lock is taken again, as the flusher reports its syncs:
@@ -726,7 +730,7 @@ impl Shared {
         }
         // Rolls kept outrunning the syncs: the group commit syncs the directory in order, and the
         // log start is durable already, so a crash can only bring back files below it.
-        writer.dir_dirty = true;
+        writer.tail.mark_dir_dirty();
         self.durability.signal_roll();
         Ok(())
     }

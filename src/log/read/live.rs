@@ -113,7 +113,7 @@ impl Shared {
             // Between a writer's deletion and its creation of a segment: look again later.
             return Ok(false);
         };
-        let active = Arc::clone(&writer.active);
+        let active = Arc::clone(writer.tail.active());
         let active_base = active.base_offset();
         let shrank = match active.file_len() {
             Ok(len) => len < active.size(),
@@ -137,12 +137,12 @@ impl Shared {
             || last_base < active_base
         {
             self.reload_live(&mut writer)?;
-            let end = writer.log_end_offset;
+            let end = writer.tail.log_end_offset();
             self.follow_live_producer_state(&mut writer, end, true)?;
             self.follow_live_leader_epochs(end);
             return Ok(true);
         }
-        let old_end = writer.log_end_offset;
+        let old_end = writer.tail.log_end_offset();
         // The segments listed after the active one were created after its last batch was
         // written, so catching up now reads it to its end.
         active.catch_up()?;
@@ -190,11 +190,11 @@ impl Shared {
             );
             if let Some(segment) = new_active {
                 self.view.segments().note_opened();
-                writer.active = segment;
+                writer.tail.follow_active(segment);
             }
         }
-        let new_end = writer.active.next_offset();
-        writer.log_end_offset = new_end;
+        let new_end = writer.tail.active().next_offset();
+        writer.tail.set_log_end_offset(new_end);
         // Before the new end is published: a `read_committed` reader must find a new
         // transaction unstable before it can find its data.
         self.follow_live_producer_state(&mut writer, new_end, false)?;
@@ -207,7 +207,7 @@ impl Shared {
     /// log (or crashed and recovered) under it.
     fn reload_live(&self, writer: &mut Writer) -> Result<()> {
         let now_ms = self.clock.now_ms();
-        let mut jitter = writer.jitter.clone();
+        let mut jitter = writer.tail.jitter();
         let recovered = recovery::recover(
             &self.storage,
             &self.dir,
@@ -224,10 +224,8 @@ impl Shared {
                 .segments()
                 .swap(SegmentList::new(recovered.handles), old_list.handles()),
         );
-        let old_end = writer.log_end_offset;
         let new_end = recovered.active.next_offset();
-        writer.active = recovered.active;
-        writer.log_end_offset = new_end;
+        let old_end = writer.tail.replace_active(recovered.active, new_end);
         if new_end < old_end {
             // Readers above the new end learn that it was cut, not that it is out of range.
             self.view.note_cut_from(old_end);

@@ -59,7 +59,7 @@ impl Log {
                     found: leader_epoch,
                 });
             }
-            cache.assign(leader_epoch, writer.log_end_offset)?;
+            cache.assign(leader_epoch, writer.tail.log_end_offset())?;
         }
         shared.replication.lead(leader_epoch);
         drop(writer);
@@ -93,7 +93,7 @@ impl Log {
         self.check_writable()?;
         let shared = &self.shared;
         let mut writer = shared.writer.lock();
-        let end = writer.log_end_offset;
+        let end = writer.tail.log_end_offset();
         if high_watermark > end {
             return Err(Error::InvalidArgument {
                 why: format!("high watermark {high_watermark} is above the log end offset {end}"),

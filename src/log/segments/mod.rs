@@ -5,6 +5,7 @@
 //! Uses `observe`, `config` and `files`.
 
 pub(in crate::log) mod snapshot;
+pub(in crate::log) mod tail;
 pub(in crate::log) mod truncations;
 pub(in crate::log) mod view;
 pub(in crate::log) mod watermark;

@@ -232,7 +232,7 @@ impl Shared {
             return Ok(());
         }
         let finished = writer.producers.commit_all(infos, next_offset);
-        let segment = Arc::clone(&writer.active);
+        let segment = Arc::clone(writer.tail.active());
         let recorded = record_aborted(&segment, &finished);
         if finished.iter().any(|done| done.txn.is_aborted) {
             self.txn.note_txn_index(segment.base_offset());
@@ -303,14 +303,8 @@ impl Shared {
         }
         let offset = writer.producers.map_end_offset();
         let entries = snapshot_entries(&writer.producers);
-        // A truncation that removed the segment at this base may have left a roll's snapshot
-        // at the same offset pending: this one has replaced its file.
-        writer
-            .unsynced_snapshots
-            .retain(|snapshot| snapshot.offset != offset);
         let snapshot = write_unsynced_snapshot(&*self.storage, &self.dir, offset, &entries)?;
-        writer.unsynced_snapshots.push(snapshot);
-        writer.dir_dirty = true;
+        writer.tail.note_unsynced_snapshot(snapshot);
         writer.producers.snapshot_written(offset);
         Ok(())
     }
@@ -329,9 +323,7 @@ impl Shared {
         let log_start = self.view.log_start();
         // A roll's unsynced snapshot above the new end describes the cut data: its file goes
         // with the others below, durably.
-        writer
-            .unsynced_snapshots
-            .retain(|snapshot| snapshot.offset <= new_end);
+        writer.tail.forget_snapshots_above(new_end);
         // Durably gone before any append reuses their offsets: a snapshot that came back
         // after a crash would describe records that are no longer there.
         if !delete_snapshots_above(&*self.storage, &self.dir, new_end)?.is_empty() {

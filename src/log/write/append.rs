@@ -416,7 +416,7 @@ impl Log {
         // A follower takes no client appends; a leader stamps its epoch, a bare log -1
         // (`replication.rs`).
         let leader_epoch = shared.replication.client_append_epoch(&shared.dir)?;
-        let base_offset = writer.log_end_offset;
+        let base_offset = writer.tail.log_end_offset();
         set_base_offset(head, base_offset)?;
         set_partition_leader_epoch(head, leader_epoch)?;
         let header = BatchHeader::parse(head).map_err(|what| Error::InvalidBatch { what })?;
@@ -460,7 +460,7 @@ impl Log {
         shared.replication.assign_epoch(leader_epoch, base_offset)?;
         // Kafka's shouldRoll, then the append, under one hold of the segment's lock.
         let batch = AppendBytes::pair(head, tail);
-        let appended = match writer.active.append_bytes_unless_roll(
+        let appended = match writer.tail.active().append_bytes_unless_roll(
             batch,
             header.max_timestamp,
             last_offset,
@@ -469,12 +469,12 @@ impl Log {
             Ok(Ok(info)) => Ok(info),
             Ok(Err(_reason)) => {
                 shared.roll(&mut writer, now)?;
-                writer.active.append_bytes(batch)
+                writer.tail.active().append_bytes(batch)
             }
             Err(error) => Err(error),
         };
         if let Err(error) = appended {
-            if writer.active.append_is_broken() {
+            if writer.tail.active().append_is_broken() {
                 log::error!(
                     "poisoning {}: a failed append could not be undone",
                     shared.dir.display()
@@ -491,7 +491,7 @@ impl Log {
             last_offset + 1,
             shared.high_watermark_at(last_offset + 1),
         );
-        writer.log_end_offset = last_offset + 1;
+        writer.tail.set_log_end_offset(last_offset + 1);
         shared.view.advance_log_end(last_offset + 1);
         committed?;
         let epoch = shared.view.truncations().epoch();
@@ -517,11 +517,11 @@ impl Shared {
     pub(in crate::log) fn lock_writer_for_append(&self) -> Result<MutexGuard<'_, Writer>> {
         let shared = self;
         let mut writer = crate::sync::lock_spinning(&shared.writer, WRITER_LOCK_SPIN);
-        while writer.unsynced_sealed.len() >= MAX_UNSYNCED_SEALED {
+        while writer.tail.unsynced_sealed().len() >= MAX_UNSYNCED_SEALED {
             // Back-pressure: rolls outran the flusher's fsyncs. Wait for one covering sync (it
             // drains the whole backlog) rather than let sealed segments and their descriptors
             // pile up.
-            let end = writer.log_end_offset;
+            let end = writer.tail.log_end_offset();
             drop(writer);
             // Everything published may be durable already while segments stay listed (a
             // truncation during their sync keeps them there): a group commit would then have

@@ -115,7 +115,7 @@ impl Log {
         let now = shared.clock.now_ms();
         let mut writer = shared.lock_writer_for_append()?;
         self.check_writable()?;
-        let log_end_offset = writer.log_end_offset;
+        let log_end_offset = writer.tail.log_end_offset();
         if first_offset < log_end_offset {
             return Err(Error::UnexpectedAppendOffset {
                 log_end_offset,
@@ -154,22 +154,23 @@ impl Log {
         }
         let appended = if past_gap {
             shared.roll_past_gap(&mut writer, first_offset, now)?;
-            writer.active.append(batches)
+            writer.tail.active().append(batches)
         } else {
             match writer
-                .active
+                .tail
+                .active()
                 .append_unless_roll(batches, max_timestamp, last_offset, now)
             {
                 Ok(Ok(info)) => Ok(info),
                 Ok(Err(_reason)) => {
                     shared.roll(&mut writer, now)?;
-                    writer.active.append(batches)
+                    writer.tail.active().append(batches)
                 }
                 Err(error) => Err(error),
             }
         };
         if let Err(error) = appended {
-            if writer.active.append_is_broken() {
+            if writer.tail.active().append_is_broken() {
                 log::error!(
                     "poisoning {}: a failed follower append could not be undone",
                     shared.dir.display()
@@ -185,7 +186,7 @@ impl Log {
             next_offset,
             shared.high_watermark_at(next_offset),
         );
-        writer.log_end_offset = next_offset;
+        writer.tail.set_log_end_offset(next_offset);
         shared.view.advance_log_end(next_offset);
         committed?;
         shared.account_append(writer, records, batches.len(), last_offset)?;
@@ -223,7 +224,7 @@ impl Shared {
         // check of gaps the log does not have.
         self.view.mark_compacted();
         let rolled = self.roll_at(writer, base, now_ms);
-        if writer.active.base_offset() != base {
+        if writer.tail.active().base_offset() != base {
             // Nothing rolled: the old segment is still active, and the log as it was.
             return rolled;
         }
@@ -241,11 +242,11 @@ impl Shared {
     /// The durable steps of [`roll_past_gap`](Self::roll_past_gap) once the new segment at
     /// `base` is active and empty.
     fn record_recovery_point_past_gap(&self, writer: &mut Writer, base: i64) -> Result<()> {
-        let sealed = writer.unsynced_sealed.clone();
+        let sealed = writer.tail.unsynced_sealed().to_vec();
         if let Err(error) = self.flush_sealed_alone(&sealed) {
             return Err(self.poison_after_failed_sync("syncing a sealed segment", error));
         }
-        writer.unsynced_sealed.clear();
+        writer.tail.forget_synced(&sealed);
         if let Err(error) = self.storage.sync_dir(&self.dir) {
             return Err(self.poison_after_failed_sync("syncing the directory", error));
         }

@@ -54,7 +54,7 @@ impl Log {
         self.check_writable()?;
         let result = (|| {
             shared.consume_clean_shutdown(&mut writer)?;
-            if offset < writer.log_end_offset {
+            if offset < writer.tail.log_end_offset() {
                 shared.truncate_locked(&mut writer, offset)?;
             }
             shared.restart_locked(&mut writer, offset)
@@ -76,7 +76,7 @@ impl Shared {
             .lower_to(&*self.storage, &self.dir, offset)?;
         // 1. The producer snapshots, durably gone.
         // The rolls' unsynced snapshots are in place: the deletion below takes them too.
-        writer.unsynced_snapshots.clear();
+        drop(writer.tail.take_unsynced_snapshots());
         if !delete_snapshots_above(&*self.storage, &self.dir, -1)?.is_empty() {
             self.storage.sync_dir(&self.dir)?;
         }
@@ -90,7 +90,7 @@ impl Shared {
         let handles = list.handles();
         let reuse = handles
             .last()
-            .filter(|h| h.base_offset() == offset && writer.active.size() == 0)
+            .filter(|h| h.base_offset() == offset && writer.tail.active().size() == 0)
             .cloned();
         let (new_handle, removed) = match reuse {
             Some(handle) => (handle, handles[..handles.len() - 1].to_vec()),
@@ -121,9 +121,8 @@ impl Shared {
         if active.is_sealed() {
             active.unseal()?;
         }
-        writer.unsynced_sealed.clear();
-        writer.active = active;
-        writer.log_end_offset = offset;
+        drop(writer.tail.take_unsynced_sealed());
+        writer.tail.replace_active(active, offset);
         writer.points.set_recovery_point(offset);
         writer.points.reset_flush_counts();
         let mut producer_state =

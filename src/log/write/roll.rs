@@ -33,7 +33,7 @@ impl Log {
         // Again under the writer lock: a close or a poison may have come while it was taken.
         self.check_writable()?;
         shared.roll(&mut writer, shared.clock.now_ms())?;
-        Ok(writer.active.base_offset())
+        Ok(writer.tail.active().base_offset())
     }
 }
 
@@ -41,7 +41,7 @@ impl Shared {
     /// Rolls to a new active segment at the log end offset. All or nothing: if the new segment
     /// cannot be created or the old one sealed, the old one stays active and the error returns.
     pub(in crate::log) fn roll(&self, writer: &mut Writer, now_ms: i64) -> Result<()> {
-        self.roll_at(writer, writer.log_end_offset, now_ms)
+        self.roll_at(writer, writer.tail.log_end_offset(), now_ms)
     }
 
     /// [`roll`](Self::roll) to a new active segment at `base`, or at the log end offset if
@@ -56,13 +56,13 @@ impl Shared {
         base: i64,
         now_ms: i64,
     ) -> Result<()> {
-        let base = base.max(writer.log_end_offset);
-        let old = Arc::clone(&writer.active);
+        let base = base.max(writer.tail.log_end_offset());
+        let old = Arc::clone(writer.tail.active());
         if old.base_offset() == base && old.size() == 0 {
             return Ok(());
         }
         self.consume_clean_shutdown(writer)?;
-        let jitter = self.config.draw_roll_jitter(writer.jitter.next_u64());
+        let jitter = self.config.draw_roll_jitter(writer.tail.next_jitter());
         let segment_config = self.config.segment_config(jitter);
         let new = Arc::new(Segment::create(
             &self.storage,
@@ -102,12 +102,10 @@ impl Shared {
         self.view.segments().swap(SegmentList::new(handles), &[]);
         self.view.segments().note_opened();
         let old_base = old.base_offset();
-        writer.unsynced_sealed.push(old);
-        writer.dir_dirty = true;
-        writer.active = new;
+        writer.tail.rolled(new);
         self.counters.rolls.fetch_add(1, Ordering::Relaxed);
-        if base > writer.log_end_offset {
-            writer.log_end_offset = base;
+        if base > writer.tail.log_end_offset() {
+            writer.tail.set_log_end_offset(base);
             writer.producers.update_map_end_offset(base);
             self.view.advance_log_end(base);
         }

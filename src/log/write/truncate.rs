@@ -45,14 +45,14 @@ impl Log {
         }
         let shared = &self.shared;
         let mut writer = shared.writer.lock();
-        if offset >= writer.log_end_offset {
+        if offset >= writer.tail.log_end_offset() {
             // Kafka's `truncateTo` above the log end only cuts the epoch cache there: an epoch
             // recorded at the log end (a leader elected there) that never wrote goes.
             shared
                 .replication
                 .epochs()
-                .truncate_from_end(writer.log_end_offset)?;
-            return Ok(writer.log_end_offset);
+                .truncate_from_end(writer.tail.log_end_offset())?;
+            return Ok(writer.tail.log_end_offset());
         }
         let result = shared.truncate_locked(&mut writer, offset);
         if result.is_err() {
@@ -78,7 +78,7 @@ impl Log {
         let shared = &self.shared;
         let mut writer = loop {
             let writer = shared.writer.lock();
-            let end = writer.log_end_offset;
+            let end = writer.tail.log_end_offset();
             let start = shared.view.log_start();
             if offset > end {
                 return Err(Error::OffsetOutOfRange {
@@ -186,7 +186,7 @@ impl Shared {
                     self.config.segment_config(0),
                     self.clock.now_ms(),
                 )?);
-                writer.dir_dirty = true;
+                writer.tail.mark_dir_dirty();
                 self.view.segments().note_opened();
                 (vec![SegmentHandle::opened(segment)], handles.to_vec())
             }
@@ -219,11 +219,10 @@ impl Shared {
                     why: "the new active segment left the log".into(),
                 })?;
         writer
-            .unsynced_sealed
-            .retain(|s| s.base_offset() < active.base_offset());
+            .tail
+            .retain_unsynced(|s| s.base_offset() < active.base_offset());
         let new_end = active.next_offset();
-        let old_end = std::mem::replace(&mut writer.log_end_offset, new_end);
-        writer.active = active;
+        let old_end = writer.tail.replace_active(active, new_end);
         self.durability.truncate(new_end);
         self.view.set_log_end(new_end);
         if new_end < old_end {
@@ -274,7 +273,7 @@ impl Shared {
             writer.deletes.push(paths, segment);
         }
         self.storage.sync_dir(&self.dir)?;
-        writer.dir_dirty = false;
+        writer.tail.mark_dir_synced();
         Ok(())
     }
 }
