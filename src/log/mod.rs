@@ -30,7 +30,6 @@ mod write;
 use crate::sync::thread::JoinHandle;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Instant;
 
 use crate::sync::Mutex;
 
@@ -47,6 +46,7 @@ use files::checkpoint::CleanShutdown;
 use files::deleted::PendingDeletes;
 use files::log_files::LogFiles;
 use maintenance::state::Maintenance;
+use read::live_poll::LivePoll;
 use replication::state::Replication;
 use segments::snapshot::{SegmentList, Snapshot};
 use segments::tail::Tail;
@@ -148,7 +148,7 @@ struct Shared {
     /// For a read-only log that follows a writer in another process (`allow_live_writer`):
     /// when it may look at the directory next. Held for a whole poll, so that concurrent
     /// readers never poll twice.
-    live: Option<Mutex<Instant>>,
+    live: Option<LivePoll>,
     /// The leader-epoch cache, the role, the high watermark.
     replication: Replication,
 }
@@ -348,7 +348,7 @@ impl Log {
             maintenance: Maintenance::new(first_dirty),
             txn: txn_view,
             live: (read_only && config.allow_live_writer)
-                .then(|| Mutex::new(Instant::now() + config.poll_interval)),
+                .then(|| LivePoll::new(config.poll_interval)),
             replication: Replication::new(leader_epochs, log_end_offset),
             config,
         });

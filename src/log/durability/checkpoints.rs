@@ -3,7 +3,6 @@
 //! start or a gap needs, and the consumption of a standing clean-shutdown record before the
 //! first change after a clean open. A failed sync of the file poisons the log.
 
-use crate::sync::atomic::Ordering;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -20,7 +19,7 @@ impl Shared {
         now_ms: i64,
         last_checkpoint_ms: &mut i64,
     ) -> Result<()> {
-        let appended = self.counters.appended_bytes.load(Ordering::Relaxed);
+        let appended = self.counters.appended_bytes();
         // Under the writer lock, which a truncation holds throughout: the durable offset and
         // the truncation count are read between truncations, never in the middle of one.
         let (recovery_point, active, durable, truncations) = {

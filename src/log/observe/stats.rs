@@ -52,22 +52,59 @@ pub struct LogStats {
     pub compaction_uncleanable_bytes: u64,
 }
 
+/// The counters behind [`LogStats`]: how much the log appended, rolled and synced since open.
 #[derive(Debug, Default)]
-pub(crate) struct Counters {
-    pub appends: AtomicU64,
-    pub appended_bytes: AtomicU64,
-    pub appended_records: AtomicU64,
-    pub rolls: AtomicU64,
-    pub fsyncs: AtomicU64,
-    pub fsync_nanos: AtomicU64,
-    pub max_fsync_nanos: AtomicU64,
+pub(in crate::log) struct Counters {
+    appends: AtomicU64,
+    appended_bytes: AtomicU64,
+    appended_records: AtomicU64,
+    rolls: AtomicU64,
+    fsyncs: AtomicU64,
+    fsync_nanos: AtomicU64,
+    max_fsync_nanos: AtomicU64,
 }
 
 impl Counters {
-    pub fn note_fsync(&self, nanos: u64) {
+    /// An append of `records` in `bytes`. Call it under the writer mutex: only appends write
+    /// these, so each is a load and a store, not the locked read-modify-write of `fetch_add`.
+    pub(in crate::log) fn note_append(&self, records: u32, bytes: usize) {
+        let bump = |counter: &AtomicU64, by: u64| {
+            counter.store(
+                counter.load(Ordering::Relaxed).wrapping_add(by),
+                Ordering::Relaxed,
+            );
+        };
+        bump(&self.appends, 1);
+        bump(&self.appended_bytes, bytes as u64);
+        bump(&self.appended_records, u64::from(records));
+    }
+
+    /// A roll.
+    pub(in crate::log) fn note_roll(&self) {
+        self.rolls.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A group-commit sync that took `nanos`.
+    pub(in crate::log) fn note_fsync(&self, nanos: u64) {
         self.fsyncs.fetch_add(1, Ordering::Relaxed);
         self.fsync_nanos.fetch_add(nanos, Ordering::Relaxed);
         self.max_fsync_nanos.fetch_max(nanos, Ordering::Relaxed);
+    }
+
+    /// The bytes appended since open.
+    pub(in crate::log) fn appended_bytes(&self) -> u64 {
+        self.appended_bytes.load(Ordering::Relaxed)
+    }
+
+    /// The counters' part of [`LogStats`], into `stats`.
+    pub(in crate::log) fn fill(&self, stats: &mut LogStats) {
+        stats.appends = self.appends.load(Ordering::Relaxed);
+        stats.appended_bytes = self.appended_bytes.load(Ordering::Relaxed);
+        stats.appended_records = self.appended_records.load(Ordering::Relaxed);
+        stats.rolls = self.rolls.load(Ordering::Relaxed);
+        stats.fsyncs = self.fsyncs.load(Ordering::Relaxed);
+        stats.fsync_nanos = self.fsync_nanos.load(Ordering::Relaxed);
+        stats.max_fsync_nanos = self.max_fsync_nanos.load(Ordering::Relaxed);
     }
 }
 
@@ -115,32 +152,33 @@ impl Log {
     pub fn stats(&self) -> LogStats {
         self.poll_live();
         let shared = &self.shared;
-        let counters = &shared.counters;
         let list = shared.view.segments().load();
         let active_segment_bytes = list
             .active()
             .and_then(|h| h.if_open())
             .map_or(0, |s| s.size());
         let compaction = shared.maintenance.status().counters();
-        LogStats {
+        let mut stats = LogStats {
             segments: list.len(),
             open_segments: shared.view.segments().open_count(),
             active_segment_bytes,
             log_start_offset: self.log_start_offset(),
             log_end_offset: self.log_end_offset(),
             durable_offset: self.durable_offset(),
-            appends: counters.appends.load(Ordering::Relaxed),
-            appended_bytes: counters.appended_bytes.load(Ordering::Relaxed),
-            appended_records: counters.appended_records.load(Ordering::Relaxed),
-            rolls: counters.rolls.load(Ordering::Relaxed),
-            fsyncs: counters.fsyncs.load(Ordering::Relaxed),
-            fsync_nanos: counters.fsync_nanos.load(Ordering::Relaxed),
-            max_fsync_nanos: counters.max_fsync_nanos.load(Ordering::Relaxed),
+            appends: 0,
+            appended_bytes: 0,
+            appended_records: 0,
+            rolls: 0,
+            fsyncs: 0,
+            fsync_nanos: 0,
+            max_fsync_nanos: 0,
             poisoned: shared.durability.is_poisoned(),
             compaction_passes: compaction.passes,
             compaction_failed_passes: compaction.failed_passes,
             compaction_uncleanable_from: compaction.uncleanable_from,
             compaction_uncleanable_bytes: compaction.uncleanable_bytes,
-        }
+        };
+        shared.counters.fill(&mut stats);
+        stats
     }
 }

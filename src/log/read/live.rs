@@ -42,9 +42,7 @@ impl Log {
         let Some(live) = &self.shared.live else {
             return Ok(false);
         };
-        let mut next_poll = live.lock();
-        *next_poll = Instant::now() + self.shared.config.poll_interval;
-        self.shared.refresh_live()
+        live.poll_now(|| self.shared.refresh_live())
     }
 
     /// [`refresh`](Self::refresh) when the poll interval has passed and no other thread is
@@ -54,20 +52,17 @@ impl Log {
         let Some(live) = &self.shared.live else {
             return;
         };
-        let Some(mut next_poll) = live.try_lock() else {
-            return;
-        };
-        let now = Instant::now();
-        if now < *next_poll || self.shared.view.is_closed() {
-            return;
-        }
-        *next_poll = now + self.shared.config.poll_interval;
-        if let Err(error) = self.shared.refresh_live() {
-            log::debug!(
-                "{}: polling the live writer's files: {error}",
-                self.shared.dir.display()
-            );
-        }
+        live.poll_if_due(
+            || self.shared.view.is_closed(),
+            || {
+                if let Err(error) = self.shared.refresh_live() {
+                    log::debug!(
+                        "{}: polling the live writer's files: {error}",
+                        self.shared.dir.display()
+                    );
+                }
+            },
+        );
     }
 
     /// [`wait_for_data`](Self::wait_for_data) on a log another process writes: no append here

@@ -6,6 +6,7 @@
 pub(in crate::log) mod committed;
 pub(in crate::log) mod fetch;
 pub(in crate::log) mod live;
+pub(in crate::log) mod live_poll;
 pub(in crate::log) mod records;
 #[cfg(feature = "stream")]
 pub(in crate::log) mod tail_stream;

@@ -6,7 +6,6 @@
 //! writer mutex (ARCHITECTURE.md §4); what comes before it checks and builds the batch without
 //! any lock held.
 
-use crate::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use crate::clock::{COARSE_CLOCK_LAG_MS, Clock};
@@ -552,18 +551,7 @@ impl Shared {
     ) -> Result<()> {
         let shared = self;
         let config = &shared.config;
-        // Only appends write these, under the writer mutex: a load and a store each, not the
-        // locked read-modify-write of fetch_add.
-        let counters = &shared.counters;
-        let bump = |counter: &crate::sync::atomic::AtomicU64, by: u64| {
-            counter.store(
-                counter.load(Ordering::Relaxed).wrapping_add(by),
-                Ordering::Relaxed,
-            );
-        };
-        bump(&counters.appends, 1);
-        bump(&counters.appended_bytes, bytes as u64);
-        bump(&counters.appended_records, u64::from(records));
+        shared.counters.note_append(records, bytes);
         let sync_now = writer
             .points
             .count_append(config.flush_policy, records, bytes);

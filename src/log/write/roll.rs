@@ -3,7 +3,6 @@
 //! roll jitter. A roll seals the active segment, starts the next one at the log end, and leaves
 //! the sealed one to the flusher to sync.
 
-use crate::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
@@ -103,7 +102,7 @@ impl Shared {
         self.view.segments().note_opened();
         let old_base = old.base_offset();
         writer.tail.rolled(new);
-        self.counters.rolls.fetch_add(1, Ordering::Relaxed);
+        self.counters.note_roll();
         if base > writer.tail.log_end_offset() {
             writer.tail.set_log_end_offset(base);
             writer.producers.update_map_end_offset(base);
