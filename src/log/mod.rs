@@ -14,7 +14,10 @@
 //! `retention.rs` and `compaction/`; the replication hooks in `replication.rs`,
 //! `follower_append.rs`, `truncate_fully.rs` and `epoch_load.rs`; the settings in `config/`.
 //! This file keeps the structs, open, the accessors and close.
+//!
+//! Layers, bottom first: observe, config, files, segments, durability, txn, replication, write, maintenance, recovery, read.
 
+mod api;
 mod config;
 mod durability;
 mod files;
@@ -411,50 +414,24 @@ impl Log {
 
     /// The first offset a read may ask for.
     pub fn log_start_offset(&self) -> i64 {
-        self.poll_live();
-        self.shared.view.log_start()
+        self.shared.log_start_offset()
     }
 
     /// The offset the next appended record will get: one past the last record.
     pub fn log_end_offset(&self) -> i64 {
-        self.poll_live();
-        self.shared.view.log_end()
+        self.shared.log_end_offset()
     }
 
     /// The durable watermark: every offset below it has been fsynced (with its directory
     /// entry) and survives a crash of the machine. For a read-only log, it is the recovery
     /// point recorded in `partlog.checkpoint` (the whole log after a clean shutdown).
     pub fn durable_offset(&self) -> i64 {
-        self.poll_live();
-        self.shared.durability.durable_offset()
+        self.shared.durable_offset()
     }
 
     /// What the last open found and did.
     pub fn recovery_report(&self) -> &RecoveryReport {
         &self.shared.report
-    }
-
-    fn check_writable(&self) -> Result<()> {
-        let shared = &self.shared;
-        if shared.view.is_closed() {
-            return Err(Error::Closed);
-        }
-        if shared.read_only {
-            return Err(Error::Unsupported {
-                what: "writing to a log opened read-only".into(),
-            });
-        }
-        if shared.durability.is_poisoned() {
-            return Err(Error::Poisoned);
-        }
-        Ok(())
-    }
-
-    fn check_open(&self) -> Result<()> {
-        if self.shared.view.is_closed() {
-            return Err(Error::Closed);
-        }
-        Ok(())
     }
 
     /// Makes everything appended so far durable, then writes the clean-shutdown checkpoint so
@@ -537,6 +514,31 @@ impl Drop for Log {
 }
 
 impl Shared {
+    /// Whether appends would fail now: [`Error::Closed`], [`Error::Unsupported`] for a log
+    /// opened read-only, or [`Error::Poisoned`].
+    fn check_writable(&self) -> Result<()> {
+        if self.view.is_closed() {
+            return Err(Error::Closed);
+        }
+        if self.read_only {
+            return Err(Error::Unsupported {
+                what: "writing to a log opened read-only".into(),
+            });
+        }
+        if self.durability.is_poisoned() {
+            return Err(Error::Poisoned);
+        }
+        Ok(())
+    }
+
+    /// [`Error::Closed`] once `close()` has begun.
+    fn check_open(&self) -> Result<()> {
+        if self.view.is_closed() {
+            return Err(Error::Closed);
+        }
+        Ok(())
+    }
+
     fn close_writable(&self) -> Result<()> {
         if self.durability.is_poisoned() {
             return Err(Error::Poisoned);

@@ -14,20 +14,13 @@ use crate::storage::Storage;
 
 use crate::log::files::producer_snapshot::UnsyncedSnapshot;
 use crate::log::observe;
-use crate::log::{Log, LogEvent, Shared};
+use crate::log::{LogEvent, Shared};
 
-impl Log {
-    /// Makes everything appended so far durable (Kafka's `UnifiedLog.flush()`): when it returns,
-    /// [`durable_offset`](Self::durable_offset) has reached the log end offset as it stood when
-    /// the call began, and the sealed segments' indexes are synced too. It joins or leads one
-    /// group-commit fsync, as [`wait_durable`](Self::wait_durable) does, and succeeds at once on
-    /// an empty log or one that is durable already.
-    ///
-    /// Fails with [`Error::Poisoned`] after a failed fsync (nothing more can be made durable),
-    /// [`Error::Closed`] after close, and [`Error::Unsupported`] on a log opened read-only.
-    pub fn sync(&self) -> Result<()> {
+impl Shared {
+    /// See [`Log::sync`](crate::Log::sync).
+    pub(in crate::log) fn sync(&self) -> Result<()> {
         self.check_writable()?;
-        let shared = &self.shared;
+        let shared = self;
         loop {
             let end = shared.view.log_end();
             if shared.durability.durable_offset() >= end {
@@ -45,13 +38,6 @@ impl Log {
         shared.sync_sealed_segments()
     }
 
-    /// Asks the flusher thread to run a group-commit sync now, without waiting for it.
-    pub(crate) fn request_sync(&self) {
-        self.shared.request_sync();
-    }
-}
-
-impl Shared {
     /// See [`Log::request_sync`].
     pub(in crate::log) fn request_sync(&self) {
         self.durability.request_sync();

@@ -77,7 +77,7 @@ use crate::sync::MutexGuard;
 use crate::error::{Error, Result};
 use crate::log::files::producer_snapshot::snapshot_path;
 use crate::log::segments::snapshot::{SegmentHandle, SegmentList};
-use crate::log::{DeletedSegment, Log, LogConfig, RetentionReport, RetentionRule, Shared, Writer};
+use crate::log::{DeletedSegment, LogConfig, RetentionReport, RetentionRule, Shared, Writer};
 use crate::segment::{
     DELETED_SUFFIX, Segment, SegmentFileKind, rename_segment_files, segment_file_path,
 };
@@ -275,26 +275,6 @@ enum Attempt {
     Done(RetentionReport),
     /// A truncation or a concurrent change moved the segments the plan was made on.
     Replan,
-}
-
-impl Log {
-    /// Runs one retention pass now: deletes the oldest segments that lie wholly below the log
-    /// start offset, then (when `cleanup.policy` has `delete`) those over `retention.bytes`, then
-    /// those older than `retention.ms`, each rule walking from the oldest segment and stopping at
-    /// the first one it keeps. If the active segment goes too, the log first rolls a new, empty
-    /// one at the log end offset. The records below the new log start offset are made durable,
-    /// and the new start is in a synced checkpoint, before any file is touched. No producer is
-    /// forgotten: one whose data goes stays until `producer.id.expiration.ms` (KIP-360).
-    ///
-    /// Appends wait at most for a producer snapshot's fsync, the checkpoint fsync and one
-    /// directory fsync; readers never wait, and a reader holding data of a deleted segment keeps
-    /// reading it: the files are
-    /// renamed `*.deleted` and removed once no reader pins them. Set
-    /// [`LogConfig::retention_check_interval_ms`] to have a background thread run this.
-    pub fn enforce_retention(&self) -> Result<RetentionReport> {
-        self.check_writable()?;
-        self.shared.enforce_retention()
-    }
 }
 
 impl Shared {

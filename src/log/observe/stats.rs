@@ -5,7 +5,6 @@ use std::path::PathBuf;
 
 use super::discarded::Discarded;
 use crate::error::Corruption;
-use crate::log::Log;
 
 /// A point-in-time view of a log's counters, from [`Log::stats`](crate::Log::stats).
 #[non_exhaustive]
@@ -145,40 +144,4 @@ pub struct RecoveryReport {
     pub stray_files_removed: Vec<String>,
     /// The log end offset after recovery.
     pub log_end_offset: i64,
-}
-
-impl Log {
-    /// A snapshot of the log's counters.
-    pub fn stats(&self) -> LogStats {
-        self.poll_live();
-        let shared = &self.shared;
-        let list = shared.view.segments().load();
-        let active_segment_bytes = list
-            .active()
-            .and_then(|h| h.if_open())
-            .map_or(0, |s| s.size());
-        let compaction = shared.maintenance.status().counters();
-        let mut stats = LogStats {
-            segments: list.len(),
-            open_segments: shared.view.segments().open_count(),
-            active_segment_bytes,
-            log_start_offset: self.log_start_offset(),
-            log_end_offset: self.log_end_offset(),
-            durable_offset: self.durable_offset(),
-            appends: 0,
-            appended_bytes: 0,
-            appended_records: 0,
-            rolls: 0,
-            fsyncs: 0,
-            fsync_nanos: 0,
-            max_fsync_nanos: 0,
-            poisoned: shared.durability.is_poisoned(),
-            compaction_passes: compaction.passes,
-            compaction_failed_passes: compaction.failed_passes,
-            compaction_uncleanable_from: compaction.uncleanable_from,
-            compaction_uncleanable_bytes: compaction.uncleanable_bytes,
-        };
-        shared.counters.fill(&mut stats);
-        stats
-    }
 }

@@ -1,6 +1,6 @@
-//! [`Log::committed_records`]: the records a `read_committed` Kafka consumer returns. The reads
-//! stop at the last stable offset and list the aborted transactions of their range; this
-//! iterator applies the consumer's filter to them (Kafka's `CompletedFetch`):
+//! [`Log::committed_records`](crate::Log::committed_records): the records a `read_committed` Kafka
+//! consumer returns. The reads stop at the last stable offset and list the aborted transactions of
+//! their range; this iterator applies the consumer's filter to them (Kafka's `CompletedFetch`):
 //! - a min-heap of the listed aborted transactions, by first offset;
 //! - before each batch with a producer id, every listed transaction whose first offset is at or
 //!   below the batch's last offset moves into the set of aborted producers;
@@ -14,36 +14,12 @@ use crate::error::Result;
 use crate::format::{Batch, ControlRecordType, control_record_type};
 
 use super::fetch::{FetchData, Isolation, LogRecord, ReadBound, ReadOptions, decode_records};
-use crate::log::Log;
+use crate::log::Shared;
 
-impl Log {
-    /// An iterator over the committed data records from `offset` on, up to `bound` and the last
-    /// stable offset as they stand when each read runs: the records of aborted transactions,
-    /// and control records, are skipped, as a Kafka consumer with `isolation.level =
-    /// read_committed` skips them. It ends at the last stable offset; records of a transaction
-    /// still open wait there until its marker is written.
-    pub fn committed_records(&self, offset: i64, bound: ReadBound) -> CommittedRecords<'_> {
-        CommittedRecords {
-            log: self,
-            position: offset,
-            options: ReadOptions::default()
-                .bound(bound)
-                .isolation(Isolation::ReadCommitted),
-            buffered: Vec::new().into_iter(),
-            scratch: Vec::new(),
-            fetch: FetchData::new(),
-            aborted: BinaryHeap::new(),
-            aborted_producers: HashSet::new(),
-            fetched_to: offset,
-            failed: false,
-        }
-    }
-}
-
-/// The iterator of [`Log::committed_records`].
+/// The iterator of [`Log::committed_records`](crate::Log::committed_records).
 #[derive(Debug)]
 pub struct CommittedRecords<'a> {
-    log: &'a Log,
+    shared: &'a Shared,
     position: i64,
     options: ReadOptions,
     buffered: std::vec::IntoIter<LogRecord>,
@@ -57,6 +33,26 @@ pub struct CommittedRecords<'a> {
     /// may start below it again (a marker already taken would not be seen twice).
     fetched_to: i64,
     failed: bool,
+}
+
+impl<'a> CommittedRecords<'a> {
+    /// `shared`'s committed records from `offset` within `bound`.
+    pub(in crate::log) fn new(shared: &'a Shared, offset: i64, bound: ReadBound) -> Self {
+        CommittedRecords {
+            shared,
+            position: offset,
+            options: ReadOptions::default()
+                .bound(bound)
+                .isolation(Isolation::ReadCommitted),
+            buffered: Vec::new().into_iter(),
+            scratch: Vec::new(),
+            fetch: FetchData::new(),
+            aborted: BinaryHeap::new(),
+            aborted_producers: HashSet::new(),
+            fetched_to: offset,
+            failed: false,
+        }
+    }
 }
 
 impl CommittedRecords<'_> {
@@ -112,7 +108,7 @@ impl Iterator for CommittedRecords<'_> {
             self.position = self.position.max(self.fetched_to);
             let mut fetch = std::mem::take(&mut self.fetch);
             if let Err(error) =
-                self.log
+                self.shared
                     .read_with_into(self.position, 1 << 20, self.options, &mut fetch)
             {
                 self.failed = true;

@@ -1,11 +1,12 @@
-//! Reads: [`Log::read`] and [`Log::read_into`] (whole batches, as Kafka's fetch returns them,
-//! in a [`FetchData`]), the record iterator [`Log::records`] ([`LogRecords`]), and
-//! [`Log::offset_for_timestamp`].
+//! Reads: [`Log::read`](crate::Log::read) and [`Log::read_into`](crate::Log::read_into) (whole
+//! batches, as Kafka's fetch returns them, in a [`FetchData`]), the record iterator
+//! [`Log::records`](crate::Log::records) ([`LogRecords`]), and
+//! [`Log::offset_for_timestamp`](crate::Log::offset_for_timestamp).
 //!
-//! Reads pin segments through the snapshot; in a writable log they take no writer lock (only
-//! a live reader's poll does). A truncation that overtakes a read is detected (the read tries
-//! again or fails with [`Error::Truncated`]), never returned as data (ARCHITECTURE.md §3,
-//! invariant 16).
+//! Reads pin segments through the snapshot; in a writable log they take no writer lock (only a live
+//! reader's poll does). A truncation that overtakes a read is detected (the read tries again or
+//! fails with [`Error::Truncated`](crate::Error::Truncated)), never returned as data
+//! (ARCHITECTURE.md §3, invariant 16).
 
 use std::os::fd::BorrowedFd;
 use std::sync::Arc;
@@ -16,7 +17,7 @@ use crate::segment::{AbortedTxn, Segment, SegmentRead};
 use std::ops::ControlFlow;
 
 use super::records::ReadEnd;
-use crate::log::Log;
+use crate::log::Shared;
 use crate::log::files::checkpoint::gaps_between_segments_are_legal;
 use crate::log::segments::snapshot::SegmentList;
 
@@ -40,20 +41,21 @@ pub enum ReadBound {
 }
 
 /// Which records of transactions a read returns (Kafka's `isolation.level`). Default:
-/// [`Isolation::ReadUncommitted`].
+/// [`Isolation::ReadUncommitted`](crate::Isolation::ReadUncommitted).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Isolation {
     /// Everything up to the read's bound, the data of open and aborted transactions included.
     #[default]
     ReadUncommitted,
-    /// Only below the last stable offset ([`Log::last_stable_offset`]), with the aborted
-    /// transactions in the range listed in [`FetchData::aborted_transactions`], so that the
-    /// reader can skip their data ([`Log::committed_records`] does). With
+    /// Only below the last stable offset
+    /// ([`Log::last_stable_offset`](crate::Log::last_stable_offset)), with the aborted transactions
+    /// in the range listed in [`FetchData::aborted_transactions`], so that the reader can skip
+    /// their data ([`Log::committed_records`](crate::Log::committed_records) does). With
     /// [`ReadBound::Durable`] the read stops at the lower of the two bounds.
     ReadCommitted,
 }
 
-/// How [`Log::read_with`] reads: its bound and its isolation level.
+/// How [`Log::read_with`](crate::Log::read_with) reads: its bound and its isolation level.
 ///
 /// ```
 /// use partlog::{Isolation, ReadBound, ReadOptions};
@@ -68,7 +70,8 @@ pub enum Isolation {
 pub struct ReadOptions {
     /// How far the read may go. Default: [`ReadBound::LogEnd`].
     pub bound: ReadBound,
-    /// Which transactional records it returns. Default: [`Isolation::ReadUncommitted`].
+    /// Which transactional records it returns. Default:
+    /// [`Isolation::ReadUncommitted`](crate::Isolation::ReadUncommitted).
     pub isolation: Isolation,
 }
 
@@ -88,13 +91,14 @@ impl ReadOptions {
 
 /// Whole record batches read from one segment, with the segment pinned.
 ///
-/// The bytes are exactly the `.log` bytes (Kafka's disk format is its wire format), and every
-/// batch in them has passed its CRC check. A log Kafka wrote before 0.11 may hold legacy
-/// (magic 0 and 1) messages: they come back as they are stored, and [`FetchData::batches`]
-/// reads them too. Control batches (transaction markers) are returned, flagged. A
-/// `read_uncommitted` read returns the batches of open and aborted transactions too; a
-/// `read_committed` one ([`Log::read_with`]) stops at the last stable offset and lists the
-/// aborted transactions its batches may hold ([`aborted_transactions`](Self::aborted_transactions)).
+/// The bytes are exactly the `.log` bytes (Kafka's disk format is its wire format), and every batch
+/// in them has passed its CRC check. A log Kafka wrote before 0.11 may hold legacy (magic 0 and 1)
+/// messages: they come back as they are stored, and [`FetchData::batches`] reads them too. Control
+/// batches (transaction markers) are returned, flagged. A `read_uncommitted` read returns the
+/// batches of open and aborted transactions too; a `read_committed` one
+/// ([`Log::read_with`](crate::Log::read_with)) stops at the last stable offset and lists the
+/// aborted transactions its batches may hold
+/// ([`aborted_transactions`](Self::aborted_transactions)).
 ///
 /// The bytes live in a buffer that [`Log::read_into`](crate::Log::read_into) reuses: a reader
 /// that keeps one `FetchData` and reads into it again and again allocates nothing per read once
@@ -259,15 +263,17 @@ impl FetchData {
         self.log_end_offset
     }
 
-    /// The last stable offset when the read ran ([`Log::last_stable_offset`]).
+    /// The last stable offset when the read ran
+    /// ([`Log::last_stable_offset`](crate::Log::last_stable_offset)).
     pub fn last_stable_offset(&self) -> i64 {
         self.last_stable_offset
     }
 
-    /// For a `read_committed` read ([`Isolation::ReadCommitted`]), the aborted transactions
-    /// that may have data among the returned batches: every one whose first offset lies below
-    /// [`next_offset`](Self::next_offset) and whose ABORT marker lies at or above the read's
-    /// offset, as Kafka's fetch response lists them. Empty for a `read_uncommitted` read.
+    /// For a `read_committed` read ([`Isolation::ReadCommitted`](crate::Isolation::ReadCommitted)),
+    /// the aborted transactions that may have data among the returned batches: every one whose
+    /// first offset lies below [`next_offset`](Self::next_offset) and whose ABORT marker lies at or
+    /// above the read's offset, as Kafka's fetch response lists them. Empty for a
+    /// `read_uncommitted` read.
     pub fn aborted_transactions(&self) -> &[AbortedTxn] {
         &self.aborted
     }
@@ -289,11 +295,11 @@ impl FetchData {
     /// the kernel refuses both calls, the bytes this read checked are written.
     ///
     /// The file bytes sent are the bytes the read CRC-checked unless the log was truncated below
-    /// them and appended to again in between. The segment's truncation sequence, taken before
-    /// the read, is compared before the transfer (a truncation under way then, or begun since,
-    /// sends the checked bytes instead) and after it: a truncation that raced the transfer fails
-    /// the call with [`Error::Truncated`], since what was sent may differ from what was checked,
-    /// and the caller must discard it.
+    /// them and appended to again in between. The segment's truncation sequence, taken before the
+    /// read, is compared before the transfer (a truncation under way then, or begun since, sends
+    /// the checked bytes instead) and after it: a truncation that raced the transfer fails the call
+    /// with [`Error::Truncated`](crate::Error::Truncated), since what was sent may differ from what
+    /// was checked, and the caller must discard it.
     pub fn send_to(&self, out: BorrowedFd<'_>) -> Result<u64> {
         let bytes = self.bytes();
         let Some((segment, truncations)) = &self.segment else {
@@ -439,23 +445,157 @@ pub(crate) fn decode_records(
     Ok(())
 }
 
-impl Log {
-    /// Reads whole batches from `offset` (the batch holding it comes first; a read in a gap
-    /// starts at the next batch), up to about `max_bytes` but always at least one whole batch.
-    ///
-    /// At the bound's end it returns empty data. Below the log start offset or above the log
-    /// end offset it fails with [`Error::OffsetOutOfRange`], or [`Error::Truncated`] when a
-    /// truncation took the log back below `offset`.
-    pub fn read(&self, offset: i64, max_bytes: usize, bound: ReadBound) -> Result<FetchData> {
+/// The iterator of [`Log::records`](crate::Log::records) and
+/// [`Log::records_until`](crate::Log::records_until).
+#[derive(Debug)]
+pub struct LogRecords<'a> {
+    shared: &'a Shared,
+    position: i64,
+    bound: ReadBound,
+    /// Where the records end; a timestamp is turned into an offset at the first `next`.
+    end: ReadEnd,
+    buffered: std::vec::IntoIter<LogRecord>,
+    scratch: Vec<u8>,
+    /// Reused by every fetch, so that the iterator's reads allocate no new buffers.
+    fetch: FetchData,
+    /// Set after an error, or once the end is reached: the iterator has ended.
+    finished: bool,
+}
+
+impl<'a> LogRecords<'a> {
+    /// An iterator over the records from `offset` below `end`.
+    pub(in crate::log) fn new(
+        shared: &'a Shared,
+        offset: i64,
+        bound: ReadBound,
+        end: ReadEnd,
+    ) -> Self {
+        LogRecords {
+            shared,
+            position: offset,
+            bound,
+            end,
+            buffered: Vec::new().into_iter(),
+            scratch: Vec::new(),
+            fetch: FetchData::new(),
+            finished: false,
+        }
+    }
+
+    /// The offset the iterator will read next.
+    pub fn position(&self) -> i64 {
+        self.position
+    }
+
+    /// Whether the iterator has ended for good: after an error, or at its end offset. Without
+    /// either, a `None` from `next` means only that the bound was reached: a later call may
+    /// find new records.
+    /// The offset a tail waits for after `next` returned `None`: its position, or the end of
+    /// the last read's bound if that read found only a gap above the position (data can then
+    /// come only above it, and waiting at the position would find it there at once).
+    pub(in crate::log) fn waiting_offset(&self) -> i64 {
+        self.position.max(self.fetch.bound_end)
+    }
+
+    pub(in crate::log) fn is_finished(&self) -> bool {
+        self.finished || self.end_offset().is_some_and(|end| self.position >= end)
+    }
+
+    /// The offset the records end below, once known: the end offset given, or the one a
+    /// timestamp end resolved to at the first `next`. `None` without an end, or before then.
+    pub fn end_offset(&self) -> Option<i64> {
+        match self.end {
+            ReadEnd::Offset(end) => Some(end),
+            _ => None,
+        }
+    }
+
+    /// Turns a timestamp end into an offset: the first record at or after it, or the log end
+    /// offset when every record is older.
+    fn resolve_end(&mut self) -> Result<()> {
+        if let ReadEnd::Timestamp(timestamp) = self.end {
+            let end = match self.shared.offset_for_timestamp(timestamp)? {
+                Some((offset, _)) => offset,
+                None => self.shared.log_end_offset(),
+            };
+            self.end = ReadEnd::Offset(end);
+        }
+        Ok(())
+    }
+}
+
+impl Iterator for LogRecords<'_> {
+    type Item = Result<LogRecord>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.finished {
+            return None;
+        }
+        if let Err(error) = self.resolve_end() {
+            self.finished = true;
+            return Some(Err(error));
+        }
+        let end = self.end_offset();
+        loop {
+            if let Some(record) = self.buffered.next() {
+                if end.is_some_and(|end| record.offset >= end) {
+                    // Done: nothing at or above the end is returned, now or later.
+                    self.buffered = Vec::new().into_iter();
+                    self.finished = true;
+                    return None;
+                }
+                self.position = record.offset + 1;
+                return Some(Ok(record));
+            }
+            if self.finished || end.is_some_and(|end| self.position >= end) {
+                return None;
+            }
+            let fetch = &mut self.fetch;
+            if let Err(error) = self
+                .shared
+                .read_into(self.position, 1 << 20, self.bound, fetch)
+            {
+                self.finished = true;
+                return Some(Err(error));
+            }
+            if fetch.is_empty() {
+                return None;
+            }
+            let mut records = Vec::new();
+            for batch in fetch.batches() {
+                let result = batch.and_then(|batch| {
+                    decode_records(&batch, self.position, &mut self.scratch, &mut records)
+                });
+                if let Err(error) = result {
+                    self.finished = true;
+                    return Some(Err(error));
+                }
+            }
+            // Skip over batches that held only control records or records below the position.
+            self.position = self.position.max(fetch.next_offset());
+            if let Some(first) = records.first() {
+                self.position = first.offset;
+            }
+            self.buffered = records.into_iter();
+        }
+    }
+}
+
+impl Shared {
+    /// See [`Log::read`](crate::Log::read).
+    pub(in crate::log) fn read(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        bound: ReadBound,
+    ) -> Result<FetchData> {
         let mut fetch = FetchData::new();
         self.read_into(offset, max_bytes, bound, &mut fetch)?;
         Ok(fetch)
     }
 
-    /// [`read`](Self::read) with [`ReadOptions`]: with [`Isolation::ReadCommitted`] the read
-    /// stops at the last stable offset and fills [`FetchData::aborted_transactions`], as a Kafka
-    /// leader serves a `read_committed` consumer.
-    pub fn read_with(
+    /// See [`Log::read_with`](crate::Log::read_with).
+    pub(in crate::log) fn read_with(
         &self,
         offset: i64,
         max_bytes: usize,
@@ -466,10 +606,8 @@ impl Log {
         Ok(fetch)
     }
 
-    /// [`read`](Self::read) into `fetch`, reusing its buffer: a reader that keeps one
-    /// [`FetchData`] allocates nothing per read once the buffer has grown to its largest read.
-    /// Whatever `fetch` held is replaced (on an error it is left empty).
-    pub fn read_into(
+    /// See [`Log::read_into`](crate::Log::read_into).
+    pub(in crate::log) fn read_into(
         &self,
         offset: i64,
         max_bytes: usize,
@@ -484,9 +622,8 @@ impl Log {
         )
     }
 
-    /// [`read_with`](Self::read_with) into `fetch`, reusing its buffer as
-    /// [`read_into`](Self::read_into) does.
-    pub fn read_with_into(
+    /// See [`Log::read_with_into`](crate::Log::read_with_into).
+    pub(in crate::log) fn read_with_into(
         &self,
         offset: i64,
         max_bytes: usize,
@@ -502,7 +639,7 @@ impl Log {
             // since the last poll, or cut one and writes it again: look again, and answer from
             // what is there now. Real damage is met again, and reported.
             Err(error)
-                if self.shared.live.is_some()
+                if self.live.is_some()
                     && (error.io_kind() == Some(std::io::ErrorKind::NotFound)
                         || matches!(error, Error::Corrupt { .. })) =>
             {
@@ -550,7 +687,7 @@ impl Log {
         resume: Option<&ResumePoint>,
         fetch: &mut FetchData,
     ) -> Result<bool> {
-        let shared = &self.shared;
+        let shared = self;
         let end = shared.readable_end();
         let start = self.log_start_offset();
         if offset > end && offset <= shared.view.highest_cut_end() {
@@ -672,7 +809,7 @@ impl Log {
     ) -> Result<bool> {
         let upper_bound = read.next_offset;
         // No segment above the last one that ever held a `.txnindex` has entries.
-        let last_indexed = self.shared.txn.last_txn_index_base();
+        let last_indexed = self.txn.last_txn_index_base();
         for (n, handle) in list.handles().iter().skip(index).enumerate() {
             if handle.base_offset() > last_indexed {
                 break;
@@ -681,7 +818,7 @@ impl Log {
             let searched = if n == 0 {
                 segment
             } else {
-                let Some(pinned) = self.shared.view.segments().pin(handle)? else {
+                let Some(pinned) = self.view.segments().pin(handle)? else {
                     return Ok(false);
                 };
                 later = pinned;
@@ -693,9 +830,9 @@ impl Log {
                 break;
             }
         }
-        if self.shared.read_only {
+        if self.read_only {
             // What the replay met that no `.txnindex` this view has read may list yet.
-            for txn in self.shared.txn.replayed_aborted_in(offset, upper_bound) {
+            for txn in self.txn.replayed_aborted_in(offset, upper_bound) {
                 let listed = fetch.aborted.iter().any(|known| {
                     known.producer_id == txn.producer_id && known.first_offset == txn.first_offset
                 });
@@ -727,13 +864,13 @@ impl Log {
         if ends_at >= next_base {
             return Ok(());
         }
-        let compacted = self.shared.view.compacted();
-        if gaps_between_segments_are_legal(compacted, self.shared.config.cleanup_policy) {
+        let compacted = self.view.compacted();
+        if gaps_between_segments_are_legal(compacted, self.config.cleanup_policy) {
             return Ok(());
         }
         let raced = truncations % 2 == 1
             || segment.truncation_sequence() != truncations
-            || !Arc::ptr_eq(&self.shared.view.segments().load(), list);
+            || !Arc::ptr_eq(&self.view.segments().load(), list);
         if raced {
             return Ok(());
         }
@@ -747,21 +884,14 @@ impl Log {
         })
     }
 
-    /// An iterator over the data records from `offset` on, across segments, up to `bound` as
-    /// it stands when each fetch runs. Control records are skipped. Records of open and aborted
-    /// transactions are returned too (`read_uncommitted`); [`committed_records`](Self::committed_records)
-    /// returns only committed ones.
-    pub fn records(&self, offset: i64, bound: ReadBound) -> LogRecords<'_> {
-        LogRecords::new(self, offset, bound, ReadEnd::Unbounded)
-    }
-
-    /// Kafka's ListOffsets by timestamp: the first record whose timestamp is at or above
-    /// `timestamp`, as `(offset, timestamp)`, or `None` when every record is older. A poisoned
-    /// log answers only from below its durable offset.
-    pub fn offset_for_timestamp(&self, timestamp: i64) -> Result<Option<(i64, i64)>> {
+    /// See [`Log::offset_for_timestamp`](crate::Log::offset_for_timestamp).
+    pub(in crate::log) fn offset_for_timestamp(
+        &self,
+        timestamp: i64,
+    ) -> Result<Option<(i64, i64)>> {
         self.check_open()?;
         self.poll_live();
-        let shared = &self.shared;
+        let shared = self;
         let start = self.log_start_offset();
         // Read once: a poisoned log vouches for nothing above its durable offset, and the
         // answer must not come from there.
@@ -796,136 +926,6 @@ impl Log {
                 segment.check_damage()?;
             }
             return Ok(None);
-        }
-    }
-}
-
-/// The iterator of [`Log::records`] and [`Log::records_until`].
-#[derive(Debug)]
-pub struct LogRecords<'a> {
-    log: &'a Log,
-    position: i64,
-    bound: ReadBound,
-    /// Where the records end; a timestamp is turned into an offset at the first `next`.
-    end: ReadEnd,
-    buffered: std::vec::IntoIter<LogRecord>,
-    scratch: Vec<u8>,
-    /// Reused by every fetch, so that the iterator's reads allocate no new buffers.
-    fetch: FetchData,
-    /// Set after an error, or once the end is reached: the iterator has ended.
-    finished: bool,
-}
-
-impl<'a> LogRecords<'a> {
-    /// An iterator over the records from `offset` below `end`.
-    pub(in crate::log) fn new(log: &'a Log, offset: i64, bound: ReadBound, end: ReadEnd) -> Self {
-        LogRecords {
-            log,
-            position: offset,
-            bound,
-            end,
-            buffered: Vec::new().into_iter(),
-            scratch: Vec::new(),
-            fetch: FetchData::new(),
-            finished: false,
-        }
-    }
-
-    /// The offset the iterator will read next.
-    pub fn position(&self) -> i64 {
-        self.position
-    }
-
-    /// Whether the iterator has ended for good: after an error, or at its end offset. Without
-    /// either, a `None` from `next` means only that the bound was reached: a later call may
-    /// find new records.
-    /// The offset a tail waits for after `next` returned `None`: its position, or the end of
-    /// the last read's bound if that read found only a gap above the position (data can then
-    /// come only above it, and waiting at the position would find it there at once).
-    pub(in crate::log) fn waiting_offset(&self) -> i64 {
-        self.position.max(self.fetch.bound_end)
-    }
-
-    pub(in crate::log) fn is_finished(&self) -> bool {
-        self.finished || self.end_offset().is_some_and(|end| self.position >= end)
-    }
-
-    /// The offset the records end below, once known: the end offset given, or the one a
-    /// timestamp end resolved to at the first `next`. `None` without an end, or before then.
-    pub fn end_offset(&self) -> Option<i64> {
-        match self.end {
-            ReadEnd::Offset(end) => Some(end),
-            _ => None,
-        }
-    }
-
-    /// Turns a timestamp end into an offset: the first record at or after it, or the log end
-    /// offset when every record is older.
-    fn resolve_end(&mut self) -> Result<()> {
-        if let ReadEnd::Timestamp(timestamp) = self.end {
-            let end = match self.log.offset_for_timestamp(timestamp)? {
-                Some((offset, _)) => offset,
-                None => self.log.log_end_offset(),
-            };
-            self.end = ReadEnd::Offset(end);
-        }
-        Ok(())
-    }
-}
-
-impl Iterator for LogRecords<'_> {
-    type Item = Result<LogRecord>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.finished {
-            return None;
-        }
-        if let Err(error) = self.resolve_end() {
-            self.finished = true;
-            return Some(Err(error));
-        }
-        let end = self.end_offset();
-        loop {
-            if let Some(record) = self.buffered.next() {
-                if end.is_some_and(|end| record.offset >= end) {
-                    // Done: nothing at or above the end is returned, now or later.
-                    self.buffered = Vec::new().into_iter();
-                    self.finished = true;
-                    return None;
-                }
-                self.position = record.offset + 1;
-                return Some(Ok(record));
-            }
-            if self.finished || end.is_some_and(|end| self.position >= end) {
-                return None;
-            }
-            let fetch = &mut self.fetch;
-            if let Err(error) = self
-                .log
-                .read_into(self.position, 1 << 20, self.bound, fetch)
-            {
-                self.finished = true;
-                return Some(Err(error));
-            }
-            if fetch.is_empty() {
-                return None;
-            }
-            let mut records = Vec::new();
-            for batch in fetch.batches() {
-                let result = batch.and_then(|batch| {
-                    decode_records(&batch, self.position, &mut self.scratch, &mut records)
-                });
-                if let Err(error) = result {
-                    self.finished = true;
-                    return Some(Err(error));
-                }
-            }
-            // Skip over batches that held only control records or records below the position.
-            self.position = self.position.max(fetch.next_offset());
-            if let Some(first) = records.first() {
-                self.position = first.offset;
-            }
-            self.buffered = records.into_iter();
         }
     }
 }

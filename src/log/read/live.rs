@@ -15,50 +15,32 @@ use crate::segment::Segment;
 use crate::log::files::checkpoint::{self, CheckpointFile};
 use crate::log::recovery;
 use crate::log::segments::snapshot::{SegmentHandle, SegmentList};
-use crate::log::{Log, Shared, Writer};
+use crate::log::{Shared, Writer};
 
-impl Log {
-    /// For a read-only log opened with [`LogConfig::allow_live_writer`]: looks now (whatever
-    /// the poll interval) for what the writer did, and returns whether the log's view changed.
-    ///
-    /// It re-reads `partlog.checkpoint` (the recovery point bounds
-    /// [`ReadBound::Durable`], and the log start offset), re-lists the directory (new segments
-    /// after a roll; segments gone to retention or replaced by compaction) and reads the
-    /// active segment's new batches, up to the last complete one: a batch still being written
-    /// is left for the next look. When the active segment shrank, vanished, or its name now
-    /// names another file (the writer truncated the log, or recovered from a crash), the view
-    /// is rebuilt from the directory, and reads above the new end fail with
-    /// [`Error::Truncated`]. A truncation that the writer cut inside the reader's active
-    /// segment and re-filled past the reader's end between two looks is not detected; such a
-    /// reader sees CRC-checked batches either way.
-    ///
-    /// Any other log: `Ok(false)`, nothing done.
-    ///
-    /// [`LogConfig::allow_live_writer`]: crate::LogConfig::allow_live_writer
-    /// [`ReadBound::Durable`]: crate::ReadBound::Durable
-    /// [`Error::Truncated`]: crate::Error::Truncated
-    pub fn refresh(&self) -> Result<bool> {
+impl Shared {
+    /// See [`Log::refresh`](crate::Log::refresh).
+    pub(in crate::log) fn refresh(&self) -> Result<bool> {
         self.check_open()?;
-        let Some(live) = &self.shared.live else {
+        let Some(live) = &self.live else {
             return Ok(false);
         };
-        live.poll_now(|| self.shared.refresh_live())
+        live.poll_now(|| self.refresh_live())
     }
 
     /// [`refresh`](Self::refresh) when the poll interval has passed and no other thread is
     /// polling. A failed poll keeps the old view (the next one tries again): a reader must not
     /// fail because the writer was half-way through a roll when it looked.
     pub(in crate::log) fn poll_live(&self) {
-        let Some(live) = &self.shared.live else {
+        let Some(live) = &self.live else {
             return;
         };
         live.poll_if_due(
-            || self.shared.view.is_closed(),
+            || self.view.is_closed(),
             || {
-                if let Err(error) = self.shared.refresh_live() {
+                if let Err(error) = self.refresh_live() {
                     log::debug!(
                         "{}: polling the live writer's files: {error}",
-                        self.shared.dir.display()
+                        self.dir.display()
                     );
                 }
             },
@@ -72,7 +54,7 @@ impl Log {
         offset: i64,
         deadline: Option<Instant>,
     ) -> bool {
-        let shared = &self.shared;
+        let shared = self;
         loop {
             self.poll_live();
             let end = shared.view.log_end();
@@ -92,9 +74,25 @@ impl Log {
                 .wait_above(offset, Some(wake), || shared.view.is_closed());
         }
     }
-}
 
-impl Shared {
+    /// The log start offset, after a live reader's poll when one is due.
+    pub(in crate::log) fn log_start_offset(&self) -> i64 {
+        self.poll_live();
+        self.view.log_start()
+    }
+
+    /// The log end offset, after a live reader's poll when one is due.
+    pub(in crate::log) fn log_end_offset(&self) -> i64 {
+        self.poll_live();
+        self.view.log_end()
+    }
+
+    /// The durable offset, after a live reader's poll when one is due.
+    pub(in crate::log) fn durable_offset(&self) -> i64 {
+        self.poll_live();
+        self.durability.durable_offset()
+    }
+
     /// One look at a live writer's directory; see [`Log::refresh`]. Runs under the writer
     /// mutex, which a read-only log uses for nothing else.
     fn refresh_live(&self) -> Result<bool> {

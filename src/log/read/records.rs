@@ -1,6 +1,7 @@
-//! Record reads with an end and without one: [`Log::records_until`] (records below an offset,
-//! or below the first record at a timestamp, as kcat's `-o e@ts` ends), and the tailing
-//! iterator [`Log::tail`], which waits for records instead of ending at the bound.
+//! Record reads with an end and without one: [`Log::records_until`](crate::Log::records_until)
+//! (records below an offset, or below the first record at a timestamp, as kcat's `-o e@ts` ends),
+//! and the tailing iterator [`Log::tail`](crate::Log::tail), which waits for records instead of
+//! ending at the bound.
 //!
 //! The records come from [`LogRecords`] (`fetch.rs`); the waits are the log's watermark waits
 //! (`wait.rs`).
@@ -9,9 +10,9 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 
-use crate::log::{Log, LogRecord, LogRecords, ReadBound};
+use crate::log::{LogRecord, LogRecords, ReadBound, Shared};
 
-/// Where [`Log::records_until`] stops. Default: [`ReadEnd::Unbounded`].
+/// Where [`Log::records_until`](crate::Log::records_until) stops. Default: [`ReadEnd::Unbounded`].
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ReadEnd {
@@ -21,92 +22,87 @@ pub enum ReadEnd {
     /// Below this offset (exclusive).
     Offset(i64),
     /// Below the first record whose timestamp is at or after this one (milliseconds since the
-    /// epoch), found by [`Log::offset_for_timestamp`] at the iterator's first `next`, or below
-    /// the log end offset then if every record is older. As in Kafka's `offsetsForTimes`, a
-    /// record below that offset comes back even if its own timestamp is later (timestamps need
-    /// not grow with offsets).
+    /// epoch), found by [`Log::offset_for_timestamp`](crate::Log::offset_for_timestamp) at the
+    /// iterator's first `next`, or below the log end offset then if every record is older. As in
+    /// Kafka's `offsetsForTimes`, a record below that offset comes back even if its own timestamp
+    /// is later (timestamps need not grow with offsets).
     Timestamp(i64),
 }
 
-impl Log {
-    /// [`records`](Self::records) that stop at `end`: the data records from `offset` on, below
-    /// the end offset (or the offset `end`'s timestamp resolves to), up to `bound`.
-    ///
-    /// ```
-    /// use partlog::{Log, LogConfig, NewRecord, ReadBound, ReadEnd};
-    ///
-    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// # let dir = tempfile::tempdir()?;
-    /// let log = Log::open(dir.path(), LogConfig::default())?;
-    /// let base = 1_700_000_000_000;
-    /// for n in 0..10 {
-    ///     log.append(&[NewRecord::new(base + n * 1000, None, Some(b"event"))])?;
-    /// }
-    /// let first_three = log.records_until(0, ReadBound::LogEnd, ReadEnd::Offset(3));
-    /// assert_eq!(first_three.count(), 3);
-    /// // The records before the one stamped base + 5 s: offsets 2, 3 and 4.
-    /// let window: Vec<i64> = log
-    ///     .records_until(2, ReadBound::LogEnd, ReadEnd::Timestamp(base + 5000))
-    ///     .map(|record| record.map(|record| record.offset))
-    ///     .collect::<Result<_, _>>()?;
-    /// assert_eq!(window, [2, 3, 4]);
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn records_until(&self, offset: i64, bound: ReadBound, end: ReadEnd) -> LogRecords<'_> {
-        LogRecords::new(self, offset, bound, end)
-    }
+/// The iterator of [`Log::tail`](crate::Log::tail): blocks for the next record instead of ending.
+#[derive(Debug)]
+pub struct LogTail<'a> {
+    records: LogRecords<'a>,
+    shared: &'a Shared,
+    bound: ReadBound,
+    finished: bool,
+}
 
-    /// A blocking iterator over the data records from `offset` on that never runs dry: at the
-    /// bound's end, its `next` waits for the next record (on the log's watermarks, with no
-    /// polling; a read-only log that follows a live writer looks every
-    /// [`poll_interval`](crate::log::LogConfig::poll_interval)). It ends when the log closes, and
-    /// after the first error, which it returns. [`LogTail::next_within`] waits at most a
-    /// given time.
-    ///
-    /// With [`ReadBound::Durable`] it waits for records to become durable and never asks for
-    /// a sync itself: the flush policy, or another caller, makes them durable.
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// use partlog::{Log, LogConfig, NewRecord, ReadBound};
-    ///
-    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// # let dir = tempfile::tempdir()?;
-    /// let log = Arc::new(Log::open(dir.path(), LogConfig::default())?);
-    /// let writer = {
-    ///     let log = Arc::clone(&log);
-    ///     std::thread::spawn(move || -> partlog::Result<()> {
-    ///         for n in 0..5 {
-    ///             log.append(&[NewRecord::now(None, Some(format!("{n}").as_bytes()))])?;
-    ///         }
-    ///         Ok(())
-    ///     })
-    /// };
-    /// // Takes the five records as they come, however fast the writer is.
-    /// let values: Vec<_> = log
-    ///     .tail(0, ReadBound::LogEnd)
-    ///     .take(5)
-    ///     .map(|record| record.map(|record| record.value))
-    ///     .collect::<Result<_, _>>()?;
-    /// assert_eq!(values.len(), 5);
-    /// writer.join().expect("the writer panicked")?;
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn tail(&self, offset: i64, bound: ReadBound) -> LogTail<'_> {
+impl<'a> LogTail<'a> {
+    /// A tail of `shared`'s records from `offset` within `bound`.
+    pub(in crate::log) fn new(shared: &'a Shared, offset: i64, bound: ReadBound) -> Self {
         LogTail {
-            records: LogRecords::new(self, offset, bound, ReadEnd::Unbounded),
-            log: self,
+            records: LogRecords::new(shared, offset, bound, ReadEnd::Unbounded),
+            shared,
             bound,
             finished: false,
         }
     }
 
+    /// The offset the iterator will return next (or the first above it that holds a data
+    /// record): where a consumer resumes.
+    pub fn position(&self) -> i64 {
+        self.records.position()
+    }
+
+    /// The next record, waiting at most `timeout` for it: `Ok(None)` when none came in time,
+    /// or when the iterator has ended (the log closed, or an earlier call returned an error).
+    pub fn next_within(&mut self, timeout: Duration) -> Result<Option<LogRecord>> {
+        let deadline = Instant::now().checked_add(timeout);
+        self.next_before(deadline)
+    }
+
+    fn next_before(&mut self, deadline: Option<Instant>) -> Result<Option<LogRecord>> {
+        while !self.finished {
+            match self.records.next() {
+                Some(Ok(record)) => return Ok(Some(record)),
+                Some(Err(Error::Closed)) => self.finished = true,
+                Some(Err(error)) => return Err(self.finish(error)),
+                None if self.records.is_finished() => self.finished = true,
+                None => {
+                    let position = self.records.waiting_offset();
+                    match self.shared.wait_within(position, self.bound, deadline) {
+                        Ok(true) => {}
+                        Ok(false) => return Ok(None),
+                        Err(Error::Closed) => self.finished = true,
+                        Err(error) => return Err(self.finish(error)),
+                    }
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    fn finish(&mut self, error: Error) -> Error {
+        self.finished = true;
+        error
+    }
+}
+
+impl Iterator for LogTail<'_> {
+    type Item = Result<LogRecord>;
+
+    /// Blocks until the next record is there; `None` once the log has closed.
+    fn next(&mut self) -> Option<Result<LogRecord>> {
+        self.next_before(None).transpose()
+    }
+}
+
+impl Shared {
     /// Blocks until the log holds a record at `offset` within `bound` (for
     /// [`ReadBound::Durable`]: until `offset` is durable), or `deadline` passes (`Ok(false)`).
-    /// Fails with [`Error::Closed`] when the log closes, and with [`Error::Poisoned`] when a
-    /// poisoned log will never answer `offset`.
+    /// Fails with [`Error::Closed`](crate::Error::Closed) when the log closes, and with
+    /// [`Error::Poisoned`](crate::Error::Poisoned) when a poisoned log will never answer `offset`.
     pub(in crate::log) fn wait_within(
         &self,
         offset: i64,
@@ -114,7 +110,7 @@ impl Log {
         deadline: Option<Instant>,
     ) -> Result<bool> {
         self.check_open()?;
-        let shared = &self.shared;
+        let shared = self;
         if bound == ReadBound::LogEnd {
             let timeout = deadline.map_or(Duration::MAX, |deadline| {
                 deadline.saturating_duration_since(Instant::now())
@@ -156,64 +152,5 @@ impl Log {
             };
             mark.wait_above(offset, wake, stop);
         }
-    }
-}
-
-/// The iterator of [`Log::tail`]: blocks for the next record instead of ending.
-#[derive(Debug)]
-pub struct LogTail<'a> {
-    records: LogRecords<'a>,
-    log: &'a Log,
-    bound: ReadBound,
-    finished: bool,
-}
-
-impl LogTail<'_> {
-    /// The offset the iterator will return next (or the first above it that holds a data
-    /// record): where a consumer resumes.
-    pub fn position(&self) -> i64 {
-        self.records.position()
-    }
-
-    /// The next record, waiting at most `timeout` for it: `Ok(None)` when none came in time,
-    /// or when the iterator has ended (the log closed, or an earlier call returned an error).
-    pub fn next_within(&mut self, timeout: Duration) -> Result<Option<LogRecord>> {
-        let deadline = Instant::now().checked_add(timeout);
-        self.next_before(deadline)
-    }
-
-    fn next_before(&mut self, deadline: Option<Instant>) -> Result<Option<LogRecord>> {
-        while !self.finished {
-            match self.records.next() {
-                Some(Ok(record)) => return Ok(Some(record)),
-                Some(Err(Error::Closed)) => self.finished = true,
-                Some(Err(error)) => return Err(self.finish(error)),
-                None if self.records.is_finished() => self.finished = true,
-                None => {
-                    let position = self.records.waiting_offset();
-                    match self.log.wait_within(position, self.bound, deadline) {
-                        Ok(true) => {}
-                        Ok(false) => return Ok(None),
-                        Err(Error::Closed) => self.finished = true,
-                        Err(error) => return Err(self.finish(error)),
-                    }
-                }
-            }
-        }
-        Ok(None)
-    }
-
-    fn finish(&mut self, error: Error) -> Error {
-        self.finished = true;
-        error
-    }
-}
-
-impl Iterator for LogTail<'_> {
-    type Item = Result<LogRecord>;
-
-    /// Blocks until the next record is there; `None` once the log has closed.
-    fn next(&mut self) -> Option<Result<LogRecord>> {
-        self.next_before(None).transpose()
     }
 }

@@ -25,28 +25,21 @@ pub(in crate::log) mod state;
 use crate::error::{Error, Result};
 
 use crate::log::segments::watermark::Watermark;
-use crate::log::{Log, Shared, Writer};
+use crate::log::{Shared, Writer};
 use leader_epoch::{
     EpochEntry, LeaderEpochFileCache, UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET, read_checkpoint,
 };
 
-impl Log {
-    /// Makes this log the leader of `leader_epoch`: client appends ([`append`](Self::append),
-    /// [`append_batch`](Self::append_batch), markers, the batching writer) stamp it into every
-    /// batch's `partitionLeaderEpoch`, and the cache records `(leader_epoch, LEO)` (Kafka's
-    /// `maybeAssignEpochStartOffset` in `makeLeader`), durably before this returns.
-    ///
-    /// An epoch below the cache's latest is [`Error::FencedLeaderEpoch`]; a negative one is
-    /// [`Error::InvalidArgument`]. Becoming leader of the latest epoch again changes nothing in
-    /// the cache.
-    pub fn become_leader(&self, leader_epoch: i32) -> Result<()> {
+impl Shared {
+    /// See [`Log::become_leader`](crate::Log::become_leader).
+    pub(in crate::log) fn become_leader(&self, leader_epoch: i32) -> Result<()> {
         self.check_writable()?;
         if leader_epoch < 0 {
             return Err(Error::InvalidArgument {
                 why: format!("a leader epoch must be ≥ 0, got {leader_epoch}"),
             });
         }
-        let shared = &self.shared;
+        let shared = self;
         let writer = shared.writer.lock();
         self.check_writable()?;
         {
@@ -66,32 +59,24 @@ impl Log {
         Ok(())
     }
 
-    /// Makes this log a follower: client appends fail with [`Error::NotLeaderOrFollower`] from
-    /// now on, while [`append_as_follower`](Self::append_as_follower), truncation and the high
-    /// watermark work as before. The cache is left as it is.
-    pub fn become_follower(&self) -> Result<()> {
+    /// See [`Log::become_follower`](crate::Log::become_follower).
+    pub(in crate::log) fn become_follower(&self) -> Result<()> {
         self.check_writable()?;
-        let shared = &self.shared;
+        let shared = self;
         let _writer = shared.writer.lock();
         shared.replication.follow();
         Ok(())
     }
 
-    /// The epoch client appends stamp: `None` for a bare log (which stamps -1) or a follower.
-    pub fn leader_epoch(&self) -> Option<i32> {
-        self.shared.replication.leader_epoch()
+    /// See [`Log::leader_epoch`](crate::Log::leader_epoch).
+    pub(in crate::log) fn leader_epoch(&self) -> Option<i32> {
+        self.replication.leader_epoch()
     }
 
-    /// Sets the high watermark (Kafka's `updateHighWatermark` as a leader's ISR or a follower's
-    /// fetch moves it) and returns it. It only moves forward: a value below the current one
-    /// leaves it. It is clamped up to the log start offset; a value above the log end offset is
-    /// [`Error::InvalidArgument`]. Before the first call the high watermark is the log end offset;
-    /// the first call may set it anywhere in `[log start, LEO]`.
-    ///
-    /// Transactions whose marker falls below it stop holding the last stable offset back.
-    pub fn set_high_watermark(&self, high_watermark: i64) -> Result<i64> {
+    /// See [`Log::set_high_watermark`](crate::Log::set_high_watermark).
+    pub(in crate::log) fn set_high_watermark(&self, high_watermark: i64) -> Result<i64> {
         self.check_writable()?;
-        let shared = &self.shared;
+        let shared = self;
         let mut writer = shared.writer.lock();
         let end = writer.tail.log_end_offset();
         if high_watermark > end {
@@ -108,20 +93,10 @@ impl Log {
         Ok(new)
     }
 
-    /// The high watermark: what [`set_high_watermark`](Self::set_high_watermark) last set (or
-    /// a truncation lowered it to), or, until it is first called, the log end offset (one
-    /// replica).
-    pub fn high_watermark(&self) -> i64 {
+    /// See [`Log::end_offset_for_epoch`](crate::Log::end_offset_for_epoch).
+    pub(in crate::log) fn end_offset_for_epoch(&self, epoch: i32) -> (i32, i64) {
         self.poll_live();
-        self.shared.high_watermark()
-    }
-
-    /// Kafka's `endOffsetForEpoch` (the leader's answer to OffsetsForLeaderEpoch): the largest
-    /// epoch ≤ `epoch` the cache holds and the offset where the next higher epoch starts (the
-    /// log end offset for the latest epoch); `(-1, -1)` when undefined.
-    pub fn end_offset_for_epoch(&self, epoch: i32) -> (i32, i64) {
-        self.poll_live();
-        let shared = &self.shared;
+        let shared = self;
         let cache = shared.replication.epochs();
         let answer = cache.end_offset_for(epoch, shared.view.log_end());
         if answer.0 == UNDEFINED_EPOCH {
@@ -131,26 +106,24 @@ impl Log {
         }
     }
 
-    /// The cache's latest epoch, if any.
-    pub fn latest_epoch(&self) -> Option<i32> {
+    /// See [`Log::latest_epoch`](crate::Log::latest_epoch).
+    pub(in crate::log) fn latest_epoch(&self) -> Option<i32> {
         self.poll_live();
-        self.shared.replication.epochs().latest_epoch()
+        self.replication.epochs().latest_epoch()
     }
 
-    /// The epoch that wrote `offset` according to the cache, if any.
-    pub fn epoch_for_offset(&self, offset: i64) -> Option<i32> {
+    /// See [`Log::epoch_for_offset`](crate::Log::epoch_for_offset).
+    pub(in crate::log) fn epoch_for_offset(&self, offset: i64) -> Option<i32> {
         self.poll_live();
-        self.shared.replication.epochs().epoch_for_offset(offset)
+        self.replication.epochs().epoch_for_offset(offset)
     }
 
-    /// A copy of the cache's entries, oldest first.
-    pub fn leader_epoch_entries(&self) -> Vec<EpochEntry> {
+    /// See [`Log::leader_epoch_entries`](crate::Log::leader_epoch_entries).
+    pub(in crate::log) fn leader_epoch_entries(&self) -> Vec<EpochEntry> {
         self.poll_live();
-        self.shared.replication.epochs().entries().to_vec()
+        self.replication.epochs().entries().to_vec()
     }
-}
 
-impl Shared {
     /// The high watermark: the set value, or the readable end until one is set.
     pub(in crate::log) fn high_watermark(&self) -> i64 {
         self.replication.high_watermark(self.readable_end())

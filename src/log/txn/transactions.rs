@@ -39,7 +39,7 @@ use crate::log::files::dir_listing::DirListing;
 use crate::log::files::producer_snapshot::{
     SnapshotEntry, delete_snapshots_above, write_snapshot_file, write_unsynced_snapshot,
 };
-use crate::log::{Log, LogAppendInfo, Shared, Writer};
+use crate::log::{LogAppendInfo, Shared, Writer};
 
 /// One producer's state as the log holds it (a read-only copy; Kafka's `ProducerStateEntry`
 /// as `kafka-dump-log` prints it from a snapshot).
@@ -84,29 +84,14 @@ impl ProducerStateEntry {
     }
 }
 
-impl Log {
-    /// The aborted transactions whose ABORT marker lies at or above `from` that a read-only
-    /// open's producer-state replay met, in marker order, each with the last stable offset that
-    /// a writable open's replay writes into the `.txnindex` ([`upgrade_dir`](crate::upgrade_dir)
-    /// writes them for the segments the source's open had to recover).
-    pub(crate) fn replayed_aborted_from(&self, from: i64) -> Vec<AbortedTxn> {
-        self.shared.txn.replayed_aborted_in(from, i64::MAX)
+impl Shared {
+    /// See [`Log::replayed_aborted_from`](crate::Log::replayed_aborted_from).
+    pub(in crate::log) fn replayed_aborted_from(&self, from: i64) -> Vec<AbortedTxn> {
+        self.txn.replayed_aborted_in(from, i64::MAX)
     }
 
-    /// Appends a transaction marker (a COMMIT or ABORT control batch, as a Kafka broker writes
-    /// for its transaction coordinator) that ends `producer_id`'s open transaction on this
-    /// partition, and returns where it landed.
-    ///
-    /// The marker is checked as Kafka checks one from the coordinator: an epoch below the
-    /// producer's is [`Error::InvalidProducerEpoch`], a `coordinator_epoch` below the last one
-    /// seen is [`Error::TransactionCoordinatorFenced`]; a marker for a producer with no open
-    /// transaction is written and ends nothing. An ABORT records the transaction in the
-    /// `.txnindex` of the segment that holds the marker, so that `read_committed` reads skip its
-    /// data ([`Log::read_with`]).
-    ///
-    /// A `producer_id` below 0, or a `marker` other than COMMIT or ABORT, is
-    /// [`Error::InvalidArgument`].
-    pub fn append_marker(
+    /// See [`Log::append_marker`](crate::Log::append_marker).
+    pub(in crate::log) fn append_marker(
         &self,
         producer_id: i64,
         producer_epoch: i16,
@@ -124,7 +109,7 @@ impl Log {
                 why: format!("{marker:?} is not a transaction marker (COMMIT or ABORT)"),
             });
         }
-        let now = self.shared.clock.now_ms();
+        let now = self.clock.now_ms();
         let mut batch = build_control_batch(
             marker,
             producer_id,
@@ -137,39 +122,38 @@ impl Log {
             .map(|(info, _)| info)
     }
 
-    /// Records that the transaction coordinator added this partition to `producer_id`'s
-    /// transaction at `producer_epoch` (KIP-890's partition verification, in process). With
-    /// [`LogConfig::transaction_partition_verification_enable`], a transaction's first batch is
-    /// refused with [`Error::InvalidTxnState`] unless it was registered so: a late write from a
-    /// fenced or aborted producer cannot open a transaction that no marker will close.
-    pub fn register_transaction(&self, producer_id: i64, producer_epoch: i16) -> Result<()> {
+    /// See [`Log::register_transaction`](crate::Log::register_transaction).
+    pub(in crate::log) fn register_transaction(
+        &self,
+        producer_id: i64,
+        producer_epoch: i16,
+    ) -> Result<()> {
         self.check_writable()?;
         if producer_id < 0 {
             return Err(Error::InvalidArgument {
                 why: format!("a transaction needs a producer id, not {producer_id}"),
             });
         }
-        let now = self.shared.clock.now_ms();
-        self.shared
-            .writer
+        let now = self.clock.now_ms();
+        self.writer
             .lock()
             .producers
             .register_transaction(producer_id, producer_epoch, now);
         Ok(())
     }
 
-    /// The state the log holds for `producer_id`, if any.
-    pub fn producer_state(&self, producer_id: i64) -> Option<ProducerStateEntry> {
-        let writer = self.shared.writer.lock();
+    /// See [`Log::producer_state`](crate::Log::producer_state).
+    pub(in crate::log) fn producer_state(&self, producer_id: i64) -> Option<ProducerStateEntry> {
+        let writer = self.writer.lock();
         writer
             .producers
             .last_entry(producer_id)
             .map(|entry| ProducerStateEntry::of(producer_id, entry))
     }
 
-    /// Every producer the log holds state for, by ascending producer id.
-    pub fn active_producers(&self) -> Vec<ProducerStateEntry> {
-        let writer = self.shared.writer.lock();
+    /// See [`Log::active_producers`](crate::Log::active_producers).
+    pub(in crate::log) fn active_producers(&self) -> Vec<ProducerStateEntry> {
+        let writer = self.writer.lock();
         writer
             .producers
             .entries()
@@ -178,28 +162,13 @@ impl Log {
             .collect()
     }
 
-    /// The first offset of the earliest transaction that is open (or ended above the high
-    /// watermark), if any, and never below the log start offset: a transaction whose first
-    /// offset a move of the log start passed is unstable from the log start on (Kafka's
-    /// `maybeIncrementFirstUnstableOffset`).
-    pub fn first_unstable_offset(&self) -> Option<i64> {
+    /// See [`Log::first_unstable_offset`](crate::Log::first_unstable_offset).
+    pub(in crate::log) fn first_unstable_offset(&self) -> Option<i64> {
         self.poll_live();
-        let first_unstable = self.shared.txn.first_unstable();
-        (first_unstable != i64::MAX).then(|| first_unstable.max(self.shared.view.log_start()))
+        let first_unstable = self.txn.first_unstable();
+        (first_unstable != i64::MAX).then(|| first_unstable.max(self.view.log_start()))
     }
 
-    /// The last stable offset: `read_committed` reads stop below it. It is the first unstable
-    /// offset, or the high watermark when no transaction is unstable, and never below the log
-    /// start. Until [`set_high_watermark`](Log::set_high_watermark) is called the log has one
-    /// replica, so its high watermark is its log end offset (as a Kafka leader alone in its ISR
-    /// has it).
-    pub fn last_stable_offset(&self) -> i64 {
-        self.poll_live();
-        self.shared.last_stable_offset()
-    }
-}
-
-impl Shared {
     /// Checks a batch whose offsets are assigned against its producer's state. Batches without
     /// a producer id pass with one branch.
     pub(in crate::log) fn check_producer(

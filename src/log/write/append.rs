@@ -18,20 +18,12 @@ use crate::format::{
 use crate::segment::AppendBytes;
 
 use crate::log::txn::producer_state::{AppendOrigin, ProducerAppendCheck};
-use crate::log::{CompressionType, Log, LogAppendInfo, LogConfig, Shared, TruncationEpoch, Writer};
+use crate::log::{CompressionType, LogAppendInfo, LogConfig, Shared, TruncationEpoch, Writer};
 use crate::sync::MutexGuard;
 
-impl Log {
-    /// Appends `records` as exactly one batch, built with the log's codec
-    /// (`compression.type`; `producer` means none here), and returns once the batch is in the
-    /// file and visible to readers: it then survives a crash of the process, and, once
-    /// [`durable_offset`](Self::durable_offset) passes it, of the machine (ARCHITECTURE.md §3,
-    /// invariant 3).
-    ///
-    /// Fails with [`Error::RecordTooLarge`] over `max.message.bytes` (a batch is never split),
-    /// [`Error::InvalidTimestamp`] outside the timestamp bounds, and [`Error::InvalidArgument`]
-    /// for an empty slice or, in a compacted log, a record without a key.
-    pub fn append(&self, records: &[NewRecord]) -> Result<LogAppendInfo> {
+impl Shared {
+    /// See [`Log::append`](crate::Log::append).
+    pub(in crate::log) fn append(&self, records: &[NewRecord]) -> Result<LogAppendInfo> {
         self.append_records(
             records,
             |record| (record.timestamp, record.key.is_some()),
@@ -39,10 +31,8 @@ impl Log {
         )
     }
 
-    /// [`append`](Self::append) for records that borrow their bytes: each is encoded straight
-    /// into the batch, where `append` takes [`NewRecord`]s that the caller had to copy its
-    /// bytes into first. The same checks and the same errors.
-    pub fn append_refs(&self, records: &[RecordRef<'_>]) -> Result<LogAppendInfo> {
+    /// See [`Log::append_refs`](crate::Log::append_refs).
+    pub(in crate::log) fn append_refs(&self, records: &[RecordRef<'_>]) -> Result<LogAppendInfo> {
         self.append_records(
             records,
             |record| (record.timestamp, record.key.is_some()),
@@ -93,27 +83,22 @@ impl Log {
     /// 100-byte record's batch (crates/partlog-bench/benches/README.md, "Where partlog misses its target"). Under
     /// LogAppendTime the time is stamped into the batch, so it is the precise clock's.
     fn append_time_ms(&self) -> i64 {
-        let clock = &self.shared.clock;
-        if self.shared.config.message_timestamp_type == TimestampType::CreateTime {
+        let clock = &self.clock;
+        if self.config.message_timestamp_type == TimestampType::CreateTime {
             clock.now_ms_coarse()
         } else {
             clock.now_ms()
         }
     }
 
-    /// The checks [`append`](Self::append) makes of each record: a key in a compacted log, and
-    /// the timestamp bounds under CreateTime, against `log_time_ms`, the log's time from
-    /// [`append_time_ms`](Self::append_time_ms) (under CreateTime a coarse reading, never later
-    /// than the precise clock and at most [`COARSE_CLOCK_LAG_MS`] behind it). The verdict is
-    /// the precise clock's: a timestamp within the coarse reading's lag of a bound is checked
-    /// against the precise clock, read then.
-    pub(crate) fn check_record_against(
+    /// See [`Log::check_record_against`](crate::Log::check_record_against).
+    pub(in crate::log) fn check_record_against(
         &self,
         timestamp: i64,
         has_key: bool,
         log_time_ms: i64,
     ) -> Result<()> {
-        if self.shared.config.cleanup_policy.compact && !has_key {
+        if self.config.cleanup_policy.compact && !has_key {
             return Err(compacted_without_key());
         }
         self.check_timestamp_against(timestamp, log_time_ms)
@@ -123,7 +108,7 @@ impl Log {
     /// `timestamp` against `log_time_ms` from [`append_time_ms`](Self::append_time_ms), with the
     /// precise clock read only for a timestamp within the coarse reading's lag of a bound.
     fn check_timestamp_against(&self, timestamp: i64, log_time_ms: i64) -> Result<()> {
-        let config = &self.shared.config;
+        let config = &self.config;
         // -1 (no timestamp) passes, as it does in check_timestamp.
         if config.message_timestamp_type != TimestampType::CreateTime || timestamp == -1 {
             return Ok(());
@@ -142,66 +127,49 @@ impl Log {
                 return Ok(());
             }
         }
-        check_timestamp(config, timestamp, self.shared.clock.now_ms())
+        check_timestamp(config, timestamp, self.clock.now_ms())
     }
 
-    /// [`check_record_against`](Self::check_record_against) the log's time now, for the
-    /// batching writer's `send`: the coarse clock is read only when a timestamp needs it.
-    pub(crate) fn check_record_at_send(&self, timestamp: i64, has_key: bool) -> Result<()> {
-        let config = &self.shared.config;
+    /// See [`Log::check_record_at_send`](crate::Log::check_record_at_send).
+    pub(in crate::log) fn check_record_at_send(&self, timestamp: i64, has_key: bool) -> Result<()> {
+        let config = &self.config;
         if config.message_timestamp_type != TimestampType::CreateTime || timestamp == -1 {
             // No bound to check: the time is not read.
             return self.check_record_against(timestamp, has_key, i64::MIN);
         }
-        self.check_record_against(timestamp, has_key, self.shared.clock.now_ms_coarse())
+        self.check_record_against(timestamp, has_key, self.clock.now_ms_coarse())
     }
 
-    /// The codec batches built from records get: `compression.type`, with `producer` meaning
-    /// none (there is no producer codec to keep).
-    pub(crate) fn records_codec(&self) -> Compression {
-        match self.shared.config.compression_type {
+    /// See [`Log::records_codec`](crate::Log::records_codec).
+    pub(in crate::log) fn records_codec(&self) -> Compression {
+        match self.config.compression_type {
             CompressionType::Producer | CompressionType::Uncompressed => Compression::None,
             CompressionType::Lz4 => Compression::Lz4,
             CompressionType::Zstd => Compression::Zstd,
         }
     }
 
-    /// The clock the log reads time from (`LogConfig::clock`).
-    pub(crate) fn clock(&self) -> &Arc<dyn Clock> {
-        &self.shared.clock
+    /// See [`Log::clock`](crate::Log::clock).
+    pub(in crate::log) fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
     }
 
-    /// Appends a batch that partlog's batching writer built from records it already checked
-    /// with [`check_record_at_send`](Self::check_record_at_send), with the log's codec: the rest of
-    /// [`append`](Self::append)'s path (size limit, offsets, roll, flush policy). The bytes stay
-    /// the caller's, so that it can reuse the buffer for its next batch.
-    ///
-    /// With the batch's [`TruncationEpoch`], for an `acks=all` wait on its offsets
-    /// ([`durable_since_append`](Self::durable_since_append)).
-    pub(crate) fn append_checked_batch(
+    /// See [`Log::append_checked_batch`](crate::Log::append_checked_batch).
+    pub(in crate::log) fn append_checked_batch(
         &self,
         batch: &mut [u8],
     ) -> Result<(LogAppendInfo, TruncationEpoch)> {
         self.check_writable()?;
-        self.append_built_in_epoch(batch, self.shared.clock.now_ms())
+        self.append_built_in_epoch(batch, self.clock.now_ms())
     }
 
-    /// Whether appends would fail now: the log is closed, read-only or poisoned.
-    pub(crate) fn writable(&self) -> Result<()> {
+    /// See [`Log::writable`](crate::Log::writable).
+    pub(in crate::log) fn writable(&self) -> Result<()> {
         self.check_writable()
     }
 
-    /// Appends one batch a producer built, after Kafka's leader checks (ARCHITECTURE.md §4):
-    /// one whole batch, magic 2, a valid CRC, records count > 0 and equal to lastOffsetDelta + 1,
-    /// a base sequence when the producer id is set, none of the control, delete-horizon or
-    /// LogAppendTime bits, keys in a compacted log, the size limit, the timestamp bounds, and
-    /// the record framing (checked by decompressing every record).
-    ///
-    /// The batch's base offset and leader epoch are ignored: the log assigns the offsets, and
-    /// stores its own epoch, as a Kafka leader stamps its own over whatever a producer sent:
-    /// -1 (no epoch) for a bare log, whose epoch a broker's cache would otherwise take for an
-    /// election that never happened, or the epoch of [`become_leader`](Self::become_leader).
-    pub fn append_batch(&self, batch: &[u8]) -> Result<LogAppendInfo> {
+    /// See [`Log::append_batch`](crate::Log::append_batch).
+    pub(in crate::log) fn append_batch(&self, batch: &[u8]) -> Result<LogAppendInfo> {
         self.check_writable()?;
         // One clock read for the checks and the append, as in `append`.
         let now = self.append_time_ms();
@@ -209,11 +177,8 @@ impl Log {
         self.append_produced(batch, now)
     }
 
-    /// [`append_batch`](Self::append_batch) without the record-framing check: the records are
-    /// not decompressed, so a batch whose CRC is right but whose records are malformed is
-    /// stored as it is (readers will report it). Timestamp bounds are checked against the
-    /// batch's maxTimestamp only. Use it for batches from a trusted producer.
-    pub fn append_batch_trusted(&self, batch: &[u8]) -> Result<LogAppendInfo> {
+    /// See [`Log::append_batch_trusted`](crate::Log::append_batch_trusted).
+    pub(in crate::log) fn append_batch_trusted(&self, batch: &[u8]) -> Result<LogAppendInfo> {
         self.check_writable()?;
         // One clock read for the checks and the append, as in `append`.
         let now = self.append_time_ms();
@@ -249,7 +214,7 @@ impl Log {
         check_records: bool,
         log_time_ms: i64,
     ) -> Result<ProducedBatch<'a>> {
-        let config = &self.shared.config;
+        let config = &self.config;
         let invalid = |why: &str| Error::InvalidArgument {
             why: why.to_string(),
         };
@@ -397,7 +362,7 @@ impl Log {
         now: i64,
         origin: AppendOrigin,
     ) -> Result<(LogAppendInfo, TruncationEpoch)> {
-        let shared = &self.shared;
+        let shared = self;
         let config = &shared.config;
         let size = head.len() + tail.len();
         if size as u64 > u64::from(config.max_message_bytes) {
@@ -507,9 +472,7 @@ impl Log {
         };
         Ok((info, epoch))
     }
-}
 
-impl Shared {
     /// The writer lock for an append, once the sealed segments waiting for their fsync are
     /// fewer than [`MAX_UNSYNCED_SEALED`] (back-pressure on a writer that rolls faster than
     /// the disk syncs).

@@ -39,7 +39,7 @@ use crate::format::{BatchHeader, BatchView};
 
 use super::append::transaction_marker;
 use crate::log::txn::producer_state::{AppendOrigin, BatchSummary, ProducerAppendInfo};
-use crate::log::{Log, LogAppendInfo, Shared, Writer};
+use crate::log::{LogAppendInfo, Shared, Writer};
 
 /// One checked batch of a follower append.
 struct FollowerBatch {
@@ -48,26 +48,9 @@ struct FollowerBatch {
     position: usize,
 }
 
-impl Log {
-    /// Kafka's `appendAsFollower`: appends one or more whole v2 batches that carry the leader's
-    /// offsets and `partitionLeaderEpoch`, byte for byte (CRC checked, no decompression, no size
-    /// checks), and returns what was stored. Works whatever the role (a bare log, a leader or a
-    /// follower).
-    ///
-    /// Nothing is written when it fails: [`Error::UnexpectedAppendOffset`] if the first offset
-    /// is below the log end offset (the follower must truncate first),
-    /// [`Error::OffsetsOutOfOrder`] if a batch does not start after the previous one ends,
-    /// [`Error::InvalidBatch`] for a torn batch, a bad CRC or a magic other than 2, and
-    /// [`Error::InvalidArgument`] for an empty buffer. The producer state follows Kafka's
-    /// REPLICATION rules: a re-sent batch is not a duplicate here, since the leader decided.
-    /// Offsets may leave gaps (a compacted leader's); the log end becomes the last offset + 1.
-    /// A call whose last offset lies more than `i32::MAX` past the log end rolls at its first
-    /// offset, with the gap between two segments (Kafka's `maybeRoll`), in any log: the roll
-    /// records in `partlog.checkpoint` that the log's records are compacted, so that reads,
-    /// recovery and `verify` take the gap for what it is. A call whose batches span more than
-    /// `i32::MAX` offsets fits no segment and is [`Error::InvalidArgument`] (append it in two
-    /// calls).
-    pub fn append_as_follower(&self, batches: &[u8]) -> Result<LogAppendInfo> {
+impl Shared {
+    /// See [`Log::append_as_follower`](crate::Log::append_as_follower).
+    pub(in crate::log) fn append_as_follower(&self, batches: &[u8]) -> Result<LogAppendInfo> {
         self.check_writable()?;
         let checked = check_follower_batches(batches)?;
         let (Some(first), Some(last)) = (checked.first(), checked.last()) else {
@@ -111,7 +94,7 @@ impl Log {
             summaries.push(BatchSummary::from_header(&batch.header, marker)?);
         }
 
-        let shared = &self.shared;
+        let shared = self;
         let now = shared.clock.now_ms();
         let mut writer = shared.lock_writer_for_append()?;
         self.check_writable()?;
@@ -200,9 +183,7 @@ impl Log {
             duplicate: false,
         })
     }
-}
 
-impl Shared {
     /// Rolls to a new active segment at `base`, more than `i32::MAX` offsets past the log end
     /// (a compacted leader's gap: Kafka's `maybeRoll` at the batch's first offset). Before the
     /// new segment takes a byte, every offset below the gap is made durable (the sealed

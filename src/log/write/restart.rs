@@ -29,27 +29,18 @@ use crate::segment::Segment;
 use crate::log::files::producer_snapshot::delete_snapshots_above;
 use crate::log::segments::snapshot::{SegmentHandle, SegmentList};
 use crate::log::txn::producer_state::{ProducerStateConfig, ProducerStateManager};
-use crate::log::{Log, Shared, Writer};
+use crate::log::{Shared, Writer};
 
-impl Log {
-    /// Deletes every segment and restarts the log empty at `offset` (Kafka's
-    /// `truncateFullyAndStartAt`): a new empty active segment at `offset`, the log start and the
-    /// log end offset at `offset`, the leader-epoch cache and the producer state cleared, the
-    /// producer snapshots deleted, and a set high watermark moved to `offset`. Durable on
-    /// return; see the module docs of `truncate_fully.rs` for what a crash part-way leaves.
-    ///
-    /// Readers positioned below `offset` get [`Error::OffsetOutOfRange`] from then on. A
-    /// negative `offset`, or one no segment can start at (above `i64::MAX - i32::MAX`), is
-    /// [`Error::InvalidArgument`]. A failure part-way poisons the log, which then recovers at
-    /// its next open.
-    pub fn truncate_fully_and_start_at(&self, offset: i64) -> Result<()> {
+impl Shared {
+    /// See [`Log::truncate_fully_and_start_at`](crate::Log::truncate_fully_and_start_at).
+    pub(in crate::log) fn truncate_fully_and_start_at(&self, offset: i64) -> Result<()> {
         self.check_writable()?;
         if !(0..=i64::MAX - i64::from(i32::MAX)).contains(&offset) {
             return Err(Error::InvalidArgument {
                 why: format!("a log cannot restart at offset {offset}"),
             });
         }
-        let shared = &self.shared;
+        let shared = self;
         let mut writer = shared.writer.lock();
         self.check_writable()?;
         let result = (|| {
@@ -64,9 +55,7 @@ impl Log {
         }
         result
     }
-}
 
-impl Shared {
     /// Steps 1 to 4 of the module docs, for an `offset` at or above the log end offset.
     fn restart_locked(&self, writer: &mut Writer, offset: i64) -> Result<()> {
         // Every record goes: a wait for any of them fails from here on.

@@ -10,33 +10,20 @@ use crate::segment::Segment;
 
 use crate::log::observe;
 use crate::log::segments::snapshot::{SegmentHandle, SegmentList};
-use crate::log::{Log, LogEvent, Shared, Writer};
+use crate::log::{LogEvent, Shared, Writer};
 
-impl Log {
-    /// Rolls the active segment (Kafka's `UnifiedLog.roll()`): seals it and starts a new active
-    /// segment at the log end offset, whose base offset it returns. A sealed segment is what
-    /// retention deletes and compaction cleans, so a roll makes the newest records eligible
-    /// for both.
-    ///
-    /// An active segment that is empty and already starts at the log end offset stays: the
-    /// call then changes nothing and returns its base (Kafka replaces such a segment with an
-    /// identical one). Appends from other threads serialise with the roll.
-    ///
-    /// Fails with [`Error::Closed`], [`Error::Poisoned`], [`Error::Unsupported`] on a log
-    /// opened read-only, or an I/O error creating the new segment (the old one then stays
-    /// active).
-    pub fn roll(&self) -> Result<i64> {
+impl Shared {
+    /// See [`Log::roll`](crate::Log::roll).
+    pub(in crate::log) fn roll_now(&self) -> Result<i64> {
         self.check_writable()?;
-        let shared = &self.shared;
+        let shared = self;
         let mut writer = shared.writer.lock();
         // Again under the writer lock: a close or a poison may have come while it was taken.
         self.check_writable()?;
         shared.roll(&mut writer, shared.clock.now_ms())?;
         Ok(writer.tail.active().base_offset())
     }
-}
 
-impl Shared {
     /// Rolls to a new active segment at the log end offset. All or nothing: if the new segment
     /// cannot be created or the old one sealed, the old one stays active and the error returns.
     pub(in crate::log) fn roll(&self, writer: &mut Writer, now_ms: i64) -> Result<()> {

@@ -11,39 +11,18 @@ use crate::error::{Error, Result};
 use crate::segment::{DELETED_SUFFIX, Segment, rename_segment_files};
 
 use crate::log::segments::snapshot::{SegmentHandle, SegmentList};
-use crate::log::{Log, Shared, Writer};
+use crate::log::{Shared, Writer};
 
-impl Log {
-    /// Removes every record at or above `offset` and makes that durable before returning
-    /// (ARCHITECTURE.md §3, invariant 15). A batch that straddles `offset` goes whole, so the new
-    /// log end offset may be a little below `offset`; it is returned. Readers positioned above it
-    /// get [`Error::Truncated`]. The leader-epoch cache drops the epochs starting at or above the
-    /// new end (also when `offset` is at or above the log end, as Kafka's `truncateTo` does), and
-    /// a high watermark above it comes down to it (ARCHITECTURE.md §11). A segment that begins
-    /// at `offset` stays, emptied, as the active segment (Kafka's `truncateTo` deletes only the
-    /// segments that begin above it).
-    ///
-    /// In a compacted log the new end is the offset after the last batch kept, since the files
-    /// are all that record the end: an `offset` in a gap that compaction left, or at a batch that
-    /// follows one, ends the log after the last batch kept below it (the segment's base offset
-    /// if it keeps none), so the new end may be well below `offset`, and the log start offset
-    /// comes down to it if it was higher (nothing below the old start comes back: every batch
-    /// kept ends at or below the new end).
-    ///
-    /// Compaction has already removed the records that a later record of their key superseded.
-    /// Truncating below such a later record removes the key's latest value without bringing the
-    /// older ones back: the key then reads as its last record below `offset` that compaction
-    /// kept, or not at all. Kafka avoids this by cleaning only below
-    /// the high watermark and truncating only above it; do the same by truncating only above
-    /// what [`compact`](Self::compact) has cleaned.
-    pub fn truncate_to(&self, offset: i64) -> Result<i64> {
+impl Shared {
+    /// See [`Log::truncate_to`](crate::Log::truncate_to).
+    pub(in crate::log) fn truncate_to(&self, offset: i64) -> Result<i64> {
         self.check_writable()?;
         if offset < 0 {
             return Err(Error::InvalidArgument {
                 why: format!("cannot truncate to negative offset {offset}"),
             });
         }
-        let shared = &self.shared;
+        let shared = self;
         let mut writer = shared.writer.lock();
         if offset >= writer.tail.log_end_offset() {
             // Kafka's `truncateTo` above the log end only cuts the epoch cache there: an epoch
@@ -62,20 +41,10 @@ impl Log {
         result
     }
 
-    /// Moves the log start offset up to `offset`, durably: reads below it fail from then on,
-    /// and the new start is in an fsynced checkpoint before this returns, after the records
-    /// below it were made durable (a group-commit sync, if they were not yet). Whole segments
-    /// below it are deleted by retention. The leader-epoch cache drops the epochs wholly below
-    /// it; the producer state forgets no producer: one whose data now lies below the start stays
-    /// until it expires (`producer.id.expiration.ms`, as in Kafka since KIP-360).
-    ///
-    /// Fails with [`Error::OffsetOutOfRange`] if `offset` is above the log end offset, or,
-    /// once [`set_high_watermark`](Self::set_high_watermark) was called, above the high
-    /// watermark (Kafka's `deleteRecords` refuses the same: nothing at or above the high
-    /// watermark is deleted).
-    pub fn delete_records_before(&self, offset: i64) -> Result<()> {
+    /// See [`Log::delete_records_before`](crate::Log::delete_records_before).
+    pub(in crate::log) fn delete_records_before(&self, offset: i64) -> Result<()> {
         self.check_writable()?;
-        let shared = &self.shared;
+        let shared = self;
         let mut writer = loop {
             let writer = shared.writer.lock();
             let end = writer.tail.log_end_offset();
@@ -127,9 +96,7 @@ impl Log {
         shared.replication.epochs().truncate_from_start(offset)?;
         Ok(())
     }
-}
 
-impl Shared {
     pub(in crate::log) fn truncate_locked(&self, writer: &mut Writer, offset: i64) -> Result<i64> {
         self.consume_clean_shutdown(writer)?;
         let list = self.view.segments().load();
