@@ -54,21 +54,25 @@ impl Log {
     /// epoch ≤ `epoch` the cache holds and the offset where the next higher epoch starts (the
     /// log end offset for the latest epoch); `(-1, -1)` when undefined.
     pub fn end_offset_for_epoch(&self, epoch: i32) -> (i32, i64) {
+        self.shared.poll_live();
         self.shared.end_offset_for_epoch(epoch)
     }
 
     /// The cache's latest epoch, if any.
     pub fn latest_epoch(&self) -> Option<i32> {
+        self.shared.poll_live();
         self.shared.latest_epoch()
     }
 
     /// The epoch that wrote `offset` according to the cache, if any.
     pub fn epoch_for_offset(&self, offset: i64) -> Option<i32> {
+        self.shared.poll_live();
         self.shared.epoch_for_offset(offset)
     }
 
     /// A copy of the cache's entries, oldest first.
     pub fn leader_epoch_entries(&self) -> Vec<EpochEntry> {
+        self.shared.poll_live();
         self.shared.leader_epoch_entries()
     }
 }

@@ -66,6 +66,7 @@ impl Log {
     /// offset a move of the log start passed is unstable from the log start on (Kafka's
     /// `maybeIncrementFirstUnstableOffset`).
     pub fn first_unstable_offset(&self) -> Option<i64> {
+        self.shared.poll_live();
         self.shared.first_unstable_offset()
     }
 

@@ -60,10 +60,7 @@ impl Shared {
     fn sync_published(&self) -> Result<i64> {
         let durable_before = self.durability.durable_offset();
         let (target, sealed, snapshots, dir_dirty, active, truncations) = {
-            let mut writer = crate::sync::lock_spinning(
-                &self.writer,
-                crate::log::write::append::WRITER_LOCK_SPIN,
-            );
+            let mut writer = crate::sync::lock_spinning(&self.writer, crate::log::WRITER_LOCK_SPIN);
             (
                 writer.tail.log_end_offset(),
                 // Left in the list until synced, so that no recovery point passes them

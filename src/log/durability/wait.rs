@@ -1,10 +1,10 @@
-//! The waits: [`Log::wait_durable`](crate::Log::wait_durable) and
-//! [`Log::wait_for_data`](crate::Log::wait_for_data), and their future forms.
+//! The durability waits: [`Log::wait_durable`](crate::Log::wait_durable) and its future form,
+//! [`WaitDurable`], with the end of what a poisoned log still answers (`readable_end`).
 //!
-//! Both are built on the waiter lists of the log's two watermarks (the durable offset and the log
-//! end offset), the same lists whose thread-unpark wakers serve the blocking forms: a future
-//! registers its task's [`Waker`](std::task::Waker) and is woken when the watermark passes its
-//! offset. They need no runtime: any executor that polls futures can drive them.
+//! Both forms are built on the durable offset's waiter list, the same list whose thread-unpark
+//! wakers serve the blocking form: a future registers its task's [`Waker`](std::task::Waker)
+//! and is woken when the watermark passes its offset. They need no runtime: any executor that
+//! polls futures can drive them.
 //!
 //! A blocking `wait_durable` leads a group-commit sync on its own thread when none is in flight.
 //! A future must not block its executor's thread, so [`WaitDurable`] asks the log's flusher thread
@@ -14,7 +14,6 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::log::{Shared, TruncationEpoch};
@@ -52,24 +51,6 @@ impl Shared {
     /// See [`Log::cut_since`](crate::Log::cut_since).
     pub(in crate::log) fn cut_since(&self, epoch: TruncationEpoch, offset: i64) -> Option<i64> {
         self.view.truncations().cut_since(epoch, offset)
-    }
-
-    /// See [`Log::wait_for_data`](crate::Log::wait_for_data).
-    pub(in crate::log) fn wait_for_data(&self, offset: i64, timeout: Duration) -> Result<bool> {
-        self.check_open()?;
-        let deadline = Instant::now().checked_add(timeout);
-        let shared = self;
-        if shared.live.is_some() {
-            return Ok(self.wait_for_live_data(offset, deadline));
-        }
-        // A poisoned log takes no more appends: what it holds now is all it will hold.
-        shared.check_readable_above(offset)?;
-        shared.view.log_end_mark().wait_above(offset, deadline, || {
-            shared.view.is_closed() || shared.durability.is_poisoned()
-        });
-        // The poison may have come during the wait.
-        shared.check_readable_above(offset)?;
-        Ok(shared.readable_end() > offset)
     }
 
     /// The end of what the log answers reads from: the log end offset, or, once a failed
@@ -240,68 +221,5 @@ impl Future for WaitDurable {
             this.sync_requested = true;
         }
         Poll::Pending
-    }
-}
-
-/// What [`Log::data_available`](crate::Log::data_available) returns: a future that resolves once
-/// the log holds an offset.
-///
-/// Like [`WaitDurable`] it is `'static`, `Send` and `Unpin`, and dropping it early leaves its
-/// waker registered until the log end offset passes its offset (or the log closes or is
-/// truncated).
-#[derive(Debug)]
-#[must_use = "futures do nothing unless polled"]
-pub struct WaitForData {
-    shared: Arc<Shared>,
-    offset: i64,
-}
-
-impl WaitForData {
-    /// A wait for data at `offset` (see [`Log::data_available`](crate::Log::data_available)).
-    pub(in crate::log) fn new(shared: Arc<Shared>, offset: i64) -> WaitForData {
-        WaitForData { shared, offset }
-    }
-
-    /// The offset this future waits for.
-    pub fn offset(&self) -> i64 {
-        self.offset
-    }
-
-    fn check(&self) -> Option<Result<()>> {
-        if self.shared.view.is_closed() {
-            return Some(Err(Error::Closed));
-        }
-        if let Err(error) = self.shared.check_readable_above(self.offset) {
-            return Some(Err(error));
-        }
-        (self.shared.readable_end() > self.offset).then_some(Ok(()))
-    }
-}
-
-impl Future for WaitForData {
-    type Output = Result<()>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
-        let this = self.get_mut();
-        loop {
-            if let Some(result) = this.check() {
-                return Poll::Ready(result);
-            }
-            if this
-                .shared
-                .view
-                .log_end_mark()
-                .register(this.offset, cx.waker())
-                .is_some()
-            {
-                break;
-            }
-        }
-        // `close` sets its flag before it wakes every waiter: either that wake-up finds this
-        // registration, or this check finds the flag.
-        match this.check() {
-            Some(result) => Poll::Ready(result),
-            None => Poll::Pending,
-        }
     }
 }

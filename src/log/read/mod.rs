@@ -10,3 +10,4 @@ pub(in crate::log) mod live_poll;
 pub(in crate::log) mod records;
 #[cfg(feature = "stream")]
 pub(in crate::log) mod tail_stream;
+pub(in crate::log) mod wait;

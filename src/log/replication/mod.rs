@@ -95,7 +95,6 @@ impl Shared {
 
     /// See [`Log::end_offset_for_epoch`](crate::Log::end_offset_for_epoch).
     pub(in crate::log) fn end_offset_for_epoch(&self, epoch: i32) -> (i32, i64) {
-        self.poll_live();
         let shared = self;
         let cache = shared.replication.epochs();
         let answer = cache.end_offset_for(epoch, shared.view.log_end());
@@ -108,19 +107,16 @@ impl Shared {
 
     /// See [`Log::latest_epoch`](crate::Log::latest_epoch).
     pub(in crate::log) fn latest_epoch(&self) -> Option<i32> {
-        self.poll_live();
         self.replication.epochs().latest_epoch()
     }
 
     /// See [`Log::epoch_for_offset`](crate::Log::epoch_for_offset).
     pub(in crate::log) fn epoch_for_offset(&self, offset: i64) -> Option<i32> {
-        self.poll_live();
         self.replication.epochs().epoch_for_offset(offset)
     }
 
     /// See [`Log::leader_epoch_entries`](crate::Log::leader_epoch_entries).
     pub(in crate::log) fn leader_epoch_entries(&self) -> Vec<EpochEntry> {
-        self.poll_live();
         self.replication.epochs().entries().to_vec()
     }
 

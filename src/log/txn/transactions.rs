@@ -27,7 +27,7 @@
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::format::{BatchHeader, ControlRecordType, EndTransactionMarker, build_control_batch};
+use crate::format::{BatchHeader, ControlRecordType, EndTransactionMarker};
 use crate::segment::AbortedTxn;
 
 use super::producer_state::{
@@ -39,7 +39,7 @@ use crate::log::files::dir_listing::DirListing;
 use crate::log::files::producer_snapshot::{
     SnapshotEntry, delete_snapshots_above, write_snapshot_file, write_unsynced_snapshot,
 };
-use crate::log::{LogAppendInfo, Shared, Writer};
+use crate::log::{Shared, Writer};
 
 /// One producer's state as the log holds it (a read-only copy; Kafka's `ProducerStateEntry`
 /// as `kafka-dump-log` prints it from a snapshot).
@@ -90,38 +90,6 @@ impl Shared {
         self.txn.replayed_aborted_in(from, i64::MAX)
     }
 
-    /// See [`Log::append_marker`](crate::Log::append_marker).
-    pub(in crate::log) fn append_marker(
-        &self,
-        producer_id: i64,
-        producer_epoch: i16,
-        marker: ControlRecordType,
-        coordinator_epoch: i32,
-    ) -> Result<LogAppendInfo> {
-        self.check_writable()?;
-        if producer_id < 0 {
-            return Err(Error::InvalidArgument {
-                why: format!("a transaction marker needs a producer id, not {producer_id}"),
-            });
-        }
-        if !marker.is_transaction_marker() {
-            return Err(Error::InvalidArgument {
-                why: format!("{marker:?} is not a transaction marker (COMMIT or ABORT)"),
-            });
-        }
-        let now = self.clock.now_ms();
-        let mut batch = build_control_batch(
-            marker,
-            producer_id,
-            producer_epoch,
-            coordinator_epoch,
-            0,
-            now,
-        );
-        self.append_built_from(&mut batch, &[], now, AppendOrigin::Coordinator)
-            .map(|(info, _)| info)
-    }
-
     /// See [`Log::register_transaction`](crate::Log::register_transaction).
     pub(in crate::log) fn register_transaction(
         &self,
@@ -164,7 +132,6 @@ impl Shared {
 
     /// See [`Log::first_unstable_offset`](crate::Log::first_unstable_offset).
     pub(in crate::log) fn first_unstable_offset(&self) -> Option<i64> {
-        self.poll_live();
         let first_unstable = self.txn.first_unstable();
         (first_unstable != i64::MAX).then(|| first_unstable.max(self.view.log_start()))
     }

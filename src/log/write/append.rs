@@ -12,8 +12,8 @@ use crate::clock::{COARSE_CLOCK_LAG_MS, Clock};
 use crate::error::{Error, Result};
 use crate::format::{
     BatchBuilder, BatchHeader, BatchView, Compression, ControlRecordType, EndTransactionMarker,
-    NewRecord, RECORD_BATCH_OVERHEAD, RecordRef, TimestampType, control_record_type,
-    set_base_offset, set_log_append_time_in_parts, set_partition_leader_epoch,
+    NewRecord, RECORD_BATCH_OVERHEAD, RecordRef, TimestampType, build_control_batch,
+    control_record_type, set_base_offset, set_log_append_time_in_parts, set_partition_leader_epoch,
 };
 use crate::segment::AppendBytes;
 
@@ -22,6 +22,38 @@ use crate::log::{CompressionType, LogAppendInfo, LogConfig, Shared, TruncationEp
 use crate::sync::MutexGuard;
 
 impl Shared {
+    /// See [`Log::append_marker`](crate::Log::append_marker).
+    pub(in crate::log) fn append_marker(
+        &self,
+        producer_id: i64,
+        producer_epoch: i16,
+        marker: ControlRecordType,
+        coordinator_epoch: i32,
+    ) -> Result<LogAppendInfo> {
+        self.check_writable()?;
+        if producer_id < 0 {
+            return Err(Error::InvalidArgument {
+                why: format!("a transaction marker needs a producer id, not {producer_id}"),
+            });
+        }
+        if !marker.is_transaction_marker() {
+            return Err(Error::InvalidArgument {
+                why: format!("{marker:?} is not a transaction marker (COMMIT or ABORT)"),
+            });
+        }
+        let now = self.clock.now_ms();
+        let mut batch = build_control_batch(
+            marker,
+            producer_id,
+            producer_epoch,
+            coordinator_epoch,
+            0,
+            now,
+        );
+        self.append_built_from(&mut batch, &[], now, AppendOrigin::Coordinator)
+            .map(|(info, _)| info)
+    }
+
     /// See [`Log::append`](crate::Log::append).
     pub(in crate::log) fn append(&self, records: &[NewRecord]) -> Result<LogAppendInfo> {
         self.append_records(
@@ -478,7 +510,7 @@ impl Shared {
     /// the disk syncs).
     pub(in crate::log) fn lock_writer_for_append(&self) -> Result<MutexGuard<'_, Writer>> {
         let shared = self;
-        let mut writer = crate::sync::lock_spinning(&shared.writer, WRITER_LOCK_SPIN);
+        let mut writer = crate::sync::lock_spinning(&shared.writer, crate::log::WRITER_LOCK_SPIN);
         while writer.tail.unsynced_sealed().len() >= MAX_UNSYNCED_SEALED {
             // Back-pressure: rolls outran the flusher's fsyncs. Wait for one covering sync (it
             // drains the whole backlog) rather than let sealed segments and their descriptors
@@ -527,13 +559,6 @@ impl Shared {
         Ok(())
     }
 }
-
-/// How long an append (or a group-commit leader reading its target) spins for the writer lock
-/// before it sleeps: a few holds, each one `pwrite` of a batch (2-3 µs for a small one). With 8
-/// durable writers on 2 cores, appends that slept on the lock waited 19 µs at the 75th
-/// percentile and spinning ones 3 µs (ARCHITECTURE.md §6, "Spinning").
-pub(in crate::log) const WRITER_LOCK_SPIN: std::time::Duration =
-    std::time::Duration::from_micros(8);
 
 /// How many sealed segments may wait for their fsync before an append waits for one: the
 /// flusher syncs them off the append path, but a writer that rolls faster than the disk syncs
