@@ -35,7 +35,7 @@ impl Shared {
 /// What [`Log::data_available`](crate::Log::data_available) returns: a future that resolves once
 /// the log holds an offset.
 ///
-/// Like [`WaitDurable`] it is `'static`, `Send` and `Unpin`, and dropping it early leaves its
+/// Like [`WaitDurable`](crate::WaitDurable) it is `'static`, `Send` and `Unpin`, and dropping it early leaves its
 /// waker registered until the log end offset passes its offset (or the log closes or is
 /// truncated).
 #[derive(Debug)]
