@@ -17,7 +17,7 @@ use crate::format::{
 };
 use crate::segment::AppendBytes;
 
-use crate::log::txn::producer_state::{AppendOrigin, ProducerAppendCheck};
+use crate::log::txn::producer_state::{AppendOrigin, ProducerAppendCheck, ProducerAppendInfo};
 use crate::log::{CompressionType, LogAppendInfo, LogConfig, Shared, TruncationEpoch, Writer};
 use crate::sync::MutexGuard;
 
@@ -454,42 +454,14 @@ impl Shared {
         // Kafka assigns the epoch before the write: an entry the write then fails to back
         // starts at or above the log end, and the next open drops it.
         shared.replication.assign_epoch(leader_epoch, base_offset)?;
-        // Kafka's shouldRoll, then the append, under one hold of the segment's lock.
-        let batch = AppendBytes::pair(head, tail);
-        let appended = match writer.tail.active().append_bytes_unless_roll(
-            batch,
-            header.max_timestamp,
-            last_offset,
-            now,
-        ) {
-            Ok(Ok(info)) => Ok(info),
-            Ok(Err(_reason)) => {
-                shared.roll(&mut writer, now)?;
-                writer.tail.active().append_bytes(batch)
-            }
-            Err(error) => Err(error),
-        };
-        if let Err(error) = appended {
-            if writer.tail.active().append_is_broken() {
-                log::error!(
-                    "poisoning {}: a failed append could not be undone",
-                    shared.dir.display()
-                );
-                shared.durability.poison();
-            }
-            return Err(error);
-        }
-        // Before the log end moves: a `read_committed` reader must find a transaction's
-        // first offset unstable before it can find the transaction's data.
-        let committed = shared.commit_producer(
+        shared.write_and_publish(
             &mut writer,
+            AppendBytes::pair(head, tail),
+            last_offset,
+            Some((header.max_timestamp, now)),
             producer_info,
-            last_offset + 1,
-            shared.high_watermark_at(last_offset + 1),
-        );
-        writer.tail.set_log_end_offset(last_offset + 1);
-        shared.view.advance_log_end(last_offset + 1);
-        committed?;
+            "append",
+        )?;
         let epoch = shared.view.truncations().epoch();
         let records = u32::try_from(header.records_count).unwrap_or(0);
         shared.account_append(writer, records, size, last_offset)?;
@@ -503,6 +475,58 @@ impl Shared {
             duplicate: false,
         };
         Ok((info, epoch))
+    }
+
+    /// The write at the heart of every append, under the writer mutex: `batch` (ending at
+    /// `last_offset`) goes to the active segment, after a roll when `roll_if_due` (the batch's
+    /// max timestamp and the log's time) makes the segment ask for one: Kafka's `shouldRoll`,
+    /// then the write, under one hold of the segment's lock. A failed write that could not be
+    /// undone poisons the log (`what` names the append). Then the producer state takes
+    /// `producers`, before the log end moves past the batch: a `read_committed` reader must
+    /// find a transaction's first offset unstable before it can find the transaction's data.
+    pub(in crate::log) fn write_and_publish(
+        &self,
+        writer: &mut Writer,
+        batch: AppendBytes<'_>,
+        last_offset: i64,
+        roll_if_due: Option<(i64, i64)>,
+        producers: impl IntoIterator<Item = ProducerAppendInfo>,
+        what: &str,
+    ) -> Result<()> {
+        let active = writer.tail.active();
+        let appended = match roll_if_due {
+            None => active.append_bytes(batch),
+            Some((max_timestamp, now)) => {
+                match active.append_bytes_unless_roll(batch, max_timestamp, last_offset, now) {
+                    Ok(Ok(info)) => Ok(info),
+                    Ok(Err(_reason)) => {
+                        self.roll(writer, now)?;
+                        writer.tail.active().append_bytes(batch)
+                    }
+                    Err(error) => Err(error),
+                }
+            }
+        };
+        if let Err(error) = appended {
+            if writer.tail.active().append_is_broken() {
+                log::error!(
+                    "poisoning {}: a failed {what} could not be undone",
+                    self.dir.display()
+                );
+                self.durability.poison();
+            }
+            return Err(error);
+        }
+        let next_offset = last_offset + 1;
+        let committed = self.commit_producer(
+            writer,
+            producers,
+            next_offset,
+            self.high_watermark_at(next_offset),
+        );
+        writer.tail.set_log_end_offset(next_offset);
+        self.view.advance_log_end(next_offset);
+        committed
     }
 
     /// The writer lock for an append, once the sealed segments waiting for their fsync are

@@ -36,6 +36,7 @@ use std::collections::HashMap;
 
 use crate::error::{Corruption, Error, Result};
 use crate::format::{BatchHeader, BatchView};
+use crate::segment::AppendBytes;
 
 use super::append::transaction_marker;
 use crate::log::txn::producer_state::{AppendOrigin, BatchSummary, ProducerAppendInfo};
@@ -135,43 +136,20 @@ impl Shared {
                 run_epoch = Some(epoch);
             }
         }
-        let appended = if past_gap {
+        let roll_if_due = if past_gap {
             shared.roll_past_gap(&mut writer, first_offset, now)?;
-            writer.tail.active().append(batches)
+            None
         } else {
-            match writer
-                .tail
-                .active()
-                .append_unless_roll(batches, max_timestamp, last_offset, now)
-            {
-                Ok(Ok(info)) => Ok(info),
-                Ok(Err(_reason)) => {
-                    shared.roll(&mut writer, now)?;
-                    writer.tail.active().append(batches)
-                }
-                Err(error) => Err(error),
-            }
+            Some((max_timestamp, now))
         };
-        if let Err(error) = appended {
-            if writer.tail.active().append_is_broken() {
-                log::error!(
-                    "poisoning {}: a failed follower append could not be undone",
-                    shared.dir.display()
-                );
-                shared.durability.poison();
-            }
-            return Err(error);
-        }
-        let next_offset = last_offset + 1;
-        let committed = shared.commit_producer(
+        shared.write_and_publish(
             &mut writer,
+            AppendBytes::whole(batches),
+            last_offset,
+            roll_if_due,
             producers,
-            next_offset,
-            shared.high_watermark_at(next_offset),
-        );
-        writer.tail.set_log_end_offset(next_offset);
-        shared.view.advance_log_end(next_offset);
-        committed?;
+            "follower append",
+        )?;
         shared.account_append(writer, records, batches.len(), last_offset)?;
         Ok(LogAppendInfo {
             first_offset,

@@ -24,10 +24,9 @@
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::segment::Segment;
 
 use crate::log::files::producer_snapshot::delete_snapshots_above;
-use crate::log::segments::snapshot::{SegmentHandle, SegmentList};
+use crate::log::segments::snapshot::SegmentList;
 use crate::log::txn::producer_state::{ProducerStateConfig, ProducerStateManager};
 use crate::log::{Shared, Writer};
 
@@ -83,30 +82,14 @@ impl Shared {
             .cloned();
         let (new_handle, removed) = match reuse {
             Some(handle) => (handle, handles[..handles.len() - 1].to_vec()),
-            None => {
-                let segment = Arc::new(Segment::create(
-                    &self.storage,
-                    &self.dir,
-                    offset,
-                    self.config.segment_config(0),
-                    self.clock.now_ms(),
-                )?);
-                self.view.segments().note_opened();
-                (SegmentHandle::opened(segment), handles.to_vec())
-            }
+            None => (self.create_empty_segment(offset)?, handles.to_vec()),
         };
         self.retire_segments(
             writer,
             SegmentList::new(vec![Arc::clone(&new_handle)]),
             &removed,
         )?;
-        let active =
-            self.view
-                .segments()
-                .pin(&new_handle)?
-                .ok_or_else(|| Error::InvalidArgument {
-                    why: "the new active segment left the log".into(),
-                })?;
+        let active = self.pin_new_active(&new_handle)?;
         if active.is_sealed() {
             active.unseal()?;
         }

@@ -146,16 +146,9 @@ impl Shared {
             None => {
                 // Everything lies above `offset`: start over with an empty segment there (no
                 // existing segment has that base, so no file name collides).
-                let segment = Arc::new(Segment::create(
-                    &self.storage,
-                    &self.dir,
-                    offset,
-                    self.config.segment_config(0),
-                    self.clock.now_ms(),
-                )?);
+                let handle = self.create_empty_segment(offset)?;
                 writer.tail.mark_dir_dirty();
-                self.view.segments().note_opened();
-                (vec![SegmentHandle::opened(segment)], handles.to_vec())
+                (vec![handle], handles.to_vec())
             }
             Some(_) => (handles[..keep].to_vec(), handles[keep..].to_vec()),
         };
@@ -178,13 +171,7 @@ impl Shared {
             segment.flush()?;
         }
 
-        let active =
-            self.view
-                .segments()
-                .pin(&active_handle)?
-                .ok_or_else(|| Error::InvalidArgument {
-                    why: "the new active segment left the log".into(),
-                })?;
+        let active = self.pin_new_active(&active_handle)?;
         writer
             .tail
             .retain_unsynced(|s| s.base_offset() < active.base_offset());
@@ -215,6 +202,31 @@ impl Shared {
             );
         }
         Ok(new_end)
+    }
+
+    /// A new, empty segment at `offset`, open, for a truncation or a restart to make active
+    /// (no segment of the log has that base).
+    pub(in crate::log) fn create_empty_segment(&self, offset: i64) -> Result<Arc<SegmentHandle>> {
+        let segment = Arc::new(Segment::create(
+            &self.storage,
+            &self.dir,
+            offset,
+            self.config.segment_config(0),
+            self.clock.now_ms(),
+        )?);
+        self.view.segments().note_opened();
+        Ok(SegmentHandle::opened(segment))
+    }
+
+    /// The segment of `handle`, which a truncation or a restart just listed last, to make
+    /// active: pinned under the writer mutex, so nothing can have taken it out of the list.
+    pub(in crate::log) fn pin_new_active(&self, handle: &SegmentHandle) -> Result<Arc<Segment>> {
+        self.view
+            .segments()
+            .pin(handle)?
+            .ok_or_else(|| Error::InvalidArgument {
+                why: "the new active segment left the log".into(),
+            })
     }
 
     /// Publishes `list` as the log's segments and retires `removed`: each is renamed `.deleted`,
