@@ -23,6 +23,7 @@ mod durability;
 mod files;
 mod maintenance;
 mod observe;
+mod open;
 mod read;
 mod recovery;
 mod replication;
@@ -38,11 +39,8 @@ use crate::sync::Mutex;
 
 use crate::clock::Clock;
 use crate::error::{Error, Result};
-use crate::rng::SplitMix64;
-use crate::segment::SegmentRole;
 use crate::storage::Storage;
 
-use durability::flusher::flusher_loop;
 use durability::points::DurablePoints;
 use durability::state::Durability;
 use files::checkpoint::CleanShutdown;
@@ -51,7 +49,6 @@ use files::log_files::LogFiles;
 use maintenance::state::Maintenance;
 use read::live_poll::LivePoll;
 use replication::state::Replication;
-use segments::snapshot::{SegmentList, Snapshot};
 use segments::tail::Tail;
 pub(crate) use segments::truncations::TruncationEpoch;
 use segments::view::ReadView;
@@ -88,9 +85,6 @@ pub use txn::transactions::ProducerStateEntry;
 
 /// The name of the lock file in a log directory.
 pub(crate) const LOCK_FILE: &str = "partlog.lock";
-
-/// How many sealed segments stay open at most (beyond those readers pin).
-const MAX_OPEN_SEGMENTS: usize = 64;
 
 /// What [`Log::append`] and friends stored.
 #[non_exhaustive]
@@ -249,164 +243,6 @@ impl Log {
     /// ```
     pub fn open_read_only(dir: impl AsRef<Path>, config: LogConfig) -> Result<Log> {
         Log::open_inner(dir.as_ref(), config, true, None)
-    }
-
-    fn open_inner(
-        dir: &Path,
-        config: LogConfig,
-        read_only: bool,
-        rescan_from: Option<i64>,
-    ) -> Result<Log> {
-        config.validate()?;
-        let storage = Arc::clone(&config.storage);
-        let clock = Arc::clone(&config.clock);
-        let (kafka_dir, lock, config) =
-            files::dir_lock::enter_dir(&storage, dir, config, read_only)?;
-        let now_ms = clock.now_ms();
-        let mut jitter = SplitMix64::new((now_ms as u64) ^ 0x9E37_79B9_7F4A_7C15);
-        let mut recovered = recovery::recover(
-            &storage,
-            dir,
-            &config,
-            read_only,
-            rescan_from,
-            now_ms,
-            &mut jitter,
-        )?;
-        // One listing serves every step of the open (the producer snapshots, the `.txnindex`
-        // checks); recovery hands over its own unless it changed the directory since.
-        let mut listing = match recovered.listing.take() {
-            Some(listing) => listing,
-            None => files::dir_listing::DirListing::read(&*storage, dir)?,
-        };
-        let opener = segments::snapshot::SegmentOpener {
-            storage: Arc::clone(&storage),
-            dir: dir.to_path_buf(),
-            config: config.segment_config(0),
-            role: if read_only {
-                SegmentRole::ReadOnly
-            } else {
-                SegmentRole::Sealed
-            },
-            live: read_only && config.allow_live_writer,
-        };
-        let snapshot = Snapshot::new(
-            SegmentList::new(std::mem::take(&mut recovered.handles)),
-            opener,
-            MAX_OPEN_SEGMENTS,
-        );
-        let log_end_offset = recovered.active.next_offset();
-        let (producer_state, replayed_aborted) = recovery::derived::load_derived_state(
-            &storage,
-            dir,
-            &config,
-            &snapshot,
-            &mut listing,
-            &mut recovered,
-            read_only,
-            now_ms,
-        )?;
-        let txn_view = TxnView::new(
-            &producer_state,
-            txn::transactions::last_txn_index_base(&listing),
-            replayed_aborted,
-        );
-        let (cleaner_checkpoint, first_dirty) = files::cleaner_checkpoint::load_cleaner_checkpoint(
-            &*storage,
-            dir,
-            log_end_offset,
-            read_only,
-        );
-        let leader_epochs = replication::epoch_load::load_leader_epochs(
-            &storage,
-            dir,
-            &snapshot,
-            replication::epoch_load::EpochLoad {
-                first_recovered_base: recovered.first_recovered_base,
-                restarted_at_log_start: recovered.restarted_at_log_start,
-                scanned_epochs: std::mem::take(&mut recovered.scanned_epochs),
-                log_start_offset: recovered.log_start_offset,
-                log_end_offset,
-                read_only,
-            },
-        )?;
-        let shared = Arc::new(Shared {
-            dir: dir.to_path_buf(),
-            storage,
-            clock,
-            read_only,
-            files: LogFiles::new(lock, kafka_dir, cleaner_checkpoint),
-            view: ReadView::new(
-                snapshot,
-                recovered.log_start_offset,
-                log_end_offset,
-                recovered.compacted,
-            ),
-            writer: Mutex::new(Writer {
-                tail: Tail::new(recovered.active, log_end_offset, jitter),
-                points: DurablePoints::new(recovered.checkpoint, recovered.recovery_point),
-                producers: producer_state,
-                deletes: PendingDeletes::default(),
-            }),
-            durability: Durability::new(
-                recovered.durable_offset,
-                config.group_commit_max_gather,
-                config.group_commit_max_spin,
-            ),
-            counters: observe::stats::Counters::default(),
-            report: recovered.report,
-            maintenance: Maintenance::new(first_dirty),
-            txn: txn_view,
-            live: (read_only && config.allow_live_writer)
-                .then(|| LivePoll::new(config.poll_interval)),
-            replication: Replication::new(leader_epochs, log_end_offset),
-            config,
-        });
-        Log::start(shared)
-    }
-
-    /// Starts a log just opened on `shared`: tells the observer what the open found, and starts
-    /// the flusher (a writable log) and the maintenance thread (when
-    /// `retention.check.interval.ms` is set).
-    fn start(shared: Arc<Shared>) -> Result<Log> {
-        let read_only = shared.read_only;
-        let dir = shared.dir.clone();
-        let dir = dir.as_path();
-        let flusher = if read_only {
-            None
-        } else {
-            let shared = Arc::clone(&shared);
-            Some(
-                crate::sync::thread::Builder::new()
-                    .name(format!("partlog-flusher:{}", dir.display()))
-                    .spawn(move || flusher_loop(&shared))
-                    .map_err(|e| Error::io(dir, e))?,
-            )
-        };
-        observe::notify(
-            shared.config.observer.as_ref(),
-            LogEvent::Recovery {
-                report: &shared.report,
-            },
-        );
-        let log = Log {
-            shared,
-            flusher: Mutex::new(flusher),
-            maintenance: Mutex::new(None),
-        };
-        if !read_only && log.shared.config.retention_check_interval_ms > 0 {
-            let shared = Arc::clone(&log.shared);
-            // The first interval counts from the open, not from whenever the new thread first
-            // runs: on a loaded machine that can be after the clock has moved on.
-            let opened_ms = shared.clock.now_ms();
-            // On failure the log drops, which closes it and stops the flusher.
-            let maintenance = crate::sync::thread::Builder::new()
-                .name(format!("partlog-maintenance:{}", dir.display()))
-                .spawn(move || maintenance::schedule::maintenance_loop(&shared, opened_ms))
-                .map_err(|e| Error::io(dir, e))?;
-            *log.maintenance.lock() = Some(maintenance);
-        }
-        Ok(log)
     }
 
     /// The directory of the log.
