@@ -194,7 +194,8 @@ impl Log {
     /// broker's lock on the parent's `.lock` ([`Error::Locked`] while a broker runs, before
     /// anything is created) and sets `.kafka_cleanshutdown` aside, so that a crash of this
     /// process makes the broker recover; the lock is shared by every log this process has open
-    /// in that directory (ARCHITECTURE.md §7, "Opening inside a Kafka log dir").
+    /// in that directory.
+    // ARCHITECTURE.md §7, "Opening inside a Kafka log dir".
     pub fn open(dir: impl AsRef<Path>, config: LogConfig) -> Result<Log> {
         Log::open_inner(dir.as_ref(), config, false, None)
     }

@@ -61,7 +61,7 @@ impl Log {
     ///   `min.cleanable.dirty.ratio` of the cleanable bytes, or when a dirty segment's first batch
     ///   is older than `max.compaction.lag.ms`. Segments younger than `min.compaction.lag.ms` and
     ///   the active segment are never cleaned. Time is the log's `Clock`. What is clean survives a
-    ///   reopen (`partlog.cleaner-checkpoint`, FORMAT.md §6.3), so a reopened log does not count
+    ///   reopen (in `partlog.cleaner-checkpoint`), so a reopened log does not count
     ///   everything as dirty again.
     /// - **Tombstones** (a null value) are kept for `delete.retention.ms` (one day) after the pass
     ///   that first recopies them, then removed by the next pass: a consumer reading from the start
@@ -129,8 +129,9 @@ impl Log {
     ///
     /// `--segment-bytes N` (with `--allow-small-segments` below 1 MiB) sets the size up to which
     /// segments are merged. The tool's `crates/partlog-cli/tests/cli_compact.rs` runs the
-    /// validator kit's `check.sh` (CONTRIBUTING.md) and Kafka's DumpLogSegments on every segment
+    /// validator kit's `check.sh` and Kafka's DumpLogSegments on every segment
     /// of such a log (repeating keys, tombstones, merged segments, offset gaps).
+    // FORMAT.md §6.3 (the cleaner checkpoint); CONTRIBUTING.md (the validator kit).
     pub fn compact(&self) -> Result<CompactionStats> {
         self.shared.compact()
     }

@@ -11,13 +11,13 @@ impl Log {
     /// Appends `records` as exactly one batch, built with the log's codec
     /// (`compression.type`; `producer` means none here), and returns once the batch is in the
     /// file and visible to readers: it then survives a crash of the process, and, once
-    /// [`durable_offset`](Self::durable_offset) passes it, of the machine (ARCHITECTURE.md §3,
-    /// invariant 3).
+    /// [`durable_offset`](Self::durable_offset) passes it, of the machine.
     ///
     /// Fails with [`Error::RecordTooLarge`](crate::Error::RecordTooLarge) over `max.message.bytes`
     /// (a batch is never split), [`Error::InvalidTimestamp`](crate::Error::InvalidTimestamp)
     /// outside the timestamp bounds, and [`Error::InvalidArgument`](crate::Error::InvalidArgument)
     /// for an empty slice or, in a compacted log, a record without a key.
+    // ARCHITECTURE.md §3, invariant 3.
     pub fn append(&self, records: &[NewRecord]) -> Result<LogAppendInfo> {
         self.shared.append(records)
     }
@@ -65,7 +65,7 @@ impl Log {
         self.shared.writable()
     }
 
-    /// Appends one batch a producer built, after Kafka's leader checks (ARCHITECTURE.md §4):
+    /// Appends one batch a producer built, after Kafka's leader checks:
     /// one whole batch, magic 2, a valid CRC, records count > 0 and equal to lastOffsetDelta + 1,
     /// a base sequence when the producer id is set, none of the control, delete-horizon or
     /// LogAppendTime bits, keys in a compacted log, the size limit, the timestamp bounds, and
@@ -75,6 +75,7 @@ impl Log {
     /// stores its own epoch, as a Kafka leader stamps its own over whatever a producer sent:
     /// -1 (no epoch) for a bare log, whose epoch a broker's cache would otherwise take for an
     /// election that never happened, or the epoch of [`become_leader`](Self::become_leader).
+    // ARCHITECTURE.md §4.
     pub fn append_batch(&self, batch: &[u8]) -> Result<LogAppendInfo> {
         self.shared.append_batch(batch)
     }
@@ -128,12 +129,13 @@ impl Log {
         self.shared.roll_now()
     }
 
-    /// Removes every record at or above `offset` and makes that durable before returning
-    /// (ARCHITECTURE.md §3, invariant 15). A batch that straddles `offset` goes whole, so the new
+    /// Removes every record at or above `offset` and makes that durable before returning. A
+    /// batch that straddles `offset` goes whole, so the new
     /// log end offset may be a little below `offset`; it is returned. Readers positioned above it
     /// get [`Error::Truncated`](crate::Error::Truncated). The leader-epoch cache drops the epochs
     /// starting at or above the new end (also when `offset` is at or above the log end, as Kafka's
-    /// `truncateTo` does), and a high watermark above it comes down to it (ARCHITECTURE.md §11). A
+    /// `truncateTo` does), and a high watermark above it comes down to it (see
+    /// [`set_high_watermark`](Self::set_high_watermark)). A
     /// segment that begins at `offset` stays, emptied, as the active segment (Kafka's `truncateTo`
     /// deletes only the segments that begin above it).
     ///
@@ -150,6 +152,7 @@ impl Log {
     /// kept, or not at all. Kafka avoids this by cleaning only below
     /// the high watermark and truncating only above it; do the same by truncating only above
     /// what [`compact`](Self::compact) has cleaned.
+    // ARCHITECTURE.md §3, invariant 15; §11.
     pub fn truncate_to(&self, offset: i64) -> Result<i64> {
         self.shared.truncate_to(offset)
     }

@@ -1,5 +1,5 @@
-//! `partlog.checkpoint`: the log's recovery point, log start offset and clean-shutdown fields
-//! (FORMAT.md §6).
+//! `partlog.checkpoint`: the log's recovery point, log start offset and clean-shutdown fields,
+//! in the layout below.
 //!
 //! # Layout
 //! The file is two 512-byte slots, 1024 bytes in all. Each slot is a complete record, big-endian:
@@ -55,6 +55,8 @@
 //! record stands until a durable record replaces it; while it stands, every record without its
 //! fields is written durably.
 
+// FORMAT.md §6 is this file's byte layout; ARCHITECTURE.md §6 and §7 how the log uses it.
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -80,9 +82,9 @@ const CRC_POSITION: usize = CHECKPOINT_SLOT_SIZE - 4;
 /// Where the clean-shutdown fields start and end; zero when the flag is clear.
 const CLEAN_SHUTDOWN_FIELDS: std::ops::Range<usize> = 32..56;
 
-/// The fields `close()` records so that the next open can skip recovery (ARCHITECTURE.md §3,
-/// invariant 21). Open trusts them only if all three match the directory, and consumes them before
-/// its first write.
+/// The fields `close()` records so that the next open can skip recovery. Open trusts them only if
+/// all three match the directory, and consumes them before its first write.
+// ARCHITECTURE.md §3, invariant 21.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct CleanShutdown {
     /// Base offset of the active segment at close.
@@ -111,12 +113,13 @@ pub struct CheckpointRecord {
 }
 
 /// Whether offsets may be missing between one segment and the next without anything being
-/// lost (ARCHITECTURE.md §3, invariant 5): when the log's checkpoint says its records have
+/// lost: when the log's checkpoint says its records have
 /// been compacted (`compacted`, from [`CheckpointRecord::compacted`]), or when its
 /// cleanup policy includes compact (the only sign there is in a Kafka directory opened for
 /// the first time, which has no partlog checkpoint). Reads that move from one segment to the
 /// next, recovery and `verify` all judge a gap by it. Recovery and `verify` still take a gap
 /// at or above the recovery point for a lost tail, whatever this says.
+// ARCHITECTURE.md §3, invariant 5.
 pub fn gaps_between_segments_are_legal(compacted: bool, policy: CleanupPolicy) -> bool {
     compacted || policy.compact
 }
@@ -154,7 +157,8 @@ pub fn encode_slot(record: &CheckpointRecord) -> [u8; CHECKPOINT_SLOT_SIZE] {
 }
 
 /// Decodes one slot. `None` means the slot is invalid: wrong length, bad CRC, bad magic, another
-/// version, unknown flags (bits 2 to 15), nonzero padding, or clean-shutdown bytes without the flag.
+/// version, unknown flags (bits 2 to 15), nonzero padding, or clean-shutdown bytes without the
+/// flag.
 pub fn decode_slot(slot: &[u8]) -> Option<CheckpointRecord> {
     let slot: &[u8; CHECKPOINT_SLOT_SIZE] = slot.try_into().ok()?;
     let (covered, stored_crc) = slot.split_last_chunk::<4>()?;
@@ -275,8 +279,8 @@ pub struct CheckpointFile {
     /// What the first write must make durable before it writes: the record read at open (a
     /// crashed process may have written it without a sync) and the file's name in `dir`.
     read_back: ReadBack,
-    /// The newest durable record carries clean-shutdown fields that no later durable write
-    /// has replaced: the log must consume them before it changes ([`Self::consume_clean_shutdown`]).
+    /// The newest durable record carries clean-shutdown fields that no later durable write has
+    /// replaced: the log must consume them before it changes ([`Self::consume_clean_shutdown`]).
     clean_shutdown_standing: bool,
     /// The `COMPACTED` flag every record written from now on carries: read at open, set by
     /// the first write that records it, cleared only by [`Self::forget_compaction`].
@@ -300,12 +304,13 @@ impl CheckpointFile {
     ///
     /// A new file is 1024 zero bytes (both slots invalid). Open syncs nothing: the first
     /// [`write`](Self::write) syncs the file's data and the directory before it writes, in
-    /// every case. A created file's name must be durable before recovery relies on it
-    /// (ARCHITECTURE.md §6), and a record read back may have been written without a sync by a
+    /// every case. A created file's name must be durable before recovery relies on it, and a
+    /// record read back may have been written without a sync by a
     /// process that then crashed: it must really be the newest synced record before a write
     /// goes to the other slot. Nothing before the first write depends on either, so an open
     /// that writes nothing (a clean open, whose record stands until the log changes) costs no
     /// sync.
+    // ARCHITECTURE.md §6 (durable names).
     pub fn open(
         storage: &Arc<dyn Storage>,
         dir: &Path,
@@ -444,7 +449,8 @@ impl CheckpointFile {
 
     /// Whether the newest durable record carries clean-shutdown fields that no later durable
     /// write has replaced. The log consumes such a record, durably, before its first change
-    /// after the open that read it (FORMAT.md §6.2).
+    /// after the open that read it.
+    // FORMAT.md §6.2.
     pub fn clean_shutdown_standing(&self) -> bool {
         self.clean_shutdown_standing
     }

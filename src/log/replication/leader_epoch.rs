@@ -1,5 +1,5 @@
-//! Kafka's leader-epoch cache (`LeaderEpochFileCache`) and its file `leader-epoch-checkpoint`
-//! (FORMAT.md §12): which leader epoch started at which offset, the answer a leader gives a
+//! Kafka's leader-epoch cache (`LeaderEpochFileCache`) and its file `leader-epoch-checkpoint`:
+//! which leader epoch started at which offset, the answer a leader gives a
 //! follower that asks where its log diverges (OffsetsForLeaderEpoch).
 //!
 //! The cache holds entries `(epoch, start_offset)` whose epochs and start offsets both strictly
@@ -14,8 +14,8 @@
 //! [`Error::Corrupt`] for a bad file, and the log's open logs it and rebuilds the cache in memory
 //! (`epoch_load.rs`), then writes it once.
 //!
-//! How the log layer calls it (ARCHITECTURE.md §11; `replication.rs`, `epoch_load.rs` and the
-//! append, truncation and retention paths):
+//! How the log layer calls it (the replication hooks, the load at open, and the append,
+//! truncation and retention paths):
 //! - every appended v2 batch with `partitionLeaderEpoch ≥ 0` calls [`LeaderEpochFileCache::assign`]
 //!   with its base offset, before its write; `become_leader` assigns its epoch at the log end;
 //! - `truncate_to(n)` calls [`LeaderEpochFileCache::truncate_from_end`] with the new end inside
@@ -25,6 +25,8 @@
 //! - at load, after recovery: the scanned batches' epochs under Kafka's recovery rule, then
 //!   `truncate_from_end(LEO)` and `truncate_from_start(log start)`; a rebuild replays the
 //!   append rules, where a legacy (magic 0/1) message clears the cache.
+
+// FORMAT.md §12 is the file's layout; ARCHITECTURE.md §11 the hooks that call the cache.
 
 use std::fmt;
 use std::path::{Path, PathBuf};

@@ -1,5 +1,5 @@
 //! Kafka's producer-state snapshot file, `<20-digit offset>.snapshot` (`ProducerSnapshot` v1),
-//! and the list of those files in a partition directory (FORMAT.md §9).
+//! and the list of those files in a partition directory.
 //!
 //! The file holds, per producer id, the newest batch the log has of it, so that an open need not
 //! replay the whole log to rebuild the producer state: it loads the newest snapshot at or below
@@ -14,6 +14,8 @@
 //! deletes it and falls back to an older one, never trusting a torn file. Writes are durable
 //! and atomic (a temporary file, fsynced, renamed, then the directory fsynced), so a crash
 //! leaves either no snapshot at that offset or a whole one.
+
+// FORMAT.md §9 is the file's byte layout; ARCHITECTURE.md §9 how the log uses it.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -227,7 +229,8 @@ fn entries_of(bytes: &[u8]) -> impl ExactSizeIterator<Item = SnapshotEntry> + '_
 /// The bytes of a snapshot file that passed every check of [`decode_snapshot`]: its entries
 /// decode on demand, so a caller can check a snapshot at once and build its state later. An
 /// open of a log whose snapshot holds 100,000 producers checks it in about the time of reading
-/// it, and the producer table is built on its first use (ARCHITECTURE.md §9).
+/// it, and the producer table is built on its first use.
+// ARCHITECTURE.md §9.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CheckedSnapshot {
     /// Shared: the log's producer state holds them until its table is built, and a clone of

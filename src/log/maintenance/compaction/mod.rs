@@ -153,8 +153,9 @@ pub struct CompactionOptions {
     /// `log.cleaner.dedupe.buffer.size`). At the pass's peak each key costs its length plus about
     /// 110 bytes: its table slot in a power-of-two table up to 7/8 full, its own heap block, its
     /// sorted latest offset, and the old table beside the new one while the map grows (1,000,000
-    /// 12-byte keys peaked at 116 MiB; crates/partlog-bench/benches/README.md, curves). When the
-    /// map fills, the pass cleans only the range it mapped. Default: 1,000,000.
+    /// 12-byte keys peaked at 116 MiB). When the map fills, the pass cleans only the range it
+    /// mapped. Default: 1,000,000.
+    // The peak: crates/partlog-bench/benches/README.md, "curves".
     pub max_map_keys: usize,
     /// Replaces `delete.retention.ms` for this pass (the delete horizon it writes into the
     /// tombstones it recopies). Default: `None`, the log's config.
