@@ -4,18 +4,27 @@
 //! serves reads from an immutable snapshot of its segments; it makes appends durable through a
 //! group commit; and at open it recovers from whatever a crash left behind.
 //!
-//! Locks, in the order they may be taken: a retention pass's lock, the lock of reaping
-//! `.deleted` files, the writer mutex, then the leader-epoch cache's lock, then the snapshot
-//! lock, then a segment's own locks. The group commit holds none of them while it syncs.
+//! # Owners
 //!
-//! The methods of [`Log`] and of the state its threads share are split by concern, one file
-//! each: `append.rs`, `roll.rs`, `fetch.rs` (reads), `wait.rs`, `live.rs` (a reader following a
-//! writer in another process), `flusher.rs` (syncs and recovery points), `truncate.rs`,
-//! `retention.rs` and `compaction/`; the replication hooks in `replication.rs`,
-//! `follower_append.rs`, `truncate_fully.rs` and `epoch_load.rs`; the settings in `config/`.
-//! This file keeps the structs, open, the accessors and close.
+//! What the log's threads share, `Shared` (this file), is the context every part reads (the
+//! directory, the config, the storage and the clock, whether the log is read-only, the open's
+//! report) and one field per owner, each a type whose fields are private to its file and whose
+//! methods keep its invariants: `view` (`segments::view::ReadView`), `writer` (the writer mutex,
+//! whose `Writer` is four owned parts: `tail`, `segments::tail::Tail`; `points`,
+//! `durability::points::DurablePoints`; `producers`, the `ProducerStateManager`; `deletes`,
+//! `files::deleted::PendingDeletes`), `durability`, `txn`, `replication`, `maintenance`,
+//! `files`, `counters` and `live`. The operations that need several owners are methods of
+//! `Shared` in the folder of the work they do.
 //!
-//! Layers, bottom first: observe, config, files, segments, durability, txn, replication, write, maintenance, recovery, read, api.
+//! # Folders
+//!
+//! Layers, bottom first: observe, config, files, segments, durability, txn, replication, write,
+//! maintenance, recovery, read, api.
+//!
+//! A folder uses only the folders before it in that order (its imports, the owners it touches,
+//! the `Shared` methods it calls); this file and `open.rs` use them all, and `api/` holds every
+//! other `impl Log`. Each folder's module docs say what it owns. The locks and the order they
+//! are taken in are ARCHITECTURE.md §8's; each lock belongs to the owner named there.
 
 mod api;
 mod config;

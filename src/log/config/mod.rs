@@ -1,3 +1,6 @@
+//! Owns [`LogConfig`] and its builder, checks and policy types, and the settings stored with a
+//! log (`properties.rs`, `partlog.properties`). Uses `observe` (the [`Observer`] a config holds).
+//!
 //! [`LogConfig`]: every setting of a log, with Kafka's names, Kafka's defaults and Kafka's limits.
 //!
 //! A setting that Kafka has keeps Kafka's name in its docs and in every error about it, so that a

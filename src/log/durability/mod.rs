@@ -1,8 +1,10 @@
-//! Durability: the group commit, the syncs off the append path and the flusher thread, the
-//! recovery points written to `partlog.checkpoint`, poisoning after a failed sync, and the
-//! durability waits (ARCHITECTURE.md §6).
-//!
-//! Uses `observe`, `config`, `files` and `segments`.
+//! Durability (ARCHITECTURE.md §6). Owns `Durability` (`state.rs`: the group commit, the flusher's
+//! signal, the bytes the last recovery point covered) and `DurablePoints` (`points.rs`:
+//! `partlog.checkpoint`, the recovery point and the flush policy's counts, in the writer mutex).
+//! The syncs (`sync.rs`), the recovery points and checkpoint writes (`checkpoints.rs`), the
+//! durability waits (`wait.rs`), and the flusher's work as one round with its schedule
+//! (`flusher.rs`: `Shared::flusher_round`, `FlusherSchedule::next_due`), which the flusher thread
+//! runs in a loop. Uses `observe`, `config`, `files` and `segments`.
 
 pub(in crate::log) mod checkpoints;
 pub(in crate::log) mod flusher;

@@ -1,9 +1,10 @@
-//! The log directory's own files beside its segments: `partlog.lock` and the Kafka log dir's
-//! lock (`dir_lock`, `kafka_dir`), `partlog.checkpoint` (`checkpoint`), compaction's
-//! `partlog.cleaner-checkpoint` (`cleaner_checkpoint`), Kafka's producer snapshots
-//! (`producer_snapshot`), and one listing of the directory for an open (`dir_listing`).
-//!
-//! Uses `observe` and `config`, and the crate's storage and segment layers.
+//! The log directory's own files beside its segments. Owns `LogFiles` (`log_files.rs`: the
+//! directory's locks, the reaping lock, the cleaner checkpoint as last written) and
+//! `PendingDeletes` (`deleted.rs`: the `.deleted` files waiting for their last reader, in the
+//! writer mutex), with the files' formats: `partlog.lock` and the Kafka log dir's lock
+//! (`dir_lock`, `kafka_dir`), `partlog.checkpoint` (`checkpoint`), `partlog.cleaner-checkpoint`
+//! (`cleaner_checkpoint`), Kafka's producer snapshots (`producer_snapshot`), and one listing of
+//! the directory for an open (`dir_listing`). Uses `observe` and `config`.
 
 pub mod checkpoint;
 pub(in crate::log) mod cleaner_checkpoint;

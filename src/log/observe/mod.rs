@@ -1,3 +1,10 @@
+//! What the log reports to its user: events to an [`Observer`], and the reports and counters they
+//! carry. Owns `Counters` (`stats.rs`), the counters behind [`LogStats`](crate::LogStats); the
+//! report types ([`RecoveryReport`](crate::RecoveryReport) with its
+//! [`Discarded`](crate::Discarded), [`RetentionReport`](crate::RetentionReport),
+//! [`CompactionStats`](crate::CompactionStats)) are data. Uses nothing else of the log: every
+//! folder may use it.
+//!
 //! [`Observer`]: a hook that hears what the log does (ARCHITECTURE.md §8).
 //!
 //! Counters ([`LogStats`](crate::LogStats)) say how much happened; an observer hears each event

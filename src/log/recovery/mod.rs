@@ -1,3 +1,8 @@
+//! Owns nothing once the log is open: the open's scan of the directory (this file), the derived
+//! state it rebuilds (`derived.rs`) and the producer state it loads (`producer_load.rs`), handed to
+//! the owners as a `Recovered`. Uses every folder below it, `maintenance` included (the completion
+//! of an interrupted compaction swap).
+//!
 //! Opening a log directory: tidying leftovers, then recovering (ARCHITECTURE.md §3, invariant 5;
 //! §7; Kafka's `LogLoader`).
 //!

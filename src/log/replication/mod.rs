@@ -1,3 +1,8 @@
+//! Owns `Replication` (`state.rs`: the leader-epoch cache, the role, the high watermark), with the
+//! cache and its file (`leader_epoch.rs`) and its load at open (`epoch_load.rs`). Uses `observe`,
+//! `config`, `files`, `segments`, `durability` and `txn` (the producer state hears of the high
+//! watermark).
+//!
 //! The log-level replication hooks (ARCHITECTURE.md §11): the role that decides which epoch
 //! client appends stamp, the high watermark, and the leader-epoch cache's accessors. The caller
 //! (`partlog::replica`, a Raft adapter) supplies elections and transport; the log only keeps the
