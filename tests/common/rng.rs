@@ -8,7 +8,7 @@ use partlog::unstable::SplitMix64;
 #[derive(Debug, Clone)]
 pub struct Rng(SplitMix64);
 
-#[allow(dead_code)] // each test binary draws what it needs
+#[allow(dead_code, reason = "each test binary draws what it needs")]
 impl Rng {
     /// A generator whose whole output is determined by `seed`.
     pub fn new(seed: u64) -> Rng {

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::log::{Log, TruncationEpoch, WaitDurable, WaitForData};
 
 impl Log {
@@ -34,7 +34,19 @@ impl Log {
     /// record by then; a truncation that cut above it changes nothing), and
     /// [`Error::Poisoned`](crate::Error::Poisoned) if a sync fails.
     pub fn wait_durable(&self, offset: i64) -> Result<()> {
-        self.shared.wait_durable(offset)
+        self.shared.check_open()?;
+        // Before the range check: a truncation that cuts below `offset` after the check is
+        // one since this epoch.
+        let epoch = self.shared.view.truncations().epoch();
+        let end = self.log_end_offset();
+        if offset >= end || offset < 0 {
+            return Err(Error::OffsetOutOfRange {
+                requested: offset,
+                start: self.log_start_offset(),
+                end,
+            });
+        }
+        self.shared.wait_durable_since(offset, epoch)
     }
 
     /// [`wait_durable`](Self::wait_durable) for an offset of a batch appended in `epoch`: a

@@ -19,23 +19,6 @@ use crate::error::{Error, Result};
 use crate::log::{Shared, TruncationEpoch};
 
 impl Shared {
-    /// See [`Log::wait_durable`](crate::Log::wait_durable).
-    pub(in crate::log) fn wait_durable(&self, offset: i64) -> Result<()> {
-        self.check_open()?;
-        // Before the range check: a truncation that cuts below `offset` after the check is
-        // one since this epoch.
-        let epoch = self.view.truncations().epoch();
-        let end = self.log_end_offset();
-        if offset >= end || offset < 0 {
-            return Err(Error::OffsetOutOfRange {
-                requested: offset,
-                start: self.log_start_offset(),
-                end,
-            });
-        }
-        self.wait_durable_since(offset, epoch)
-    }
-
     /// See [`Log::wait_durable_since_append`](crate::Log::wait_durable_since_append).
     pub(in crate::log) fn wait_durable_since_append(
         &self,

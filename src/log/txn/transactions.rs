@@ -269,7 +269,7 @@ impl Shared {
             &*self.storage,
             &self.dir,
             &self.config,
-            &self.view.segments(),
+            self.view.segments(),
             Replay {
                 log_start_offset: log_start,
                 log_end_offset: new_end,
@@ -314,7 +314,7 @@ impl Shared {
                 &*self.storage,
                 &self.dir,
                 &self.config,
-                &self.view.segments(),
+                self.view.segments(),
                 Replay {
                     log_start_offset: self.view.log_start(),
                     log_end_offset: new_end,
@@ -334,7 +334,7 @@ impl Shared {
             let mut aborted = Vec::new();
             replay_segments(
                 &mut writer.producers,
-                &self.view.segments(),
+                self.view.segments(),
                 ReplayRange {
                     from: map_end,
                     to: new_end,

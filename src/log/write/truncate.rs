@@ -61,14 +61,14 @@ impl Shared {
             }
             // Kafka's `maybeIncrementLogStartOffset`: nothing at or above the high watermark
             // goes.
-            if let Some(high_watermark) = shared.replication.high_watermark_if_set() {
-                if offset > high_watermark {
-                    return Err(Error::OffsetOutOfRange {
-                        requested: offset,
-                        start,
-                        end: high_watermark,
-                    });
-                }
+            if let Some(high_watermark) = shared.replication.high_watermark_if_set()
+                && offset > high_watermark
+            {
+                return Err(Error::OffsetOutOfRange {
+                    requested: offset,
+                    start,
+                    end: high_watermark,
+                });
             }
             // The records below the new start are made durable first: a crash that took some
             // back would leave the log ending below its start, and the open would restart it
