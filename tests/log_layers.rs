@@ -367,11 +367,7 @@ fn uses_of(
             .iter()
             .position(|t| is_ident(Some(t), "impl"))
             .map_or(tokens.len(), |n| at + n.max(1));
-        for token in &tokens[at..end] {
-            walk_groups(std::slice::from_ref(token), &mut |t| {
-                visit(t, false, &mut uses)
-            });
-        }
+        walk_groups(&tokens[at..end], &mut |t| visit(t, false, &mut uses));
         at = end;
     }
     uses
