@@ -82,10 +82,8 @@ pub use observe::reports::{CompactionStats, DeletedSegment, RetentionReport, Ret
 pub use observe::stats::{LogStats, RecoveryReport};
 pub use observe::{LogEvent, Observer};
 pub use read::committed::CommittedRecords;
-pub use read::fetch::{
-    FetchBatches, FetchData, Isolation, LogRecord, LogRecords, ReadBound, ReadOptions,
-};
-pub use read::records::{LogTail, ReadEnd};
+pub use read::fetch_data::{FetchBatches, FetchData, Isolation, LogRecord, ReadBound, ReadOptions};
+pub use read::records::{LogRecords, LogTail, ReadEnd};
 #[cfg(feature = "stream")]
 pub use read::tail_stream::LogTailStream;
 pub use read::wait::WaitForData;

@@ -13,7 +13,7 @@ use std::collections::{BinaryHeap, HashSet};
 use crate::error::Result;
 use crate::format::{Batch, ControlRecordType, control_record_type};
 
-use super::fetch::{FetchData, Isolation, LogRecord, ReadBound, ReadOptions, decode_records};
+use super::fetch_data::{FetchData, Isolation, LogRecord, ReadBound, ReadOptions, decode_records};
 use crate::log::Shared;
 
 /// The iterator of [`Log::committed_records`](crate::Log::committed_records).

@@ -3,14 +3,152 @@
 //! and the tailing iterator [`Log::tail`](crate::Log::tail), which waits for records instead of
 //! ending at the bound.
 //!
-//! The records come from [`LogRecords`] (`fetch.rs`); the waits are the log's watermark waits
-//! (`wait.rs`).
+//! Both are built on [`LogRecords`], the iterator of [`Log::records`](crate::Log::records),
+//! which reads a batch at a time into one reused [`FetchData`](crate::FetchData); the waits are
+//! the log's watermark waits.
 
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 
-use crate::log::{LogRecord, LogRecords, ReadBound, Shared};
+use super::fetch_data::{FetchData, decode_records};
+use crate::log::{LogRecord, ReadBound, Shared};
+
+/// The iterator of [`Log::records`](crate::Log::records) and
+/// [`Log::records_until`](crate::Log::records_until).
+#[derive(Debug)]
+pub struct LogRecords<'a> {
+    shared: &'a Shared,
+    position: i64,
+    bound: ReadBound,
+    /// Where the records end; a timestamp is turned into an offset at the first `next`.
+    end: ReadEnd,
+    buffered: std::vec::IntoIter<LogRecord>,
+    scratch: Vec<u8>,
+    /// Reused by every fetch, so that the iterator's reads allocate no new buffers.
+    fetch: FetchData,
+    /// Set after an error, or once the end is reached: the iterator has ended.
+    finished: bool,
+}
+
+impl<'a> LogRecords<'a> {
+    /// An iterator over the records from `offset` below `end`.
+    pub(in crate::log) fn new(
+        shared: &'a Shared,
+        offset: i64,
+        bound: ReadBound,
+        end: ReadEnd,
+    ) -> Self {
+        LogRecords {
+            shared,
+            position: offset,
+            bound,
+            end,
+            buffered: Vec::new().into_iter(),
+            scratch: Vec::new(),
+            fetch: FetchData::new(),
+            finished: false,
+        }
+    }
+
+    /// The offset the iterator will read next.
+    pub fn position(&self) -> i64 {
+        self.position
+    }
+
+    /// Whether the iterator has ended for good: after an error, or at its end offset. Without
+    /// either, a `None` from `next` means only that the bound was reached: a later call may
+    /// find new records.
+    /// The offset a tail waits for after `next` returned `None`: its position, or the end of
+    /// the last read's bound if that read found only a gap above the position (data can then
+    /// come only above it, and waiting at the position would find it there at once).
+    pub(in crate::log) fn waiting_offset(&self) -> i64 {
+        self.position.max(self.fetch.bound_end())
+    }
+
+    pub(in crate::log) fn is_finished(&self) -> bool {
+        self.finished || self.end_offset().is_some_and(|end| self.position >= end)
+    }
+
+    /// The offset the records end below, once known: the end offset given, or the one a
+    /// timestamp end resolved to at the first `next`. `None` without an end, or before then.
+    pub fn end_offset(&self) -> Option<i64> {
+        match self.end {
+            ReadEnd::Offset(end) => Some(end),
+            _ => None,
+        }
+    }
+
+    /// Turns a timestamp end into an offset: the first record at or after it, or the log end
+    /// offset when every record is older.
+    fn resolve_end(&mut self) -> Result<()> {
+        if let ReadEnd::Timestamp(timestamp) = self.end {
+            let end = match self.shared.offset_for_timestamp(timestamp)? {
+                Some((offset, _)) => offset,
+                None => self.shared.log_end_offset(),
+            };
+            self.end = ReadEnd::Offset(end);
+        }
+        Ok(())
+    }
+}
+
+impl Iterator for LogRecords<'_> {
+    type Item = Result<LogRecord>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.finished {
+            return None;
+        }
+        if let Err(error) = self.resolve_end() {
+            self.finished = true;
+            return Some(Err(error));
+        }
+        let end = self.end_offset();
+        loop {
+            if let Some(record) = self.buffered.next() {
+                if end.is_some_and(|end| record.offset >= end) {
+                    // Done: nothing at or above the end is returned, now or later.
+                    self.buffered = Vec::new().into_iter();
+                    self.finished = true;
+                    return None;
+                }
+                self.position = record.offset + 1;
+                return Some(Ok(record));
+            }
+            if self.finished || end.is_some_and(|end| self.position >= end) {
+                return None;
+            }
+            let fetch = &mut self.fetch;
+            if let Err(error) = self
+                .shared
+                .read_into(self.position, 1 << 20, self.bound, fetch)
+            {
+                self.finished = true;
+                return Some(Err(error));
+            }
+            if fetch.is_empty() {
+                return None;
+            }
+            let mut records = Vec::new();
+            for batch in fetch.batches() {
+                let result = batch.and_then(|batch| {
+                    decode_records(&batch, self.position, &mut self.scratch, &mut records)
+                });
+                if let Err(error) = result {
+                    self.finished = true;
+                    return Some(Err(error));
+                }
+            }
+            // Skip over batches that held only control records or records below the position.
+            self.position = self.position.max(fetch.next_offset());
+            if let Some(first) = records.first() {
+                self.position = first.offset;
+            }
+            self.buffered = records.into_iter();
+        }
+    }
+}
 
 /// Where [`Log::records_until`](crate::Log::records_until) stops. Default: [`ReadEnd::Unbounded`].
 #[non_exhaustive]
