@@ -5,7 +5,10 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use partlog::unstable::format::control_record_type;
-use partlog::{Batch, BatchHeader, Log, LogConfig, ReadBound, TimestampType};
+use partlog::{
+    Batch, BatchHeader, ControlRecordType, EndTransactionMarker, Log, LogConfig, ReadBound,
+    TimestampType,
+};
 
 use crate::text::human;
 use crate::{CliError, Outcome};
@@ -518,6 +521,36 @@ fn json_record(out: &mut Vec<u8>, record: &partlog::Record<'_>) {
     );
 }
 
+/// Kafka's words for a control record: ` endTxnMarker: COMMIT coordinatorEpoch: N` for a
+/// transaction marker, ` controlType: NAME(id)` for any other type (Kafka prints a KRaft
+/// snapshot header or footer as JSON; neither lies in a partition's log).
+fn control_record_text(record: &partlog::Record<'_>) -> String {
+    let kind = match control_record_type(record) {
+        Ok(kind) => kind,
+        Err(error) => return format!(" controlType: unreadable ({error})"),
+    };
+    let name = match kind {
+        ControlRecordType::Abort => "ABORT",
+        ControlRecordType::Commit => "COMMIT",
+        ControlRecordType::LeaderChange => "LEADER_CHANGE",
+        ControlRecordType::SnapshotHeader => "SNAPSHOT_HEADER",
+        ControlRecordType::SnapshotFooter => "SNAPSHOT_FOOTER",
+        ControlRecordType::KraftVersion => "KRAFT_VERSION",
+        ControlRecordType::KraftVoters => "KRAFT_VOTERS",
+        ControlRecordType::Unknown(_) => "UNKNOWN",
+    };
+    if !kind.is_transaction_marker() {
+        return format!(" controlType: {name}({})", kind.id());
+    }
+    match EndTransactionMarker::parse(record) {
+        Ok(marker) => format!(
+            " endTxnMarker: {name} coordinatorEpoch: {}",
+            marker.coordinator_epoch
+        ),
+        Err(error) => format!(" endTxnMarker: {name}, unreadable ({error})"),
+    }
+}
+
 /// Kafka's `--skip-record-metadata` line: `| key: K payload: P`, each part only when present.
 fn bare_record(out: &mut Vec<u8>, record: &partlog::Record<'_>) {
     out.push(b'|');
@@ -532,7 +565,8 @@ fn bare_record(out: &mut Vec<u8>, record: &partlog::Record<'_>) {
 }
 
 /// Kafka's `| offset: .. CreateTime: .. keySize: .. valueSize: .. sequence: .. headerKeys: [..]
-/// key: .. payload: ..`, or the control record type for a control batch; `txnState: ..` after
+/// key: .. payload: ..`, or the control record's type and fields for a control batch (see
+/// `control_record_text`); `txnState: ..` after
 /// the header keys when `txn_state` is given (`--txn-state`).
 fn human_record(
     out: &mut Vec<u8>,
@@ -567,10 +601,7 @@ fn human_record(
         line.push_str(state);
     }
     if header.is_some_and(BatchHeader::is_control) {
-        match control_record_type(record) {
-            Ok(kind) => line.push_str(&format!(" control: {kind:?}")),
-            Err(error) => line.push_str(&format!(" control: unreadable ({error})")),
-        }
+        line.push_str(&control_record_text(record));
     } else {
         if let Some(key) = record.key {
             line.push_str(" key: ");

@@ -84,7 +84,7 @@ fn kafka_record_lines(dir: &Path) -> Vec<String> {
         .arg(dir)
         .arg("--records"))))
     .lines()
-    .filter(|line| line.starts_with("| offset: ") && !line.contains(" control: "))
+    .filter(|line| line.starts_with("| offset: ") && !line.contains(" endTxnMarker: "))
     .map(|line| {
         let (_offset, rest) = line["| offset: ".len()..].split_once(' ').unwrap();
         let (before, after) = rest.split_once(" sequence: ").unwrap();
