@@ -297,54 +297,9 @@ pub fn run(args: &ConsumeArgs) -> Result<Outcome, CliError> {
     } else {
         ReadBound::LogEnd
     };
-    let start = log.log_start_offset();
-    let end = log.log_end_offset();
-    // Where a read_committed consumer's "end" is: the last stable offset (Kafka's ListOffsets
-    // LATEST under read_committed).
-    let readable_end = match isolation {
-        Isolation::ReadCommitted => log.last_stable_offset().min(end),
-        _ => end,
-    };
-    let mut start_spec = None;
-    let mut end_timestamp = args.end_timestamp;
-    for spec in &args.offset {
-        match spec {
-            OffsetSpec::EndTimestamp(ms) => end_timestamp = Some(*ms),
-            _ if start_spec.is_some() => {
-                return Err(CliError::new(
-                    "-o gives two starts: give one start (and at most one e@MS to stop at)",
-                ));
-            }
-            spec => start_spec = Some(*spec),
-        }
-    }
-    if args.timestamp.is_some() {
-        start_spec = args.timestamp.map(OffsetSpec::StartTimestamp);
-    } else if args.end {
-        start_spec = Some(OffsetSpec::End);
-    }
-    let mut position = match start_spec.unwrap_or(OffsetSpec::Beginning) {
-        OffsetSpec::Offset(offset) => {
-            let offset = if offset < 0 {
-                readable_end.saturating_add(offset).max(start)
-            } else {
-                offset
-            };
-            if offset < start || offset > end {
-                return Err(CliError::new(format!(
-                    "--offset {offset} is out of range: the log holds offsets [{start}, {end})"
-                )));
-            }
-            offset
-        }
-        OffsetSpec::StartTimestamp(timestamp) => match log.offset_for_timestamp(timestamp) {
-            Ok(Some((offset, _))) => offset,
-            // Every record is older: start where the next one will come.
-            Ok(None) => end,
-            Err(error) => return crate::stopped_reading(error),
-        },
-        OffsetSpec::End => readable_end,
-        OffsetSpec::Beginning | OffsetSpec::EndTimestamp(_) => start,
+    let (mut position, end_timestamp) = match start_position(&log, args, isolation)? {
+        Ok(start) => start,
+        Err(error) => return crate::stopped_reading(error),
     };
     // The end bound: an offset, or the first offset at or after a timestamp. A timestamp no
     // record has reached yet is checked record by record (a followed log may reach it).
@@ -450,6 +405,66 @@ pub fn run(args: &ConsumeArgs) -> Result<Outcome, CliError> {
             crate::stopped_reading(e)
         }
     }
+}
+
+/// Where the run starts (`-o`, `--timestamp`, `--end`), and the timestamp it stops before (`-o
+/// e@MS`, `--end-timestamp`), if any. The outer error is a bad argument; the inner one, a log
+/// that failed to answer (corrupt bytes), which ends the run as a reading error.
+fn start_position(
+    log: &Log,
+    args: &ConsumeArgs,
+    isolation: Isolation,
+) -> Result<partlog::Result<(i64, Option<i64>)>, CliError> {
+    let start = log.log_start_offset();
+    let end = log.log_end_offset();
+    // Where a read_committed consumer's "end" is: the last stable offset (Kafka's ListOffsets
+    // LATEST under read_committed).
+    let readable_end = match isolation {
+        Isolation::ReadCommitted => log.last_stable_offset().min(end),
+        _ => end,
+    };
+    let mut start_spec = None;
+    let mut end_timestamp = args.end_timestamp;
+    for spec in &args.offset {
+        match spec {
+            OffsetSpec::EndTimestamp(ms) => end_timestamp = Some(*ms),
+            _ if start_spec.is_some() => {
+                return Err(CliError::new(
+                    "-o gives two starts: give one start (and at most one e@MS to stop at)",
+                ));
+            }
+            spec => start_spec = Some(*spec),
+        }
+    }
+    if args.timestamp.is_some() {
+        start_spec = args.timestamp.map(OffsetSpec::StartTimestamp);
+    } else if args.end {
+        start_spec = Some(OffsetSpec::End);
+    }
+    let position = match start_spec.unwrap_or(OffsetSpec::Beginning) {
+        OffsetSpec::Offset(offset) => {
+            let offset = if offset < 0 {
+                readable_end.saturating_add(offset).max(start)
+            } else {
+                offset
+            };
+            if offset < start || offset > end {
+                return Err(CliError::new(format!(
+                    "--offset {offset} is out of range: the log holds offsets [{start}, {end})"
+                )));
+            }
+            offset
+        }
+        OffsetSpec::StartTimestamp(timestamp) => match log.offset_for_timestamp(timestamp) {
+            Ok(Some((offset, _))) => offset,
+            // Every record is older: start where the next one will come.
+            Ok(None) => end,
+            Err(error) => return Ok(Err(error)),
+        },
+        OffsetSpec::End => readable_end,
+        OffsetSpec::Beginning | OffsetSpec::EndTimestamp(_) => start,
+    };
+    Ok(Ok((position, end_timestamp)))
 }
 
 /// Waits up to one poll for data at `position` within `bound` (and, read_committed, below the

@@ -72,8 +72,11 @@ pub struct InputRecord {
     /// `"value"` or `"value_b64"`; absent or `null`: a null value (a tombstone).
     pub value: Option<Vec<u8>>,
     /// `"headers"`, in order.
-    pub headers: Vec<(String, Option<Vec<u8>>)>,
+    pub headers: Vec<Header>,
 }
+
+/// A header: its name and its value (`None`: null).
+pub type Header = (String, Option<Vec<u8>>);
 
 /// What a line may hold, for error messages.
 const MEMBERS: &str = "key, value, headers, timestamp, key_b64, value_b64 and offset (ignored)";
@@ -161,7 +164,7 @@ fn base64_member(value: &Value, label: &str) -> Result<Option<Vec<u8>>, String> 
 }
 
 /// `[["name", value], ...]` as the writer gives them, or `{"name": value, ...}`.
-fn headers(value: &Value) -> Result<Vec<(String, Option<Vec<u8>>)>, String> {
+fn headers(value: &Value) -> Result<Vec<Header>, String> {
     let header = |name: &str, value: &Value| {
         Ok((name.to_owned(), bytes(value, &format!("header {name:?}"))?))
     };

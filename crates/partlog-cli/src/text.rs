@@ -79,7 +79,7 @@ pub fn base64_decode(text: &str) -> Result<Vec<u8>, String> {
         .strip_suffix("==")
         .or_else(|| text.strip_suffix('='))
         .unwrap_or(text);
-    if text.len() % 4 != 0 && unpadded.len() != text.len() {
+    if !text.len().is_multiple_of(4) && unpadded.len() != text.len() {
         return Err("base64 with padding has a length that is a multiple of 4".to_owned());
     }
     let mut out = Vec::with_capacity(unpadded.len() / 4 * 3 + 2);

@@ -5,6 +5,10 @@
 //! open, while `dump --records` stays exactly kafka-dump-log's lines. A transaction left open
 //! holds a read_committed `consume --follow` back until its marker comes.
 
+#[expect(
+    dead_code,
+    reason = "the shared runner's run_with_input is not needed here"
+)]
 #[path = "common/cli.rs"]
 mod cli;
 
