@@ -334,6 +334,30 @@ mod tests {
         assert_eq!(parse(r#""\ud83d\ude00\/""#).unwrap(), string("😀/"));
     }
 
+    /// Every prefix of a line, and the line with any one byte replaced by any ASCII byte, parses
+    /// or fails with a message: the reader never panics on what a user pipes in.
+    #[test]
+    fn truncated_and_corrupted_lines_never_panic() {
+        let line = r#"{"offset":1,"timestamp":-2,"key":{"base64":"AP8="},"value":"a\u00e9\ud83d\ude00\n","headers":[["h",null],["é",true]],"x":[1.5e-3,{}]}"#;
+        assert!(parse(line).is_ok());
+        for end in 0..line.len() {
+            if let Some(prefix) = line.get(..end) {
+                assert!(parse(prefix).is_err(), "{prefix}");
+            }
+        }
+        let mut bytes = line.as_bytes().to_vec();
+        for at in 0..bytes.len() {
+            let original = bytes[at];
+            for replacement in 0u8..0x80 {
+                bytes[at] = replacement;
+                if let Ok(text) = std::str::from_utf8(&bytes) {
+                    let _ = parse(text);
+                }
+            }
+            bytes[at] = original;
+        }
+    }
+
     #[test]
     fn errors_name_the_column() {
         for (bad, expected) in [
