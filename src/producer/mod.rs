@@ -16,6 +16,7 @@
 mod accumulator;
 mod config;
 mod handle;
+mod modes;
 mod sender;
 
 use crate::sync::thread::JoinHandle;
@@ -33,7 +34,7 @@ use accumulator::{
 };
 use handle::{BatchSlot, SlotIssuer};
 
-pub use config::{Acks, ProducerConfig, ProducerConfigBuilder};
+pub use config::{Acks, ProducerConfig, ProducerConfigBuilder, ProducerMode};
 pub use handle::SendHandle;
 
 /// What the producer's callers and its sender thread share.
@@ -73,6 +74,10 @@ pub struct ProducerStats {
     pub records_failed: u64,
     /// Batches the log refused or failed to store.
     pub batches_failed: u64,
+    /// Batches of an idempotent or transactional producer that the log answered as re-sends of
+    /// batches it holds: it wrote nothing, and their records' handles resolve to the original
+    /// offsets. They count neither as appended nor as failed.
+    pub duplicate_batches: u64,
     /// `buffer.memory` bytes held by queued records now.
     pub buffer_used_bytes: u64,
     /// `buffer.memory` bytes free now (`buffer-available-bytes`).
@@ -218,19 +223,22 @@ impl Producer {
     pub fn new(log: Arc<Log>, config: ProducerConfig) -> Result<Producer> {
         config.validate()?;
         log.writable()?;
+        let mode = modes::ModeState::start(&log, config.mode, config.acks)?;
         let codec = log.records_codec();
         let max_batch = max_uncompressed_batch(codec, log.config().max_message_bytes);
         let batch_limit = usize::try_from(config.batch_size)
             .unwrap_or(usize::MAX)
             .min(max_batch);
         let dir = log.dir().to_path_buf();
+        let mut accumulator = Accumulator::new();
+        accumulator.mode = mode;
         let inner = Arc::new(Inner {
             log,
             config,
             codec,
             batch_limit,
             max_batch,
-            accumulator: Mutex::new(Accumulator::new()),
+            accumulator: Mutex::new(accumulator),
             work: Condvar::new(),
             progress: Condvar::new(),
         });
@@ -349,11 +357,18 @@ impl Producer {
         let mut ticket = None;
         let mut blocked_since: Option<Instant> = None;
         loop {
-            if acc.closing {
+            let refused = if acc.closing {
+                Some(Error::Closed)
+            } else {
+                acc.mode.check_send(&inner.config.mode).err()
+            };
+            if let Some(error) = refused {
                 if let Some(ticket) = ticket {
                     acc.memory_queue.leave(ticket);
+                    // The next in line may be able to go now.
+                    inner.progress.notify_all();
                 }
-                return Err(Error::Closed);
+                return Err(error);
             }
             let fits = acc.used_memory.saturating_add(reserve) <= buffer_memory;
             if fits && acc.memory_queue.may_take(ticket) {
