@@ -81,6 +81,27 @@ impl FromStr for Acks {
 /// # Ok(())
 /// # }
 /// ```
+///
+/// The idempotent and transactional modes ([`ProducerMode`]) start from their own builders,
+/// with the producer id and epoch (a broker's `InitProducerId` would hand them out; here the
+/// caller does):
+///
+/// ```
+/// use partlog::{Acks, Error, ProducerConfig, ProducerMode};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let idempotent = ProducerConfig::idempotent(1001, 0).acks(Acks::One).build()?;
+/// assert_eq!(idempotent.mode, ProducerMode::Idempotent { producer_id: 1001, producer_epoch: 0 });
+///
+/// let transactional = ProducerConfig::transactional(1002, 3).build()?;
+/// assert!(transactional.mode.is_transactional());
+/// assert_eq!(transactional.mode.producer(), Some((1002, 3)));
+///
+/// let refused = ProducerConfig::idempotent(-1, 0).build();
+/// assert!(matches!(refused, Err(Error::InvalidConfig { setting: "producer.id", .. })));
+/// # Ok(())
+/// # }
+/// ```
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProducerConfig {
@@ -380,6 +401,14 @@ mod tests {
         assert_eq!(
             setting(ProducerConfig::builder().max_block_ms(u64::MAX).build()),
             "max.block.ms"
+        );
+        assert_eq!(
+            setting(ProducerConfig::idempotent(-1, 0).build()),
+            "producer.id"
+        );
+        assert_eq!(
+            setting(ProducerConfig::transactional(0, -1).build()),
+            "producer.epoch"
         );
         assert!(matches!(
             "2".parse::<Acks>(),
