@@ -410,9 +410,9 @@ impl Producer {
         }
         drop(acc);
         // A transaction that wrote nothing has nothing for a marker to end; a log that knows
-        // another epoch for the id answers the marker with the error the caller must hear.
+        // a higher epoch for the id answers the marker with the error the caller must hear.
         let needs_marker = inner.log.producer_state(producer_id).is_some_and(|entry| {
-            entry.current_txn_first_offset.is_some() || entry.producer_epoch != producer_epoch
+            entry.current_txn_first_offset.is_some() || entry.producer_epoch > producer_epoch
         });
         let appended = if needs_marker {
             append_marker_acked(&inner.log, inner.config.mode, inner.config.acks, marker)
