@@ -126,6 +126,19 @@ impl Log {
         marker: ControlRecordType,
         coordinator_epoch: i32,
     ) -> Result<LogAppendInfo> {
+        self.append_marker_in_epoch(producer_id, producer_epoch, marker, coordinator_epoch)
+            .map(|(info, _)| info)
+    }
+
+    /// [`append_marker`](Self::append_marker), with the truncation epoch of the append, for the
+    /// batching writer's `acks=all` wait on the marker.
+    pub(crate) fn append_marker_in_epoch(
+        &self,
+        producer_id: i64,
+        producer_epoch: i16,
+        marker: ControlRecordType,
+        coordinator_epoch: i32,
+    ) -> Result<(LogAppendInfo, super::TruncationEpoch)> {
         self.check_writable()?;
         if producer_id < 0 {
             return Err(Error::InvalidArgument {
@@ -147,7 +160,6 @@ impl Log {
             now,
         );
         self.append_built_from(&mut batch, &[], now, AppendOrigin::Coordinator)
-            .map(|(info, _)| info)
     }
 
     /// Records that the transaction coordinator added this partition to `producer_id`'s

@@ -38,6 +38,13 @@ pub const EXAMPLES: &str = r##"Examples:
   # A million lines, batched by the producer (16 KiB batches), into a new directory tree:
   seq 1 1000000 | partlog produce /tmp/new/tree/numbers-0 --create --max-message-bytes 2097152
 
+  # Idempotent batches of producer 7, their sequences continuing from the log's producer state;
+  # then the whole input as one transaction, committed at the end (aborted on an input error):
+  seq 1 100 | partlog produce /tmp/ledger-0 --producer-id 7 --producer-epoch 0
+  printf 'alice=-10\nbob=10\n' | partlog produce /tmp/ledger-0 --producer-id 7 --transactional \
+      --key-separator =
+  partlog consume /tmp/ledger-0 --isolation-level read_committed   # committed records only
+
   # Values with newlines in them: records end at a NUL byte instead (kcat's -D), keys at a tab:
   find . -print0 | partlog produce /tmp/files-0 -D '\0'
   printf 'k1\tline 1\nline 2\0' | partlog produce /tmp/notes-0 -D '\0' -K '\t'
@@ -70,7 +77,11 @@ cleanly at the end of input; a directory of other files is refused. Records are 
 kafka-console-producer batches them (--batch-size, --linger-ms; --batch N for exactly N per
 batch), and a summary goes to standard error at the end (--quiet: none).
 --cleanup-policy, --compression and --segment-bytes are stored with the log (partlog.properties,
-see 'partlog config'): a later produce without them keeps the log as it was made."##;
+see 'partlog config'): a later produce without them keeps the log as it was made.
+With --producer-id the batches are idempotent (Kafka's enable.idempotence); --transactional makes
+the input one transaction: committed at the end of the input, or aborted on an input error (a line
+the log refuses, an unreadable input), so that read_committed consumers see all of it or none;
+--no-commit leaves it open for 'partlog txn commit|abort' or a later --transactional produce."##;
 
 /// The codecs `produce` writes batches with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -179,6 +190,10 @@ pub struct ProduceArgs {
     /// to the file (it then survives a crash of this process, not necessarily of the machine).
     #[arg(long)]
     pub print_offsets: bool,
+
+    /// Idempotent and transactional writes (`txn.rs`).
+    #[command(flatten)]
+    pub producer_mode: crate::txn::ProducerModeArgs,
 }
 
 fn parse_header(value: &str) -> Result<(String, Vec<u8>), String> {
@@ -273,13 +288,14 @@ pub fn run(args: &ProduceArgs) -> Result<Outcome, CliError> {
         last_pending_line: 1,
     };
     let produced = match args.batch {
-        Some(batch) => produce_in_batches_of(&mut producer, batch.get()),
+        Some(batch) => produce_in_batches_of(&mut producer, batch.get())
+            .map(|first| (first, crate::txn::Ended::NoTransaction)),
         None => produce_batched(&mut producer, &log, args),
     };
     drop(producer);
     let stats = log.stats();
     log.close()?;
-    let first = produced.map_err(|error| {
+    let (first, ended) = produced.map_err(|error| {
         crate::produce_input::with_what_was_written(
             error,
             &args.dir,
@@ -288,9 +304,14 @@ pub fn run(args: &ProduceArgs) -> Result<Outcome, CliError> {
         )
     })?;
     if !args.quiet {
-        let records = stats.appended_records;
+        // Data records: a transaction's marker is counted in the bytes and batches only.
+        let records = stats.appended_records - ended.markers();
         let range = match first {
-            Some(first) => format!("offsets [{first}, {}]", stats.log_end_offset - 1),
+            Some(first) => format!(
+                "offsets [{first}, {}]{}",
+                stats.log_end_offset - 1 - ended.markers() as i64,
+                ended.summary()
+            ),
             None => "no records".to_owned(),
         };
         eprintln!(
@@ -401,12 +422,13 @@ fn produce_in_batches_of<W: Write>(
 /// kafka-console-producer batches them. A settling thread waits for each record's handle in
 /// input order and prints its offset once acknowledged (with --print-offsets), so that an
 /// offset shows while standard input is still open: a caller may wait for it before writing the
-/// next line. Returns the first offset written, if any.
+/// next line. With --transactional the input is one transaction (`txn.rs`). Returns the first
+/// offset written, if any, and how the transaction ended.
 fn produce_batched<W: Write>(
     producer: &mut Producer<'_, W>,
     log: &std::sync::Arc<Log>,
     args: &ProduceArgs,
-) -> Result<Option<i64>, CliError> {
+) -> Result<(Option<i64>, crate::txn::Ended), CliError> {
     use std::sync::atomic::{AtomicBool, Ordering};
     let acks = if args.flush == FlushPolicy::EveryAppend {
         Acks::All
@@ -417,8 +439,9 @@ fn produce_batched<W: Write>(
         .batch_size(args.batch_size)
         .linger_ms(args.linger_ms)
         .acks(acks)
+        .mode(args.producer_mode.mode())
         .build()?;
-    let sender = partlog::Producer::new(std::sync::Arc::clone(log), config)?;
+    let sender = crate::txn::start_producer(log, config, &args.producer_mode, args.quiet)?;
     let (handles, settling) = std::sync::mpsc::channel::<(u64, SendHandle)>();
     let failed_early = std::sync::Arc::new(AtomicBool::new(false));
     let settler = {
@@ -449,23 +472,32 @@ fn produce_batched<W: Write>(
         },
     );
     drop(handles);
+    // The transaction ends before the close: committed, left open, or aborted after an error.
+    let (ended, end_result) =
+        crate::txn::end_transaction(&sender, &args.producer_mode, sent.is_ok(), args.quiet);
     // Whatever was sent is drained and settled, even after a failure, before the log closes:
     // the lines before a bad one are acknowledged, and their offsets printed.
     let closed = sender.close();
     let settled = settler
         .join()
         .map_err(|_| CliError::new("the thread printing offsets panicked"))?;
-    sent?;
-    if let Some((line_number, error)) = &settled.failed {
-        return Err(producer.append_error(*line_number, *line_number, error));
-    }
-    closed?;
-    if let Some(error) = settled.write_error {
-        return Err(CliError::new(format!(
-            "cannot write to standard output: {error}"
-        )));
-    }
-    Ok(settled.first)
+    let outcome = (|| {
+        sent?;
+        if let Some((line_number, error)) = &settled.failed {
+            return Err(producer.append_error(*line_number, *line_number, error));
+        }
+        end_result?;
+        closed?;
+        if let Some(error) = settled.write_error {
+            return Err(CliError::new(format!(
+                "cannot write to standard output: {error}"
+            )));
+        }
+        Ok(settled.first)
+    })();
+    outcome
+        .map(|first| (first, ended))
+        .map_err(|error| ended.explain(error))
 }
 
 /// What the settling thread saw.

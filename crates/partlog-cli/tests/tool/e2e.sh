@@ -148,7 +148,7 @@ status=0
 grep -q 'panicked\|backtrace' "$work/err" && fail "a backtrace: $(cat "$work/err")"
 
 step "every command's --help shows an example"
-for command in produce consume dump verify stats perf-produce perf-consume delete-records retention upgrade compact config roll; do
+for command in produce consume dump verify stats perf-produce perf-consume delete-records retention upgrade compact config roll txn; do
   "$partlog" "$command" --help | grep -q "^  partlog $command" || fail "$command --help has no example"
 done
 echo "RESULT: the tool passed its end-to-end test"
