@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""Prints the README's config table (partlog setting, Kafka name, default) from the field docs of
-`LogConfig` in src/log/config/mod.rs: each field's docs start with its Kafka name in backticks (or say
-"partlog's own setting") and end with "Default: ...".
+"""Prints the config table of docs/configuration.md (partlog setting, Kafka name, default) from
+the field docs of `LogConfig` in src/log/config/mod.rs: each field's docs start with its Kafka name
+in backticks (or say "partlog's own setting") and end with "Default: ...".
 
-    python3 .ci/config-table.py     # paste between the README's config-table markers
+    python3 .ci/config-table.py     # paste between docs/configuration.md's config-table markers
 
-tests/readme_sync.rs checks that every field of LogConfig has its row in the README.
+tests/readme_sync.rs checks that every field of LogConfig has its row there.
 """
 import pathlib
 import re

@@ -215,7 +215,10 @@ pub enum Error {
 
     /// A batch does not fit its producer's transaction state: non-transactional data while the
     /// producer has an open transaction, or transactional data that no registered transaction
-    /// covers (Kafka's `InvalidTxnStateException`, code 48).
+    /// covers (Kafka's `InvalidTxnStateException`, code 48). A [`Producer`](crate::Producer)
+    /// answers with it a call out of its transaction's order too (a transactional `send`
+    /// outside a transaction, `begin` inside one, `commit` with none open or after a failed
+    /// batch), where Kafka's client throws `IllegalStateException`; `reason` says what to do.
     #[error("invalid transaction state for producer {producer_id}: {reason}")]
     InvalidTxnState {
         /// The producer id of the batch.

@@ -85,7 +85,7 @@
 //! | [`RetentionReport`], [`DeletedSegment`], [`RetentionRule`] | what a retention pass deleted, and by which rule |
 //! | [`CompactionOptions`], [`CompactionStats`], [`CompactionSchedule`], [`PRODUCER_ID_EXPIRATION_MS`] | one compaction pass's settings and what it did (transactions included: it cleans below the last stable offset); whether a pass is due ([`Log::compaction_schedule`]); Kafka's default `producer.id.expiration.ms` |
 //! | [`Observer`], [`LogEvent`] | a hook that hears rolls, fsyncs, recoveries, retention and compaction passes as they happen (metrics, aimed fault tests) |
-//! | [`Producer`], [`ProducerConfig`], [`ProducerConfigBuilder`], [`Acks`], [`SendHandle`] | the batching writer: `send` one record at a time, appended in batches by a background thread; the handle resolves per `acks` (0, 1, all), blocking or as a future |
+//! | [`Producer`], [`ProducerConfig`], [`ProducerConfigBuilder`], [`ProducerMode`], [`Acks`], [`SendHandle`] | the batching writer: `send` one record at a time, appended in batches by a background thread; the handle resolves per `acks` (0, 1, all), blocking or as a future; idempotent and transactional modes (`begin`, `commit`, `abort`) |
 //! | [`WaitDurable`], [`WaitForData`] | the future forms of [`Log::wait_durable`] and [`Log::wait_for_data`]: [`Log::durable`], [`Log::data_available`] |
 //! | [`replica`] | Kafka's `Partition` rules over a log (leader and follower roles, the ISR, the high watermark, `acks=all` appends) and the follower's truncation protocol, driven by the caller's calls: partlog moves no bytes between machines |
 //! | [`Error`], [`Corruption`], [`Result`] | the one error type, and the kinds of bad bytes |
@@ -170,7 +170,10 @@ pub use crate::{
         RetentionReport, RetentionRule, WaitDurable, WaitForData,
     },
     position::ConsumerPosition,
-    producer::{Acks, Producer, ProducerConfig, ProducerConfigBuilder, ProducerStats, SendHandle},
+    producer::{
+        Acks, Producer, ProducerConfig, ProducerConfigBuilder, ProducerMode, ProducerStats,
+        SendHandle,
+    },
     segment::AbortedTxn,
 };
 

@@ -68,12 +68,12 @@ mod xxhash;
 use std::path::Path;
 
 pub use any_batch::{AnyBatchIter, Batch, BatchRecords};
-pub(crate) use batch::frame_crc_holds;
 pub use batch::{
     BatchFrame, BatchHeader, BatchIter, BatchView, CURRENT_MAGIC, HEADER_SIZE_UP_TO_MAGIC,
     LOG_OVERHEAD, MIN_BATCH_LENGTH, RECORD_BATCH_OVERHEAD, TimestampType, check_legacy_crc,
     legacy_magic_error, peek_batch_frame, peek_magic,
 };
+pub(crate) use batch::{frame_crc_holds, increment_sequence};
 pub(crate) use builder::RecordShape;
 pub use builder::{BatchBuilder, NewRecord, RecordRef};
 pub use compression::{Compression, DEFAULT_ZSTD_LEVEL, MAX_DECOMPRESSED_BATCH_SIZE};

@@ -13,6 +13,7 @@ use crate::error::{Error, Result};
 use crate::format::{BatchBuilder, Compression, NewRecord, RECORD_BATCH_OVERHEAD, RecordShape};
 
 use super::handle::SlotIssuer;
+use super::modes::ModeState;
 use crate::log::TruncationEpoch;
 
 /// One batch being filled, or sealed and waiting to be appended.
@@ -63,6 +64,8 @@ pub(crate) struct Accumulator {
     /// keeps its free `batch.size` buffers too): no allocation, and no page faults on fresh
     /// memory, per batch. At most [`FREE_BUFFERS`].
     free_buffers: Vec<Vec<u8>>,
+    /// The idempotent or transactional mode's sequence, transaction and fatal error.
+    pub mode: ModeState,
 }
 
 /// Appended batches whose durability no `flush` has confirmed: the truncation epoch of the
@@ -142,6 +145,7 @@ impl Accumulator {
             unreported_error: None,
             unconfirmed: None,
             free_buffers: Vec::new(),
+            mode: ModeState::default(),
         }
     }
 

@@ -81,6 +81,27 @@ impl FromStr for Acks {
 /// # Ok(())
 /// # }
 /// ```
+///
+/// The idempotent and transactional modes ([`ProducerMode`]) start from their own builders,
+/// with the producer id and epoch (a broker's `InitProducerId` would hand them out; here the
+/// caller does):
+///
+/// ```
+/// use partlog::{Acks, Error, ProducerConfig, ProducerMode};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let idempotent = ProducerConfig::idempotent(1001, 0).acks(Acks::One).build()?;
+/// assert_eq!(idempotent.mode, ProducerMode::Idempotent { producer_id: 1001, producer_epoch: 0 });
+///
+/// let transactional = ProducerConfig::transactional(1002, 3).build()?;
+/// assert!(transactional.mode.is_transactional());
+/// assert_eq!(transactional.mode.producer(), Some((1002, 3)));
+///
+/// let refused = ProducerConfig::idempotent(-1, 0).build();
+/// assert!(matches!(refused, Err(Error::InvalidConfig { setting: "producer.id", .. })));
+/// # Ok(())
+/// # }
+/// ```
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProducerConfig {
@@ -116,6 +137,72 @@ pub struct ProducerConfig {
 
     /// `acks`: when a record's handle resolves; see [`Acks`]. Default: [`Acks::All`] (Kafka 3+).
     pub acks: Acks,
+
+    /// Whether the batches carry a producer id, and whether they belong to transactions: Kafka's
+    /// `enable.idempotence` and `transactional.id`, with the id and epoch the caller gives (see
+    /// [`ProducerMode`]). Default: [`ProducerMode::Plain`].
+    pub mode: ProducerMode,
+}
+
+/// Kafka's producer modes at the log level: what a [`Producer`](crate::Producer) stamps on its
+/// batches. The producer id and epoch are the caller's: a Kafka broker's `InitProducerId` hands
+/// them out, and so would a layer above the log; here nothing allocates them.
+///
+/// | mode | batches | what the log does with them |
+/// | --- | --- | --- |
+/// | `Plain` | no producer id | appends them |
+/// | `Idempotent` | the id and epoch, a sequence per batch | refuses a gap ([`Error::OutOfOrderSequence`]) or an older epoch ([`Error::InvalidProducerEpoch`]); answers a re-sent batch (one of the producer's last 5) with the original offsets, writing nothing |
+/// | `Transactional` | the same, marked transactional; [`begin`](crate::Producer::begin), [`commit`](crate::Producer::commit) and [`abort`](crate::Producer::abort) | as `Idempotent`; `read_committed` readers see a transaction's records once its COMMIT marker is written, and never those of an aborted one |
+///
+/// One writer per producer id at a time: two producers with the same id and epoch would take
+/// each other's batches for gaps, or for re-sends. To take over from a writer that may still
+/// be running, give a higher epoch: the log then fences the older one (its next batch fails
+/// with [`Error::InvalidProducerEpoch`]), as Kafka's `InitProducerId` bumps the epoch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum ProducerMode {
+    /// Batches without a producer id (Kafka's `enable.idempotence=false`).
+    #[default]
+    Plain,
+    /// Batches with the producer id, its epoch and a sequence per batch (Kafka's idempotent
+    /// producer, `enable.idempotence=true`).
+    Idempotent {
+        /// The producer id, at least 0.
+        producer_id: i64,
+        /// The producer epoch, 0 to `i16::MAX`.
+        producer_epoch: i16,
+    },
+    /// Idempotent batches inside transactions (Kafka's `transactional.id`): every record is sent
+    /// between [`begin`](crate::Producer::begin) and [`commit`](crate::Producer::commit) or
+    /// [`abort`](crate::Producer::abort).
+    Transactional {
+        /// The producer id, at least 0.
+        producer_id: i64,
+        /// The producer epoch, 0 to `i16::MAX`.
+        producer_epoch: i16,
+    },
+}
+
+impl ProducerMode {
+    /// The producer id and epoch, for the idempotent and transactional modes.
+    pub fn producer(&self) -> Option<(i64, i16)> {
+        match *self {
+            ProducerMode::Plain => None,
+            ProducerMode::Idempotent {
+                producer_id,
+                producer_epoch,
+            }
+            | ProducerMode::Transactional {
+                producer_id,
+                producer_epoch,
+            } => Some((producer_id, producer_epoch)),
+        }
+    }
+
+    /// Whether the mode is [`ProducerMode::Transactional`].
+    pub fn is_transactional(&self) -> bool {
+        matches!(self, ProducerMode::Transactional { .. })
+    }
 }
 
 impl Default for ProducerConfig {
@@ -126,6 +213,7 @@ impl Default for ProducerConfig {
             buffer_memory: 32 * 1024 * 1024,
             max_block_ms: 60_000,
             acks: Acks::All,
+            mode: ProducerMode::Plain,
         }
     }
 }
@@ -138,8 +226,43 @@ impl ProducerConfig {
         }
     }
 
+    /// A builder for an idempotent producer ([`ProducerMode::Idempotent`]) with Kafka's other
+    /// defaults: each batch carries `producer_id`, `producer_epoch` and its first record's
+    /// sequence, continuing from the sequence the log holds for that id and epoch.
+    pub fn idempotent(producer_id: i64, producer_epoch: i16) -> ProducerConfigBuilder {
+        ProducerConfig::builder().mode(ProducerMode::Idempotent {
+            producer_id,
+            producer_epoch,
+        })
+    }
+
+    /// A builder for a transactional producer ([`ProducerMode::Transactional`]) with Kafka's
+    /// other defaults: idempotent batches, sent between [`Producer::begin`](crate::Producer::begin)
+    /// and [`Producer::commit`](crate::Producer::commit) or
+    /// [`Producer::abort`](crate::Producer::abort).
+    pub fn transactional(producer_id: i64, producer_epoch: i16) -> ProducerConfigBuilder {
+        ProducerConfig::builder().mode(ProducerMode::Transactional {
+            producer_id,
+            producer_epoch,
+        })
+    }
+
     /// Checks every setting; the first invalid one is returned as [`Error::InvalidConfig`].
     pub fn validate(&self) -> Result<()> {
+        if let Some((producer_id, producer_epoch)) = self.mode.producer() {
+            if producer_id < 0 {
+                return Err(invalid(
+                    "producer.id",
+                    format!("{producer_id} is not a producer id: ids start at 0"),
+                ));
+            }
+            if producer_epoch < 0 {
+                return Err(invalid(
+                    "producer.epoch",
+                    format!("{producer_epoch} is not a producer epoch: epochs start at 0"),
+                ));
+            }
+        }
         if self.batch_size > i32::MAX as u32 {
             return Err(invalid(
                 "batch.size",
@@ -222,6 +345,12 @@ impl ProducerConfigBuilder {
         self
     }
 
+    /// Sets [`ProducerConfig::mode`]: plain, idempotent or transactional.
+    pub fn mode(mut self, mode: ProducerMode) -> Self {
+        self.config.mode = mode;
+        self
+    }
+
     /// Validates and returns the config.
     pub fn build(self) -> Result<ProducerConfig> {
         self.config.validate()?;
@@ -272,6 +401,14 @@ mod tests {
         assert_eq!(
             setting(ProducerConfig::builder().max_block_ms(u64::MAX).build()),
             "max.block.ms"
+        );
+        assert_eq!(
+            setting(ProducerConfig::idempotent(-1, 0).build()),
+            "producer.id"
+        );
+        assert_eq!(
+            setting(ProducerConfig::transactional(0, -1).build()),
+            "producer.epoch"
         );
         assert!(matches!(
             "2".parse::<Acks>(),

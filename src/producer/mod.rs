@@ -16,6 +16,7 @@
 mod accumulator;
 mod config;
 mod handle;
+mod modes;
 mod sender;
 
 use crate::sync::thread::JoinHandle;
@@ -33,7 +34,7 @@ use accumulator::{
 };
 use handle::{BatchSlot, SlotIssuer};
 
-pub use config::{Acks, ProducerConfig, ProducerConfigBuilder};
+pub use config::{Acks, ProducerConfig, ProducerConfigBuilder, ProducerMode};
 pub use handle::SendHandle;
 
 /// What the producer's callers and its sender thread share.
@@ -73,6 +74,10 @@ pub struct ProducerStats {
     pub records_failed: u64,
     /// Batches the log refused or failed to store.
     pub batches_failed: u64,
+    /// Batches of an idempotent or transactional producer that the log answered as re-sends of
+    /// batches it holds: it wrote nothing, and their records' handles resolve to the original
+    /// offsets. They count neither as appended nor as failed.
+    pub duplicate_batches: u64,
     /// `buffer.memory` bytes held by queued records now.
     pub buffer_used_bytes: u64,
     /// `buffer.memory` bytes free now (`buffer-available-bytes`).
@@ -175,6 +180,7 @@ pub struct ProducerStats {
 /// | `buffer.memory` | 33554432 (32 MiB) | encoded record bytes queued and not yet appended; at least 1 |
 /// | `max.block.ms` | 60000 | how long `send` waits for `buffer.memory` before [`Error::BufferExhausted`]; 0 fails at once. Blocked sends are served in arrival order, as Kafka's `BufferPool` serves them, so small records cannot starve a large one |
 /// | `acks` | `all` | `0`, `1`, `all` (or `-1`); `"all".parse::<Acks>()` reads Kafka's spellings |
+/// | `enable.idempotence`, `transactional.id` | plain | [`ProducerMode`]: plain, idempotent or transactional, with the producer id and epoch the caller gives |
 ///
 /// # Errors are never dropped
 ///
@@ -183,6 +189,95 @@ pub struct ProducerStats {
 /// failure no earlier call reported, so under `acks=0`, where handles resolve before the append,
 /// failures still surface. `close` appends everything accepted before it; later `send`s, and
 /// those blocked for memory, get [`Error::Closed`].
+///
+/// # Idempotent and transactional modes
+///
+/// [`ProducerConfig::idempotent`] stamps every batch with a producer id, its epoch and the
+/// sequence of its first record, as Kafka's idempotent producer does; the sequence continues
+/// from the one the log holds for that id and epoch, also after a reopen. The log refuses a
+/// gap ([`Error::OutOfOrderSequence`]) and an older epoch ([`Error::InvalidProducerEpoch`]),
+/// and answers a batch it holds already (one of the producer's last five, sent again) with the
+/// original offsets: the records' handles resolve to those. The ids are the caller's, as a
+/// broker's `InitProducerId` would hand them out: one writer per id at a time, and a higher
+/// epoch to take over from one that may still run.
+///
+/// ```
+/// use std::sync::Arc;
+/// use partlog::{Acks, Log, LogConfig, NewRecord, Producer, ProducerConfig};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let dir = tempfile::tempdir()?;
+/// let log = Arc::new(Log::open(dir.path(), LogConfig::default())?);
+/// let config = ProducerConfig::idempotent(7, 0).acks(Acks::All).build()?;
+/// let producer = Producer::new(Arc::clone(&log), config)?;
+/// for i in 0..10 {
+///     let _ = producer.send(&NewRecord::now(None, Some(format!("{i}").as_bytes())))?;
+/// }
+/// producer.close()?;
+/// assert_eq!(log.producer_state(7).unwrap().last_sequence, 9);
+///
+/// // Reopened, the same id and epoch go on from sequence 10 (the log forgets a producer idle
+/// // for producer.id.expiration.ms, a day, by its records' timestamps: hence `now`).
+/// drop((producer, log));
+/// let log = Arc::new(Log::open(dir.path(), LogConfig::default())?);
+/// let producer = Producer::new(Arc::clone(&log), ProducerConfig::idempotent(7, 0).build()?)?;
+/// assert_eq!(producer.send(&NewRecord::now(None, Some(b"10")))?.wait()?, 10);
+/// assert_eq!(log.producer_state(7).unwrap().last_sequence, 10);
+/// # Ok(())
+/// # }
+/// ```
+///
+/// [`ProducerConfig::transactional`] adds Kafka's transactions on this one log:
+/// [`begin`](Self::begin), then `send`s, then [`commit`](Self::commit) or
+/// [`abort`](Self::abort), which seal the open batch, wait until every batch of the
+/// transaction is appended, and append the COMMIT or ABORT marker after them (done as `acks`
+/// says: under `all`, durable). A `read_committed` reader ([`Log::committed_records`]) sees the
+/// records once the COMMIT marker is written, and never those of an aborted transaction. A send
+/// outside a transaction is refused with [`Error::InvalidTxnState`].
+///
+/// ```
+/// use std::sync::Arc;
+/// use partlog::{Error, Log, LogConfig, NewRecord, Producer, ProducerConfig, ReadBound};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let dir = tempfile::tempdir()?;
+/// let log = Arc::new(Log::open(dir.path(), LogConfig::default())?);
+/// let producer = Producer::new(Arc::clone(&log), ProducerConfig::transactional(42, 0).build()?)?;
+/// let record = |v: &str| NewRecord::new(1_700_000_000_000, None, Some(v.as_bytes()));
+/// assert!(matches!(producer.send(&record("outside")), Err(Error::InvalidTxnState { .. })));
+///
+/// producer.begin()?;
+/// let _ = producer.send(&record("debit 10"))?;
+/// let _ = producer.send(&record("credit 10"))?;
+/// producer.commit()?; // both records, then the COMMIT marker, fsynced (acks=all)
+///
+/// producer.begin()?;
+/// let _ = producer.send(&record("debit 99"))?;
+/// producer.abort()?; // in the log, never seen by read_committed readers
+///
+/// let committed: Vec<Vec<u8>> = log
+///     .committed_records(0, ReadBound::LogEnd)
+///     .map(|r| r.map(|r| r.value.unwrap_or_default()))
+///     .collect::<Result<_, _>>()?;
+/// assert_eq!(committed, [b"debit 10".to_vec(), b"credit 10".to_vec()]);
+/// # Ok(())
+/// # }
+/// ```
+///
+/// What ends a session, as in Kafka: an error that a new epoch would be needed to recover from
+/// (fenced by a higher epoch, a gap in the sequence, a batch that does not fit the producer's
+/// transaction state) is fatal. The batches queued behind it fail with it unappended, and every
+/// later `send`, `begin`, `commit` and `abort` fails with it at once; bumping the epoch (a new
+/// `Producer`) is the caller's. Any other failure of a batch of a transaction (an I/O error)
+/// makes the transaction abortable only: `send` and `commit` refuse, `abort` ends it. A batch
+/// the log refused leaves no gap in the sequence: the next batch takes its sequence.
+///
+/// A transaction is not ended by [`close`](Self::close) or the drop of the producer, as
+/// Kafka's `close` leaves it to the coordinator: the log holds it open, and readers
+/// `read_committed` wait at its first offset, until a marker ends it. A later producer with the
+/// same id and epoch resumes it ([`in_transaction`](Self::in_transaction) says so) to commit or
+/// abort it; one with a higher epoch aborts it when it starts, as Kafka's `InitProducerId`
+/// does; [`Log::append_marker`] ends it too.
 ///
 /// # Statistics
 ///
@@ -212,25 +307,38 @@ pub struct Producer {
 impl Producer {
     /// Starts a batching writer for `log`, with its sender thread.
     ///
+    /// An idempotent or transactional producer starts from the log's producer state for its
+    /// id: its sequence continues the one the log holds for the id at this epoch (from 0 for a
+    /// new id or epoch). A transaction the log holds open for the id at this epoch is resumed
+    /// (see [`in_transaction`](Self::in_transaction)); a transactional producer of a higher
+    /// epoch aborts one of an older epoch first (an ABORT marker at its epoch, which fences the
+    /// older writer), as Kafka's `InitProducerId` does.
+    ///
     /// Fails with [`Error::InvalidConfig`] for an invalid `config`, with the log's error if it is
     /// closed, read-only ([`Error::Unsupported`]) or poisoned, and with [`Error::Io`] if the
-    /// thread cannot be spawned.
+    /// thread cannot be spawned. In the idempotent and transactional modes, with
+    /// [`Error::InvalidProducerEpoch`] if the log holds a higher epoch for the id (this producer
+    /// is fenced), and for an idempotent producer with [`Error::InvalidTxnState`] if the log
+    /// holds a transaction of the id open (end it first: [`Log::append_marker`]).
     pub fn new(log: Arc<Log>, config: ProducerConfig) -> Result<Producer> {
         config.validate()?;
         log.writable()?;
+        let mode = modes::ModeState::start(&log, config.mode, config.acks)?;
         let codec = log.records_codec();
         let max_batch = max_uncompressed_batch(codec, log.config().max_message_bytes);
         let batch_limit = usize::try_from(config.batch_size)
             .unwrap_or(usize::MAX)
             .min(max_batch);
         let dir = log.dir().to_path_buf();
+        let mut accumulator = Accumulator::new();
+        accumulator.mode = mode;
         let inner = Arc::new(Inner {
             log,
             config,
             codec,
             batch_limit,
             max_batch,
-            accumulator: Mutex::new(Accumulator::new()),
+            accumulator: Mutex::new(accumulator),
             work: Condvar::new(),
             progress: Condvar::new(),
         });
@@ -283,6 +391,11 @@ impl Producer {
     ///
     /// Blocks only when `buffer.memory` is full: then up to `max.block.ms`, after which it fails
     /// with [`Error::BufferExhausted`] and the record is not queued.
+    ///
+    /// A transactional producer refuses a record outside a transaction, or in one a failed
+    /// batch made abortable only, with [`Error::InvalidTxnState`]; an idempotent or
+    /// transactional producer that met a fatal error fails with that error (see "Idempotent and
+    /// transactional modes" above).
     pub fn send(&self, record: &NewRecord) -> Result<SendHandle> {
         self.enqueue(
             record.timestamp,
@@ -349,11 +462,18 @@ impl Producer {
         let mut ticket = None;
         let mut blocked_since: Option<Instant> = None;
         loop {
-            if acc.closing {
+            let refused = if acc.closing {
+                Some(Error::Closed)
+            } else {
+                acc.mode.check_send(&inner.config.mode).err()
+            };
+            if let Some(error) = refused {
                 if let Some(ticket) = ticket {
                     acc.memory_queue.leave(ticket);
+                    // The next in line may be able to go now.
+                    inner.progress.notify_all();
                 }
-                return Err(Error::Closed);
+                return Err(error);
             }
             let fits = acc.used_memory.saturating_add(reserve) <= buffer_memory;
             if fits && acc.memory_queue.may_take(ticket) {
@@ -477,7 +597,8 @@ impl Producer {
     /// [`send`](Self::send) calls, and those blocked for memory, fail with [`Error::Closed`].
     /// Returns what `flush` would; a second call returns `Ok(())` once the first has drained.
     ///
-    /// Dropping the producer closes it, logging any error.
+    /// Dropping the producer closes it, logging any error. Neither ends an open transaction:
+    /// see "Idempotent and transactional modes" above.
     pub fn close(&self) -> Result<()> {
         let inner = &*self.inner;
         {

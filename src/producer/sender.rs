@@ -8,11 +8,14 @@ use std::time::Duration;
 use crate::error::Error;
 
 use super::Inner;
-use super::accumulator::{PendingBatch, Unconfirmed};
+use super::accumulator::{Accumulator, PendingBatch, Unconfirmed};
 use super::config::Acks;
 use super::handle::Appended;
+use super::modes::Stamp;
+use crate::format::BatchBuilder;
 use crate::format::RECORD_BATCH_OVERHEAD;
 use crate::log::TruncationEpoch;
+use crate::sync::MutexGuard;
 
 /// The longest the sender sleeps while a batch lingers. Linger is measured on the log's clock,
 /// which need not run with the monotonic clock the sleep uses (a manual clock in tests, a wall
@@ -23,15 +26,22 @@ const LINGER_RECHECK: Duration = Duration::from_millis(10);
 pub(crate) fn run(inner: &Inner) {
     // Whatever ends this loop, even a panic, no accepted record may be left unresolved.
     let _exit = FailLeftovers(inner);
-    while let Some(batch) = next_batch(inner) {
-        append(inner, batch);
+    while let Some((batch, stamp)) = next_batch(inner) {
+        append(inner, batch, stamp);
     }
 }
 
-/// Blocks until a batch is due, and takes it; `None` once closing and drained.
-fn next_batch(inner: &Inner) -> Option<PendingBatch> {
-    let linger_ms = i64::try_from(inner.config.linger_ms).unwrap_or(i64::MAX);
+/// Blocks until a batch is due, and takes it, with what to stamp on it (taken under the same
+/// lock: Kafka's drain); `None` once closing and drained.
+fn next_batch(inner: &Inner) -> Option<(PendingBatch, Stamp)> {
     let mut acc = inner.accumulator.lock();
+    let batch = due_batch(inner, &mut acc)?;
+    Some((batch, acc.mode.stamp(&inner.config.mode)))
+}
+
+/// The body of `next_batch`: waits on `acc` until a batch is due.
+fn due_batch(inner: &Inner, acc: &mut MutexGuard<'_, Accumulator>) -> Option<PendingBatch> {
+    let linger_ms = i64::try_from(inner.config.linger_ms).unwrap_or(i64::MAX);
     loop {
         if let Some(batch) = acc.sealed.pop_front() {
             return Some(batch);
@@ -41,7 +51,7 @@ fn next_batch(inner: &Inner) -> Option<PendingBatch> {
             if closing {
                 return None;
             }
-            inner.work.wait(&mut acc);
+            inner.work.wait(acc);
             continue;
         };
         let now_ms = inner.log.clock().now_ms();
@@ -54,12 +64,12 @@ fn next_batch(inner: &Inner) -> Option<PendingBatch> {
         }
         let remaining =
             Duration::from_millis(u64::try_from(linger_ms - age_ms).unwrap_or(u64::MAX));
-        inner.work.wait_for(&mut acc, remaining.min(LINGER_RECHECK));
+        inner.work.wait_for(acc, remaining.min(LINGER_RECHECK));
     }
 }
 
-/// Builds and appends one batch, then settles its accounts and its handles.
-fn append(inner: &Inner, batch: PendingBatch) {
+/// Stamps, builds and appends one batch, then settles its accounts and its handles.
+fn append(inner: &Inner, batch: PendingBatch, stamp: Stamp) {
     let PendingBatch {
         seq,
         builder,
@@ -69,7 +79,15 @@ fn append(inner: &Inner, batch: PendingBatch) {
     } = batch;
     let records = builder.record_count();
     let mut spent_buffer = None;
-    let result = builder.build().and_then(|mut bytes| {
+    let mode = &inner.config.mode;
+    let builder = match (&stamp, mode.producer()) {
+        (Stamp::Sequence(first_sequence), Some((producer_id, producer_epoch))) => Ok(builder
+            .producer(producer_id, producer_epoch, *first_sequence)
+            .transactional(mode.is_transactional())),
+        (Stamp::Refused(error), _) => Err(error.duplicate()),
+        _ => Ok(builder),
+    };
+    let result = builder.and_then(BatchBuilder::build).and_then(|mut bytes| {
         let result = inner.log.append_checked_batch(&mut bytes);
         spent_buffer = Some(bytes);
         result
@@ -97,11 +115,19 @@ fn append(inner: &Inner, batch: PendingBatch) {
                 if inner.config.acks == Acks::All {
                     acc.note_unconfirmed(judged, *epoch, info.last_offset);
                 }
-                acc.counters.records_appended += records as u64;
-                acc.counters.batches_appended += 1;
-                acc.counters.bytes_appended += info.bytes as u64;
+                if let Stamp::Sequence(first_sequence) = stamp {
+                    acc.mode.taken(first_sequence, records);
+                }
+                if info.duplicate {
+                    acc.counters.duplicate_batches += 1;
+                } else {
+                    acc.counters.records_appended += records as u64;
+                    acc.counters.batches_appended += 1;
+                    acc.counters.bytes_appended += info.bytes as u64;
+                }
             }
             Err(error) => {
+                acc.mode.failed(mode, error);
                 acc.counters.records_failed += records as u64;
                 acc.counters.batches_failed += 1;
                 log::warn!(

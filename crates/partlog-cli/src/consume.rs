@@ -6,10 +6,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{ArgGroup, Args, ValueEnum};
-use partlog::{Log, LogRecord, ReadBound};
+use partlog::{CommittedRecords, Isolation, Log, LogRecord, LogRecords, ReadBound};
 
-use crate::kcat_format::{RecordFormat, topic_and_partition};
-use crate::text::json_bytes;
+use crate::kcat_format::{RecordFormat, Separator, topic_and_partition};
 use crate::{CliError, Outcome};
 
 /// One `-o` value: where to start, or (`e@MS`) where to stop.
@@ -77,18 +76,111 @@ Examples:
   partlog consume /tmp/orders-0 -Z -f '%o %k %s %T %h\\n'   # kcat's format string, nulls as NULL
   partlog consume /tmp/orders-0 -o s@1700000000000 -o e@1700003600000   # one hour, by timestamp
   partlog consume /tmp/orders-0 -o 1000 --end-offset 2000  # offsets [1000, 2000)
+  partlog consume /tmp/orders-0 --isolation-level read_committed   # or -X isolation.level=...
+  partlog consume /tmp/orders-0 -D '\\0' -K '\\t'   # records end at NUL, key TAB value
 
 The log is opened read-only without a lock, so a process may be writing it meanwhile
 (allow_live_writer): --follow polls the directory every --poll-ms and prints each record once its
 batch is complete. --durable-only prints only what the writer has recorded as durable (fsynced),
 so nothing printed can vanish in a crash of the writer's machine.
 
-text prints each value as raw bytes and a newline (a tombstone as an empty line, or as NULL
-with -Z); with
---key-separator SEP, the key, SEP, then the value (what `partlog produce --key-separator SEP`
-reads back). json prints one object per record:
+--isolation-level (Kafka's isolation.level; also -X isolation.level=...) is read_uncommitted by
+default, as in Kafka: every data record is printed, those of aborted and still-open transactions
+too. read_committed prints what a read_committed Kafka consumer gets: the records of aborted
+transactions are skipped, and reading stops at the last stable offset, before the first record
+of a transaction still open (--follow waits there for its marker; -o end and -o -N count from
+there). 'partlog dump --records --txn-state' shows which transaction each record belongs to.
+
+text prints each value as raw bytes and a newline, or -D DELIM (a tombstone as an empty
+record, or as NULL with -Z); with -K/--key-separator SEP, the key, SEP, then the value (what
+`partlog produce -K SEP -D DELIM` reads back). SEP and DELIM take kcat's escapes \\n \\r \\t \\0
+\\xNN \\\\. json prints one object per record (what `partlog produce --format json` reads back):
   {\"offset\":0,\"timestamp\":1700000000000,\"key\":\"user1\",\"value\":\"hello\",\"headers\":[]}
 (the same object as `partlog dump --json`; non-UTF-8 bytes as {\"base64\":\"...\"}).";
+
+/// Kafka's `isolation.level`, by its Kafka names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum IsolationLevel {
+    /// Every data record, those of open and aborted transactions too.
+    #[value(name = "read_uncommitted")]
+    ReadUncommitted,
+    /// Committed records only, up to the last stable offset.
+    #[value(name = "read_committed")]
+    ReadCommitted,
+}
+
+fn parse_property(value: &str) -> Result<(String, String), String> {
+    match value.split_once('=') {
+        Some((name, value)) if !name.is_empty() => Ok((name.to_owned(), value.to_owned())),
+        _ => Err(format!(
+            "{value:?} is not PROP=VALUE (as in -X isolation.level=read_committed)"
+        )),
+    }
+}
+
+/// The isolation `--isolation-level` and `-X isolation.level` ask for (they must agree);
+/// `-X` with any other property is refused, naming the one consume knows.
+fn isolation(args: &ConsumeArgs) -> Result<Isolation, CliError> {
+    let mut level = args.isolation_level;
+    for (name, value) in &args.properties {
+        if name != "isolation.level" {
+            return Err(CliError::new(format!(
+                "-X {name}: consume takes one property, isolation.level (read_uncommitted or \
+                 read_committed)"
+            )));
+        }
+        let given = IsolationLevel::from_str(value, false).map_err(|_| {
+            CliError::new(format!(
+                "-X isolation.level={value}: expected read_uncommitted or read_committed"
+            ))
+        })?;
+        if level.is_some_and(|level| level != given) {
+            return Err(CliError::new(
+                "--isolation-level and -X isolation.level disagree: give one",
+            ));
+        }
+        level = Some(given);
+    }
+    Ok(match level {
+        Some(IsolationLevel::ReadCommitted) => Isolation::ReadCommitted,
+        Some(IsolationLevel::ReadUncommitted) | None => Isolation::ReadUncommitted,
+    })
+}
+
+/// The records a pass of the read loop prints: all of them, or the committed ones
+/// (`Log::committed_records`, which applies a read_committed consumer's filter).
+enum Records<'a> {
+    All(LogRecords<'a>),
+    Committed(CommittedRecords<'a>),
+}
+
+impl<'a> Records<'a> {
+    fn new(log: &'a Log, position: i64, bound: ReadBound, isolation: Isolation) -> Self {
+        match isolation {
+            Isolation::ReadCommitted => Records::Committed(log.committed_records(position, bound)),
+            _ => Records::All(log.records(position, bound)),
+        }
+    }
+
+    /// Where the next read starts, past aborted records skipped since the last one returned.
+    fn skipped_to(&self) -> Option<i64> {
+        match self {
+            Records::All(_) => None,
+            Records::Committed(records) => Some(records.position()),
+        }
+    }
+}
+
+impl Iterator for Records<'_> {
+    type Item = partlog::Result<LogRecord>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            Records::All(records) => records.next(),
+            Records::Committed(records) => records.next(),
+        }
+    }
+}
 
 /// Output formats of `consume`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -170,9 +262,25 @@ pub struct ConsumeArgs {
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
 
-    /// In the text format, print the key, SEP and the value.
-    #[arg(long, value_name = "SEP")]
-    pub key_separator: Option<String>,
+    /// In the text format, print the key, SEP and the value (kcat's -K; SEP takes -D's
+    /// escapes).
+    #[arg(short = 'K', long, value_name = "SEP", value_parser = Separator::parse)]
+    pub key_separator: Option<Separator>,
+
+    /// What ends each record in the text and json formats (kcat's -D): one or more bytes, with
+    /// the escapes \n \r \t \0 \xNN and \\ (a backslash).
+    #[arg(short = 'D', long, value_name = "DELIM", default_value = "\\n", value_parser = Separator::parse, conflicts_with = "format_string")]
+    pub delimiter: Separator,
+
+    /// Which records of transactions to print (Kafka's isolation.level): read_uncommitted
+    /// (Kafka's default) prints them all; read_committed skips those of aborted transactions and
+    /// stops at the last stable offset, as a read_committed Kafka consumer does.
+    #[arg(long, value_enum, value_name = "LEVEL")]
+    pub isolation_level: Option<IsolationLevel>,
+
+    /// A kcat (librdkafka) property, PROP=VALUE, repeatable: consume takes isolation.level.
+    #[arg(short = 'X', value_name = "PROP=VALUE", value_parser = parse_property)]
+    pub properties: Vec<(String, String)>,
 
     /// How often --follow looks for new data, in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 100)]
@@ -182,54 +290,16 @@ pub struct ConsumeArgs {
 /// Runs `partlog consume`.
 pub fn run(args: &ConsumeArgs) -> Result<Outcome, CliError> {
     crate::require_dir(&args.dir)?;
+    let isolation = isolation(args)?;
     let log = crate::open_live_reader(&args.dir, Duration::from_millis(args.poll_ms.max(1)))?;
     let bound = if args.durable_only {
         ReadBound::Durable
     } else {
         ReadBound::LogEnd
     };
-    let start = log.log_start_offset();
-    let end = log.log_end_offset();
-    let mut start_spec = None;
-    let mut end_timestamp = args.end_timestamp;
-    for spec in &args.offset {
-        match spec {
-            OffsetSpec::EndTimestamp(ms) => end_timestamp = Some(*ms),
-            _ if start_spec.is_some() => {
-                return Err(CliError::new(
-                    "-o gives two starts: give one start (and at most one e@MS to stop at)",
-                ));
-            }
-            spec => start_spec = Some(*spec),
-        }
-    }
-    if args.timestamp.is_some() {
-        start_spec = args.timestamp.map(OffsetSpec::StartTimestamp);
-    } else if args.end {
-        start_spec = Some(OffsetSpec::End);
-    }
-    let mut position = match start_spec.unwrap_or(OffsetSpec::Beginning) {
-        OffsetSpec::Offset(offset) => {
-            let offset = if offset < 0 {
-                end.saturating_add(offset).max(start)
-            } else {
-                offset
-            };
-            if offset < start || offset > end {
-                return Err(CliError::new(format!(
-                    "--offset {offset} is out of range: the log holds offsets [{start}, {end})"
-                )));
-            }
-            offset
-        }
-        OffsetSpec::StartTimestamp(timestamp) => match log.offset_for_timestamp(timestamp) {
-            Ok(Some((offset, _))) => offset,
-            // Every record is older: start where the next one will come.
-            Ok(None) => end,
-            Err(error) => return crate::stopped_reading(error),
-        },
-        OffsetSpec::End => end,
-        OffsetSpec::Beginning | OffsetSpec::EndTimestamp(_) => start,
+    let (mut position, end_timestamp) = match start_position(&log, args, isolation)? {
+        Ok(start) => start,
+        Err(error) => return crate::stopped_reading(error),
     };
     // The end bound: an offset, or the first offset at or after a timestamp. A timestamp no
     // record has reached yet is checked record by record (a followed log may reach it).
@@ -255,7 +325,8 @@ pub fn run(args: &ConsumeArgs) -> Result<Outcome, CliError> {
     let result = (|| -> Result<(), ConsumeError> {
         while printed < limit && position < stop_before {
             let mut progressed = false;
-            for record in log.records(position, bound) {
+            let mut records = Records::new(&log, position, bound, isolation);
+            for record in records.by_ref() {
                 let record = match record {
                     Ok(record) => record,
                     // Retention moved the start past us while we followed: go on from there,
@@ -294,6 +365,14 @@ pub fn run(args: &ConsumeArgs) -> Result<Outcome, CliError> {
                     break;
                 }
             }
+            if let Some(skipped_to) = records.skipped_to()
+                && skipped_to > position
+            {
+                // Only aborted records (or markers) lay there: the next pass reads past them.
+                position = skipped_to;
+                progressed = true;
+            }
+            drop(records);
             if printed >= limit || !args.follow || position >= stop_before {
                 break;
             }
@@ -304,6 +383,7 @@ pub fn run(args: &ConsumeArgs) -> Result<Outcome, CliError> {
                     &log,
                     position,
                     bound,
+                    isolation,
                     Duration::from_millis(args.poll_ms.max(1)),
                 )?;
             }
@@ -327,8 +407,83 @@ pub fn run(args: &ConsumeArgs) -> Result<Outcome, CliError> {
     }
 }
 
-/// Waits up to one poll for data at `position` within `bound`.
-fn wait(log: &Log, position: i64, bound: ReadBound, poll: Duration) -> partlog::Result<()> {
+/// Where the run starts (`-o`, `--timestamp`, `--end`), and the timestamp it stops before (`-o
+/// e@MS`, `--end-timestamp`), if any. The outer error is a bad argument; the inner one, a log
+/// that failed to answer (corrupt bytes), which ends the run as a reading error.
+fn start_position(
+    log: &Log,
+    args: &ConsumeArgs,
+    isolation: Isolation,
+) -> Result<partlog::Result<(i64, Option<i64>)>, CliError> {
+    let start = log.log_start_offset();
+    let end = log.log_end_offset();
+    // Where a read_committed consumer's "end" is: the last stable offset (Kafka's ListOffsets
+    // LATEST under read_committed).
+    let readable_end = match isolation {
+        Isolation::ReadCommitted => log.last_stable_offset().min(end),
+        _ => end,
+    };
+    let mut start_spec = None;
+    let mut end_timestamp = args.end_timestamp;
+    for spec in &args.offset {
+        match spec {
+            OffsetSpec::EndTimestamp(ms) => end_timestamp = Some(*ms),
+            _ if start_spec.is_some() => {
+                return Err(CliError::new(
+                    "-o gives two starts: give one start (and at most one e@MS to stop at)",
+                ));
+            }
+            spec => start_spec = Some(*spec),
+        }
+    }
+    if args.timestamp.is_some() {
+        start_spec = args.timestamp.map(OffsetSpec::StartTimestamp);
+    } else if args.end {
+        start_spec = Some(OffsetSpec::End);
+    }
+    let position = match start_spec.unwrap_or(OffsetSpec::Beginning) {
+        OffsetSpec::Offset(offset) => {
+            let offset = if offset < 0 {
+                readable_end.saturating_add(offset).max(start)
+            } else {
+                offset
+            };
+            if offset < start || offset > end {
+                return Err(CliError::new(format!(
+                    "--offset {offset} is out of range: the log holds offsets [{start}, {end})"
+                )));
+            }
+            offset
+        }
+        OffsetSpec::StartTimestamp(timestamp) => match log.offset_for_timestamp(timestamp) {
+            Ok(Some((offset, _))) => offset,
+            // Every record is older: start where the next one will come.
+            Ok(None) => end,
+            Err(error) => return Ok(Err(error)),
+        },
+        OffsetSpec::End => readable_end,
+        OffsetSpec::Beginning | OffsetSpec::EndTimestamp(_) => start,
+    };
+    Ok(Ok((position, end_timestamp)))
+}
+
+/// Waits up to one poll for data at `position` within `bound` (and, read_committed, below the
+/// last stable offset).
+fn wait(
+    log: &Log,
+    position: i64,
+    bound: ReadBound,
+    isolation: Isolation,
+    poll: Duration,
+) -> partlog::Result<()> {
+    if isolation == Isolation::ReadCommitted
+        && log.last_stable_offset() <= position
+        && log.log_end_offset() > position
+    {
+        // The data is there, its transaction still open: the marker comes with a later poll.
+        std::thread::sleep(poll);
+        return Ok(());
+    }
     match bound {
         ReadBound::LogEnd => {
             log.wait_for_data(position, poll)?;
@@ -365,35 +520,11 @@ fn render(out: &mut Vec<u8>, record: &LogRecord, args: &ConsumeArgs, null_marker
         Format::Text => {
             if let Some(separator) = &args.key_separator {
                 out.extend_from_slice(record.key.as_deref().unwrap_or(null_marker));
-                out.extend_from_slice(separator.as_bytes());
+                out.extend_from_slice(separator.bytes());
             }
             out.extend_from_slice(record.value.as_deref().unwrap_or(null_marker));
         }
-        Format::Json => json_log_record(out, record),
+        Format::Json => crate::record_json::write_log_record(out, record),
     }
-    out.push(b'\n');
-}
-
-/// The object of `partlog dump --json`, for an owned record.
-pub fn json_log_record(out: &mut Vec<u8>, record: &LogRecord) {
-    out.extend_from_slice(b"{\"offset\":");
-    out.extend_from_slice(record.offset.to_string().as_bytes());
-    out.extend_from_slice(b",\"timestamp\":");
-    out.extend_from_slice(record.timestamp.to_string().as_bytes());
-    out.extend_from_slice(b",\"key\":");
-    json_bytes(out, record.key.as_deref());
-    out.extend_from_slice(b",\"value\":");
-    json_bytes(out, record.value.as_deref());
-    out.extend_from_slice(b",\"headers\":[");
-    for (n, (key, value)) in record.headers.iter().enumerate() {
-        if n > 0 {
-            out.push(b',');
-        }
-        out.push(b'[');
-        json_bytes(out, Some(key.as_bytes()));
-        out.push(b',');
-        json_bytes(out, value.as_deref());
-        out.push(b']');
-    }
-    out.extend_from_slice(b"]}");
+    out.extend_from_slice(args.delimiter.bytes());
 }

@@ -5,15 +5,19 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use partlog::unstable::format::control_record_type;
-use partlog::{Batch, BatchHeader, Log, LogConfig, ReadBound, TimestampType};
+use partlog::{
+    Batch, BatchHeader, ControlRecordType, EndTransactionMarker, Log, LogConfig, ReadBound,
+    TimestampType,
+};
 
-use crate::text::{human, json_bytes};
+use crate::text::human;
 use crate::{CliError, Outcome};
 
 pub const EXAMPLES: &str = "\
 Examples:
   partlog dump /tmp/orders-0                     # the batches, like kafka-dump-log
   partlog dump /tmp/orders-0 --records           # and their records (--print-data-log)
+  partlog dump /tmp/orders-0 --txn-state         # and each transactional record's outcome
   partlog dump /tmp/orders-0 --index             # and every index entry, checked
   partlog dump /tmp/orders-0 --producer-state    # and every .txnindex and .snapshot entry
   partlog dump /tmp/orders-0 --leader-epochs     # and the leader-epoch-checkpoint entries
@@ -41,6 +45,13 @@ entry, with a 'Mismatches in' line (kafka-dump-log's words) for an entry that do
 batch at its position (offset index) or the batch ending at its offset with that largest
 timestamp (time index), and ends with a summary; a mismatch makes the exit status 1. Keys and payloads are shown as UTF-8 with invalid
 bytes replaced by U+FFFD and control characters escaped; use --json for the exact bytes.
+
+--txn-state (implies --records) marks the records of transactions, which kafka-dump-log does not:
+each record of a transactional batch gets 'txnState: committed', 'txnState: aborted' or
+'txnState: open' (its transaction has no marker yet) after its headerKeys, as a read_committed
+consumer decides it ('partlog consume --isolation-level read_committed' prints the committed
+ones). Only that field differs from kafka-dump-log's lines, so without --txn-state the two still
+diff clean.
 
 --json prints one object per data record (control records are skipped, as consumers skip them):
   {\"offset\":0,\"timestamp\":1700000000000,\"key\":\"user1\",\"value\":\"hello\",\"headers\":[[\"k\",\"v\"]]}
@@ -95,6 +106,13 @@ pub struct DumpArgs {
     /// (kafka-dump-log's --skip-record-metadata). Implies --records.
     #[arg(long, conflicts_with = "json")]
     pub skip_record_metadata: bool,
+
+    /// Mark each record of a transactional batch with its transaction's outcome, 'txnState:
+    /// committed|aborted|open' after its headerKeys, as a read_committed consumer decides it
+    /// (kafka-dump-log has no such field: without this flag the lines are its lines). Implies
+    /// --records.
+    #[arg(long, conflicts_with_all = ["json", "skip_record_metadata"])]
+    pub txn_state: bool,
 }
 
 /// How much one read asks for.
@@ -118,6 +136,9 @@ pub fn run(args: &DumpArgs) -> Result<Outcome, CliError> {
         )));
     }
     let mut dumper = Dumper::new(args, from);
+    if args.txn_state {
+        dumper.txn_states = Some(crate::dump_txn_state::TxnStates::new(&log, from));
+    }
     match dumper.dump(&log, &bases, start) {
         Ok(()) => {}
         // A reader that went away (`partlog dump DIR | head`) is not an error.
@@ -222,6 +243,8 @@ pub struct Dumper<'a> {
     scratch: Vec<u8>,
     /// Kafka's "Non-consecutive offsets" report.
     gaps: Gaps,
+    /// `--txn-state`: the outcome of each transactional record's transaction.
+    pub txn_states: Option<crate::dump_txn_state::TxnStates<'a>>,
 }
 
 /// Kafka's "Non-consecutive offsets" report: per file, each record offset that does not follow
@@ -266,7 +289,7 @@ impl<'a> Dumper<'a> {
         Dumper {
             out: std::io::BufWriter::with_capacity(1 << 16, crate::QuietStdout),
             json: args.json,
-            records: args.records || args.skip_record_metadata,
+            records: args.records || args.skip_record_metadata || args.txn_state,
             skip_record_metadata: args.skip_record_metadata,
             max_bytes: args.max_bytes,
             dir: &args.dir,
@@ -274,6 +297,7 @@ impl<'a> Dumper<'a> {
             line: Vec::new(),
             scratch: Vec::new(),
             gaps: Gaps::default(),
+            txn_states: None,
         }
     }
 
@@ -431,7 +455,13 @@ impl<'a> Dumper<'a> {
             } else if self.skip_record_metadata {
                 bare_record(&mut self.line, &record);
             } else {
-                human_record(&mut self.line, &record, header, timestamp_type);
+                let txn_state = match (&mut self.txn_states, header) {
+                    (Some(states), Some(header)) if header.is_transactional() && !control => {
+                        Some(states.state(record.offset)?)
+                    }
+                    _ => None,
+                };
+                human_record(&mut self.line, &record, header, timestamp_type, txn_state);
             }
             self.line.push(b'\n');
             self.out.write_all(&self.line)?;
@@ -479,28 +509,46 @@ fn batch_line(header: &BatchHeader, position: Option<u64>, size: usize, valid: b
     )
 }
 
-/// `{"offset":..,"timestamp":..,"key":..,"value":..,"headers":[[k,v],..]}`.
+/// `{"offset":..,"timestamp":..,"key":..,"value":..,"headers":[[k,v],..]}` (record_json.rs).
 fn json_record(out: &mut Vec<u8>, record: &partlog::Record<'_>) {
-    out.extend_from_slice(b"{\"offset\":");
-    out.extend_from_slice(record.offset.to_string().as_bytes());
-    out.extend_from_slice(b",\"timestamp\":");
-    out.extend_from_slice(record.timestamp.to_string().as_bytes());
-    out.extend_from_slice(b",\"key\":");
-    json_bytes(out, record.key);
-    out.extend_from_slice(b",\"value\":");
-    json_bytes(out, record.value);
-    out.extend_from_slice(b",\"headers\":[");
-    for (n, header) in record.headers().enumerate() {
-        if n > 0 {
-            out.push(b',');
-        }
-        out.push(b'[');
-        json_bytes(out, Some(header.key));
-        out.push(b',');
-        json_bytes(out, header.value);
-        out.push(b']');
+    crate::record_json::write(
+        out,
+        record.offset,
+        record.timestamp,
+        record.key,
+        record.value,
+        record.headers().map(|header| (header.key, header.value)),
+    );
+}
+
+/// Kafka's words for a control record: ` endTxnMarker: COMMIT coordinatorEpoch: N` for a
+/// transaction marker, ` controlType: NAME(id)` for any other type (Kafka prints a KRaft
+/// snapshot header or footer as JSON; neither lies in a partition's log).
+fn control_record_text(record: &partlog::Record<'_>) -> String {
+    let kind = match control_record_type(record) {
+        Ok(kind) => kind,
+        Err(error) => return format!(" controlType: unreadable ({error})"),
+    };
+    let name = match kind {
+        ControlRecordType::Abort => "ABORT",
+        ControlRecordType::Commit => "COMMIT",
+        ControlRecordType::LeaderChange => "LEADER_CHANGE",
+        ControlRecordType::SnapshotHeader => "SNAPSHOT_HEADER",
+        ControlRecordType::SnapshotFooter => "SNAPSHOT_FOOTER",
+        ControlRecordType::KraftVersion => "KRAFT_VERSION",
+        ControlRecordType::KraftVoters => "KRAFT_VOTERS",
+        ControlRecordType::Unknown(_) => "UNKNOWN",
+    };
+    if !kind.is_transaction_marker() {
+        return format!(" controlType: {name}({})", kind.id());
     }
-    out.extend_from_slice(b"]}");
+    match EndTransactionMarker::parse(record) {
+        Ok(marker) => format!(
+            " endTxnMarker: {name} coordinatorEpoch: {}",
+            marker.coordinator_epoch
+        ),
+        Err(error) => format!(" endTxnMarker: {name}, unreadable ({error})"),
+    }
 }
 
 /// Kafka's `--skip-record-metadata` line: `| key: K payload: P`, each part only when present.
@@ -517,12 +565,15 @@ fn bare_record(out: &mut Vec<u8>, record: &partlog::Record<'_>) {
 }
 
 /// Kafka's `| offset: .. CreateTime: .. keySize: .. valueSize: .. sequence: .. headerKeys: [..]
-/// key: .. payload: ..`, or the control record type for a control batch.
+/// key: .. payload: ..`, or the control record's type and fields for a control batch (see
+/// `control_record_text`); `txnState: ..` after
+/// the header keys when `txn_state` is given (`--txn-state`).
 fn human_record(
     out: &mut Vec<u8>,
     record: &partlog::Record<'_>,
     header: Option<&BatchHeader>,
     timestamp_type: TimestampType,
+    txn_state: Option<&str>,
 ) {
     let size = |bytes: Option<&[u8]>| bytes.map_or(-1, |b| i64::try_from(b.len()).unwrap_or(-1));
     let sequence = match header {
@@ -545,11 +596,12 @@ fn human_record(
         size(record.value),
         header_keys.join(","),
     );
+    if let Some(state) = txn_state {
+        line.push_str(" txnState: ");
+        line.push_str(state);
+    }
     if header.is_some_and(BatchHeader::is_control) {
-        match control_record_type(record) {
-            Ok(kind) => line.push_str(&format!(" control: {kind:?}")),
-            Err(error) => line.push_str(&format!(" control: unreadable ({error})")),
-        }
+        line.push_str(&control_record_text(record));
     } else {
         if let Some(key) = record.key {
             line.push_str(" key: ");

@@ -33,6 +33,12 @@ pub fn run(args: &DumpArgs) -> Result<Outcome, CliError> {
             "--from needs a log directory: a single file is dumped whole",
         ));
     }
+    if args.txn_state {
+        return Err(CliError::new(
+            "--txn-state needs a log directory: a transaction's outcome is decided by its \
+             marker, which may lie in another segment",
+        ));
+    }
     match parsed.kind {
         SegmentFileKind::Log => dump_log_file(args, path, parsed.base_offset),
         SegmentFileKind::OffsetIndex | SegmentFileKind::TimeIndex => {

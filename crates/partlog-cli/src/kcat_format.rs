@@ -35,7 +35,7 @@ pub struct RecordFormat {
 }
 
 impl RecordFormat {
-    /// Parses kcat's tokens (`%t %p %o %k %K %s %S %T %h %%`) and escapes (`\n \r \t \\ \0`);
+    /// Parses kcat's tokens (`%t %p %o %k %K %s %S %T %h %%`) and escapes (see [`unescape`]);
     /// anything else after `%` or `\` is an error naming it.
     pub fn parse(format: &str) -> Result<RecordFormat, String> {
         let mut pieces = Vec::new();
@@ -70,19 +70,7 @@ impl RecordFormat {
                     }
                     pieces.push(piece);
                 }
-                '\\' => match chars.next() {
-                    Some('n') => literal.push(b'\n'),
-                    Some('r') => literal.push(b'\r'),
-                    Some('t') => literal.push(b'\t'),
-                    Some('0') => literal.push(0),
-                    Some('\\') => literal.push(b'\\'),
-                    Some(other) => {
-                        return Err(format!(
-                            "\\{other} is not an escape; expected \\n \\r \\t \\0 or \\\\"
-                        ));
-                    }
-                    None => return Err("the format ends with a lone \\".to_owned()),
-                },
+                '\\' => literal.push(escaped_byte(&mut chars, "the format")?),
                 other => {
                     let mut buf = [0u8; 4];
                     literal.extend_from_slice(other.encode_utf8(&mut buf).as_bytes());
@@ -132,6 +120,71 @@ impl RecordFormat {
                 }
             }
         }
+    }
+}
+
+/// The bytes of a separator or delimiter given on the command line (`-D`, `-K`), with kcat's
+/// escapes: `\n`, `\r`, `\t`, `\0`, `\xNN` (one byte, two hex digits) and `\\` for a backslash;
+/// anything else is taken as it is written, and a string may be several bytes long. An unknown
+/// escape is an error that names it. Empty is refused: it would separate nothing.
+pub fn unescape(text: &str) -> Result<Vec<u8>, String> {
+    let mut bytes = Vec::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => bytes.push(escaped_byte(&mut chars, &format!("{text:?}"))?),
+            other => {
+                let mut buf = [0u8; 4];
+                bytes.extend_from_slice(other.encode_utf8(&mut buf).as_bytes());
+            }
+        }
+    }
+    if bytes.is_empty() {
+        return Err("a separator or delimiter must not be empty".to_owned());
+    }
+    Ok(bytes)
+}
+
+/// A separator or delimiter from the command line, its escapes decoded ([`unescape`]): the
+/// value type of `-D`, `-K` and friends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Separator(pub Vec<u8>);
+
+impl Separator {
+    /// Parses a command-line value with [`unescape`].
+    pub fn parse(text: &str) -> Result<Separator, String> {
+        unescape(text).map(Separator)
+    }
+
+    /// The bytes.
+    pub fn bytes(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+/// The byte of the escape whose backslash `chars` just passed, in `what` (for the error).
+fn escaped_byte(chars: &mut std::str::Chars<'_>, what: &str) -> Result<u8, String> {
+    match chars.next() {
+        Some('n') => Ok(b'\n'),
+        Some('r') => Ok(b'\r'),
+        Some('t') => Ok(b'\t'),
+        Some('0') => Ok(0),
+        Some('\\') => Ok(b'\\'),
+        Some('x') => {
+            let digits: String = chars.by_ref().take(2).collect();
+            match u8::from_str_radix(&digits, 16) {
+                Ok(byte) if digits.len() == 2 => Ok(byte),
+                _ => Err(format!(
+                    "\\x{digits} in {what} is not a byte: \\x takes two hex digits, as in \\x1e"
+                )),
+            }
+        }
+        Some(other) => Err(format!(
+            "\\{other} in {what} is not an escape; expected \\n \\r \\t \\0 \\xNN or \\\\"
+        )),
+        None => Err(format!(
+            "{what} ends with a lone \\ (write \\\\ for a backslash)"
+        )),
     }
 }
 
@@ -205,6 +258,22 @@ mod tests {
         assert!(RecordFormat::parse("%x").unwrap_err().contains("%x"));
         assert!(RecordFormat::parse("50%").unwrap_err().contains("lone %"));
         assert!(RecordFormat::parse("\\q").unwrap_err().contains("\\q"));
+    }
+
+    #[test]
+    fn separators_take_kcat_escapes_and_several_bytes() {
+        assert_eq!(unescape("=").unwrap(), b"=");
+        assert_eq!(unescape("\\n").unwrap(), b"\n");
+        assert_eq!(unescape("\\0").unwrap(), b"\0");
+        assert_eq!(unescape("\\t\\n\\n").unwrap(), b"\t\n\n");
+        assert_eq!(unescape("\\x54!\\x45\\x53T").unwrap(), b"T!EST");
+        assert_eq!(unescape("--\\\\--").unwrap(), b"--\\--");
+        assert_eq!(unescape("é|").unwrap(), "é|".as_bytes());
+        assert!(unescape("").unwrap_err().contains("empty"));
+        assert!(unescape("\\q").unwrap_err().contains("\\q"));
+        assert!(unescape("\\x4").unwrap_err().contains("two hex digits"));
+        assert!(unescape("\\xzz").unwrap_err().contains("two hex digits"));
+        assert!(unescape("a\\").unwrap_err().contains("lone"));
     }
 
     #[test]

@@ -14,6 +14,7 @@
 //! partlog compact DIR          run one compaction pass (--delete-retention-ms, --min-lag-ms)
 //! partlog config DIR           print the log's stored settings; --set key=value changes one
 //! partlog roll DIR             seal the active segment (Kafka's UnifiedLog.roll())
+//! partlog txn list|commit|abort DIR   the producers a log knows; end an open transaction
 //! ```
 //!
 //! Every command uses the settings stored with the log (`partlog.properties`, Kafka's topic
@@ -45,13 +46,18 @@ mod dump_epochs;
 mod dump_file;
 mod dump_index;
 mod dump_txn;
+mod dump_txn_state;
+mod json;
 mod kcat_format;
 mod maint;
 mod perf;
 mod perf_producer;
 mod produce;
+mod produce_input;
+mod record_json;
 mod stats;
 mod text;
+mod txn;
 mod upgrade;
 mod verify;
 
@@ -82,6 +88,8 @@ Examples:
   partlog delete-records /tmp/orders-0 --before 1000
   partlog config /tmp/orders-0 --set retention.ms=604800000
   partlog roll /tmp/orders-0
+  seq 1 5 | partlog produce /tmp/ledger-0 --producer-id 7 --transactional
+  partlog txn commit /tmp/ledger-0 --producer-id 7 --producer-epoch 0
   partlog upgrade /var/kafka-0.10/orders-0 /tmp/orders-0
 
 Reading commands (consume, dump, stats, perf-consume) take no lock: they work on a log that a
@@ -156,6 +164,10 @@ enum Command {
     /// UnifiedLog.roll()), so that retention and compaction can reach its records.
     #[command(after_help = maint::ROLL_EXAMPLES)]
     Roll(maint::RollArgs),
+    /// The producers the log in DIR knows, and the end of a transaction one left open: list,
+    /// commit, abort (like kafka-transactions describe-producers and abort).
+    #[command(after_help = txn::EXAMPLES)]
+    Txn(txn::TxnArgs),
 }
 
 /// The first error from writing standard output other than a closed pipe (see `outln!`).
@@ -280,6 +292,7 @@ fn main() -> ExitCode {
         Command::Compact(args) => compact::run(args),
         Command::Config(args) => config::run(args),
         Command::Roll(args) => maint::run_roll(args),
+        Command::Txn(args) => txn::run(args),
     };
     let stdout_error = STDOUT_ERROR
         .lock()
@@ -364,6 +377,7 @@ const COMMANDS: &[&str] = &[
     "compact",
     "config",
     "roll",
+    "txn",
 ];
 
 /// Opens `dir` read-only without a lock, following a writer in another process if there is

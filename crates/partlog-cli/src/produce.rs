@@ -1,33 +1,35 @@
-//! `partlog produce DIR`: standard input, one record per line, into the log.
+//! `partlog produce DIR`: standard input, one record per line (or per `-D` delimiter, or per JSON
+//! object: produce_input.rs), into the log.
 
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::num::NonZeroUsize;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
-use partlog::unstable::{Clock, OsStorage, Storage, SystemClock};
+use partlog::unstable::{OsStorage, Storage};
 use partlog::{
     Acks, CleanupPolicy, CompressionType, FlushPolicy, Log, LogAppendInfo, LogConfig, NewRecord,
     ProducerConfig, SendHandle,
 };
 
+use crate::kcat_format::Separator;
+use crate::produce_input::{InputFormat, RecordParser};
 use crate::{CliError, Outcome};
 
-pub const EXAMPLES: &str = "\
-Examples:
+pub const EXAMPLES: &str = r##"Examples:
   # Three records, keys split off at the first '=' (the line without '=' gets a null key):
-  printf 'user1=hello\\nuser2=world\\nno key here\\n' | partlog produce /tmp/orders-0 --key-separator =
+  printf 'user1=hello\nuser2=world\nno key here\n' | partlog produce /tmp/orders-0 --key-separator =
 
   # Headers and tombstones: 'h1:v1,h2:v2<TAB>key=value'; a value 'NULL' is a tombstone:
   printf 'src:web\tuser1=hello\nsrc:app\tuser1=NULL\n' | partlog produce /tmp/users-0 \
-    --header-separator $'\t' --key-separator = --null-marker NULL --header env=prod
+    --header-separator '\t' --key-separator = --null-marker NULL --header env=prod
 
   # Every record fsynced before its offset is printed (acknowledged):
   seq 1 1000 | partlog produce /tmp/orders-0 --flush always --print-offsets
 
   # A compacted log (every line needs a key):
-  printf 'user1=a\nuser2=b\nuser1=c\nuser2=DELETE\n' | partlog produce /tmp/users-0 \\
+  printf 'user1=a\nuser2=b\nuser1=c\nuser2=DELETE\n' | partlog produce /tmp/users-0 \
       --key-separator = --cleanup-policy compact --tombstone-value DELETE
 
   # zstd batches of 500 records in 64 MiB segments:
@@ -36,14 +38,50 @@ Examples:
   # A million lines, batched by the producer (16 KiB batches), into a new directory tree:
   seq 1 1000000 | partlog produce /tmp/new/tree/numbers-0 --create --max-message-bytes 2097152
 
-Each line of standard input becomes one record: its bytes up to the newline (a '\\r' before the
-newline is kept; a last line without a newline is a record too). The timestamp is the time of
-reading. The log is created if DIR does not exist (its parent must exist, or add --create), and
-closed cleanly at the end of input; a directory of other files is refused. Records are batched
-as kafka-console-producer batches them (--batch-size, --linger-ms; --batch N for exactly N per
+  # Idempotent batches of producer 7, their sequences continuing from the log's producer state;
+  # then the whole input as one transaction, committed at the end (aborted on an input error):
+  seq 1 100 | partlog produce /tmp/ledger-0 --producer-id 7 --producer-epoch 0
+  printf 'alice=-10\nbob=10\n' | partlog produce /tmp/ledger-0 --producer-id 7 --transactional \
+      --key-separator =
+  partlog consume /tmp/ledger-0 --isolation-level read_committed   # committed records only
+
+  # Values with newlines in them: records end at a NUL byte instead (kcat's -D), keys at a tab:
+  find . -print0 | partlog produce /tmp/files-0 -D '\0'
+  printf 'k1\tline 1\nline 2\0' | partlog produce /tmp/notes-0 -D '\0' -K '\t'
+
+  # JSON, one object per line, as 'consume --format json' prints it: a log copied exactly, with
+  # its timestamps, headers, binary bytes and tombstones (the copy gets its own offsets):
+  partlog consume /tmp/orders-0 --format json | partlog produce /tmp/orders-copy-0 --format json
+  echo '{"key":"k","value_b64":"AAoB","headers":{"src":"web"},"timestamp":1700000000000}' |
+    partlog produce /tmp/orders-0 --format json
+
+Each line of standard input becomes one record: its bytes up to the newline (a '\r' before the
+newline is kept; a last line without a newline is a record too). With -D DELIM, records end at
+DELIM instead: one or more bytes, with kcat's escapes \n \r \t \0 \xNN and \\ (-K and
+--header-separator take them too). The timestamp is the time of reading.
+
+--format json reads each record as one JSON object, {"key":..,"value":..,"headers":..,
+"timestamp":..}, every member optional. key, value and header values are a string (its UTF-8
+bytes), null, or {"base64":"..."}; "key_b64" and "value_b64" hold base64 instead. headers is
+[["name",value],...] (what consume prints: order and repeated names kept) or {"name":value,...}.
+A missing timestamp is the time of reading; "offset" is ignored (the log assigns offsets); a
+blank line is skipped; an unknown member is an error.
+
+A bad input record (a line that is not such an object) stops the run: the records before it are
+written, nothing from it on. So does a record the log refuses (over max.message.bytes). Either
+way one line on standard error names its line (or record) number and says what this run wrote,
+exit status 2.
+
+The log is created if DIR does not exist (its parent must exist, or add --create), and closed
+cleanly at the end of input; a directory of other files is refused. Records are batched as
+kafka-console-producer batches them (--batch-size, --linger-ms; --batch N for exactly N per
 batch), and a summary goes to standard error at the end (--quiet: none).
 --cleanup-policy, --compression and --segment-bytes are stored with the log (partlog.properties,
-see 'partlog config'): a later produce without them keeps the log as it was made.";
+see 'partlog config'): a later produce without them keeps the log as it was made.
+With --producer-id the batches are idempotent (Kafka's enable.idempotence); --transactional makes
+the input one transaction: committed at the end of the input, or aborted on an input error (a line
+the log refuses, an unreadable input), so that read_committed consumers see all of it or none;
+--no-commit leaves it open for 'partlog txn commit|abort' or a later --transactional produce."##;
 
 /// The codecs `produce` writes batches with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -64,14 +102,24 @@ pub struct ProduceArgs {
     pub dir: PathBuf,
 
     /// Split each line into key and value at the first SEP; a line without SEP gets a null key
-    /// and the whole line as value.
-    #[arg(long, value_name = "SEP", value_parser = parse_separator)]
-    pub key_separator: Option<String>,
+    /// and the whole line as value (kcat's -K: SEP takes -D's escapes).
+    #[arg(short = 'K', long, value_name = "SEP", value_parser = Separator::parse)]
+    pub key_separator: Option<Separator>,
 
     /// Each line starts with its headers, up to the first SEP: 'k1:v1,k2:v2' (a header without
     /// ':' has a null value), as kafka-console-producer's parse.headers reads them.
-    #[arg(long, value_name = "SEP", value_parser = parse_separator)]
-    pub header_separator: Option<String>,
+    #[arg(long, value_name = "SEP", value_parser = Separator::parse)]
+    pub header_separator: Option<Separator>,
+
+    /// What ends each record of the input (kcat's -D): one or more bytes, with the escapes \n
+    /// \r \t \0 \xNN and \\ (a backslash).
+    #[arg(short = 'D', long, value_name = "DELIM", default_value = "\\n", value_parser = Separator::parse)]
+    pub delimiter: Separator,
+
+    /// How each input record is read: text ([headers SEP] [key SEP] value), or json (one object,
+    /// as 'partlog consume --format json' prints it; see below).
+    #[arg(long, value_enum, default_value_t = InputFormat::Text, conflicts_with_all = ["key_separator", "header_separator", "null_marker"])]
+    pub format: InputFormat,
 
     /// A header for every record, KEY=VALUE (repeatable), like kcat -H.
     #[arg(long = "header", value_name = "KEY=VALUE", value_parser = parse_header)]
@@ -142,13 +190,10 @@ pub struct ProduceArgs {
     /// to the file (it then survives a crash of this process, not necessarily of the machine).
     #[arg(long)]
     pub print_offsets: bool,
-}
 
-fn parse_separator(value: &str) -> Result<String, String> {
-    if value.is_empty() {
-        return Err("the key separator must not be empty".into());
-    }
-    Ok(value.to_owned())
+    /// Idempotent and transactional writes (`txn.rs`).
+    #[command(flatten)]
+    pub producer_mode: crate::txn::ProducerModeArgs,
 }
 
 fn parse_header(value: &str) -> Result<(String, Vec<u8>), String> {
@@ -224,30 +269,49 @@ pub fn run(args: &ProduceArgs) -> Result<Outcome, CliError> {
     })?;
     check_target(&args.dir, args.create)?;
     let log = std::sync::Arc::new(crate::open_writable(&args.dir, config)?);
+    let end_before = log.log_end_offset();
     let mut producer = Producer {
         log: &log,
-        separator: args.key_separator.as_deref().map(str::as_bytes),
-        header_separator: args.header_separator.as_deref().map(str::as_bytes),
-        static_headers: &args.headers,
-        null_marker: args.null_marker.as_deref().map(str::as_bytes),
+        parser: RecordParser {
+            format: args.format,
+            key_separator: args.key_separator.as_ref().map(Separator::bytes),
+            header_separator: args.header_separator.as_ref().map(Separator::bytes),
+            static_headers: &args.headers,
+            null_marker: args.null_marker.as_deref().map(str::as_bytes),
+        },
+        delimiter: args.delimiter.bytes(),
         print_offsets: args.print_offsets,
         // Not locked for the run: the batched path prints from its settling thread.
         out: std::io::BufWriter::new(std::io::stdout()),
         pending: Vec::with_capacity(args.batch.map_or(1, NonZeroUsize::get)),
         first_pending_line: 1,
+        last_pending_line: 1,
     };
     let produced = match args.batch {
-        Some(batch) => produce_in_batches_of(&mut producer, batch.get()),
+        Some(batch) => produce_in_batches_of(&mut producer, batch.get())
+            .map(|first| (first, crate::txn::Ended::NoTransaction)),
         None => produce_batched(&mut producer, &log, args),
     };
     drop(producer);
     let stats = log.stats();
     log.close()?;
-    let first = produced?;
+    let (first, ended) = produced.map_err(|error| {
+        crate::produce_input::with_what_was_written(
+            error,
+            &args.dir,
+            end_before,
+            stats.log_end_offset,
+        )
+    })?;
     if !args.quiet {
-        let records = stats.appended_records;
+        // Data records: a transaction's marker is counted in the bytes and batches only.
+        let records = stats.appended_records - ended.markers();
         let range = match first {
-            Some(first) => format!("offsets [{first}, {}]", stats.log_end_offset - 1),
+            Some(first) => format!(
+                "offsets [{first}, {}]{}",
+                stats.log_end_offset - 1 - ended.markers() as i64,
+                ended.summary()
+            ),
             None => "no records".to_owned(),
         };
         eprintln!(
@@ -319,53 +383,38 @@ fn writable(dir: &std::path::Path) -> bool {
     .is_ok()
 }
 
-/// Reads standard input line by line, handing each line (without its newline) and its number
-/// to `each`, until the input ends or `each` returns `false`.
-fn for_each_line(
-    mut each: impl FnMut(&[u8], u64) -> Result<bool, CliError>,
-) -> Result<(), CliError> {
-    let mut input = std::io::stdin().lock();
-    let mut line = Vec::new();
-    let mut line_number = 0u64;
-    loop {
-        line.clear();
-        let read = input
-            .read_until(b'\n', &mut line)
-            .map_err(|e| CliError::new(format!("cannot read standard input: {e}")))?;
-        if read == 0 {
-            return Ok(());
-        }
-        line_number += 1;
-        if line.last() == Some(&b'\n') {
-            line.pop();
-        }
-        if !each(&line, line_number)? {
-            return Ok(());
-        }
-    }
-}
-
-/// `--batch N`: exactly N records per append. Returns the first offset written, if any.
+/// `--batch N`: exactly N records per append. Returns the first offset written, if any. The
+/// records before a bad one are appended before its error is returned.
 fn produce_in_batches_of<W: Write>(
     producer: &mut Producer<'_, W>,
     batch: usize,
 ) -> Result<Option<i64>, CliError> {
     let mut first = None;
-    for_each_line(|line, line_number| {
-        if producer.pending.is_empty() {
-            producer.first_pending_line = line_number;
-        }
-        producer.push(line);
-        if producer.pending.len() == batch {
-            let appended = producer.append()?;
-            first.get_or_insert(appended);
-        }
-        Ok(true)
-    })?;
+    let delimiter = producer.delimiter;
+    let read = crate::produce_input::for_each_record(
+        std::io::stdin().lock(),
+        delimiter,
+        |input, line_number| {
+            let Some(record) = producer.parse(input, line_number)? else {
+                return Ok(true);
+            };
+            if producer.pending.is_empty() {
+                producer.first_pending_line = line_number;
+            }
+            producer.pending.push(record);
+            producer.last_pending_line = line_number;
+            if producer.pending.len() == batch {
+                let appended = producer.append()?;
+                first.get_or_insert(appended);
+            }
+            Ok(true)
+        },
+    );
     if !producer.pending.is_empty() {
         let appended = producer.append()?;
         first.get_or_insert(appended);
     }
+    read?;
     Ok(first)
 }
 
@@ -373,12 +422,13 @@ fn produce_in_batches_of<W: Write>(
 /// kafka-console-producer batches them. A settling thread waits for each record's handle in
 /// input order and prints its offset once acknowledged (with --print-offsets), so that an
 /// offset shows while standard input is still open: a caller may wait for it before writing the
-/// next line. Returns the first offset written, if any.
+/// next line. With --transactional the input is one transaction (`txn.rs`). Returns the first
+/// offset written, if any, and how the transaction ended.
 fn produce_batched<W: Write>(
     producer: &mut Producer<'_, W>,
     log: &std::sync::Arc<Log>,
     args: &ProduceArgs,
-) -> Result<Option<i64>, CliError> {
+) -> Result<(Option<i64>, crate::txn::Ended), CliError> {
     use std::sync::atomic::{AtomicBool, Ordering};
     let acks = if args.flush == FlushPolicy::EveryAppend {
         Acks::All
@@ -389,8 +439,9 @@ fn produce_batched<W: Write>(
         .batch_size(args.batch_size)
         .linger_ms(args.linger_ms)
         .acks(acks)
+        .mode(args.producer_mode.mode())
         .build()?;
-    let sender = partlog::Producer::new(std::sync::Arc::clone(log), config)?;
+    let sender = crate::txn::start_producer(log, config, &args.producer_mode, args.quiet)?;
     let (handles, settling) = std::sync::mpsc::channel::<(u64, SendHandle)>();
     let failed_early = std::sync::Arc::new(AtomicBool::new(false));
     let settler = {
@@ -401,40 +452,52 @@ fn produce_batched<W: Write>(
             .spawn(move || settle(&settling, print, &failed_early))
             .map_err(|e| CliError::new(format!("cannot start a thread: {e}")))?
     };
-    let sent = for_each_line(|line, line_number| {
-        if failed_early.load(Ordering::Relaxed) {
-            // An append failed: the settler reports it; stop reading.
-            return Ok(false);
-        }
-        producer.push(line);
-        let Some(record) = producer.pending.pop() else {
-            return Ok(true);
-        };
-        let handle = sender
-            .send(&record)
-            .map_err(|error| producer.append_error(line_number, line_number, &error))?;
-        // The settler only ends after this sender is dropped.
-        let _ = handles.send((line_number, handle));
-        Ok(true)
-    });
+    let sent = crate::produce_input::for_each_record(
+        std::io::stdin().lock(),
+        producer.delimiter,
+        |input, line_number| {
+            if failed_early.load(Ordering::Relaxed) {
+                // An append failed: the settler reports it; stop reading.
+                return Ok(false);
+            }
+            let Some(record) = producer.parse(input, line_number)? else {
+                return Ok(true);
+            };
+            let handle = sender
+                .send(&record)
+                .map_err(|error| producer.append_error(line_number, line_number, &error))?;
+            // The settler only ends after this sender is dropped.
+            let _ = handles.send((line_number, handle));
+            Ok(true)
+        },
+    );
     drop(handles);
+    // The transaction ends before the close: committed, left open, or aborted after an error.
+    let (ended, end_result) =
+        crate::txn::end_transaction(&sender, &args.producer_mode, sent.is_ok(), args.quiet);
     // Whatever was sent is drained and settled, even after a failure, before the log closes:
     // the lines before a bad one are acknowledged, and their offsets printed.
     let closed = sender.close();
     let settled = settler
         .join()
         .map_err(|_| CliError::new("the thread printing offsets panicked"))?;
-    sent?;
-    if let Some((line_number, error)) = &settled.failed {
-        return Err(producer.append_error(*line_number, *line_number, error));
-    }
-    closed?;
-    if let Some(error) = settled.write_error {
-        return Err(CliError::new(format!(
-            "cannot write to standard output: {error}"
-        )));
-    }
-    Ok(settled.first)
+    let outcome = (|| {
+        sent?;
+        if let Some((line_number, error)) = &settled.failed {
+            return Err(producer.append_error(*line_number, *line_number, error));
+        }
+        end_result?;
+        closed?;
+        if let Some(error) = settled.write_error {
+            return Err(CliError::new(format!(
+                "cannot write to standard output: {error}"
+            )));
+        }
+        Ok(settled.first)
+    })();
+    outcome
+        .map(|first| (first, ended))
+        .map_err(|error| ended.explain(error))
 }
 
 /// What the settling thread saw.
@@ -506,48 +569,29 @@ fn settle(
 /// Lines waiting to be appended as one batch, and where their offsets go.
 struct Producer<'a, W: Write> {
     log: &'a Log,
-    separator: Option<&'a [u8]>,
-    /// Where a line's headers end (`--header-separator`).
-    header_separator: Option<&'a [u8]>,
-    /// Headers for every record (`--header`).
-    static_headers: &'a [(String, Vec<u8>)],
-    /// The value that means a tombstone (`--null-marker`).
-    null_marker: Option<&'a [u8]>,
+    /// What turns an input record into a record (produce_input.rs).
+    parser: RecordParser<'a>,
+    /// What ends each input record (`-D`).
+    delimiter: &'a [u8],
     print_offsets: bool,
     out: W,
     pending: Vec<NewRecord>,
     /// The input line number of the first pending record, for error messages.
     first_pending_line: u64,
+    /// That of the last one (blank JSON lines between records are skipped).
+    last_pending_line: u64,
 }
 
 impl<W: Write> Producer<'_, W> {
-    fn push(&mut self, line: &[u8]) {
-        let (headers, line) = match self.header_separator.and_then(|sep| split_once(line, sep)) {
-            Some((headers, rest)) => (Some(headers), rest),
-            None => (None, line),
-        };
-        let (key, value) = match self.separator.and_then(|sep| split_once(line, sep)) {
-            Some((key, value)) => (Some(key), value),
-            None => (None, line),
-        };
-        let value = (self.null_marker != Some(value)).then_some(value);
-        let timestamp = SystemClock.now_ms();
-        let mut record = NewRecord::new(timestamp, key, value);
-        for (key, value) in self.static_headers {
-            record = record.with_header(key.as_str(), Some(value.as_slice()));
-        }
-        for header in headers
-            .into_iter()
-            .flat_map(|h| h.split(|&b| b == b','))
-            .filter(|h| !h.is_empty())
-        {
-            let (key, value) = match split_once(header, b":") {
-                Some((key, value)) => (key, Some(value)),
-                None => (header, None),
-            };
-            record = record.with_header(String::from_utf8_lossy(key), value);
-        }
-        self.pending.push(record);
+    /// The record that input record `number` holds (`None`: a blank JSON line), or the error
+    /// that names it.
+    fn parse(&self, input: &[u8], number: u64) -> Result<Option<NewRecord>, CliError> {
+        self.parser.parse(input).map_err(|what| {
+            CliError::new(format!(
+                "{} {number} of standard input: {what}",
+                crate::produce_input::unit(self.delimiter)
+            ))
+        })
     }
 
     /// Appends the pending records as one batch, then prints their offsets. The offsets are
@@ -556,8 +600,10 @@ impl<W: Write> Producer<'_, W> {
     /// Returns the batch's first offset.
     fn append(&mut self) -> Result<i64, CliError> {
         let info: LogAppendInfo = self.log.append(&self.pending).map_err(|error| {
-            let last_line = self.first_pending_line + self.pending.len() as u64 - 1;
-            self.append_error(self.first_pending_line, last_line, &error)
+            let error = self.append_error(self.first_pending_line, self.last_pending_line, &error);
+            // Refused, and named in the error: never appended again.
+            self.pending.clear();
+            error
         })?;
         self.pending.clear();
         for offset in info.first_offset..=info.last_offset {
@@ -570,10 +616,11 @@ impl<W: Write> Producer<'_, W> {
     /// The error for lines `first..=last` that could not be appended; a batch over the limit
     /// names `max.message.bytes` and how to raise it.
     fn append_error(&self, first: u64, last: u64, error: &partlog::Error) -> CliError {
+        let unit = crate::produce_input::unit(self.delimiter);
         let lines = if first == last {
-            format!("line {last}")
+            format!("{unit} {last}")
         } else {
-            format!("lines {first}-{last}")
+            format!("{unit}s {first}-{last}")
         };
         match error {
             partlog::Error::RecordTooLarge {
@@ -610,26 +657,9 @@ impl<W: Write> Producer<'_, W> {
     }
 }
 
-/// Splits `line` at the first occurrence of `separator`.
-fn split_once<'l>(line: &'l [u8], separator: &[u8]) -> Option<(&'l [u8], &'l [u8])> {
-    let at = line
-        .windows(separator.len())
-        .position(|window| window == separator)?;
-    Some((&line[..at], &line[at + separator.len()..]))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn split_once_splits_at_the_first_separator() {
-        assert_eq!(split_once(b"a=b=c", b"="), Some((&b"a"[..], &b"b=c"[..])));
-        assert_eq!(split_once(b"=v", b"="), Some((&b""[..], &b"v"[..])));
-        assert_eq!(split_once(b"k::v", b"::"), Some((&b"k"[..], &b"v"[..])));
-        assert_eq!(split_once(b"no sep", b"="), None);
-        assert_eq!(split_once(b"", b"="), None);
-    }
 
     #[test]
     fn flush_policies_parse() {

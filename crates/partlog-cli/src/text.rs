@@ -1,5 +1,5 @@
-//! Rendering bytes: JSON strings (written by hand: the tool has no serde), base64, and the
-//! escaped text of the human-readable dump.
+//! Rendering bytes: JSON strings (written by hand: the tool has no serde), base64 both ways, and
+//! the escaped text of the human-readable dump.
 
 /// Appends `bytes` as a JSON value: `null` when absent; a JSON string when they are valid
 /// UTF-8; otherwise `{"base64":"..."}` (standard alphabet, padded), so that no byte is lost.
@@ -71,6 +71,51 @@ pub fn base64(out: &mut Vec<u8>, bytes: &[u8]) {
     }
 }
 
+/// Decodes base64 as [`base64`] writes it (RFC 4648, standard alphabet); the `=` padding may be
+/// left out. Anything else (another alphabet, whitespace, a length no encoding has) is an error
+/// that says what is wrong.
+pub fn base64_decode(text: &str) -> Result<Vec<u8>, String> {
+    let unpadded = text
+        .strip_suffix("==")
+        .or_else(|| text.strip_suffix('='))
+        .unwrap_or(text);
+    if !text.len().is_multiple_of(4) && unpadded.len() != text.len() {
+        return Err("base64 with padding has a length that is a multiple of 4".to_owned());
+    }
+    let mut out = Vec::with_capacity(unpadded.len() / 4 * 3 + 2);
+    let mut group = 0u32;
+    let mut sextets = 0u32;
+    for (at, byte) in unpadded.bytes().enumerate() {
+        let sextet = match BASE64.iter().position(|&b| b == byte) {
+            Some(sextet) => sextet as u32,
+            None => {
+                return Err(format!(
+                    "{:?} at position {at} is not a base64 character (A-Z a-z 0-9 + /, then = padding)",
+                    char::from(byte)
+                ));
+            }
+        };
+        group = group << 6 | sextet;
+        sextets += 1;
+        if sextets == 4 {
+            out.extend_from_slice(&group.to_be_bytes()[1..]);
+            group = 0;
+            sextets = 0;
+        }
+    }
+    match sextets {
+        0 => {}
+        2 => out.push((group >> 4) as u8),
+        3 => out.extend_from_slice(&((group >> 2) as u16).to_be_bytes()),
+        _ => {
+            return Err(
+                "base64 of that length cannot be decoded: a character is missing".to_owned(),
+            );
+        }
+    }
+    Ok(out)
+}
+
 /// `bytes` for a human: UTF-8 with invalid sequences replaced by U+FFFD, and control
 /// characters escaped (`\n`, `\t`, `\r`, `\xNN`) so that one record stays on one line.
 pub fn human(bytes: &[u8]) -> String {
@@ -129,6 +174,30 @@ mod tests {
             base64(&mut out, input.as_bytes());
             assert_eq!(String::from_utf8(out).unwrap(), expected, "{input:?}");
         }
+    }
+
+    #[test]
+    fn base64_decodes_what_it_encodes() {
+        for input in [
+            &b""[..],
+            b"f",
+            b"fo",
+            b"foo",
+            b"foob",
+            b"fooba",
+            b"foobar",
+            b"\0\n\xff",
+        ] {
+            let mut encoded = Vec::new();
+            base64(&mut encoded, input);
+            let encoded = String::from_utf8(encoded).unwrap();
+            assert_eq!(base64_decode(&encoded).unwrap(), input, "{encoded}");
+            assert_eq!(base64_decode(encoded.trim_end_matches('=')).unwrap(), input);
+        }
+        assert!(base64_decode("Zm9v!").unwrap_err().contains("'!'"));
+        assert!(base64_decode("Z").unwrap_err().contains("missing"));
+        assert!(base64_decode("Zg=").is_err());
+        assert!(base64_decode("Zm 9v").is_err());
     }
 
     #[test]

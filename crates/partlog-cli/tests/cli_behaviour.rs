@@ -56,6 +56,7 @@ fn every_command_has_help_with_an_example() {
         Some("compact"),
         Some("config"),
         Some("roll"),
+        Some("txn"),
     ] {
         let mut args: Vec<&str> = command.into_iter().collect();
         args.push("--help");
@@ -104,6 +105,13 @@ fn the_new_commands_and_flags_have_examples_in_their_help() {
         ("produce", "--create --max-message-bytes"),
         ("stats", "--batches"),
         ("delete-records", "--before -1"),
+        ("produce", "--producer-id 7 --producer-epoch 0"),
+        ("produce", "--transactional"),
+        (
+            "txn",
+            "partlog txn commit /tmp/ledger-0 --producer-id 7 --producer-epoch 0",
+        ),
+        ("txn", "--transactional --no-commit"),
     ] {
         let output = run(partlog().args([command, "--help"]));
         let help = text(&output.stdout);

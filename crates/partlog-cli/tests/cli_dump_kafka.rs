@@ -1,7 +1,8 @@
 //! `partlog dump` against Kafka 4.4's DumpLogSegments on the same files: the diff of
 //! `partlog dump DIR --records` and `--deep-iteration --print-data-log` shows no line at all on
-//! standard output (keys, nulls, headers, lz4 and zstd batches, several segments, and a
-//! compacted log with gaps and tombstones that carry a delete horizon, `OptionalLong[..]`);
+//! standard output (keys, nulls, headers, lz4 and zstd batches, several segments, a compacted
+//! log with gaps and tombstones that carry a delete horizon, `OptionalLong[..]`, and
+//! transactions with their COMMIT and ABORT markers);
 //! partlog's "Non-consecutive offsets" lines are Kafka's, less the -1 quirk. `partlog dump FILE`
 //! and `--skip-record-metadata` and `--max-bytes` agree with Kafka's for single files, a
 //! garbage-tailed `.log` included ("isvalid: false", "Found N invalid bytes"), and so do
@@ -20,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use partlog::unstable::producer_snapshot::write_snapshot;
-use partlog::{Log, LogConfig, NewRecord};
+use partlog::{BatchBuilder, Compression, ControlRecordType, Log, LogConfig, NewRecord};
 
 use producer_state_samples::{os, snapshot_entries, write_txn_index};
 
@@ -323,4 +324,69 @@ fn partlog_dump_prints_snapshot_and_txnindex_like_kafka_dump_log_segments() {
     assert_eq!(dump.stderr, "", "{dump:?}");
     let kafka: Vec<&str> = dump.stdout.lines().collect();
     assert_eq!(ours, kafka, "{dump:?}");
+}
+
+/// Issue 32, item 1: a log with a committed and an aborted transaction and their markers (one
+/// written with coordinator epoch 3): `partlog dump --records` diffs clean against
+/// DumpLogSegments, markers included (`endTxnMarker: COMMIT coordinatorEpoch: 3`), and
+/// `--txn-state` only adds its field to the transactional records' lines.
+#[test]
+fn partlog_dump_of_transactions_diffs_clean_and_txn_state_only_adds_its_field() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("transactions-0");
+    let log = Log::open(&dir, LogConfig::default()).unwrap();
+    let t0 = 1_700_000_000_000;
+    log.append(&[NewRecord::new(t0, Some(b"k"), Some(b"plain"))])
+        .unwrap();
+    let mut sequence = 0;
+    for (values, marker, coordinator_epoch) in [
+        (&["c1", "c2"][..], ControlRecordType::Commit, 3),
+        (&["a1", "a2", "a3"], ControlRecordType::Abort, 4),
+    ] {
+        let mut batch = BatchBuilder::new(Compression::None)
+            .producer(5, 0, sequence)
+            .transactional(true);
+        for value in values {
+            batch.push(
+                &NewRecord::new(t0, Some(b"k"), Some(value.as_bytes())).with_header("h", None),
+            );
+        }
+        log.append_batch(&batch.build().unwrap()).unwrap();
+        log.append_marker(5, 0, marker, coordinator_epoch).unwrap();
+        sequence += values.len() as i32;
+    }
+    log.close().unwrap();
+    drop(log);
+    let Some(theirs) =
+        kafka::dump_log_segments(&logs_of(&dir), &["--deep-iteration", "--print-data-log"])
+    else {
+        return;
+    };
+    assert!(theirs.status.success(), "{theirs:?}");
+    assert!(
+        theirs
+            .stdout
+            .contains("endTxnMarker: COMMIT coordinatorEpoch: 3"),
+        "{theirs:?}"
+    );
+    for (flag, marks) in [("--records", 0), ("--txn-state", 5)] {
+        let ours = run(partlog().arg("dump").arg(&dir).arg(flag));
+        assert!(ours.status.success(), "{ours:?}");
+        let stdout = String::from_utf8(ours.stdout).unwrap();
+        assert_eq!(stdout.matches(" txnState: ").count(), marks, "{stdout}");
+        assert_eq!(
+            stdout.matches(" txnState: aborted").count(),
+            marks * 3 / 5,
+            "{stdout}"
+        );
+        let unmarked = stdout
+            .replace(" txnState: committed", "")
+            .replace(" txnState: aborted", "");
+        let differences = diff(&unmarked, &theirs.stdout);
+        assert!(
+            differences.is_empty(),
+            "partlog dump {flag} and DumpLogSegments differ:\n{}",
+            differences.join("\n")
+        );
+    }
 }

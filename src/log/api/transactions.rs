@@ -2,7 +2,7 @@
 
 use crate::error::Result;
 use crate::format::ControlRecordType;
-use crate::log::{Log, LogAppendInfo, ProducerStateEntry};
+use crate::log::{Log, LogAppendInfo, ProducerStateEntry, TruncationEpoch};
 use crate::segment::AbortedTxn;
 
 impl Log {
@@ -35,8 +35,21 @@ impl Log {
         marker: ControlRecordType,
         coordinator_epoch: i32,
     ) -> Result<LogAppendInfo> {
+        self.append_marker_in_epoch(producer_id, producer_epoch, marker, coordinator_epoch)
+            .map(|(info, _)| info)
+    }
+
+    /// [`append_marker`](Self::append_marker), with the truncation epoch of the append, for the
+    /// batching writer's `acks=all` wait on the marker.
+    pub(crate) fn append_marker_in_epoch(
+        &self,
+        producer_id: i64,
+        producer_epoch: i16,
+        marker: ControlRecordType,
+        coordinator_epoch: i32,
+    ) -> Result<(LogAppendInfo, TruncationEpoch)> {
         self.shared
-            .append_marker(producer_id, producer_epoch, marker, coordinator_epoch)
+            .append_marker_in_epoch(producer_id, producer_epoch, marker, coordinator_epoch)
     }
 
     /// Records that the transaction coordinator added this partition to `producer_id`'s transaction

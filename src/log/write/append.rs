@@ -22,14 +22,14 @@ use crate::log::{CompressionType, LogAppendInfo, LogConfig, Shared, TruncationEp
 use crate::sync::MutexGuard;
 
 impl Shared {
-    /// See [`Log::append_marker`](crate::Log::append_marker).
-    pub(in crate::log) fn append_marker(
+    /// See [`Log::append_marker_in_epoch`](crate::Log::append_marker_in_epoch).
+    pub(in crate::log) fn append_marker_in_epoch(
         &self,
         producer_id: i64,
         producer_epoch: i16,
         marker: ControlRecordType,
         coordinator_epoch: i32,
-    ) -> Result<LogAppendInfo> {
+    ) -> Result<(LogAppendInfo, TruncationEpoch)> {
         self.check_writable()?;
         if producer_id < 0 {
             return Err(Error::InvalidArgument {
@@ -51,7 +51,6 @@ impl Shared {
             now,
         );
         self.append_built_from(&mut batch, &[], now, AppendOrigin::Coordinator)
-            .map(|(info, _)| info)
     }
 
     /// See [`Log::append`](crate::Log::append).
