@@ -152,6 +152,77 @@ impl TransactionLogValue {
     }
 }
 
+/// What one record of `__transaction_state` says: Kafka's `TransactionLog.ReadResult`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TxnLogRecord {
+    /// The state of a transactional id.
+    Value {
+        /// The transactional id.
+        transactional_id: String,
+        /// Its state.
+        value: TransactionLogValue,
+    },
+    /// A tombstone: the id expired (`Dead`) and compaction will remove it.
+    Tombstone {
+        /// The transactional id.
+        transactional_id: String,
+    },
+    /// A key of a version this code does not know. Kafka 4.4's coordinator skips such a record
+    /// with a warning (a leftover of an aborted upgrade) instead of failing its load.
+    UnknownKeyVersion {
+        /// The key's version.
+        version: i16,
+    },
+    /// A value of a version this code does not know, skipped as Kafka 4.4 skips it.
+    UnknownValueVersion {
+        /// The transactional id of the key.
+        transactional_id: String,
+        /// The value's version.
+        version: i16,
+    },
+}
+
+/// Reads one record as Kafka's `TransactionLog.read` does: the key, then (for a known key)
+/// the value, a missing value being a tombstone.
+///
+/// # Errors
+/// A missing key, and whatever [`decode_key`] or [`decode_value`] refuse, except unknown
+/// versions, which are [`TxnLogRecord`] variants.
+pub fn read_record(
+    key: Option<&[u8]>,
+    value: Option<&[u8]>,
+) -> Result<TxnLogRecord, TxnLogDecodeError> {
+    let Some(key) = key else {
+        return Err(TxnLogDecodeError {
+            part: RecordPart::Key,
+            position: 0,
+            what: "a record without a key",
+        });
+    };
+    let transactional_id = match decode_key(key)? {
+        TransactionLogKey::Transaction { transactional_id } => transactional_id,
+        TransactionLogKey::Unknown { version } => {
+            return Ok(TxnLogRecord::UnknownKeyVersion { version });
+        }
+    };
+    let Some(bytes) = value else {
+        return Ok(TxnLogRecord::Tombstone { transactional_id });
+    };
+    match bytes.first_chunk::<2>().map(|v| i16::from_be_bytes(*v)) {
+        Some(version) if version != 0 && version != 1 => Ok(TxnLogRecord::UnknownValueVersion {
+            transactional_id,
+            version,
+        }),
+        _ => match decode_value(Some(bytes))? {
+            Some(value) => Ok(TxnLogRecord::Value {
+                transactional_id,
+                value,
+            }),
+            None => Ok(TxnLogRecord::Tombstone { transactional_id }),
+        },
+    }
+}
+
 /// Which half of a record failed to decode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RecordPart {
@@ -202,18 +273,19 @@ pub fn encode_key(transactional_id: &str) -> Result<Vec<u8>, Error> {
     Ok(out)
 }
 
-/// Decodes a key: version 0, or [`TransactionLogKey::Unknown`] for another version.
+/// Decodes a key as Kafka's `TransactionLog.read` does: version 0, or
+/// [`TransactionLogKey::Unknown`] for another version. Bytes after the id are ignored, and
+/// bytes that are not UTF-8 become U+FFFD, as Kafka's reader takes them.
 ///
 /// # Errors
-/// When the bytes end early, the id is null or not UTF-8, or bytes follow it.
+/// When the bytes end early or the id is null.
 pub fn decode_key(key: &[u8]) -> Result<TransactionLogKey, TxnLogDecodeError> {
     let mut reader = Reader::new(key, RecordPart::Key);
     let version = reader.i16()?;
     if version != 0 {
         return Ok(TransactionLogKey::Unknown { version });
     }
-    let transactional_id = reader.string16()?;
-    reader.finish()?;
+    let transactional_id = reader.string(false)?;
     Ok(TransactionLogKey::Transaction { transactional_id })
 }
 
@@ -303,10 +375,16 @@ fn put_tagged_fields(out: &mut Vec<u8>, value: &TransactionLogValue) {
 
 /// Decodes a value: `None` for a tombstone (no value: the id is `Dead`).
 ///
+/// It reads what Kafka 4.4's `TransactionLog.read` reads and refuses what it refuses: the
+/// generated `TransactionLogValue` reader (a negative array count is null, a known tagged field
+/// is read whatever size it claims, unknown tags are skipped, bytes after the value are
+/// ignored, strings are decoded as Java decodes them), then `TransactionState.fromId`,
+/// `TransactionVersion.fromFeatureLevel` and the partitions of a state other than `Empty`.
+///
 /// # Errors
-/// When the version is neither 0 nor 1, the state id is unknown, a length or count is out of
-/// range, a known tagged field has the wrong size, the bytes end early, or bytes follow the
-/// value.
+/// A version other than 0 and 1; bytes that end early; a null topic or partition list where
+/// one is required; a count larger than the bytes left; an unknown state id; a client
+/// transaction version other than 0, 1 and 2; null partitions with a state other than `Empty`.
 pub fn decode_value(
     value: Option<&[u8]>,
 ) -> Result<Option<TransactionLogValue>, TxnLogDecodeError> {
@@ -324,19 +402,30 @@ pub fn decode_value(
     let producer_epoch = reader.i16()?;
     let transaction_timeout_ms = reader.i32()?;
     let state_at = reader.position;
-    let state = TransactionState::from_id(reader.i8()?)
-        .ok_or_else(|| reader.error(state_at, "an unknown transaction state id"))?;
+    let state_id = reader.i8()?;
     let partitions = read_partitions(&mut reader, flexible)?;
-    let mut decoded = TransactionLogValue {
+    let last_update_timestamp_ms = reader.i64()?;
+    let start_timestamp_ms = reader.i64()?;
+    let mut decoded = TransactionLogValue::new(
         producer_id,
         producer_epoch,
         transaction_timeout_ms,
-        state,
-        last_update_timestamp_ms: reader.i64()?,
-        start_timestamp_ms: reader.i64()?,
-        ..TransactionLogValue::new(producer_id, producer_epoch, transaction_timeout_ms, state)
-    };
-    match (state, partitions) {
+        TransactionState::Empty,
+    );
+    decoded.last_update_timestamp_ms = last_update_timestamp_ms;
+    decoded.start_timestamp_ms = start_timestamp_ms;
+    if flexible {
+        read_value_tagged_fields(&mut reader, &mut decoded)?;
+    }
+    decoded.state = TransactionState::from_id(state_id)
+        .ok_or_else(|| reader.error(state_at, "an unknown transaction state id"))?;
+    if !(0..=2).contains(&decoded.client_transaction_version) {
+        return Err(reader.error(
+            state_at,
+            "an unknown client transaction version (0, 1 and 2 exist)",
+        ));
+    }
+    match (decoded.state, partitions) {
         // Kafka ignores what an Empty value lists.
         (TransactionState::Empty, _) => {}
         (_, Some(partitions)) => decoded.partitions = partitions,
@@ -344,10 +433,6 @@ pub fn decode_value(
             return Err(reader.error(state_at, "a state other than Empty with null partitions"));
         }
     }
-    if flexible {
-        read_value_tagged_fields(&mut reader, &mut decoded)?;
-    }
-    reader.finish()?;
     Ok(Some(decoded))
 }
 
@@ -359,18 +444,14 @@ fn read_partitions(
     let Some(count) = reader.count(flexible)? else {
         return Ok(None);
     };
-    let mut topics = Vec::with_capacity(count.min(1024));
+    let mut topics = Vec::with_capacity(count);
     for _ in 0..count {
-        let topic = if flexible {
-            reader.compact_string()?
-        } else {
-            reader.string16()?
-        };
+        let topic = reader.string(flexible)?;
         let at = reader.position;
         let count = reader
             .count(flexible)?
             .ok_or_else(|| reader.error(at, "null partition ids"))?;
-        let mut partitions = Vec::with_capacity(count.min(1024));
+        let mut partitions = Vec::with_capacity(count);
         for _ in 0..count {
             partitions.push(reader.i32()?);
         }
@@ -382,33 +463,23 @@ fn read_partitions(
     Ok(Some(topics))
 }
 
-/// The value's tagged fields: the four it knows, each of its exact size; unknown tags skipped,
-/// as Kafka keeps them aside.
+/// The value's tagged fields, as Kafka's generated reader takes them: a known tag is read as
+/// its type, an unknown one skipped by its size.
 fn read_value_tagged_fields(
     reader: &mut Reader<'_>,
     value: &mut TransactionLogValue,
 ) -> Result<(), TxnLogDecodeError> {
-    let count = reader.uvarint()?;
-    for _ in 0..count {
+    // Java's `int`: a count past i32::MAX is negative, and reads no field.
+    let count = reader.uvarint()? as i32;
+    for _ in 0..count.max(0) {
         let tag = reader.uvarint()?;
-        let size_at = reader.position;
-        let size = reader.uvarint()? as usize;
-        let expected = match tag {
-            0..=1 => 8,
-            2..=3 => 2,
-            _ => {
-                reader.take(size)?;
-                continue;
-            }
-        };
-        if size != expected {
-            return Err(reader.error(size_at, "a known tagged field has the wrong size"));
-        }
+        let size = reader.uvarint()? as i32;
         match tag {
             0 => value.previous_producer_id = reader.i64()?,
             1 => value.next_producer_id = reader.i64()?,
             2 => value.client_transaction_version = reader.i16()?,
-            _ => value.next_producer_epoch = reader.i16()?,
+            3 => value.next_producer_epoch = reader.i16()?,
+            _ => reader.skip(size)?,
         }
     }
     Ok(())
@@ -460,7 +531,8 @@ fn put_uvarint(out: &mut Vec<u8>, mut value: u32) {
     out.push(value as u8);
 }
 
-/// A cursor over a key or value, failing with [`TxnLogDecodeError`].
+/// A cursor over a key or value, reading as Kafka's `ByteBufferAccessor` and generated readers
+/// do, failing with [`TxnLogDecodeError`].
 struct Reader<'a> {
     bytes: &'a [u8],
     position: usize,
@@ -484,6 +556,10 @@ impl<'a> Reader<'a> {
         }
     }
 
+    fn remaining(&self) -> usize {
+        self.bytes.len() - self.position
+    }
+
     fn take(&mut self, n: usize) -> Result<&'a [u8], TxnLogDecodeError> {
         let end = self.position.checked_add(n);
         match end.and_then(|end| self.bytes.get(self.position..end)) {
@@ -493,6 +569,14 @@ impl<'a> Reader<'a> {
             }
             None => Err(self.error(self.position, "the bytes end inside a field")),
         }
+    }
+
+    /// Skips `size` bytes of an unknown tagged field; a negative size is an error, as Java's
+    /// `new byte[size]` is.
+    fn skip(&mut self, size: i32) -> Result<(), TxnLogDecodeError> {
+        let size = usize::try_from(size)
+            .map_err(|_| self.error(self.position, "a negative tagged field size"))?;
+        self.take(size).map(|_| ())
     }
 
     fn array<const N: usize>(&mut self) -> Result<[u8; N], TxnLogDecodeError> {
@@ -517,85 +601,64 @@ impl<'a> Reader<'a> {
         Ok(i64::from_be_bytes(self.array()?))
     }
 
+    /// Kafka's `readUnsignedVarint`: at most 5 bytes, the fifth's high bits shifted out of the
+    /// `int`; a fifth byte that continues is an error.
     fn uvarint(&mut self) -> Result<u32, TxnLogDecodeError> {
         let start = self.position;
         let mut value: u32 = 0;
         for shift in (0..35).step_by(7) {
             let [byte] = self.array::<1>()?;
-            value |= u32::from(byte & 0x7f) << shift;
+            value |= u32::from(byte & 0x7f).wrapping_shl(shift);
             if byte & 0x80 == 0 {
-                if shift == 28 && byte > 0x0f {
-                    break;
-                }
                 return Ok(value);
             }
         }
-        Err(self.error(start, "an unsigned varint longer than 32 bits"))
+        Err(self.error(start, "an unsigned varint longer than 5 bytes"))
     }
 
-    fn utf8(&mut self, len: usize) -> Result<String, TxnLogDecodeError> {
+    /// A non-nullable string: `i16` length (version 0) or unsigned varint of length + 1
+    /// (version 1). Bytes that are not UTF-8 become U+FFFD, as in Java.
+    fn string(&mut self, flexible: bool) -> Result<String, TxnLogDecodeError> {
         let at = self.position;
-        let bytes = self.take(len)?;
-        String::from_utf8(bytes.to_vec()).map_err(|_| self.error(at, "a string is not UTF-8"))
-    }
-
-    fn string16(&mut self) -> Result<String, TxnLogDecodeError> {
-        let at = self.position;
-        let len = self.i16()?;
-        let len =
-            usize::try_from(len).map_err(|_| self.error(at, "a null or negative string length"))?;
-        self.utf8(len)
-    }
-
-    fn compact_string(&mut self) -> Result<String, TxnLogDecodeError> {
-        let at = self.position;
-        let len = self.uvarint()?;
-        let len = len
-            .checked_sub(1)
-            .ok_or_else(|| self.error(at, "a null string where one is required"))?;
-        if len > i16::MAX as u32 {
+        let length = if flexible {
+            (self.uvarint()? as i32).wrapping_sub(1)
+        } else {
+            i32::from(self.i16()?)
+        };
+        let length = usize::try_from(length)
+            .map_err(|_| self.error(at, "a null string where one is required"))?;
+        if length > i16::MAX as usize {
             return Err(self.error(at, "a string longer than 32767 bytes"));
         }
-        self.utf8(len as usize)
+        Ok(String::from_utf8_lossy(self.take(length)?).into_owned())
     }
 
-    /// An array count: `None` when null.
+    /// An array count: `i32` (version 0) or unsigned varint of count + 1 (version 1); `None`
+    /// when negative (null). A count past the bytes left is an error, as Kafka refuses to
+    /// allocate for it.
     fn count(&mut self, flexible: bool) -> Result<Option<usize>, TxnLogDecodeError> {
         let at = self.position;
         let count = if flexible {
-            match self.uvarint()? {
-                0 => return Ok(None),
-                n => i64::from(n) - 1,
-            }
+            (self.uvarint()? as i32).wrapping_sub(1)
         } else {
-            match self.i32()? {
-                -1 => return Ok(None),
-                n => i64::from(n),
-            }
+            self.i32()?
         };
-        // Each element takes at least one byte: a count past the bytes left is damage, and must
-        // not make the reader reserve memory for it.
-        match usize::try_from(count) {
-            Ok(n) if n <= self.bytes.len() - self.position => Ok(Some(n)),
-            _ => Err(self.error(at, "an array count out of range")),
+        let Ok(count) = usize::try_from(count) else {
+            return Ok(None);
+        };
+        if count > self.remaining() {
+            return Err(self.error(at, "an array count larger than the bytes left"));
         }
+        Ok(Some(count))
     }
 
     fn skip_tagged_fields(&mut self) -> Result<(), TxnLogDecodeError> {
-        let count = self.uvarint()?;
-        for _ in 0..count {
+        let count = self.uvarint()? as i32;
+        for _ in 0..count.max(0) {
             self.uvarint()?;
-            let size = self.uvarint()?;
-            self.take(size as usize)?;
+            let size = self.uvarint()? as i32;
+            self.skip(size)?;
         }
         Ok(())
-    }
-
-    fn finish(&self) -> Result<(), TxnLogDecodeError> {
-        if self.position == self.bytes.len() {
-            Ok(())
-        } else {
-            Err(self.error(self.position, "bytes follow the end of the record"))
-        }
     }
 }
