@@ -75,6 +75,28 @@ fn producer_ids_come_in_blocks_of_1000_reserved_before_use() {
     );
 }
 
+/// FORMAT.md §14's worked example: after ids 0 to 1000, slot 0 holds sequence 3, reserved
+/// through 1999, with CRC 0x23B97B10; slot 1 holds sequence 2 (999).
+#[test]
+fn producer_ids_file_is_format_md_worked_example() {
+    let storage = os();
+    let dir = tempfile::tempdir().unwrap();
+    let ids = ProducerIdManager::open(&storage, dir.path()).unwrap();
+    for _ in 0..=1000 {
+        ids.generate_producer_id().unwrap();
+    }
+    let file = std::fs::read(dir.path().join(PRODUCER_IDS_FILE_NAME)).unwrap();
+    let mut head = b"PLPI\x00\x01\x00\x00".to_vec();
+    head.extend_from_slice(&3u64.to_be_bytes());
+    head.extend_from_slice(&8u32.to_be_bytes());
+    head.extend_from_slice(&1999i64.to_be_bytes());
+    assert_eq!(file[..28], head[..]);
+    assert!(file[28..508].iter().all(|&b| b == 0));
+    assert_eq!(file[508..512], [0x23, 0xb9, 0x7b, 0x10]);
+    assert_eq!(slot_sequence(&file, 1), 2);
+    assert_eq!(file[532..540], 999i64.to_be_bytes());
+}
+
 #[test]
 fn producer_ids_file_with_both_slots_bad_is_corrupt_and_never_restarts_at_zero() {
     let storage = os();
@@ -252,6 +274,10 @@ fn topics_payload_round_trips_and_pins_its_layout() {
     let mut one = Topics::new();
     one.insert("t".to_owned(), entry(1, 3, &[("retention.ms", "-1")]));
     let bytes = encode_topics(&one).unwrap();
+    assert_eq!(
+        one["t"].topic_id.0,
+        [0x41, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]
+    );
     let mut expected = vec![0, 0, 0, 1, 0, 1, b't'];
     expected.extend_from_slice(&one["t"].topic_id.0);
     expected.extend_from_slice(&[0, 0, 0, 3, 0, 0, 0, 1, 0, 12]);
