@@ -208,9 +208,10 @@ fn locate_python() -> Result<PathBuf, String> {
 }
 
 /// The repository's `tests/kafka` directory: the broker's config template, JVM options and the
-/// client script.
+/// client script. Found from the repository root, so that a workspace crate's tests that
+/// include this file by path (crates/partlog-engine) find it too.
 pub fn kafka_test_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kafka")
+    kafka::repository_root().join("tests/kafka")
 }
 
 /// A single-node KRaft broker on 127.0.0.1 that this test started. Dropping it kills the
@@ -694,6 +695,38 @@ impl Broker {
             args.push("--idempotent");
         }
         parse_record_lines(&self.client("produce", topic, &args, Some(&input)))
+    }
+
+    /// Produces `records` (keys and values; `offset` ignored) naming no partition, so that the
+    /// client's librdkafka `partitioner` (e.g. `murmur2_random`, the Java client's) places
+    /// them; returns each as the broker acknowledged it, with the partition it went to.
+    pub fn produce_with_partitioner(
+        &self,
+        topic: &str,
+        records: &[ClientRecord],
+        partitioner: &str,
+    ) -> Vec<(ClientRecord, u32)> {
+        let mut input = String::new();
+        for record in records {
+            input.push_str(&record.to_line());
+            input.push('\n');
+        }
+        let output = self.client(
+            "produce",
+            topic,
+            &["--partitioner", partitioner],
+            Some(&input),
+        );
+        record_lines(&output)
+            .map(|line| {
+                let (record, extra) = ClientRecord::parse_line(line);
+                let partition = extra
+                    .first()
+                    .and_then(|field| field.parse().ok())
+                    .unwrap_or_else(|| panic!("no partition after the record in {line:?}"));
+                (record, partition)
+            })
+            .collect()
     }
 
     /// Every record of one partition from `from` to its end, as a consumer sees it: control

@@ -3,7 +3,7 @@
 
     client.py create-topic BOOTSTRAP TOPIC [--partitions N] [--config KEY=VALUE]...
     client.py leaders      BOOTSTRAP TOPIC
-    client.py produce      BOOTSTRAP TOPIC [--partition P] [--compression C]
+    client.py produce      BOOTSTRAP TOPIC [--partition P | --partitioner NAME] [--compression C]
                            [--transactional-id ID [--abort]] [--idempotent]   < record lines
     client.py consume      BOOTSTRAP TOPIC [--partition P] [--from OFFSET]
                            [--isolation read_uncommitted|read_committed]
@@ -18,7 +18,9 @@ harness (tests/common/broker.rs) needs no JSON parser:
 - headers: `-` for none, else comma-separated `hexkey=hexvalue` (`hexkey=-` for a null value);
 - on stdin (produce), offset is ignored (write `-`) and timestamp `-` means "now".
 
-produce prints each record as the broker acknowledged it, with its offset, in input order.
+produce prints each record as the broker acknowledged it, with its offset, in input order. With
+--partitioner NAME (librdkafka's `partitioner`, e.g. murmur2_random, Java's), the records name no
+partition: the client's partitioner places them, and each line gets a sixth field, the partition.
 consume prints every record from --from up to the end of the partition (it stops at the first
 partition-EOF event), skipping control records as every consumer does.
 
@@ -143,15 +145,18 @@ def leaders(bootstrap, topic, timeout=60):
 
 
 class Acks:
-    """Collects delivery reports; a failed delivery is fatal."""
+    """Collects delivery reports by input position; a failed delivery is fatal."""
 
     def __init__(self):
-        self.delivered = []
+        self.delivered = {}
 
-    def __call__(self, error, message):
-        if error is not None:
-            fail(f"delivery failed: {error}")
-        self.delivered.append(message)
+    def for_record(self, index):
+        def callback(error, message):
+            if error is not None:
+                fail(f"delivery failed: {error}")
+            self.delivered[index] = message
+
+        return callback
 
 
 def produce(
@@ -165,9 +170,12 @@ def produce(
     idempotent=False,
     extra_config=None,
     timeout=60,
+    partitioner=None,
 ):
     """Sends `records` [(timestamp or None, key, value, headers)] as one batch where possible and
-    returns the acknowledged [(offset, timestamp, key, value, headers)] in input order.
+    returns the acknowledged [(offset, timestamp, key, value, headers, partition)] in input order.
+    With a `partitioner`, the records name no partition and that librdkafka partitioner places
+    them.
 
     With a transactional id, the records form one transaction, committed or (abort=True) aborted
     after they have been written to the log: the flush before the abort makes the broker store
@@ -185,14 +193,18 @@ def produce(
     )
     if transactional_id is not None:
         config["transactional.id"] = transactional_id
+    if partitioner is not None:
+        config["partitioner"] = partitioner
     config.update(extra_config or {})
     producer = Producer(config)
     acks = Acks()
     if transactional_id is not None:
         producer.init_transactions(timeout)
         producer.begin_transaction()
-    for timestamp, key, value, headers in records:
-        kwargs = {"partition": partition, "key": key, "value": value, "on_delivery": acks}
+    for index, (timestamp, key, value, headers) in enumerate(records):
+        kwargs = {"key": key, "value": value, "on_delivery": acks.for_record(index)}
+        if partitioner is None:
+            kwargs["partition"] = partition
         if timestamp is not None:
             kwargs["timestamp"] = timestamp
         if headers:
@@ -207,11 +219,11 @@ def produce(
             producer.commit_transaction(timeout)
     if len(acks.delivered) != len(records):
         fail(f"{len(acks.delivered)} of {len(records)} records acknowledged")
-    # Delivery reports come in send order per partition, which is input order here.
     acked = []
-    for message, (_timestamp, key, value, headers) in zip(acks.delivered, records):
+    for index, (_timestamp, key, value, headers) in enumerate(records):
+        message = acks.delivered[index]
         _type, timestamp = message.timestamp()
-        acked.append((message.offset(), timestamp, key, value, headers))
+        acked.append((message.offset(), timestamp, key, value, headers, message.partition()))
     return acked
 
 
@@ -264,6 +276,7 @@ def main():
 
     send = commands.add_parser("produce")
     send.add_argument("--partition", type=int, default=0)
+    send.add_argument("--partitioner")
     send.add_argument("--compression", default="none")
     send.add_argument("--transactional-id")
     send.add_argument("--abort", action="store_true")
@@ -300,9 +313,11 @@ def main():
             abort=args.abort,
             idempotent=args.idempotent,
             timeout=args.timeout,
+            partitioner=args.partitioner,
         )
-        for record in acked:
-            print(format_record(*record))
+        for *record, partition in acked:
+            line = format_record(*record)
+            print(f"{line}\t{partition}" if args.partitioner else line)
     elif args.command == "consume":
         for record in consume(
             args.bootstrap, args.topic, args.partition, args.start, args.isolation, args.timeout

@@ -6,7 +6,9 @@
 #
 # 1. Regenerates the broker fixture in a fresh broker (tests/fixtures/broker/make.sh into a
 #    temporary directory), for kafka_broker_fixture's comparison with the committed one.
-# 2. Runs every broker test target, tests/kafka_broker*.rs and tests/kafka_handoff*.rs, with
+# 2. Runs every broker test target, tests/kafka_broker*.rs and tests/kafka_handoff*.rs, and those
+#    of the workspace crates the root's cargo test covers (crates/partlog-engine/tests/
+#    kafka_broker*.rs: partlog-engine is a default member), with
 #    PARTLOG_BROKER=1 (without it they skip) and PARTLOG_BROKER_REGENERATED_FIXTURE pointing at
 #    step 1's output. Each test starts its own broker through tests/common/broker.rs; the tests
 #    run one at a time (PARTLOG_BROKER_TEST_THREADS to change that), since each broker is a JVM
@@ -99,7 +101,7 @@ echo "== regenerated in $(($(date +%s) - start))s"
 
 # --- 2. The broker tests --------------------------------------------------------------------
 targets=()
-for file in tests/kafka_broker*.rs tests/kafka_handoff*.rs; do
+for file in tests/kafka_broker*.rs tests/kafka_handoff*.rs crates/partlog-engine/tests/kafka_broker*.rs; do
   [ -f "$file" ] || continue
   name="$(basename "$file" .rs)"
   targets+=(--test "$name")

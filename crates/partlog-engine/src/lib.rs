@@ -1,0 +1,65 @@
+//! partlog-engine: topics of partlog logs in one process, as a Kafka broker and its clients
+//! keep them: Kafka's default partitioner bit for bit, producer ids that are never reused, and
+//! the transaction coordinator's `__transaction_state` records byte for byte.
+//!
+//! ```
+//! use std::sync::Arc;
+//!
+//! use partlog::unstable::{OsStorage, Storage};
+//! use partlog_engine::engine::producer_ids::ProducerIdManager;
+//! use partlog_engine::partitioner::{
+//!     BuiltInPartitioner, Partitions, RecordToRoute, SequentialRandom, partition_record,
+//! };
+//! use partlog_engine::txn::log_records::{self, TransactionLogValue, TxnTopicPartitions};
+//! use partlog_engine::txn::state::TransactionState;
+//!
+//! fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     // A keyed record goes where Kafka's Java client sends it: murmur2 of the key.
+//!     let keyed = RecordToRoute { topic: "orders", partition: None, key: Some(b"user-42"), value: None };
+//!     assert_eq!(partition_record(&keyed, 12, None, false)?, Some(4));
+//!
+//!     // One without a key sticks to one partition for batch.size bytes (KIP-794).
+//!     let unkeyed = RecordToRoute { key: None, ..keyed };
+//!     assert_eq!(partition_record(&unkeyed, 12, None, false)?, None);
+//!     let sticky = BuiltInPartitioner::with_random("orders", 16384, Arc::new(SequentialRandom::default()))?;
+//!     let info = sticky.peek_current_partition_info(&Partitions::all(12));
+//!     assert_eq!(info.partition(), 0); // the first random number drawn was 0
+//!
+//!     // Producer ids come in durably reserved blocks of 1000 and survive restarts.
+//!     let dir = tempfile::tempdir()?;
+//!     let storage: Arc<dyn Storage> = Arc::new(OsStorage::new());
+//!     let ids = ProducerIdManager::open(&storage, dir.path())?;
+//!     assert_eq!((ids.generate_producer_id()?, ids.generate_producer_id()?), (0, 1));
+//!     drop(ids);
+//!     let ids = ProducerIdManager::open(&storage, dir.path())?;
+//!     assert_eq!(ids.generate_producer_id()?, 1000); // the rest of the first block is skipped
+//!
+//!     // A transactional id's state, as Kafka's coordinator writes it to __transaction_state-10.
+//!     assert_eq!(log_records::transaction_state_partition("txn-1", 50)?, 10);
+//!     let mut value = TransactionLogValue::new(1000, 0, 60_000, TransactionState::Ongoing);
+//!     value.partitions = vec![TxnTopicPartitions { topic: "t".into(), partitions: vec![0, 1] }];
+//!     value.last_update_timestamp_ms = 1_700_000_000_000;
+//!     value.start_timestamp_ms = 1_700_000_000_000;
+//!     let bytes = log_records::encode_value(&value, 0)?;
+//!     assert_eq!(bytes.len(), 52);
+//!     assert_eq!(log_records::decode_value(Some(&bytes))?, Some(value));
+//!     Ok(())
+//! }
+//! ```
+//!
+//! # Contents
+//!
+//! | module | what it holds |
+//! | --- | --- |
+//! | [`partitioner`] | [`murmur2`](partitioner::murmur2), [`to_positive`](partitioner::to_positive), [`partition_record`](partitioner::partition_record) (Kafka's `KafkaProducer.partition`), the [`Partitioner`](partitioner::Partitioner) trait, and the sticky [`BuiltInPartitioner`](partitioner::BuiltInPartitioner) with its injectable [`RandomSource`](partitioner::RandomSource) and adaptive weights |
+//! | [`engine`] | the engine directory's files: [`ProducerIdManager`](engine::producer_ids::ProducerIdManager) and `partlog.producer-ids`, the topic list `partlog.topics` ([`TopicsFile`](engine::topics_file::TopicsFile)), Kafka's `partition.metadata` ([`PartitionMetadata`](engine::partition_metadata::PartitionMetadata)), topic names and [`TopicId`](engine::topic::TopicId)s |
+//! | [`txn`] | [`TransactionState`](txn::state::TransactionState) and the `__transaction_state` records: keys, values v0 and v1, tombstones ([`log_records`](txn::log_records)), and the partition of a transactional id |
+//!
+//! Errors are partlog's [`Error`](partlog::Error): `InvalidArgument` and `InvalidConfig` for a
+//! caller's input, `Corrupt` for an engine file that fails its checks, and the I/O errors of
+//! the storage seam. Every file goes through [`partlog::unstable::Storage`], so the crash
+//! simulator (feature `sim`) crashes the engine's files as it crashes a log's.
+
+pub mod engine;
+pub mod partitioner;
+pub mod txn;
