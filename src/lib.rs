@@ -138,6 +138,7 @@ mod log;
 mod position;
 mod producer;
 pub mod replica;
+mod rng;
 mod segment;
 mod storage;
 mod sync;
@@ -194,6 +195,7 @@ pub mod unstable {
     pub use crate::log::{
         PROPERTIES_FILE_NAME, per_log_setting_names, read_stored_settings, write_stored_settings,
     };
+    pub use crate::rng::SplitMix64;
     pub use crate::segment::{
         ABORTED_TXN_VERSION, AbortedTxn, AppendInfo, InvalidBytes, RollReason, ScanReport, Segment,
         SegmentConfig, SegmentFileKind, SegmentFileName, SegmentRead, SegmentRole,
@@ -210,7 +212,7 @@ pub mod unstable {
     /// Kafka's producer-state snapshot files (`<offset>.snapshot`, `ProducerSnapshot` v1): the
     /// codec, the names, and the list of a directory's snapshots, byte for byte Kafka's.
     pub mod producer_snapshot {
-        pub use crate::log::producer_state::snapshot_file::*;
+        pub use crate::log::producer_snapshot::*;
     }
     #[cfg(feature = "sim")]
     pub use crate::storage::sim;

@@ -75,7 +75,7 @@ use crate::segment::{
     AbortedTxn, Segment, SegmentConfig, SegmentFileKind, TransactionIndex, parse_segment_file_name,
     segment_file_path,
 };
-use crate::storage::{LockMode, OpenMode, Storage};
+use crate::storage::{LockMode, OpenMode, Storage, create_dir_durably};
 
 /// How many bytes of records uncompressed legacy messages may fill in one v2 batch: a Kafka
 /// producer's default `batch.size` (16 KiB).
@@ -278,29 +278,6 @@ fn check_destination(storage: &dyn Storage, dst: &Path) -> Result<()> {
                 }
             ),
         });
-    }
-    Ok(())
-}
-
-/// Creates `dir` and any missing ancestors, and syncs the parent of each one created: a new
-/// directory's name must be durable before anything inside it can be.
-fn create_dir_durably(storage: &dyn Storage, dir: &Path) -> Result<()> {
-    let mut missing = Vec::new();
-    let mut current = Some(dir);
-    while let Some(path) = current.filter(|p| !p.as_os_str().is_empty()) {
-        if storage.exists(path)? {
-            break;
-        }
-        missing.push(path);
-        current = path.parent();
-    }
-    storage.create_dir_all(dir)?;
-    for created in missing.iter().rev() {
-        let parent = match created.parent() {
-            Some(parent) if !parent.as_os_str().is_empty() => parent,
-            _ => Path::new("."),
-        };
-        storage.sync_dir(parent)?;
     }
     Ok(())
 }

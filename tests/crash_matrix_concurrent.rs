@@ -88,6 +88,8 @@
 
 #[path = "common/fenced.rs"]
 mod fenced_storage;
+#[path = "common/rng.rs"]
+mod rng;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -96,6 +98,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use fenced_storage::Fenced;
+use rng::Rng;
 
 use partlog::unstable::format::build_control_batch;
 use partlog::unstable::sim::{CrashConfig, FaultOp, FaultRule, SimStats};
@@ -121,32 +124,12 @@ const LINGER_MS: u64 = 1 << 40;
 /// Crash runs after each dry run.
 const CRASHES_PER_CASE: usize = 3;
 
-/// splitmix64: a small seeded generator, so that a case is a pure function of its seed.
-#[derive(Debug, Clone)]
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64, stream: u64) -> Rng {
-        let mut rng = Rng(seed ^ stream.wrapping_mul(0xD1B5_4A32_D192_ED03));
-        rng.next();
-        rng
-    }
-
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-
-    fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
+/// A case's generator for one stream of draws (a thread, a phase): seeded from the case's seed
+/// and the stream, its first draw skipped.
+fn seeded(seed: u64, stream: u64) -> Rng {
+    let mut rng = Rng::new(seed ^ stream.wrapping_mul(0xD1B5_4A32_D192_ED03));
+    rng.next();
+    rng
 }
 
 /// The threads of a case (the log's flusher runs besides them).
@@ -185,7 +168,7 @@ struct Case {
 
 impl Case {
     fn from_seed(seed: u64) -> Case {
-        let mut rng = Rng::new(seed, 0);
+        let mut rng = seeded(seed, 0);
         let compacted = rng.chance(50);
         Case {
             seed,
@@ -463,7 +446,7 @@ fn raced(error: &Error) -> bool {
 
 fn appender(ctx: &Ctx<'_>) -> Journal {
     let who = Who::Appender;
-    let mut rng = Rng::new(ctx.case.seed, who.stream());
+    let mut rng = seeded(ctx.case.seed, who.stream());
     let mut journal = Journal::default();
     let mut n = 0;
     for index in 0..ctx.case.appends {
@@ -566,7 +549,7 @@ fn appender(ctx: &Ctx<'_>) -> Journal {
 
 fn producer(ctx: &Ctx<'_>, producer: &Producer) -> Journal {
     let who = Who::Producer;
-    let mut rng = Rng::new(ctx.case.seed, who.stream());
+    let mut rng = seeded(ctx.case.seed, who.stream());
     let mut journal = Journal::default();
     let mut n = 0;
     'bursts: for index in 0..ctx.case.bursts {
@@ -674,7 +657,7 @@ fn producer(ctx: &Ctx<'_>, producer: &Producer) -> Journal {
 /// acknowledged, and then it must survive like any acknowledged record.
 fn holder(ctx: &Ctx<'_>, producer: &Producer) -> Journal {
     let who = Who::Holder;
-    let mut rng = Rng::new(ctx.case.seed, who.stream());
+    let mut rng = seeded(ctx.case.seed, who.stream());
     let mut journal = Journal::default();
     let mut n = 0;
     for index in 0..ctx.case.bursts {
@@ -850,7 +833,7 @@ fn reader(ctx: &Ctx<'_>) -> Journal {
 
 fn truncator(ctx: &Ctx<'_>) -> Journal {
     let who = Who::Truncator;
-    let mut rng = Rng::new(ctx.case.seed, who.stream());
+    let mut rng = seeded(ctx.case.seed, who.stream());
     let mut journal = Journal::default();
     let mut last_end = 0;
     for index in 0..ctx.case.cuts {
@@ -929,7 +912,7 @@ fn truncator(ctx: &Ctx<'_>) -> Journal {
 
 fn maintainer(ctx: &Ctx<'_>) -> Journal {
     let who = Who::Maintainer;
-    let mut rng = Rng::new(ctx.case.seed, who.stream());
+    let mut rng = seeded(ctx.case.seed, who.stream());
     let mut journal = Journal::default();
     let mut last_end = 0;
     for index in 0..ctx.case.passes {
@@ -1005,7 +988,7 @@ const FOLLOWER_PIDS: [i64; 2] = [3000, 3001];
 /// the appender's are (`EveryAppend`, or a `wait_durable` half the time).
 fn follower(ctx: &Ctx<'_>) -> Journal {
     let who = Who::Follower;
-    let mut rng = Rng::new(ctx.case.seed, who.stream());
+    let mut rng = seeded(ctx.case.seed, who.stream());
     let mut journal = Journal::default();
     if ctx.case.compacted {
         // Compaction removes aborted data and markers, which these checks do not follow (as
@@ -1682,7 +1665,7 @@ fn run_matrix_case(seed: u64, fixed: Option<(FaultOp, u64)>) -> Result<usize, Fa
         return Ok(1);
     }
     let stats = run_case(&case, None).map_err(|f| fail(None, f))?;
-    let mut rng = Rng::new(seed, 99);
+    let mut rng = seeded(seed, 99);
     for _ in 0..CRASHES_PER_CASE {
         let point = pick_crash_point(&stats, &mut rng);
         run_case(&case, Some(point)).map_err(|f| fail(Some(point), f))?;
@@ -1957,7 +1940,7 @@ impl Script {
 
     fn rec(&self) -> Rec {
         let n = self.records.fetch_add(1, Ordering::SeqCst) + 1;
-        let mut rng = Rng::new(n, 7);
+        let mut rng = seeded(n, 7);
         Rec::make(Who::Appender, n, &mut rng, self.compacted)
     }
 
@@ -2471,7 +2454,7 @@ fn a_crash_inside_a_compaction_swap_leaves_no_old_index_behind() {
     let sim = SimStorage::new(case.seed).with_clock(clock.clone());
     let config = case.config(&sim, &clock);
     let log = Log::open(DIR, config.clone()).unwrap();
-    let mut rng = Rng::new(case.seed, 1);
+    let mut rng = seeded(case.seed, 1);
     let mut written = Vec::new();
     for n in 0..60 {
         let rec = Rec::make(Who::Appender, n, &mut rng, false);
@@ -2866,7 +2849,7 @@ fn nothing_the_log_does_after_a_crash_reaches_the_recovered_image() {
         hook: Arc::new(parking_lot::Mutex::new(None)),
     });
     let log = Log::open(DIR, case.config_on(hooked.clone(), &clock)).unwrap();
-    let mut rng = Rng::new(case.seed, 1);
+    let mut rng = seeded(case.seed, 1);
     let mut latest: BTreeMap<Vec<u8>, (i64, Rec)> = BTreeMap::new();
     for n in 0..60 {
         let rec = Rec::make(Who::Appender, n, &mut rng, false);
@@ -2949,7 +2932,7 @@ mod read_committed_matrix {
 
     impl TxnCase {
         fn from_seed(seed: u64) -> TxnCase {
-            let mut rng = Rng::new(seed, 1000);
+            let mut rng = seeded(seed, 1000);
             TxnCase {
                 seed,
                 compacted: rng.chance(50),
@@ -3032,7 +3015,7 @@ mod read_committed_matrix {
     }
 
     fn txn_writer(ctx: &TxnCtx<'_>) {
-        let mut rng = Rng::new(ctx.case.seed, 1001);
+        let mut rng = seeded(ctx.case.seed, 1001);
         let mut open: Vec<OpenTxn> = Vec::new();
         let mut begun = 0;
         let mut n = 0u64;
@@ -3161,7 +3144,7 @@ mod read_committed_matrix {
     }
 
     fn txn_maintainer(ctx: &TxnCtx<'_>) {
-        let mut rng = Rng::new(ctx.case.seed, 1002);
+        let mut rng = seeded(ctx.case.seed, 1002);
         for _ in 0..ctx.case.passes {
             // Paced on the writer: a pass every few appends while it writes.
             let target = ctx.log.log_end_offset() + 3 + rng.below(8) as i64;
@@ -3306,7 +3289,7 @@ mod read_committed_matrix {
             return Ok(1);
         }
         let stats = run_txn_case(&case, None).map_err(|f| fail(None, f))?;
-        let mut rng = Rng::new(seed, 1099);
+        let mut rng = seeded(seed, 1099);
         for _ in 0..CRASHES_PER_CASE {
             let point = pick_crash_point(&stats, &mut rng);
             run_txn_case(&case, Some(point)).map_err(|f| fail(Some(point), f))?;

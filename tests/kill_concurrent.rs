@@ -40,6 +40,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use partlog::unstable::SplitMix64;
 use partlog::{
     Acks, CleanupPolicy, Log, LogConfig, NewRecord, Producer, ProducerConfig, ReadBound,
     RecoveryMode,
@@ -91,7 +92,7 @@ fn acknowledged_records_survive_sigkill_under_concurrent_writes_and_ops() {
             .as_nanos() as u64
     });
     eprintln!("kill_concurrent: {rounds} rounds, PARTLOG_KILL_SEED={seed}");
-    let mut rng = seed;
+    let mut rng = SplitMix64::new(seed);
     let temp = tempfile::tempdir().expect("a temporary directory");
     let dir = temp.path().join("topic-0");
     let mut totals = (0usize, 0usize);
@@ -109,7 +110,7 @@ fn acknowledged_records_survive_sigkill_under_concurrent_writes_and_ops() {
             }
             Err(error) => panic!("round {round}: the log fails to open: {error}"),
         };
-        let acks_wanted = 100 + splitmix(&mut rng) % 300;
+        let acks_wanted = 100 + rng.next_u64() % 300;
         let lines = run_and_kill(&dir, round, acks_wanted);
         let mut acks = 0usize;
         for line in &lines {
@@ -418,15 +419,6 @@ fn run_child(dir: &Path) -> ! {
 fn fail(what: &str, error: partlog::Error) -> ! {
     eprintln!("child: {what} failed: {error}");
     std::process::exit(3)
-}
-
-/// splitmix64, for the kill points.
-fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }
 
 fn env_number(name: &str) -> Option<u64> {

@@ -26,6 +26,8 @@ use std::collections::BTreeMap;
 
 #[path = "common/fenced.rs"]
 mod fenced_storage;
+#[path = "common/rng.rs"]
+mod rng;
 use std::num::NonZeroU64;
 use std::path::Path;
 use std::sync::Arc;
@@ -36,27 +38,9 @@ use partlog::{
     BatchBuilder, Compression, CompressionType, ControlRecordType, Error, FlushPolicy, Isolation,
     Log, LogConfig, NewRecord, ReadBound, ReadOptions, RecoveryMode,
 };
+use rng::Rng;
 
 const T0: i64 = 1_700_000_000_000;
-
-/// A small deterministic generator (splitmix64), so a seed replays exactly.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-    fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-}
 
 fn value(offset: i64, epoch: u32) -> Vec<u8> {
     format!("{offset}/{epoch}/{}", "v".repeat((offset % 23) as usize)).into_bytes()
@@ -209,7 +193,7 @@ struct Harness {
 impl Harness {
     fn new(seed: u64) -> Self {
         let sim = SimStorage::new(seed);
-        let mut rng = Rng(seed);
+        let mut rng = Rng::new(seed);
         let flush_policy = match rng.below(3) {
             0 => FlushPolicy::OsDecides,
             1 => FlushPolicy::EveryAppend,

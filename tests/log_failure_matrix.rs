@@ -335,7 +335,7 @@ fn run_case(step: Step, fault: Fault, nth: u64) {
         });
     // Some failed syncs lose nothing, so they need not poison: the checkpoint's slot is
     // rewritten whole at the next write and its synced slot was never touched
-    // (src/log/checkpoint.rs), a compaction pass discards a `.cleaned` copy it could not
+    // (src/log/files/checkpoint.rs), a compaction pass discards a `.cleaned` copy it could not
     // sync (the caller gets the error), and so does a producer snapshot's writer its
     // temporary file. After a swap, a pass builds the new segment's indexes
     // and syncs them with the already durable `.log`; indexes are derived data, so a failure

@@ -23,12 +23,12 @@ use partlog::{Log, LogConfig, NewRecord, ReadBound};
 const SEGMENTS: usize = 1000;
 /// The descriptor limit of the child: far below one descriptor per segment file.
 const NOFILE_LIMIT: u64 = 256;
-/// `MAX_OPEN_SEGMENTS` in `src/log/mod.rs`: how many segments the log keeps open unpinned.
+/// `MAX_OPEN_SEGMENTS` in `src/log/open.rs`: how many segments the log keeps open unpinned.
 const MAX_OPEN_SEGMENTS: usize = 64;
 /// What `stats().open_segments` may reach: the LRU's bound, plus the active segment and the one
 /// segment a reader pins beyond it.
 const OPEN_SEGMENTS_BOUND: usize = MAX_OPEN_SEGMENTS + 2;
-/// `MAX_UNSYNCED_SEALED` in `src/log/append.rs`: how many sealed segments may wait for their
+/// `MAX_UNSYNCED_SEALED` in `src/log/write/append.rs`: how many sealed segments may wait for their
 /// fsync, open, whether or not the LRU still counts them.
 const MAX_UNSYNCED_SEALED: usize = 8;
 /// Records per appended batch: a few batches fill a 1 KiB segment.

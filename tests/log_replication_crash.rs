@@ -14,7 +14,10 @@ use std::sync::Arc;
 
 #[path = "common/fenced.rs"]
 mod fenced_storage;
+#[path = "common/rng.rs"]
+mod rng;
 use fenced_storage::fenced_config;
+use rng::Rng;
 
 use partlog::unstable::leader_epoch::{LeaderEpochFileCache, read_checkpoint};
 use partlog::unstable::sim::{CrashConfig, FaultOp, FaultRule};
@@ -24,25 +27,6 @@ use partlog::{
 };
 
 const T0: i64 = 1_700_000_000_000;
-
-/// splitmix64, so that a seed replays exactly.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-    fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-}
 
 fn leader_batch(base: i64, epoch: i32, n: i64) -> Vec<u8> {
     let mut builder = BatchBuilder::new(Compression::None)
@@ -99,7 +83,7 @@ const DIR: &str = "/data/topic-0";
 
 impl Harness {
     fn new(seed: u64) -> Harness {
-        let mut rng = Rng(seed);
+        let mut rng = Rng::new(seed);
         let sim = SimStorage::new(seed);
         let storage: Arc<dyn Storage> = Arc::new(sim.clone());
         let flush_policy = if rng.chance(50) {

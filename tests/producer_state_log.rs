@@ -3,7 +3,7 @@
 //! and close, and the replay that rebuilds the state at open and after a truncation.
 //!
 //! The manager's own rules (Kafka's `ProducerStateManagerTest`) are tested in
-//! `src/log/producer_state/tests/`; the files, in `src/log/producer_state/snapshot_file/tests.rs`
+//! `src/log/txn/producer_state/tests/`; the files, in `src/log/files/producer_snapshot/tests.rs`
 //! and `src/segment/txn_index/tests.rs`. Here each test goes through the log's calls.
 
 use std::path::{Path, PathBuf};

@@ -4,105 +4,94 @@
 //! serves reads from an immutable snapshot of its segments; it makes appends durable through a
 //! group commit; and at open it recovers from whatever a crash left behind.
 //!
-//! Locks, in the order they may be taken: a retention pass's lock, the lock of reaping
-//! `.deleted` files, the writer mutex, then the leader-epoch cache's lock, then the snapshot
-//! lock, then a segment's own locks. The group commit holds none of them while it syncs.
+//! # Owners
 //!
-//! The methods of [`Log`] and of the state its threads share are split by concern, one file
-//! each: `append.rs`, `roll.rs`, `fetch.rs` (reads), `wait.rs`, `live.rs` (a reader following a
-//! writer in another process), `flusher.rs` (syncs and recovery points), `truncate.rs`,
-//! `retention.rs` and `compaction/`; the replication hooks in `replication.rs`,
-//! `follower_append.rs`, `truncate_fully.rs` and `epoch_load.rs`; the settings in `config/`.
-//! This file keeps the structs, open, the accessors and close.
+//! What the log's threads share, `Shared` (this file), is the context every part reads (the
+//! directory, the config, the storage and the clock, whether the log is read-only, the open's
+//! report) and one field per owner, each a type whose fields are private to its file and whose
+//! methods keep its invariants: `view` (`segments::view::ReadView`), `writer` (the writer mutex,
+//! whose `Writer` is four owned parts: `tail`, `segments::tail::Tail`; `points`,
+//! `durability::points::DurablePoints`; `producers`, the `ProducerStateManager`; `deletes`,
+//! `files::deleted::PendingDeletes`), `durability`, `txn`, `replication`, `maintenance`,
+//! `files`, `counters` and `live`. The operations that need several owners are methods of
+//! `Shared` in the folder of the work they do.
+//!
+//! # Folders
+//!
+//! Layers, bottom first: observe, config, files, segments, durability, txn, replication, write,
+//! maintenance, recovery, read, api.
+//!
+//! A folder uses only the folders before it in that order (its imports, the owners it touches,
+//! the `Shared` methods it calls); this file and `open.rs` use them all, and `api/` holds every
+//! other `impl Log`. Each folder's module docs say what it owns. The locks and the order they
+//! are taken in are ARCHITECTURE.md §8's; each lock belongs to the owner named there.
 
-mod append;
-pub mod checkpoint;
-mod committed;
-mod compaction;
+mod api;
 mod config;
-mod derived_repair;
-mod dir_listing;
-mod dir_lock;
-mod discarded;
-mod durable_file;
-mod epoch_load;
-mod fetch;
-mod flusher;
-mod follower_append;
-mod group_commit;
-pub(crate) mod kafka_dir;
-pub(crate) mod leader_epoch;
-mod live;
-mod observer;
-pub(crate) mod producer_state;
-mod properties;
-mod records;
+mod durability;
+mod files;
+mod maintenance;
+mod observe;
+mod open;
+mod read;
 mod recovery;
 mod replication;
-mod retention;
-mod roll;
-mod snapshot;
-mod stats;
-#[cfg(feature = "stream")]
-mod tail_stream;
-mod transactions;
-mod truncate;
-mod truncate_fully;
-mod truncations;
-mod wait;
-mod watermark;
+mod segments;
+mod txn;
+mod write;
 
-use crate::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use crate::sync::thread::JoinHandle;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Instant;
 
-use crate::sync::{Condvar, Mutex};
+use crate::sync::Mutex;
 
 use crate::clock::Clock;
 use crate::error::{Error, Result};
-use crate::segment::{Segment, SegmentRole};
 use crate::storage::Storage;
 
-use checkpoint::{CheckpointFile, CleanShutdown};
-use flusher::flusher_loop;
-use group_commit::GroupCommit;
-use producer_state::ProducerStateManager;
-use snapshot::{SegmentList, Snapshot};
-use truncate::PendingDelete;
-pub(crate) use truncations::TruncationEpoch;
-use truncations::Truncations;
-use watermark::Watermark;
+use durability::points::DurablePoints;
+use durability::state::Durability;
+use files::checkpoint::CleanShutdown;
+use files::deleted::PendingDeletes;
+use files::log_files::LogFiles;
+use maintenance::state::Maintenance;
+use read::live_poll::LivePoll;
+use replication::state::Replication;
+use segments::tail::Tail;
+pub(crate) use segments::truncations::TruncationEpoch;
+use segments::view::ReadView;
+use txn::producer_state::ProducerStateManager;
+use txn::view::TxnView;
 
-pub use committed::CommittedRecords;
-pub use compaction::{
-    CompactionOptions, CompactionSchedule, CompactionStats, PRODUCER_ID_EXPIRATION_MS,
+pub use config::properties::{
+    PROPERTIES_FILE_NAME, per_log_setting_names, read_stored_settings, write_stored_settings,
 };
 pub use config::{
     CleanupPolicy, CompressionType, FlushPolicy, LogConfig, LogConfigBuilder, RecoveryMode,
 };
-pub use discarded::{DiscardReason, Discarded};
-pub use fetch::{
-    FetchBatches, FetchData, Isolation, LogRecord, LogRecords, ReadBound, ReadOptions,
+pub use durability::wait::WaitDurable;
+pub use files::checkpoint;
+pub(crate) use files::kafka_dir;
+pub use files::producer_snapshot;
+pub use maintenance::compaction::{
+    CompactionOptions, CompactionSchedule, PRODUCER_ID_EXPIRATION_MS,
 };
-pub use observer::{LogEvent, Observer};
-pub use properties::{
-    PROPERTIES_FILE_NAME, per_log_setting_names, read_stored_settings, write_stored_settings,
-};
-pub use records::{LogTail, ReadEnd};
-pub use retention::{DeletedSegment, RetentionReport, RetentionRule};
-pub use stats::{LogStats, RecoveryReport};
+pub use observe::discarded::{DiscardReason, Discarded};
+pub use observe::reports::{CompactionStats, DeletedSegment, RetentionReport, RetentionRule};
+pub use observe::stats::{LogStats, RecoveryReport};
+pub use observe::{LogEvent, Observer};
+pub use read::committed::CommittedRecords;
+pub use read::fetch_data::{FetchBatches, FetchData, Isolation, LogRecord, ReadBound, ReadOptions};
+pub use read::records::{LogRecords, LogTail, ReadEnd};
 #[cfg(feature = "stream")]
-pub use tail_stream::LogTailStream;
-pub use transactions::ProducerStateEntry;
-pub use wait::{WaitDurable, WaitForData};
+pub use read::tail_stream::LogTailStream;
+pub use read::wait::WaitForData;
+pub(crate) use replication::leader_epoch;
+pub use txn::transactions::ProducerStateEntry;
 
 /// The name of the lock file in a log directory.
 pub(crate) const LOCK_FILE: &str = "partlog.lock";
-
-/// How many sealed segments stay open at most (beyond those readers pin).
-const MAX_OPEN_SEGMENTS: usize = 64;
 
 /// What [`Log::append`] and friends stored.
 #[non_exhaustive]
@@ -125,40 +114,25 @@ pub struct LogAppendInfo {
     pub duplicate: bool,
 }
 
-/// The appender's state, behind the writer mutex.
+/// How long an append (or a group-commit leader reading its target) spins for the writer lock
+/// before it sleeps: a few holds, each one `pwrite` of a batch (2-3 µs for a small one). With 8
+/// durable writers on 2 cores, appends that slept on the lock waited 19 µs at the 75th
+/// percentile and spinning ones 3 µs (ARCHITECTURE.md §6, "Spinning").
+const WRITER_LOCK_SPIN: std::time::Duration = std::time::Duration::from_micros(8);
+
+/// The writer mutex's state: one part per owner whose state appends, rolls and truncations
+/// change together (ARCHITECTURE.md §8: the writer mutex, lock 1).
 #[derive(Debug)]
 struct Writer {
-    active: Arc<Segment>,
-    log_end_offset: i64,
-    /// Sealed segments whose data and indexes are not yet synced (the flusher syncs them off
-    /// the append path, and any group commit syncs them first). A segment stays here until its
-    /// sync has succeeded, not only until one began: a recovery point must never pass it
-    /// ([`Writer::recovery_point_bound`]).
-    unsynced_sealed: Vec<Arc<Segment>>,
-    /// A segment file was created since the last directory sync.
-    dir_dirty: bool,
-    /// Producer snapshots a roll put in place without fsyncing them: the flusher's next sync
-    /// (or close) fsyncs them before the directory, off the append path (`transactions.rs`).
-    unsynced_snapshots: Vec<producer_state::snapshot_file::UnsyncedSnapshot>,
-    checkpoint: Option<CheckpointFile>,
-    recovery_point: i64,
-    messages_since_flush: u64,
-    bytes_since_flush: u64,
-    /// Files renamed `.deleted`, removed once no reader pins their segment.
-    pending_deletes: Vec<PendingDelete>,
-    jitter_state: u64,
+    /// The active segment, the log end, what rolls left unsynced, the roll jitter.
+    tail: Tail,
+    /// `partlog.checkpoint`, the recovery point, the flush policy's counts.
+    points: DurablePoints,
     /// Per-producer sequences, epochs and open transactions (Kafka's `ProducerStateManager`,
-    /// under the log lock as here): `transactions.rs`.
-    producer_state: ProducerStateManager,
-}
-
-#[derive(Debug, Default)]
-struct FlusherSignal {
-    stop: bool,
-    roll_pending: bool,
-    /// A future form of `wait_durable` (or the batching writer) asked for a group-commit sync:
-    /// futures must not block their executor's thread, so the flusher leads the sync for them.
-    sync_requested: bool,
+    /// under the log lock as here).
+    producers: ProducerStateManager,
+    /// Files renamed `.deleted`, removed once no reader pins their segment.
+    deletes: PendingDeletes,
 }
 
 /// Everything the log's threads share.
@@ -169,74 +143,25 @@ struct Shared {
     storage: Arc<dyn Storage>,
     clock: Arc<dyn Clock>,
     read_only: bool,
-    /// The directory lock, released by `close()` (or the drop of the log).
-    dir_lock: Mutex<Option<dir_lock::DirLock>>,
-    /// This log's share of its Kafka log directory's lock, left at close (ARCHITECTURE.md §7,
-    /// "Opening inside a Kafka log dir").
-    kafka_dir: Mutex<Option<kafka_dir::KafkaDirMembership>>,
-    snapshot: Snapshot,
+    /// The locks on the directory, the reaping lock, the cleaner checkpoint.
+    files: LogFiles,
+    /// The segment list, the log start and end, the truncations, the compacted flag, closed.
+    view: ReadView,
     writer: Mutex<Writer>,
-    log_end: Watermark,
-    log_start: AtomicI64,
-    commit: GroupCommit,
-    closed: AtomicBool,
-    /// The highest log end offset a truncation has cut the log back from since open (`-1` if
-    /// none): a read above the log end at or below it asks for an offset the log held before a
-    /// cut, and gets `Truncated`; one above it asks past anything the log ever held, and gets
-    /// `OffsetOutOfRange`. Waits ask `truncations`, which knows each cut.
-    highest_cut_end: AtomicI64,
-    counters: stats::Counters,
+    /// The group commit, the flusher's signal, the bytes the last recovery point covered.
+    durability: Durability,
+    counters: observe::stats::Counters,
     report: RecoveryReport,
-    flusher: Mutex<FlusherSignal>,
-    flusher_wake: Condvar,
-    bytes_at_last_checkpoint: AtomicU64,
-    /// Held by a compaction pass (one pass at a time), with what passes remember.
-    compaction: Mutex<compaction::CleanerState>,
-    /// Compaction's counters and persisted checkpoint, readable while a pass runs.
-    compaction_status: compaction::CompactionStatus,
-    /// The truncations and their cuts: a durability wait fails only for a cut at or below its
-    /// offset since it began, and a compaction pass never swaps in a copy of a segment that a
-    /// truncation changed meanwhile (`truncations.rs`).
-    truncations: Truncations,
-    /// The `COMPACTED` flag of `partlog.checkpoint` as this log knows it (with the cleanup
-    /// policy, whether a read may move across a gap between segments): read at open, set
-    /// before any gap the log makes can reach a reader, cleared only by a full truncation. A
-    /// live reader ORs in the flag of each checkpoint it reads.
-    compacted: AtomicBool,
-    /// The producer state's first unstable offset (`i64::MAX` when none), published under the
-    /// writer lock before the log end moves past a transactional batch: a `read_committed`
-    /// read, which takes no writer lock, bounds itself by it (`transactions.rs`).
-    first_unstable: AtomicI64,
-    /// The highest base of a segment that has held a `.txnindex` since open (-1: none): a
-    /// `read_committed` read searches no segment above it for aborted transactions.
-    last_txn_index_base: AtomicI64,
-    /// A read-only log's aborted transactions that its replay met (at open, and at each live
-    /// poll): with the `.txnindex` files, what its `read_committed` reads skip
-    /// (`transactions.rs`). Empty for a writable log, whose own appends index every ABORT.
-    replayed_aborted: Mutex<Vec<crate::segment::AbortedTxn>>,
-    /// Held for a whole retention pass: passes run one at a time.
-    retention_pass: Mutex<()>,
-    /// Held while unlinking `.deleted` files outside the writer lock, so that a caller who reaps
-    /// finds every unpinned file gone when it returns, whichever thread took it. Taken before
-    /// the writer lock.
-    reaping: Mutex<()>,
+    /// The pass locks, the cleaner's memory, compaction's counters, the thread's stop.
+    maintenance: Maintenance,
+    /// The first unstable offset, the last `.txnindex` base, a replay's aborted transactions.
+    txn: TxnView,
     /// For a read-only log that follows a writer in another process (`allow_live_writer`):
     /// when it may look at the directory next. Held for a whole poll, so that concurrent
     /// readers never poll twice.
-    live: Option<Mutex<Instant>>,
-    /// Set by `close()` to stop the maintenance thread.
-    maintenance_stop: Mutex<bool>,
-    maintenance_wake: Condvar,
-    /// The leader-epoch cache (`leader_epoch.rs`, hooked in by `replication.rs`): taken after
-    /// the writer lock, never before it.
-    leader_epochs: Mutex<leader_epoch::LeaderEpochFileCache>,
-    /// Which epoch client appends stamp: `replication::ROLE_BARE`, `ROLE_FOLLOWER`, or the
-    /// leader epoch (≥ 0). Written under the writer lock.
-    role: AtomicI64,
-    /// The high watermark once [`Log::set_high_watermark`] was called (`high_watermark_set`);
-    /// until then the log end offset stands for it (`replication.rs`).
-    high_watermark: Watermark,
-    high_watermark_set: AtomicBool,
+    live: Option<LivePoll>,
+    /// The leader-epoch cache, the role, the high watermark.
+    replication: Replication,
 }
 
 /// One partition's log: a directory of segments. It owns the active segment and assigns
@@ -276,7 +201,8 @@ impl Log {
     /// broker's lock on the parent's `.lock` ([`Error::Locked`] while a broker runs, before
     /// anything is created) and sets `.kafka_cleanshutdown` aside, so that a crash of this
     /// process makes the broker recover; the lock is shared by every log this process has open
-    /// in that directory (ARCHITECTURE.md §7, "Opening inside a Kafka log dir").
+    /// in that directory.
+    // ARCHITECTURE.md §7, "Opening inside a Kafka log dir".
     pub fn open(dir: impl AsRef<Path>, config: LogConfig) -> Result<Log> {
         Log::open_inner(dir.as_ref(), config, false, None)
     }
@@ -327,179 +253,6 @@ impl Log {
         Log::open_inner(dir.as_ref(), config, true, None)
     }
 
-    fn open_inner(
-        dir: &Path,
-        config: LogConfig,
-        read_only: bool,
-        rescan_from: Option<i64>,
-    ) -> Result<Log> {
-        config.validate()?;
-        let storage = Arc::clone(&config.storage);
-        let clock = Arc::clone(&config.clock);
-        let (kafka_dir, lock, config) = dir_lock::enter_dir(&storage, dir, config, read_only)?;
-        let now_ms = clock.now_ms();
-        let mut jitter_state = (now_ms as u64) ^ 0x9E37_79B9_7F4A_7C15;
-        let mut recovered = recovery::recover(
-            &storage,
-            dir,
-            &config,
-            read_only,
-            rescan_from,
-            now_ms,
-            &mut jitter_state,
-        )?;
-        // One listing serves every step of the open (the producer snapshots, the `.txnindex`
-        // checks); recovery hands over its own unless it changed the directory since.
-        let mut listing = match recovered.listing.take() {
-            Some(listing) => listing,
-            None => dir_listing::DirListing::read(&*storage, dir)?,
-        };
-        let opener = snapshot::SegmentOpener {
-            storage: Arc::clone(&storage),
-            dir: dir.to_path_buf(),
-            config: config.segment_config(0),
-            role: if read_only {
-                SegmentRole::ReadOnly
-            } else {
-                SegmentRole::Sealed
-            },
-            live: read_only && config.allow_live_writer,
-        };
-        let snapshot = Snapshot::new(
-            SegmentList::new(std::mem::take(&mut recovered.handles)),
-            opener,
-            MAX_OPEN_SEGMENTS,
-        );
-        let log_end_offset = recovered.active.next_offset();
-        let (producer_state, replayed_aborted) = derived_repair::load_derived_state(
-            &storage,
-            dir,
-            &config,
-            &snapshot,
-            &mut listing,
-            &mut recovered,
-            read_only,
-            now_ms,
-        )?;
-        let first_unstable = producer_state.first_unstable_offset().unwrap_or(i64::MAX);
-        let last_txn_index_base = transactions::last_txn_index_base(&listing);
-        let (cleaner, compaction_status) =
-            compaction::load_cleaner_state(&*storage, dir, log_end_offset, read_only);
-        let leader_epochs = epoch_load::load_leader_epochs(
-            &storage,
-            dir,
-            &snapshot,
-            epoch_load::EpochLoad {
-                first_recovered_base: recovered.first_recovered_base,
-                restarted_at_log_start: recovered.restarted_at_log_start,
-                scanned_epochs: std::mem::take(&mut recovered.scanned_epochs),
-                log_start_offset: recovered.log_start_offset,
-                log_end_offset,
-                read_only,
-            },
-        )?;
-        let shared = Arc::new(Shared {
-            dir: dir.to_path_buf(),
-            storage,
-            clock,
-            read_only,
-            dir_lock: Mutex::new(lock),
-            kafka_dir: Mutex::new(kafka_dir),
-            snapshot,
-            writer: Mutex::new(Writer {
-                active: recovered.active,
-                log_end_offset,
-                unsynced_sealed: Vec::new(),
-                dir_dirty: false,
-                unsynced_snapshots: Vec::new(),
-                checkpoint: recovered.checkpoint,
-                recovery_point: recovered.recovery_point,
-                messages_since_flush: 0,
-                bytes_since_flush: 0,
-                pending_deletes: Vec::new(),
-                jitter_state,
-                producer_state,
-            }),
-            log_end: Watermark::new(log_end_offset),
-            log_start: AtomicI64::new(recovered.log_start_offset),
-            commit: GroupCommit::new(
-                recovered.durable_offset,
-                config.group_commit_max_gather,
-                config.group_commit_max_spin,
-            ),
-            closed: AtomicBool::new(false),
-            highest_cut_end: AtomicI64::new(-1),
-            counters: stats::Counters::default(),
-            report: recovered.report,
-            flusher: Mutex::new(FlusherSignal::default()),
-            flusher_wake: Condvar::new(),
-            bytes_at_last_checkpoint: AtomicU64::new(0),
-            compaction: Mutex::new(cleaner),
-            compaction_status,
-            truncations: Truncations::default(),
-            compacted: AtomicBool::new(recovered.compacted),
-            first_unstable: AtomicI64::new(first_unstable),
-            last_txn_index_base: AtomicI64::new(last_txn_index_base),
-            replayed_aborted: Mutex::new(replayed_aborted),
-            retention_pass: Mutex::new(()),
-            reaping: Mutex::new(()),
-            live: (read_only && config.allow_live_writer)
-                .then(|| Mutex::new(Instant::now() + config.poll_interval)),
-            maintenance_stop: Mutex::new(false),
-            maintenance_wake: Condvar::new(),
-            leader_epochs: Mutex::new(leader_epochs),
-            role: AtomicI64::new(replication::ROLE_BARE),
-            high_watermark: Watermark::new(log_end_offset),
-            high_watermark_set: AtomicBool::new(false),
-            config,
-        });
-        Log::start(shared)
-    }
-
-    /// Starts a log just opened on `shared`: tells the observer what the open found, and starts
-    /// the flusher (a writable log) and the maintenance thread (when
-    /// `retention.check.interval.ms` is set).
-    fn start(shared: Arc<Shared>) -> Result<Log> {
-        let read_only = shared.read_only;
-        let dir = shared.dir.clone();
-        let dir = dir.as_path();
-        let flusher = if read_only {
-            None
-        } else {
-            let shared = Arc::clone(&shared);
-            Some(
-                crate::sync::thread::Builder::new()
-                    .name(format!("partlog-flusher:{}", dir.display()))
-                    .spawn(move || flusher_loop(&shared))
-                    .map_err(|e| Error::io(dir, e))?,
-            )
-        };
-        observer::notify(
-            shared.config.observer.as_ref(),
-            LogEvent::Recovery {
-                report: &shared.report,
-            },
-        );
-        let log = Log {
-            shared,
-            flusher: Mutex::new(flusher),
-            maintenance: Mutex::new(None),
-        };
-        if !read_only && log.shared.config.retention_check_interval_ms > 0 {
-            let shared = Arc::clone(&log.shared);
-            // The first interval counts from the open, not from whenever the new thread first
-            // runs: on a loaded machine that can be after the clock has moved on.
-            let opened_ms = shared.clock.now_ms();
-            // On failure the log drops, which closes it and stops the flusher.
-            let maintenance = crate::sync::thread::Builder::new()
-                .name(format!("partlog-maintenance:{}", dir.display()))
-                .spawn(move || retention::maintenance_loop(&shared, opened_ms))
-                .map_err(|e| Error::io(dir, e))?;
-            *log.maintenance.lock() = Some(maintenance);
-        }
-        Ok(log)
-    }
-
     /// The directory of the log.
     pub fn dir(&self) -> &Path {
         &self.shared.dir
@@ -512,50 +265,24 @@ impl Log {
 
     /// The first offset a read may ask for.
     pub fn log_start_offset(&self) -> i64 {
-        self.poll_live();
-        self.shared.log_start.load(Ordering::Acquire)
+        self.shared.log_start_offset()
     }
 
     /// The offset the next appended record will get: one past the last record.
     pub fn log_end_offset(&self) -> i64 {
-        self.poll_live();
-        self.shared.log_end.get()
+        self.shared.log_end_offset()
     }
 
     /// The durable watermark: every offset below it has been fsynced (with its directory
     /// entry) and survives a crash of the machine. For a read-only log, it is the recovery
     /// point recorded in `partlog.checkpoint` (the whole log after a clean shutdown).
     pub fn durable_offset(&self) -> i64 {
-        self.poll_live();
-        self.shared.commit.durable_offset()
+        self.shared.durable_offset()
     }
 
     /// What the last open found and did.
     pub fn recovery_report(&self) -> &RecoveryReport {
         &self.shared.report
-    }
-
-    fn check_writable(&self) -> Result<()> {
-        let shared = &self.shared;
-        if shared.closed.load(Ordering::Acquire) {
-            return Err(Error::Closed);
-        }
-        if shared.read_only {
-            return Err(Error::Unsupported {
-                what: "writing to a log opened read-only".into(),
-            });
-        }
-        if shared.commit.is_poisoned() {
-            return Err(Error::Poisoned);
-        }
-        Ok(())
-    }
-
-    fn check_open(&self) -> Result<()> {
-        if self.shared.closed.load(Ordering::Acquire) {
-            return Err(Error::Closed);
-        }
-        Ok(())
     }
 
     /// Makes everything appended so far durable, then writes the clean-shutdown checkpoint so
@@ -570,15 +297,15 @@ impl Log {
     /// of them was poisoned or failed to close, `.kafka_cleanshutdown` goes back where it was;
     /// then the broker's lock is released.
     pub fn close(&self) -> Result<()> {
-        if self.shared.closed.swap(true, Ordering::AcqRel) {
+        if self.shared.view.close() {
             return Ok(());
         }
         // A retention pass may still sync through the group commit: the flusher stops after it.
         self.stop_maintenance();
         self.stop_flusher();
-        self.shared.log_end.wake_all();
+        self.shared.view.log_end_mark().wake_all();
         // Tails waiting for durability: what close syncs wakes only those below the end.
-        self.shared.commit.durable_watermark().wake_all();
+        self.shared.durability.durable_mark().wake_all();
         let result = if self.shared.read_only {
             Ok(())
         } else {
@@ -587,15 +314,14 @@ impl Log {
         if result.is_err() {
             // Its final fsyncs may have failed: nothing more may be reported durable, and the
             // stats say why the clean-shutdown record is missing.
-            self.shared.commit.poison();
+            self.shared.durability.poison();
         }
         // Released even after a failed close: the next open recovers whatever state is left.
-        drop(self.shared.dir_lock.lock().take());
+        self.shared.files.release_dir_lock();
         // Reads have ended: a log kept after its close holds no sealed segment's descriptors.
-        self.shared.snapshot.close_sealed();
+        self.shared.view.segments().close_sealed();
         // Last: the broker may start once the Kafka log directory is handed back.
-        let membership = self.shared.kafka_dir.lock().take();
-        match membership.map(|m| m.leave(result.is_ok())) {
+        match self.shared.files.leave_kafka_dir(result.is_ok()) {
             Some(Err(leave_error)) if result.is_ok() => Err(leave_error),
             Some(Err(leave_error)) => {
                 log::warn!("{}: {leave_error}", self.shared.dir.display());
@@ -606,8 +332,7 @@ impl Log {
     }
 
     fn stop_maintenance(&self) {
-        *self.shared.maintenance_stop.lock() = true;
-        self.shared.maintenance_wake.notify_all();
+        self.shared.maintenance.stop();
         if let Some(handle) = self.maintenance.lock().take()
             && handle.join().is_err()
         {
@@ -619,11 +344,7 @@ impl Log {
     }
 
     fn stop_flusher(&self) {
-        {
-            let mut signal = self.shared.flusher.lock();
-            signal.stop = true;
-        }
-        self.shared.flusher_wake.notify_all();
+        self.shared.durability.stop_flusher();
         if let Some(handle) = self.flusher.lock().take()
             && handle.join().is_err()
         {
@@ -644,23 +365,44 @@ impl Drop for Log {
 }
 
 impl Shared {
-    fn close_writable(&self) -> Result<()> {
-        if self.commit.is_poisoned() {
+    /// Whether appends would fail now: [`Error::Closed`], [`Error::Unsupported`] for a log
+    /// opened read-only, or [`Error::Poisoned`].
+    fn check_writable(&self) -> Result<()> {
+        if self.view.is_closed() {
+            return Err(Error::Closed);
+        }
+        if self.read_only {
+            return Err(Error::Unsupported {
+                what: "writing to a log opened read-only".into(),
+            });
+        }
+        if self.durability.is_poisoned() {
             return Err(Error::Poisoned);
         }
-        let end = self.log_end.get();
-        if end > self.commit.durable_offset() {
+        Ok(())
+    }
+
+    /// [`Error::Closed`] once `close()` has begun.
+    fn check_open(&self) -> Result<()> {
+        if self.view.is_closed() {
+            return Err(Error::Closed);
+        }
+        Ok(())
+    }
+
+    fn close_writable(&self) -> Result<()> {
+        if self.durability.is_poisoned() {
+            return Err(Error::Poisoned);
+        }
+        let end = self.view.log_end();
+        if end > self.durability.durable_offset() {
             match self.sync_through(end - 1) {
                 Ok(()) | Err(Error::Truncated { .. }) => {}
                 Err(error) => return Err(error),
             }
         }
         let mut writer = self.writer.lock();
-        if writer
-            .checkpoint
-            .as_ref()
-            .is_some_and(CheckpointFile::clean_shutdown_standing)
-        {
+        if writer.points.clean_shutdown_standing() {
             // Nothing changed since a clean open (every change consumes the record first): the
             // record that open trusted still describes every file, and all it covers is on
             // disk. Writing it again would only cost the syncs of a close with nothing to make
@@ -670,34 +412,34 @@ impl Shared {
         }
         // Segments sealed with nothing appended after them (so no sync above covered them)
         // must be on disk before the clean-shutdown record says everything is.
-        for segment in std::mem::take(&mut writer.unsynced_sealed) {
+        for segment in writer.tail.take_unsynced_sealed() {
             segment.flush_sealed()?;
         }
-        let active = Arc::clone(&writer.active);
+        let active = Arc::clone(writer.tail.active());
         // The final time-index entry, then data and indexes to disk.
         active.seal()?;
         active.flush()?;
-        for snapshot in std::mem::take(&mut writer.unsynced_snapshots) {
+        for snapshot in writer.tail.take_unsynced_snapshots() {
             snapshot.sync(&*self.storage)?;
-            writer.dir_dirty = true;
+            writer.tail.mark_dir_dirty();
         }
-        if std::mem::take(&mut writer.dir_dirty) {
+        if writer.tail.take_dir_dirty() {
             self.storage.sync_dir(&self.dir)?;
         }
         self.reap_deleted(&mut writer, true);
         // The snapshot at the log end, durable before the clean-shutdown record: the next open
         // loads it and replays nothing.
         self.take_producer_snapshot(&mut writer)?;
-        let log_start = self.log_start.load(Ordering::Acquire);
+        let log_start = self.view.log_start();
         let clean = CleanShutdown {
             active_segment_base: active.base_offset(),
             active_segment_size: active.size(),
-            log_end_offset: writer.log_end_offset,
+            log_end_offset: writer.tail.log_end_offset(),
         };
-        let log_end_offset = writer.log_end_offset;
-        if let Some(checkpoint) = writer.checkpoint.as_mut() {
-            checkpoint.write(log_end_offset, log_start, Some(clean), true)?;
-        }
+        let log_end_offset = writer.tail.log_end_offset();
+        writer
+            .points
+            .write(log_end_offset, log_start, Some(clean), true)?;
         Ok(())
     }
 }

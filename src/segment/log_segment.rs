@@ -372,20 +372,25 @@ impl Segment {
 
     /// Makes the `.log` data durable (`fdatasync`), and the indexes with it.
     pub fn flush(&self) -> Result<()> {
-        self.syncs.run(|| {
-            self.log.sync_data()?;
-            self.offset_index.sync()?;
-            self.time_index.sync()?;
-            self.txn_index.flush()
-        })
+        self.sync_with_indexes(false)
     }
 
     /// Makes a sealed segment durable with its metadata: `fsync` of the `.log`, not `fdatasync`,
     /// because its mtime (set at roll: the append time that time retention reads) is inode
     /// metadata that `fdatasync` may skip; then the indexes.
     pub fn flush_sealed(&self) -> Result<()> {
+        self.sync_with_indexes(true)
+    }
+
+    /// The `.log` (with its metadata when `with_metadata`), then the indexes, as one of the
+    /// segment's serialized syncs.
+    fn sync_with_indexes(&self, with_metadata: bool) -> Result<()> {
         self.syncs.run(|| {
-            self.log.sync_all()?;
+            if with_metadata {
+                self.log.sync_all()?;
+            } else {
+                self.log.sync_data()?;
+            }
             self.offset_index.sync()?;
             self.time_index.sync()?;
             self.txn_index.flush()

@@ -10,6 +10,7 @@
 //! §1). The trait grows only through provided methods with defaults, so that an implementation
 //! written against an older partlog keeps compiling.
 
+mod durable;
 mod os;
 #[cfg(any(test, feature = "sim"))]
 pub mod sim;
@@ -23,6 +24,7 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 
+pub(crate) use durable::{create_dir_durably, replace_file_durably};
 pub use os::OsStorage;
 #[cfg(any(test, feature = "sim"))]
 pub use sim::{CrashConfig, SimStorage};

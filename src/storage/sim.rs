@@ -111,7 +111,6 @@ mod locks;
 mod node;
 mod observe;
 mod path;
-mod rng;
 mod state;
 
 use std::io;

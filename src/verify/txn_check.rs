@@ -8,7 +8,7 @@ use std::sync::Arc;
 use super::walk::SegmentWalk;
 use super::{Finding, Severity};
 use crate::error::{Error, Result};
-use crate::log::producer_state::snapshot_file::{list_snapshots, read_snapshot, snapshot_path};
+use crate::log::producer_snapshot::{list_snapshots, read_snapshot, snapshot_path};
 use crate::segment::{
     SWAP_SUFFIX, SegmentFileKind, TransactionIndex, segment_file_path, transient_segment_file_path,
 };

@@ -23,33 +23,30 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use partlog::unstable::SplitMix64;
 use partlog::{Log, LogConfig, ReadBound};
 
 const DEFAULT_ROUNDS: usize = 10;
 /// Most acknowledgements a round waits for before its kill.
 const MAX_ACKS_BEFORE_KILL: u64 = 1500;
 
-/// splitmix64: a seeded source of kill moments, without a dependency.
-struct Rng(u64);
+/// A seeded source of kill moments: partlog's own generator.
+struct Rng(SplitMix64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+    fn new(seed: u64) -> Rng {
+        Rng(SplitMix64::new(seed))
     }
 
     fn below(&mut self, bound: u64) -> u64 {
-        self.next() % bound
+        self.0.next_u64() % bound
     }
 }
 
 /// The line fed at position `n` of round `round`: key `r<round>n<n>`, then '=', then a value
 /// of 0 to 299 letters, so that batches vary in size.
 fn line(round: usize, n: u64) -> (Vec<u8>, Vec<u8>) {
-    let mut rng = Rng((round as u64) << 40 ^ n);
+    let mut rng = Rng::new((round as u64) << 40 ^ n);
     let len = rng.below(300) as usize;
     let value: Vec<u8> = (0..len).map(|_| b'a' + rng.below(26) as u8).collect();
     (format!("r{round}n{n}").into_bytes(), value)
@@ -74,7 +71,7 @@ fn acknowledged_lines_survive_sigkill() {
             .as_nanos() as u64
     });
     eprintln!("cli_kill: {rounds} rounds, PARTLOG_KILL_SEED={seed}");
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let temp = tempfile::tempdir().unwrap();
     let dir = temp.path().join("topic-0");
     // The log's records, (key, value) by offset, as of the last reopen.

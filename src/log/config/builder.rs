@@ -11,10 +11,10 @@ use crate::error::Result;
 use crate::format::TimestampType;
 use crate::storage::Storage;
 
-use super::super::observer::Observer;
 use super::{
     CleanupPolicy, CompressionType, DEFAULT_MAX_MESSAGE_BYTES, FlushPolicy, LogConfig, RecoveryMode,
 };
+use crate::log::observe::Observer;
 
 /// Builds a [`LogConfig`], starting from Kafka's defaults. Every setter takes a plain value;
 /// [`build`](Self::build) checks them all.

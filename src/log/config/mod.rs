@@ -1,3 +1,6 @@
+//! Owns [`LogConfig`] and its builder, checks and policy types, and the settings stored with a
+//! log (`properties.rs`, `partlog.properties`). Uses `observe` (the [`Observer`] a config holds).
+//!
 //! [`LogConfig`]: every setting of a log, with Kafka's names, Kafka's defaults and Kafka's limits.
 //!
 //! A setting that Kafka has keeps Kafka's name in its docs and in every error about it, so that a
@@ -13,6 +16,7 @@
 
 mod builder;
 mod policies;
+pub(in crate::log) mod properties;
 mod validate;
 
 use std::sync::Arc;
@@ -25,8 +29,8 @@ use crate::format::TimestampType;
 use crate::segment::SegmentConfig;
 use crate::storage::{OsStorage, Storage};
 
-use super::observer::Observer;
-use super::properties::ExplicitSettings;
+use crate::log::observe::Observer;
+use properties::ExplicitSettings;
 
 pub use builder::LogConfigBuilder;
 pub use policies::{CleanupPolicy, CompressionType, FlushPolicy, RecoveryMode};
@@ -61,16 +65,16 @@ pub struct LogConfig {
     /// `segment.bytes` (broker: `log.segment.bytes`): the size at which the active segment rolls.
     /// A batch that would take the segment past this size goes into a new segment.
     ///
-    /// Range: [`LogConfig::MIN_SEGMENT_BYTES`] (1 MiB, Kafka 4's floor) to `i32::MAX`, since Kafka's
-    /// segment files are at most 2 GiB. A config from [`LogConfig::for_tests`] or
+    /// Range: [`LogConfig::MIN_SEGMENT_BYTES`] (1 MiB, Kafka 4's floor) to `i32::MAX`, since
+    /// Kafka's segment files are at most 2 GiB. A config from [`LogConfig::for_tests`] or
     /// [`LogConfig::builder_for_tests`] accepts down to [`LogConfig::MIN_SEGMENT_BYTES_FOR_TESTS`].
     /// Default: 1073741824 (1 GiB).
     pub segment_bytes: u32,
 
-    /// `segment.ms` (broker: `log.roll.ms`): the age at which the active segment rolls even if it is
-    /// not full, so that retention and compaction, which work a segment at a time, can reach its
-    /// records. Age is measured as Kafka measures it: from the first batch's timestamp, or from
-    /// the segment's creation when that batch has none.
+    /// `segment.ms` (broker: `log.roll.ms`): the age at which the active segment rolls even if it
+    /// is not full, so that retention and compaction, which work a segment at a time, can reach its
+    /// records. Age is measured as Kafka measures it: from the first batch's timestamp, or from the
+    /// segment's creation when that batch has none.
     ///
     /// Range: at least 1. Default: 604800000 (7 days).
     pub segment_ms: i64,
@@ -109,8 +113,8 @@ pub struct LogConfig {
     pub retention_ms: i64,
 
     /// `retention.bytes` (broker: `log.retention.bytes`): the size the log may grow to before its
-    /// oldest segments are deleted, when [`cleanup_policy`](Self::cleanup_policy) includes `delete`.
-    /// In Kafka it is per partition; here, per log.
+    /// oldest segments are deleted, when [`cleanup_policy`](Self::cleanup_policy) includes
+    /// `delete`. In Kafka it is per partition; here, per log.
     ///
     /// Range: -1 (no size limit) or at least 0. Default: -1.
     pub retention_bytes: i64,
@@ -135,8 +139,8 @@ pub struct LogConfig {
     /// Range: -1 (no maintenance thread) or at least 1. Default: -1.
     pub retention_check_interval_ms: i64,
 
-    /// `cleanup.policy` (broker: `log.cleanup.policy`): whether old segments are deleted, compacted,
-    /// both, or neither. See [`CleanupPolicy`]. Default: `delete`.
+    /// `cleanup.policy` (broker: `log.cleanup.policy`): whether old segments are deleted,
+    /// compacted, both, or neither. See [`CleanupPolicy`]. Default: `delete`.
     pub cleanup_policy: CleanupPolicy,
 
     /// `delete.retention.ms` (broker: `log.cleaner.delete.retention.ms`): how long compaction keeps
@@ -152,16 +156,16 @@ pub struct LogConfig {
     /// Range: 0 to [`max_compaction_lag_ms`](Self::max_compaction_lag_ms). Default: 0.
     pub min_compaction_lag_ms: i64,
 
-    /// `max.compaction.lag.ms` (broker: `log.cleaner.max.compaction.lag.ms`): the most time a record
-    /// stays ineligible for compaction. On a compacted log it also caps the segment's roll age
-    /// ([`LogConfig::max_segment_ms`]), as in Kafka.
+    /// `max.compaction.lag.ms` (broker: `log.cleaner.max.compaction.lag.ms`): the most time a
+    /// record stays ineligible for compaction. On a compacted log it also caps the segment's roll
+    /// age ([`LogConfig::max_segment_ms`]), as in Kafka.
     ///
     /// Range: at least 1. Default: 9223372036854775807 (`i64::MAX`, no limit).
     pub max_compaction_lag_ms: i64,
 
-    /// `min.cleanable.dirty.ratio` (broker: `log.cleaner.min.cleanable.ratio`): the share of the log
-    /// that must be uncompacted before compaction runs. Higher means fewer, cheaper passes and more
-    /// duplicates on disk.
+    /// `min.cleanable.dirty.ratio` (broker: `log.cleaner.min.cleanable.ratio`): the share of the
+    /// log that must be uncompacted before compaction runs. Higher means fewer, cheaper passes and
+    /// more duplicates on disk.
     ///
     /// Range: 0.0 to 1.0. Default: 0.5.
     pub min_cleanable_dirty_ratio: f64,
@@ -262,14 +266,15 @@ pub struct LogConfig {
     pub recovery_mode: RecoveryMode,
 
     /// partlog's own setting, for [`Log::open_read_only`](crate::Log::open_read_only) only: the
-    /// log may be written meanwhile by another process (ARCHITECTURE.md §5, "Reading a log another
-    /// process writes"). The read-only open then takes no lock at all (the writer holds
+    /// log may be written meanwhile by another process. The read-only open then takes no lock at
+    /// all (the writer holds
     /// `partlog.lock` exclusively), never trusts the clean-shutdown record, and follows the writer:
     /// at most every [`poll_interval`](Self::poll_interval) it re-reads `partlog.checkpoint`,
     /// re-lists the directory and re-checks the active segment's length, and reads up to the last
     /// complete batch. A batch still being written is not an error, and `ReadBound::Durable` reads
     /// stop at the recovery point the writer last recorded. A writable open ignores it. Default:
     /// false.
+    // ARCHITECTURE.md §5, "Reading a log another process writes".
     pub allow_live_writer: bool,
 
     /// partlog's own setting: how often a read-only log opened with
@@ -296,11 +301,12 @@ pub struct LogConfig {
     /// only when the last sync took at most this long: on a slower disk, sleeping costs little
     /// beside the sync. A spinning waiter gives the CPU to any other runnable thread at each
     /// yield, so it delays others by a system call, not a time slice (RocksDB's adaptive
-    /// yield). `cargo bench --bench compare` reports its effect on 8 writers (crates/partlog-bench/benches/README.md).
+    /// yield). `cargo bench --bench compare` in the workspace reports its effect on 8 writers.
     /// The cost is CPU time: 8 durable writers on 2 cores of a VM used about 1.8 cores instead
     /// of 0.7 and twice the CPU time a record, for a third more records a second. Where the CPU
     /// is metered or capped (a cgroup quota), set it to zero. A lone writer never spins.
     /// `Duration::ZERO` turns spinning off. Range: at most 10 ms. Default: 250 µs.
+    // The runs: crates/partlog-bench/benches/README.md.
     pub group_commit_max_spin: Duration,
 
     /// `producer.id.expiration.ms` (broker: `producer.id.expiration.ms`, Kafka's
@@ -418,7 +424,8 @@ impl Default for LogConfig {
 }
 
 impl LogConfig {
-    /// The smallest `segment.bytes` Kafka 4 accepts (KIP-1030), and so the smallest partlog accepts.
+    /// The smallest `segment.bytes` Kafka 4 accepts (KIP-1030), and so the smallest partlog
+    /// accepts.
     pub const MIN_SEGMENT_BYTES: u32 = 1024 * 1024;
 
     /// The smallest `segment.bytes` of a config made by [`LogConfig::for_tests`] or

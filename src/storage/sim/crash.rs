@@ -15,8 +15,8 @@ use std::collections::BTreeSet;
 
 use super::node::{FileOp, Node, NodeId, ROOT, len_u64, resize, write_into};
 use super::observe::SimEvent;
-use super::rng::SplitMix64;
 use super::state::FsState;
+use crate::rng::SplitMix64;
 
 /// The size of a disk sector: the unit a torn write is torn in.
 ///

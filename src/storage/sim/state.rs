@@ -19,8 +19,8 @@ use super::locks::LockHolders;
 use super::node::{DirNode, DirOp, FileNode, Node, NodeId, ROOT, len_u64, sim_file_id};
 use super::observe::{PathStats, SimEvent, SimFileState, SimSnapshot, SimStats};
 use super::path::SimPath;
-use super::rng::SplitMix64;
 use crate::clock::Clock;
+use crate::rng::SplitMix64;
 use crate::storage::{CanonicalPath, Metadata, OpenMode};
 
 /// The largest file the simulator holds by default (256 MiB): files live in memory, so a caller's
