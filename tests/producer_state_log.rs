@@ -603,3 +603,46 @@ fn read_committed_a_live_reader_follows_the_writers_transactions() {
         ["before", "p8e0s0", "p8e0s1", "during"]
     );
 }
+
+/// `commit_transaction` and `abort_transaction`, the short forms of `append_marker` for a log
+/// without a coordinator: they end the transaction as `append_marker` does, and are never fenced
+/// by a coordinator epoch the log saw before, nor lower it (a later coordinator marker below it
+/// is still fenced).
+#[test]
+fn issue32_item7_commit_and_abort_transaction_need_no_coordinator_epoch() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::open(dir.path(), config()).unwrap();
+
+    // A producer the log has never seen.
+    log.append_batch(&batch(3, 0, 0, 2, true)).unwrap();
+    let commit = log.commit_transaction(3, 0).unwrap();
+    assert_eq!(commit.first_offset, 2);
+    assert_eq!(committed_values(&log), ["p3e0s0", "p3e0s1"]);
+
+    // After a coordinator wrote at epoch 5, the short form is not fenced...
+    log.append_batch(&batch(3, 0, 2, 1, true)).unwrap();
+    log.append_marker(3, 0, ControlRecordType::Commit, 5)
+        .unwrap();
+    log.append_batch(&batch(3, 0, 3, 1, true)).unwrap();
+    log.abort_transaction(3, 0).unwrap();
+    assert_eq!(committed_values(&log), ["p3e0s0", "p3e0s1", "p3e0s2"]);
+    assert_eq!(log.first_unstable_offset(), None);
+    // ... and kept epoch 5: a stale coordinator is still fenced.
+    let fenced = log
+        .append_marker(3, 0, ControlRecordType::Commit, 4)
+        .unwrap_err();
+    assert!(
+        matches!(fenced, Error::TransactionCoordinatorFenced { .. }),
+        "{fenced}"
+    );
+    // The producer-epoch check is append_marker's.
+    log.append_batch(&batch(3, 1, 0, 1, true)).unwrap();
+    assert!(matches!(
+        log.commit_transaction(3, 0),
+        Err(Error::InvalidProducerEpoch { .. })
+    ));
+    assert!(matches!(
+        log.abort_transaction(-1, 0),
+        Err(Error::InvalidArgument { .. })
+    ));
+}

@@ -111,7 +111,7 @@ impl Log {
             flusher: Mutex::new(flusher),
             maintenance: Mutex::new(None),
         };
-        if !read_only && log.shared.config.retention_check_interval_ms > 0 {
+        if !read_only && log.shared.config.runs_maintenance() {
             let shared = Arc::clone(&log.shared);
             // The first interval counts from the open, not from whenever the new thread first
             // runs: on a loaded machine that can be after the clock has moved on.

@@ -14,9 +14,10 @@ impl Log {
     ///
     /// Appends wait at most for a producer snapshot's fsync, the checkpoint fsync and one directory
     /// fsync; readers never wait, and a reader holding data of a deleted segment keeps reading it:
-    /// the files are renamed `*.deleted` and removed once no reader pins them. Set
-    /// [`LogConfig::retention_check_interval_ms`](crate::LogConfig::retention_check_interval_ms) to
-    /// have a background thread run this.
+    /// the files are renamed `*.deleted` and removed once no reader pins them. A log whose
+    /// retention is set also runs this in the background, every
+    /// [`LogConfig::retention_check_interval_ms`](crate::LogConfig::retention_check_interval_ms)
+    /// (Kafka's 5 minutes by default).
     pub fn enforce_retention(&self) -> Result<RetentionReport> {
         self.shared.check_writable()?;
         self.shared.enforce_retention()

@@ -182,6 +182,31 @@ impl Log {
     /// and control records, are skipped, as a Kafka consumer with `isolation.level =
     /// read_committed` skips them. It ends at the last stable offset; records of a transaction
     /// still open wait there until its marker is written.
+    ///
+    /// ```
+    /// use partlog::{BatchBuilder, Compression, Log, LogConfig, NewRecord, ReadBound};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dir = tempfile::tempdir()?;
+    /// let log = Log::open(dir.path(), LogConfig::default())?;
+    /// log.append(&[NewRecord::now(None, Some(b"plain"))])?; // offset 0, outside any transaction
+    /// for (producer_id, value) in [(1, b"kept"), (2, b"gone")] {
+    ///     let mut batch =
+    ///         BatchBuilder::new(Compression::None).producer(producer_id, 0, 0).transactional(true);
+    ///     batch.push(&NewRecord::now(None, Some(value)));
+    ///     log.append_batch(&batch.build()?)?;
+    /// }
+    /// log.commit_transaction(1, 0)?;
+    /// log.abort_transaction(2, 0)?;
+    ///
+    /// let values: Vec<_> = log
+    ///     .committed_records(0, ReadBound::LogEnd)
+    ///     .map(|record| record.map(|record| record.value))
+    ///     .collect::<Result<_, _>>()?;
+    /// assert_eq!(values, [Some(b"plain".to_vec()), Some(b"kept".to_vec())]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn committed_records(&self, offset: i64, bound: ReadBound) -> CommittedRecords<'_> {
         CommittedRecords::new(&self.shared, offset, bound)
     }

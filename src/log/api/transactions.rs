@@ -16,7 +16,34 @@ impl Log {
 
     /// Appends a transaction marker (a COMMIT or ABORT control batch, as a Kafka broker writes
     /// for its transaction coordinator) that ends `producer_id`'s open transaction on this
-    /// partition, and returns where it landed.
+    /// partition, and returns where it landed. Without a coordinator,
+    /// [`commit_transaction`](Self::commit_transaction) and
+    /// [`abort_transaction`](Self::abort_transaction) are the short forms.
+    ///
+    /// ```
+    /// use partlog::{BatchBuilder, Compression, ControlRecordType, Log, LogConfig, NewRecord};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dir = tempfile::tempdir()?;
+    /// let log = Log::open(dir.path(), LogConfig::default())?;
+    /// // Producer 7 at epoch 0 writes two records in a transaction: the transaction is open,
+    /// // and read_committed readers stop before its first record.
+    /// let mut batch = BatchBuilder::new(Compression::None).producer(7, 0, 0).transactional(true);
+    /// batch.push(&NewRecord::now(Some(b"alice"), Some(b"-10")));
+    /// batch.push(&NewRecord::now(Some(b"bob"), Some(b"+10")));
+    /// log.append_batch(&batch.build()?)?;
+    /// assert_eq!(log.last_stable_offset(), 0);
+    ///
+    /// // The coordinator (epoch 3 here) commits it: the marker takes offset 2.
+    /// let marker = log.append_marker(7, 0, ControlRecordType::Commit, 3)?;
+    /// assert_eq!(marker.first_offset, 2);
+    /// assert_eq!(log.last_stable_offset(), 3);
+    ///
+    /// // A marker from an older coordinator is fenced.
+    /// assert!(log.append_marker(7, 0, ControlRecordType::Abort, 2).is_err());
+    /// # Ok(())
+    /// # }
+    /// ```
     ///
     /// The marker is checked as Kafka checks one from the coordinator: an epoch below the
     /// producer's is [`Error::InvalidProducerEpoch`](crate::Error::InvalidProducerEpoch), a
@@ -37,6 +64,63 @@ impl Log {
     ) -> Result<LogAppendInfo> {
         self.append_marker_in_epoch(producer_id, producer_epoch, marker, coordinator_epoch)
             .map(|(info, _)| info)
+    }
+
+    /// Commits `producer_id`'s open transaction on this log: appends its COMMIT marker, as
+    /// [`append_marker`](Self::append_marker) does for a coordinator, and returns where it
+    /// landed. The short form for a log without a transaction coordinator: the marker carries
+    /// the coordinator epoch this log last saw for the producer (0 if none), so it is never
+    /// fenced as a stale coordinator's would be. Its errors are `append_marker`'s.
+    ///
+    /// ```
+    /// use partlog::{BatchBuilder, Compression, Log, LogConfig, NewRecord, ReadBound};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dir = tempfile::tempdir()?;
+    /// let log = Log::open(dir.path(), LogConfig::default())?;
+    /// let mut batch = BatchBuilder::new(Compression::None).producer(7, 0, 0).transactional(true);
+    /// batch.push(&NewRecord::now(Some(b"order-1"), Some(b"paid")));
+    /// log.append_batch(&batch.build()?)?;
+    /// assert_eq!(log.committed_records(0, ReadBound::LogEnd).count(), 0); // still open
+    ///
+    /// log.commit_transaction(7, 0)?;
+    /// assert_eq!(log.committed_records(0, ReadBound::LogEnd).count(), 1);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn commit_transaction(
+        &self,
+        producer_id: i64,
+        producer_epoch: i16,
+    ) -> Result<LogAppendInfo> {
+        self.end_transaction(producer_id, producer_epoch, ControlRecordType::Commit)
+    }
+
+    /// Aborts `producer_id`'s open transaction on this log: appends its ABORT marker, so that
+    /// `read_committed` reads skip the transaction's records. The short form of
+    /// [`append_marker`](Self::append_marker), as [`commit_transaction`](Self::commit_transaction)
+    /// is for a COMMIT.
+    pub fn abort_transaction(
+        &self,
+        producer_id: i64,
+        producer_epoch: i16,
+    ) -> Result<LogAppendInfo> {
+        self.end_transaction(producer_id, producer_epoch, ControlRecordType::Abort)
+    }
+
+    /// A marker with the coordinator epoch last seen for the producer: a log-level user has no
+    /// coordinator, so none of its markers can be a stale coordinator's.
+    fn end_transaction(
+        &self,
+        producer_id: i64,
+        producer_epoch: i16,
+        marker: ControlRecordType,
+    ) -> Result<LogAppendInfo> {
+        let coordinator_epoch = self
+            .shared
+            .producer_state(producer_id)
+            .map_or(0, |entry| entry.coordinator_epoch.max(0));
+        self.append_marker(producer_id, producer_epoch, marker, coordinator_epoch)
     }
 
     /// [`append_marker`](Self::append_marker), with the truncation epoch of the append, for the

@@ -132,11 +132,18 @@ pub struct LogConfig {
     /// Range: at least 0. Default: 3600000 (1 hour).
     pub retention_timestamp_skew_ms: i64,
 
-    /// `retention.check.interval.ms` (broker: `log.retention.check.interval.ms`, 300000 in Kafka):
-    /// how often a background maintenance thread runs retention (`Log::enforce_retention`). partlog
-    /// runs no such thread unless this is set: by default retention runs only when called.
+    /// `retention.check.interval.ms` (broker: `log.retention.check.interval.ms`): how often a
+    /// writable log's background maintenance thread runs retention
+    /// ([`Log::enforce_retention`](crate::Log::enforce_retention)) and, in a compacted log, a
+    /// compaction pass when one is due. The thread runs when the log has something to keep
+    /// short: `retention_ms` or `retention_bytes` at least 0, or a cleanup policy with
+    /// `compact`; or when this interval was given to a [`LogConfigBuilder`] (for producer expiry
+    /// alone). A log without either runs no thread, and retention runs only when called. -1
+    /// turns the thread off: retention and compaction then run only when called.
     ///
-    /// Range: -1 (no maintenance thread) or at least 1. Default: -1.
+    /// [`LogConfig::for_tests`] starts from -1, so that a test's own calls are the only passes.
+    ///
+    /// Range: -1 (no maintenance thread) or at least 1. Default: 300000 (5 minutes, Kafka's).
     pub retention_check_interval_ms: i64,
 
     /// `cleanup.policy` (broker: `log.cleanup.policy`): whether old segments are deleted,
@@ -321,10 +328,9 @@ pub struct LogConfig {
 
     /// `producer.id.expiration.check.interval.ms` (broker:
     /// `producer.id.expiration.check.interval.ms`): how often the maintenance thread drops the
-    /// producers idle for [`producer_id_expiration_ms`](Self::producer_id_expiration_ms). The
-    /// maintenance thread runs only with
-    /// [`retention_check_interval_ms`](Self::retention_check_interval_ms) set; without it,
-    /// producers expire at the next open.
+    /// producers idle for [`producer_id_expiration_ms`](Self::producer_id_expiration_ms). A log
+    /// runs that thread only when [`runs_maintenance`](Self::runs_maintenance) says so; without
+    /// it, producers expire at the next open.
     ///
     /// Range: at least 1. Default: 600000 (10 minutes).
     pub producer_id_expiration_check_interval_ms: i64,
@@ -388,7 +394,7 @@ impl Default for LogConfig {
             retention_ms: -1,
             retention_bytes: -1,
             retention_timestamp_skew_ms: 60 * 60 * 1000,
-            retention_check_interval_ms: -1,
+            retention_check_interval_ms: 5 * 60 * 1000,
             cleanup_policy: CleanupPolicy::DELETE,
             delete_retention_ms: 24 * 60 * 60 * 1000,
             min_compaction_lag_ms: 0,
@@ -457,13 +463,28 @@ impl LogConfig {
     /// Kafka's defaults, except that `segment_bytes` may later be set as low as
     /// [`LogConfig::MIN_SEGMENT_BYTES_FOR_TESTS`] (1 KiB); see [`LogConfig::builder_for_tests`].
     ///
-    /// The defaults themselves are unchanged: set `segment_bytes` (and `max_message_bytes`, which
+    /// The other defaults are Kafka's too, but for one: no background maintenance thread
+    /// (`retention_check_interval_ms` is -1), so that retention and compaction run only when a
+    /// test calls them or sets the interval. Set `segment_bytes` (and `max_message_bytes`, which
     /// may not exceed it) on the result.
     pub fn for_tests() -> LogConfig {
         LogConfig {
             segment_bytes_floor: LogConfig::MIN_SEGMENT_BYTES_FOR_TESTS,
+            retention_check_interval_ms: -1,
             ..LogConfig::default()
         }
+    }
+
+    /// Whether a writable log opened with this config runs a background maintenance thread
+    /// (see [`retention_check_interval_ms`](Self::retention_check_interval_ms)): the interval
+    /// is on, and the log has retention or compaction to run, or the interval was set
+    /// explicitly.
+    pub fn runs_maintenance(&self) -> bool {
+        self.retention_check_interval_ms > 0
+            && (self.retention_ms >= 0
+                || self.retention_bytes >= 0
+                || self.cleanup_policy.compact
+                || self.explicit.retention_check_interval_set())
     }
 
     /// Lets `segment_bytes` go down to [`LogConfig::MIN_SEGMENT_BYTES_FOR_TESTS`]: a stored

@@ -139,7 +139,19 @@ impl ExplicitSettings {
     pub(crate) fn mark_field(&mut self, field: &str) {
         if let Some(index) = PER_LOG.iter().position(|setting| setting.field == field) {
             self.0 |= 1 << index;
+        } else if field == "retention_check_interval_ms" {
+            self.0 |= Self::RETENTION_CHECK_INTERVAL;
         }
+    }
+
+    /// Not a per-log setting, but whether the caller gave it decides whether a log without
+    /// retention runs a maintenance thread ([`LogConfig::runs_maintenance`]). The top bit: the
+    /// per-log settings take the low bits (checked below, when this compiles).
+    const RETENTION_CHECK_INTERVAL: u32 = 1 << 31;
+
+    /// Whether `retention_check_interval_ms` was given to the builder.
+    pub(crate) fn retention_check_interval_set(self) -> bool {
+        self.0 & Self::RETENTION_CHECK_INTERVAL != 0
     }
 
     /// Marks the per-log setting named `key` (Kafka's name) as set.
@@ -153,6 +165,9 @@ impl ExplicitSettings {
         self.0 & (1 << index) != 0
     }
 }
+
+// The per-log settings' bits stay clear of `RETENTION_CHECK_INTERVAL`, the top one.
+const _: () = assert!(PER_LOG.len() < 31);
 
 impl LogConfig {
     /// The value of the per-log setting `key` (Kafka's name, as `partlog.properties` and

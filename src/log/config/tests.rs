@@ -46,7 +46,8 @@ fn defaults_are_kafkas() {
     assert_eq!(config.retention_ms, -1);
     assert_eq!(config.retention_bytes, -1);
     assert_eq!(config.retention_timestamp_skew_ms, 3_600_000);
-    assert_eq!(config.retention_check_interval_ms, -1);
+    // Kafka's 5 minutes; the thread runs only for a log with retention or compaction set.
+    assert_eq!(config.retention_check_interval_ms, 300_000);
     assert_eq!(
         config.cleanup_policy,
         CleanupPolicy {

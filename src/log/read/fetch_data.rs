@@ -48,12 +48,29 @@ pub enum Isolation {
 /// How [`Log::read_with`](crate::Log::read_with) reads: its bound and its isolation level.
 ///
 /// ```
-/// use partlog::{Isolation, ReadBound, ReadOptions};
+/// use partlog::{
+///     BatchBuilder, Compression, FetchData, Isolation, Log, LogConfig, NewRecord, ReadBound,
+///     ReadOptions,
+/// };
 ///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let dir = tempfile::tempdir()?;
+/// let log = Log::open(dir.path(), LogConfig::default())?;
+/// let mut batch = BatchBuilder::new(Compression::None).producer(4, 0, 0).transactional(true);
+/// batch.push(&NewRecord::now(None, Some(b"never happened")));
+/// log.append_batch(&batch.build()?)?;
+/// log.abort_transaction(4, 0)?;
+///
+/// // A read_committed read returns the batches below the last stable offset and lists the
+/// // aborted transactions among them, for the reader to skip.
 /// let options = ReadOptions::default()
-///     .bound(ReadBound::Durable)
+///     .bound(ReadBound::LogEnd)
 ///     .isolation(Isolation::ReadCommitted);
-/// assert_eq!(options.isolation, Isolation::ReadCommitted);
+/// let data: FetchData = log.read_with(0, 1 << 20, options)?;
+/// assert_eq!(data.aborted_transactions().len(), 1);
+/// assert_eq!(data.aborted_transactions()[0].producer_id, 4);
+/// # Ok(())
+/// # }
 /// ```
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
