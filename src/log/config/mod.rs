@@ -477,7 +477,7 @@ impl LogConfig {
     /// (which compaction never touches) longer than the compaction lag allows. Kafka's
     /// `maxSegmentMs`.
     pub fn max_segment_ms(&self) -> i64 {
-        if self.cleanup_policy.compact && self.max_compaction_lag_ms > 0 {
+        if self.cleanup_policy.compacts() && self.max_compaction_lag_ms > 0 {
             self.segment_ms.min(self.max_compaction_lag_ms)
         } else {
             self.segment_ms

@@ -47,13 +47,7 @@ fn defaults_are_kafkas() {
     assert_eq!(config.retention_bytes, -1);
     assert_eq!(config.retention_timestamp_skew_ms, 3_600_000);
     assert_eq!(config.retention_check_interval_ms, -1);
-    assert_eq!(
-        config.cleanup_policy,
-        CleanupPolicy {
-            delete: true,
-            compact: false
-        }
-    );
+    assert_eq!(config.cleanup_policy, CleanupPolicy::DELETE);
     assert_eq!(config.delete_retention_ms, 86_400_000);
     assert_eq!(config.min_compaction_lag_ms, 0);
     assert_eq!(config.max_compaction_lag_ms, 9_223_372_036_854_775_807);
@@ -704,6 +698,31 @@ fn cleanup_policy_from_kafka_str() {
     accepts(LogConfig::builder().cleanup_policy(CleanupPolicy::NONE));
 }
 
+/// Issue 31, section 3: `cleanup.policy` is a set, with set operations and an error that lists
+/// the valid names.
+#[test]
+fn cleanup_policy_is_a_set() {
+    let mut policy = CleanupPolicy::NONE;
+    assert!(policy.is_empty() && !policy.deletes() && !policy.compacts());
+    policy.insert(CleanupPolicy::DELETE);
+    assert!(policy.contains(CleanupPolicy::DELETE) && !policy.contains(CleanupPolicy::COMPACT));
+    policy.insert(CleanupPolicy::COMPACT);
+    assert_eq!(policy, CleanupPolicy::COMPACT_DELETE);
+    assert_eq!(
+        CleanupPolicy::DELETE.union(CleanupPolicy::COMPACT),
+        CleanupPolicy::COMPACT_DELETE
+    );
+    let names: Vec<&str> = policy.iter().map(|(_, name)| name).collect();
+    assert_eq!(names, ["compact", "delete"]);
+    policy.remove(CleanupPolicy::DELETE);
+    assert_eq!(policy, CleanupPolicy::COMPACT);
+    assert!(CleanupPolicy::NONE.iter().next().is_none());
+    let Err(Error::InvalidConfig { why, .. }) = CleanupPolicy::from_kafka_str("remove") else {
+        panic!("an unknown name is refused");
+    };
+    assert!(why.contains("compact, delete"), "{why}");
+}
+
 #[test]
 fn compression_type_from_kafka_str() {
     let parse = CompressionType::from_kafka_str;
@@ -844,7 +863,7 @@ proptest::proptest! {
                 .segment_ms(segment_ms)
                 .segment_jitter_ms(jitter_ms)
                 .max_compaction_lag_ms(max_compaction_lag_ms)
-                .cleanup_policy(CleanupPolicy { delete: true, compact }),
+                .cleanup_policy(if compact { CleanupPolicy::COMPACT_DELETE } else { CleanupPolicy::DELETE }),
         );
         let jitter = config.draw_roll_jitter(random);
         proptest::prop_assert!(jitter >= 0);

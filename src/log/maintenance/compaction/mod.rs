@@ -255,7 +255,7 @@ impl Shared {
     }
 
     pub(in crate::log) fn compaction_schedule(&self) -> Result<CompactionSchedule> {
-        if !self.config.cleanup_policy.compact {
+        if !self.config.cleanup_policy.compacts() {
             return Ok(CompactionSchedule::default());
         }
         let mut cleaner = self.maintenance.cleaner();
@@ -321,7 +321,7 @@ impl Shared {
     }
 
     fn compact_counted(&self, options: CompactionOptions) -> Result<CompactionStats> {
-        if !self.config.cleanup_policy.compact {
+        if !self.config.cleanup_policy.compacts() {
             return Err(Error::InvalidArgument {
                 why: "compaction needs cleanup.policy compact".into(),
             });
