@@ -170,6 +170,21 @@ pub struct LogConfig {
     /// Range: 0.0 to 1.0. Default: 0.5.
     pub min_cleanable_dirty_ratio: f64,
 
+    /// `compaction.strategy` (Kafka's KIP-280 name; partlog's own setting, which Kafka's
+    /// brokers do not have): the [`CompactionPolicy`](crate::CompactionPolicy) that decides which
+    /// record of a key compaction keeps, by its name in
+    /// [`compaction_policies`](crate::compaction_policies).
+    ///
+    /// Range: a name the registry lists. Default: `offset` (Kafka's: the latest offset wins).
+    pub compaction_strategy: String,
+
+    /// `compaction.strategy.header` (Kafka's KIP-280 name; partlog's own setting): the record
+    /// header a policy that orders records by a header (`header`) reads the version from.
+    /// Policies that read no header ignore it.
+    ///
+    /// Default: empty.
+    pub compaction_strategy_header: String,
+
     /// `max.message.bytes` (broker: `message.max.bytes`): the largest batch an append accepts,
     /// counted with its 12-byte log overhead (the offset and length fields), which is why Kafka's
     /// default is 1 MiB plus 12. A larger batch fails with [`Error::RecordTooLarge`]; it is never
@@ -394,6 +409,8 @@ impl Default for LogConfig {
             min_compaction_lag_ms: 0,
             max_compaction_lag_ms: i64::MAX,
             min_cleanable_dirty_ratio: 0.5,
+            compaction_strategy: LogConfig::DEFAULT_COMPACTION_STRATEGY.to_string(),
+            compaction_strategy_header: String::new(),
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
             compression_type: CompressionType::Producer,
             message_timestamp_type: TimestampType::CreateTime,
@@ -439,6 +456,18 @@ impl LogConfig {
     /// The smallest `segment.index.bytes`: two 12-byte time-index entries, since Kafka keeps the
     /// last slot of a time index for the entry written at roll.
     pub const MIN_SEGMENT_INDEX_BYTES: u32 = 24;
+
+    /// The default `compaction.strategy`: `offset`, Kafka's policy
+    /// ([`KafkaCompaction`](crate::KafkaCompaction)).
+    pub const DEFAULT_COMPACTION_STRATEGY: &'static str = "offset";
+
+    /// The [`CompactionPolicy`](crate::CompactionPolicy) that `compaction.strategy` names, built
+    /// with this config's settings; [`Error::InvalidConfig`] for an unknown name or a setting
+    /// the policy cannot take.
+    pub fn compaction_policy(&self) -> crate::Result<Arc<dyn crate::CompactionPolicy>> {
+        crate::log::maintenance::compaction::policy::compaction_policy(&self.compaction_strategy)?
+            .build(self)
+    }
 
     /// A builder that starts from Kafka's defaults.
     pub fn builder() -> LogConfigBuilder {

@@ -723,6 +723,27 @@ fn cleanup_policy_is_a_set() {
     assert!(why.contains("compact, delete"), "{why}");
 }
 
+/// Issue 31, section 3: `compaction.strategy` names a policy of the registry; an unknown name is
+/// refused with the names there are, and the default is Kafka's.
+#[test]
+fn compaction_strategy_names_a_registered_policy() {
+    let config = accepts(LogConfig::builder());
+    assert_eq!(config.compaction_strategy, "offset");
+    assert_eq!(config.compaction_policy().unwrap().name(), "offset");
+    assert_eq!(
+        crate::compaction_policies().next().map(|info| info.name),
+        Some("offset")
+    );
+    let Err(Error::InvalidConfig { setting, why }) = LogConfig::builder()
+        .compaction_strategy("newest-wins")
+        .build()
+    else {
+        panic!("an unknown compaction policy is refused");
+    };
+    assert_eq!(setting, "compaction.strategy");
+    assert!(why.contains("offset"), "{why}");
+}
+
 #[test]
 fn compression_type_from_kafka_str() {
     let parse = CompressionType::from_kafka_str;

@@ -135,6 +135,7 @@ use crate::log::{CompactionStats, Shared};
 
 mod clean;
 mod plan;
+pub(crate) mod policy;
 mod swap;
 mod txn;
 
@@ -261,7 +262,14 @@ impl Shared {
         let mut cleaner = self.maintenance.cleaner();
         cleaner.note_truncations(self.view.truncations().sequence());
         let now_ms = self.clock.now_ms();
-        let plan = self.plan(&cleaner, now_ms, self.config.min_compaction_lag_ms, true)?;
+        let policy = self.config.compaction_policy()?;
+        let plan = self.plan(
+            &cleaner,
+            now_ms,
+            self.config.min_compaction_lag_ms,
+            true,
+            &*policy,
+        )?;
         Ok(plan.schedule)
     }
 
@@ -360,7 +368,8 @@ impl Shared {
         let delete_retention_ms = options
             .delete_retention_ms
             .unwrap_or(self.config.delete_retention_ms);
-        let plan = self.plan(cleaner, now_ms, min_lag_ms, false)?;
+        let policy = self.config.compaction_policy()?;
+        let plan = self.plan(cleaner, now_ms, min_lag_ms, false, &*policy)?;
         stats.uncleanable_from = plan.uncleanable_from;
         // Clean only what is durable and below a recorded recovery point: a pass then never
         // drops a durable record for a later one that a crash could still lose, and recovery
@@ -377,8 +386,9 @@ impl Shared {
         // planning time: a later append only moves a producer's last record above the range,
         // so a batch kept for an older one keeps more, never less.
         let producers = self.active_producers_at(now_ms);
-        let (map, mut mapped, bytes_read) =
-            self.map_cleanable_range(&plan, options, first_dirty, producers)?;
+        let horizon_ms = policy.delete_horizon_ms(now_ms, delete_retention_ms);
+        let (mut map, mut mapped, bytes_read) =
+            self.map_cleanable_range(&plan, options, first_dirty, producers, policy)?;
         stats.bytes_read += bytes_read;
         stats.cleaned_up_to = map.mapped_end;
         stats.uncleanable_bytes = match stats.uncleanable_from {
@@ -393,12 +403,18 @@ impl Shared {
 
         // Phase 2: group the mapped segments and rewrite each group.
         mapped.retain(|p| p.handle.base_offset() < map.mapped_end);
-        let horizon_ms = now_ms.saturating_add(delete_retention_ms);
         let mut every_group_done = true;
         // Carried from group to group, as Kafka's is: a transaction may span groups.
         let mut tracker = TxnTracker::default();
         for group in self.group_by_size(&mapped)? {
-            match self.clean_group(group, &map, &mut tracker, now_ms, horizon_ms, &mut stats)? {
+            match self.clean_group(
+                group,
+                &mut map,
+                &mut tracker,
+                now_ms,
+                horizon_ms,
+                &mut stats,
+            )? {
                 GroupOutcome::Unchanged => {}
                 GroupOutcome::Gone => every_group_done = false,
                 GroupOutcome::Written(written) => {
