@@ -146,6 +146,7 @@ macro_rules! policy_files {
 
 policy_files! {
     kafka,
+    kip280,
 }
 
 pub use kafka::KafkaCompaction;
