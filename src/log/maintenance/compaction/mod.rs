@@ -1,5 +1,7 @@
-//! Log compaction (`cleanup.policy` compact): for every key, only the record with the highest
-//! offset stays (ARCHITECTURE.md §3, invariant 8; Kafka's `LogCleaner`).
+//! Log compaction (`cleanup.policy` compact): for every key, only the record the log's
+//! [`CompactionPolicy`](crate::CompactionPolicy) prefers stays, under Kafka's (the default) the
+//! one with the highest offset (ARCHITECTURE.md §3, invariant 8; Kafka's `LogCleaner`). This
+//! folder is the mechanism; what a pass decides is the policy's (`policy/`).
 //!
 //! # Scheduling
 //!
@@ -23,7 +25,9 @@
 //! # A pass
 //!
 //! 1. **Map.** Walk the cleanable range, recording for every key at or above the first dirty
-//!    offset the highest offset it has. Data of aborted transactions is skipped (its keys never
+//!    offset its winning record (the policy's choice; the highest offset under Kafka's). A record
+//!    below the first dirty offset that the policy prefers to its key's winner becomes the winner
+//!    when step 3 meets it (never under Kafka's order). Data of aborted transactions is skipped (its keys never
 //!    enter the map, so it supersedes nothing); control batches only move the transaction state
 //!    along (below). The map holds at most [`CompactionOptions::max_map_keys`] keys; once it
 //!    holds that many, the mapped range ends at the next keyed record, whatever its key (Kafka's
@@ -114,7 +118,8 @@
 //! holds the options, the stats and a pass from end to end; `plan.rs` the cleanable range, the
 //! schedule, the key map and the groups; `txn.rs` the transaction state of a walk and the
 //! producers' last records; `clean.rs` the writing of cleaned segments; `swap.rs` their swap into
-//! the log and its completion at open; `checkpoint.rs` the cleaner checkpoint.
+//! the log and its completion at open; `checkpoint.rs` the cleaner checkpoint; `policy/` the
+//! policies and their registry.
 //!
 //! [`LogStats::compaction_uncleanable_from`]: crate::LogStats::compaction_uncleanable_from
 //! [`LogStats::compaction_uncleanable_bytes`]: crate::LogStats::compaction_uncleanable_bytes
