@@ -50,7 +50,8 @@ const DEFAULT_MAX_MESSAGE_BYTES: u32 = 1_048_588;
 /// (`cleanup.policy`, `compression.type`, `delete.retention.ms`, `index.interval.bytes`,
 /// `max.compaction.lag.ms`, `max.message.bytes`, `message.timestamp.*`,
 /// `min.cleanable.dirty.ratio`, `min.compaction.lag.ms`, `preallocate`, `retention.bytes`,
-/// `retention.ms`, `segment.*`) are kept in the log's `partlog.properties` when they differ from
+/// `retention.ms`, `segment.*`), and KIP-280's `compaction.strategy` and
+/// `compaction.strategy.header`, are kept in the log's `partlog.properties` when they differ from
 /// the defaults. An open takes the stored value for each of them the caller left unset (not
 /// given to the builder, and at its default); one the caller set is applied and, by a writable
 /// open, stored in place of the old value, as `kafka-configs --alter` would. See
