@@ -365,8 +365,8 @@ fn start_offset_rule_applies_whatever_the_cleanup_policy() {
             builder(Arc::new(sim.clone()), &clock)
                 .cleanup_policy(policy)
                 // Would delete everything if the policy let it: only the start may decide here.
-                .retention_ms(if policy.delete { -1 } else { 0 })
-                .retention_bytes(if policy.delete { -1 } else { 0 })
+                .retention_ms(if policy.deletes() { -1 } else { 0 })
+                .retention_bytes(if policy.deletes() { -1 } else { 0 })
                 .build()
                 .unwrap(),
         )

@@ -238,7 +238,7 @@ fn a_crash_while_the_settings_are_stored_leaves_the_old_or_the_new_ones() {
         );
         let reopened = Log::open(dir, with_storage(LogConfig::builder())).unwrap();
         assert!(
-            reopened.config().cleanup_policy.compact,
+            reopened.config().cleanup_policy.compacts(),
             "crash before {nth}"
         );
         reopened.close().unwrap();

@@ -161,14 +161,7 @@ fn random_reads_after_truncate_to_never_see_the_cut_batches() {
 #[test]
 fn random_reads_after_retention_and_compaction_see_the_new_segments() {
     let dir = tempfile::tempdir().unwrap();
-    let log = Log::open(
-        dir.path(),
-        config(CleanupPolicy {
-            delete: true,
-            compact: true,
-        }),
-    )
-    .unwrap();
+    let log = Log::open(dir.path(), config(CleanupPolicy::COMPACT_DELETE)).unwrap();
     let mut expected = BTreeMap::new();
     append_until(&log, 800, 0, &mut expected);
     let segments = log.stats().segments;

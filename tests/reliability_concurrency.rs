@@ -849,10 +849,7 @@ fn every_failed_fsync_poisons_the_log() {
         let sim = SimStorage::new(50 + seed as u64);
         let config = LogConfig::builder_for_tests()
             .segment_bytes(1024)
-            .cleanup_policy(CleanupPolicy {
-                delete: true,
-                compact: true,
-            })
+            .cleanup_policy(CleanupPolicy::COMPACT_DELETE)
             .retention_bytes(1024)
             .flush_policy(FlushPolicy::OsDecides)
             .recovery_point_bytes(1)

@@ -74,6 +74,9 @@ pub use durability::wait::WaitDurable;
 pub use files::checkpoint;
 pub(crate) use files::kafka_dir;
 pub use files::producer_snapshot;
+pub use maintenance::compaction::policy::{
+    CompactionPolicy, CompactionPolicyInfo, KafkaCompaction, RecordVersion, compaction_policies,
+};
 pub use maintenance::compaction::{
     CompactionOptions, CompactionSchedule, PRODUCER_ID_EXPIRATION_MS,
 };

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
+use clap::builder::{PossibleValue, PossibleValuesParser};
 use partlog::{CleanupPolicy, CompactionOptions, CompactionStats, LogConfig};
 
 use crate::{CliError, Outcome};
@@ -13,9 +14,11 @@ Examples:
   partlog compact /tmp/users-0
   partlog compact /tmp/users-0 --delete-retention-ms 0   # tombstones get a horizon of now
   partlog compact /tmp/users-0 --min-lag-ms 3600000      # leave the last hour uncompacted
+  partlog compact /tmp/users-0 --policy header --policy-header version   # KIP-280's order
 
-Runs one compaction pass now, due or not: for every key only the record with the highest offset
-stays, at its own offset (gaps remain), and small segments are merged up to --segment-bytes. The
+Runs one compaction pass now, due or not: for every key only one record stays (by default the one
+with the highest offset; --policy names another of the library's policies), at its own offset
+(gaps remain), and small segments are merged up to --segment-bytes. The
 active segment is never compacted (partlog roll seals it), nor the segment holding the last stable offset (an open
 transaction) and those after it. Data of aborted transactions goes; COMMIT and ABORT markers go
 once no data of their transaction is left and their delete horizon has passed. A pass that
@@ -49,6 +52,23 @@ pub struct CompactArgs {
     /// Let --segment-bytes go down to 1024 bytes, below Kafka's 1 MiB floor (for tests).
     #[arg(long)]
     pub allow_small_segments: bool,
+
+    /// The compaction policy for this pass (compaction.strategy), one of the library's (see
+    /// --help); default: the log's stored one, else offset.
+    #[arg(long, value_name = "NAME", value_parser = policy_names())]
+    pub policy: Option<String>,
+
+    /// compaction.strategy.header for this pass: the header --policy header reads each record's
+    /// version from (an 8-byte big-endian long); default: the log's stored one.
+    #[arg(long, value_name = "HEADER")]
+    pub policy_header: Option<String>,
+}
+
+/// The compaction policies the library registers, with their one-line docs, for `--policy`.
+fn policy_names() -> PossibleValuesParser {
+    PossibleValuesParser::new(
+        partlog::compaction_policies().map(|info| PossibleValue::new(info.name).help(info.doc)),
+    )
 }
 
 /// Runs `partlog compact`.
@@ -65,6 +85,12 @@ pub fn run(args: &CompactArgs) -> Result<Outcome, CliError> {
         .store_settings(false);
     if let Some(segment_bytes) = args.segment_bytes {
         builder = builder.segment_bytes(segment_bytes);
+    }
+    if let Some(policy) = &args.policy {
+        builder = builder.compaction_strategy(policy.as_str());
+    }
+    if let Some(header) = &args.policy_header {
+        builder = builder.compaction_strategy_header(header.as_str());
     }
     let config = builder.build()?;
     let mut options = CompactionOptions::default();

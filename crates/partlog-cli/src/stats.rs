@@ -97,7 +97,7 @@ pub fn run(args: &StatsArgs) -> Result<Outcome, CliError> {
     }
     let log = Log::open_read_only(&args.dir, builder.build()?)?;
     let stats = log.stats();
-    let schedule = if log.config().cleanup_policy.compact {
+    let schedule = if log.config().cleanup_policy.compacts() {
         Some(log.compaction_schedule()?)
     } else {
         None

@@ -385,3 +385,56 @@ fn item7_compact_on_a_delete_policy_log_leaves_gaps_every_reading_command_reads_
     let stats = run_ok(&["stats", dir_arg, "--json"]);
     assert_eq!(json_field(&stats, "log_end_offset"), "200", "{stats}");
 }
+
+/// Issue 31, section 3: `partlog compact --policy` takes the library's compaction policies by
+/// name: `--help` lists what `partlog::compaction_policies` reports, an unknown name is refused
+/// with the valid ones, and `--policy header` keeps the highest version of each key.
+#[test]
+fn compact_takes_the_librarys_policies_by_name() {
+    let help = run_ok(&["compact", "--help"]);
+    for info in partlog::compaction_policies() {
+        assert!(
+            help.contains(info.name),
+            "{} missing from:\n{help}",
+            info.name
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let dir_arg = dir.path().to_str().unwrap();
+    let refused = partlog()
+        .args(["compact", dir_arg, "--policy", "newest"])
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("offset") && stderr.contains("header"),
+        "{stderr}"
+    );
+
+    let config = LogConfig::builder()
+        .cleanup_policy(CleanupPolicy::COMPACT)
+        .build()
+        .unwrap();
+    let log = Log::open(dir.path(), config).unwrap();
+    for (value, version) in [("v5", 5_i64), ("v3", 3)] {
+        let record = partlog::NewRecord::now(Some(b"k"), Some(value.as_bytes()))
+            .with_header("version", Some(&version.to_be_bytes()));
+        log.append(&[record]).unwrap();
+    }
+    log.roll().unwrap();
+    log.close().unwrap();
+    let report = run_ok(&[
+        "compact",
+        dir_arg,
+        "--policy",
+        "header",
+        "--policy-header",
+        "version",
+    ]);
+    assert_eq!(figure(&report, "records removed"), 1, "{report}");
+    assert_eq!(
+        records(dir.path()),
+        [("k".to_owned(), Some("v5".to_owned()), 0)]
+    );
+}

@@ -105,7 +105,7 @@ fn config_set_changes_a_setting_as_kafka_configs_alter_does() {
     );
     let log = Log::open_read_only(&dir, LogConfig::default()).unwrap();
     assert_eq!(log.config().retention_ms, 60_000);
-    assert!(log.config().cleanup_policy.compact);
+    assert!(log.config().cleanup_policy.compacts());
     drop(log);
 
     let output = run(partlog()

@@ -77,6 +77,24 @@ macro_rules! duration_setters {
 }
 
 impl LogConfigBuilder {
+    /// Sets [`LogConfig::compaction_strategy`] (`compaction.strategy`): the compaction policy,
+    /// by its name in [`compaction_policies`](crate::compaction_policies).
+    pub fn compaction_strategy(mut self, name: impl Into<String>) -> Self {
+        self.config.compaction_strategy = name.into();
+        self.config.explicit.mark_field("compaction_strategy");
+        self
+    }
+
+    /// Sets [`LogConfig::compaction_strategy_header`] (`compaction.strategy.header`): the
+    /// header a header-ordered compaction policy reads versions from.
+    pub fn compaction_strategy_header(mut self, header: impl Into<String>) -> Self {
+        self.config.compaction_strategy_header = header.into();
+        self.config
+            .explicit
+            .mark_field("compaction_strategy_header");
+        self
+    }
+
     /// A builder whose settings start as `config`'s, with `max_message_bytes` not yet set.
     pub(super) fn starting_from(config: LogConfig) -> Self {
         LogConfigBuilder {

@@ -50,7 +50,8 @@ const DEFAULT_MAX_MESSAGE_BYTES: u32 = 1_048_588;
 /// (`cleanup.policy`, `compression.type`, `delete.retention.ms`, `index.interval.bytes`,
 /// `max.compaction.lag.ms`, `max.message.bytes`, `message.timestamp.*`,
 /// `min.cleanable.dirty.ratio`, `min.compaction.lag.ms`, `preallocate`, `retention.bytes`,
-/// `retention.ms`, `segment.*`) are kept in the log's `partlog.properties` when they differ from
+/// `retention.ms`, `segment.*`), and KIP-280's `compaction.strategy` and
+/// `compaction.strategy.header`, are kept in the log's `partlog.properties` when they differ from
 /// the defaults. An open takes the stored value for each of them the caller left unset (not
 /// given to the builder, and at its default); one the caller set is applied and, by a writable
 /// open, stored in place of the old value, as `kafka-configs --alter` would. See
@@ -176,6 +177,21 @@ pub struct LogConfig {
     ///
     /// Range: 0.0 to 1.0. Default: 0.5.
     pub min_cleanable_dirty_ratio: f64,
+
+    /// `compaction.strategy` (Kafka's KIP-280 name; partlog's own setting, which Kafka's
+    /// brokers do not have): the [`CompactionPolicy`](crate::CompactionPolicy) that decides which
+    /// record of a key compaction keeps, by its name in
+    /// [`compaction_policies`](crate::compaction_policies).
+    ///
+    /// Range: a name the registry lists. Default: `offset` (Kafka's: the latest offset wins).
+    pub compaction_strategy: String,
+
+    /// `compaction.strategy.header` (Kafka's KIP-280 name; partlog's own setting): the record
+    /// header a policy that orders records by a header (`header`) reads the version from.
+    /// Policies that read no header ignore it.
+    ///
+    /// Default: empty.
+    pub compaction_strategy_header: String,
 
     /// `max.message.bytes` (broker: `message.max.bytes`): the largest batch an append accepts,
     /// counted with its 12-byte log overhead (the offset and length fields), which is why Kafka's
@@ -400,6 +416,8 @@ impl Default for LogConfig {
             min_compaction_lag_ms: 0,
             max_compaction_lag_ms: i64::MAX,
             min_cleanable_dirty_ratio: 0.5,
+            compaction_strategy: LogConfig::DEFAULT_COMPACTION_STRATEGY.to_string(),
+            compaction_strategy_header: String::new(),
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
             compression_type: CompressionType::Producer,
             message_timestamp_type: TimestampType::CreateTime,
@@ -446,6 +464,18 @@ impl LogConfig {
     /// last slot of a time index for the entry written at roll.
     pub const MIN_SEGMENT_INDEX_BYTES: u32 = 24;
 
+    /// The default `compaction.strategy`: `offset`, Kafka's policy
+    /// ([`KafkaCompaction`](crate::KafkaCompaction)).
+    pub const DEFAULT_COMPACTION_STRATEGY: &'static str = "offset";
+
+    /// The [`CompactionPolicy`](crate::CompactionPolicy) that `compaction.strategy` names, built
+    /// with this config's settings; [`Error::InvalidConfig`] for an unknown name or a setting
+    /// the policy cannot take.
+    pub fn compaction_policy(&self) -> crate::Result<Arc<dyn crate::CompactionPolicy>> {
+        crate::log::maintenance::compaction::policy::compaction_policy(&self.compaction_strategy)?
+            .build(self)
+    }
+
     /// A builder that starts from Kafka's defaults.
     pub fn builder() -> LogConfigBuilder {
         LogConfigBuilder::starting_from(LogConfig::default())
@@ -483,7 +513,7 @@ impl LogConfig {
         self.retention_check_interval_ms > 0
             && (self.retention_ms >= 0
                 || self.retention_bytes >= 0
-                || self.cleanup_policy.compact
+                || self.cleanup_policy.compacts()
                 || self.explicit.retention_check_interval_set())
     }
 
@@ -498,7 +528,7 @@ impl LogConfig {
     /// (which compaction never touches) longer than the compaction lag allows. Kafka's
     /// `maxSegmentMs`.
     pub fn max_segment_ms(&self) -> i64 {
-        if self.cleanup_policy.compact && self.max_compaction_lag_ms > 0 {
+        if self.cleanup_policy.compacts() && self.max_compaction_lag_ms > 0 {
             self.segment_ms.min(self.max_compaction_lag_ms)
         } else {
             self.segment_ms

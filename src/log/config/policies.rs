@@ -137,19 +137,31 @@ pub enum RecoveryMode {
     TruncateAtCorruption,
 }
 
-/// Kafka's `cleanup.policy`: which ways of removing old data run on the log.
+/// Kafka's `cleanup.policy`: the set of ways of removing old data that run on the log.
 ///
-/// Kafka writes it as a comma-separated list ([`CleanupPolicy::from_kafka_str`]). The empty list,
-/// which Kafka also accepts, sets neither: the log keeps every segment, and only
-/// `delete_records_before` and `truncate_to` remove data.
+/// A set, as in Kafka: `delete` ([`CleanupPolicy::DELETE`]), `compact`
+/// ([`CleanupPolicy::COMPACT`]), both, or neither. Kafka writes it as a comma-separated list
+/// ([`CleanupPolicy::from_kafka_str`], [`Display`](fmt::Display)). The empty list, which Kafka
+/// also accepts, sets neither: the log keeps every segment, and only `delete_records_before` and
+/// `truncate_to` remove data. A set of bits, so that a policy Kafka adds is one more constant and
+/// one more name in [`CleanupPolicy::NAMES`].
+///
+/// ```
+/// use partlog::CleanupPolicy;
+///
+/// let mut policy: CleanupPolicy = "delete".parse()?;
+/// policy.insert(CleanupPolicy::COMPACT);
+/// assert!(policy.contains(CleanupPolicy::COMPACT));
+/// assert_eq!(policy, CleanupPolicy::COMPACT_DELETE);
+/// assert_eq!(policy.to_string(), "compact,delete");
+/// assert!("sometimes".parse::<CleanupPolicy>().is_err());
+/// # Ok::<(), partlog::Error>(())
+/// ```
 ///
 /// Default: [`CleanupPolicy::DELETE`] (Kafka's).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct CleanupPolicy {
-    /// `delete`: segments past `retention.ms` or `retention.bytes` are deleted.
-    pub delete: bool,
-    /// `compact`: compaction keeps the latest record of each key, and records need keys.
-    pub compact: bool,
+    bits: u8,
 }
 
 impl Default for CleanupPolicy {
@@ -160,54 +172,96 @@ impl Default for CleanupPolicy {
 }
 
 impl CleanupPolicy {
-    /// `cleanup.policy=delete`, the default.
-    pub const DELETE: CleanupPolicy = CleanupPolicy {
-        delete: true,
-        compact: false,
-    };
-    /// `cleanup.policy=compact`.
-    pub const COMPACT: CleanupPolicy = CleanupPolicy {
-        delete: false,
-        compact: true,
-    };
+    /// `cleanup.policy=delete`, the default: segments past `retention.ms` or `retention.bytes`
+    /// are deleted.
+    pub const DELETE: CleanupPolicy = CleanupPolicy { bits: 1 };
+    /// `cleanup.policy=compact`: compaction keeps one record of each key (the latest, under the
+    /// default [`CompactionPolicy`](crate::CompactionPolicy)), and records need keys.
+    pub const COMPACT: CleanupPolicy = CleanupPolicy { bits: 1 << 1 };
     /// `cleanup.policy=compact,delete`: compaction, and retention on top of it.
     pub const COMPACT_DELETE: CleanupPolicy = CleanupPolicy {
-        delete: true,
-        compact: true,
+        bits: Self::COMPACT.bits | Self::DELETE.bits,
     };
     /// `cleanup.policy=` (the empty list): neither; the log keeps every segment.
-    pub const NONE: CleanupPolicy = CleanupPolicy {
-        delete: false,
-        compact: false,
-    };
+    pub const NONE: CleanupPolicy = CleanupPolicy { bits: 0 };
 
-    /// Parses Kafka's list syntax: comma-separated `delete` and `compact`, in any order, with
-    /// spaces around items allowed, as Kafka's config parser allows them. The empty (or blank)
-    /// string is the empty list, [`CleanupPolicy::NONE`]. Names are lowercase, as Kafka spells
-    /// them; an unknown or empty item is [`Error::InvalidConfig`] about `cleanup.policy`.
+    /// Each policy with its Kafka name, in the order Kafka prints a list (`compact,delete`).
+    pub const NAMES: [(CleanupPolicy, &'static str); 2] = [
+        (CleanupPolicy::COMPACT, "compact"),
+        (CleanupPolicy::DELETE, "delete"),
+    ];
+
+    /// Whether every policy in `other` is in this set (`NONE` is in every set).
+    pub const fn contains(self, other: CleanupPolicy) -> bool {
+        self.bits & other.bits == other.bits
+    }
+
+    /// Adds the policies of `other` to this set.
+    pub fn insert(&mut self, other: CleanupPolicy) {
+        self.bits |= other.bits;
+    }
+
+    /// Takes the policies of `other` out of this set.
+    pub fn remove(&mut self, other: CleanupPolicy) {
+        self.bits &= !other.bits;
+    }
+
+    /// This set with the policies of `other` added.
+    pub const fn union(self, other: CleanupPolicy) -> CleanupPolicy {
+        CleanupPolicy {
+            bits: self.bits | other.bits,
+        }
+    }
+
+    /// Whether the set is empty (`cleanup.policy=`, [`CleanupPolicy::NONE`]).
+    pub const fn is_empty(self) -> bool {
+        self.bits == 0
+    }
+
+    /// Whether `delete` is in the set: time and size retention run.
+    pub const fn deletes(self) -> bool {
+        self.contains(CleanupPolicy::DELETE)
+    }
+
+    /// Whether `compact` is in the set: compaction runs, and records need keys.
+    pub const fn compacts(self) -> bool {
+        self.contains(CleanupPolicy::COMPACT)
+    }
+
+    /// The single policies in the set with their Kafka names, in Kafka's order.
+    pub fn iter(self) -> impl Iterator<Item = (CleanupPolicy, &'static str)> {
+        CleanupPolicy::NAMES
+            .into_iter()
+            .filter(move |&(policy, _)| self.contains(policy))
+    }
+
+    /// Parses Kafka's list syntax: comma-separated names from [`CleanupPolicy::NAMES`], in any
+    /// order, with spaces around items allowed, as Kafka's config parser allows them. The empty
+    /// (or blank) string is the empty list, [`CleanupPolicy::NONE`]. Names are lowercase, as Kafka
+    /// spells them; an unknown or empty item is [`Error::InvalidConfig`] about `cleanup.policy`,
+    /// listing the valid names.
     pub fn from_kafka_str(value: &str) -> Result<CleanupPolicy> {
         let mut policy = CleanupPolicy::NONE;
         if value.trim().is_empty() {
             return Ok(policy);
         }
+        let expected = || {
+            let names: Vec<&str> = CleanupPolicy::NAMES.iter().map(|&(_, name)| name).collect();
+            format!("expected a comma-separated list of {}", names.join(", "))
+        };
         for item in value.split(',').map(str::trim) {
-            match item {
-                "delete" => policy.delete = true,
-                "compact" => policy.compact = true,
-                "" => {
+            if item.is_empty() {
+                return Err(invalid(
+                    "cleanup.policy",
+                    format!("{value:?} has an empty item; {}", expected()),
+                ));
+            }
+            match CleanupPolicy::NAMES.iter().find(|&&(_, name)| name == item) {
+                Some(&(named, _)) => policy.insert(named),
+                None => {
                     return Err(invalid(
                         "cleanup.policy",
-                        format!(
-                            "{value:?} has an empty item; expected a list of delete and compact"
-                        ),
-                    ));
-                }
-                other => {
-                    return Err(invalid(
-                        "cleanup.policy",
-                        format!(
-                            "{other:?} is not a cleanup policy; expected a list of delete and compact"
-                        ),
+                        format!("{item:?} is not a cleanup policy; {}", expected()),
                     ));
                 }
             }
@@ -217,7 +271,7 @@ impl CleanupPolicy {
 
     /// The policy as Kafka writes it: `delete`, `compact`, `compact,delete`, or the empty string.
     pub const fn as_kafka_str(self) -> &'static str {
-        match (self.compact, self.delete) {
+        match (self.compacts(), self.deletes()) {
             (false, true) => "delete",
             (true, false) => "compact",
             (true, true) => "compact,delete",
@@ -227,8 +281,15 @@ impl CleanupPolicy {
 }
 
 impl fmt::Display for CleanupPolicy {
+    /// Kafka's list: the names in Kafka's order, joined by commas (`compact,delete`).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_kafka_str())
+        for (index, (_, name)) in self.iter().enumerate() {
+            if index > 0 {
+                f.write_str(",")?;
+            }
+            f.write_str(name)?;
+        }
+        Ok(())
     }
 }
 

@@ -67,6 +67,24 @@ const PER_LOG: &[PerLogSetting] = &[
         },
     },
     PerLogSetting {
+        key: "compaction.strategy",
+        field: "compaction_strategy",
+        get: |config| config.compaction_strategy.clone(),
+        set: |config, value| {
+            config.compaction_strategy = value.trim().to_string();
+            Ok(())
+        },
+    },
+    PerLogSetting {
+        key: "compaction.strategy.header",
+        field: "compaction_strategy_header",
+        get: |config| config.compaction_strategy_header.clone(),
+        set: |config, value| {
+            config.compaction_strategy_header = value.trim().to_string();
+            Ok(())
+        },
+    },
+    PerLogSetting {
         key: "compression.type",
         field: "compression_type",
         get: |config| config.compression_type.to_string(),

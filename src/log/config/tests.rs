@@ -48,13 +48,7 @@ fn defaults_are_kafkas() {
     assert_eq!(config.retention_timestamp_skew_ms, 3_600_000);
     // Kafka's 5 minutes; the thread runs only for a log with retention or compaction set.
     assert_eq!(config.retention_check_interval_ms, 300_000);
-    assert_eq!(
-        config.cleanup_policy,
-        CleanupPolicy {
-            delete: true,
-            compact: false
-        }
-    );
+    assert_eq!(config.cleanup_policy, CleanupPolicy::DELETE);
     assert_eq!(config.delete_retention_ms, 86_400_000);
     assert_eq!(config.min_compaction_lag_ms, 0);
     assert_eq!(config.max_compaction_lag_ms, 9_223_372_036_854_775_807);
@@ -705,6 +699,52 @@ fn cleanup_policy_from_kafka_str() {
     accepts(LogConfig::builder().cleanup_policy(CleanupPolicy::NONE));
 }
 
+/// Issue 31, section 3: `cleanup.policy` is a set, with set operations and an error that lists
+/// the valid names.
+#[test]
+fn cleanup_policy_is_a_set() {
+    let mut policy = CleanupPolicy::NONE;
+    assert!(policy.is_empty() && !policy.deletes() && !policy.compacts());
+    policy.insert(CleanupPolicy::DELETE);
+    assert!(policy.contains(CleanupPolicy::DELETE) && !policy.contains(CleanupPolicy::COMPACT));
+    policy.insert(CleanupPolicy::COMPACT);
+    assert_eq!(policy, CleanupPolicy::COMPACT_DELETE);
+    assert_eq!(
+        CleanupPolicy::DELETE.union(CleanupPolicy::COMPACT),
+        CleanupPolicy::COMPACT_DELETE
+    );
+    let names: Vec<&str> = policy.iter().map(|(_, name)| name).collect();
+    assert_eq!(names, ["compact", "delete"]);
+    policy.remove(CleanupPolicy::DELETE);
+    assert_eq!(policy, CleanupPolicy::COMPACT);
+    assert!(CleanupPolicy::NONE.iter().next().is_none());
+    let Err(Error::InvalidConfig { why, .. }) = CleanupPolicy::from_kafka_str("remove") else {
+        panic!("an unknown name is refused");
+    };
+    assert!(why.contains("compact, delete"), "{why}");
+}
+
+/// Issue 31, section 3: `compaction.strategy` names a policy of the registry; an unknown name is
+/// refused with the names there are, and the default is Kafka's.
+#[test]
+fn compaction_strategy_names_a_registered_policy() {
+    let config = accepts(LogConfig::builder());
+    assert_eq!(config.compaction_strategy, "offset");
+    assert_eq!(config.compaction_policy().unwrap().name(), "offset");
+    assert_eq!(
+        crate::compaction_policies().next().map(|info| info.name),
+        Some("offset")
+    );
+    let Err(Error::InvalidConfig { setting, why }) = LogConfig::builder()
+        .compaction_strategy("newest-wins")
+        .build()
+    else {
+        panic!("an unknown compaction policy is refused");
+    };
+    assert_eq!(setting, "compaction.strategy");
+    assert!(why.contains("offset"), "{why}");
+}
+
 #[test]
 fn compression_type_from_kafka_str() {
     let parse = CompressionType::from_kafka_str;
@@ -845,7 +885,7 @@ proptest::proptest! {
                 .segment_ms(segment_ms)
                 .segment_jitter_ms(jitter_ms)
                 .max_compaction_lag_ms(max_compaction_lag_ms)
-                .cleanup_policy(CleanupPolicy { delete: true, compact }),
+                .cleanup_policy(if compact { CleanupPolicy::COMPACT_DELETE } else { CleanupPolicy::DELETE }),
         );
         let jitter = config.draw_roll_jitter(random);
         proptest::prop_assert!(jitter >= 0);

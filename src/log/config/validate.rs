@@ -124,7 +124,7 @@ impl LogConfig {
                 format!("{value} is outside the range 0.0 to 1.0"),
             ));
         }
-        Ok(())
+        self.compaction_policy().map(|_| ())
     }
 
     /// `message.timestamp.before.max.ms` and `message.timestamp.after.max.ms`.

@@ -121,7 +121,7 @@ pub struct CheckpointRecord {
 /// at or above the recovery point for a lost tail, whatever this says.
 // ARCHITECTURE.md §3, invariant 5.
 pub fn gaps_between_segments_are_legal(compacted: bool, policy: CleanupPolicy) -> bool {
-    compacted || policy.compact
+    compacted || policy.compacts()
 }
 
 /// Encodes `record` as one 512-byte slot, CRC included.

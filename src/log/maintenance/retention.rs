@@ -153,7 +153,7 @@ impl RetentionRules {
         log_start_offset: i64,
         total_bytes: Option<u64>,
     ) -> Self {
-        let delete = config.cleanup_policy.delete;
+        let delete = config.cleanup_policy.deletes();
         let size_limit = match (delete, u64::try_from(config.retention_bytes), total_bytes) {
             (true, Ok(limit), Some(total)) => Some((limit, total)),
             _ => None,
@@ -180,7 +180,7 @@ impl RetentionRules {
 
     /// Whether the size rule applies, so that [`new`](Self::new) needs the log's total bytes.
     pub fn needs_total_bytes(config: &LogConfig) -> bool {
-        config.cleanup_policy.delete && config.retention_bytes >= 0
+        config.cleanup_policy.deletes() && config.retention_bytes >= 0
     }
 
     /// Whether the walk may still delete segments.

@@ -100,7 +100,7 @@ impl Shared {
                 self.dir.display()
             ),
         }
-        if self.config.cleanup_policy.compact {
+        if self.config.cleanup_policy.compacts() {
             match self.compact_if_due() {
                 Ok(()) => {}
                 Err(Error::Closed | Error::Poisoned) => return ControlFlow::Break(()),

@@ -202,7 +202,7 @@ pub(crate) fn recover(
         )?;
     }
     recovered.compacted = record.is_some_and(|r| r.compacted);
-    if config.cleanup_policy.compact
+    if config.cleanup_policy.compacts()
         && let Some(file) = checkpoint.as_mut()
     {
         // The segments may hold a cleaner's gaps already: the next record says so, so that a

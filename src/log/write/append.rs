@@ -129,7 +129,7 @@ impl Shared {
         has_key: bool,
         log_time_ms: i64,
     ) -> Result<()> {
-        if self.config.cleanup_policy.compact && !has_key {
+        if self.config.cleanup_policy.compacts() && !has_key {
             return Err(compacted_without_key());
         }
         self.check_timestamp_against(timestamp, log_time_ms)
@@ -288,7 +288,7 @@ impl Shared {
             CompressionType::Zstd => Compression::Zstd,
         };
         let recompress = target_codec != codec;
-        if check_records || recompress || config.cleanup_policy.compact {
+        if check_records || recompress || config.cleanup_policy.compacts() {
             let mut scratch = Vec::new();
             let mut count = 0i64;
             let mut rebuilt = recompress.then(|| {
@@ -303,7 +303,7 @@ impl Shared {
             for record in view.records(&mut scratch)? {
                 let record = record?;
                 count += 1;
-                if config.cleanup_policy.compact && record.key.is_none() {
+                if config.cleanup_policy.compacts() && record.key.is_none() {
                     return Err(compacted_without_key());
                 }
                 if create_time {

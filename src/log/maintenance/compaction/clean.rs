@@ -64,7 +64,7 @@ impl GroupWriter<'_> {
         &mut self,
         segment: &Segment,
         batch: &Batch<'_>,
-        map: &KeyMap,
+        map: &mut KeyMap,
         now_ms: i64,
         horizon_ms: i64,
     ) -> Result<()> {
@@ -113,7 +113,7 @@ impl GroupWriter<'_> {
     fn decide(
         &mut self,
         view: &BatchView<'_>,
-        map: &KeyMap,
+        map: &mut KeyMap,
         now_ms: i64,
         horizon_ms: i64,
     ) -> Result<(CleanedBatch, u64, u64)> {
@@ -126,7 +126,10 @@ impl GroupWriter<'_> {
             self.tracker.on_data_batch(header)
         };
         let discard_records = if control {
-            discardable && header.delete_horizon_ms().is_some_and(|h| h <= now_ms)
+            discardable
+                && map
+                    .policy
+                    .horizon_passed(header.delete_horizon_ms(), now_ms)
         } else {
             discardable
         };
@@ -280,7 +283,7 @@ impl Shared {
     pub(super) fn clean_group(
         &self,
         group: &[Planned],
-        map: &KeyMap,
+        map: &mut KeyMap,
         tracker: &mut TxnTracker,
         now_ms: i64,
         horizon_ms: i64,
@@ -454,7 +457,7 @@ pub(super) fn rewritable(view: &BatchView<'_>) -> bool {
 /// tombstones among them that went because their horizon had passed.
 pub(super) fn clean_batch(
     view: &BatchView<'_>,
-    map: &KeyMap,
+    map: &mut KeyMap,
     now_ms: i64,
     horizon_ms: i64,
     retain_empty: bool,
@@ -469,21 +472,29 @@ pub(super) fn clean_batch(
     for record in view.records(scratch)? {
         let record = record?;
         total += 1;
+        let tombstone = map.policy.is_tombstone(&record);
         let keep = if record.offset >= map.mapped_end {
             true
         } else {
             match record.key {
                 // Kafka's cleaner drops records without a key: nothing can look them up.
                 None => false,
-                Some(key) => match map.latest.get(key) {
+                Some(key) => match map.winner(key) {
                     // A later record of the key outside the cleaned range (in a segment the
                     // pass stopped at part-way): the older values may not go, nor may a
                     // tombstone whose older values stay.
-                    Some(&latest) if latest >= map.mapped_end => true,
-                    Some(&latest) if record.offset < latest => false,
-                    _ if record.value.is_none()
+                    Some(winner) if winner.offset >= map.mapped_end => true,
+                    // Not the key's winner, unless (a record earlier passes kept, below the
+                    // mapped part) the policy prefers it to the winner the map found.
+                    Some(winner)
+                        if record.offset != winner.offset
+                            && !map.claims(key, map.version_of(&record)) =>
+                    {
+                        false
+                    }
+                    _ if tombstone
                         && !map.holds_unmapped_records
-                        && horizon.is_some_and(|h| h <= now_ms) =>
+                        && map.policy.horizon_passed(horizon, now_ms) =>
                     {
                         expired_tombstones += 1;
                         false
@@ -493,7 +504,7 @@ pub(super) fn clean_batch(
             }
         };
         if keep {
-            keeps_tombstone |= record.value.is_none();
+            keeps_tombstone |= tombstone;
             kept.push(record);
         }
     }

@@ -1,5 +1,7 @@
-//! Log compaction (`cleanup.policy` compact): for every key, only the record with the highest
-//! offset stays (ARCHITECTURE.md §3, invariant 8; Kafka's `LogCleaner`).
+//! Log compaction (`cleanup.policy` compact): for every key, only the record the log's
+//! [`CompactionPolicy`](crate::CompactionPolicy) prefers stays, under Kafka's (the default) the
+//! one with the highest offset (ARCHITECTURE.md §3, invariant 8; Kafka's `LogCleaner`). This
+//! folder is the mechanism; what a pass decides is the policy's (`policy/`).
 //!
 //! # Scheduling
 //!
@@ -23,7 +25,9 @@
 //! # A pass
 //!
 //! 1. **Map.** Walk the cleanable range, recording for every key at or above the first dirty
-//!    offset the highest offset it has. Data of aborted transactions is skipped (its keys never
+//!    offset its winning record (the policy's choice; the highest offset under Kafka's). A record
+//!    below the first dirty offset that the policy prefers to its key's winner becomes the winner
+//!    when step 3 meets it (never under Kafka's order). Data of aborted transactions is skipped (its keys never
 //!    enter the map, so it supersedes nothing); control batches only move the transaction state
 //!    along (below). The map holds at most [`CompactionOptions::max_map_keys`] keys; once it
 //!    holds that many, the mapped range ends at the next keyed record, whatever its key (Kafka's
@@ -114,7 +118,8 @@
 //! holds the options, the stats and a pass from end to end; `plan.rs` the cleanable range, the
 //! schedule, the key map and the groups; `txn.rs` the transaction state of a walk and the
 //! producers' last records; `clean.rs` the writing of cleaned segments; `swap.rs` their swap into
-//! the log and its completion at open; `checkpoint.rs` the cleaner checkpoint.
+//! the log and its completion at open; `checkpoint.rs` the cleaner checkpoint; `policy/` the
+//! policies and their registry.
 //!
 //! [`LogStats::compaction_uncleanable_from`]: crate::LogStats::compaction_uncleanable_from
 //! [`LogStats::compaction_uncleanable_bytes`]: crate::LogStats::compaction_uncleanable_bytes
@@ -135,6 +140,7 @@ use crate::log::{CompactionStats, Shared};
 
 mod clean;
 mod plan;
+pub(crate) mod policy;
 mod swap;
 mod txn;
 
@@ -255,13 +261,20 @@ impl Shared {
     }
 
     pub(in crate::log) fn compaction_schedule(&self) -> Result<CompactionSchedule> {
-        if !self.config.cleanup_policy.compact {
+        if !self.config.cleanup_policy.compacts() {
             return Ok(CompactionSchedule::default());
         }
         let mut cleaner = self.maintenance.cleaner();
         cleaner.note_truncations(self.view.truncations().sequence());
         let now_ms = self.clock.now_ms();
-        let plan = self.plan(&cleaner, now_ms, self.config.min_compaction_lag_ms, true)?;
+        let policy = self.config.compaction_policy()?;
+        let plan = self.plan(
+            &cleaner,
+            now_ms,
+            self.config.min_compaction_lag_ms,
+            true,
+            &*policy,
+        )?;
         Ok(plan.schedule)
     }
 
@@ -321,7 +334,7 @@ impl Shared {
     }
 
     fn compact_counted(&self, options: CompactionOptions) -> Result<CompactionStats> {
-        if !self.config.cleanup_policy.compact {
+        if !self.config.cleanup_policy.compacts() {
             return Err(Error::InvalidArgument {
                 why: "compaction needs cleanup.policy compact".into(),
             });
@@ -360,7 +373,8 @@ impl Shared {
         let delete_retention_ms = options
             .delete_retention_ms
             .unwrap_or(self.config.delete_retention_ms);
-        let plan = self.plan(cleaner, now_ms, min_lag_ms, false)?;
+        let policy = self.config.compaction_policy()?;
+        let plan = self.plan(cleaner, now_ms, min_lag_ms, false, &*policy)?;
         stats.uncleanable_from = plan.uncleanable_from;
         // Clean only what is durable and below a recorded recovery point: a pass then never
         // drops a durable record for a later one that a crash could still lose, and recovery
@@ -377,8 +391,9 @@ impl Shared {
         // planning time: a later append only moves a producer's last record above the range,
         // so a batch kept for an older one keeps more, never less.
         let producers = self.active_producers_at(now_ms);
-        let (map, mut mapped, bytes_read) =
-            self.map_cleanable_range(&plan, options, first_dirty, producers)?;
+        let horizon_ms = policy.delete_horizon_ms(now_ms, delete_retention_ms);
+        let (mut map, mut mapped, bytes_read) =
+            self.map_cleanable_range(&plan, options, first_dirty, producers, policy)?;
         stats.bytes_read += bytes_read;
         stats.cleaned_up_to = map.mapped_end;
         stats.uncleanable_bytes = match stats.uncleanable_from {
@@ -393,12 +408,18 @@ impl Shared {
 
         // Phase 2: group the mapped segments and rewrite each group.
         mapped.retain(|p| p.handle.base_offset() < map.mapped_end);
-        let horizon_ms = now_ms.saturating_add(delete_retention_ms);
         let mut every_group_done = true;
         // Carried from group to group, as Kafka's is: a transaction may span groups.
         let mut tracker = TxnTracker::default();
         for group in self.group_by_size(&mapped)? {
-            match self.clean_group(group, &map, &mut tracker, now_ms, horizon_ms, &mut stats)? {
+            match self.clean_group(
+                group,
+                &mut map,
+                &mut tracker,
+                now_ms,
+                horizon_ms,
+                &mut stats,
+            )? {
                 GroupOutcome::Unchanged => {}
                 GroupOutcome::Gone => every_group_done = false,
                 GroupOutcome::Written(written) => {

@@ -9,20 +9,99 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::error::Result;
-use crate::format::{AnyBatchIter, BatchHeader};
+use crate::format::{AnyBatchIter, BatchHeader, Record};
 use crate::segment::{Segment, SegmentFileKind, segment_file_path};
 
 use crate::log::Shared;
 use crate::log::segments::snapshot::SegmentHandle;
 
 use super::clean::rewritable;
+use super::policy::{CompactionPolicy, RecordVersion};
 use super::txn::{ActiveProducers, TxnTracker, last_record_of_producer, marker_type};
 use super::{CompactionOptions, CompactionSchedule, for_each_batch};
 use crate::log::maintenance::state::CleanerState;
 
-/// The key map of phase 1: for each key, the highest offset it has in the mapped range.
+/// The winning record of each key, as the policy ranks them: offsets alone for a policy that
+/// reads no versions (Kafka's order), so that its map costs what it always did.
+enum Winners {
+    Offsets(HashMap<Vec<u8>, i64>),
+    Versioned(HashMap<Vec<u8>, RecordVersion>),
+}
+
+impl Winners {
+    fn len(&self) -> usize {
+        match self {
+            Winners::Offsets(map) => map.len(),
+            Winners::Versioned(map) => map.len(),
+        }
+    }
+
+    fn get(&self, key: &[u8]) -> Option<RecordVersion> {
+        match self {
+            Winners::Offsets(map) => map.get(key).map(|&offset| RecordVersion {
+                offset,
+                version: None,
+            }),
+            Winners::Versioned(map) => map.get(key).copied(),
+        }
+    }
+
+    /// Makes `record` the winner of `key` if the policy prefers it to the current one (or the
+    /// key is new, `true` then when there is room for it). Returns `false` when the key is new
+    /// and the map holds `capacity` keys.
+    fn offer(
+        &mut self,
+        policy: &dyn CompactionPolicy,
+        key: &[u8],
+        record: RecordVersion,
+        capacity: usize,
+    ) -> bool {
+        let room = self.len() < capacity;
+        match self {
+            Winners::Offsets(map) => match map.get_mut(key) {
+                Some(current) => {
+                    let current_version = RecordVersion {
+                        offset: *current,
+                        version: None,
+                    };
+                    if policy.prefers(record, current_version) {
+                        *current = record.offset;
+                    }
+                }
+                None if room => {
+                    map.insert(key.to_vec(), record.offset);
+                }
+                None => return false,
+            },
+            Winners::Versioned(map) => match map.get_mut(key) {
+                Some(current) => {
+                    if policy.prefers(record, *current) {
+                        *current = record;
+                    }
+                }
+                None if room => {
+                    map.insert(key.to_vec(), record);
+                }
+                None => return false,
+            },
+        }
+        true
+    }
+
+    fn offsets(&self) -> Vec<i64> {
+        match self {
+            Winners::Offsets(map) => map.values().copied().collect(),
+            Winners::Versioned(map) => map.values().map(|winner| winner.offset).collect(),
+        }
+    }
+}
+
+/// The key map of phase 1: for each key, its winning record in the mapped range, by the log's
+/// [`CompactionPolicy`] (the highest offset under Kafka's).
 pub(super) struct KeyMap {
-    pub(super) latest: HashMap<Vec<u8>, i64>,
+    winners: Winners,
+    /// Decides which record of a key wins, and what a tombstone is.
+    pub(super) policy: Arc<dyn CompactionPolicy>,
     capacity: usize,
     /// The end of the mapped range: every record below it is in the map.
     pub(super) mapped_end: i64,
@@ -37,7 +116,7 @@ pub(super) struct KeyMap {
     pub(super) round_end: i64,
     /// The records from here on were mapped (those below were not: they were clean).
     first_dirty: i64,
-    /// Every key's latest offset, sorted, once phase 1 is done; `None` when some lies at or
+    /// Every key's winning offset, sorted, once phase 1 is done; `None` when some lies at or
     /// above `mapped_end` (a segment the pass stopped at part-way), where the shortcut of
     /// [`superseded_batch`](KeyMap::superseded_batch) does not hold.
     latest_sorted: Option<Vec<i64>>,
@@ -65,7 +144,7 @@ pub(super) struct Plan {
 impl KeyMap {
     /// Phase 1 is done: sorts the latest offsets for [`superseded_batch`](Self::superseded_batch).
     fn sort_latest(&mut self) {
-        let mut sorted: Vec<i64> = self.latest.values().copied().collect();
+        let mut sorted = self.winners.offsets();
         sorted.sort_unstable();
         self.latest_sorted = sorted
             .last()
@@ -95,22 +174,47 @@ impl KeyMap {
                 .is_none_or(|&latest| latest > last_offset)
     }
 
-    /// Records `offset` as the latest of `key` (records come in offset order), allocating only
+    /// The version of `record` the policy compares, read only when the policy reads any.
+    pub(super) fn version_of(&self, record: &Record<'_>) -> RecordVersion {
+        RecordVersion {
+            offset: record.offset,
+            version: match self.winners {
+                Winners::Offsets(_) => None,
+                Winners::Versioned(_) => self.policy.record_version(record),
+            },
+        }
+    }
+
+    /// The winning record of `key` in the mapped range, or one that won over it since.
+    pub(super) fn winner(&self, key: &[u8]) -> Option<RecordVersion> {
+        self.winners.get(key)
+    }
+
+    /// Phase 2 meets `record` of a mapped key below the mapped part (a record earlier passes
+    /// kept): returns whether it wins over the key's winner, which it then becomes, so that
+    /// the later record it beats goes. Under Kafka's order it never does.
+    pub(super) fn claims(&mut self, key: &[u8], record: RecordVersion) -> bool {
+        let Some(current) = self.winners.get(key) else {
+            return false;
+        };
+        self.policy.prefers(record, current)
+            && self
+                .winners
+                .offer(&*self.policy, key, record, self.capacity)
+    }
+
+    /// Offers `record` (records come in offset order) as the winner of `key`, allocating only
     /// for a new key. Once the map holds its capacity of keys, the mapped range ends just below
     /// this record, whatever its key, and `false` says to stop: Kafka's rule, so that a pass
     /// with a small map stops where Kafka's stops.
-    fn put(&mut self, key: &[u8], offset: i64) -> bool {
-        if self.latest.len() >= self.capacity {
+    fn put(&mut self, key: &[u8], record: RecordVersion) -> bool {
+        if self.winners.len() >= self.capacity {
             self.full = true;
-            self.mapped_end = offset;
+            self.mapped_end = record.offset;
             return false;
         }
-        if let Some(latest) = self.latest.get_mut(key) {
-            *latest = offset;
-        } else {
-            self.latest.insert(key.to_vec(), offset);
-        }
-        true
+        self.winners
+            .offer(&*self.policy, key, record, self.capacity)
     }
 }
 
@@ -124,6 +228,7 @@ impl Shared {
         now_ms: i64,
         min_lag_ms: i64,
         check_max_lag: bool,
+        policy: &dyn CompactionPolicy,
     ) -> Result<Plan> {
         let first_dirty = cleaner.first_dirty_offset();
         // Read before the segment list: the LSO only grows while no truncation runs, and a
@@ -172,13 +277,8 @@ impl Shared {
                     plan.schedule.first_uncleanable_offset = handle.base_offset();
                     break;
                 };
-                // Kafka's cleanableOffsets applies the lag only when it is above 0: with a lag
-                // of 0 a timestamp in the future (which `message.timestamp.after.max.ms`
-                // admits) would otherwise hold this segment and every later one back.
-                if min_lag_ms > 0
-                    && let Some(max) = segment.max_timestamp()
-                    && now_ms.saturating_sub(max.timestamp) < min_lag_ms
-                {
+                let max_timestamp = segment.max_timestamp().map(|max| max.timestamp);
+                if !policy.segment_cleanable(now_ms, max_timestamp, min_lag_ms) {
                     plan.schedule.first_uncleanable_offset = handle.base_offset();
                     break;
                 }
@@ -186,7 +286,8 @@ impl Shared {
                     && !plan.schedule.max_lag_exceeded
                     && let Some(first) = first_batch_timestamp(&segment, &mut buf)?
                 {
-                    plan.schedule.max_lag_exceeded = now_ms.saturating_sub(first) > max_lag_ms;
+                    plan.schedule.max_lag_exceeded =
+                        policy.max_lag_exceeded(now_ms, first, max_lag_ms);
                 }
                 plan.schedule.dirty_bytes += bytes;
             } else {
@@ -205,9 +306,7 @@ impl Shared {
         } else {
             schedule.dirty_bytes as f64 / total as f64
         };
-        schedule.due = schedule.dirty_bytes > 0
-            && (schedule.dirty_ratio >= self.config.min_cleanable_dirty_ratio
-                || schedule.max_lag_exceeded);
+        schedule.due = policy.pass_due(schedule, self.config.min_cleanable_dirty_ratio);
         Ok(plan)
     }
 
@@ -290,9 +389,16 @@ impl Shared {
         options: CompactionOptions,
         first_dirty: i64,
         producers: ActiveProducers,
+        policy: Arc<dyn CompactionPolicy>,
     ) -> Result<(KeyMap, Vec<Planned>, u64)> {
+        let winners = if policy.reads_versions() {
+            Winners::Versioned(HashMap::new())
+        } else {
+            Winners::Offsets(HashMap::new())
+        };
         let mut map = KeyMap {
-            latest: HashMap::new(),
+            winners,
+            policy,
             capacity: options.max_map_keys.max(1),
             mapped_end: plan.segments.first().map_or(0, |p| p.handle.base_offset()),
             full: false,
@@ -344,7 +450,7 @@ impl Shared {
                     // Below the first dirty offset every record has already been compared
                     // with every later one there: only the dirty part is mapped.
                     if let Some(key) = record.key.filter(|_| record.offset >= first_dirty)
-                        && !map.put(key, record.offset)
+                        && !map.put(key, map.version_of(&record))
                     {
                         return Ok(false);
                     }
