@@ -3,4 +3,5 @@
 //! byte for byte Kafka's.
 
 pub mod log_records;
+pub mod metadata;
 pub mod state;
