@@ -194,7 +194,11 @@ impl TransactionMetadata {
         let partitions = value
             .partitions
             .iter()
-            .flat_map(|t| t.partitions.iter().map(|&p| TopicPartition::new(&t.topic, p)))
+            .flat_map(|t| {
+                t.partitions
+                    .iter()
+                    .map(|&p| TopicPartition::new(&t.topic, p))
+            })
             .collect();
         TransactionMetadata {
             transactional_id: transactional_id.to_owned(),
@@ -422,10 +426,12 @@ impl TransactionMetadata {
         Ok(transit)
     }
 
-    /// The abort that follows a fence ([`prepare_fence_producer_epoch`](Self::prepare_fence_producer_epoch)):
-    /// the fenced epoch is taken at once (it stays, with `has_failed_epoch_fence` set by the
-    /// coordinator, if the abort's append fails), then `PrepareAbort` at that epoch, without the
-    /// bump of transaction version 2, so that the new producer's retry gets the epoch after it.
+    /// The abort that follows a fence ([`prepare_fence_producer_epoch`](Self::prepare_fence_producer_epoch)),
+    /// as Kafka's `endTransaction` makes it: the fenced epoch is taken at once (it stays, with
+    /// `has_failed_epoch_fence` set by the coordinator, if the abort's append fails), then
+    /// `PrepareAbort`, which at transaction version 2 bumps the epoch once more, as every end
+    /// does there, so that the fenced producer cannot pass for the one that ended the
+    /// transaction. At epoch `i16::MAX` there is no bump left: the abort keeps it.
     ///
     /// # Errors
     /// `InvalidTxnState` unless `fence` is the pending fence of an `Ongoing` transaction.
@@ -443,14 +449,17 @@ impl TransactionMetadata {
         self.pending_state = None;
         self.producer_epoch = fence.producer_epoch;
         self.last_producer_epoch = NO_PRODUCER_EPOCH;
-        let mut transit = self.transit_to(TransactionState::PrepareAbort)?;
-        if transit.txn_start_timestamp == -1 {
-            transit.txn_start_timestamp = now_ms;
-        }
-        transit.txn_last_update_timestamp = now_ms;
-        transit.client_transaction_version = transaction_version;
-        self.pending_state = Some(TransactionState::PrepareAbort);
-        Ok(transit)
+        let version = if self.producer_epoch == i16::MAX {
+            transaction_version.min(1)
+        } else {
+            transaction_version
+        };
+        self.prepare_abort_or_commit(
+            TransactionState::PrepareAbort,
+            version,
+            NO_PRODUCER_ID,
+            now_ms,
+        )
     }
 
     /// The markers are written: `CompleteCommit` or `CompleteAbort`, no partitions. When the
@@ -615,10 +624,7 @@ impl TransactionMetadata {
             && matches!(transit.state, CompleteCommit | CompleteAbort)
             && transit.producer_epoch == 0
             && transit.producer_id != self.producer_id;
-        // The end of a transaction at version 2 bumps the epoch; an abort by fence does not.
-        let bumped = v2
-            && matches!(transit.state, PrepareCommit | PrepareAbort)
-            && transit.producer_epoch != self.producer_epoch;
+        let bumped = v2 && matches!(transit.state, PrepareCommit | PrepareAbort);
         let epoch = if overflow_complete || bumped {
             transit.last_producer_epoch
         } else {

@@ -26,7 +26,11 @@ fn increment(metadata: &mut TransactionMetadata, expected: Option<i16>) {
 
 #[test]
 fn test_initialize_epoch() {
-    let mut m = metadata(NO_PRODUCER_EPOCH, NO_PRODUCER_EPOCH, TransactionState::Empty);
+    let mut m = metadata(
+        NO_PRODUCER_EPOCH,
+        NO_PRODUCER_EPOCH,
+        TransactionState::Empty,
+    );
     increment(&mut m, None);
     assert_eq!((m.producer_id, m.producer_epoch), (PRODUCER_ID, 0));
     assert_eq!(m.last_producer_epoch, NO_PRODUCER_EPOCH);
@@ -49,7 +53,10 @@ fn test_bump_epoch_not_allowed_if_epochs_exhausted() {
         .prepare_increment_producer_epoch(30_000, None, NOW)
         .unwrap_err();
     assert_eq!(error.kafka_code(), Some(48), "{error}");
-    assert_eq!(m.pending_state, None, "a refused transition leaves nothing pending");
+    assert_eq!(
+        m.pending_state, None,
+        "a refused transition leaves nothing pending"
+    );
 }
 
 #[test]
@@ -162,7 +169,11 @@ fn test_rotate_producer_id_in_ongoing_prepare_abort_and_prepare_commit_state() {
 
 #[test]
 fn test_attempted_epoch_bump_with_newly_created_metadata() {
-    let mut m = metadata(NO_PRODUCER_EPOCH, NO_PRODUCER_EPOCH, TransactionState::Empty);
+    let mut m = metadata(
+        NO_PRODUCER_EPOCH,
+        NO_PRODUCER_EPOCH,
+        TransactionState::Empty,
+    );
     increment(&mut m, Some(735));
     assert_eq!((m.producer_id, m.producer_epoch), (PRODUCER_ID, 0));
     assert_eq!(m.last_producer_epoch, NO_PRODUCER_EPOCH);
@@ -200,7 +211,10 @@ fn a_second_transition_while_one_is_pending_is_refused() {
     let added = BTreeSet::from([TopicPartition::new("t", 0)]);
     assert!(m.prepare_add_partitions(&added, NOW, 0).is_err());
     m.roll_back_pending();
-    assert_eq!(m.producer_epoch, 1, "a rolled back transition changed nothing");
+    assert_eq!(
+        m.producer_epoch, 1,
+        "a rolled back transition changed nothing"
+    );
     assert!(m.prepare_add_partitions(&added, NOW, 0).is_ok());
 }
 
