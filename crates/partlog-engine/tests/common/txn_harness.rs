@@ -8,7 +8,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Barrier, Mutex};
 
 use partlog::unstable::{Clock, ManualClock, SimStorage, Storage};
 use partlog::{BatchBuilder, Compression, Error, Log, LogConfig, NewRecord, ReadBound};
@@ -33,6 +33,9 @@ pub struct DirTxnLogs {
     logs: Mutex<HashMap<String, Arc<Log>>>,
     /// Topics whose partitions cannot be opened: their markers fail.
     pub unavailable: Mutex<BTreeSet<String>>,
+    /// When armed, the next `transaction_state_log` call waits on the first barrier (the
+    /// caller is inside), then on the second (the test lets it go on).
+    pub pause_state_log: Mutex<Option<Arc<(Barrier, Barrier)>>>,
 }
 
 impl DirTxnLogs {
@@ -43,6 +46,7 @@ impl DirTxnLogs {
             clock: Arc::clone(clock),
             logs: Mutex::new(HashMap::new()),
             unavailable: Mutex::new(BTreeSet::new()),
+            pause_state_log: Mutex::new(None),
         })
     }
 
@@ -78,6 +82,11 @@ impl DirTxnLogs {
 
 impl TxnLogs for DirTxnLogs {
     fn transaction_state_log(&self, partition: i32) -> Result<Arc<Log>, Error> {
+        let pause = self.pause_state_log.lock().unwrap().take();
+        if let Some(pause) = pause {
+            pause.0.wait();
+            pause.1.wait();
+        }
         let config = transaction_state_log_config(
             LogConfig::builder()
                 .storage(self.storage())
@@ -180,7 +189,9 @@ pub fn open_coordinator(
     config: TransactionCoordinatorConfig,
 ) -> Result<TransactionCoordinator, Error> {
     let storage: Arc<dyn Storage> = Arc::new(sim.clone());
+    // The engine directory survives a crash, as the engine makes it.
     storage.create_dir_all(Path::new(ROOT))?;
+    storage.sync_dir(Path::new("/"))?;
     let ids = Arc::new(ProducerIdManager::open(&storage, Path::new(ROOT))?);
     TransactionCoordinator::open(
         Arc::clone(logs) as Arc<dyn TxnLogs>,
