@@ -241,6 +241,69 @@ pub enum Error {
         /// The coordinator epoch of the marker.
         found: i32,
     },
+    /// A request to the transaction coordinator is malformed: an empty `transactional.id`
+    /// (Kafka's `INVALID_REQUEST`, code 42).
+    #[error("invalid request: {why}")]
+    InvalidRequest {
+        /// What is wrong with the request.
+        why: String,
+    },
+
+    /// The transaction coordinator holds no state for the transactional id, or holds another
+    /// producer id for it (Kafka's `INVALID_PRODUCER_ID_MAPPING`, code 49): the producer must
+    /// call `init_producer_id` (`initTransactions`) again.
+    #[error(
+        "transactional id {transactional_id:?} is not mapped to producer {producer_id}: call init_producer_id first"
+    )]
+    InvalidProducerIdMapping {
+        /// The transactional id.
+        transactional_id: String,
+        /// The producer id of the request.
+        producer_id: i64,
+    },
+
+    /// A transaction timeout is not positive or exceeds `transaction.max.timeout.ms` (Kafka's
+    /// `INVALID_TRANSACTION_TIMEOUT`, code 50).
+    #[error(
+        "transaction timeout {timeout_ms} ms is invalid: it must be above 0 and at most transaction.max.timeout.ms ({max_timeout_ms} ms)"
+    )]
+    InvalidTransactionTimeout {
+        /// The timeout asked for.
+        timeout_ms: i64,
+        /// The coordinator's `transaction.max.timeout.ms`.
+        max_timeout_ms: i64,
+    },
+
+    /// The transaction coordinator is completing another transition of the transactional id
+    /// (a commit or abort whose markers are on their way, an append in flight): retry after a
+    /// backoff (Kafka's `CONCURRENT_TRANSACTIONS`, code 51, which clients retry).
+    #[error(
+        "transactional id {transactional_id:?} is busy ({state}): retry once the transition in progress completes"
+    )]
+    ConcurrentTransactions {
+        /// The transactional id.
+        transactional_id: String,
+        /// The state, or the transition, in progress.
+        state: String,
+    },
+
+    /// Another producer with the same `transactional.id` has initialized, or the request's epoch
+    /// is not the current one: this producer is a zombie and must close (Kafka's
+    /// `PRODUCER_FENCED`, code 90, fatal to the producer).
+    #[error(
+        "producer {producer_id} with epoch {found} of transactional id {transactional_id:?} is fenced: the current epoch is {current}"
+    )]
+    ProducerFenced {
+        /// The transactional id.
+        transactional_id: String,
+        /// The producer id of the request.
+        producer_id: i64,
+        /// The coordinator's current epoch for the id.
+        current: i16,
+        /// The epoch of the request.
+        found: i16,
+    },
+
     /// A client append reached a log or partition that is not the leader (it became a
     /// follower), or a leader-only call reached a follower (Kafka's `NOT_LEADER_OR_FOLLOWER`,
     /// code 6).
@@ -564,6 +627,11 @@ impl Error {
             InvalidProducerEpoch { producer_id, current, found },
             InvalidTxnState { producer_id, reason },
             TransactionCoordinatorFenced { producer_id, current, found },
+            InvalidRequest { why },
+            InvalidProducerIdMapping { transactional_id, producer_id },
+            InvalidTransactionTimeout { timeout_ms, max_timeout_ms },
+            ConcurrentTransactions { transactional_id, state },
+            ProducerFenced { transactional_id, producer_id, current, found },
             NotLeaderOrFollower { why },
             RequestTimedOut { timeout_ms, what },
             NotEnoughReplicas { in_sync, required },
@@ -598,6 +666,11 @@ impl Error {
             Error::InvalidProducerEpoch { .. } => Some(47),
             Error::InvalidTxnState { .. } => Some(48),
             Error::TransactionCoordinatorFenced { .. } => Some(52),
+            Error::InvalidRequest { .. } => Some(42),
+            Error::InvalidProducerIdMapping { .. } => Some(49),
+            Error::InvalidTransactionTimeout { .. } => Some(50),
+            Error::ConcurrentTransactions { .. } => Some(51),
+            Error::ProducerFenced { .. } => Some(90),
             Error::NotLeaderOrFollower { .. } => Some(6),
             Error::RequestTimedOut { .. } => Some(7),
             Error::NotEnoughReplicas { .. } => Some(19),
@@ -728,6 +801,37 @@ mod tests {
                     found: 1,
                 },
                 Some(52),
+            ),
+            (Error::InvalidRequest { why: "x".into() }, Some(42)),
+            (
+                Error::InvalidProducerIdMapping {
+                    transactional_id: "t".into(),
+                    producer_id: 1,
+                },
+                Some(49),
+            ),
+            (
+                Error::InvalidTransactionTimeout {
+                    timeout_ms: 0,
+                    max_timeout_ms: 900_000,
+                },
+                Some(50),
+            ),
+            (
+                Error::ConcurrentTransactions {
+                    transactional_id: "t".into(),
+                    state: "PrepareCommit".into(),
+                },
+                Some(51),
+            ),
+            (
+                Error::ProducerFenced {
+                    transactional_id: "t".into(),
+                    producer_id: 1,
+                    current: 2,
+                    found: 1,
+                },
+                Some(90),
             ),
         ]
     }

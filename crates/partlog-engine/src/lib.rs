@@ -53,10 +53,11 @@
 //! | --- | --- |
 //! | [`partitioner`] | [`murmur2`](partitioner::murmur2), [`to_positive`](partitioner::to_positive), [`partition_record`](partitioner::partition_record) (Kafka's `KafkaProducer.partition`), the [`Partitioner`](partitioner::Partitioner) trait, and the sticky [`BuiltInPartitioner`](partitioner::BuiltInPartitioner) with its injectable [`RandomSource`](partitioner::RandomSource) and adaptive weights |
 //! | [`engine`] | the engine directory's files: [`ProducerIdManager`](engine::producer_ids::ProducerIdManager) and `partlog.producer-ids`, the topic list `partlog.topics` ([`TopicsFile`](engine::topics_file::TopicsFile)), Kafka's `partition.metadata` ([`PartitionMetadata`](engine::partition_metadata::PartitionMetadata)), topic names and [`TopicId`](engine::topic::TopicId)s |
-//! | [`txn`] | [`TransactionState`](txn::state::TransactionState) and the `__transaction_state` records: keys, values v0 and v1, tombstones ([`log_records`](txn::log_records)), and the partition of a transactional id |
+//! | [`txn`] | the [`TransactionCoordinator`](txn::TransactionCoordinator) over the engine's logs ([`TxnLogs`](txn::TxnLogs)): `init_producer_id`, `add_partitions`, `end_txn` with its markers, timers (`tick`) and recovery (`open`); [`TransactionState`](txn::state::TransactionState) and the `__transaction_state` records: keys, values v0 and v1, tombstones ([`log_records`](txn::log_records)), and the partition of a transactional id |
 //!
 //! Errors are partlog's [`Error`](partlog::Error): `InvalidArgument` and `InvalidConfig` for a
-//! caller's input, `Corrupt` for an engine file that fails its checks, and the I/O errors of
+//! caller's input, `Corrupt` for an engine file that fails its checks, the coordinator's
+//! errors with Kafka's codes (`kafka_code()`: 42, 47, 48, 49, 50, 51, 90), and the I/O errors of
 //! the storage seam. Every file goes through [`partlog::unstable::Storage`], so the crash
 //! simulator (feature `sim`) crashes the engine's files as it crashes a log's.
 

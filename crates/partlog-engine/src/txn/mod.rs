@@ -1,6 +1,29 @@
-//! The transaction coordinator's persistent side: the states of a transactional id
-//! ([`state`]) and the records of its compacted log, `__transaction_state` ([`log_records`]),
-//! byte for byte Kafka's.
+//! The transaction coordinator ([`coordinator`]) and its persistent side: the states of a
+//! transactional id ([`state`], [`metadata`]) and the records of its compacted log,
+//! `__transaction_state` ([`log_records`]), byte for byte Kafka's.
+//!
+//! | module | what it owns |
+//! | --- | --- |
+//! | [`metadata`] | one id's [`TransactionMetadata`](metadata::TransactionMetadata) and its transitions |
+//! | [`state_manager`] | the cache of every id's metadata, and the durable writes to `__transaction_state` |
+//! | [`coordinator`] | the request handlers and the markers |
+//! | [`timers`] | the timeout of transactions and the expiry of ids |
+//! | [`recovery`] | replaying `__transaction_state` on open |
+//! | [`logs`] | [`TxnLogs`](logs::TxnLogs), the logs the engine hands the coordinator |
+//! | [`config`] | [`TransactionCoordinatorConfig`](config::TransactionCoordinatorConfig) |
 
+pub mod config;
+pub mod coordinator;
 pub mod log_records;
+pub mod logs;
+pub mod metadata;
+pub mod recovery;
 pub mod state;
+pub mod state_manager;
+pub mod timers;
+
+pub use config::TransactionCoordinatorConfig;
+pub use coordinator::{ProducerIdAndEpoch, TransactionCoordinator, TransactionResult};
+pub use logs::TxnLogs;
+pub use metadata::TopicPartition;
+pub use timers::TimerReport;

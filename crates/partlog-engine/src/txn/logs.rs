@@ -1,0 +1,90 @@
+//! [`TxnLogs`]: the logs the transaction coordinator writes, as the engine (or a test) provides
+//! them, and the settings of a `__transaction_state` partition.
+//!
+//! The coordinator does not own its logs: the engine opens every partition (its own
+//! `__transaction_state-N` and the data partitions whose markers it writes) on its shared
+//! storage, clock and workers, and hands them over through this trait.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
+
+use partlog::{CleanupPolicy, CompressionType, Error, Log, LogConfig, LogConfigBuilder};
+
+use super::log_records::TRANSACTION_STATE_SEGMENT_BYTES;
+
+/// Where the coordinator finds its logs. Implementations open a log at its first use and
+/// hand out the same `Arc<Log>` after that.
+pub trait TxnLogs: Send + Sync + fmt::Debug {
+    /// The partition `partition` of `__transaction_state`, opened, or created when it does not
+    /// exist (configured with [`transaction_state_log_config`]).
+    ///
+    /// # Errors
+    /// The log's open errors.
+    fn transaction_state_log(&self, partition: i32) -> Result<Arc<Log>, Error>;
+
+    /// The partitions of `__transaction_state` that exist on disk, whatever their order: the
+    /// ones the coordinator replays when it starts. Only partitions that hold an id exist.
+    ///
+    /// # Errors
+    /// The directory listing's errors.
+    fn transaction_state_partitions(&self) -> Result<Vec<i32>, Error>;
+
+    /// The data partition `partition` of `topic`, for its markers and partition verification.
+    /// The engine runs it with `transaction.partition.verification.enable=true`.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for a partition that does not exist; the log's open errors.
+    fn partition_log(&self, topic: &str, partition: i32) -> Result<Arc<Log>, Error>;
+}
+
+/// The settings of a `__transaction_state` partition, on top of `builder` (which carries the
+/// engine's storage and clock): Kafka's `cleanup.policy=compact`,
+/// `transaction.state.log.segment.bytes` (100 MiB) and no compression.
+///
+/// # Errors
+/// What `builder` refuses.
+pub fn transaction_state_log_config(builder: LogConfigBuilder) -> Result<LogConfig, Error> {
+    builder
+        .cleanup_policy(CleanupPolicy::COMPACT)
+        .segment_bytes(TRANSACTION_STATE_SEGMENT_BYTES as u32)
+        .compression_type(CompressionType::Uncompressed)
+        .build()
+}
+
+/// Waits until every `(log, offset)` is durable, the fsyncs of different logs running at once
+/// (each log's group commit leads its own), and returns the first error met, after every wait
+/// has ended.
+pub(crate) fn wait_all_durable(waits: &[(Arc<Log>, i64)]) -> Result<(), Error> {
+    struct Unpark(std::thread::Thread);
+    impl Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut context = Context::from_waker(&waker);
+    let mut pending: Vec<_> = waits
+        .iter()
+        .map(|(log, offset)| log.durable(*offset))
+        .collect();
+    let mut first_error = None;
+    while !pending.is_empty() {
+        pending.retain_mut(|wait| match Pin::new(wait).poll(&mut context) {
+            Poll::Ready(result) => {
+                if let Err(error) = result {
+                    first_error.get_or_insert(error);
+                }
+                false
+            }
+            Poll::Pending => true,
+        });
+        if !pending.is_empty() {
+            // A wake-up between the poll and the park leaves the token set: no wait is lost.
+            std::thread::park();
+        }
+    }
+    first_error.map_or(Ok(()), Err)
+}
