@@ -64,6 +64,9 @@ use segments::view::ReadView;
 use txn::producer_state::ProducerStateManager;
 use txn::view::TxnView;
 
+pub use config::compaction_policy::{
+    CompactionPolicy, CompactionPolicyInfo, KafkaCompaction, RecordVersion, compaction_policies,
+};
 pub use config::properties::{
     PROPERTIES_FILE_NAME, per_log_setting_names, read_stored_settings, write_stored_settings,
 };
@@ -74,14 +77,11 @@ pub use durability::wait::WaitDurable;
 pub use files::checkpoint;
 pub(crate) use files::kafka_dir;
 pub use files::producer_snapshot;
-pub use maintenance::compaction::policy::{
-    CompactionPolicy, CompactionPolicyInfo, KafkaCompaction, RecordVersion, compaction_policies,
-};
-pub use maintenance::compaction::{
-    CompactionOptions, CompactionSchedule, PRODUCER_ID_EXPIRATION_MS,
-};
+pub use maintenance::compaction::{CompactionOptions, PRODUCER_ID_EXPIRATION_MS};
 pub use observe::discarded::{DiscardReason, Discarded};
-pub use observe::reports::{CompactionStats, DeletedSegment, RetentionReport, RetentionRule};
+pub use observe::reports::{
+    CompactionSchedule, CompactionStats, DeletedSegment, RetentionReport, RetentionRule,
+};
 pub use observe::stats::{LogStats, RecoveryReport};
 pub use observe::{LogEvent, Observer};
 pub use read::committed::CommittedRecords;

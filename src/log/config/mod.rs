@@ -15,6 +15,7 @@
 //! policy types that settings take.
 
 mod builder;
+pub(in crate::log) mod compaction_policy;
 mod policies;
 pub(in crate::log) mod properties;
 mod validate;
@@ -472,8 +473,7 @@ impl LogConfig {
     /// with this config's settings; [`Error::InvalidConfig`] for an unknown name or a setting
     /// the policy cannot take.
     pub fn compaction_policy(&self) -> crate::Result<Arc<dyn crate::CompactionPolicy>> {
-        crate::log::maintenance::compaction::policy::compaction_policy(&self.compaction_strategy)?
-            .build(self)
+        compaction_policy::compaction_policy(&self.compaction_strategy)?.build(self)
     }
 
     /// A builder that starts from Kafka's defaults.

@@ -136,11 +136,10 @@ use crate::log::files::checkpoint::DurableWriteError;
 use crate::log::files::cleaner_checkpoint::CLEANER_CHECKPOINT_FILE_NAME;
 use crate::log::files::remove_quietly;
 use crate::log::maintenance::state::CleanerState;
-use crate::log::{CompactionStats, Shared};
+use crate::log::{CompactionSchedule, CompactionStats, Shared};
 
 mod clean;
 mod plan;
-pub(crate) mod policy;
 mod swap;
 mod txn;
 
@@ -202,56 +201,6 @@ impl CompactionOptions {
         self.min_compaction_lag_ms = Some(min_compaction_lag_ms.max(0));
         self
     }
-}
-
-/// Whether a compaction pass is due, and why: see
-/// [`Log::compaction_schedule`](crate::Log::compaction_schedule).
-///
-/// ```
-/// use partlog::{CleanupPolicy, Log, LogConfig, NewRecord};
-///
-/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// let dir = tempfile::tempdir()?;
-/// // Small segments (a test-only floor) so that a few appends seal some.
-/// let config = LogConfig::builder_for_tests()
-///     .cleanup_policy(CleanupPolicy::COMPACT)
-///     .segment_bytes(4096)
-///     .build()?;
-/// let log = Log::open(dir.path(), config)?;
-/// for i in 0..200_i64 {
-///     let key = format!("user-{}", i % 4);
-///     log.append(&[NewRecord::new(1_700_000_000_000 + i, Some(key.as_bytes()), Some(b"state"))])?;
-/// }
-/// let schedule = log.compaction_schedule()?;
-/// // Nothing was ever compacted: every sealed segment is dirty.
-/// assert_eq!(schedule.clean_bytes, 0);
-/// assert!(schedule.dirty_bytes > 0 && schedule.due);
-/// log.compact()?;
-/// assert!(!log.compaction_due()?); // what the pass cleaned is clean now
-/// # Ok(())
-/// # }
-/// ```
-#[non_exhaustive]
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct CompactionSchedule {
-    /// Every record below it has been compared with every later record below it by earlier
-    /// passes (Kafka's cleaner checkpoint).
-    pub first_dirty_offset: i64,
-    /// The end of the cleanable range: the active segment's base, or the base of the first
-    /// dirty segment younger than `min.compaction.lag.ms` (when above 0), or of the segment
-    /// holding the last stable offset, whichever is lowest.
-    pub first_uncleanable_offset: i64,
-    /// Bytes of the cleanable segments wholly below the first dirty offset.
-    pub clean_bytes: u64,
-    /// Bytes of the other cleanable segments.
-    pub dirty_bytes: u64,
-    /// `dirty_bytes / (clean_bytes + dirty_bytes)`, 0 when both are 0.
-    pub dirty_ratio: f64,
-    /// The first batch of a dirty segment is older than `max.compaction.lag.ms`.
-    pub max_lag_exceeded: bool,
-    /// A pass is due: there are dirty bytes, and the ratio reaches
-    /// `min.cleanable.dirty.ratio` or the max lag is exceeded.
-    pub due: bool,
 }
 
 impl Shared {

@@ -16,9 +16,10 @@ use crate::log::Shared;
 use crate::log::segments::snapshot::SegmentHandle;
 
 use super::clean::rewritable;
-use super::policy::{CompactionPolicy, RecordVersion};
 use super::txn::{ActiveProducers, TxnTracker, last_record_of_producer, marker_type};
-use super::{CompactionOptions, CompactionSchedule, for_each_batch};
+use super::{CompactionOptions, for_each_batch};
+use crate::log::CompactionSchedule;
+use crate::log::config::compaction_policy::{CompactionPolicy, RecordVersion};
 use crate::log::maintenance::state::CleanerState;
 
 /// The winning record of each key, as the policy ranks them: offsets alone for a policy that

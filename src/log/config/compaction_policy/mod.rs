@@ -20,7 +20,7 @@ use crate::error::{Error, Result};
 use crate::format::Record;
 use crate::log::LogConfig;
 
-use super::CompactionSchedule;
+use crate::log::observe::reports::CompactionSchedule;
 
 /// Where a record stands among the records of its key: its offset, and the version the policy
 /// read from it ([`CompactionPolicy::record_version`]), `None` when it has none.
