@@ -9,6 +9,7 @@
 //! | [`coordinator`] | the request handlers and the markers |
 //! | [`timers`] | the timeout of transactions and the expiry of ids |
 //! | [`recovery`] | replaying `__transaction_state` on open |
+//! | [`transaction_log`] | [`TransactionLog::read_dir`](transaction_log::TransactionLog::read_dir): one partition's ids, read from its files |
 //! | [`logs`] | [`TxnLogs`](logs::TxnLogs), the logs the engine hands the coordinator |
 //! | [`config`] | [`TransactionCoordinatorConfig`](config::TransactionCoordinatorConfig) |
 
@@ -21,9 +22,11 @@ pub mod recovery;
 pub mod state;
 pub mod state_manager;
 pub mod timers;
+pub mod transaction_log;
 
 pub use config::TransactionCoordinatorConfig;
 pub use coordinator::{ProducerIdAndEpoch, TransactionCoordinator, TransactionResult};
 pub use logs::TxnLogs;
 pub use metadata::TopicPartition;
 pub use timers::TimerReport;
+pub use transaction_log::TransactionLog;

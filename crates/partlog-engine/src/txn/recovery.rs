@@ -66,7 +66,9 @@ impl TransactionCoordinator {
 }
 
 /// The last value of each id in one partition; `None` for a tombstone.
-fn load_partition(log: &Log) -> Result<HashMap<String, Option<TransactionLogValue>>, Error> {
+pub(crate) fn load_partition(
+    log: &Log,
+) -> Result<HashMap<String, Option<TransactionLogValue>>, Error> {
     let mut last = HashMap::new();
     for record in log.records(log.log_start_offset(), ReadBound::LogEnd) {
         let record = record?;
