@@ -113,6 +113,12 @@ pub struct DumpArgs {
     /// --records.
     #[arg(long, conflicts_with_all = ["json", "skip_record_metadata"])]
     pub txn_state: bool,
+
+    /// Print the keys and values of a __transaction_state partition decoded, as
+    /// kafka-dump-log's --transaction-log-decoder does: each transactional id's state as JSON,
+    /// <DELETE> for a tombstone. Implies --records.
+    #[arg(long, conflicts_with = "json")]
+    pub transaction_log_decoder: bool,
 }
 
 /// How much one read asks for.
@@ -245,6 +251,8 @@ pub struct Dumper<'a> {
     gaps: Gaps,
     /// `--txn-state`: the outcome of each transactional record's transaction.
     pub txn_states: Option<crate::dump_txn_state::TxnStates<'a>>,
+    /// `--transaction-log-decoder`: keys and values decoded as `__transaction_state` records.
+    transaction_log_decoder: bool,
 }
 
 /// Kafka's "Non-consecutive offsets" report: per file, each record offset that does not follow
@@ -289,7 +297,10 @@ impl<'a> Dumper<'a> {
         Dumper {
             out: std::io::BufWriter::with_capacity(1 << 16, crate::QuietStdout),
             json: args.json,
-            records: args.records || args.skip_record_metadata || args.txn_state,
+            records: args.records
+                || args.skip_record_metadata
+                || args.txn_state
+                || args.transaction_log_decoder,
             skip_record_metadata: args.skip_record_metadata,
             max_bytes: args.max_bytes,
             dir: &args.dir,
@@ -298,6 +309,7 @@ impl<'a> Dumper<'a> {
             scratch: Vec::new(),
             gaps: Gaps::default(),
             txn_states: None,
+            transaction_log_decoder: args.transaction_log_decoder,
         }
     }
 
@@ -453,7 +465,8 @@ impl<'a> Dumper<'a> {
             if self.json {
                 json_record(&mut self.line, &record);
             } else if self.skip_record_metadata {
-                bare_record(&mut self.line, &record);
+                let texts = key_and_payload(&record, self.transaction_log_decoder);
+                bare_record(&mut self.line, texts);
             } else {
                 let txn_state = match (&mut self.txn_states, header) {
                     (Some(states), Some(header)) if header.is_transactional() && !control => {
@@ -461,7 +474,14 @@ impl<'a> Dumper<'a> {
                     }
                     _ => None,
                 };
-                human_record(&mut self.line, &record, header, timestamp_type, txn_state);
+                let texts = key_and_payload(&record, self.transaction_log_decoder);
+                human_record(
+                    &mut self.line,
+                    &record,
+                    (header, timestamp_type),
+                    txn_state,
+                    texts,
+                );
             }
             self.line.push(b'\n');
             self.out.write_all(&self.line)?;
@@ -551,16 +571,30 @@ fn control_record_text(record: &partlog::Record<'_>) -> String {
     }
 }
 
-/// Kafka's `--skip-record-metadata` line: `| key: K payload: P`, each part only when present.
-fn bare_record(out: &mut Vec<u8>, record: &partlog::Record<'_>) {
-    out.push(b'|');
-    if let Some(key) = record.key {
-        out.extend_from_slice(b" key: ");
-        out.extend_from_slice(human(key).as_bytes());
+/// The key and payload texts of a record line: the bytes as UTF-8 (invalid bytes escaped), or
+/// with `--transaction-log-decoder` what Kafka's decoder prints for a `__transaction_state`
+/// record.
+fn key_and_payload(
+    record: &partlog::Record<'_>,
+    transaction_log_decoder: bool,
+) -> (Option<String>, Option<String>) {
+    if transaction_log_decoder {
+        partlog_engine::txn::dump_text::kafka_decoder_text(record.offset, record.key, record.value)
+    } else {
+        (record.key.map(human), record.value.map(human))
     }
-    if let Some(value) = record.value {
+}
+
+/// Kafka's `--skip-record-metadata` line: `| key: K payload: P`, each part only when present.
+fn bare_record(out: &mut Vec<u8>, (key, payload): (Option<String>, Option<String>)) {
+    out.push(b'|');
+    if let Some(key) = key {
+        out.extend_from_slice(b" key: ");
+        out.extend_from_slice(key.as_bytes());
+    }
+    if let Some(payload) = payload {
         out.extend_from_slice(b" payload: ");
-        out.extend_from_slice(human(value).as_bytes());
+        out.extend_from_slice(payload.as_bytes());
     }
 }
 
@@ -571,9 +605,9 @@ fn bare_record(out: &mut Vec<u8>, record: &partlog::Record<'_>) {
 fn human_record(
     out: &mut Vec<u8>,
     record: &partlog::Record<'_>,
-    header: Option<&BatchHeader>,
-    timestamp_type: TimestampType,
+    (header, timestamp_type): (Option<&BatchHeader>, TimestampType),
     txn_state: Option<&str>,
+    (key, payload): (Option<String>, Option<String>),
 ) {
     let size = |bytes: Option<&[u8]>| bytes.map_or(-1, |b| i64::try_from(b.len()).unwrap_or(-1));
     let sequence = match header {
@@ -603,13 +637,13 @@ fn human_record(
     if header.is_some_and(BatchHeader::is_control) {
         line.push_str(&control_record_text(record));
     } else {
-        if let Some(key) = record.key {
+        if let Some(key) = key {
             line.push_str(" key: ");
-            line.push_str(&human(key));
+            line.push_str(&key);
         }
-        if let Some(value) = record.value {
+        if let Some(payload) = payload {
             line.push_str(" payload: ");
-            line.push_str(&human(value));
+            line.push_str(&payload);
         }
     }
     out.extend_from_slice(line.as_bytes());

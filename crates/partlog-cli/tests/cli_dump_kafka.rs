@@ -390,3 +390,95 @@ fn partlog_dump_of_transactions_diffs_clean_and_txn_state_only_adds_its_field() 
         );
     }
 }
+
+/// Issue 33: `partlog dump --transaction-log-decoder` on a `__transaction_state` partition
+/// prints what DumpLogSegments' `--transaction-log-decoder` prints: every state of a
+/// transactional id as Kafka's JSON, versions 0 and 1 (tagged fields included), partitions,
+/// names that need escaping, and `<DELETE>` for a tombstone. The diff shows no line at all.
+#[test]
+fn partlog_dump_transaction_log_decoder_diffs_clean_against_dump_log_segments() {
+    use partlog_engine::txn::log_records::{
+        TransactionLogValue, TxnTopicPartitions, encode_key, encode_value,
+    };
+    use partlog_engine::txn::state::TransactionState;
+
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("__transaction_state-0");
+    let log = Log::open(&dir, LogConfig::default()).unwrap();
+    let t0 = 1_700_000_000_000;
+    let states = [
+        (TransactionState::Empty, &[][..], 0),
+        (
+            TransactionState::Ongoing,
+            &[("orders", &[0, 3][..]), ("ledger", &[1])][..],
+            1,
+        ),
+        (
+            TransactionState::PrepareCommit,
+            &[("orders", &[0, 3][..])],
+            1,
+        ),
+        (TransactionState::CompleteCommit, &[], 1),
+        (TransactionState::PrepareAbort, &[("a\"b\\c", &[2][..])], 0),
+        (TransactionState::CompleteAbort, &[], 0),
+    ];
+    for (i, (state, partitions, version)) in states.into_iter().enumerate() {
+        let mut value = TransactionLogValue::new(1000, i as i16, 60_000, state);
+        value.partitions = partitions
+            .iter()
+            .map(|(topic, ids)| TxnTopicPartitions {
+                topic: (*topic).to_owned(),
+                partitions: ids.to_vec(),
+            })
+            .collect();
+        value.last_update_timestamp_ms = t0 + i as i64;
+        value.start_timestamp_ms = if state == TransactionState::Empty {
+            -1
+        } else {
+            t0
+        };
+        if version == 1 && state == TransactionState::CompleteCommit {
+            value.next_producer_id = 1001;
+            value.client_transaction_version = 2;
+        }
+        let bytes = encode_value(&value, version).unwrap();
+        let key = encode_key(if i % 2 == 0 { "txn-1" } else { "payments\ttx" }).unwrap();
+        log.append(&[NewRecord::new(t0 + i as i64, Some(&key), Some(&bytes))])
+            .unwrap();
+    }
+    let key = encode_key("txn-1").unwrap();
+    log.append(&[NewRecord::new(t0 + 9, Some(&key), None)])
+        .unwrap();
+    log.close().unwrap();
+    drop(log);
+
+    let Some(theirs) = kafka::dump_log_segments(
+        &logs_of(&dir),
+        &[
+            "--deep-iteration",
+            "--print-data-log",
+            "--transaction-log-decoder",
+        ],
+    ) else {
+        return;
+    };
+    assert!(theirs.status.success(), "{theirs:?}");
+    assert_eq!(theirs.stderr.trim(), "", "{theirs:?}");
+    let ours = run(partlog()
+        .arg("dump")
+        .arg(&dir)
+        .arg("--transaction-log-decoder"));
+    assert!(ours.status.success(), "{ours:?}");
+    let stdout = String::from_utf8(ours.stdout).unwrap();
+    assert!(stdout.contains("payload: <DELETE>"), "{stdout}");
+    assert!(
+        stdout.contains("\"transactionStatus\":\"CompleteCommit\""),
+        "{stdout}"
+    );
+    let differences = diff(&stdout, &theirs.stdout);
+    assert!(
+        differences.is_empty(),
+        "partlog dump --transaction-log-decoder and DumpLogSegments differ:\n{}",
+        differences.join("\n")
+    );
+}

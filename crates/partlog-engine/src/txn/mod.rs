@@ -9,12 +9,14 @@
 //! | [`coordinator`] | the request handlers and the markers |
 //! | [`timers`] | the timeout of transactions and the expiry of ids |
 //! | [`recovery`] | replaying `__transaction_state` on open |
+//! | [`dump_text`] | a record as Kafka's DumpLogSegments `--transaction-log-decoder` prints it |
 //! | [`transaction_log`] | [`TransactionLog::read_dir`](transaction_log::TransactionLog::read_dir): one partition's ids, read from its files |
 //! | [`logs`] | [`TxnLogs`](logs::TxnLogs), the logs the engine hands the coordinator |
 //! | [`config`] | [`TransactionCoordinatorConfig`](config::TransactionCoordinatorConfig) |
 
 pub mod config;
 pub mod coordinator;
+pub mod dump_text;
 pub mod log_records;
 pub mod logs;
 pub mod metadata;
