@@ -6,12 +6,12 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::rng::SplitMix64;
 use crate::segment::SegmentRole;
 use crate::sync::Mutex;
 
-use super::durability::flusher::flusher_loop;
+use super::background::Background;
 use super::durability::points::DurablePoints;
 use super::durability::state::Durability;
 use super::files::cleaner_checkpoint::{CleanerCheckpoint, load_cleaner_checkpoint};
@@ -21,7 +21,6 @@ use super::files::dir_lock::{DirLock, enter_dir};
 use super::files::kafka_dir::KafkaDirMembership;
 use super::files::log_files::LogFiles;
 use super::leader_epoch::LeaderEpochFileCache;
-use super::maintenance::schedule::maintenance_loop;
 use super::maintenance::state::Maintenance;
 use super::observe::{self, stats::Counters};
 use super::read::live_poll::LivePoll;
@@ -83,23 +82,8 @@ impl Log {
     }
 
     /// Starts a log just opened on `shared`: tells the observer what the open found, and starts
-    /// the flusher (a writable log) and the maintenance thread (when
-    /// `retention.check.interval.ms` is set).
+    /// its background work ([`Background::start`]).
     fn start(shared: Arc<Shared>) -> Result<Log> {
-        let read_only = shared.read_only;
-        let dir = shared.dir.clone();
-        let dir = dir.as_path();
-        let flusher = if read_only {
-            None
-        } else {
-            let shared = Arc::clone(&shared);
-            Some(
-                crate::sync::thread::Builder::new()
-                    .name(format!("partlog-flusher:{}", dir.display()))
-                    .spawn(move || flusher_loop(&shared))
-                    .map_err(|e| Error::io(dir, e))?,
-            )
-        };
         observe::notify(
             shared.config.observer.as_ref(),
             LogEvent::Recovery {
@@ -108,21 +92,10 @@ impl Log {
         );
         let log = Log {
             shared,
-            flusher: Mutex::new(flusher),
-            maintenance: Mutex::new(None),
+            background: Background::default(),
         };
-        if !read_only && log.shared.config.runs_maintenance() {
-            let shared = Arc::clone(&log.shared);
-            // The first interval counts from the open, not from whenever the new thread first
-            // runs: on a loaded machine that can be after the clock has moved on.
-            let opened_ms = shared.clock.now_ms();
-            // On failure the log drops, which closes it and stops the flusher.
-            let maintenance = crate::sync::thread::Builder::new()
-                .name(format!("partlog-maintenance:{}", dir.display()))
-                .spawn(move || maintenance_loop(&shared, opened_ms))
-                .map_err(|e| Error::io(dir, e))?;
-            *log.maintenance.lock() = Some(maintenance);
-        }
+        // On failure the log drops, which closes it and stops what started.
+        log.background.start(&log.shared)?;
         Ok(log)
     }
 }
