@@ -63,4 +63,5 @@
 
 pub mod engine;
 pub mod partitioner;
+pub mod producer;
 pub mod txn;

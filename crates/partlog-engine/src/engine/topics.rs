@@ -243,6 +243,15 @@ fn unknown_topic(name: &str) -> Error {
 }
 
 impl EngineShared {
+    /// The partition count of topic `name`.
+    pub(crate) fn topic_partitions(&self, name: &str) -> Result<i32, Error> {
+        lock(&self.topics)
+            .topics
+            .get(name)
+            .map(|entry| entry.partitions)
+            .ok_or_else(|| unknown_topic(name))
+    }
+
     /// Creates the directories of `partitions` of topic `name`, each with its
     /// `partition.metadata`, and makes them durable in the engine directory. Refuses a
     /// directory that exists: it holds data the list does not know.
