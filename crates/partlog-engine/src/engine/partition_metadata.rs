@@ -1,10 +1,12 @@
 //! `partition.metadata`: the topic id of a partition directory, in Kafka's text format
-//! (`PartitionMetadataFile`, FORMAT.md §16).
+//! (`PartitionMetadataFile`).
 //!
 //! Kafka writes `version: 0\ntopic_id: <22-character base64url id>`, with no newline after the
 //! id (a 4.4 broker's file is those 43 bytes exactly), under `partition.metadata.tmp`, fsynced
 //! and renamed into place. Its reader splits each line at `:` followed by white space, and
 //! accepts any version from 0 on.
+
+// The design of record: FORMAT.md §16.
 
 use std::path::Path;
 use std::sync::Arc;

@@ -1,10 +1,12 @@
 //! [`ProducerIdManager`]: producer ids handed out in blocks of [`PRODUCER_ID_BLOCK_SIZE`],
 //! each block reserved durably in `partlog.producer-ids` before its first id is handed out,
-//! so that no id is ever handed out twice, whatever crashes (FORMAT.md §14).
+//! so that no id is ever handed out twice, whatever crashes.
 //!
 //! Kafka's controller hands brokers blocks of 1000 ids (`ProducerIdsBlock`) and records the
 //! next free id in its metadata log before it answers; here the engine is its own controller,
 //! and the record is the last id of the reserved block, in a two-slot CRC-32C file.
+
+// The design of record: FORMAT.md §14.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};

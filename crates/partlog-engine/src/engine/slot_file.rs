@@ -1,5 +1,5 @@
 //! The two-slot CRC-32C file of the engine's own state (`partlog.producer-ids`,
-//! `partlog.topics`), written as partlog's `partlog.checkpoint` is (FORMAT.md §6.2, §14).
+//! `partlog.topics`), written as partlog's `partlog.checkpoint` is.
 //!
 //! The file is two slots of equal size `S` (a multiple of 512: one or more of the simulator's
 //! and a disk's sectors), slot 0 at `[0, S)` and slot 1 at `[S, 2S)`; its length is exactly
@@ -27,6 +27,8 @@
 //! never written). A file with no valid slot, or whose length is not two equal slots, is
 //! `Error::Corrupt`: it was created with a valid record, so nothing but damage empties it, and
 //! the state it held must not silently restart.
+
+// The design of record: FORMAT.md §6.2 and §14.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

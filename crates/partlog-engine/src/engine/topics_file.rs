@@ -1,5 +1,5 @@
 //! `partlog.topics`: the engine's topic list, each topic's id, partition count and config
-//! overrides, in a two-slot CRC-32C file (FORMAT.md §15).
+//! overrides, in a two-slot CRC-32C file.
 //!
 //! The payload of a slot (big-endian; names and keys in strictly increasing byte order, so a
 //! list has one encoding):
@@ -15,6 +15,8 @@
 //!     u16 key length, key        (UTF-8, not empty)
 //!     u32 value length, value    (UTF-8)
 //! ```
+
+// The design of record: FORMAT.md §15.
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -10,7 +10,7 @@
 //! partition of the transaction (`Log::append_marker`) and waits until all are durable, their
 //! fsyncs running at once, then persists `CompleteCommit`. Each step is prepared in memory,
 //! written to `__transaction_state` and made durable before it is applied (see
-//! [`TransactionStateManager`](super::state_manager::TransactionStateManager)).
+//! [`super::state_manager::TransactionStateManager`]).
 //!
 //! Kafka answers `EndTxn` once `PrepareCommit` is durable and writes the markers after; here
 //! `end_txn` returns after `CompleteCommit`, so that a `read_committed` reader sees the

@@ -1,6 +1,5 @@
 //! The records of `__transaction_state`, byte for byte Kafka's `TransactionLogKey` and
-//! `TransactionLogValue` (versions 0 and 1), and which partition of the topic holds an id
-//! (FORMAT.md §17).
+//! `TransactionLogValue` (versions 0 and 1), and which partition of the topic holds an id.
 //!
 //! A record's key is `i16 version 0 | string transactionalId`. Its value is a version (`i16`)
 //! then the fields of that version: version 0 with Kafka's classic encoding (`i16`-length
@@ -13,6 +12,8 @@
 //! and `ClientTransactionVersion` (2) when it is not 0; `NextProducerEpoch` (3) is read, never
 //! written by Kafka 4.4. Within a value Kafka writes the topics and partitions in its hash
 //! sets' order; this encoder writes them in the order given, and readers must not depend on it.
+
+// The design of record: FORMAT.md §17.
 
 use std::fmt;
 

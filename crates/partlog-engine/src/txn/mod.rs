@@ -11,8 +11,8 @@
 //! | [`recovery`] | replaying `__transaction_state` on open |
 //! | [`dump_text`] | a record as Kafka's DumpLogSegments `--transaction-log-decoder` prints it |
 //! | [`transaction_log`] | [`TransactionLog::read_dir`](transaction_log::TransactionLog::read_dir): one partition's ids, read from its files |
-//! | [`logs`] | [`TxnLogs`](logs::TxnLogs), the logs the engine hands the coordinator |
-//! | [`config`] | [`TransactionCoordinatorConfig`](config::TransactionCoordinatorConfig) |
+//! | [`logs`] | [`logs::TxnLogs`], the logs the engine hands the coordinator |
+//! | [`config`] | [`config::TransactionCoordinatorConfig`] |
 
 pub mod config;
 pub mod coordinator;

@@ -1,7 +1,7 @@
 //! [`TransactionStateManager`]: the coordinator's cache of [`TransactionMetadata`] and its
 //! writes to `__transaction_state` (Kafka's `TransactionStateManager`).
 //!
-//! A transition is persisted by [`append_and_complete`](TransactionStateManager::append_and_complete):
+//! A transition is persisted by `append_and_complete`:
 //! the record of the prepared values is appended to the id's partition and made durable
 //! (`wait_durable`, acks=all), and only then applied to the cached metadata. A failed append or
 //! fsync rolls the pending state back: the metadata is as it was, and the caller gets the error.
