@@ -7,7 +7,7 @@
 //! | --- | --- |
 //! | [`config`] | [`TopicProducerConfig`] |
 //! | [`state`] | [`ProducerTransactionState`]: Kafka's client states and legal transitions |
-//! | [`idempotence`] | [`IdempotenceState`](idempotence::IdempotenceState): sequences in flight and the epoch bump of KIP-360 |
+//! | [`idempotence`] | [`IdempotenceState`]: sequences in flight and the epoch bump of KIP-360 |
 //! | `transactions` | `init_transactions`, `begin_transaction`, `commit_transaction`, `abort_transaction` |
 //!
 //! # Modes
