@@ -21,5 +21,11 @@
 
 pub mod assignor;
 mod error;
+pub mod group;
+pub mod offsets;
+mod wire;
 
 pub use error::Error;
+#[cfg(feature = "coordinator")]
+pub use error::LogError;
+pub use wire::{DecodeError, EncodeError};
