@@ -94,9 +94,10 @@ impl<'a> Reader<'a> {
         Err(self.error(format!("{what}: varint longer than 5 bytes")))
     }
 
-    fn utf8(&self, bytes: &[u8], what: &str) -> Result<String, DecodeError> {
-        // Kafka's generated readers refuse malformed UTF-8 in a string field.
-        String::from_utf8(bytes.to_vec()).map_err(|_| self.error(format!("{what}: not UTF-8")))
+    fn utf8(&self, bytes: &[u8], _what: &str) -> Result<String, DecodeError> {
+        // Kafka's generated readers decode with Java's UTF-8 decoder, which replaces malformed
+        // sequences instead of refusing them.
+        Ok(String::from_utf8_lossy(bytes).into_owned())
     }
 
     /// `STRING` or `NULLABLE_STRING` (non-flexible).
@@ -210,29 +211,29 @@ impl<'a> Reader<'a> {
         })
     }
 
-    /// The tagged fields of a flexible structure: calls `known` with each tag and its bytes;
-    /// tags it does not know are skipped, as Kafka keeps them as unknown fields.
+    /// The tagged fields of a flexible structure. `known` is called with each tag and the
+    /// reader; it reads a field it knows by the field's type and returns `true`, or returns
+    /// `false` for a tag it does not know, whose declared size is then skipped. As in Kafka's
+    /// generated readers, a known field is read by its type whatever size it declares, and tags
+    /// are not checked for order.
     pub(crate) fn tagged_fields(
         &mut self,
-        mut known: impl FnMut(u32, &[u8]) -> Result<(), DecodeError>,
+        mut known: impl FnMut(u32, &mut Reader<'a>) -> Result<bool, DecodeError>,
     ) -> Result<(), DecodeError> {
         let count = self.uvarint("tagged field count")?;
-        let mut last: Option<u32> = None;
         for _ in 0..count {
-            let at = self.at;
             let tag = self.uvarint("tag")?;
-            if last.is_some_and(|l| tag <= l) {
-                return Err(DecodeError {
-                    what: format!("tag {tag} out of order"),
-                    position: at,
-                });
-            }
-            last = Some(tag);
             let size = self.uvarint("tagged field size")?;
-            let bytes = self.take(size as usize, "tagged field")?;
-            known(tag, bytes)?;
+            if !known(tag, self)? {
+                self.take(size as usize, "tagged field")?;
+            }
         }
         Ok(())
+    }
+
+    /// `n` raw bytes.
+    pub(crate) fn fixed<const N: usize>(&mut self, what: &str) -> Result<[u8; N], DecodeError> {
+        self.array(what)
     }
 }
 

@@ -226,13 +226,12 @@ fn damaged_records_are_errors_that_say_where() {
     // Unknown versions.
     assert!(OffsetCommitValue::decode(&unhex("0005 0000000000000001")).is_err());
     assert!(GroupMetadataValue::decode(&unhex("0005")).is_err());
-    // Non-UTF-8 in a string field.
-    assert!(
-        OffsetCommitValue::decode(&unhex(
-            "0003 0000000000000001 ffffffff 0001 ff 0000000000000000"
-        ))
-        .is_err()
-    );
+    // Malformed UTF-8 in a string field is replaced, as Java's decoder replaces it.
+    let value = OffsetCommitValue::decode(&unhex(
+        "0003 0000000000000001 ffffffff 0001 ff 0000000000000000",
+    ))
+    .unwrap();
+    assert_eq!(value.metadata, "\u{fffd}");
 }
 
 #[test]

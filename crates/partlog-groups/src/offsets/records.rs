@@ -240,14 +240,12 @@ impl OffsetCommitValue {
                 value.metadata = r.compact_string("the offset's metadata")?;
                 value.commit_timestamp = r.i64("the commit timestamp")?;
                 let mut topic_id = [0u8; 16];
-                r.tagged_fields(|tag, bytes| {
-                    if tag == 0 {
-                        topic_id = bytes.try_into().map_err(|_| DecodeError {
-                            what: format!("the topic id is {} bytes, not 16", bytes.len()),
-                            position: 0,
-                        })?;
+                r.tagged_fields(|tag, r| {
+                    if tag != 0 {
+                        return Ok(false);
                     }
-                    Ok(())
+                    topic_id = r.fixed("the topic id")?;
+                    Ok(true)
                 })?;
                 value.topic_id = topic_id;
             }
@@ -451,7 +449,7 @@ impl GroupMetadataValue {
             let (subscription, assignment) = if flexible {
                 let s = r.compact_bytes("a subscription")?;
                 let a = r.compact_bytes("an assignment")?;
-                r.tagged_fields(|_, _| Ok(()))?;
+                r.tagged_fields(|_, _| Ok(false))?;
                 (s, a)
             } else {
                 (r.bytes("a subscription")?, r.bytes("an assignment")?)
@@ -468,7 +466,7 @@ impl GroupMetadataValue {
             });
         }
         if flexible {
-            r.tagged_fields(|_, _| Ok(()))?;
+            r.tagged_fields(|_, _| Ok(false))?;
         }
         Ok(GroupMetadataValue {
             protocol_type,
