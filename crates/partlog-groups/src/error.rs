@@ -61,6 +61,9 @@ pub enum Error {
     RebalanceInProgress,
     /// Kafka's NON_EMPTY_GROUP (68): offsets of a group with members cannot be deleted.
     NonEmptyGroup,
+    /// Kafka's GROUP_SUBSCRIBED_TO_TOPIC (86): a member of the group subscribes to the topic,
+    /// so its offsets cannot be deleted.
+    GroupSubscribedToTopic,
     /// Kafka's GROUP_ID_NOT_FOUND (69): the group does not exist (or is Dead).
     GroupIdNotFound,
     /// Kafka's MEMBER_ID_REQUIRED (79): join again with the member id the response carries
@@ -110,6 +113,7 @@ impl Error {
             Error::RebalanceInProgress => 27,
             Error::NonEmptyGroup => 68,
             Error::GroupIdNotFound => 69,
+            Error::GroupSubscribedToTopic => 86,
             Error::MemberIdRequired => 79,
             Error::GroupMaxSizeReached => 81,
             Error::FencedInstanceId => 82,
@@ -203,6 +207,9 @@ impl fmt::Display for Error {
                 f.write_str("the group has members: its offsets cannot be deleted")
             }
             Error::GroupIdNotFound => f.write_str("the group does not exist"),
+            Error::GroupSubscribedToTopic => f.write_str(
+                "a member of the group subscribes to the topic: its offsets cannot be deleted",
+            ),
             Error::MemberIdRequired => {
                 f.write_str("join again with the member id this response carries")
             }
