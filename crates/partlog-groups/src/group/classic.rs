@@ -154,6 +154,9 @@ pub struct ClassicGroup {
     pub group_id: String,
     /// Its state.
     pub state: GroupState,
+    /// The state before it (Empty for a new group): a join phase that started from Empty
+    /// completes only on its timer.
+    pub previous_state: GroupState,
     /// When it entered its state (`None` before it ever changed state).
     pub state_timestamp_ms: Option<i64>,
     /// Its generation.
@@ -170,6 +173,8 @@ pub struct ClassicGroup {
     pub pending_members: BTreeSet<String>,
     /// Whether a member was added during the current join phase (Kafka's `newMemberAdded`).
     pub new_member_added: bool,
+    /// Members that got the generation's join response and have not synced yet.
+    pub pending_sync: BTreeSet<String>,
     /// The topics the members subscribe to, for a `consumer` group whose subscriptions parse.
     pub subscribed_topics: Option<BTreeSet<String>>,
 }
@@ -180,6 +185,7 @@ impl ClassicGroup {
         ClassicGroup {
             group_id: group_id.into(),
             state: GroupState::Empty,
+            previous_state: GroupState::Empty,
             state_timestamp_ms: None,
             generation: 0,
             protocol_type: None,
@@ -188,6 +194,7 @@ impl ClassicGroup {
             members: Vec::new(),
             pending_members: BTreeSet::new(),
             new_member_added: false,
+            pending_sync: BTreeSet::new(),
             subscribed_topics: None,
         }
     }
@@ -204,6 +211,7 @@ impl ClassicGroup {
         if !self.state.can_transition_to(next) {
             return false;
         }
+        self.previous_state = self.state;
         self.state = next;
         self.state_timestamp_ms = Some(now_ms);
         true
@@ -256,6 +264,7 @@ impl ClassicGroup {
     pub fn remove(&mut self, member_id: &str) -> Option<ClassicMember> {
         let at = self.members.iter().position(|m| m.member_id == member_id)?;
         let member = self.members.remove(at);
+        self.pending_sync.remove(member_id);
         if self.leader.as_deref() == Some(member_id) {
             self.leader = self.members.first().map(|m| m.member_id.clone());
         }
@@ -330,6 +339,42 @@ impl ClassicGroup {
         Some(topics)
     }
 
+    /// The largest rebalance timeout of the members (Kafka's `rebalanceTimeoutMs`).
+    pub fn rebalance_timeout_ms(&self) -> i64 {
+        self.members
+            .iter()
+            .map(|m| i64::from(m.rebalance_timeout_ms))
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Whether every member is parked in a join and no two-step join is pending.
+    pub fn has_all_members_joined(&self) -> bool {
+        self.pending_members.is_empty() && self.members.iter().all(ClassicMember::is_awaiting_join)
+    }
+
+    /// Keeps the leader if it rejoined, else elects the first member parked in a join;
+    /// `false` when none is.
+    pub fn maybe_elect_new_joined_leader(&mut self) -> bool {
+        if let Some(leader) = self.leader.as_deref()
+            && self
+                .member(leader)
+                .is_some_and(ClassicMember::is_awaiting_join)
+        {
+            return true;
+        }
+        match self.members.iter().find(|m| m.is_awaiting_join()) {
+            Some(m) => {
+                self.leader = Some(m.member_id.clone());
+                true
+            }
+            None => {
+                self.leader = None;
+                false
+            }
+        }
+    }
+
     /// Whether a member subscribes to `topic` (for offset expiry, KIP-496).
     pub fn is_subscribed_to(&self, topic: &str) -> bool {
         self.subscribed_topics
@@ -341,6 +386,8 @@ impl ClassicGroup {
     /// is chosen and the group awaits the leader's assignment; without, it is Empty.
     pub fn init_next_generation(&mut self, now_ms: i64) {
         self.generation = self.generation.wrapping_add(1);
+        self.previous_state = self.state;
+        self.pending_sync = self.members.iter().map(|m| m.member_id.clone()).collect();
         if self.members.is_empty() {
             self.protocol = None;
             self.subscribed_topics = self.compute_subscribed_topics();

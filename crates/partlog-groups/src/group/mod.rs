@@ -5,4 +5,9 @@
 pub mod classic;
 pub mod consumer_protocol;
 #[cfg(feature = "coordinator")]
+pub mod coordinator;
+#[cfg(feature = "coordinator")]
 pub mod pending;
+
+#[cfg(feature = "coordinator")]
+pub use coordinator::GroupCoordinator;

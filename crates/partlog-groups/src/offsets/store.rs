@@ -340,10 +340,6 @@ impl<L: OffsetsLog> OffsetStore<L> {
         self.state.groups.get_mut(group_id)
     }
 
-    pub(crate) fn groups_mut(&mut self) -> impl Iterator<Item = &mut ClassicGroup> {
-        self.state.groups.values_mut()
-    }
-
     /// The group `group_id`, created Empty (in memory only, as Kafka's
     /// `getOrMaybeCreateClassicGroup`) when missing.
     pub fn get_or_create_group(&mut self, group_id: &str) -> &mut ClassicGroup {
@@ -696,32 +692,31 @@ impl<L: OffsetsLog> OffsetStore<L> {
         let mut expired = 0;
         let mut deletable = Vec::new();
         for (group_id, group) in &self.state.groups {
-            let base: Option<Box<dyn Fn(&Stored) -> i64>> =
-                match (&group.protocol_type, group.state) {
-                    (None, _) => Some(Box::new(|s: &Stored| s.value.commit_timestamp)),
-                    (Some(_), GroupState::Empty) => {
-                        let since = group.state_timestamp_ms;
-                        Some(Box::new(move |s: &Stored| {
-                            since.unwrap_or(s.value.commit_timestamp)
-                        }))
-                    }
-                    (Some(t), GroupState::Stable)
-                        if t == crate::group::classic::CONSUMER_PROTOCOL_TYPE
-                            && group.subscribed_topics.is_some() =>
-                    {
-                        Some(Box::new(|s: &Stored| s.value.commit_timestamp))
-                    }
-                    _ => None,
-                };
+            // Kafka's `offsetExpirationCondition`: from when an offset's retention counts
+            // (`Some(since)`: from when the group became Empty), or `None`: never.
+            let base: Option<Option<i64>> = match (&group.protocol_type, group.state) {
+                (None, _) => Some(None),
+                (Some(_), GroupState::Empty) => Some(group.state_timestamp_ms),
+                (Some(t), GroupState::Stable)
+                    if t == crate::group::classic::CONSUMER_PROTOCOL_TYPE
+                        && group.subscribed_topics.is_some() =>
+                {
+                    Some(None)
+                }
+                _ => None,
+            };
             let mut all_expired = true;
             if let Some(offsets) = self.state.offsets.get(group_id) {
                 for (tp, stored) in offsets {
-                    let is_expired = base.as_ref().is_some_and(|base| {
+                    let is_expired = base.is_some_and(|since| {
                         !group.is_subscribed_to(&tp.topic)
                             && !self.state.has_pending(group_id, tp)
                             && match stored.value.expire_timestamp {
                                 Some(at) => now >= at,
-                                None => now.saturating_sub(base(stored)) >= retention,
+                                None => {
+                                    let from = since.unwrap_or(stored.value.commit_timestamp);
+                                    now.saturating_sub(from) >= retention
+                                }
                             }
                     });
                     if is_expired {
