@@ -1,13 +1,13 @@
 //! The rest of [`GroupCoordinator`]'s requests: SyncGroup, Heartbeat, LeaveGroup,
 //! DescribeGroups, and the timers [`tick`](GroupCoordinator::tick) fires.
 
-use super::super::classic::{ClassicMember, GroupState};
-use super::super::pending::{JoinGroupResponse, Pending, SyncGroupResponse};
 use super::{
     DescribedGroup, DescribedMember, GroupCoordinator, JoinTimer, LeaveResults, LeavingMember,
     SyncGroupRequest, map_append_error,
 };
 use crate::Error;
+use crate::group::classic::{ClassicMember, GroupState};
+use crate::group::pending::{JoinGroupResponse, Pending, SyncGroupResponse};
 use crate::offsets::log::OffsetsLog;
 
 impl<L: OffsetsLog> GroupCoordinator<L> {

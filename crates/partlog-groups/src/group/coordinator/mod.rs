@@ -697,5 +697,4 @@ fn map_append_error(error: Error) -> Error {
     }
 }
 
-#[path = "coordinator_sync.rs"]
 mod sync;
