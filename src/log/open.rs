@@ -35,7 +35,8 @@ use super::txn::transactions::last_txn_index_base;
 use super::txn::view::TxnView;
 use super::{Log, LogConfig, LogEvent, Shared, Writer};
 
-/// How many sealed segments stay open at most (beyond those readers pin).
+/// How many sealed segments stay open at most (beyond those readers pin), in a log without a
+/// [`Workers`](crate::Workers) pool, whose logs share a budget instead.
 const MAX_OPEN_SEGMENTS: usize = 64;
 
 /// What [`enter`] took: the directory's locks.
@@ -140,6 +141,7 @@ fn load(
         SegmentList::new(std::mem::take(&mut recovered.handles)),
         opener,
         MAX_OPEN_SEGMENTS,
+        config.workers.as_ref().map(crate::Workers::segment_budget),
     );
     let log_end_offset = recovered.active.next_offset();
     let (producers, replayed_aborted) = recovery::derived::load_derived_state(
