@@ -18,7 +18,7 @@ use super::task::{Entry, Lane, Next, Task, TaskHandle};
 crate::sync::thread_local! {
     /// The pool (by address) and task this thread is running, so that a task that cancels
     /// itself does not wait for its own run to end.
-    static CURRENT: Cell<Option<(usize, u64)>> = Cell::new(None);
+    static CURRENT: Cell<Option<(usize, u64)>> = const { Cell::new(None) };
 }
 
 /// Far enough that a timer at it never fires: for a `Next::After` too large for an `Instant`.
