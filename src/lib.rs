@@ -144,6 +144,7 @@ mod storage;
 mod sync;
 mod upgrade;
 mod verify;
+mod workers;
 
 #[cfg(feature = "stream")]
 pub use crate::log::LogTailStream;
@@ -176,6 +177,7 @@ pub use crate::{
         SendHandle,
     },
     segment::AbortedTxn,
+    workers::Workers,
 };
 
 /// The lower layers: segments, indexes, the storage seam, the clock and (feature `sim`) the
@@ -203,6 +205,7 @@ pub mod unstable {
         TransactionIndex, TransientSuffix, TxnIndexSearchResult, list_segment_bases,
         parse_segment_file_name, segment_file_name, segment_file_path,
     };
+    pub use crate::workers::{Lane, Next, Task, TaskHandle};
 
     /// Kafka's leader-epoch cache (`LeaderEpochFileCache`) and its file `leader-epoch-checkpoint`,
     /// text in Kafka's `LeaderEpochCheckpointFile` layout.

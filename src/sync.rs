@@ -26,7 +26,7 @@ pub(crate) use parking_lot::{
     Condvar, MappedRwLockReadGuard, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard,
 };
 #[cfg(not(shuttle))]
-pub(crate) use std::sync::Arc;
+pub(crate) use std::sync::{Arc, Weak};
 #[cfg(not(shuttle))]
 pub(crate) use std::thread_local;
 
@@ -35,7 +35,7 @@ pub(crate) use model::{
     Condvar, MappedRwLockReadGuard, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard,
 };
 #[cfg(shuttle)]
-pub(crate) use shuttle::sync::Arc;
+pub(crate) use shuttle::sync::{Arc, Weak};
 #[cfg(shuttle)]
 pub(crate) use shuttle::thread_local;
 

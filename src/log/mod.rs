@@ -40,7 +40,6 @@ mod segments;
 mod txn;
 mod write;
 
-use crate::sync::thread::JoinHandle;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -182,9 +181,8 @@ struct Shared {
 #[derive(Debug)]
 pub struct Log {
     shared: Arc<Shared>,
-    flusher: Mutex<Option<JoinHandle<()>>>,
-    /// The maintenance thread, when `retention.check.interval.ms` is set.
-    maintenance: Mutex<Option<JoinHandle<()>>>,
+    /// The flusher and maintenance: threads of the log's own, or tasks on its `Workers`.
+    background: open::Background,
 }
 
 impl Log {
@@ -304,8 +302,8 @@ impl Log {
             return Ok(());
         }
         // A retention pass may still sync through the group commit: the flusher stops after it.
-        self.stop_maintenance();
-        self.stop_flusher();
+        self.background.stop_maintenance(&self.shared);
+        self.background.stop_flusher(&self.shared);
         self.shared.view.log_end_mark().wake_all();
         // Tails waiting for durability: what close syncs wakes only those below the end.
         self.shared.durability.durable_mark().wake_all();
@@ -331,30 +329,6 @@ impl Log {
                 result
             }
             _ => result,
-        }
-    }
-
-    fn stop_maintenance(&self) {
-        self.shared.maintenance.stop();
-        if let Some(handle) = self.maintenance.lock().take()
-            && handle.join().is_err()
-        {
-            log::error!(
-                "the maintenance thread of {} panicked",
-                self.shared.dir.display()
-            );
-        }
-    }
-
-    fn stop_flusher(&self) {
-        self.shared.durability.stop_flusher();
-        if let Some(handle) = self.flusher.lock().take()
-            && handle.join().is_err()
-        {
-            log::error!(
-                "the flusher thread of {} panicked",
-                self.shared.dir.display()
-            );
         }
     }
 }

@@ -207,6 +207,12 @@ impl LogConfigBuilder {
         producer_id_expiration_check_interval_duration => producer_id_expiration_check_interval_ms;
     }
 
+    /// Sets [`LogConfig::workers`]: the log's background work runs on `workers`.
+    pub fn workers(mut self, workers: crate::Workers) -> Self {
+        self.config.workers = Some(workers);
+        self
+    }
+
     /// Sets [`LogConfig::observer`].
     pub fn observer(mut self, observer: Arc<dyn Observer>) -> Self {
         self.config.observer = Some(observer);

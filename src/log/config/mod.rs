@@ -390,6 +390,13 @@ pub struct LogConfig {
     /// [`LogConfig::setting`] names the per-log settings. Default: true.
     pub store_settings: bool,
 
+    /// partlog's own setting: the [`Workers`](crate::Workers) pool that runs the log's
+    /// background work (its flusher, retention, producer expiry and compaction), shared with
+    /// the other logs given the same pool. Never stored in `partlog.properties`. Default: none,
+    /// and the log starts its own flusher thread (and a maintenance thread when
+    /// `retention.check.interval.ms` is set).
+    pub workers: Option<crate::Workers>,
+
     /// Which per-log settings the builder was given: they win over stored ones at open.
     pub(crate) explicit: ExplicitSettings,
 
@@ -442,6 +449,7 @@ impl Default for LogConfig {
             clock: Arc::new(SystemClock),
             observer: None,
             store_settings: true,
+            workers: None,
             explicit: ExplicitSettings::default(),
             segment_bytes_floor: LogConfig::MIN_SEGMENT_BYTES,
         }

@@ -2,11 +2,14 @@
 //! interval asks for, the sealed segments' syncs, the recovery-point checkpoints, and the
 //! removal of unpinned `.deleted` files. One round is one method, [`Shared::flusher_round`],
 //! with its [`FlusherSchedule`]; the flusher thread ([`flusher_loop`]) waits for a request or
-//! the schedule's tick and runs a round, until the log closes.
+//! the schedule's tick and runs a round, until the log closes. On a [`Workers`](crate::Workers)
+//! pool, [`FlusherTask`] runs the same round in the sync lane, woken by the same requests.
 
 use std::time::Duration;
 
 use crate::error::Error;
+use crate::sync::{Arc, Mutex};
+use crate::workers::{Lane, Next, Task};
 
 use super::state::FlusherWork;
 use crate::log::{FlushPolicy, LogConfig, Shared};
@@ -99,6 +102,45 @@ pub(in crate::log) fn flusher_loop(shared: &Shared) {
     let mut schedule = FlusherSchedule::new(&shared.config, shared.clock.now_ms());
     while let Some(work) = shared.durability.next_flusher_work(schedule.next_due()) {
         shared.flusher_round(&mut schedule, work);
+    }
+}
+
+/// The flusher as a task of a [`Workers`](crate::Workers) pool: a round at each request or
+/// tick, in the sync lane (first, on any thread).
+#[derive(Debug)]
+pub(in crate::log) struct FlusherTask {
+    shared: Arc<Shared>,
+    schedule: Mutex<FlusherSchedule>,
+}
+
+impl FlusherTask {
+    /// The flusher of `shared`, its intervals counting from now.
+    pub(in crate::log) fn new(shared: Arc<Shared>) -> FlusherTask {
+        let schedule = FlusherSchedule::new(&shared.config, shared.clock.now_ms());
+        FlusherTask {
+            shared,
+            schedule: Mutex::new(schedule),
+        }
+    }
+
+    /// How long after registration the first round runs.
+    pub(in crate::log) fn first_run(&self) -> Duration {
+        self.schedule.lock().next_due()
+    }
+}
+
+impl Task for FlusherTask {
+    fn run(&self) -> Next {
+        let Some(work) = self.shared.durability.take_flusher_work() else {
+            return Next::Done;
+        };
+        let mut schedule = self.schedule.lock();
+        self.shared.flusher_round(&mut schedule, work);
+        Next::After(schedule.next_due())
+    }
+
+    fn lane(&self) -> Lane {
+        Lane::Sync
     }
 }
 

@@ -2,11 +2,13 @@
 //! durable offset, the leader/follower sync, the poison), the flusher's signal, and how many
 //! appended bytes the last recovery point covered.
 
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use crate::error::Result;
 use crate::sync::atomic::{AtomicU64, Ordering};
 use crate::sync::{Condvar, Mutex};
+use crate::workers::TaskHandle;
 
 use super::group_commit::GroupCommit;
 use crate::log::segments::watermark::Watermark;
@@ -40,6 +42,9 @@ pub(in crate::log) struct Durability {
     /// The appended bytes the last recovery point covered: the flusher writes the next one
     /// once `recovery.point.bytes` more are durable.
     bytes_at_last_checkpoint: AtomicU64,
+    /// The flusher's task, when a [`Workers`](crate::Workers) pool runs it: woken by each
+    /// request, as the flusher thread's condvar is.
+    pool_flusher: OnceLock<TaskHandle>,
 }
 
 impl Durability {
@@ -55,6 +60,7 @@ impl Durability {
             flusher: Mutex::new(FlusherSignal::default()),
             flusher_wake: Condvar::new(),
             bytes_at_last_checkpoint: AtomicU64::new(0),
+            pool_flusher: OnceLock::new(),
         }
     }
 
@@ -107,6 +113,7 @@ impl Durability {
     pub(in crate::log) fn request_sync(&self) {
         self.flusher.lock().sync_requested = true;
         self.flusher_wake.notify_all();
+        self.wake_pool_flusher();
     }
 
     /// Tells the flusher that a roll left a sealed segment (and a new name in the directory)
@@ -114,6 +121,34 @@ impl Durability {
     pub(in crate::log) fn signal_roll(&self) {
         self.flusher.lock().roll_pending = true;
         self.flusher_wake.notify_all();
+        self.wake_pool_flusher();
+    }
+
+    /// Wakes the flusher's pool task, if a pool runs it (after the signal's lock is released:
+    /// that lock is taken last).
+    fn wake_pool_flusher(&self) {
+        if let Some(task) = self.pool_flusher.get() {
+            task.wake();
+        }
+    }
+
+    /// Hands the flusher's pool task to the requests that wake it.
+    pub(in crate::log) fn set_pool_flusher(&self, task: TaskHandle) {
+        // Set once, at open, before anyone can ask for a sync.
+        let _ = self.pool_flusher.set(task);
+    }
+
+    /// The requests since the last call, without waiting: `None` once the flusher is told to
+    /// stop (the pool's form of [`next_flusher_work`](Self::next_flusher_work)).
+    pub(in crate::log) fn take_flusher_work(&self) -> Option<FlusherWork> {
+        let mut signal = self.flusher.lock();
+        if signal.stop {
+            return None;
+        }
+        Some(FlusherWork {
+            roll_pending: std::mem::take(&mut signal.roll_pending),
+            sync_requested: std::mem::take(&mut signal.sync_requested),
+        })
     }
 
     /// Tells the flusher to stop.

@@ -4,12 +4,17 @@
 //! ([`Shared::compact_if_due`]); and producer expiry ([`Shared::remove_expired_producers`]) on
 //! its own interval. [`MaintenanceSchedule`] says when each is next due; one round
 //! ([`Shared::maintenance_round`]) runs what is due; the thread ([`maintenance_loop`]) waits for
-//! the schedule's tick and runs a round, until the log closes or can do no more.
+//! the schedule's tick and runs a round, until the log closes or can do no more. On a
+//! [`Workers`](crate::Workers) pool the round is two tasks, [`MaintenanceTask`]s: producer
+//! expiry with retention (periodic lane), and compaction (long lane), each with its own
+//! schedule, so that a long compaction pass delays no retention pass.
 
 use std::ops::ControlFlow;
 use std::time::Duration;
 
 use crate::error::Error;
+use crate::sync::{Arc, Mutex};
+use crate::workers::{Lane, Next, Task};
 
 use crate::log::{LogConfig, Shared};
 
@@ -73,6 +78,18 @@ impl MaintenanceSchedule {
     }
 }
 
+/// Which parts of a maintenance round run: the thread runs them all; on a pool, retention (with
+/// producer expiry) and compaction are separate tasks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(in crate::log) enum MaintenanceParts {
+    /// Producer expiry, retention and compaction: the maintenance thread's round.
+    All,
+    /// Producer expiry and retention.
+    Retention,
+    /// Compaction only.
+    Compaction,
+}
+
 impl Shared {
     /// One round of maintenance at `now_ms`: producer expiry if due (Kafka's
     /// producer-expiration task, on its own interval), then, if the pass interval has passed,
@@ -84,23 +101,26 @@ impl Shared {
         &self,
         schedule: &mut MaintenanceSchedule,
         now_ms: i64,
+        parts: MaintenanceParts,
     ) -> ControlFlow<()> {
-        if schedule.take_expiry(now_ms) {
+        let retention = parts != MaintenanceParts::Compaction;
+        let compaction = parts != MaintenanceParts::Retention;
+        if retention && schedule.take_expiry(now_ms) {
             self.remove_expired_producers(now_ms);
         }
         if !schedule.take_pass(now_ms) {
             return ControlFlow::Continue(());
         }
         let interval_ms = schedule.pass_interval_ms;
-        match self.enforce_retention() {
-            Ok(_) => {}
-            Err(Error::Closed | Error::Poisoned) => return ControlFlow::Break(()),
-            Err(error) => log::warn!(
+        match retention.then(|| self.enforce_retention()) {
+            None | Some(Ok(_)) => {}
+            Some(Err(Error::Closed | Error::Poisoned)) => return ControlFlow::Break(()),
+            Some(Err(error)) => log::warn!(
                 "{}: retention pass failed (retried in {interval_ms} ms): {error}",
                 self.dir.display()
             ),
         }
-        if self.config.cleanup_policy.compacts() {
+        if compaction && self.config.cleanup_policy.compacts() {
             match self.compact_if_due() {
                 Ok(()) => {}
                 Err(Error::Closed | Error::Poisoned) => return ControlFlow::Break(()),
@@ -120,10 +140,61 @@ pub(in crate::log) fn maintenance_loop(shared: &Shared, opened_ms: i64) {
     let mut schedule = MaintenanceSchedule::new(&shared.config, opened_ms);
     while shared.maintenance.wait(schedule.tick()) {
         if shared
-            .maintenance_round(&mut schedule, shared.clock.now_ms())
+            .maintenance_round(&mut schedule, shared.clock.now_ms(), MaintenanceParts::All)
             .is_break()
         {
             return;
+        }
+    }
+}
+
+/// Maintenance as a task of a [`Workers`](crate::Workers) pool: `parts` of a round at each tick
+/// of its own schedule, until the log closes (or can do no more).
+#[derive(Debug)]
+pub(in crate::log) struct MaintenanceTask {
+    shared: Arc<Shared>,
+    parts: MaintenanceParts,
+    schedule: Mutex<MaintenanceSchedule>,
+}
+
+impl MaintenanceTask {
+    /// `parts` of the maintenance of `shared`, its intervals counting from `opened_ms`.
+    pub(in crate::log) fn new(
+        shared: Arc<Shared>,
+        parts: MaintenanceParts,
+        opened_ms: i64,
+    ) -> MaintenanceTask {
+        let schedule = MaintenanceSchedule::new(&shared.config, opened_ms);
+        MaintenanceTask {
+            shared,
+            parts,
+            schedule: Mutex::new(schedule),
+        }
+    }
+
+    /// How long after registration the first round runs.
+    pub(in crate::log) fn first_run(&self) -> Duration {
+        self.schedule.lock().tick()
+    }
+}
+
+impl Task for MaintenanceTask {
+    fn run(&self) -> Next {
+        let mut schedule = self.schedule.lock();
+        let now_ms = self.shared.clock.now_ms();
+        match self
+            .shared
+            .maintenance_round(&mut schedule, now_ms, self.parts)
+        {
+            ControlFlow::Continue(()) => Next::After(schedule.tick()),
+            ControlFlow::Break(()) => Next::Done,
+        }
+    }
+
+    fn lane(&self) -> Lane {
+        match self.parts {
+            MaintenanceParts::Compaction => Lane::Long,
+            MaintenanceParts::All | MaintenanceParts::Retention => Lane::Periodic,
         }
     }
 }
