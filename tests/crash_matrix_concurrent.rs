@@ -109,7 +109,7 @@ use partlog::unstable::{
 use partlog::{
     Acks, BatchBuilder, CleanupPolicy, Compression, ControlRecordType, Error, FlushPolicy, Log,
     LogConfig, LogRecord, NewRecord, Producer, ProducerConfig, ReadBound, RecoveryMode, SendHandle,
-    Severity, verify_dir,
+    Severity, Workers, verify_dir,
 };
 
 const T0: i64 = 1_700_000_000_000;
@@ -164,6 +164,16 @@ struct Case {
     bursts: usize,
     cuts: usize,
     passes: usize,
+    /// The flusher runs on a shared `Workers` pool (the pooled variant), not its own thread.
+    pooled: bool,
+}
+
+/// The pool of the pooled variant, shared by every log it opens, as in a process of many logs.
+fn shared_workers() -> Workers {
+    static WORKERS: std::sync::OnceLock<Workers> = std::sync::OnceLock::new();
+    WORKERS
+        .get_or_init(|| Workers::new(2).expect("a pool"))
+        .clone()
 }
 
 impl Case {
@@ -184,6 +194,7 @@ impl Case {
             bursts: 4 + rng.below(8) as usize,
             cuts: 3 + rng.below(5) as usize,
             passes: 4 + rng.below(8) as usize,
+            pooled: false,
         }
     }
 
@@ -192,7 +203,13 @@ impl Case {
     }
 
     fn config_on(&self, storage: Arc<dyn Storage>, clock: &Arc<ManualClock>) -> LogConfig {
-        LogConfig::builder_for_tests()
+        let builder = LogConfig::builder_for_tests();
+        let builder = if self.pooled {
+            builder.workers(shared_workers())
+        } else {
+            builder
+        };
+        builder
             .segment_bytes(self.segment_bytes)
             .segment_ms(SEGMENT_MS)
             .index_interval_bytes(128)
@@ -1652,7 +1669,12 @@ fn parse_crash_point(text: &str) -> Option<(FaultOp, u64)> {
 /// A dry run of the case with seed `seed`, then crashes at points drawn from it (or at `fixed`).
 /// Returns how many runs it made.
 fn run_matrix_case(seed: u64, fixed: Option<(FaultOp, u64)>) -> Result<usize, Failure> {
-    let case = Case::from_seed(seed);
+    run_matrix_case_as(Case::from_seed(seed), fixed)
+}
+
+/// [`run_matrix_case`] on `case` (a seed's case, or its pooled variant).
+fn run_matrix_case_as(case: Case, fixed: Option<(FaultOp, u64)>) -> Result<usize, Failure> {
+    let seed = case.seed;
     let fail = |point: Option<(FaultOp, u64)>, failure: Failure| {
         let replay = match point {
             Some((op, nth)) => format!(" PARTLOG_CRASH_MATRIX_CONCURRENT_CRASH_AT={op:?}:{nth}"),
@@ -1716,6 +1738,37 @@ fn threads_appending_reading_truncating_and_maintaining_survive_a_crash_anywhere
         DURABLE_FOUND.load(Ordering::Relaxed),
         DURABLE_EXCUSED.load(Ordering::Relaxed),
     );
+    assert!(runs > 0);
+}
+
+/// The matrix above with every log's flusher on one shared `Workers` pool (issue 31, section
+/// 2): the same seeds, threads and checks. `PARTLOG_CRASH_MATRIX_CONCURRENT_POOLED_CASES`
+/// (default 12) cases; a failure replays with this test's name and the seed it prints.
+#[test]
+fn threads_appending_reading_truncating_and_maintaining_survive_a_crash_anywhere_on_workers() {
+    let pooled = |seed| Case {
+        pooled: true,
+        ..Case::from_seed(seed)
+    };
+    if let Some(seed) = env_u64("PARTLOG_CRASH_MATRIX_CONCURRENT_SEED") {
+        let fixed = std::env::var("PARTLOG_CRASH_MATRIX_CONCURRENT_CRASH_AT")
+            .ok()
+            .map(|text| parse_crash_point(&text).expect("CRASH_AT is <kind>:<n>, as printed"));
+        if let Err(failure) = run_matrix_case_as(pooled(seed), fixed) {
+            panic!("{failure}");
+        }
+        return;
+    }
+    let cases = env_u64("PARTLOG_CRASH_MATRIX_CONCURRENT_POOLED_CASES").unwrap_or(12);
+    let first_seed = env_u64("PARTLOG_CRASH_MATRIX_CONCURRENT_FIRST_SEED").unwrap_or(0);
+    let mut runs = 0;
+    for seed in first_seed..first_seed + cases {
+        match run_matrix_case_as(pooled(seed), None) {
+            Ok(made) => runs += made,
+            Err(failure) => panic!("{failure}"),
+        }
+    }
+    println!("concurrent crash matrix on Workers: {cases} cases, {runs} crashes, all recovered");
     assert!(runs > 0);
 }
 
@@ -2198,6 +2251,7 @@ fn run_scripted(
         bursts: 0,
         cuts: 0,
         passes: 0,
+        pooled: false,
     };
     let clock = Arc::new(ManualClock::new(T0));
     let sim = SimStorage::new(case.seed).with_clock(clock.clone());
@@ -2449,6 +2503,7 @@ fn a_crash_inside_a_compaction_swap_leaves_no_old_index_behind() {
         bursts: 0,
         cuts: 0,
         passes: 0,
+        pooled: false,
     };
     let clock = Arc::new(ManualClock::new(T0));
     let sim = SimStorage::new(case.seed).with_clock(clock.clone());
@@ -2518,6 +2573,7 @@ fn a_truncation_between_a_compaction_passs_read_and_its_re_read_is_no_corruption
         bursts: 0,
         cuts: 0,
         passes: 0,
+        pooled: false,
     };
     let mut raced = 0;
     // (From the fifth read on the hook would run inside a read that holds a lock the
@@ -2617,6 +2673,7 @@ fn a_compaction_pass_records_a_recovery_point_only_over_synced_indexes() {
         bursts: 0,
         cuts: 0,
         passes: 0,
+        pooled: false,
     };
     let mut corrupt = Vec::new();
     for crash_seed in 0..32u64 {
@@ -2730,6 +2787,7 @@ fn a_truncation_during_a_compaction_passs_recovery_point_sync_cleans_nothing_and
         bursts: 0,
         cuts: 0,
         passes: 0,
+        pooled: false,
     };
     let clock = Arc::new(ManualClock::new(T0));
     let sim = SimStorage::new(case.seed).with_clock(clock.clone());
@@ -2841,6 +2899,7 @@ fn nothing_the_log_does_after_a_crash_reaches_the_recovered_image() {
         bursts: 0,
         cuts: 0,
         passes: 0,
+        pooled: false,
     };
     let clock = Arc::new(ManualClock::new(T0));
     let sim = SimStorage::new(case.seed).with_clock(clock.clone());

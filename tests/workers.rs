@@ -6,7 +6,7 @@ use std::sync::{Arc, Barrier, Mutex};
 use std::time::Duration;
 
 use partlog::unstable::{Next, OsStorage, Storage, Task};
-use partlog::{Log, LogConfig, NewRecord, ReadBound, Workers};
+use partlog::{Log, LogConfig, NewRecord, Workers};
 
 const T0: i64 = 1_700_000_000_000;
 
@@ -31,7 +31,7 @@ fn block_on<F: std::future::Future>(future: F) -> F::Output {
     }
 }
 
-/// A task that counts its runs and, while `hold` is set, blocks its run on `gate`.
+/// A task that counts its runs and holds each at `gate` until the test lets it end.
 struct Counting {
     runs: AtomicUsize,
     ended: AtomicBool,
@@ -46,7 +46,8 @@ impl Task for Counting {
             gate.wait(); // the test lets it end
         }
         self.ended.store(true, Ordering::SeqCst);
-        Next::After(Duration::ZERO)
+        // Not again unless woken: a second run would wait at the gate for ever.
+        Next::After(Duration::from_secs(3600))
     }
 }
 
@@ -217,12 +218,190 @@ fn workers_pooled_logs_sync_roll_and_enforce_retention() {
             );
             std::thread::yield_now();
         }
-        let records = log
-            .read(log.log_start_offset(), 1 << 20, ReadBound::Durable)
-            .unwrap();
-        assert!(records.next_offset() > log.log_start_offset());
+        // Retention may still be running: the end is what was appended, all of it durable.
+        assert_eq!(log.durable_offset(), log.log_end_offset());
     }
     for log in &logs {
+        log.close().unwrap();
+    }
+}
+
+/// The real file system, with a gate that holds every compaction pass where it creates its
+/// `.cleaned` file, until the test opens the gate.
+#[derive(Debug, Default)]
+struct GatedCompaction {
+    inner: OsStorage,
+    /// How many passes are held, and whether the gate is open.
+    state: Mutex<(usize, bool)>,
+    changed: std::sync::Condvar,
+}
+
+impl GatedCompaction {
+    fn held(&self) -> usize {
+        self.state.lock().unwrap().0
+    }
+
+    fn open_gate(&self) {
+        self.state.lock().unwrap().1 = true;
+        self.changed.notify_all();
+    }
+}
+
+impl Storage for GatedCompaction {
+    fn open(
+        &self,
+        path: &std::path::Path,
+        mode: partlog::unstable::OpenMode,
+    ) -> partlog::Result<Arc<dyn partlog::unstable::StorageFile>> {
+        if path.to_string_lossy().ends_with(".cleaned") {
+            let mut state = self.state.lock().unwrap();
+            state.0 += 1;
+            while !state.1 {
+                state = self.changed.wait(state).unwrap();
+            }
+            state.0 -= 1;
+        }
+        self.inner.open(path, mode)
+    }
+    fn create_dir_all(&self, path: &std::path::Path) -> partlog::Result<()> {
+        self.inner.create_dir_all(path)
+    }
+    fn sync_dir(&self, dir: &std::path::Path) -> partlog::Result<()> {
+        self.inner.sync_dir(dir)
+    }
+    fn rename(&self, from: &std::path::Path, to: &std::path::Path) -> partlog::Result<()> {
+        self.inner.rename(from, to)
+    }
+    fn remove(&self, path: &std::path::Path) -> partlog::Result<()> {
+        self.inner.remove(path)
+    }
+    fn list(&self, dir: &std::path::Path) -> partlog::Result<Vec<String>> {
+        self.inner.list(dir)
+    }
+    fn metadata(&self, path: &std::path::Path) -> partlog::Result<partlog::unstable::Metadata> {
+        self.inner.metadata(path)
+    }
+    fn lock(
+        &self,
+        path: &std::path::Path,
+        mode: partlog::unstable::LockMode,
+    ) -> partlog::Result<partlog::unstable::FileLock> {
+        self.inner.lock(path, mode)
+    }
+}
+
+/// Opens the gate when dropped.
+struct OpenOnDrop(Arc<GatedCompaction>);
+
+impl Drop for OpenOnDrop {
+    fn drop(&mut self) {
+        self.0.open_gate();
+    }
+}
+
+/// Waits (without asserting anything about time) until `done` holds; fails after a minute.
+fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !done() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "gave up waiting until {what}"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// Polls `future` until it completes or a minute passes (`None`): a sync that never comes
+/// fails the test instead of hanging it.
+fn block_on_within<F: std::future::Future>(future: F) -> Option<F::Output> {
+    use std::task::{Context, Poll, Wake, Waker};
+
+    struct Unpark(std::thread::Thread);
+    impl Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut context = Context::from_waker(&waker);
+    let mut future = std::pin::pin!(future);
+    while std::time::Instant::now() < deadline {
+        if let Poll::Ready(output) = future.as_mut().poll(&mut context) {
+            return Some(output);
+        }
+        std::thread::park_timeout(Duration::from_millis(10));
+    }
+    None
+}
+
+/// Fairness: compaction passes of other logs, held mid-pass by the storage for as long as the
+/// test likes, take at most half the pool, so that another log's durable waits (the pool's
+/// flusher leads their syncs) and its retention passes complete meanwhile. Four held passes on
+/// four threads would otherwise take every thread.
+#[test]
+fn workers_held_compaction_passes_delay_no_other_logs_syncs_or_retention() {
+    let root = tempfile::tempdir().unwrap();
+    let workers = Workers::new(4).unwrap();
+    let gated = Arc::new(GatedCompaction::default());
+    let compacted: Vec<Log> = (0..4)
+        .map(|i| {
+            let config = LogConfig::builder_for_tests()
+                .segment_bytes(1024)
+                .cleanup_policy(partlog::CleanupPolicy::COMPACT)
+                .retention_check_interval_ms(1)
+                .storage(Arc::clone(&gated) as Arc<dyn Storage>)
+                .workers(workers.clone())
+                .build()
+                .unwrap();
+            let log = Log::open(root.path().join(format!("compacted-{i}")), config).unwrap();
+            for i in 0..100 {
+                let key = format!("key-{}", i % 3);
+                log.append(&[NewRecord::new(T0 + i, Some(key.as_bytes()), Some(&[7; 64]))])
+                    .unwrap();
+            }
+            log
+        })
+        .collect();
+    // A failing assertion below must not leave passes held: the logs' drops wait for them.
+    let _gate_opens_on_exit = OpenOnDrop(Arc::clone(&gated));
+    // Every pass the long lane admits is held at the gate.
+    wait_until("two compaction passes are held", || gated.held() >= 2);
+
+    let other = Log::open(
+        root.path().join("other"),
+        LogConfig::builder_for_tests()
+            .segment_bytes(1024)
+            .retention_bytes(2048)
+            .retention_check_interval_ms(1)
+            .workers(workers.clone())
+            .build()
+            .unwrap(),
+    )
+    .unwrap();
+    for i in 0..100 {
+        let last = append_one(&other, i);
+        if i % 10 == 0 {
+            let synced = block_on_within(other.durable(last));
+            assert!(
+                matches!(synced, Some(Ok(()))),
+                "a durable wait stalled behind the held compaction passes"
+            );
+        }
+    }
+    wait_until("retention deletes the other log's oldest segments", || {
+        other.log_start_offset() > 0
+    });
+    assert!(other.durable_offset() > 0);
+    assert_eq!(gated.held(), 2, "the long lane ran more than half the pool");
+
+    gated.open_gate();
+    for log in &compacted {
+        wait_until("every held pass completes", || {
+            log.stats().compaction_passes > 0
+        });
+    }
+    for log in compacted.iter().chain([&other]) {
         log.close().unwrap();
     }
 }

@@ -27,7 +27,6 @@
 //! are taken in are ARCHITECTURE.md §8's; each lock belongs to the owner named there.
 
 mod api;
-mod background;
 mod config;
 mod durability;
 mod files;
@@ -183,7 +182,7 @@ struct Shared {
 pub struct Log {
     shared: Arc<Shared>,
     /// The flusher and maintenance: threads of the log's own, or tasks on its `Workers`.
-    background: background::Background,
+    background: open::Background,
 }
 
 impl Log {

@@ -1,17 +1,21 @@
 //! Opening a log, in named phases: [`enter`] the directory (the locks, the stored settings),
 //! [`recover`](crate::log::recovery::recover) its files, [`load`] what is derived from them (the
 //! segment list, the producer state, the cleaner checkpoint, the leader epochs), [`assemble`]
-//! the owners into the [`Shared`] state, then [`start`](Log::start) the threads.
+//! the owners into the [`Shared`] state, then [`start`](Log::start) its background work
+//! ([`Background`]: the log's own threads, or tasks on its [`Workers`](crate::Workers) pool,
+//! which `close()` stops, waiting for a run under way, so that nothing runs on a closed log).
 
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::rng::SplitMix64;
 use crate::segment::SegmentRole;
 use crate::sync::Mutex;
+use crate::sync::thread::JoinHandle;
+use crate::workers::{Task, TaskHandle};
 
-use super::background::Background;
+use super::durability::flusher::{FlusherTask, flusher_loop};
 use super::durability::points::DurablePoints;
 use super::durability::state::Durability;
 use super::files::cleaner_checkpoint::{CleanerCheckpoint, load_cleaner_checkpoint};
@@ -21,6 +25,7 @@ use super::files::dir_lock::{DirLock, enter_dir};
 use super::files::kafka_dir::KafkaDirMembership;
 use super::files::log_files::LogFiles;
 use super::leader_epoch::LeaderEpochFileCache;
+use super::maintenance::schedule::{MaintenanceParts, MaintenanceTask, maintenance_loop};
 use super::maintenance::state::Maintenance;
 use super::observe::{self, stats::Counters};
 use super::read::live_poll::LivePoll;
@@ -35,7 +40,8 @@ use super::txn::transactions::last_txn_index_base;
 use super::txn::view::TxnView;
 use super::{Log, LogConfig, LogEvent, Shared, Writer};
 
-/// How many sealed segments stay open at most (beyond those readers pin).
+/// How many sealed segments stay open at most (beyond those readers pin), in a log without a
+/// [`Workers`](crate::Workers) pool, whose logs share a budget instead.
 const MAX_OPEN_SEGMENTS: usize = 64;
 
 /// What [`enter`] took: the directory's locks.
@@ -140,6 +146,7 @@ fn load(
         SegmentList::new(std::mem::take(&mut recovered.handles)),
         opener,
         MAX_OPEN_SEGMENTS,
+        config.workers.as_ref().map(crate::Workers::segment_budget),
     );
     let log_end_offset = recovered.active.next_offset();
     let (producers, replayed_aborted) = recovery::derived::load_derived_state(
@@ -219,5 +226,104 @@ fn assemble(
         live: (read_only && config.allow_live_writer).then(|| LivePoll::new(config.poll_interval)),
         replication: Replication::new(loaded.leader_epochs, log_end_offset),
         config,
+    }
+}
+
+/// One kind of background work of a log: a thread, pool tasks, or nothing.
+#[derive(Debug, Default)]
+enum Runner {
+    #[default]
+    None,
+    Thread(JoinHandle<()>),
+    Pool(Vec<TaskHandle>),
+}
+
+/// What runs a log's work off the caller's threads: without a pool, its own flusher thread (a
+/// writable log) and maintenance thread (with `retention.check.interval.ms`); with one, the same
+/// work as pool tasks: the flusher, retention with producer expiry, and compaction.
+#[derive(Debug, Default)]
+pub(super) struct Background {
+    flusher: Mutex<Runner>,
+    maintenance: Mutex<Runner>,
+}
+
+impl Background {
+    /// Starts the flusher (a writable log) and maintenance (when
+    /// [`LogConfig::runs_maintenance`](crate::LogConfig::runs_maintenance) says so) of `shared`, on its pool or on threads of their own. On failure what started
+    /// is left for [`stop`](Self::stop_flusher) to stop.
+    pub(super) fn start(&self, shared: &Arc<Shared>) -> Result<()> {
+        if shared.read_only {
+            return Ok(());
+        }
+        let dir = shared.dir.as_path();
+        // The first interval counts from the open, not from whenever the work first runs: on a
+        // loaded machine that can be after the clock has moved on.
+        let opened_ms = shared.clock.now_ms();
+        let maintained = shared.config.runs_maintenance();
+        if let Some(workers) = &shared.config.workers {
+            let flusher = Arc::new(FlusherTask::new(Arc::clone(shared)));
+            let first = flusher.first_run();
+            let handle = workers.register(flusher as Arc<dyn Task>, first);
+            shared.durability.set_pool_flusher(handle.clone());
+            *self.flusher.lock() = Runner::Pool(vec![handle]);
+            if maintained {
+                let mut parts = vec![MaintenanceParts::Retention];
+                if shared.config.cleanup_policy.compacts() {
+                    parts.push(MaintenanceParts::Compaction);
+                }
+                let handles = parts
+                    .into_iter()
+                    .map(|part| {
+                        let task =
+                            Arc::new(MaintenanceTask::new(Arc::clone(shared), part, opened_ms));
+                        let first = task.first_run();
+                        workers.register(task as Arc<dyn Task>, first)
+                    })
+                    .collect();
+                *self.maintenance.lock() = Runner::Pool(handles);
+            }
+            return Ok(());
+        }
+        let flusher_shared = Arc::clone(shared);
+        let flusher = crate::sync::thread::Builder::new()
+            .name(format!("partlog-flusher:{}", dir.display()))
+            .spawn(move || flusher_loop(&flusher_shared))
+            .map_err(|e| Error::io(dir, e))?;
+        *self.flusher.lock() = Runner::Thread(flusher);
+        if maintained {
+            let maintenance_shared = Arc::clone(shared);
+            let maintenance = crate::sync::thread::Builder::new()
+                .name(format!("partlog-maintenance:{}", dir.display()))
+                .spawn(move || maintenance_loop(&maintenance_shared, opened_ms))
+                .map_err(|e| Error::io(dir, e))?;
+            *self.maintenance.lock() = Runner::Thread(maintenance);
+        }
+        Ok(())
+    }
+
+    /// Stops maintenance and waits for a pass under way.
+    pub(super) fn stop_maintenance(&self, shared: &Shared) {
+        shared.maintenance.stop();
+        stop(&self.maintenance, shared, "maintenance");
+    }
+
+    /// Stops the flusher and waits for a round under way.
+    pub(super) fn stop_flusher(&self, shared: &Shared) {
+        shared.durability.stop_flusher();
+        stop(&self.flusher, shared, "flusher");
+    }
+}
+
+/// Joins `runner`'s thread or cancels its tasks (each waits for a run under way).
+fn stop(runner: &Mutex<Runner>, shared: &Shared, what: &str) {
+    let taken = std::mem::take(&mut *runner.lock());
+    match taken {
+        Runner::None => {}
+        Runner::Thread(handle) => {
+            if handle.join().is_err() {
+                log::error!("the {what} thread of {} panicked", shared.dir.display());
+            }
+        }
+        Runner::Pool(tasks) => tasks.iter().for_each(TaskHandle::cancel),
     }
 }

@@ -5,6 +5,7 @@
 //! flusher, retention and compaction implement (in their own folders under `log/`), as may a
 //! crate built on partlog for its timers.
 
+mod budget;
 mod pool;
 mod task;
 
@@ -13,6 +14,7 @@ use std::time::Duration;
 use crate::error::Result;
 use crate::sync::Arc;
 
+pub(crate) use budget::{IdleSegments, SegmentBudget};
 pub(crate) use pool::Pool;
 pub use task::{Lane, Next, Task, TaskHandle};
 
@@ -56,6 +58,7 @@ pub struct Workers {
 /// pool, not this: they never keep it alive.
 struct PoolOwner {
     pool: Arc<Pool>,
+    segments: Arc<SegmentBudget>,
 }
 
 impl Drop for PoolOwner {
@@ -69,19 +72,42 @@ impl std::fmt::Debug for Workers {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Workers")
             .field("threads", &self.threads())
+            .field("segments", &self.owner.segments)
             .finish()
     }
 }
 
 impl Workers {
-    /// Starts a pool of `threads` threads. [`Error::InvalidConfig`](crate::Error::InvalidConfig)
-    /// for 0; an I/O error when the system refuses a thread.
+    /// How many sealed segments the logs of a pool keep open together by default
+    /// ([`with_open_segment_budget`](Self::with_open_segment_budget)).
+    pub const DEFAULT_OPEN_SEGMENT_BUDGET: usize = 1024;
+
+    /// Starts a pool of `threads` threads, whose logs keep at most
+    /// [`DEFAULT_OPEN_SEGMENT_BUDGET`](Self::DEFAULT_OPEN_SEGMENT_BUDGET) sealed segments open
+    /// together. [`Error::InvalidConfig`](crate::Error::InvalidConfig) for 0 threads; an I/O
+    /// error when the system refuses a thread.
     pub fn new(threads: usize) -> Result<Workers> {
+        Workers::with_open_segment_budget(threads, Workers::DEFAULT_OPEN_SEGMENT_BUDGET)
+    }
+
+    /// [`new`](Self::new), with the logs keeping at most `segments` sealed segments open
+    /// together (at least 2), three descriptors each (`.log`, `.index`, `.timeindex`), beside
+    /// each log's active segment, `partlog.lock` and `partlog.checkpoint`. In place of each
+    /// log's own bound (64): a log that opens one beyond the budget closes the least recently
+    /// used idle segment of any log of the pool, and one the system refuses a descriptor
+    /// (`EMFILE`) closes idle ones and retries, failing only when none is left to close.
+    pub fn with_open_segment_budget(threads: usize, segments: usize) -> Result<Workers> {
         Ok(Workers {
             owner: Arc::new(PoolOwner {
                 pool: Pool::start(threads)?,
+                segments: Arc::new(SegmentBudget::new(segments)),
             }),
         })
+    }
+
+    /// The budget of open sealed segments the pool's logs share.
+    pub(crate) fn segment_budget(&self) -> Arc<SegmentBudget> {
+        Arc::clone(&self.owner.segments)
     }
 
     /// How many threads the pool runs.

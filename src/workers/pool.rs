@@ -18,7 +18,7 @@ use super::task::{Entry, Lane, Next, Task, TaskHandle};
 crate::sync::thread_local! {
     /// The pool (by address) and task this thread is running, so that a task that cancels
     /// itself does not wait for its own run to end.
-    static CURRENT: Cell<Option<(usize, u64)>> = Cell::new(None);
+    static CURRENT: Cell<Option<(usize, u64)>> = const { Cell::new(None) };
 }
 
 /// Far enough that a timer at it never fires: for a `Next::After` too large for an `Instant`.
@@ -311,4 +311,77 @@ impl Pool {
 fn due_after(now: Instant, delay: Duration) -> Instant {
     now.checked_add(delay.min(FOREVER))
         .unwrap_or(now + Duration::from_secs(1))
+}
+
+#[cfg(test)]
+mod tests {
+    /// Model-checked with shuttle (`RUSTFLAGS="--cfg shuttle"`, see `crate::sync`).
+    #[cfg(shuttle)]
+    mod shuttle_tests {
+        use std::time::Duration;
+
+        use super::super::*;
+        use crate::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+        use crate::sync::thread;
+
+        /// Counts its runs, and notes a run once its cancel has returned (a panic here would
+        /// be caught by the pool).
+        #[derive(Default)]
+        struct Counter {
+            runs: AtomicUsize,
+            cancelled: AtomicBool,
+            ran_after_cancel: AtomicBool,
+        }
+
+        impl Task for Counter {
+            fn run(&self) -> Next {
+                if self.cancelled.load(Ordering::SeqCst) {
+                    self.ran_after_cancel.store(true, Ordering::SeqCst);
+                }
+                self.runs.fetch_add(1, Ordering::SeqCst);
+                Next::After(Duration::from_millis(1))
+            }
+
+            fn lane(&self) -> Lane {
+                Lane::Sync
+            }
+        }
+
+        /// Wakes from another thread race the runs and the cancel: once `cancel` returns, the
+        /// task never runs again and the pool holds no reference to it; the threads end at
+        /// shutdown (no lost wake-up leaves one blocked).
+        #[test]
+        fn pool_cancel_racing_wakes_and_runs_leaves_nothing_running() {
+            crate::sync::check(
+                "pool_cancel_racing_wakes_and_runs_leaves_nothing_running",
+                || {
+                    let pool = Pool::start(2).unwrap();
+                    let task = Arc::new(Counter::default());
+                    let handle = pool.register(Arc::clone(&task) as Arc<dyn Task>, Duration::ZERO);
+                    let other = Arc::new(Counter::default());
+                    let other_handle =
+                        pool.register(Arc::clone(&other) as Arc<dyn Task>, Duration::ZERO);
+                    let waker = {
+                        let handle = handle.clone();
+                        thread::spawn(move || {
+                            handle.wake();
+                            handle.wake();
+                        })
+                    };
+                    handle.cancel();
+                    task.cancelled.store(true, Ordering::SeqCst);
+                    waker.join().unwrap();
+                    assert_eq!(Arc::strong_count(&task), 1, "the pool still holds the task");
+                    other_handle.wake();
+                    other_handle.cancel();
+                    assert_eq!(Arc::strong_count(&other), 1);
+                    assert!(
+                        !task.ran_after_cancel.load(Ordering::SeqCst),
+                        "ran after cancel"
+                    );
+                    pool.shut_down();
+                },
+            );
+        }
+    }
 }

@@ -43,6 +43,8 @@ mod producer_state;
 mod reads;
 #[path = "compare/replication.rs"]
 mod replication;
+#[path = "compare/workers.rs"]
+mod workers;
 
 use commitlog::message::MessageSet;
 use partlog::{
@@ -96,6 +98,9 @@ const ROWS: &[(&str, RowFn)] = &[
         "replication_read_for_follower",
         replication::row_read_for_follower,
     ),
+    ("workers_threads", workers::row_threads),
+    ("workers_durable", workers::row_durable),
+    ("workers_compaction", workers::row_compaction_latency),
     ("kafka_append_batch", kafka::row_append_batch),
     ("kafka_append_small", kafka::row_append_small),
     ("kafka_append_fsync", kafka::row_append_fsync),

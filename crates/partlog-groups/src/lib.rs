@@ -1,9 +1,15 @@
 //! Consumer-group building blocks for partlog that match Apache Kafka's own behaviour.
 //!
-//! This crate holds Kafka's four client-side partition assignors ([`assignor`]): pure functions
-//! that split a group's subscribed partitions among its members and return exactly what Kafka's
-//! Java classes return for the same input, tie-breaks included. They need no I/O and nothing of
-//! the storage crate, so they can assign partitions among any set of workers.
+//! - [`assignor`]: Kafka's four client-side partition assignors, pure functions that split a
+//!   group's subscribed partitions among its members and return exactly what Kafka's Java
+//!   classes return for the same input, tie-breaks included. They need no I/O and nothing of the
+//!   storage crate (build with `default-features = false` for them alone).
+//! - [`offsets::records`] and [`group::consumer_protocol`]: the records of `__consumer_offsets`
+//!   and the consumer protocol's blobs, byte for byte Kafka's.
+//! - With the default feature `coordinator`: `offsets::store::OffsetStore`, the committed
+//!   offsets and groups of one `__consumer_offsets` partition with Kafka's rules, and
+//!   `group::GroupCoordinator`, Kafka's classic group protocol on an injected clock. Both write
+//!   through the `offsets::log::OffsetsLog` port, which a partlog `Log` implements.
 //!
 //! ```
 //! use std::collections::BTreeMap;
@@ -21,5 +27,11 @@
 
 pub mod assignor;
 mod error;
+pub mod group;
+pub mod offsets;
+mod wire;
 
 pub use error::Error;
+#[cfg(feature = "coordinator")]
+pub use error::LogError;
+pub use wire::{DecodeError, EncodeError};

@@ -19,6 +19,7 @@ use crate::sync::{Mutex, RwLock};
 use crate::error::{Corruption, Error, Result};
 use crate::segment::{Segment, SegmentConfig, SegmentRole};
 use crate::storage::Storage;
+use crate::workers::{IdleSegments, SegmentBudget};
 
 /// One segment's place in the log: its base offset and, when open, the segment itself.
 #[derive(Debug)]
@@ -121,32 +122,127 @@ pub(crate) struct SegmentOpener {
 /// The current segment list plus the machinery to pin and lazily open segments.
 #[derive(Debug)]
 pub(crate) struct Snapshot {
-    current: RwLock<Arc<SegmentList>>,
+    segments: Arc<OpenSegments>,
     opener: SegmentOpener,
+    /// The log's own bound on open sealed segments, when no shared budget bounds them.
     max_open: usize,
+}
+
+/// The list and what is open of it: shared with the [`SegmentBudget`] of the log's
+/// [`Workers`](crate::Workers), when it has one, which may close its idle segments.
+#[derive(Debug)]
+struct OpenSegments {
+    current: RwLock<Arc<SegmentList>>,
     opened: AtomicUsize,
-    use_clock: AtomicU64,
+    use_clock: Arc<AtomicU64>,
+    budget: Option<Arc<SegmentBudget>>,
+}
+
+impl OpenSegments {
+    fn load(&self) -> Arc<SegmentList> {
+        Arc::clone(&self.current.read())
+    }
+
+    fn note_opened(&self) {
+        self.opened.fetch_add(1, Ordering::Relaxed);
+        if let Some(budget) = &self.budget {
+            budget.opened(1);
+        }
+    }
+
+    fn note_closed(&self) {
+        self.opened.fetch_sub(1, Ordering::Relaxed);
+        if let Some(budget) = &self.budget {
+            budget.closed(1);
+        }
+    }
+
+    /// The open sealed segments, least recently used first.
+    fn open_sealed(list: &SegmentList) -> Vec<&Arc<SegmentHandle>> {
+        let Some((_, sealed)) = list.handles().split_last() else {
+            return Vec::new();
+        };
+        let mut open: Vec<&Arc<SegmentHandle>> =
+            sealed.iter().filter(|h| h.if_open().is_some()).collect();
+        open.sort_by_key(|h| h.last_used.load(Ordering::Relaxed));
+        open
+    }
+
+    /// Closes `handle`'s segment, if open (a reader that pins it keeps its descriptors).
+    fn close(&self, handle: &SegmentHandle) -> bool {
+        let closed = handle.open.lock().take().is_some();
+        if closed {
+            self.note_closed();
+        }
+        closed
+    }
+}
+
+impl IdleSegments for OpenSegments {
+    fn oldest_idle(&self) -> Option<u64> {
+        let list = self.load();
+        OpenSegments::open_sealed(&list)
+            .first()
+            .map(|h| h.last_used.load(Ordering::Relaxed))
+    }
+
+    fn close_oldest_idle(&self) -> bool {
+        let list = self.load();
+        OpenSegments::open_sealed(&list)
+            .first()
+            .is_some_and(|h| self.close(h))
+    }
+}
+
+impl Drop for OpenSegments {
+    fn drop(&mut self) {
+        if let Some(budget) = &self.budget {
+            budget.closed(self.opened.load(Ordering::Relaxed));
+        }
+    }
 }
 
 impl Snapshot {
-    pub fn new(list: Arc<SegmentList>, opener: SegmentOpener, max_open: usize) -> Self {
+    /// A snapshot of `list`, keeping at most `max_open` sealed segments open, or as many as
+    /// `budget` allows the logs sharing it together.
+    pub fn new(
+        list: Arc<SegmentList>,
+        opener: SegmentOpener,
+        max_open: usize,
+        budget: Option<Arc<SegmentBudget>>,
+    ) -> Self {
         let opened = list
             .handles()
             .iter()
             .filter(|h| h.if_open().is_some())
             .count();
-        Snapshot {
+        let use_clock = match &budget {
+            Some(budget) => budget.use_clock(),
+            None => Arc::new(AtomicU64::new(0)),
+        };
+        if let Some(budget) = &budget {
+            budget.opened(opened);
+        }
+        let segments = Arc::new(OpenSegments {
             current: RwLock::new(list),
+            opened: AtomicUsize::new(opened),
+            use_clock,
+            budget: budget.clone(),
+        });
+        if let Some(budget) = &budget {
+            let member: Arc<dyn IdleSegments> = Arc::clone(&segments) as Arc<dyn IdleSegments>;
+            budget.join(Arc::downgrade(&member));
+        }
+        Snapshot {
+            segments,
             opener,
             max_open: max_open.max(2),
-            opened: AtomicUsize::new(opened),
-            use_clock: AtomicU64::new(0),
         }
     }
 
     /// The current list.
     pub fn load(&self) -> Arc<SegmentList> {
-        Arc::clone(&self.current.read())
+        Arc::clone(&self.segments.current.read())
     }
 
     /// Swaps in a new list. `removed` are the handles that leave the log for good: they are
@@ -157,13 +253,13 @@ impl Snapshot {
         list: Arc<SegmentList>,
         removed: &[Arc<SegmentHandle>],
     ) -> Vec<Option<Arc<Segment>>> {
-        let mut current = self.current.write();
+        let mut current = self.segments.current.write();
         let mut taken = Vec::with_capacity(removed.len());
         for handle in removed {
             handle.mark_removed();
             let segment = handle.open.lock().take();
             if segment.is_some() {
-                self.opened.fetch_sub(1, Ordering::Relaxed);
+                self.segments.note_closed();
             }
             taken.push(segment);
         }
@@ -183,7 +279,7 @@ impl Snapshot {
         new: Arc<SegmentHandle>,
         on_disk: impl FnOnce() -> Result<()>,
     ) -> Result<Option<Vec<Option<Arc<Segment>>>>> {
-        let mut current = self.current.write();
+        let mut current = self.segments.current.write();
         let Some((_, sealed)) = current.handles().split_last() else {
             return Ok(None);
         };
@@ -205,7 +301,7 @@ impl Snapshot {
             handle.mark_removed();
             let segment = handle.open.lock().take();
             if segment.is_some() {
-                self.opened.fetch_sub(1, Ordering::Relaxed);
+                self.segments.note_closed();
             }
             taken.push(segment);
         }
@@ -220,12 +316,12 @@ impl Snapshot {
         // all closing needs, and a read then neither writes the shared clock nor, when the
         // handle was used in this epoch already, the handle (every read pins a segment, and
         // concurrent readers would otherwise bounce those cache lines between cores).
-        let tick = self.use_clock.load(Ordering::Relaxed);
+        let tick = self.segments.use_clock.load(Ordering::Relaxed);
         if handle.last_used.load(Ordering::Relaxed) != tick {
             handle.last_used.store(tick, Ordering::Relaxed);
         }
-        let newly_opened = {
-            let list = self.current.read();
+        let newly_opened = loop {
+            let list = self.segments.current.read();
             if handle.removed.load(Ordering::Acquire) {
                 return Ok(None);
             }
@@ -233,7 +329,20 @@ impl Snapshot {
             if let Some(segment) = open.as_ref() {
                 return Ok(Some(Arc::clone(segment)));
             }
-            let segment = Arc::new(self.open_segment(handle.base_offset)?);
+            let segment = match self.open_segment(handle.base_offset) {
+                Ok(segment) => Arc::new(segment),
+                // Out of descriptors: close an idle segment (of any log sharing the budget)
+                // and try again, outside the locks; fail only when none is left to close.
+                Err(error) if out_of_descriptors(&error) => {
+                    drop(open);
+                    drop(list);
+                    if self.close_one_idle() {
+                        continue;
+                    }
+                    return Err(error);
+                }
+                Err(error) => return Err(error),
+            };
             // A sealed segment's end comes from its own last batches, whose offsets no CRC
             // covers: one that runs into the next segment's base would hide that segment's
             // first offsets behind wrong ones (FORMAT.md §7).
@@ -255,11 +364,11 @@ impl Snapshot {
                 });
             }
             *open = Some(Arc::clone(&segment));
-            self.opened.fetch_add(1, Ordering::Relaxed);
+            self.segments.note_opened();
             // A new epoch, which the segment just opened starts: it is the most recently used.
-            let epoch = self.use_clock.fetch_add(1, Ordering::Relaxed) + 1;
+            let epoch = self.segments.use_clock.fetch_add(1, Ordering::Relaxed) + 1;
             handle.last_used.store(epoch, Ordering::Relaxed);
-            segment
+            break segment;
         };
         self.close_idle();
         Ok(Some(newly_opened))
@@ -304,27 +413,34 @@ impl Snapshot {
         }
     }
 
-    /// Closes least recently used sealed segments while more than `max_open` are open. A
-    /// closed segment's descriptor lives on in any reader that still pins it.
+    /// Closes least recently used sealed segments while more than `max_open` are open, or,
+    /// under a shared budget, while the logs sharing it hold more than it allows. A closed
+    /// segment's descriptor lives on in any reader that still pins it.
     fn close_idle(&self) {
-        if self.opened.load(Ordering::Relaxed) <= self.max_open {
+        if let Some(budget) = &self.segments.budget {
+            budget.close_excess();
+            return;
+        }
+        if self.segments.opened.load(Ordering::Relaxed) <= self.max_open {
             return;
         }
         let list = self.load();
-        let Some((_, sealed)) = list.handles().split_last() else {
-            return;
-        };
-        let mut open: Vec<&Arc<SegmentHandle>> =
-            sealed.iter().filter(|h| h.if_open().is_some()).collect();
-        open.sort_by_key(|h| h.last_used.load(Ordering::Relaxed));
         let excess = self
+            .segments
             .opened
             .load(Ordering::Relaxed)
             .saturating_sub(self.max_open);
-        for handle in open.into_iter().take(excess) {
-            if handle.open.lock().take().is_some() {
-                self.opened.fetch_sub(1, Ordering::Relaxed);
-            }
+        for handle in OpenSegments::open_sealed(&list).into_iter().take(excess) {
+            self.segments.close(handle);
+        }
+    }
+
+    /// Closes one idle segment, of this log or (under a shared budget) of any: after the
+    /// system refused a descriptor. False if none is open.
+    fn close_one_idle(&self) -> bool {
+        match &self.segments.budget {
+            Some(budget) => budget.close_one(),
+            None => self.segments.close_oldest_idle(),
         }
     }
 
@@ -338,24 +454,32 @@ impl Snapshot {
             return;
         };
         for handle in sealed {
-            if handle.open.lock().take().is_some() {
-                self.opened.fetch_sub(1, Ordering::Relaxed);
-            }
+            self.segments.close(handle);
         }
     }
 
     /// How many segments are open (for stats and the descriptor test).
     pub fn open_count(&self) -> usize {
-        self.opened.load(Ordering::Relaxed)
+        self.segments.opened.load(Ordering::Relaxed)
     }
 
     /// Records that a handle was opened outside [`pin`](Self::pin) (a new active segment), and
     /// closes idle sealed segments as `pin` does: a writer that only rolls, with no reader,
     /// would otherwise keep every segment it sealed open, one descriptor per file.
     pub fn note_opened(&self) {
-        self.opened.fetch_add(1, Ordering::Relaxed);
+        self.segments.note_opened();
         self.close_idle();
     }
+}
+
+/// Whether `error` is the system refusing a descriptor: this process's (`EMFILE`) or the
+/// system's (`ENFILE`) limit.
+fn out_of_descriptors(error: &Error) -> bool {
+    matches!(
+        error,
+        Error::Io { source, .. }
+            if matches!(source.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
+    )
 }
 
 #[cfg(test)]
@@ -436,7 +560,7 @@ mod tests {
                         live: false,
                     };
                     // At most two open: pins close idle segments while the writer deletes one.
-                    let snapshot = Arc::new(Snapshot::new(list, opener, 2));
+                    let snapshot = Arc::new(Snapshot::new(list, opener, 2, None));
                     // The instance of segment 0 the deletion took from its handle, once taken.
                     let taken: Arc<Mutex<Option<std::sync::Weak<Segment>>>> =
                         Arc::new(Mutex::new(None));

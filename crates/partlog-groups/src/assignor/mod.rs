@@ -44,7 +44,7 @@ mod cooperative_sticky;
 mod fast_hash;
 mod general;
 mod java_hash_map;
-mod java_string_map;
+pub(crate) mod java_string_map;
 mod member_order;
 mod owned;
 mod partition_movements;
