@@ -4,6 +4,7 @@
 //! cargo bench --bench compare                    # the full run (7 pairs a row)
 //! COMPARE_QUICK=1 cargo bench --bench compare    # same per-rep sizes, 3 pairs a row (< 3 min)
 //! COMPARE_ROWS=append,read cargo bench --bench compare   # only rows whose name has one of these
+//! cargo bench --bench compare -- engine         # the same, as words after `--`
 //! ```
 //!
 //! The method (benches/README.md): runs alternate A B A B (A is partlog, B the reference), at least
@@ -30,6 +31,8 @@ use std::time::{Duration, Instant};
 mod compaction_log;
 #[path = "compare/curves.rs"]
 mod curves;
+#[path = "compare/engine.rs"]
+mod engine;
 #[path = "kafka/harness.rs"]
 mod harness;
 #[path = "compare/kafka.rs"]
@@ -107,6 +110,15 @@ const ROWS: &[(&str, RowFn)] = &[
     ("kafka_open_1000_segments", kafka::row_open),
     ("kafka_recovery", kafka::row_recovery),
     ("kafka_compaction", kafka::row_compaction),
+    ("engine_topic_producer", engine::row_topic_producer),
+    ("engine_idempotent", engine::row_idempotent),
+    ("engine_transactional", engine::row_transactional),
+    ("engine_commit_latency", engine::row_commit_latency),
+    (
+        "engine_coordinator_recovery",
+        engine::row_coordinator_recovery,
+    ),
+    ("engine_1000_partitions", engine::row_many_partitions),
 ];
 
 /// A fixed CreateTime inside partlog's timestamp bounds.
@@ -1392,9 +1404,15 @@ fn main() {
         return curves::main();
     }
     let quick = std::env::var_os("COMPARE_QUICK").is_some_and(|v| v != "0");
+    // COMPARE_ROWS, or the words after `--` (`cargo bench --bench compare -- engine`).
+    let words: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|arg| !arg.starts_with('-'))
+        .collect();
     let only: Option<Vec<String>> = std::env::var("COMPARE_ROWS")
         .ok()
-        .map(|rows| rows.split(',').map(str::to_string).collect());
+        .map(|rows| rows.split(',').map(str::to_string).collect())
+        .or((!words.is_empty()).then_some(words));
     let target_dir = target_dir();
     let scratch = tempfile::Builder::new()
         .prefix("partlog-compare-")

@@ -2,6 +2,44 @@
 //! keep them: Kafka's default partitioner bit for bit, producer ids that are never reused, and
 //! the transaction coordinator's `__transaction_state` records byte for byte.
 //!
+//! An [`Engine`](engine::Engine) keeps topics of logs in one directory; a
+//! [`TopicProducer`](producer::TopicProducer) writes to them as Kafka's producer does, and
+//! commits transactions across them atomically:
+//!
+//! ```
+//! use partlog::ReadBound;
+//! use partlog::NewRecord;
+//! use partlog_engine::engine::{Engine, EngineConfig, TopicConfig};
+//! use partlog_engine::producer::TopicProducer;
+//! use partlog_engine::producer::config::TopicProducerConfig;
+//!
+//! fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     let dir = tempfile::tempdir()?;
+//!     let engine = Engine::open(dir.path(), EngineConfig::default())?;
+//!     let orders = engine.create_topic("orders", 12, TopicConfig::new())?;
+//!     engine.create_topic("audit", 1, TopicConfig::new())?;
+//!
+//!     // Idempotent by default; the key decides the partition, as in Kafka.
+//!     let producer = TopicProducer::new(&engine, TopicProducerConfig::default())?;
+//!     let sent = producer.send("orders", &NewRecord::new(1_700_000_000_000, Some(b"user-42"), Some(b"book")))?;
+//!     assert_eq!(sent.wait()?.partition, 4);
+//!
+//!     // A transaction across two topics: all of it or none of it.
+//!     let txn = TopicProducer::new(&engine, TopicProducerConfig::transactional("checkout"))?;
+//!     txn.init_transactions()?;
+//!     txn.begin_transaction()?;
+//!     txn.send("orders", &NewRecord::new(1_700_000_000_001, Some(b"user-42"), Some(b"pen")))?;
+//!     txn.send("audit", &NewRecord::new(1_700_000_000_001, None, Some(b"user-42 bought a pen")))?;
+//!     txn.commit_transaction()?; // read_committed readers see both records now
+//!     let log = orders.partition(4)?;
+//!     assert_eq!(log.committed_records(0, ReadBound::LogEnd).count(), 2);
+//!     engine.close()?;
+//!     Ok(())
+//! }
+//! ```
+//!
+//! The files of an engine directory, one by one:
+//!
 //! ```
 //! use std::sync::Arc;
 //!
@@ -52,7 +90,8 @@
 //! | module | what it holds |
 //! | --- | --- |
 //! | [`partitioner`] | [`murmur2`](partitioner::murmur2), [`to_positive`](partitioner::to_positive), [`partition_record`](partitioner::partition_record) (Kafka's `KafkaProducer.partition`), the [`Partitioner`](partitioner::Partitioner) trait, and the sticky [`BuiltInPartitioner`](partitioner::BuiltInPartitioner) with its injectable [`RandomSource`](partitioner::RandomSource) and adaptive weights |
-//! | [`engine`] | the engine directory's files: [`ProducerIdManager`](engine::producer_ids::ProducerIdManager) and `partlog.producer-ids`, the topic list `partlog.topics` ([`TopicsFile`](engine::topics_file::TopicsFile)), Kafka's `partition.metadata` ([`PartitionMetadata`](engine::partition_metadata::PartitionMetadata)), topic names and [`TopicId`](engine::topic::TopicId)s |
+//! | [`engine`] | the [`Engine`](engine::Engine) (topics of logs on one `Workers` pool, the coordinator over them) and the engine directory's files: [`ProducerIdManager`](engine::producer_ids::ProducerIdManager) and `partlog.producer-ids`, the topic list `partlog.topics` ([`TopicsFile`](engine::topics_file::TopicsFile)), Kafka's `partition.metadata` ([`PartitionMetadata`](engine::partition_metadata::PartitionMetadata)), topic names and [`TopicId`](engine::topic::TopicId)s |
+//! | [`producer`] | [`TopicProducer`](producer::TopicProducer): Kafka's producer over an engine, idempotent by default, transactional with `transactional.id` ([`ProducerTransactionState`](producer::state::ProducerTransactionState)) |
 //! | [`txn`] | the [`TransactionCoordinator`](txn::TransactionCoordinator) over the engine's logs ([`TxnLogs`](txn::TxnLogs)): `init_producer_id`, `add_partitions`, `end_txn` with its markers, timers (`tick`) and recovery (`open`); [`TransactionState`](txn::state::TransactionState) and the `__transaction_state` records: keys, values v0 and v1, tombstones ([`log_records`](txn::log_records)), and the partition of a transactional id |
 //!
 //! Errors are partlog's [`Error`](partlog::Error): `InvalidArgument` and `InvalidConfig` for a
@@ -63,4 +102,5 @@
 
 pub mod engine;
 pub mod partitioner;
+pub mod producer;
 pub mod txn;

@@ -1,0 +1,496 @@
+//! [`TopicProducer`]: Kafka's `KafkaProducer` over an [`Engine`]'s topics. Each record is
+//! routed by Kafka's partitioner (an explicit partition, else murmur2 of the key, else the
+//! topic's sticky partition) to one batching [`Producer`] per partition, so accumulation,
+//! linger, acks and the handles are the log's own.
+//!
+//! | module | what it owns |
+//! | --- | --- |
+//! | [`config`] | [`TopicProducerConfig`] |
+//! | [`state`] | [`ProducerTransactionState`]: Kafka's client states and legal transitions |
+//! | [`idempotence`] | [`IdempotenceState`]: sequences in flight and the epoch bump of KIP-360 |
+//! | `transactions` | `init_transactions`, `begin_transaction`, `commit_transaction`, `abort_transaction` |
+//!
+//! # Modes
+//!
+//! - **Idempotent** (`enable.idempotence=true`, Kafka's default): a producer id at epoch 0 from
+//!   the engine's `ProducerIdManager`, and each partition's producer stamps its sequences when
+//!   it seals a batch. When a partition's log answers with a sequence gap or a fenced epoch of
+//!   the producer's own id (it lost a tail it had acknowledged), the producer bumps its own
+//!   epoch and every partition restarts at sequence 0 (KIP-360); at `epoch == i16::MAX` it
+//!   takes a new producer id.
+//! - **Transactional** (`transactional.id`): Kafka's client state machine
+//!   ([`ProducerTransactionState`]). The first record of a transaction to a partition adds the
+//!   partition through the coordinator (`AddPartitionsToTxn`, which registers the transaction
+//!   with the log) before any of its batches reaches the log. `commit_transaction` appends
+//!   every partition's batches, waits until all are durable (their fsyncs at once), then has
+//!   the coordinator write `PrepareCommit`, the markers and `CompleteCommit`: a
+//!   `read_committed` reader sees the transaction when the call returns (Kafka answers after
+//!   `PrepareCommit`). Every end bumps the epoch (transaction version 2).
+//! - **Plain** (`enable.idempotence=false`): batches without a producer id.
+//!
+//! Differences from Kafka's client: `abort_transaction` appends the batches already sent in
+//! the transaction before the ABORT marker (a partition's producer has no way to drop a sealed
+//! batch), where Kafka drops the unsent ones; `read_committed` readers see neither. A sticky
+//! partition switches after `batch.size` bytes whatever its queue holds (the partition
+//! producer's queue is not visible from here).
+
+pub mod config;
+pub mod idempotence;
+pub mod state;
+mod transactions;
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+
+use partlog::{Error, NewRecord, Producer, ProducerMode, SendHandle};
+
+use self::config::TopicProducerConfig;
+use self::idempotence::{EpochBump, IdempotenceState};
+use self::state::ProducerTransactionState;
+use crate::engine::Engine;
+use crate::engine::open::{EngineShared, lock};
+use crate::partitioner::{
+    BuiltInPartitioner, Partitions, RecordToRoute, StickyPartitionInfo, partition_record,
+};
+use crate::txn::{ProducerIdAndEpoch, TopicPartition, TransactionCoordinator};
+
+/// Where a sent record went: Kafka's `RecordMetadata`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RecordMetadata {
+    /// The partition the record was routed to.
+    pub partition: i32,
+    /// Its offset in that partition (-1 under `acks=0`).
+    pub offset: i64,
+}
+
+/// The handle of one [`TopicProducer::send`]: the partition at once, the offset once the
+/// partition's producer resolves it (blocking with [`wait`](Self::wait), or as a `Future`).
+#[derive(Debug)]
+pub struct TopicSendHandle {
+    partition: i32,
+    handle: SendHandle,
+}
+
+impl TopicSendHandle {
+    /// The partition the record was routed to.
+    pub fn partition(&self) -> i32 {
+        self.partition
+    }
+
+    /// Blocks until the record is done as the producer's `acks` say.
+    ///
+    /// # Errors
+    /// The batch's error, as the partition's [`SendHandle`] reports it.
+    pub fn wait(self) -> Result<RecordMetadata, Error> {
+        let partition = self.partition;
+        self.handle
+            .wait()
+            .map(|offset| RecordMetadata { partition, offset })
+    }
+}
+
+impl Future for TopicSendHandle {
+    type Output = Result<RecordMetadata, Error>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        let partition = this.partition;
+        Pin::new(&mut this.handle)
+            .poll(cx)
+            .map(|result| result.map(|offset| RecordMetadata { partition, offset }))
+    }
+}
+
+/// One topic as the producer routes to it.
+#[derive(Debug)]
+struct Route {
+    partitions: i32,
+    /// Each partition's producer, made at the first record to it (in a transaction: at the
+    /// first record of each transaction, once the coordinator added the partition).
+    producers: Vec<Option<Arc<Producer>>>,
+    sticky: BuiltInPartitioner,
+}
+
+/// What the producer's calls change together.
+#[derive(Debug)]
+pub(crate) struct State {
+    /// The producer id, epoch and sequence bookkeeping (idempotent and transactional).
+    idempotence: Option<IdempotenceState>,
+    /// The client state (transactional only).
+    txn_state: ProducerTransactionState,
+    /// The error that put the producer in `AbortableError` or `FatalError`.
+    last_error: Option<Error>,
+    /// Whether the open transaction added a partition (an empty one needs no `EndTxn`).
+    txn_started: bool,
+    routes: HashMap<String, Route>,
+    closed: bool,
+}
+
+/// Kafka's `KafkaProducer` over an engine: see the module docs. `Send + Sync`: share it with
+/// an `Arc` between the threads that send.
+#[derive(Debug)]
+pub struct TopicProducer {
+    shared: Arc<EngineShared>,
+    coordinator: Arc<TransactionCoordinator>,
+    config: TopicProducerConfig,
+    state: Mutex<State>,
+}
+
+impl TopicProducer {
+    /// A producer of `engine`'s topics. An idempotent one gets its producer id now; a
+    /// transactional one in [`init_transactions`](Self::init_transactions).
+    ///
+    /// # Errors
+    /// `InvalidConfig` for a bad setting; the producer id allocation's errors.
+    pub fn new(engine: &Engine, config: TopicProducerConfig) -> Result<TopicProducer, Error> {
+        config.validate()?;
+        let coordinator = Arc::clone(engine.coordinator());
+        let idempotence = if config.enable_idempotence && config.transactional_id.is_none() {
+            let ids = coordinator.init_producer_id(None, config.transaction_timeout_ms, None)?;
+            Some(IdempotenceState::new(ids))
+        } else {
+            None
+        };
+        Ok(TopicProducer {
+            shared: Arc::clone(&engine.shared),
+            coordinator,
+            config,
+            state: Mutex::new(State {
+                idempotence,
+                txn_state: ProducerTransactionState::Uninitialized,
+                last_error: None,
+                txn_started: false,
+                routes: HashMap::new(),
+                closed: false,
+            }),
+        })
+    }
+
+    /// The producer's settings.
+    pub fn config(&self) -> &TopicProducerConfig {
+        &self.config
+    }
+
+    /// The producer id and epoch, once it has them (idempotent and transactional producers).
+    pub fn producer_id_and_epoch(&self) -> Option<ProducerIdAndEpoch> {
+        lock(&self.state)
+            .idempotence
+            .as_ref()
+            .map(IdempotenceState::producer_id_and_epoch)
+    }
+
+    /// The client state of a transactional producer (`Uninitialized` for the others).
+    pub fn transaction_state(&self) -> ProducerTransactionState {
+        lock(&self.state).txn_state
+    }
+
+    /// Sends `record` to `topic`, routed by the partitioner (see [`send_to`](Self::send_to)).
+    ///
+    /// # Errors
+    /// As [`send_to`](Self::send_to).
+    pub fn send(&self, topic: &str, record: &NewRecord) -> Result<TopicSendHandle, Error> {
+        self.send_to(topic, None, record)
+    }
+
+    /// Sends `record` to `topic`'s `partition`, or where the partitioner routes it when
+    /// `None`, and returns at once with its handle (Kafka's `send`). Blocks only while the
+    /// partition producer's `buffer.memory` is full, or, in a transaction, while the
+    /// coordinator adds a partition new to the transaction.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for an unknown topic or a partition it does not have; in a
+    /// transactional producer, `InvalidTxnState` outside a transaction, `ProducerFenced` once
+    /// another producer took the transactional id over, and the error that made the
+    /// transaction abortable; the partition producer's errors ([`Producer::send`]).
+    pub fn send_to(
+        &self,
+        topic: &str,
+        partition: Option<i32>,
+        record: &NewRecord,
+    ) -> Result<TopicSendHandle, Error> {
+        let route = RecordToRoute {
+            topic,
+            partition,
+            key: record.key.as_deref(),
+            value: record.value.as_deref(),
+        };
+        let size = estimated_size(record);
+        let mut retried = false;
+        loop {
+            let (producer, partition, sticky) = self.route(&route)?;
+            match producer.send(record) {
+                Ok(handle) => {
+                    self.sticky_appended(topic, sticky, size);
+                    return Ok(TopicSendHandle { partition, handle });
+                }
+                Err(error) => match self.on_partition_error(&producer, error) {
+                    SendRetry::Retry(error) if retried => return Err(error),
+                    SendRetry::Retry(_) => retried = true,
+                    SendRetry::Fail(error) => return Err(error),
+                },
+            }
+        }
+    }
+
+    /// The partition and its producer for `record` (created, and in a transaction added
+    /// through the coordinator, at its first record), with the sticky partition it used.
+    fn route(&self, record: &RecordToRoute<'_>) -> Result<Routed, Error> {
+        let mut guard = lock(&self.state);
+        let state = &mut *guard;
+        self.may_send(state)?;
+        if !state.routes.contains_key(record.topic) {
+            let topic = self.shared.topic_partitions(record.topic)?;
+            state.routes.insert(
+                record.topic.to_owned(),
+                Route {
+                    partitions: topic,
+                    producers: vec![None; usize::try_from(topic).unwrap_or(0)],
+                    sticky: BuiltInPartitioner::with_random(
+                        record.topic,
+                        i32::try_from(self.config.producer.batch_size.max(1)).unwrap_or(i32::MAX),
+                        Arc::clone(&self.config.random),
+                    )?,
+                },
+            );
+        }
+        let Some(route) = state.routes.get_mut(record.topic) else {
+            return Err(Error::InvalidArgument {
+                why: format!("topic {:?} vanished while routing", record.topic),
+            });
+        };
+        let chosen = partition_record(
+            record,
+            route.partitions,
+            self.config.partitioner.as_deref(),
+            self.config.partitioner_ignore_keys,
+        )?;
+        let (partition, sticky) = match chosen {
+            Some(partition) => (partition, None),
+            None => {
+                let info = route
+                    .sticky
+                    .peek_current_partition_info(&Partitions::all(route.partitions));
+                (info.partition(), Some(info))
+            }
+        };
+        let slot = usize::try_from(partition).unwrap_or(0);
+        if let Some(producer) = &route.producers[slot] {
+            return Ok((Arc::clone(producer), partition, sticky));
+        }
+        let ids = state
+            .idempotence
+            .as_ref()
+            .map(IdempotenceState::producer_id_and_epoch);
+        let transactional = self.config.transactional_id.is_some();
+        if let (Some(id), Some(ids)) = (&self.config.transactional_id, ids) {
+            let tp = [TopicPartition::new(record.topic, partition)];
+            if let Err(error) = self
+                .coordinator
+                .add_partitions(id, ids.producer_id, ids.epoch, &tp)
+            {
+                return Err(transactions::fail_transaction(state, id, error));
+            }
+            state.txn_started = true;
+        }
+        let log = self.shared.partition(record.topic, partition)?;
+        let producer = Arc::new(self.partition_producer(log, ids, transactional)?);
+        route.producers[slot] = Some(Arc::clone(&producer));
+        Ok((producer, partition, sticky))
+    }
+
+    /// The batching writer of one partition, in the producer's mode.
+    fn partition_producer(
+        &self,
+        log: Arc<partlog::Log>,
+        ids: Option<ProducerIdAndEpoch>,
+        transactional: bool,
+    ) -> Result<Producer, Error> {
+        let mut config = self.config.producer.clone();
+        config.mode = match (ids, transactional) {
+            (None, _) => ProducerMode::Plain,
+            (Some(ids), false) => ProducerMode::Idempotent {
+                producer_id: ids.producer_id,
+                producer_epoch: ids.epoch,
+            },
+            (Some(ids), true) => ProducerMode::Transactional {
+                producer_id: ids.producer_id,
+                producer_epoch: ids.epoch,
+            },
+        };
+        if transactional {
+            // A transaction's records become durable at commit, every partition at once.
+            config.acks = partlog::Acks::One;
+        }
+        let producer = Producer::new(log, config)?;
+        if transactional {
+            producer.begin()?;
+        }
+        Ok(producer)
+    }
+
+    /// After a record went to the sticky partition `info`: count its bytes, maybe switch.
+    fn sticky_appended(&self, topic: &str, info: Option<Arc<StickyPartitionInfo>>, size: i32) {
+        let Some(info) = info else {
+            return;
+        };
+        let state = lock(&self.state);
+        if let Some(route) = state.routes.get(topic) {
+            route.sticky.update_partition_info(
+                &info,
+                size,
+                &Partitions::all(route.partitions),
+                true,
+            );
+        }
+    }
+
+    /// Whether the producer may send now.
+    fn may_send(&self, state: &State) -> Result<(), Error> {
+        if state.closed {
+            return Err(Error::Closed);
+        }
+        let Some(id) = &self.config.transactional_id else {
+            return Ok(());
+        };
+        transactions::may_send(state, id)
+    }
+
+    /// What a partition producer's error means for the producer: an idempotent producer's
+    /// own sequence gap or fenced epoch bumps its epoch (then the send is retried once); a
+    /// transactional producer's error makes the transaction abortable, or the producer fenced.
+    fn on_partition_error(&self, producer: &Producer, error: Error) -> SendRetry {
+        let mut guard = lock(&self.state);
+        let state = &mut *guard;
+        if let Some(id) = &self.config.transactional_id {
+            return SendRetry::Fail(transactions::fail_transaction(state, id, error));
+        }
+        let own_gap = matches!(
+            error,
+            Error::OutOfOrderSequence { .. } | Error::InvalidProducerEpoch { .. }
+        );
+        let Some(idempotence) = state.idempotence.as_mut().filter(|_| own_gap) else {
+            return SendRetry::Fail(error);
+        };
+        // Another thread may have bumped already: this producer is then gone from the routes.
+        let current = state.routes.values().any(|route| {
+            route
+                .producers
+                .iter()
+                .flatten()
+                .any(|p| std::ptr::eq(p.as_ref(), producer))
+        });
+        if !current {
+            return SendRetry::Retry(error);
+        }
+        idempotence.require_epoch_bump();
+        let bumped = match idempotence.bump_idempotent_epoch_and_reset_id_if_needed() {
+            EpochBump::NewProducerId => {
+                match self.coordinator.init_producer_id(
+                    None,
+                    self.config.transaction_timeout_ms,
+                    None,
+                ) {
+                    Ok(ids) => {
+                        idempotence.reset_producer_id(ids);
+                        true
+                    }
+                    Err(_) => false,
+                }
+            }
+            EpochBump::Bumped(_) => true,
+            EpochBump::None => false,
+        };
+        if !bumped {
+            return SendRetry::Fail(error);
+        }
+        log::info!(
+            "idempotent producer: {error}; bumped to {:?}",
+            idempotence.producer_id_and_epoch()
+        );
+        for route in state.routes.values_mut() {
+            for slot in &mut route.producers {
+                if let Some(old) = slot.take() {
+                    // Its batches failed with the error that caused the bump.
+                    let _ = old.close();
+                }
+            }
+        }
+        SendRetry::Retry(error)
+    }
+
+    /// Blocks until every record sent before is done as `acks` say, on every partition.
+    ///
+    /// # Errors
+    /// The first partition's error.
+    pub fn flush(&self) -> Result<(), Error> {
+        let mut first_error = None;
+        for producer in self.producers() {
+            if let Err(error) = producer.flush() {
+                first_error.get_or_insert(error);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    /// Flushes and closes every partition's producer; later sends fail with `Error::Closed`.
+    /// An open transaction is left to the coordinator's timeout, as Kafka's `close` leaves it.
+    ///
+    /// # Errors
+    /// The first partition's error.
+    pub fn close(&self) -> Result<(), Error> {
+        lock(&self.state).closed = true;
+        let mut first_error = None;
+        for producer in self.producers() {
+            if let Err(error) = producer.close() {
+                first_error.get_or_insert(error);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    fn producers(&self) -> Vec<Arc<Producer>> {
+        lock(&self.state)
+            .routes
+            .values()
+            .flat_map(|route| route.producers.iter().flatten().cloned())
+            .collect()
+    }
+}
+
+impl Drop for TopicProducer {
+    fn drop(&mut self) {
+        if let Err(error) = self.close() {
+            log::warn!("closing a topic producer: {error}");
+        }
+    }
+}
+
+/// Where `route` sent a record: the partition's producer, the partition, and the sticky
+/// partition it used (for a record without a key).
+type Routed = (Arc<Producer>, i32, Option<Arc<StickyPartitionInfo>>);
+
+/// What `send` does after a partition producer's error.
+enum SendRetry {
+    /// Send again (the epoch was bumped, the partitions' producers restart); the error is the
+    /// answer if the retry fails too.
+    Retry(Error),
+    /// Fail with this.
+    Fail(Error),
+}
+
+/// Kafka's size estimate of a record in a batch, for the sticky partitioner's byte budget.
+fn estimated_size(record: &NewRecord) -> i32 {
+    let headers: usize = record
+        .headers
+        .iter()
+        .map(|(key, value)| key.len() + value.as_ref().map_or(0, Vec::len) + 2)
+        .sum();
+    let bytes = record.key.as_ref().map_or(0, Vec::len)
+        + record.value.as_ref().map_or(0, Vec::len)
+        + headers
+        + 21;
+    i32::try_from(bytes).unwrap_or(i32::MAX)
+}
