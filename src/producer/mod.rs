@@ -17,9 +17,9 @@ mod accumulator;
 mod config;
 mod handle;
 mod modes;
+mod runner;
 mod sender;
 
-use crate::sync::thread::JoinHandle;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -33,6 +33,7 @@ use accumulator::{
     Accumulator, BATCH_HEADER_BYTES, Unconfirmed, max_uncompressed_batch, record_shape,
 };
 use handle::{BatchSlot, SlotIssuer};
+use runner::{SenderRunner, SenderWake};
 
 pub use config::{Acks, ProducerConfig, ProducerConfigBuilder, ProducerMode};
 pub use handle::SendHandle;
@@ -50,8 +51,8 @@ pub(crate) struct Inner {
     /// The largest uncompressed batch that stays within `max.message.bytes` once built.
     max_batch: usize,
     accumulator: Mutex<Accumulator>,
-    /// Wakes the sender thread: a batch sealed or opened, memory wanted, closing.
-    work: Condvar,
+    /// Wakes the sender: a batch sealed or opened, memory wanted, closing.
+    sender_wake: SenderWake,
     /// Wakes `send` calls waiting for memory and `flush` / `close` waiting for batches.
     progress: Condvar,
 }
@@ -301,7 +302,7 @@ pub struct ProducerStats {
 #[derive(Debug)]
 pub struct Producer {
     inner: Arc<Inner>,
-    sender: Mutex<Option<JoinHandle<()>>>,
+    sender: Mutex<Option<SenderRunner>>,
 }
 
 impl Producer {
@@ -329,7 +330,7 @@ impl Producer {
         let batch_limit = usize::try_from(config.batch_size)
             .unwrap_or(usize::MAX)
             .min(max_batch);
-        let dir = log.dir().to_path_buf();
+        let pooled = log.config().workers.is_some();
         let mut accumulator = Accumulator::new();
         accumulator.mode = mode;
         let inner = Arc::new(Inner {
@@ -339,14 +340,10 @@ impl Producer {
             batch_limit,
             max_batch,
             accumulator: Mutex::new(accumulator),
-            work: Condvar::new(),
+            sender_wake: SenderWake::for_pool(pooled),
             progress: Condvar::new(),
         });
-        let thread_inner = Arc::clone(&inner);
-        let sender = crate::sync::thread::Builder::new()
-            .name(format!("partlog-sender:{}", dir.display()))
-            .spawn(move || sender::run(&thread_inner))
-            .map_err(|e| Error::io(&dir, e))?;
+        let sender = SenderRunner::start(&inner)?;
         Ok(Producer {
             inner,
             sender: Mutex::new(Some(sender)),
@@ -498,7 +495,7 @@ impl Producer {
                 blocked_since = Some(Instant::now());
             }
             // The sender seals lingering batches while anyone waits here, to free memory sooner.
-            inner.work.notify_one();
+            inner.sender_wake.wake();
             match deadline {
                 Some(deadline) => {
                     inner.progress.wait_until(&mut acc, deadline);
@@ -558,7 +555,7 @@ impl Producer {
         acc.counters.records_sent += 1;
         drop(acc);
         if wake_sender {
-            inner.work.notify_one();
+            inner.sender_wake.wake();
         }
         Ok(match slot {
             None => SendHandle::done(Ok(-1)),
@@ -580,7 +577,7 @@ impl Producer {
         let inner = &*self.inner;
         let mut acc = inner.accumulator.lock();
         if acc.seal_open() {
-            inner.work.notify_one();
+            inner.sender_wake.wake();
         }
         let target = acc.next_seq;
         while acc.completed_seq < target && !acc.sender_exited {
@@ -606,16 +603,8 @@ impl Producer {
             acc.closing = true;
             acc.seal_open();
         }
-        inner.work.notify_all();
+        inner.sender_wake.wake();
         inner.progress.notify_all();
-        if let Some(sender) = self.sender.lock().take()
-            && sender.join().is_err()
-        {
-            log::error!(
-                "the sender thread of {} panicked",
-                inner.log.dir().display()
-            );
-        }
         let mut acc = inner.accumulator.lock();
         while !acc.sender_exited {
             inner.progress.wait(&mut acc);
@@ -623,6 +612,11 @@ impl Producer {
         let error = acc.unreported_error.take();
         let unconfirmed = acc.unconfirmed;
         drop(acc);
+        // Drained: the thread ends, the task has left the pool (the cancel waits for the
+        // pool's last reference to it, so nothing runs after `close`).
+        if let Some(sender) = self.sender.lock().take() {
+            sender.stop(inner);
+        }
         self.finish(error, unconfirmed)
     }
 
