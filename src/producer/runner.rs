@@ -136,3 +136,84 @@ impl Task for SenderTask {
         Lane::Sync
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// Model-checked with shuttle (`RUSTFLAGS="--cfg shuttle"`, see `crate::sync`).
+    #[cfg(shuttle)]
+    mod shuttle_tests {
+        use std::sync::Arc;
+
+        use crate::error::Error;
+        use crate::format::NewRecord;
+        use crate::log::{Log, LogConfig};
+        use crate::producer::{Acks, Producer, ProducerConfig};
+        use crate::storage::{SimStorage, Storage};
+        use crate::sync::thread;
+        use crate::workers::Workers;
+
+        /// A `send` on another thread races `close` of a producer whose sender is a pool task:
+        /// every record `send` accepted is appended and its handle resolves to its offset
+        /// (nothing accepted is dropped), a refused one gets `Closed`, and once `close` returns
+        /// the pool holds no reference to the producer (the task never runs again).
+        #[test]
+        fn shuttle_pooled_send_racing_close_resolves_every_accepted_record() {
+            crate::sync::check(
+                "shuttle_pooled_send_racing_close_resolves_every_accepted_record",
+                || {
+                    let workers = Workers::new(2).unwrap();
+                    let storage: Arc<dyn Storage> = Arc::new(SimStorage::new(7));
+                    let config = LogConfig::builder()
+                        .storage(storage)
+                        .workers(workers.clone())
+                        .build()
+                        .unwrap();
+                    let log = Arc::new(Log::open("/producer/p-0", config).unwrap());
+                    let config = ProducerConfig::builder()
+                        .acks(Acks::One)
+                        .linger_ms(0)
+                        .build()
+                        .unwrap();
+                    let producer = Arc::new(Producer::new(Arc::clone(&log), config).unwrap());
+                    let sender = {
+                        let producer = Arc::clone(&producer);
+                        thread::spawn(move || {
+                            (0..2)
+                                .map(|i| {
+                                    let value = [b'0' + i];
+                                    producer.send(&NewRecord::new(0, None, Some(&value)))
+                                })
+                                .collect::<Vec<_>>()
+                        })
+                    };
+                    producer.close().unwrap();
+                    let sends = sender.join().unwrap();
+                    let mut accepted = 0;
+                    for send in sends {
+                        match send {
+                            Ok(handle) => {
+                                assert_eq!(handle.wait().unwrap(), accepted);
+                                accepted += 1;
+                            }
+                            Err(Error::Closed) => {}
+                            Err(other) => panic!("a send got {other:?}"),
+                        }
+                    }
+                    assert_eq!(
+                        log.log_end_offset(),
+                        accepted,
+                        "an accepted record was lost"
+                    );
+                    let producer = Arc::into_inner(producer).unwrap();
+                    drop(producer);
+                    assert_eq!(
+                        Arc::strong_count(&log),
+                        1,
+                        "the pool still holds the producer"
+                    );
+                    log.close().unwrap();
+                },
+            );
+        }
+    }
+}
