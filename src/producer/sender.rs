@@ -30,6 +30,10 @@ const LINGER_RECHECK: Duration = Duration::from_millis(10);
 const BATCHES_PER_RUN: usize = 16;
 
 /// What the sender does next, decided under the accumulator's lock.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one a batch, moved once, as the `Option` it replaces was: boxing would allocate"
+)]
 enum Due {
     /// Append this batch, with what to stamp on it (taken under the same lock: Kafka's drain).
     Batch(PendingBatch, Stamp),
