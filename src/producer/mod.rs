@@ -3,23 +3,24 @@
 //! A [`Producer`] writes to one [`Log`]. [`send`](Producer::send) encodes a record into the open
 //! batch of an in-memory accumulator and returns at once with a [`SendHandle`]. A batch is sealed
 //! when the next record would take it past `batch.size`, or `linger.ms` after its first record;
-//! one named background thread (`partlog-sender:<dir>`) then compresses it with the log's codec and
-//! appends it through the log's normal append path, one batch per append, in the order the
-//! batches opened. The handle resolves to the record's offset when the producer's [`Acks`] say
-//! the record is done.
+//! the sender (`sender.rs`) then compresses it with the log's codec and appends it through the
+//! log's normal append path, one batch per append, in the order the batches opened. The handle
+//! resolves to the record's offset when the producer's [`Acks`] say the record is done.
 //!
-//! Threads: the sender thread exists while the producer does; [`close`](Producer::close), or the
-//! drop of the producer, drains the accumulator and joins it. Under `acks=all` the fsyncs are the
-//! log's group commit, led by the log's flusher thread, so the sender appends the next batch while
-//! the previous one syncs.
+//! Threads (`runner.rs`): the sender is a named thread (`partlog-sender:<dir>`), or, when the
+//! log was opened with [`Workers`](crate::Workers), a task of that pool. It exists while the
+//! producer does; [`close`](Producer::close), or the drop of the producer, drains the
+//! accumulator, then joins the thread or cancels the task. Under `acks=all` the fsyncs are the
+//! log's group commit, led by the log's flusher, so the sender appends the next batch while the
+//! previous one syncs.
 
 mod accumulator;
 mod config;
 mod handle;
 mod modes;
+mod runner;
 mod sender;
 
-use crate::sync::thread::JoinHandle;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -33,6 +34,7 @@ use accumulator::{
     Accumulator, BATCH_HEADER_BYTES, Unconfirmed, max_uncompressed_batch, record_shape,
 };
 use handle::{BatchSlot, SlotIssuer};
+use runner::{SenderRunner, SenderWake};
 
 pub use config::{Acks, ProducerConfig, ProducerConfigBuilder, ProducerMode};
 pub use handle::SendHandle;
@@ -50,8 +52,8 @@ pub(crate) struct Inner {
     /// The largest uncompressed batch that stays within `max.message.bytes` once built.
     max_batch: usize,
     accumulator: Mutex<Accumulator>,
-    /// Wakes the sender thread: a batch sealed or opened, memory wanted, closing.
-    work: Condvar,
+    /// Wakes the sender: a batch sealed or opened, memory wanted, closing.
+    sender_wake: SenderWake,
     /// Wakes `send` calls waiting for memory and `flush` / `close` waiting for batches.
     progress: Condvar,
 }
@@ -92,8 +94,16 @@ pub struct ProducerStats {
 
 /// A batching writer for one [`Log`]: Kafka's producer path (`RecordAccumulator` and `Sender`),
 /// embedded. [`send`](Self::send) queues one record and returns a [`SendHandle`]; a background
-/// thread appends whole batches, sealed at `batch.size` or after `linger.ms`
+/// sender appends whole batches, sealed at `batch.size` or after `linger.ms`
 /// ([`ProducerConfig`]).
+///
+/// The sender is a thread of its own, unless the log was opened with
+/// [`Workers`](crate::Workers) ([`LogConfigBuilder::workers`](crate::LogConfigBuilder::workers)):
+/// then it is a task of that pool, in its sync lane (its appends are what callers wait for),
+/// woken by `send`, `flush`, `close` and the linger, and appending at most a few batches a run
+/// so that a busy producer starves no other. 1,000 producers on pooled logs start no thread.
+/// Do not wait on a pooled producer (`flush`, `close`, `commit`, a handle) from a task of its
+/// own pool: with every pool thread so waiting, the sender could not run.
 ///
 /// `Producer` is `Send + Sync`: share it between threads with an `Arc`. Records sent from one
 /// thread are appended in the order they were sent; records from several threads in the order
@@ -139,7 +149,7 @@ pub struct ProducerStats {
 /// )?;
 /// producer.flush()?; // everything sent so far is stored (durable under acks=all)
 /// assert_eq!(handle.wait()?, 0);
-/// producer.close()?; // drains, then joins the sender thread; drop does the same
+/// producer.close()?; // drains, then stops the sender; drop does the same
 /// # Ok(())
 /// # }
 /// ```
@@ -150,7 +160,7 @@ pub struct ProducerStats {
 /// and encodes it straight into the open batch. The batch is sealed when the next record would
 /// take it past `batch.size` (its header plus encoded records, before compression), or
 /// `linger.ms` after its first record (on the log's clock), or by [`flush`](Self::flush) /
-/// [`close`](Self::close), or at once while a `send` waits for memory. The sender thread
+/// [`close`](Self::close), or at once while a `send` waits for memory. The sender
 /// compresses it with the log's codec (`compression.type`; `producer` means none) and appends it
 /// through the log's normal append path: one batch per append, in the order the batches opened,
 /// so records sent from one thread keep their order. A batch never exceeds `max.message.bytes`,
@@ -165,7 +175,7 @@ pub struct ProducerStats {
 /// | `1` | its batch is appended: in the file and visible to readers | the record's offset | yes | only once `durable_offset()` passes it |
 /// | `all` (default, as in Kafka 3+) | its batch is fsynced, through the log's group commit | the record's offset | yes | yes |
 ///
-/// Under `acks=all` the fsyncs run on the log's flusher thread, so the sender appends the next
+/// Under `acks=all` the fsyncs run on the log's flusher, so the sender appends the next
 /// batch while the previous one syncs, and one fsync covers every batch appended before it began.
 ///
 /// # Settings
@@ -301,11 +311,12 @@ pub struct ProducerStats {
 #[derive(Debug)]
 pub struct Producer {
     inner: Arc<Inner>,
-    sender: Mutex<Option<JoinHandle<()>>>,
+    sender: Mutex<Option<SenderRunner>>,
 }
 
 impl Producer {
-    /// Starts a batching writer for `log`, with its sender thread.
+    /// Starts a batching writer for `log`, with its sender: a thread, or a task of the log's
+    /// [`Workers`](crate::Workers) pool if it was opened with one.
     ///
     /// An idempotent or transactional producer starts from the log's producer state for its
     /// id: its sequence continues the one the log holds for the id at this epoch (from 0 for a
@@ -329,7 +340,7 @@ impl Producer {
         let batch_limit = usize::try_from(config.batch_size)
             .unwrap_or(usize::MAX)
             .min(max_batch);
-        let dir = log.dir().to_path_buf();
+        let pooled = log.config().workers.is_some();
         let mut accumulator = Accumulator::new();
         accumulator.mode = mode;
         let inner = Arc::new(Inner {
@@ -339,14 +350,10 @@ impl Producer {
             batch_limit,
             max_batch,
             accumulator: Mutex::new(accumulator),
-            work: Condvar::new(),
+            sender_wake: SenderWake::for_pool(pooled),
             progress: Condvar::new(),
         });
-        let thread_inner = Arc::clone(&inner);
-        let sender = crate::sync::thread::Builder::new()
-            .name(format!("partlog-sender:{}", dir.display()))
-            .spawn(move || sender::run(&thread_inner))
-            .map_err(|e| Error::io(&dir, e))?;
+        let sender = SenderRunner::start(&inner)?;
         Ok(Producer {
             inner,
             sender: Mutex::new(Some(sender)),
@@ -498,7 +505,7 @@ impl Producer {
                 blocked_since = Some(Instant::now());
             }
             // The sender seals lingering batches while anyone waits here, to free memory sooner.
-            inner.work.notify_one();
+            inner.sender_wake.wake();
             match deadline {
                 Some(deadline) => {
                     inner.progress.wait_until(&mut acc, deadline);
@@ -558,7 +565,7 @@ impl Producer {
         acc.counters.records_sent += 1;
         drop(acc);
         if wake_sender {
-            inner.work.notify_one();
+            inner.sender_wake.wake();
         }
         Ok(match slot {
             None => SendHandle::done(Ok(-1)),
@@ -580,7 +587,7 @@ impl Producer {
         let inner = &*self.inner;
         let mut acc = inner.accumulator.lock();
         if acc.seal_open() {
-            inner.work.notify_one();
+            inner.sender_wake.wake();
         }
         let target = acc.next_seq;
         while acc.completed_seq < target && !acc.sender_exited {
@@ -593,7 +600,8 @@ impl Producer {
     }
 
     /// Stops accepting records, appends every record accepted before (nothing accepted is
-    /// dropped), waits as [`flush`](Self::flush) does, and joins the sender thread. Later
+    /// dropped), waits as [`flush`](Self::flush) does, and joins the sender thread (or cancels its
+    /// pool task: it never runs again). Later
     /// [`send`](Self::send) calls, and those blocked for memory, fail with [`Error::Closed`].
     /// Returns what `flush` would; a second call returns `Ok(())` once the first has drained.
     ///
@@ -606,16 +614,8 @@ impl Producer {
             acc.closing = true;
             acc.seal_open();
         }
-        inner.work.notify_all();
+        inner.sender_wake.wake();
         inner.progress.notify_all();
-        if let Some(sender) = self.sender.lock().take()
-            && sender.join().is_err()
-        {
-            log::error!(
-                "the sender thread of {} panicked",
-                inner.log.dir().display()
-            );
-        }
         let mut acc = inner.accumulator.lock();
         while !acc.sender_exited {
             inner.progress.wait(&mut acc);
@@ -623,6 +623,11 @@ impl Producer {
         let error = acc.unreported_error.take();
         let unconfirmed = acc.unconfirmed;
         drop(acc);
+        // Drained: the thread ends, the task has left the pool (the cancel waits for the
+        // pool's last reference to it, so nothing runs after `close`).
+        if let Some(sender) = self.sender.lock().take() {
+            sender.stop(inner);
+        }
         self.finish(error, unconfirmed)
     }
 

@@ -383,7 +383,7 @@ impl Producer {
         }
         acc.mode.txn = TxnPhase::Ending;
         if acc.seal_open() {
-            inner.work.notify_one();
+            inner.sender_wake.wake();
         }
         let target = acc.next_seq;
         while acc.completed_seq < target && !acc.sender_exited {

@@ -1,7 +1,9 @@
-//! The sender thread (Kafka's `Sender`, for one log): takes sealed batches in order, seals the
-//! open one when `linger.ms` has passed (or memory, a flush or close asks for it), builds each
-//! batch (compression and CRC) and appends it through the log's normal append path, then
-//! resolves the batch's handles and gives its memory back.
+//! The sender (Kafka's `Sender`, for one log): takes sealed batches in order, seals the open
+//! one when `linger.ms` has passed (or memory, a flush or close asks for it), builds each batch
+//! (compression and CRC) and appends it through the log's normal append path, then resolves the
+//! batch's handles and gives its memory back. It runs as a thread of its own ([`run`]) or, on a
+//! log opened with [`Workers`](crate::Workers), as a pool task ([`run_some`]); both take and
+//! append batches with the same functions.
 
 use std::time::Duration;
 
@@ -16,11 +18,30 @@ use crate::format::BatchBuilder;
 use crate::format::RECORD_BATCH_OVERHEAD;
 use crate::log::TruncationEpoch;
 use crate::sync::MutexGuard;
+use crate::workers::Next;
 
 /// The longest the sender sleeps while a batch lingers. Linger is measured on the log's clock,
 /// which need not run with the monotonic clock the sleep uses (a manual clock in tests, a wall
 /// clock that is stepped): the sender looks at it again at least this often.
 const LINGER_RECHECK: Duration = Duration::from_millis(10);
+
+/// The most batches one run of a pooled sender appends before it gives its thread back: a busy
+/// producer is rescheduled at once, behind the other tasks already due, so it starves none.
+const BATCHES_PER_RUN: usize = 16;
+
+/// What the sender does next, decided under the accumulator's lock.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one a batch, moved once, as the `Option` it replaces was: boxing would allocate"
+)]
+enum Due {
+    /// Append this batch, with what to stamp on it (taken under the same lock: Kafka's drain).
+    Batch(PendingBatch, Stamp),
+    /// Nothing is due: wait for a wake, or at most this long (a batch lingers).
+    Wait(Option<Duration>),
+    /// Closing, and every accepted batch is taken.
+    Drained,
+}
 
 /// The thread's body: runs until `close()` and every batch accepted before it is appended.
 pub(crate) fn run(inner: &Inner) {
@@ -31,40 +52,70 @@ pub(crate) fn run(inner: &Inner) {
     }
 }
 
-/// Blocks until a batch is due, and takes it, with what to stamp on it (taken under the same
-/// lock: Kafka's drain); `None` once closing and drained.
-fn next_batch(inner: &Inner) -> Option<(PendingBatch, Stamp)> {
-    let mut acc = inner.accumulator.lock();
-    let batch = due_batch(inner, &mut acc)?;
-    Some((batch, acc.mode.stamp(&inner.config.mode)))
+/// One run of the sender as a [`Workers`](crate::Workers) task: appends up to
+/// [`BATCHES_PER_RUN`] due batches and says when to run next: at once if more are due, when a
+/// lingering batch is due, or when woken (`send`, `flush`, `close`, memory wanted). Once
+/// closing and drained it marks the sender exited and leaves the pool.
+pub(crate) fn run_some(inner: &Inner) -> Next {
+    // A panic, or the drain's end, resolves whatever is left as the thread's exit does.
+    let mut exit = Some(FailLeftovers(inner));
+    for _ in 0..BATCHES_PER_RUN {
+        let due = poll_due(inner, &mut inner.accumulator.lock());
+        match due {
+            Due::Batch(batch, stamp) => append(inner, batch, stamp),
+            Due::Wait(wait) => {
+                std::mem::forget(exit.take());
+                return Next::After(wait.unwrap_or(Duration::MAX));
+            }
+            Due::Drained => return Next::Done,
+        }
+    }
+    std::mem::forget(exit.take());
+    Next::After(Duration::ZERO)
 }
 
-/// The body of `next_batch`: waits on `acc` until a batch is due.
-fn due_batch(inner: &Inner, acc: &mut MutexGuard<'_, Accumulator>) -> Option<PendingBatch> {
-    let linger_ms = i64::try_from(inner.config.linger_ms).unwrap_or(i64::MAX);
+/// Blocks until a batch is due, and takes it, with what to stamp on it; `None` once closing
+/// and drained.
+fn next_batch(inner: &Inner) -> Option<(PendingBatch, Stamp)> {
+    let mut acc = inner.accumulator.lock();
     loop {
-        if let Some(batch) = acc.sealed.pop_front() {
-            return Some(batch);
+        match poll_due(inner, &mut acc) {
+            Due::Batch(batch, stamp) => return Some((batch, stamp)),
+            Due::Drained => return None,
+            Due::Wait(None) => inner.sender_wake.wait(&mut acc),
+            Due::Wait(Some(wait)) => inner.sender_wake.wait_for(&mut acc, wait),
         }
-        let (closing, memory_wanted) = (acc.closing, !acc.memory_queue.is_empty());
+    }
+}
+
+/// Takes the next batch if one is due: a sealed one, or the open one once `linger.ms` has
+/// passed (or closing or memory wanted asks for it); else says how long it may wait.
+fn poll_due(inner: &Inner, acc: &mut MutexGuard<'_, Accumulator>) -> Due {
+    if acc.sealed.is_empty() {
         let Some(open) = acc.open.as_ref() else {
-            if closing {
-                return None;
-            }
-            inner.work.wait(acc);
-            continue;
+            return if acc.closing {
+                Due::Drained
+            } else {
+                Due::Wait(None)
+            };
         };
+        let linger_ms = i64::try_from(inner.config.linger_ms).unwrap_or(i64::MAX);
         let now_ms = inner.log.clock().now_ms();
         // A wall clock stepped back below the batch's start makes its age unknowable: send the
         // batch now rather than hold it until the clock is back where it was.
         let stepped_back = now_ms < open.created_ms;
         let age_ms = now_ms.saturating_sub(open.created_ms);
-        if closing || memory_wanted || stepped_back || age_ms >= linger_ms {
-            return acc.open.take();
+        let memory_wanted = !acc.memory_queue.is_empty();
+        if !(acc.closing || memory_wanted || stepped_back || age_ms >= linger_ms) {
+            let remaining =
+                Duration::from_millis(u64::try_from(linger_ms - age_ms).unwrap_or(u64::MAX));
+            return Due::Wait(Some(remaining.min(LINGER_RECHECK)));
         }
-        let remaining =
-            Duration::from_millis(u64::try_from(linger_ms - age_ms).unwrap_or(u64::MAX));
-        inner.work.wait_for(acc, remaining.min(LINGER_RECHECK));
+        acc.seal_open();
+    }
+    match acc.sealed.pop_front() {
+        Some(batch) => Due::Batch(batch, acc.mode.stamp(&inner.config.mode)),
+        None => Due::Wait(None),
     }
 }
 
