@@ -222,7 +222,7 @@ pub mod unstable {
     pub use crate::storage::sim;
     pub use crate::storage::{
         Advice, CanonicalPath, FileId, FileLock, LockMode, Metadata, OpenMode, OsStorage,
-        ReadMapping, Storage, StorageFile, transfer_to,
+        ReadMapping, Storage, StorageFile, create_dir_durably, replace_file_durably, transfer_to,
     };
     #[cfg(feature = "sim")]
     pub use crate::storage::{CrashConfig, SimStorage};

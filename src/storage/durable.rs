@@ -9,10 +9,10 @@ use crate::storage::{OpenMode, Storage};
 
 /// Writes `bytes` as `dir/name` durably, through the temporary file `dir/temp_name`: written,
 /// fsynced, renamed over the old file, then the directory fsynced. A crash at any point leaves
-/// the old file or the new one under the final name, never a torn one (ARCHITECTURE.md §6); a
-/// leftover temporary file is overwritten by the next write. On return the new content survives
-/// a crash; on an error the old file, if any, is still in place.
-pub(crate) fn replace_file_durably(
+/// the old file or the new one under the final name, never a torn one; a leftover temporary
+/// file is overwritten by the next write. On return the new content survives a crash; on an
+/// error the old file, if any, is still in place.
+pub fn replace_file_durably(
     storage: &dyn Storage,
     dir: &Path,
     temp_name: &str,
@@ -38,7 +38,7 @@ pub(crate) fn replace_file_durably(
 
 /// Creates `dir` and any missing ancestors, and syncs the parent of each directory it created:
 /// a new directory's name must survive a crash before anything inside it can.
-pub(crate) fn create_dir_durably(storage: &dyn Storage, dir: &Path) -> Result<()> {
+pub fn create_dir_durably(storage: &dyn Storage, dir: &Path) -> Result<()> {
     let mut missing = Vec::new();
     let mut current = Some(dir);
     while let Some(path) = current.filter(|p| !p.as_os_str().is_empty()) {

@@ -24,7 +24,7 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 
-pub(crate) use durable::{create_dir_durably, replace_file_durably};
+pub use durable::{create_dir_durably, replace_file_durably};
 pub use os::OsStorage;
 #[cfg(any(test, feature = "sim"))]
 pub use sim::{CrashConfig, SimStorage};

@@ -36,36 +36,3 @@ pub mod topics_file;
 pub use self::config::{EngineConfig, TopicConfig};
 pub use self::open::{Engine, OpenReport};
 pub use self::topics::Topic;
-
-use std::path::Path;
-
-use partlog::Error;
-use partlog::unstable::{OpenMode, Storage};
-
-/// Writes `bytes` as `dir/name` durably: into `dir/temp_name`, fsynced, renamed over `name`,
-/// and the directory fsynced. A crash leaves the old file or the new one under the name.
-///
-/// partlog's log layer has the same helper for its own files (`partlog.properties`,
-/// `leader-epoch-checkpoint`) but does not export it.
-pub(crate) fn replace_file_durably(
-    storage: &dyn Storage,
-    dir: &Path,
-    temp_name: &str,
-    name: &str,
-    bytes: &[u8],
-) -> Result<(), Error> {
-    let temp = dir.join(temp_name);
-    let file = storage.open(&temp, OpenMode::Create)?;
-    let written = file
-        .set_len(0)
-        .and_then(|()| file.write_all_at(bytes, 0))
-        .and_then(|()| file.sync_all());
-    drop(file);
-    if let Err(error) = written {
-        // The old file is untouched; a leftover temporary file is overwritten next time.
-        let _ = storage.remove(&temp);
-        return Err(error);
-    }
-    storage.rename(&temp, &dir.join(name))?;
-    storage.sync_dir(dir)
-}

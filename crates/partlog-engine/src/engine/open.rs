@@ -19,7 +19,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use partlog::unstable::{FileLock, LockMode, TaskHandle};
+use partlog::unstable::{FileLock, LockMode, TaskHandle, create_dir_durably};
 use partlog::{Error, Log, Workers};
 
 use super::config::EngineConfig;
@@ -207,18 +207,6 @@ impl Drop for Engine {
     fn drop(&mut self) {
         // The task holds the coordinator weakly; cancelling waits out a run in progress.
         self.timers.cancel();
-    }
-}
-
-/// Creates `dir` and makes its entry durable in the parent.
-fn create_dir_durably(storage: &dyn partlog::unstable::Storage, dir: &Path) -> Result<(), Error> {
-    if storage.exists(dir)? {
-        return Ok(());
-    }
-    storage.create_dir_all(dir)?;
-    match dir.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => storage.sync_dir(parent),
-        _ => Ok(()),
     }
 }
 

@@ -171,7 +171,7 @@ pub fn write_partition_metadata(
     dir: &Path,
     metadata: &PartitionMetadata,
 ) -> Result<(), Error> {
-    super::replace_file_durably(
+    partlog::unstable::replace_file_durably(
         storage.as_ref(),
         dir,
         PARTITION_METADATA_TEMP_NAME,

@@ -349,7 +349,13 @@ fn write_whole(
             ),
         })?;
     image.resize(slot_size * 2, 0);
-    super::replace_file_durably(storage.as_ref(), dir, kind.temp_name, kind.name, &image)?;
+    partlog::unstable::replace_file_durably(
+        storage.as_ref(),
+        dir,
+        kind.temp_name,
+        kind.name,
+        &image,
+    )?;
     storage.open(&dir.join(kind.name), OpenMode::ReadWrite)
 }
 
