@@ -7,11 +7,13 @@
 
 #[path = "../../../tests/common/crash_points.rs"]
 mod crash_points;
+#[path = "../../../tests/common/fenced.rs"]
+mod fenced_storage;
 
 use std::sync::Arc;
 
 use partlog::unstable::sim::FaultRule;
-use partlog::unstable::{Clock, ManualClock, SimStorage, Storage};
+use partlog::unstable::{Clock, CrashConfig, ManualClock, SimStorage, Storage};
 use partlog::{Error, LogConfig, NewRecord, ReadBound};
 use partlog_engine::engine::{Engine, EngineConfig, TopicConfig};
 use partlog_engine::producer::TopicProducer;
@@ -34,7 +36,12 @@ fn config(sim: &SimStorage, clock: &Arc<ManualClock>) -> EngineConfig {
 /// Creates the topics and opens a transaction with one record on each of the six partitions;
 /// returns the engine and the producer, ready to commit.
 fn prepare(sim: &SimStorage, clock: &Arc<ManualClock>) -> (Engine, TopicProducer) {
-    let engine = Engine::open(ROOT, config(sim, clock)).unwrap();
+    prepare_on(config(sim, clock))
+}
+
+/// [`prepare`] on an engine of `config`.
+fn prepare_on(config: EngineConfig) -> (Engine, TopicProducer) {
+    let engine = Engine::open(ROOT, config).unwrap();
     for topic in TOPICS {
         engine.create_topic(topic, 2, TopicConfig::new()).unwrap();
     }
@@ -156,4 +163,44 @@ fn txn_crash_an_uncrashed_commit_survives_a_clean_reopen() {
     let (view, open) = committed_view(&engine);
     assert!(!open);
     assert!(view.iter().all(|records| records.len() == 1), "{view:?}");
+}
+
+/// `commit_transaction` returns once the markers are durable; `CompleteCommit` is appended but
+/// not waited for. A crash right after the call returns (only what was synced survives) may lose
+/// it: recovery finds `PrepareCommit`, writes the markers again (they end nothing) and
+/// completes, so the commit the caller was told of stays, and the id goes on.
+#[test]
+fn txn_crash_right_after_a_commit_returns_keeps_the_commit() {
+    let sim = SimStorage::new(3);
+    let clock = Arc::new(ManualClock::new(T0));
+    // The process that crashes runs on fenced storage: nothing it does after the crash reaches
+    // the image the reopen recovers.
+    let mut crashing = config(&sim, &clock);
+    crashing.storage = Arc::new(fenced_storage::Fenced::new(
+        Arc::new(sim.clone()),
+        sim.clone(),
+    ));
+    let (engine, producer) = prepare_on(crashing);
+    producer.commit_transaction().unwrap();
+    sim.crash_with(&CrashConfig::lose_unsynced());
+    drop((producer, engine));
+
+    let engine = Engine::open(ROOT, config(&sim, &clock)).unwrap();
+    // The crash lost the unawaited CompleteCommit: recovery completed the commit.
+    assert_eq!(engine.open_report().coordinator.completed, ["mover"]);
+    let (view, open) = committed_view(&engine);
+    assert!(!open, "{view:?}");
+    assert!(view.iter().all(|records| records.len() == 1), "{view:?}");
+    let mut producer_config = TopicProducerConfig::transactional("mover");
+    producer_config.transaction_timeout_ms = TIMEOUT_MS;
+    let producer = TopicProducer::new(&engine, producer_config).unwrap();
+    producer.init_transactions().unwrap();
+    producer.begin_transaction().unwrap();
+    producer
+        .send_to(TOPICS[0], Some(0), &NewRecord::new(T0, None, Some(b"next")))
+        .unwrap();
+    producer.commit_transaction().unwrap();
+    let (view, open) = committed_view(&engine);
+    assert!(!open);
+    assert_eq!(view[0], ["accounts-0", "next"]);
 }

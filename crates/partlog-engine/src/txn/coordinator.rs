@@ -8,12 +8,15 @@
 //! each new partition's log (`Log::register_transaction`: partition verification, transaction
 //! version 2). `end_txn` persists `PrepareCommit` (or `PrepareAbort`), appends a marker to every
 //! partition of the transaction (`Log::append_marker`) and waits until all are durable, their
-//! fsyncs running at once, then persists `CompleteCommit`. Each step is prepared in memory,
+//! fsyncs running at once, then appends `CompleteCommit`. Each step is prepared in memory,
 //! written to `__transaction_state` and made durable before it is applied (see
-//! [`super::state_manager::TransactionStateManager`]).
+//! [`super::state_manager::TransactionStateManager`]), but for `Complete*`, which is not
+//! waited for: the outcome was durable at `Prepare*` and the markers are durable, so a crash
+//! that loses it leaves `Prepare*`, which recovery completes; and the id's next transition,
+//! later in the same log, waits for both.
 //!
 //! Kafka answers `EndTxn` once `PrepareCommit` is durable and writes the markers after; here
-//! `end_txn` returns after `CompleteCommit`, so that a `read_committed` reader sees the
+//! `end_txn` returns once the markers are durable and `CompleteCommit` is appended, so that a `read_committed` reader sees the
 //! transaction's records when the call returns. A failure after `PrepareCommit` is durable
 //! (a marker's append or fsync) is returned, and the transaction stays decided: the next
 //! [`tick`](TransactionCoordinator::tick), or recovery after a crash, writes the markers again
@@ -566,7 +569,7 @@ impl TransactionCoordinator {
             return Err(error);
         }
         self.state
-            .append_and_complete(transactional_id, entry, &transit)
+            .append_and_complete_unawaited(transactional_id, entry, &transit)
     }
 
     /// A marker on each partition, then one wait for all of them to be durable.

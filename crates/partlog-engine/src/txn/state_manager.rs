@@ -111,7 +111,32 @@ impl TransactionStateManager {
         entry: &MetadataEntry,
         transit: &TxnTransitMetadata,
     ) -> Result<(), Error> {
-        if let Err(error) = self.append_durably(transactional_id, transit) {
+        self.append_and_complete_waiting(transactional_id, entry, transit, true)
+    }
+
+    /// [`append_and_complete`](Self::append_and_complete) for `Complete*`, which ends a
+    /// transaction whose markers are already durable: the record is appended but not waited
+    /// for. The decision was durable at `Prepare*`; if a crash loses this record, recovery
+    /// finds `Prepare*`, writes the markers again (ending nothing the second time) and
+    /// completes. Any later record of the id lies after it in the same log, so a transition
+    /// that waits for its own record (the next `add_partitions`) makes this one durable too.
+    pub(crate) fn append_and_complete_unawaited(
+        &self,
+        transactional_id: &str,
+        entry: &MetadataEntry,
+        transit: &TxnTransitMetadata,
+    ) -> Result<(), Error> {
+        self.append_and_complete_waiting(transactional_id, entry, transit, false)
+    }
+
+    fn append_and_complete_waiting(
+        &self,
+        transactional_id: &str,
+        entry: &MetadataEntry,
+        transit: &TxnTransitMetadata,
+        wait_durable: bool,
+    ) -> Result<(), Error> {
+        if let Err(error) = self.append(transactional_id, transit, wait_durable) {
             lock(entry).roll_back_pending();
             return Err(error);
         }
@@ -134,11 +159,13 @@ impl TransactionStateManager {
         completed
     }
 
-    /// The record of `transit` (a tombstone for `Dead`), appended and durable.
-    fn append_durably(
+    /// The record of `transit` (a tombstone for `Dead`), appended, and durable if
+    /// `wait_durable`.
+    fn append(
         &self,
         transactional_id: &str,
         transit: &TxnTransitMetadata,
+        wait_durable: bool,
     ) -> Result<(), Error> {
         let key = encode_key(transactional_id)?;
         let value = if transit.state == TransactionState::Dead {
@@ -155,6 +182,9 @@ impl TransactionStateManager {
             Some(&key),
             value.as_deref(),
         )])?;
-        log.wait_durable(appended.last_offset)
+        if wait_durable {
+            log.wait_durable(appended.last_offset)?;
+        }
+        Ok(())
     }
 }
