@@ -167,8 +167,8 @@ pub use crate::{
         Discarded, FetchBatches, FetchData, FlushPolicy, Isolation, KafkaCompaction, Log,
         LogAppendInfo, LogConfig, LogConfigBuilder, LogEvent, LogRecord, LogRecords, LogStats,
         LogTail, Observer, PRODUCER_ID_EXPIRATION_MS, ProducerStateEntry, ReadBound, ReadEnd,
-        ReadOptions, RecordVersion, RecoveryMode, RecoveryReport, RetentionReport, RetentionRule,
-        WaitDurable, WaitForData, compaction_policies,
+        ReadOptions, RecordRead, RecordVersion, RecoveryMode, RecoveryReport, RetentionReport,
+        RetentionRule, WaitDurable, WaitForData, compaction_policies,
     },
     position::ConsumerPosition,
     producer::{

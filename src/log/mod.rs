@@ -86,6 +86,7 @@ pub use observe::stats::{LogStats, RecoveryReport};
 pub use observe::{LogEvent, Observer};
 pub use read::committed::CommittedRecords;
 pub use read::fetch_data::{FetchBatches, FetchData, Isolation, LogRecord, ReadBound, ReadOptions};
+pub use read::point::RecordRead;
 pub use read::records::{LogRecords, LogTail, ReadEnd};
 #[cfg(feature = "stream")]
 pub use read::tail_stream::LogTailStream;

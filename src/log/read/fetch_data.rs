@@ -463,6 +463,14 @@ pub(crate) fn decode_records(
         if record.offset < from {
             continue;
         }
+        out.push(LogRecord::owned(&record, timestamp_type));
+    }
+    Ok(())
+}
+
+impl LogRecord {
+    /// An owned copy of `record`, a record of a batch whose timestamps are `timestamp_type`.
+    pub(crate) fn owned(record: &Record<'_>, timestamp_type: TimestampType) -> LogRecord {
         let headers = record
             .headers()
             .map(|h| {
@@ -472,14 +480,13 @@ pub(crate) fn decode_records(
                 )
             })
             .collect();
-        out.push(LogRecord {
+        LogRecord {
             offset: record.offset,
             timestamp: record.timestamp,
             timestamp_type,
             key: record.key.map(<[u8]>::to_vec),
             value: record.value.map(<[u8]>::to_vec),
             headers,
-        });
+        }
     }
-    Ok(())
 }
