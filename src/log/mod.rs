@@ -90,6 +90,7 @@ pub use read::point::RecordRead;
 pub use read::records::{LogRecords, LogTail, ReadEnd};
 #[cfg(feature = "stream")]
 pub use read::tail_stream::LogTailStream;
+pub use read::verified::VerifiedBatchCache;
 pub use read::wait::WaitForData;
 pub(crate) use replication::leader_epoch;
 pub use txn::transactions::ProducerStateEntry;

@@ -16,17 +16,27 @@ use crate::log::Shared;
 /// the buffer the batch holding a record is read into, and the scratch a compressed batch is
 /// decompressed into. The record a read returns borrows it; keep one and pass it again, and
 /// reads allocate nothing once its buffers have grown.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct RecordRead {
     fetch: FetchData,
     scratch: Vec<u8>,
     timestamp_type: TimestampType,
 }
 
+impl Default for RecordRead {
+    fn default() -> Self {
+        RecordRead::new()
+    }
+}
+
 impl RecordRead {
     /// An empty one.
     pub fn new() -> Self {
-        RecordRead::default()
+        RecordRead {
+            fetch: FetchData::for_point_reads(),
+            scratch: Vec::new(),
+            timestamp_type: TimestampType::default(),
+        }
     }
 
     /// What the timestamp of the record the last read returned means: its batch's timestamp
@@ -62,6 +72,18 @@ impl RecordRead {
         }
         *timestamp_type = batch.timestamp_type();
         let found_type = *timestamp_type;
+        // A cached batch of many records knows where each starts: no step over the others.
+        let start = fetch
+            .verified()
+            .and_then(|verified| verified.record_start(offset));
+        if let (Some((pos, index)), Batch::V2(view)) = (start, batch) {
+            let mut records = view.into_records(scratch)?;
+            records.seek(pos, index);
+            let record = records.next().transpose()?;
+            return Ok(record
+                .filter(|record| record.offset == offset)
+                .map(|record| (record, found_type)));
+        }
         let mut records = batch.into_records(scratch)?;
         records.skip_below(offset);
         for record in records {
