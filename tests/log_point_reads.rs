@@ -325,3 +325,53 @@ fn point_reads_racing_retention_get_the_record_or_out_of_range() {
         });
     }
 }
+
+/// A kept copy is used only under the truncation sequence it was read under: after a
+/// truncation below its offset and new appends there, a point read returns the new record, not
+/// the copy (and before the appends, `Truncated` or nothing, never the copy).
+#[test]
+fn a_kept_copy_is_not_used_after_a_truncation_rewrote_its_offset() {
+    for map_sealed in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = partlog::VerifiedBatchCache::new(1 << 20);
+        let mut config = LogConfig::builder_for_tests()
+            .segment_bytes(4096)
+            .index_interval_bytes(256)
+            .map_sealed_segments(map_sealed)
+            .build()
+            .unwrap();
+        config.verified_batch_cache = Arc::clone(&cache);
+        let log = Log::open(dir.path(), config).unwrap();
+        let append = |first: i64, count: i64, tag: &str| {
+            for offset in first..first + count {
+                let value = format!("{tag} {offset}");
+                log.append(&[NewRecord::new(T0, None, Some(value.as_bytes()))])
+                    .unwrap();
+            }
+        };
+        append(0, 100, "old");
+        let value = |offset| {
+            log.read_record(offset, ReadOptions::default())
+                .map(|record| record.and_then(|r| r.value))
+        };
+        for offset in 0..100 {
+            assert_eq!(
+                value(offset).unwrap(),
+                Some(format!("old {offset}").into_bytes())
+            );
+        }
+        assert!(cache.resident_bytes() > 0);
+        log.truncate_to(30).unwrap();
+        assert!(matches!(value(60), Err(Error::Truncated { at: 30 })));
+        assert_eq!(value(30).unwrap(), None);
+        append(30, 70, "new");
+        for offset in 0..100 {
+            let tag = if offset < 30 { "old" } else { "new" };
+            assert_eq!(
+                value(offset).unwrap(),
+                Some(format!("{tag} {offset}").into_bytes()),
+                "at {offset} (map_sealed {map_sealed})"
+            );
+        }
+    }
+}

@@ -20,7 +20,9 @@ use partlog::unstable::{
     Advice, CanonicalPath, FileId, FileLock, LockMode, Metadata, OpenMode, OsStorage, ReadMapping,
     Storage, StorageFile,
 };
-use partlog::{BatchBuilder, Compression, Error, Log, LogConfig, NewRecord, ReadBound};
+use partlog::{
+    BatchBuilder, Compression, Error, Log, LogConfig, NewRecord, ReadBound, VerifiedBatchCache,
+};
 
 /// Where the stopped reader is.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -270,8 +272,10 @@ fn gated_log(dir: &Path, segment_bytes: u32) -> (Log, Arc<Gate>) {
         .segment_bytes(segment_bytes)
         .max_message_bytes(1024)
         .index_interval_bytes(200)
-        // Every raced read goes through the index lookup and the walk from its entry.
+        // Every raced read goes through the index lookup and the walk from its entry (a point
+        // read too: no kept copy answers it without reading the file).
         .position_cache_bytes(0)
+        .verified_batch_cache(VerifiedBatchCache::new(0))
         .storage(Arc::new(storage))
         .build()
         .expect("config");

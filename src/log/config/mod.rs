@@ -371,11 +371,10 @@ pub struct LogConfig {
     /// `ManualClock` (feature `sim`) instead of sleeping. Default: `SystemClock`.
     pub clock: Arc<dyn Clock>,
 
-    /// partlog's own setting: the cache of batches point reads ([`Log::read_record`]) have
-    /// checked, copied into memory ([`VerifiedBatchCache`]). Default: the process-wide one,
-    /// [`VerifiedBatchCache::global`] (64 MiB, shared by every log that keeps the default).
-    ///
-    /// [`Log::read_record`]: crate::Log::read_record
+    /// partlog's own setting: the cache of batches point reads
+    /// ([`Log::read_record`](crate::Log::read_record)) have checked, copied into memory
+    /// ([`VerifiedBatchCache`]). Default: the process-wide one, [`VerifiedBatchCache::global`]
+    /// (64 MiB, shared by every log that keeps the default).
     pub verified_batch_cache: Arc<VerifiedBatchCache>,
 
     /// partlog's own setting: an [`Observer`] that hears the log's events (roll, fsync,

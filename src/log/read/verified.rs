@@ -49,10 +49,19 @@ pub(crate) const DEFAULT_VERIFIED_BATCH_CACHE_BYTES: usize = 64 << 20;
 /// # Ok(())
 /// # }
 /// ```
-#[derive(Debug)]
 pub struct VerifiedBatchCache {
     limit: usize,
     state: RwLock<CacheState>,
+}
+
+impl std::fmt::Debug for VerifiedBatchCache {
+    // Its size, not its contents (a `LogConfig` prints it).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VerifiedBatchCache")
+            .field("limit_bytes", &self.limit)
+            .field("resident_bytes", &self.resident_bytes())
+            .finish()
+    }
 }
 
 /// Offsets a bucket of the index covers: `offset >> BUCKET_SHIFT` names it.
