@@ -79,6 +79,7 @@
 //! | [`ReadBound`], [`ReadEnd`] | how far a read may go: [`LogEnd`](ReadBound::LogEnd), only what is [`Durable`](ReadBound::Durable), or below the [`HighWatermark`](ReadBound::HighWatermark); where [`Log::records_until`] stops: an offset or a timestamp |
 //! | replication hooks on [`Log`], [`EpochEntry`] | what a replication layer such as [`replica`] drives: [`become_leader`](Log::become_leader) / [`become_follower`](Log::become_follower), [`append_as_follower`](Log::append_as_follower), [`truncate_fully_and_start_at`](Log::truncate_fully_and_start_at), [`set_high_watermark`](Log::set_high_watermark) / [`high_watermark`](Log::high_watermark), and the leader-epoch cache ([`end_offset_for_epoch`](Log::end_offset_for_epoch), [`leader_epoch_entries`](Log::leader_epoch_entries)) |
 //! | [`FetchData`], [`FetchBatches`] | what [`Log::read`] returns: whole, CRC-checked batches, with their segment pinned |
+//! | [`RecordRead`], [`VerifiedBatchCache`] | point reads: [`Log::read_record_into`]'s reusable buffers, and the bounded, process-wide cache of the batches they checked |
 //! | [`LogRecord`], [`LogRecords`], [`LogTail`] | owned records, the iterator of [`Log::records`] across segments, and the one of [`Log::tail`], which waits for new records; with feature `stream`, `LogTailStream` ([`Log::tail_stream`](Log)) is the same as an async `Stream` |
 //! | [`ConsumerPosition`] | a consumer's committed position, kept durably in a file of its own |
 //! | [`LogAppendInfo`], [`LogStats`], [`RecoveryReport`], [`Discarded`], [`DiscardReason`] | what an append stored, the log's counters, what the last open found and did (and what it cut, why, and how many records) |
@@ -168,8 +169,8 @@ pub use crate::{
         Discarded, FetchBatches, FetchData, FlushPolicy, Isolation, KafkaCompaction, Log,
         LogAppendInfo, LogConfig, LogConfigBuilder, LogEvent, LogRecord, LogRecords, LogStats,
         LogTail, Observer, PRODUCER_ID_EXPIRATION_MS, ProducerStateEntry, ReadBound, ReadEnd,
-        ReadOptions, RecordVersion, RecoveryMode, RecoveryReport, RetentionReport, RetentionRule,
-        WaitDurable, WaitForData, compaction_policies,
+        ReadOptions, RecordRead, RecordVersion, RecoveryMode, RecoveryReport, RetentionReport,
+        RetentionRule, VerifiedBatchCache, WaitDurable, WaitForData, compaction_policies,
     },
     position::ConsumerPosition,
     producer::{

@@ -1202,6 +1202,20 @@ impl Run<'_> {
                 "{label}: read at {offset} gave {:?}, expected {expected:?}",
                 next.map(|r| r.offset)
             );
+            // The point read: the record at exactly `offset`, or none (a gap, a marker).
+            let point = log
+                .read_record(offset, partlog::ReadOptions::default())
+                .map_err(|e| TestCaseError::fail(format!("{label}: point read at {offset}: {e}")))?
+                .map(|record| Rec {
+                    key: record.key.unwrap_or_default(),
+                    value: record.value,
+                    timestamp: record.timestamp,
+                });
+            check!(
+                point.as_ref() == found.get(&offset),
+                "{label}: point read at {offset} gave {point:?}, the records {:?}",
+                found.get(&offset)
+            );
         }
         // offset_for_timestamp: the first record at or after each timestamp.
         // The markers' timestamps (the clock's, newer than every record's) are asked for too:

@@ -1442,6 +1442,18 @@ fn check_recovered(case: &Case, config: &LogConfig, history: &History) -> Result
         let record = record.map_err(|e| format!("read after recovery: {e}"))?;
         recovered.insert(record.offset, Rec::from_log(record));
     }
+    // Point reads agree with the records: the record at exactly each offset, or none.
+    for offset in start..end {
+        let point = log
+            .read_record(offset, partlog::ReadOptions::default())
+            .map_err(|e| format!("point read at {offset} after recovery: {e}"))?
+            .map(Rec::from_log);
+        check!(
+            point.as_ref() == recovered.get(&offset),
+            "point read at {offset}: {point:?}, the records {:?}",
+            recovered.get(&offset)
+        );
+    }
     for (offset, rec) in &recovered {
         let attempt = history.attempts.get(&rec.timestamp);
         check!(

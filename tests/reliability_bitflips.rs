@@ -31,7 +31,7 @@ use std::sync::Arc;
 use partlog::unstable::{Clock, ManualClock, OpenMode, SimStorage, Storage};
 use partlog::{
     BatchBuilder, Compression, CompressionType, Error, Log, LogConfig, LogRecord, NewRecord,
-    ReadBound, RecoveryMode,
+    ReadBound, ReadOptions, RecoveryMode, VerifiedBatchCache,
 };
 
 const DIR: &str = "/data/topic-0";
@@ -107,6 +107,8 @@ struct Observed {
     records: Vec<LogRecord>,
     /// For each expected offset, the bytes of the first batch `read(offset, 1)` returned.
     batches: Vec<Vec<u8>>,
+    /// For each expected offset, what the point read `read_record(offset)` returned.
+    points: Vec<Option<LogRecord>>,
     /// `offset_for_timestamp` for each probe.
     by_time: Vec<Option<(i64, i64)>>,
 }
@@ -125,6 +127,10 @@ fn observe(log: &Log, offsets: &[i64], probes: &[i64], seen: &mut Observed) -> R
             None => Vec::new(),
         };
         seen.batches.push(bytes);
+    }
+    for &offset in offsets {
+        seen.points
+            .push(log.read_record(offset, ReadOptions::default())?);
     }
     for &probe in probes {
         seen.by_time.push(log.offset_for_timestamp(probe)?);
@@ -316,6 +322,11 @@ fn check_answers(
         .iter()
         .zip(&pristine.batches)
         .all(|(a, b)| a == b);
+    let points_same = seen
+        .points
+        .iter()
+        .zip(&pristine.points)
+        .all(|(a, b)| a == b);
     let time_same = seen
         .by_time
         .iter()
@@ -323,8 +334,9 @@ fn check_answers(
         .all(|(a, b)| a == b);
     let lengths_ok = seen.records.len() <= pristine.records.len()
         && seen.batches.len() <= pristine.batches.len()
+        && seen.points.len() <= pristine.points.len()
         && seen.by_time.len() <= pristine.by_time.len();
-    if records_same && batches_same && time_same && lengths_ok {
+    if records_same && batches_same && points_same && time_same && lengths_ok {
         return false;
     }
     // Something changed: it must be an unprotected field of a batch, and nothing else.
@@ -335,7 +347,10 @@ fn check_answers(
     match field_in_batch {
         // partitionLeaderEpoch: only those four bytes of a batch differ in what read returns.
         12..16 => {
-            assert!(records_same && time_same && lengths_ok, "{what}: {seen:?}");
+            assert!(
+                records_same && points_same && time_same && lengths_ok,
+                "{what}: {seen:?}"
+            );
             for (got, want) in seen.batches.iter().zip(&pristine.batches) {
                 assert_eq!(got.len(), want.len(), "{what}");
                 for (i, (a, b)) in got.iter().zip(want).enumerate() {
@@ -355,6 +370,13 @@ fn check_answers(
                     (&got.key, &got.value, got.timestamp, &got.headers),
                     (&want.key, &want.value, want.timestamp, &want.headers),
                     "{what}"
+                );
+            }
+            // A point read agrees with the records the iterator renumbered.
+            for point in seen.points.iter().flatten() {
+                assert!(
+                    seen.records.contains(point),
+                    "{what}: a point read returned {point:?}, which the iterator did not"
                 );
             }
         }
@@ -493,4 +515,81 @@ fn a_read_only_log_reports_a_bad_index_entry_it_may_not_rebuild() {
     }
     println!("read-only index flips: {counts:?}");
     assert!(counts.get(&Class::Reported).copied().unwrap_or(0) > 0);
+}
+
+/// Issue 35: point reads over a sealed segment whose bits flip while the log is open, after
+/// the reads checked (and cached) its batches. Every bit of every CRC-covered byte of the first
+/// segment (its batches from the magic byte on) is flipped in turn under an open log; a point
+/// read of each offset must then return the record written there or `Corrupt`, both while the
+/// checked copies are cached and once they are evicted (the file is read, and checked, again).
+#[test]
+fn point_reads_after_a_flip_under_an_open_log_return_the_written_record_or_corrupt() {
+    let files = build_log();
+    let first = files
+        .keys()
+        .find(|name| name.ends_with(".log"))
+        .unwrap()
+        .clone();
+    let spans = batch_spans(&files[&first]);
+    let mut flips = 0u32;
+    for &(start, end) in &spans {
+        for byte in start + 16..end {
+            for bit in 0..8u8 {
+                point_reads_after_one_flip(&files, &first, byte, bit);
+                flips += 1;
+            }
+        }
+    }
+    assert!(flips > 1000, "{flips} flips");
+}
+
+fn point_reads_after_one_flip(files: &Files, name: &str, byte: usize, bit: u8) {
+    let sim = SimStorage::new(1);
+    let clock = Arc::new(ManualClock::new(T0 + 10 * SEGMENT_MS));
+    sim.create_dir_all(Path::new(DIR)).unwrap();
+    for (file_name, bytes) in files {
+        let file = sim
+            .open(&Path::new(DIR).join(file_name), OpenMode::CreateNew)
+            .unwrap();
+        file.write_all_at(bytes, 0).unwrap();
+    }
+    // Its own cache: clearing it evicts this log's copies only.
+    let cache = VerifiedBatchCache::new(1 << 20);
+    let mut config = config(&sim, &clock);
+    config.verified_batch_cache = Arc::clone(&cache);
+    let log = Log::open(DIR, config).unwrap();
+    let end = log.log_end_offset();
+    let pristine: Vec<Option<LogRecord>> = (0..end)
+        .map(|offset| log.read_record(offset, ReadOptions::default()).unwrap())
+        .collect();
+    assert!(pristine.iter().all(Option::is_some));
+    assert!(cache.resident_bytes() > 0, "the reads kept their batches");
+    let path = Path::new(DIR).join(name);
+    let file = sim.open(&path, OpenMode::ReadWrite).unwrap();
+    let mut one = [0u8];
+    file.read_exact_at(&mut one, byte as u64).unwrap();
+    one[0] ^= 1 << bit;
+    file.write_all_at(&one, byte as u64).unwrap();
+    let what = format!("flip of bit {bit} of byte {byte} of {name}");
+    for evicted in [false, true] {
+        if evicted {
+            cache.clear();
+        }
+        for offset in 0..end {
+            match log.read_record(offset, ReadOptions::default()) {
+                Ok(found) => assert_eq!(
+                    found, pristine[offset as usize],
+                    "{what} (evicted: {evicted}): a wrong record at {offset}"
+                ),
+                Err(Error::Corrupt { file, .. }) => {
+                    assert!(
+                        evicted,
+                        "{what}: a cached batch read as Corrupt at {offset}"
+                    );
+                    assert_eq!(file, path, "{what}: reported in another file");
+                }
+                Err(other) => panic!("{what}: read_record({offset}) failed with {other:?}"),
+            }
+        }
+    }
 }

@@ -20,7 +20,9 @@ use partlog::unstable::{
     Advice, CanonicalPath, FileId, FileLock, LockMode, Metadata, OpenMode, OsStorage, ReadMapping,
     Storage, StorageFile,
 };
-use partlog::{BatchBuilder, Compression, Error, Log, LogConfig, NewRecord, ReadBound};
+use partlog::{
+    BatchBuilder, Compression, Error, Log, LogConfig, NewRecord, ReadBound, VerifiedBatchCache,
+};
 
 /// Where the stopped reader is.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -270,8 +272,10 @@ fn gated_log(dir: &Path, segment_bytes: u32) -> (Log, Arc<Gate>) {
         .segment_bytes(segment_bytes)
         .max_message_bytes(1024)
         .index_interval_bytes(200)
-        // Every raced read goes through the index lookup and the walk from its entry.
+        // Every raced read goes through the index lookup and the walk from its entry (a point
+        // read too: no kept copy answers it without reading the file).
         .position_cache_bytes(0)
+        .verified_batch_cache(VerifiedBatchCache::new(0))
         .storage(Arc::new(storage))
         .build()
         .expect("config");
@@ -311,6 +315,15 @@ fn read_records(log: &Log, offset: i64) -> partlog::Result<Vec<(i64, Vec<u8>)>> 
         }
     }
     Ok(records)
+}
+
+/// A point read at `offset`, as the one record it found (or none).
+fn read_point(log: &Log, offset: i64) -> partlog::Result<Vec<(i64, Vec<u8>)>> {
+    let record = log.read_record(offset, partlog::ReadOptions::default())?;
+    Ok(record
+        .map(|record| (record.offset, record.value.unwrap_or_default()))
+        .into_iter()
+        .collect())
 }
 
 /// Stops a reader at `moment` of its first `.log` read, runs `truncate` (which returns the
@@ -428,6 +441,42 @@ fn a_read_of_a_sealed_segment_cut_and_rewritten_never_rebuilds_its_index() {
         0,
         "an index was rebuilt"
     );
+}
+
+/// Issue 35: a point read stopped inside its `.log` read (before the bytes, and after them)
+/// while the log is cut below its offset and written again gets the record or `Truncated`,
+/// never `Corrupt`, and never rebuilds an index.
+#[test]
+fn a_point_read_racing_a_truncation_gets_the_record_or_truncated() {
+    for moment in [Moment::BeforeRead, Moment::AfterRead] {
+        for segment_bytes in [1 << 20, 2048] {
+            let dir = tempfile::tempdir().unwrap();
+            let (log, gate) = gated_log(dir.path(), segment_bytes);
+            let log = Arc::new(log);
+            append_batches(&log, 60, 1, 0, 100);
+            let target = 40;
+            // Opened before the race, so that the stopped read is the segment read itself.
+            read_point(&log, target).expect("warm-up read");
+            let (result, new_end) = race_one_read(
+                &log,
+                &gate,
+                moment,
+                move |log| read_point(log, target),
+                |log| {
+                    let new_end = log.truncate_to(10).expect("truncate");
+                    append_batches(log, 40, 3, 1, 37);
+                    new_end
+                },
+            );
+            check_raced_read(result, new_end, target);
+            assert_eq!(
+                gate.index_changes.load(Ordering::Acquire),
+                0,
+                "an index was rebuilt"
+            );
+            assert_eq!(read_point(&log, target).expect("read after").len(), 1);
+        }
+    }
 }
 
 /// The base offsets of the segments in `dir`, in order.
@@ -559,6 +608,10 @@ fn stress_reader(log: &Log, written: &Written, seed: u64, reads: u32) -> Tally {
             Some(offset) => offset,
             None => dice.below(end as u64 + 3) as i64,
         };
+        if dice.below(4) == 0 {
+            point_read(log, written, offset, &mut tally);
+            continue;
+        }
         let max_bytes = [100, 1000, 20_000][dice.below(3) as usize];
         match log.read_into(offset, max_bytes, ReadBound::LogEnd, &mut fetch) {
             // Below the end it saw, a read up to the log end has a batch to return.
@@ -621,6 +674,37 @@ fn stress_reader(log: &Log, written: &Written, seed: u64, reads: u32) -> Tally {
         }
     }
     tally
+}
+
+/// A point read in the stress: a record written at its offset, nothing, `Truncated`, or
+/// `OffsetOutOfRange` above the end.
+fn point_read(log: &Log, written: &Written, offset: i64, tally: &mut Tally) {
+    match log.read_record(offset, partlog::ReadOptions::default()) {
+        Ok(None) => {}
+        Ok(Some(record)) => {
+            tally.records += 1;
+            let pair = record.value.as_deref().and_then(parse_value);
+            let known = record.offset == offset
+                && pair.is_some_and(|(at, generation)| {
+                    at == offset && written.pairs.lock().unwrap().contains(&(at, generation))
+                });
+            if !known {
+                tally.violations.push(format!(
+                    "read_record({offset}) returned offset {} holding {pair:?}",
+                    record.offset
+                ));
+            }
+        }
+        Err(Error::Truncated { .. }) => tally.truncated += 1,
+        Err(Error::OffsetOutOfRange {
+            requested,
+            start,
+            end,
+        }) if requested > end && start == 0 => {}
+        Err(error) => tally
+            .violations
+            .push(format!("read_record({offset}) failed: {error}")),
+    }
 }
 
 /// One writer appends and truncates at random points while three readers each make

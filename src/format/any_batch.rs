@@ -151,6 +151,16 @@ impl<'a> Batch<'a> {
             Batch::Legacy(view) => Records::Legacy(view.records(scratch)?),
         }))
     }
+
+    /// [`records`](Self::records) that borrow the batch's bytes (or `scratch`) rather than the
+    /// view, so that a record can outlive the view it was found through (a point read's).
+    #[inline]
+    pub(crate) fn into_records(self, scratch: &'a mut Vec<u8>) -> Result<BatchRecords<'a>> {
+        Ok(BatchRecords(match self {
+            Batch::V2(view) => Records::V2(view.into_records(scratch)?),
+            Batch::Legacy(view) => Records::Legacy(view.into_records(scratch)?),
+        }))
+    }
 }
 
 /// The records of a [`Batch`] of either kind, each or the first error (after which it ends).

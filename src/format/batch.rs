@@ -597,15 +597,22 @@ impl<'a> BatchView<'a> {
     /// no records, whatever its codec and payload.
     #[inline]
     pub fn records<'s>(&'s self, scratch: &'s mut Vec<u8>) -> Result<RecordIter<'s>> {
+        BatchView::into_records(*self, scratch)
+    }
+
+    /// [`records`](Self::records) that borrow the batch's bytes (or `scratch`) rather than the
+    /// view, so that a record can outlive the view it was found through (a point read's).
+    #[inline]
+    pub(crate) fn into_records(self, scratch: &'a mut Vec<u8>) -> Result<RecordIter<'a>> {
         let context = RecordContext::new(&self.header);
         if self.header.records_count == 0 {
             return Ok(RecordIter::new(&[], context, 0));
         }
-        let data: &'s [u8] = match self.header.compression()? {
+        let data: &'a [u8] = match self.header.compression()? {
             Compression::None => self.payload(),
             codec => {
                 compression::decompress(codec, self.payload(), scratch)?;
-                let scratch: &'s Vec<u8> = scratch;
+                let scratch: &'a Vec<u8> = scratch;
                 scratch.as_slice()
             }
         };

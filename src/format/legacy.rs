@@ -374,6 +374,12 @@ impl<'a> LegacyBatchView<'a> {
     /// a decompressed set that is not whole messages. Errors inside an inner message (its CRC,
     /// lengths, a nested codec, an offset out of order) come from the iterator.
     pub fn records<'s>(&'s self, scratch: &'s mut Vec<u8>) -> Result<LegacyRecordIter<'s>> {
+        LegacyBatchView::into_records(*self, scratch)
+    }
+
+    /// [`records`](Self::records) that borrow the message's bytes (or `scratch`) rather than
+    /// the view.
+    pub(crate) fn into_records(self, scratch: &'a mut Vec<u8>) -> Result<LegacyRecordIter<'a>> {
         let header = self.header;
         if !header.is_compressed() {
             let record =
@@ -396,7 +402,7 @@ impl<'a> LegacyBatchView<'a> {
         };
         let payload = self.value.unwrap_or_default();
         compression::decompress_with(codec, payload, scratch, header_checksum)?;
-        let data: &'s [u8] = scratch.as_slice();
+        let data: &'a [u8] = scratch.as_slice();
         let (count, last_inner_offset) = walk_inner_messages(data).map_err(invalid)?;
         let absolute_base = match header.magic {
             0 => None,

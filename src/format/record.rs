@@ -227,6 +227,33 @@ impl<'a> RecordIter<'a> {
         }
     }
 
+    /// Moves the iterator to the record that starts at byte `pos` of the records section, the
+    /// `index`-th of the batch (0-based), as found by [`record_starts`]: a point read goes to
+    /// its record without stepping over the ones before it. The record there gets every check
+    /// [`next`](Iterator::next) makes.
+    pub(crate) fn seek(&mut self, pos: usize, index: i32) {
+        if !self.done && pos <= self.data.len() && (0..self.declared).contains(&index) {
+            self.pos = pos;
+            self.read = index;
+        }
+    }
+
+    /// Where each record of the section starts (byte positions), read from the length of each:
+    /// `None` when a length is not a whole varint inside the section, or when the section does
+    /// not hold exactly `recordsCount` records. Built once for a batch whose bytes are kept
+    /// (a point read's cache), so that a later read of record `i` is one lookup.
+    pub(crate) fn record_starts(&self) -> Option<Vec<u32>> {
+        let data = self.data;
+        let mut starts = Vec::with_capacity(self.remaining());
+        let mut pos = self.pos;
+        while pos < data.len() {
+            starts.push(u32::try_from(pos).ok()?);
+            let body_len = usize::try_from(read_varint(data, &mut pos).ok()?).ok()?;
+            pos = pos.checked_add(body_len).filter(|&end| end <= data.len())?;
+        }
+        (starts.len() == self.remaining()).then_some(starts)
+    }
+
     fn fail(&mut self, what: Corruption) -> Option<Result<Record<'a>>> {
         self.done = true;
         Some(Err(Error::InvalidBatch { what }))

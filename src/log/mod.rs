@@ -85,9 +85,11 @@ pub use observe::stats::{LogStats, RecoveryReport};
 pub use observe::{LogEvent, Observer};
 pub use read::committed::CommittedRecords;
 pub use read::fetch_data::{FetchBatches, FetchData, Isolation, LogRecord, ReadBound, ReadOptions};
+pub use read::point::RecordRead;
 pub use read::records::{LogRecords, LogTail, ReadEnd};
 #[cfg(feature = "stream")]
 pub use read::tail_stream::LogTailStream;
+pub use read::verified::VerifiedBatchCache;
 pub use read::wait::WaitForData;
 pub(crate) use replication::leader_epoch;
 pub use txn::transactions::ProducerStateEntry;

@@ -193,6 +193,8 @@ pub(super) struct WriterState {
 /// index entries are complete.
 #[derive(Debug)]
 pub struct Segment {
+    /// This segment object's id, unique in the process (never reused, unlike its address).
+    pub(super) id: u64,
     pub(super) storage: Arc<dyn Storage>,
     pub(super) base_offset: i64,
     /// The `.log` path: fixed for the segment's life (renames make new segments).
@@ -240,6 +242,11 @@ impl Segment {
         self.published_next_offset
             .store(writer.next_offset, Ordering::Relaxed);
         self.published_size.store(writer.size, Ordering::Release);
+    }
+
+    /// This segment object's id, unique in the process: what caches of its bytes are keyed by.
+    pub(crate) fn id(&self) -> u64 {
+        self.id
     }
 
     /// The segment's base offset: no offset in it is smaller.

@@ -291,7 +291,11 @@ impl Segment {
         now_ms: i64,
     ) -> Segment {
         let position_cache_bytes = config.position_cache_bytes;
+        // Unique for the process's life: a cache keyed by it never mistakes a new segment
+        // (a reopen, a compaction's swap) for an old one at the same address.
+        static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         Segment {
+            id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             storage: Arc::clone(storage),
             base_offset,
             log_path,

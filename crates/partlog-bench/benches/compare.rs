@@ -37,6 +37,8 @@ mod engine;
 mod harness;
 #[path = "compare/kafka.rs"]
 mod kafka;
+#[path = "compare/point.rs"]
+mod point;
 #[path = "compare/producer_state.rs"]
 mod producer_state;
 #[path = "compare/reads.rs"]
@@ -74,6 +76,10 @@ const ROWS: &[(&str, RowFn)] = &[
         reads::row_read_sequential_1_record_batches,
     ),
     ("read_random_cold", reads::row_read_random_cold),
+    ("point_read_100b_1_a_batch", point::row_100b_1_a_batch),
+    ("point_read_100b_100_a_batch", point::row_100b_100_a_batch),
+    ("point_read_1kib_100_a_batch", point::row_1kib_100_a_batch),
+    ("point_read_cold", point::row_cold),
     ("durable_1_thread", row_durable_one_thread),
     ("durable_8_threads", row_durable_eight_threads),
     ("open_1000_segments", row_open),

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{ArgGroup, Args, ValueEnum};
-use partlog::{CommittedRecords, Isolation, Log, LogRecord, LogRecords, ReadBound};
+use partlog::{CommittedRecords, Isolation, Log, LogRecord, LogRecords, ReadBound, ReadOptions};
 
 use crate::kcat_format::{RecordFormat, Separator, topic_and_partition};
 use crate::{CliError, Outcome};
@@ -323,6 +323,22 @@ pub fn run(args: &ConsumeArgs) -> Result<Outcome, CliError> {
     let mut line = Vec::new();
     let limit = args.count.unwrap_or(u64::MAX);
     let result = (|| -> Result<(), ConsumeError> {
+        // One record from an offset (`-o N -c 1`): a point read answers it when a record the
+        // reader sees is there. A gap, an aborted record or an error takes the iterator's way
+        // below, which goes on to the next record or reports the error.
+        if limit == 1 && !args.follow && stop_at_timestamp.is_none() && position < stop_before {
+            let options = ReadOptions::default().bound(bound).isolation(isolation);
+            if let Ok(Some(record)) = log.read_record(position, options) {
+                match &args.format_string {
+                    Some(format) => {
+                        format.render(&mut line, &record, &topic, partition, null_marker)
+                    }
+                    None => render(&mut line, &record, args, null_marker),
+                }
+                out.write_all(&line)?;
+                printed = 1;
+            }
+        }
         while printed < limit && position < stop_before {
             let mut progressed = false;
             let mut records = Records::new(&log, position, bound, isolation);

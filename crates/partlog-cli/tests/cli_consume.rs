@@ -155,3 +155,30 @@ fn a_negative_count_or_a_bad_offset_is_a_clear_error_without_clap_tips() {
         assert!(!stderr.contains("invalid digit"), "{args:?}: {stderr}");
     }
 }
+
+/// Issue 35: `-o N -c 1` is a point read; it prints the record at N in every format (a
+/// tombstone too), counts `-o -1` from the end, and prints nothing at the end.
+#[test]
+fn one_record_by_offset_prints_that_record() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("events-7");
+    make_log(&dir);
+    let one = |offset: &str, extra: &[&str]| {
+        stdout_of(&run(partlog()
+            .arg("consume")
+            .arg(&dir)
+            .args(["-o", offset, "-c", "1"])
+            .args(extra)))
+    };
+    assert_eq!(one("3", &[]), "v\n");
+    assert_eq!(one("0", &["-f", "%o %k %s\\n"]), "0  no key\n");
+    assert_eq!(one("3", &["-f", "%o %k=%s %h\\n"]), "3 k=v h1=x,h2=\n");
+    assert_eq!(one("-1", &[]), "v\n", "the last record");
+    assert_eq!(one("4", &[]), "", "at the end: nothing");
+    // The first record at the log start, after deletion moved it.
+    let log = Log::open(&dir, LogConfig::default()).unwrap();
+    log.delete_records_before(2).unwrap();
+    log.close().unwrap();
+    drop(log);
+    assert_eq!(one("2", &["-Z"]), "NULL\n");
+}

@@ -1,11 +1,13 @@
 //! The public methods of [`Log`](crate::Log) for read; see the [`api`](super) module.
 
 use crate::error::Result;
+use crate::format::Record;
 #[cfg(feature = "stream")]
 use crate::log::LogTailStream;
 use crate::log::read::records::ReadEnd;
 use crate::log::{
-    CommittedRecords, FetchData, Log, LogRecords, LogStats, LogTail, ReadBound, ReadOptions,
+    CommittedRecords, FetchData, Log, LogRecord, LogRecords, LogStats, LogTail, ReadBound,
+    ReadOptions, RecordRead,
 };
 
 impl Log {
@@ -91,6 +93,66 @@ impl Log {
     ) -> Result<()> {
         self.shared
             .read_with_into(offset, max_bytes, options, fetch)
+    }
+
+    /// The data record at `offset`, owned: a point read. Same bounds, isolation and errors as
+    /// [`read_with`](Self::read_with): `Ok(None)` when the bound ends at or below `offset`, when
+    /// compaction removed it (a gap), when it is a control record, and, under
+    /// [`Isolation::ReadCommitted`](crate::Isolation::ReadCommitted), when its transaction was
+    /// aborted. Below the log start offset or above the log end offset it fails with
+    /// [`Error::OffsetOutOfRange`](crate::Error::OffsetOutOfRange), or
+    /// [`Error::Truncated`](crate::Error::Truncated) when a truncation took the log back below
+    /// `offset`. [`read_record_into`](Self::read_record_into) borrows instead of copying.
+    ///
+    /// ```
+    /// use partlog::{Log, LogConfig, NewRecord, ReadOptions};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dir = tempfile::tempdir()?;
+    /// let log = Log::open(dir.path(), LogConfig::default())?;
+    /// let ts = 1_700_000_000_000;
+    /// log.append(&[NewRecord::new(ts, None, Some(b"a")), NewRecord::new(ts, None, Some(b"b"))])?;
+    /// let record = log.read_record(1, ReadOptions::default())?.expect("offset 1 is there");
+    /// assert_eq!(record.value.as_deref(), Some(&b"b"[..]));
+    /// // At the log end: nothing yet.
+    /// assert!(log.read_record(2, ReadOptions::default())?.is_none());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn read_record(&self, offset: i64, options: ReadOptions) -> Result<Option<LogRecord>> {
+        self.shared.read_record(offset, options)
+    }
+
+    /// [`read_record`](Self::read_record) that borrows: the record's key, value and headers
+    /// are in `read`'s buffers, which later reads reuse (keep one [`RecordRead`] and pass it
+    /// again: reads then allocate nothing). Its timestamp type is
+    /// [`RecordRead::timestamp_type`].
+    ///
+    /// ```
+    /// use partlog::{Log, LogConfig, NewRecord, ReadOptions, RecordRead};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dir = tempfile::tempdir()?;
+    /// let log = Log::open(dir.path(), LogConfig::default())?;
+    /// for n in 0..10u8 {
+    ///     log.append(&[NewRecord::now(None, Some(&[n]))])?;
+    /// }
+    /// let mut read = RecordRead::new();
+    /// for offset in [7, 2, 9] {
+    ///     let record = log.read_record_into(offset, ReadOptions::default(), &mut read)?;
+    ///     assert_eq!(record.and_then(|r| r.value), Some(&[offset as u8][..]));
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn read_record_into<'r>(
+        &self,
+        offset: i64,
+        options: ReadOptions,
+        read: &'r mut RecordRead,
+    ) -> Result<Option<Record<'r>>> {
+        let found = self.shared.read_record_into(offset, options, read)?;
+        Ok(found.map(|(record, _)| record))
     }
 
     /// An iterator over the data records from `offset` on, across segments, up to `bound` as it

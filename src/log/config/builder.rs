@@ -9,6 +9,7 @@ use crate::clock::Clock;
 use crate::error::Error;
 use crate::error::Result;
 use crate::format::TimestampType;
+use crate::log::read::verified::VerifiedBatchCache;
 use crate::storage::Storage;
 
 use super::{
@@ -176,6 +177,8 @@ impl LogConfigBuilder {
         storage: Arc<dyn Storage>;
         /// Sets [`LogConfig::clock`].
         clock: Arc<dyn Clock>;
+        /// Sets [`LogConfig::verified_batch_cache`].
+        verified_batch_cache: Arc<VerifiedBatchCache>;
     }
 
     duration_setters! {

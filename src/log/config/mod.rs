@@ -27,6 +27,7 @@ use crate::clock::{Clock, SystemClock};
 #[cfg(doc)]
 use crate::error::Error;
 use crate::format::TimestampType;
+use crate::log::read::verified::VerifiedBatchCache;
 use crate::segment::SegmentConfig;
 use crate::storage::{OsStorage, Storage};
 
@@ -371,6 +372,12 @@ pub struct LogConfig {
     /// `ManualClock` (feature `sim`) instead of sleeping. Default: `SystemClock`.
     pub clock: Arc<dyn Clock>,
 
+    /// partlog's own setting: the cache of batches point reads
+    /// ([`Log::read_record`](crate::Log::read_record)) have checked, copied into memory
+    /// ([`VerifiedBatchCache`]). Default: the process-wide one, [`VerifiedBatchCache::global`]
+    /// (64 MiB, shared by every log that keeps the default).
+    pub verified_batch_cache: Arc<VerifiedBatchCache>,
+
     /// partlog's own setting: an [`Observer`] that hears the log's events (roll, fsync,
     /// recovery, retention, compaction), for metrics or to aim faults in tests. Default: none.
     pub observer: Option<Arc<dyn Observer>>,
@@ -447,6 +454,7 @@ impl Default for LogConfig {
             transaction_partition_verification_enable: false,
             storage: Arc::new(OsStorage::new()),
             clock: Arc::new(SystemClock),
+            verified_batch_cache: VerifiedBatchCache::global(),
             observer: None,
             store_settings: true,
             workers: None,

@@ -13,6 +13,7 @@ use crate::error::{Corruption, Error, Result};
 use crate::segment::{Segment, SegmentRead};
 
 use super::fetch_data::{FetchData, Isolation, ReadBound, ReadOptions, ResumePoint};
+use super::verified::VerifiedBatch;
 use crate::log::Shared;
 use crate::log::files::checkpoint::gaps_between_segments_are_legal;
 use crate::log::segments::snapshot::SegmentList;
@@ -178,6 +179,22 @@ impl Shared {
                 // Before the read: `send_to` may send the file's bytes only if no truncation
                 // was under way or began since.
                 let segment_truncations = segment.truncation_sequence();
+                if let Some(batch) = self.cached_batch(fetch, &segment, from, upper) {
+                    let read = SegmentRead {
+                        position: batch.position,
+                        len: batch.bytes.len(),
+                        first_offset: batch.base_offset,
+                        next_offset: batch.last_offset + 1,
+                    };
+                    if read_committed
+                        && !self.collect_aborted(&list, index, &segment, offset, &read, fetch)?
+                    {
+                        fetch.clear_aborted();
+                        continue 'retry;
+                    }
+                    fetch.fill_verified(batch, end, segment, segment_truncations);
+                    return Ok(false);
+                }
                 let found = segment.read_in_place(
                     from,
                     max_bytes,
@@ -197,6 +214,9 @@ impl Shared {
                         // current list, batches and aborted transactions both.
                         fetch.clear_aborted();
                         continue 'retry;
+                    }
+                    if fetch.point_read() {
+                        self.keep_verified(&segment, segment_truncations, &read, at, fetch);
                     }
                     fetch.fill(&read, at, end, segment, segment_truncations);
                     return Ok(false);
@@ -224,6 +244,53 @@ impl Shared {
                 return Err(Error::Truncated { at });
             }
             return Ok(true);
+        }
+    }
+
+    /// For a point read (`fetch`'s kind): the cached copy of `segment`'s batch holding `from`,
+    /// if the cache keeps one read under the segment's current truncation sequence, whose
+    /// last offset is below `upper` (a read returns no batch that reaches its bound). A log
+    /// that follows a writer in another process never uses the cache: that writer's cuts are
+    /// seen only at its polls, and no truncation sequence counts them.
+    fn cached_batch(
+        &self,
+        fetch: &FetchData,
+        segment: &Segment,
+        from: i64,
+        upper: i64,
+    ) -> Option<Arc<VerifiedBatch>> {
+        if !fetch.point_read() || self.live.is_some() {
+            return None;
+        }
+        let batch = self.config.verified_batch_cache.find(segment.id(), from)?;
+        let unchanged = batch.truncations == segment.truncation_sequence();
+        (unchanged && batch.last_offset < upper).then_some(batch)
+    }
+
+    /// Keeps a copy of the batch a point read has just read and checked (`read`, at `at` in
+    /// `fetch`'s buffer) when no truncation was under way when the read began or has begun
+    /// since: the bytes it checked are then the segment's bytes at `truncations`.
+    fn keep_verified(
+        &self,
+        segment: &Segment,
+        truncations: u64,
+        read: &SegmentRead,
+        at: usize,
+        fetch: &mut FetchData,
+    ) {
+        let cache = &self.config.verified_batch_cache;
+        if self.live.is_some() || cache.limit_bytes() == 0 {
+            return;
+        }
+        if truncations % 2 == 1 || segment.truncation_sequence() != truncations {
+            return;
+        }
+        let Some(bytes) = fetch.buffer_mut().get(at..at + read.len) else {
+            return;
+        };
+        // A point read returns one batch; a legacy message is not kept.
+        if let Some(batch) = VerifiedBatch::copy_of(bytes, read.position, truncations) {
+            cache.insert(segment.id(), batch);
         }
     }
 

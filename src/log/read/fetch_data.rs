@@ -9,6 +9,8 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::format::{Batch, BatchHeader, BatchView, Record, TimestampType, peek_batch_frame};
 use crate::segment::{AbortedTxn, Segment, SegmentRead};
+
+use super::verified::VerifiedBatch;
 use std::ops::ControlFlow;
 
 /// How far a read may go. Default: [`ReadBound::LogEnd`].
@@ -132,6 +134,12 @@ pub struct FetchData {
     last_stable_offset: i64,
     /// The aborted transactions of a `read_committed` read's range.
     aborted: Vec<AbortedTxn>,
+    /// Set for a point read's fetch: a read may answer from, and adds to, the log's
+    /// [`VerifiedBatchCache`](super::verified::VerifiedBatchCache).
+    point_read: bool,
+    /// The checked copy the bytes are, when a point read found its batch in the cache (the
+    /// buffer is then unused).
+    verified: Option<Arc<VerifiedBatch>>,
 }
 
 impl FetchData {
@@ -151,6 +159,41 @@ impl FetchData {
         self.log_end_offset = log_end_offset;
         self.segment = None;
         self.aborted.clear();
+        self.verified = None;
+    }
+
+    /// A fetch for point reads ([`point_read`](Self::point_read)).
+    pub(crate) fn for_point_reads() -> Self {
+        FetchData {
+            point_read: true,
+            ..FetchData::default()
+        }
+    }
+
+    /// Whether this is a point read's fetch, which may use the verified-batch cache.
+    pub(crate) fn point_read(&self) -> bool {
+        self.point_read
+    }
+
+    /// The cached copy of the batch the read returned, if it came from the cache.
+    pub(crate) fn verified(&self) -> Option<&Arc<VerifiedBatch>> {
+        self.verified.as_ref()
+    }
+
+    /// Records that a point read's batch is `batch`, a copy the cache kept, of `segment`.
+    pub(crate) fn fill_verified(
+        &mut self,
+        batch: Arc<VerifiedBatch>,
+        log_end_offset: i64,
+        segment: Arc<Segment>,
+        truncations: u64,
+    ) {
+        self.range = 0..batch.bytes.len();
+        self.position = batch.position;
+        self.next_offset = batch.last_offset + 1;
+        self.log_end_offset = log_end_offset;
+        self.segment = Some((segment, truncations));
+        self.verified = Some(batch);
     }
 
     /// The bounds a read ran under: the last stable offset then, and the end of the range it
@@ -222,6 +265,9 @@ impl FetchData {
 
     /// The raw batch bytes.
     pub fn bytes(&self) -> &[u8] {
+        if let Some(batch) = &self.verified {
+            return &batch.bytes;
+        }
         self.buffer.get(self.range.clone()).unwrap_or_default()
     }
 
@@ -463,6 +509,14 @@ pub(crate) fn decode_records(
         if record.offset < from {
             continue;
         }
+        out.push(LogRecord::owned(&record, timestamp_type));
+    }
+    Ok(())
+}
+
+impl LogRecord {
+    /// An owned copy of `record`, a record of a batch whose timestamps are `timestamp_type`.
+    pub(crate) fn owned(record: &Record<'_>, timestamp_type: TimestampType) -> LogRecord {
         let headers = record
             .headers()
             .map(|h| {
@@ -472,14 +526,13 @@ pub(crate) fn decode_records(
                 )
             })
             .collect();
-        out.push(LogRecord {
+        LogRecord {
             offset: record.offset,
             timestamp: record.timestamp,
             timestamp_type,
             key: record.key.map(<[u8]>::to_vec),
             value: record.value.map(<[u8]>::to_vec),
             headers,
-        });
+        }
     }
-    Ok(())
 }

@@ -1,5 +1,6 @@
 //! The read path. Owns `LivePoll` (`live_poll.rs`: a live reader's next poll); reads (`fetch`,
-//! into `fetch_data`'s `FetchData`), record iterators and tails (`records`, `committed`,
+//! into `fetch_data`'s `FetchData`), point reads (`point`) and the cache of
+//! the batches they checked (`verified`), record iterators and tails (`records`, `committed`,
 //! `tail_stream`), the wait for data (`wait`), and the reader that follows a writer in another
 //! process (`live`). Uses every folder below it, `recovery` included (a live reader reloads its
 //! view).
@@ -9,7 +10,9 @@ pub(in crate::log) mod fetch;
 pub(in crate::log) mod fetch_data;
 pub(in crate::log) mod live;
 pub(in crate::log) mod live_poll;
+pub(in crate::log) mod point;
 pub(in crate::log) mod records;
 #[cfg(feature = "stream")]
 pub(in crate::log) mod tail_stream;
+pub(crate) mod verified;
 pub(in crate::log) mod wait;

@@ -28,11 +28,11 @@ const BATCHED_LOG_RECORDS: usize = 200_000;
 /// Bytes of `.log` each 1-record-batch log is built to (about): the harness's 64 MB log.
 const SMALL_BATCH_LOG_BYTES: usize = 64 << 20;
 
-fn value_of(size: usize) -> Vec<u8> {
+pub(super) fn value_of(size: usize) -> Vec<u8> {
     vec![b'v'; size]
 }
 
-fn batch_of(records: usize, value: &[u8]) -> Vec<u8> {
+pub(super) fn batch_of(records: usize, value: &[u8]) -> Vec<u8> {
     let mut builder = BatchBuilder::new(Compression::None);
     for _ in 0..records {
         builder.push(&NewRecord::new(TIMESTAMP, None, Some(value)));
@@ -47,7 +47,7 @@ fn segment_config(segment_bytes: u32) -> LogConfig {
         .expect("a valid config")
 }
 
-fn commitlog_options(dir: &Path, segment_bytes: u32) -> commitlog::LogOptions {
+pub(super) fn commitlog_options(dir: &Path, segment_bytes: u32) -> commitlog::LogOptions {
     let mut options = commitlog::LogOptions::new(dir);
     options.segment_max_bytes(segment_bytes as usize);
     options
@@ -55,7 +55,7 @@ fn commitlog_options(dir: &Path, segment_bytes: u32) -> commitlog::LogOptions {
 
 /// Builds both logs: `batches` copies of `batch` (of `per_batch` records of `value`) in
 /// partlog, the same records in commitlog, appended `per_batch` messages at a time.
-fn build_logs(
+pub(super) fn build_logs(
     partlog_dir: &Path,
     commitlog_dir: &Path,
     config: LogConfig,
@@ -82,7 +82,7 @@ fn build_logs(
 
 /// The read limit that makes commitlog return exactly one message, wherever it lies: less than
 /// two messages (one message's size exactly fails at some positions).
-fn one_message_limit(reference: &commitlog::CommitLog) -> commitlog::ReadLimit {
+pub(super) fn one_message_limit(reference: &commitlog::CommitLog) -> commitlog::ReadLimit {
     use commitlog::message::MessageSet;
     let first = reference
         .read(0, commitlog::ReadLimit::max_bytes(4096))
@@ -111,7 +111,7 @@ fn partlog_single_read(
     bytes
 }
 
-fn commitlog_single_read(
+pub(super) fn commitlog_single_read(
     reference: &commitlog::CommitLog,
     offset: u64,
     limit: commitlog::ReadLimit,
@@ -124,7 +124,11 @@ fn commitlog_single_read(
 }
 
 /// Timed single-record reads of `offsets`, each latency pushed to `latencies` (cleared first).
-fn timed_reads(offsets: &[u64], latencies: &mut Vec<f64>, mut read: impl FnMut(u64) -> u64) -> Rep {
+pub(super) fn timed_reads(
+    offsets: &[u64],
+    latencies: &mut Vec<f64>,
+    mut read: impl FnMut(u64) -> u64,
+) -> Rep {
     latencies.clear();
     let started = Instant::now();
     let mut bytes = 0u64;
@@ -142,7 +146,7 @@ fn timed_reads(offsets: &[u64], latencies: &mut Vec<f64>, mut read: impl FnMut(u
 
 /// A random-read row's outcome: reads/s, with both sides' p50 and p99 (of the median rep's
 /// run, the last rep of each side) and partlog's p99 over its p50 (target: at most 3).
-fn latency_row(
+pub(super) fn latency_row(
     workload: &str,
     (a, b, ratio): (Rep, Rep, f64),
     partlog_latencies: &mut [f64],
