@@ -31,8 +31,12 @@ for line in body.split("\n")[1:]:
     # The names before the first colon: "`flush.messages` and `flush.ms` (broker: ...)".
     lead = re.split(r":\s", doc, maxsplit=1)[0]
     names = [n for n in re.findall(r"`([a-z]+(?:\.[a-z]+)*)`", lead) if "." in n or n == "preallocate"]
+    broker = [n for n in dict.fromkeys(names) if n.startswith("log.")]
     names = [n for n in dict.fromkeys(names) if not n.startswith("log.")]
-    if "partlog's own setting" in lead or not names:
+    if not names and broker:
+        # A broker setting with no topic config of its own name.
+        kafka = "broker: " + ", ".join(f"`{n}`" for n in broker)
+    elif "partlog's own setting" in lead or not names:
         kafka = "none: partlog's own" + (f" (`{names[0]}`)" if names else "")
     else:
         kafka = ", ".join(f"`{n}`" for n in names)

@@ -63,6 +63,7 @@ use segments::view::ReadView;
 use txn::producer_state::ProducerStateManager;
 use txn::view::TxnView;
 
+pub use crate::segment::verified::VerifiedBatchCache;
 pub use config::compaction_policy::{
     CompactionPolicy, CompactionPolicyInfo, KafkaCompaction, RecordVersion, compaction_policies,
 };
@@ -89,7 +90,6 @@ pub use read::point::RecordRead;
 pub use read::records::{LogRecords, LogTail, ReadEnd};
 #[cfg(feature = "stream")]
 pub use read::tail_stream::LogTailStream;
-pub use read::verified::VerifiedBatchCache;
 pub use read::wait::WaitForData;
 pub(crate) use replication::leader_epoch;
 pub use txn::transactions::ProducerStateEntry;

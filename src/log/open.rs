@@ -221,7 +221,7 @@ fn assemble(
         ),
         counters: Counters::default(),
         report: recovered.report,
-        maintenance: Maintenance::new(loaded.first_dirty),
+        maintenance: Maintenance::new(loaded.first_dirty, config.cleaner_io_max_bytes_per_second),
         txn: loaded.txn,
         live: (read_only && config.allow_live_writer).then(|| LivePoll::new(config.poll_interval)),
         replication: Replication::new(loaded.leader_epochs, log_end_offset),

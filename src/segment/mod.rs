@@ -13,6 +13,7 @@ mod scan;
 mod syncs;
 mod transactions;
 mod txn_index;
+pub(crate) mod verified;
 mod walker;
 
 pub(crate) use append::AppendBytes;

@@ -9,7 +9,7 @@ use crate::clock::Clock;
 use crate::error::Error;
 use crate::error::Result;
 use crate::format::TimestampType;
-use crate::log::read::verified::VerifiedBatchCache;
+use crate::segment::verified::VerifiedBatchCache;
 use crate::storage::Storage;
 
 use super::{
@@ -134,6 +134,9 @@ impl LogConfigBuilder {
         max_compaction_lag_ms: i64;
         /// Sets [`LogConfig::min_cleanable_dirty_ratio`] (`min.cleanable.dirty.ratio`).
         min_cleanable_dirty_ratio: f64;
+        /// Sets [`LogConfig::cleaner_io_max_bytes_per_second`]
+        /// (`log.cleaner.io.max.bytes.per.second`).
+        cleaner_io_max_bytes_per_second: f64;
         /// Sets [`LogConfig::compression_type`] (`compression.type`).
         compression_type: CompressionType;
         /// Sets [`LogConfig::message_timestamp_type`] (`message.timestamp.type`).

@@ -27,8 +27,8 @@ use crate::clock::{Clock, SystemClock};
 #[cfg(doc)]
 use crate::error::Error;
 use crate::format::TimestampType;
-use crate::log::read::verified::VerifiedBatchCache;
 use crate::segment::SegmentConfig;
+use crate::segment::verified::VerifiedBatchCache;
 use crate::storage::{OsStorage, Storage};
 
 use crate::log::observe::Observer;
@@ -172,6 +172,13 @@ pub struct LogConfig {
     ///
     /// Range: at least 1. Default: 9223372036854775807 (`i64::MAX`, no limit).
     pub max_compaction_lag_ms: i64,
+
+    /// `log.cleaner.io.max.bytes.per.second` (broker: `log.cleaner.io.max.bytes.per.second`;
+    /// the opener's setting, never stored with the log): the most bytes a second that this log's compaction passes
+    /// read and write together. A pass over the cap sleeps until it is back under it, so that a
+    /// long pass leaves the disk to the appends and syncs of the logs beside it, at the cost of a
+    /// longer pass. Range: above 0. Default: `f64::MAX` (no cap, Kafka's default).
+    pub cleaner_io_max_bytes_per_second: f64,
 
     /// `min.cleanable.dirty.ratio` (broker: `log.cleaner.min.cleanable.ratio`): the share of the
     /// log that must be uncompacted before compaction runs. Higher means fewer, cheaper passes and
@@ -431,6 +438,7 @@ impl Default for LogConfig {
             min_compaction_lag_ms: 0,
             max_compaction_lag_ms: i64::MAX,
             min_cleanable_dirty_ratio: 0.5,
+            cleaner_io_max_bytes_per_second: f64::MAX,
             compaction_strategy: LogConfig::DEFAULT_COMPACTION_STRATEGY.to_string(),
             compaction_strategy_header: String::new(),
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,

@@ -382,6 +382,24 @@ fn dirty_ratio_range() {
 }
 
 #[test]
+fn cleaner_io_cap_is_above_zero() {
+    assert_eq!(
+        LogConfig::default().cleaner_io_max_bytes_per_second,
+        f64::MAX,
+        "no cap, as Kafka's Double.MaxValue"
+    );
+    for bad in [0.0, -1.0, f64::NAN, f64::NEG_INFINITY] {
+        rejects(
+            LogConfig::builder().cleaner_io_max_bytes_per_second(bad),
+            "log.cleaner.io.max.bytes.per.second",
+        );
+    }
+    for good in [1.0, 50e6, f64::MAX, f64::INFINITY] {
+        accepts(LogConfig::builder().cleaner_io_max_bytes_per_second(good));
+    }
+}
+
+#[test]
 fn max_message_bytes_must_fit_in_a_segment() {
     rejects(
         LogConfig::builder()

@@ -106,7 +106,8 @@ impl LogConfig {
         Ok(())
     }
 
-    /// `delete.retention.ms`, the compaction lags and `min.cleanable.dirty.ratio`.
+    /// `delete.retention.ms`, the compaction lags, `min.cleanable.dirty.ratio` and the cleaner's
+    /// I/O cap.
     fn check_compaction_settings(&self) -> Result<()> {
         at_least("delete.retention.ms", self.delete_retention_ms, 0)?;
         at_least("min.compaction.lag.ms", self.min_compaction_lag_ms, 0)?;
@@ -122,6 +123,20 @@ impl LogConfig {
             return Err(invalid(
                 "min.cleanable.dirty.ratio",
                 format!("{value} is outside the range 0.0 to 1.0"),
+            ));
+        }
+        // Not above 0, or NaN (which is not ordered against 0).
+        if self.cleaner_io_max_bytes_per_second.partial_cmp(&0.0)
+            != Some(std::cmp::Ordering::Greater)
+        {
+            return Err(invalid(
+                "log.cleaner.io.max.bytes.per.second",
+                format!(
+                    "{} is not above 0 (leave it at f64::MAX for no cap)",
+                    self.cleaner_io_max_bytes_per_second
+                        .to_string()
+                        .to_lowercase()
+                ),
             ));
         }
         self.compaction_policy().map(|_| ())

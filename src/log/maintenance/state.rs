@@ -8,6 +8,8 @@ use std::time::Duration;
 use crate::sync::atomic::{AtomicU64, Ordering};
 use crate::sync::{Condvar, Mutex, MutexGuard};
 
+use super::compaction::throttle::IoThrottle;
+
 /// See the [module docs](self).
 #[derive(Debug)]
 pub(in crate::log) struct Maintenance {
@@ -17,14 +19,20 @@ pub(in crate::log) struct Maintenance {
     cleaner: Mutex<CleanerState>,
     /// Compaction's counters, readable while a pass runs.
     status: CompactionStatus,
+    /// The cap on the passes' I/O (`log.cleaner.io.max.bytes.per.second`).
+    cleaner_io: IoThrottle,
     /// Set by `close()` to stop the maintenance thread; taken last (ARCHITECTURE.md §8).
     stop: Mutex<bool>,
     wake: Condvar,
 }
 
 impl Maintenance {
-    /// Nothing run yet; the cleaner starts from `first_dirty_offset` (the cleaner checkpoint's).
-    pub(in crate::log) fn new(first_dirty_offset: i64) -> Maintenance {
+    /// Nothing run yet; the cleaner starts from `first_dirty_offset` (the cleaner checkpoint's),
+    /// its I/O capped at `cleaner_io_bytes_per_second`.
+    pub(in crate::log) fn new(
+        first_dirty_offset: i64,
+        cleaner_io_bytes_per_second: f64,
+    ) -> Maintenance {
         Maintenance {
             retention_pass: Mutex::new(()),
             cleaner: Mutex::new(CleanerState {
@@ -32,6 +40,7 @@ impl Maintenance {
                 truncations_seen: 0,
             }),
             status: CompactionStatus::default(),
+            cleaner_io: IoThrottle::new(cleaner_io_bytes_per_second),
             stop: Mutex::new(false),
             wake: Condvar::new(),
         }
@@ -51,6 +60,11 @@ impl Maintenance {
     /// Compaction's counters.
     pub(in crate::log) fn status(&self) -> &CompactionStatus {
         &self.status
+    }
+
+    /// The cap on the compaction passes' I/O.
+    pub(in crate::log) fn cleaner_io(&self) -> &IoThrottle {
+        &self.cleaner_io
     }
 
     /// Tells the maintenance thread to stop.

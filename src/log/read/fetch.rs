@@ -13,10 +13,10 @@ use crate::error::{Corruption, Error, Result};
 use crate::segment::{Segment, SegmentRead};
 
 use super::fetch_data::{FetchData, Isolation, ReadBound, ReadOptions, ResumePoint};
-use super::verified::VerifiedBatch;
 use crate::log::Shared;
 use crate::log::files::checkpoint::gaps_between_segments_are_legal;
 use crate::log::segments::snapshot::SegmentList;
+use crate::segment::verified::VerifiedBatch;
 
 impl Shared {
     /// See [`Log::read`](crate::Log::read).

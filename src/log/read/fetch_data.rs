@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 use crate::format::{Batch, BatchHeader, BatchView, Record, TimestampType, peek_batch_frame};
 use crate::segment::{AbortedTxn, Segment, SegmentRead};
 
-use super::verified::VerifiedBatch;
+use crate::segment::verified::VerifiedBatch;
 use std::ops::ControlFlow;
 
 /// How far a read may go. Default: [`ReadBound::LogEnd`].
@@ -135,7 +135,7 @@ pub struct FetchData {
     /// The aborted transactions of a `read_committed` read's range.
     aborted: Vec<AbortedTxn>,
     /// Set for a point read's fetch: a read may answer from, and adds to, the log's
-    /// [`VerifiedBatchCache`](super::verified::VerifiedBatchCache).
+    /// [`VerifiedBatchCache`](crate::VerifiedBatchCache).
     point_read: bool,
     /// The checked copy the bytes are, when a point read found its batch in the cache (the
     /// buffer is then unused).

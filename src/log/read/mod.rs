@@ -1,6 +1,6 @@
 //! The read path. Owns `LivePoll` (`live_poll.rs`: a live reader's next poll); reads (`fetch`,
-//! into `fetch_data`'s `FetchData`), point reads (`point`) and the cache of
-//! the batches they checked (`verified`), record iterators and tails (`records`, `committed`,
+//! into `fetch_data`'s `FetchData`), point reads (`point`, through the process's cache of
+//! checked batches, `crate::segment::verified`), record iterators and tails (`records`, `committed`,
 //! `tail_stream`), the wait for data (`wait`), and the reader that follows a writer in another
 //! process (`live`). Uses every folder below it, `recovery` included (a live reader reloads its
 //! view).
@@ -14,5 +14,4 @@ pub(in crate::log) mod point;
 pub(in crate::log) mod records;
 #[cfg(feature = "stream")]
 pub(in crate::log) mod tail_stream;
-pub(crate) mod verified;
 pub(in crate::log) mod wait;

@@ -19,6 +19,7 @@ use crate::log::Shared;
 
 use super::plan::{KeyMap, Planned};
 use super::swap::transient_txn_index_path;
+use super::throttle::IoThrottle;
 use super::txn::{TxnTracker, last_record_of_producer, marker_type};
 use super::{
     CompactionStats, READ_CHUNK_BYTES, for_each_batch, remove_quietly, transient_log_path,
@@ -56,6 +57,8 @@ pub(super) struct GroupWriter<'f> {
     deferred_bytes: Option<u64>,
     /// Bytes read again to copy a deferred prefix.
     bytes_reread: u64,
+    /// Paces the writes (and the re-reads) with the pass's reads.
+    io: &'f IoThrottle,
 }
 
 impl GroupWriter<'_> {
@@ -247,6 +250,7 @@ impl GroupWriter<'_> {
             };
             let bytes = buf.get(..read.len).unwrap_or_default();
             self.file.write_all_at(bytes, self.position)?;
+            self.io.pace(2 * read.len as u64);
             self.position += read.len as u64;
             self.bytes_reread += read.len as u64;
             remaining -= read.len as u64;
@@ -257,6 +261,7 @@ impl GroupWriter<'_> {
 
     fn write(&mut self, bytes: &[u8]) -> Result<()> {
         self.file.write_all_at(bytes, self.position)?;
+        self.io.pace(bytes.len() as u64);
         self.position += bytes.len() as u64;
         Ok(())
     }
@@ -318,6 +323,7 @@ impl Shared {
             // before it are copied then): most segments of a pass, the clean ones, never change.
             deferred_bytes: (group.len() == 1).then_some(0),
             bytes_reread: 0,
+            io: self.maintenance.cleaner_io(),
         };
         let result = (|| -> Result<Option<(PathBuf, Vec<AbortedTxn>)>> {
             let mut last_log_path = None;
@@ -332,10 +338,11 @@ impl Shared {
                     .tracker
                     .add_aborted(self.aborted_in_range(segment.base_offset(), planned.end_offset)?);
                 old_aborts.extend(segment.txn_index().all()?);
-                stats.bytes_read += for_each_batch(&segment, |batch| {
-                    writer.take(&segment, batch, map, now_ms, horizon_ms)?;
-                    Ok(true)
-                })?;
+                stats.bytes_read +=
+                    for_each_batch(&segment, self.maintenance.cleaner_io(), |batch| {
+                        writer.take(&segment, batch, map, now_ms, horizon_ms)?;
+                        Ok(true)
+                    })?;
                 if index + 1 == group.len() {
                     writer.finish(&segment)?;
                     if writer.tracker.kept_aborts != old_aborts {

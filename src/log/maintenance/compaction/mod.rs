@@ -141,6 +141,7 @@ use crate::log::{CompactionSchedule, CompactionStats, Shared};
 mod clean;
 mod plan;
 mod swap;
+pub(in crate::log) mod throttle;
 mod txn;
 
 use clean::GroupOutcome;
@@ -399,10 +400,11 @@ impl Shared {
 /// Kept because it is part of the stable API.
 pub const PRODUCER_ID_EXPIRATION_MS: i64 = 24 * 60 * 60 * 1000;
 
-/// Calls `visit` on every batch of `segment` in order, until it returns `false`. Returns the
-/// bytes read.
+/// Calls `visit` on every batch of `segment` in order, until it returns `false`, its reads
+/// paced by `io`. Returns the bytes read.
 fn for_each_batch(
     segment: &Segment,
+    io: &throttle::IoThrottle,
     mut visit: impl FnMut(&Batch<'_>) -> Result<bool>,
 ) -> Result<u64> {
     let mut buf = Vec::new();
@@ -410,6 +412,7 @@ fn for_each_batch(
     let mut bytes_read = 0u64;
     while let Some(read) = segment.read(offset, READ_CHUNK_BYTES, None, &mut buf)? {
         bytes_read += read.len as u64;
+        io.pace(read.len as u64);
         let mut batches = AnyBatchIter::new(buf.get(..read.len).unwrap_or_default());
         for (position, batch) in batches.by_ref() {
             let batch = batch.map_err(|what| Error::Corrupt {

@@ -425,7 +425,7 @@ impl Shared {
                 // A truncation or retention changed the list: clean what was mapped so far.
                 break;
             };
-            bytes_read += for_each_batch(&segment, |batch| {
+            bytes_read += for_each_batch(&segment, self.maintenance.cleaner_io(), |batch| {
                 let Some(view) = batch.as_v2() else {
                     // Legacy records are copied whole and not mapped: a tombstone must then
                     // outlive them, or an older value of its key in them would come back.
