@@ -177,10 +177,24 @@ fn p99(values: &mut [f64]) -> f64 {
     values[(values.len() * 99 / 100).min(values.len() - 1)]
 }
 
+/// The compaction row's cap on the pass's I/O, in MB/s (`log.cleaner.io.max.bytes.per.second`).
+const CLEANER_IO_MBPS: f64 = 100.0;
+
 /// The p99 of durable-append latency on one log of a `Workers(4)` pool while a compaction pass
 /// of a 1 GiB log runs on the same pool, against its p99 with no pass (target: at most 2x).
 pub fn row_compaction_latency(ctx: &Ctx) -> Outcome {
     let load = load_average();
+    // `log.cleaner.io.max.bytes.per.second` of the compacted log, in MB/s
+    // (`COMPARE_CLEANER_IO_MBPS`; 0 for no cap).
+    let cleaner_io_mbps: f64 = std::env::var("COMPARE_CLEANER_IO_MBPS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(CLEANER_IO_MBPS);
+    let cleaner_io = if cleaner_io_mbps > 0.0 {
+        cleaner_io_mbps * 1e6
+    } else {
+        f64::MAX
+    };
     let template = ctx.fresh_dir("workers-compaction-template");
     let codec = partlog::CompressionType::Uncompressed;
     compaction_log::build(&template, codec, 128 << 20, 1 << 30);
@@ -195,6 +209,7 @@ pub fn row_compaction_latency(ctx: &Ctx) -> Outcome {
         compaction_log::copy_log(&template, &compacted);
         let config = LogConfig::builder()
             .segment_bytes(128 << 20)
+            .cleaner_io_max_bytes_per_second(cleaner_io)
             .cleanup_policy(CleanupPolicy::COMPACT)
             .compression_type(codec)
             .retention_check_interval_ms(1)
@@ -221,7 +236,7 @@ pub fn row_compaction_latency(ctx: &Ctx) -> Outcome {
     let quiet = median(&mut quiet);
     println!(
         "workers_compaction: durable-append p99 {quiet:.0} us alone, {busy:.0} us during a 1 GiB \
-         pass on the same pool (load {load:.2})"
+         pass on the same pool, cleaner I/O cap {cleaner_io_mbps} MB/s (0: none) (load {load:.2})"
     );
     Outcome::Measured(Measured {
         workload: "durable-append p99 on a log of Workers(4) during a 1 GiB compaction pass".into(),
@@ -233,7 +248,10 @@ pub fn row_compaction_latency(ctx: &Ctx) -> Outcome {
         target: 0.5,
         target_text: "<= 2x its time",
         roll_and_close_timed: "n/a",
-        extra: vec![("load_average".into(), load)],
+        extra: vec![
+            ("load_average".into(), load),
+            ("cleaner_io_max_mb_per_s".into(), cleaner_io_mbps),
+        ],
     })
 }
 
