@@ -295,9 +295,22 @@ fn engine_coordinator_commits_across_topics_and_recovers_its_ids_on_reopen() {
 
 #[test]
 fn engine_runs_the_coordinator_timers_on_its_workers() {
+    timers_abort_a_timed_out_transaction_on_a_pool_of(4);
+}
+
+/// On a pool of one thread the timers task holds the only thread while it waits for its
+/// markers to be durable: it must lead their syncs, not wait for a flusher task that cannot run
+/// (it hung before).
+#[test]
+fn engine_timers_on_a_one_thread_pool_make_their_markers_durable_themselves() {
+    timers_abort_a_timed_out_transaction_on_a_pool_of(1);
+}
+
+fn timers_abort_a_timed_out_transaction_on_a_pool_of(threads: usize) {
     let root = tempfile::tempdir().unwrap();
     let clock = Arc::new(ManualClock::new(T0));
     let mut config = config();
+    config.worker_threads = threads;
     config.clock = Arc::clone(&clock) as Arc<dyn Clock>;
     config
         .coordinator

@@ -9,7 +9,7 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::{Context, Poll, Waker};
 
 use partlog::{CleanupPolicy, CompressionType, Error, Log, LogConfig, LogConfigBuilder};
 
@@ -54,36 +54,30 @@ pub fn transaction_state_log_config(builder: LogConfigBuilder) -> Result<LogConf
         .build()
 }
 
-/// Waits until every `(log, offset)` is durable, the fsyncs of different logs running at once
-/// (each log's group commit leads its own), and returns the first error met, after every wait
-/// has ended.
+/// Waits until every `(log, offset)` is durable, the fsyncs of different logs running at once,
+/// and returns the first error met, after every wait has ended.
+///
+/// Each log's flusher is asked for its sync first (one poll of its `durable` future), so that
+/// the flushers fsync the logs together; then this thread waits on each log in turn with
+/// `wait_durable`, which joins the sync under way or leads one itself. Leading matters on a pool:
+/// the caller may be a task holding the pool's only free thread (the coordinator's timers), and
+/// a wait that only parked would wait for a flusher task that cannot run.
 pub(crate) fn wait_all_durable(waits: &[(Arc<Log>, i64)]) -> Result<(), Error> {
-    struct Unpark(std::thread::Thread);
-    impl Wake for Unpark {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark();
-        }
-    }
-    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
-    let mut context = Context::from_waker(&waker);
-    let mut pending: Vec<_> = waits
+    let waker = Waker::noop();
+    let mut context = Context::from_waker(waker);
+    let mut requested: Vec<_> = waits
         .iter()
         .map(|(log, offset)| log.durable(*offset))
         .collect();
     let mut first_error = None;
-    while !pending.is_empty() {
-        pending.retain_mut(|wait| match Pin::new(wait).poll(&mut context) {
-            Poll::Ready(result) => {
-                if let Err(error) = result {
-                    first_error.get_or_insert(error);
-                }
-                false
-            }
-            Poll::Pending => true,
-        });
-        if !pending.is_empty() {
-            // A wake-up between the poll and the park leaves the token set: no wait is lost.
-            std::thread::park();
+    for wait in &mut requested {
+        if let Poll::Ready(Err(error)) = Pin::new(wait).poll(&mut context) {
+            first_error.get_or_insert(error);
+        }
+    }
+    for (log, offset) in waits {
+        if let Err(error) = log.wait_durable(*offset) {
+            first_error.get_or_insert(error);
         }
     }
     first_error.map_or(Ok(()), Err)
