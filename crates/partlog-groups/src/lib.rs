@@ -29,6 +29,8 @@ pub mod assignor;
 mod error;
 pub mod group;
 pub mod offsets;
+#[cfg(feature = "coordinator")]
+pub mod router;
 mod wire;
 
 pub use error::Error;
