@@ -26,6 +26,8 @@
 //! ```
 
 pub mod assignor;
+#[cfg(feature = "coordinator")]
+pub mod consumer;
 mod error;
 pub mod group;
 pub mod offsets;
