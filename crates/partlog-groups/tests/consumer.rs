@@ -476,3 +476,106 @@ fn read_committed_skips_open_and_aborted_transactions() {
         [b"after".to_vec()]
     );
 }
+
+mod send_offsets {
+    use super::*;
+    use partlog::ReadBound;
+    use partlog_engine::producer::TopicProducer;
+    use partlog_engine::producer::config::TopicProducerConfig;
+    use partlog_engine::producer::state::ProducerTransactionState;
+    use partlog_groups::consumer::{GroupMetadata, SendOffsetsToTransaction};
+
+    fn producer(f: &Fixture) -> TopicProducer {
+        f.engine.create_topic("out", 1, TopicConfig::new()).unwrap();
+        let producer =
+            TopicProducer::new(&f.engine, TopicProducerConfig::transactional("app")).unwrap();
+        producer.init_transactions().unwrap();
+        producer
+    }
+
+    fn read_committed(f: &Fixture) -> Consumer {
+        let mut config = f.config();
+        config.isolation_level = IsolationLevel::ReadCommitted;
+        let mut consumer = f.consumer(config);
+        consumer.subscribe(&["t"], ()).unwrap();
+        f.settle(&mut [&mut consumer]);
+        consumer
+    }
+
+    #[test]
+    fn the_offsets_commit_with_the_transaction_and_are_dropped_with_its_abort() {
+        let f = Fixture::new(1, 3);
+        let producer = producer(&f);
+        let mut consumer = read_committed(&f);
+        let offsets = [(tp(0), consumer.position(&tp(0)).unwrap())];
+        assert_eq!(offsets[0].1, 3);
+        let group = consumer.group_metadata().unwrap();
+
+        producer.begin_transaction().unwrap();
+        producer
+            .send("out", &NewRecord::new(T0, None, Some(b"x")))
+            .unwrap();
+        producer
+            .send_offsets_to_transaction(&f.router, &[(tp(0), 2)], &group)
+            .unwrap();
+        assert_eq!(
+            consumer.committed(&[tp(0)]),
+            Err(Error::UnstableOffsetCommit)
+        );
+        producer.abort_transaction().unwrap();
+        assert_eq!(consumer.committed(&[tp(0)]).unwrap()[&tp(0)], None);
+
+        producer.begin_transaction().unwrap();
+        producer
+            .send("out", &NewRecord::new(T0, None, Some(b"y")))
+            .unwrap();
+        producer
+            .send_offsets_to_transaction(&f.router, &offsets, &group)
+            .unwrap();
+        producer.commit_transaction().unwrap();
+        assert_eq!(consumer.committed(&[tp(0)]).unwrap()[&tp(0)], Some(3));
+        let out = f.engine.topic("out").unwrap().partition(0).unwrap();
+        let values: Vec<Option<Vec<u8>>> = out
+            .committed_records(0, ReadBound::LogEnd)
+            .map(|r| r.unwrap().value)
+            .collect();
+        assert_eq!(values, [Some(b"y".to_vec())]);
+    }
+
+    #[test]
+    fn a_stale_generation_is_fenced_and_the_transaction_becomes_abortable() {
+        let f = Fixture::new(1, 1);
+        let producer = producer(&f);
+        let consumer = read_committed(&f);
+        let current = consumer.group_metadata().unwrap();
+        for (group, expected) in [
+            (
+                GroupMetadata {
+                    generation: current.generation - 1,
+                    ..current.clone()
+                },
+                Error::IllegalGeneration,
+            ),
+            (
+                GroupMetadata {
+                    member_id: "zombie".into(),
+                    ..current.clone()
+                },
+                Error::UnknownMemberId,
+            ),
+        ] {
+            producer.begin_transaction().unwrap();
+            assert_eq!(
+                producer.send_offsets_to_transaction(&f.router, &[(tp(0), 1)], &group),
+                Err(expected)
+            );
+            assert_eq!(
+                producer.transaction_state(),
+                ProducerTransactionState::AbortableError
+            );
+            assert!(producer.commit_transaction().is_err());
+            producer.abort_transaction().unwrap();
+        }
+        assert_eq!(consumer.committed(&[tp(0)]).unwrap()[&tp(0)], None);
+    }
+}

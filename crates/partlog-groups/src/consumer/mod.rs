@@ -14,11 +14,13 @@
 //! | `membership` | join, sync, heartbeat, leave, and the rebalance listener's calls |
 //! | `leader` | the leader's assignment, and its check of a cooperative one |
 //! | `fetch` | positions (committed, reset), reads, commits |
+//! | `transactional` | [`SendOffsetsToTransaction`] for the engine's producer |
 
 pub mod config;
 mod fetch;
 mod leader;
 mod membership;
+mod transactional;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -27,7 +29,9 @@ use std::time::{Duration, Instant};
 use partlog::unstable::Clock;
 
 pub use self::config::{AutoOffsetReset, ConsumerConfig, IsolationLevel};
+pub use self::leader::validate_cooperative_assignment;
 use self::membership::Phase;
+pub use self::transactional::SendOffsetsToTransaction;
 use crate::Error;
 use crate::assignor::{
     Assignor, CooperativeStickyAssignor, RangeAssignor, RebalanceProtocol, TopicPartition,
