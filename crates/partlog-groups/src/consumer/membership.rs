@@ -212,7 +212,9 @@ impl Consumer {
                 self.reset_generation(matches!(error, Error::UnknownMemberId));
                 Ok(())
             }
-            Error::CoordinatorNotAvailable | Error::NotCoordinator => Ok(()),
+            // The group is being loaded or unloaded: retry. NOT_COORDINATOR means the shard's
+            // log failed, which no retry mends: the application hears of it.
+            Error::CoordinatorNotAvailable => Ok(()),
             other => Err(other),
         }
     }
