@@ -62,6 +62,13 @@ impl Consumer {
         if offsets.is_empty() {
             return Ok(());
         }
+        if matches!(self.source, Source::Subscribed(_))
+            && !matches!(self.phase, super::membership::Phase::Unjoined)
+        {
+            // Kafka's `generationIfStable`: a member in a join or sync has no generation to
+            // commit with; the commit before the revocation that ends the rebalance covers it.
+            return Err(Error::RebalanceInProgress);
+        }
         let group = self.group_id()?.to_owned();
         let member = match self.source {
             Source::Subscribed(_) => MemberRef {
