@@ -240,6 +240,40 @@ fn test_auto_commit_awaits_interval() {
     assert_eq!(a.committed(&[tp(0)]).unwrap()[&tp(0)], Some(2));
 }
 
+#[test]
+fn test_auto_commit_retry_backoff() {
+    let f = Fixture::new(1, 2);
+    let mut config = f.config();
+    config.enable_auto_commit = true;
+    config.auto_commit_interval_ms = 5_000;
+    config.retry_backoff_ms = 100;
+    let mut a = f.consumer(config);
+    a.subscribe(&["t"], ()).unwrap();
+    f.settle(&mut [&mut a]);
+    assert_eq!(a.position(&tp(0)).unwrap(), 2);
+    let set_state = |state: GroupState| {
+        f.router
+            .with_group("g", |s| {
+                s.store_mut().group_mut("g").unwrap().state = state;
+                Ok(())
+            })
+            .unwrap();
+    };
+    // The coordinator is unavailable (15) for the first auto-commit.
+    set_state(GroupState::Dead);
+    f.clock.set(T0 + 5_000);
+    a.poll(Duration::ZERO).unwrap();
+    set_state(GroupState::Stable);
+    assert_eq!(a.committed(&[tp(0)]).unwrap()[&tp(0)], None);
+    // Not retried before retry.backoff.ms, then retried at once (not a whole interval later).
+    f.clock.set(T0 + 5_099);
+    a.poll(Duration::ZERO).unwrap();
+    assert_eq!(a.committed(&[tp(0)]).unwrap()[&tp(0)], None);
+    f.clock.set(T0 + 5_100);
+    a.poll(Duration::ZERO).unwrap();
+    assert_eq!(a.committed(&[tp(0)]).unwrap()[&tp(0)], Some(2));
+}
+
 /// A cooperative assignor that moves every partition one member on at each rebalance: what
 /// Kafka's test's custom assignor does to an owned partition.
 struct Rotating(AtomicUsize);
