@@ -93,6 +93,26 @@ pub enum Error {
     /// The offsets log failed (partlog's error, shared so that every waiter gets it).
     #[cfg(feature = "coordinator")]
     Log(LogError),
+    /// Kafka's `CommitFailedException`: the group rebalanced (or removed this member) since
+    /// the consumer joined, so its commit was refused. Its partitions may now be another
+    /// member's: poll again to rejoin, and reprocess from the committed offsets.
+    CommitFailed {
+        /// The coordinator's refusal (22 or 25).
+        cause: Box<Error>,
+    },
+    /// Kafka's `NoOffsetForPartitionException`: `auto.offset.reset=none` and these partitions
+    /// have no committed offset (or one out of range): `seek` them, or choose `earliest` or
+    /// `latest`.
+    NoOffsetForPartition {
+        /// The partitions, sorted.
+        partitions: Vec<crate::assignor::TopicPartition>,
+    },
+    /// A consumer call that its state does not allow (Kafka's `IllegalStateException`): the
+    /// message says which and what to do.
+    IllegalState {
+        /// What is wrong.
+        why: String,
+    },
 }
 
 impl Error {
@@ -229,6 +249,18 @@ impl fmt::Display for Error {
             Error::Encode(e) => write!(f, "cannot encode: {e}"),
             #[cfg(feature = "coordinator")]
             Error::Log(e) => write!(f, "the offsets log failed: {}", e.0),
+            Error::CommitFailed { cause } => write!(
+                f,
+                "the commit failed because the group rebalanced or removed this member ({cause}): poll to rejoin and reprocess from the committed offsets"
+            ),
+            Error::NoOffsetForPartition { partitions } => {
+                f.write_str("no committed offset and auto.offset.reset=none for")?;
+                for tp in partitions {
+                    write!(f, " {tp}")?;
+                }
+                f.write_str(": seek them, or set auto.offset.reset to earliest or latest")
+            }
+            Error::IllegalState { why } => f.write_str(why),
         }
     }
 }

@@ -9,7 +9,10 @@
 //! - With the default feature `coordinator`: `offsets::store::OffsetStore`, the committed
 //!   offsets and groups of one `__consumer_offsets` partition with Kafka's rules, and
 //!   `group::GroupCoordinator`, Kafka's classic group protocol on an injected clock. Both write
-//!   through the `offsets::log::OffsetsLog` port, which a partlog `Log` implements.
+//!   through the `offsets::log::OffsetsLog` port, which a partlog `Log` implements. On a
+//!   partlog-engine `Engine`: `router::GroupRouter` (one of each per `__consumer_offsets`
+//!   partition, timers on the engine's pool) and `consumer::Consumer`, with
+//!   `send_offsets_to_transaction` for the engine's transactional producer.
 //!
 //! ```
 //! use std::collections::BTreeMap;
@@ -26,9 +29,13 @@
 //! ```
 
 pub mod assignor;
+#[cfg(feature = "coordinator")]
+pub mod consumer;
 mod error;
 pub mod group;
 pub mod offsets;
+#[cfg(feature = "coordinator")]
+pub mod router;
 mod wire;
 
 pub use error::Error;

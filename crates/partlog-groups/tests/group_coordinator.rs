@@ -834,9 +834,10 @@ fn test_replace_static_member_in_stable_state_no_error() {
     );
     assert_eq!(replaced.members.len(), 2);
     assert_eq!(
-        replaced.leader, leader.member_id,
-        "the response names the leader before the swap"
+        replaced.leader, replaced.member_id,
+        "KIP-814: the returning static leader is named leader (and skips the assignment)"
     );
+    assert_ne!(replaced.member_id, leader.member_id);
     assert_eq!(
         ctx.group().leader.as_deref(),
         Some(replaced.member_id.as_str())

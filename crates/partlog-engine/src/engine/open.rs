@@ -17,9 +17,9 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
-use partlog::unstable::{FileLock, LockMode, TaskHandle, create_dir_durably};
+use partlog::unstable::{Clock, FileLock, LockMode, TaskHandle, create_dir_durably};
 use partlog::{Error, Log, Workers};
 
 use super::config::EngineConfig;
@@ -27,8 +27,9 @@ use super::producer_ids::ProducerIdManager;
 use super::timers_task::CoordinatorTimers;
 use super::topic::parse_partition_dir_name;
 use super::topics_file::{Topics, TopicsFile};
+use crate::txn::coordinator::CONSUMER_OFFSETS_TOPIC;
 use crate::txn::log_records::TRANSACTION_STATE_TOPIC;
-use crate::txn::{TimerReport, TransactionCoordinator, TxnLogs};
+use crate::txn::{OffsetsMarkerListener, TimerReport, TransactionCoordinator, TxnLogs};
 
 /// The engine directory's lock file, as a log's: held exclusively while the engine is open.
 pub const ENGINE_LOCK_FILE_NAME: &str = "partlog.lock";
@@ -74,6 +75,8 @@ pub(crate) struct EngineShared {
     /// The open partitions, by directory name.
     pub(crate) logs: Mutex<HashMap<String, Arc<Log>>>,
     pub(crate) producer_ids: Arc<ProducerIdManager>,
+    /// The group layer, told of the markers written into `__consumer_offsets`.
+    pub(crate) offsets_listener: Mutex<Option<Weak<dyn OffsetsMarkerListener>>>,
     /// Released last: nothing else may open the directory while a log of it is open.
     _lock: FileLock,
 }
@@ -135,6 +138,7 @@ impl Engine {
             topics: Mutex::new(TopicList { file, topics }),
             logs: Mutex::new(HashMap::new()),
             producer_ids,
+            offsets_listener: Mutex::new(None),
             _lock: lock,
         });
         let (coordinator, recovered) = TransactionCoordinator::open(
@@ -177,6 +181,34 @@ impl Engine {
     /// The pool that runs the partitions' background work and the coordinator's timers.
     pub fn workers(&self) -> &Workers {
         &self.shared.workers
+    }
+
+    /// The clock of every partition and of the coordinators' timers.
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.shared.config.clock
+    }
+
+    /// Partition `partition` of `__consumer_offsets` (`0..offsets.topic.num.partitions`),
+    /// opened, or created at its first use: compacted, 100 MiB segments, uncompressed. The
+    /// group layer keeps its offset stores there; the coordinator adds it to a transaction in
+    /// `add_offsets` and writes its markers there.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for a partition out of range; the log's open errors.
+    pub fn consumer_offsets_log(&self, partition: i32) -> Result<Arc<Log>, Error> {
+        self.shared.consumer_offsets_log(partition)
+    }
+
+    /// `offsets.topic.num.partitions` (the coordinator's setting, 50).
+    pub fn offsets_topic_partitions(&self) -> i32 {
+        self.shared.config.coordinator.offsets_topic_partitions
+    }
+
+    /// Registers the group layer, told of every transaction marker the coordinator writes into
+    /// `__consumer_offsets` once it is durable. Held weakly: dropping the listener ends it.
+    /// Replaces any earlier one.
+    pub fn set_offsets_marker_listener(&self, listener: Weak<dyn OffsetsMarkerListener>) {
+        *lock(&self.shared.offsets_listener) = Some(listener);
     }
 
     /// How many partitions are open now (each opens at its first use).
@@ -235,6 +267,7 @@ fn scan_partition_dirs(
             continue;
         };
         let listed = topic == TRANSACTION_STATE_TOPIC
+            || topic == CONSUMER_OFFSETS_TOPIC
             || topics
                 .get(topic)
                 .is_some_and(|entry| partition < entry.partitions);

@@ -3,9 +3,9 @@
 //! [`TxnLogs`], through which the coordinator reaches them and its own `__transaction_state`
 //! partitions.
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
-use partlog::{Corruption, Error, Log};
+use partlog::{Corruption, Error, Log, LogConfig, LogConfigBuilder};
 
 use super::open::{EngineShared, lock};
 use super::partition_metadata::{
@@ -14,8 +14,9 @@ use super::partition_metadata::{
 };
 use super::topic::partition_dir_name;
 use crate::txn::TxnLogs;
+use crate::txn::coordinator::CONSUMER_OFFSETS_TOPIC;
 use crate::txn::log_records::TRANSACTION_STATE_TOPIC;
-use crate::txn::logs::transaction_state_log_config;
+use crate::txn::logs::{consumer_offsets_log_config, transaction_state_log_config};
 
 impl EngineShared {
     /// The open log of `topic`'s `partition`, opened now if this is its first use.
@@ -25,6 +26,9 @@ impl EngineShared {
     /// `Corrupt` when the directory's `partition.metadata` names another topic id; the log's
     /// open errors.
     pub(crate) fn partition(&self, topic: &str, partition: i32) -> Result<Arc<Log>, Error> {
+        if topic == CONSUMER_OFFSETS_TOPIC {
+            return self.consumer_offsets_log(partition);
+        }
         let name = partition_dir_name(topic, partition);
         if let Some(log) = lock(&self.logs).get(&name) {
             return Ok(Arc::clone(log));
@@ -85,28 +89,58 @@ fn unknown_partition(topic: &str, partition: i32, count: Option<i32>) -> Error {
     }
 }
 
-impl TxnLogs for EngineShared {
-    fn transaction_state_log(&self, partition: i32) -> Result<Arc<Log>, Error> {
-        let count = self.config.coordinator.transaction_state_partitions;
+impl EngineShared {
+    /// Partition `partition` of `__consumer_offsets`, opened (created at its first use) with
+    /// [`consumer_offsets_log_config`]; `offsets.topic.num.partitions` is the coordinator's
+    /// setting, which also places a group in `add_offsets`.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for a partition past the setting; the log's open errors.
+    pub(crate) fn consumer_offsets_log(&self, partition: i32) -> Result<Arc<Log>, Error> {
+        let count = self.config.coordinator.offsets_topic_partitions;
+        self.internal_log(
+            CONSUMER_OFFSETS_TOPIC,
+            partition,
+            count,
+            consumer_offsets_log_config,
+        )
+    }
+
+    /// An internal topic's partition: it has no entry in `partlog.topics` and no
+    /// `partition.metadata`, as Kafka's own internal topics in a KRaft-less directory.
+    fn internal_log(
+        &self,
+        topic: &str,
+        partition: i32,
+        count: i32,
+        configure: fn(LogConfigBuilder) -> Result<LogConfig, Error>,
+    ) -> Result<Arc<Log>, Error> {
         if !(0..count).contains(&partition) {
-            return Err(unknown_partition(
-                TRANSACTION_STATE_TOPIC,
-                partition,
-                Some(count),
-            ));
+            return Err(unknown_partition(topic, partition, Some(count)));
         }
-        let name = partition_dir_name(TRANSACTION_STATE_TOPIC, partition);
+        let name = partition_dir_name(topic, partition);
         let mut logs = lock(&self.logs);
         if let Some(log) = logs.get(&name) {
             return Ok(Arc::clone(log));
         }
-        let config = transaction_state_log_config(
+        let config = configure(
             self.config
                 .shared_parts((self.config.log_config)(), &self.workers),
         )?;
         let log = Arc::new(Log::open(self.dir.join(&name), config)?);
         logs.insert(name, Arc::clone(&log));
         Ok(log)
+    }
+}
+
+impl TxnLogs for EngineShared {
+    fn transaction_state_log(&self, partition: i32) -> Result<Arc<Log>, Error> {
+        self.internal_log(
+            TRANSACTION_STATE_TOPIC,
+            partition,
+            self.config.coordinator.transaction_state_partitions,
+            transaction_state_log_config,
+        )
     }
 
     fn transaction_state_partitions(&self) -> Result<Vec<i32>, Error> {
@@ -136,5 +170,14 @@ impl TxnLogs for EngineShared {
 
     fn partition_log(&self, topic: &str, partition: i32) -> Result<Arc<Log>, Error> {
         self.partition(topic, partition)
+    }
+
+    fn offsets_marker_written(&self, partition: i32, producer_id: i64, commit: bool, offset: i64) {
+        let listener = lock(&self.offsets_listener)
+            .as_ref()
+            .and_then(Weak::upgrade);
+        if let Some(listener) = listener {
+            listener.marker_written(partition, producer_id, commit, offset);
+        }
     }
 }

@@ -136,6 +136,46 @@ impl TopicProducer {
         }
     }
 
+    /// Kafka's `AddOffsetsToTxn`, the first half of `sendOffsetsToTransaction`: adds the
+    /// `__consumer_offsets` partition of `group_id` to the open transaction, and returns the
+    /// producer id and epoch its transactional offset commit must carry. The group layer
+    /// (`partlog-groups`, which the engine does not depend on) writes the commit itself, and
+    /// calls [`fail_transaction_with`](Self::fail_transaction_with) when the group refuses it.
+    ///
+    /// # Errors
+    /// `InvalidTxnState` outside a transaction (or the error that made it abortable);
+    /// `ProducerFenced` (fatal); the coordinator's other errors, which make the transaction
+    /// abortable.
+    pub fn add_offsets_to_transaction(&self, group_id: &str) -> Result<ProducerIdAndEpoch, Error> {
+        let id = self.transactional_id()?;
+        let mut state = lock(&self.state);
+        may_send(&state, id)?;
+        let ids = self.current_ids(&state)?;
+        let added = self.with_retries(|| {
+            self.coordinator
+                .add_offsets(id, ids.producer_id, ids.epoch, group_id)
+        });
+        match added {
+            Ok(()) => {
+                state.txn_started = true;
+                Ok(ids)
+            }
+            Err(error) => Err(fail_transaction(&mut state, id, error)),
+        }
+    }
+
+    /// Makes the open transaction abortable because of `error` (a refused transactional offset
+    /// commit: Kafka's FENCED_INSTANCE_ID, UNKNOWN_MEMBER_ID and ILLEGAL_GENERATION are
+    /// abortable errors): later sends and `commit_transaction` fail with it; call
+    /// `abort_transaction`. Returns the error sends will answer.
+    pub fn fail_transaction_with(&self, error: Error) -> Error {
+        let Ok(id) = self.transactional_id() else {
+            return error;
+        };
+        let mut state = lock(&self.state);
+        fail_transaction(&mut state, id, error)
+    }
+
     fn current_ids(&self, state: &State) -> Result<ProducerIdAndEpoch, Error> {
         state
             .idempotence

@@ -581,12 +581,23 @@ impl TransactionCoordinator {
         marker: ControlRecordType,
     ) -> Result<(), Error> {
         let mut waits = Vec::with_capacity(partitions.len());
+        let mut offsets_markers = Vec::new();
         for tp in partitions {
             let log = self.state.logs().partition_log(&tp.topic, tp.partition)?;
             let appended = log.append_marker(producer_id, epoch, marker, COORDINATOR_EPOCH)?;
+            if tp.topic == CONSUMER_OFFSETS_TOPIC {
+                offsets_markers.push((tp.partition, appended.last_offset));
+            }
             waits.push((log, appended.last_offset));
         }
-        wait_all_durable(&waits)
+        wait_all_durable(&waits)?;
+        let commit = marker == ControlRecordType::Commit;
+        for (partition, offset) in offsets_markers {
+            self.state
+                .logs()
+                .offsets_marker_written(partition, producer_id, commit, offset);
+        }
+        Ok(())
     }
 
     fn concurrent(&self, transactional_id: &str, state: &str) -> Error {

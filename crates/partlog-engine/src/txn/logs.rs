@@ -38,6 +38,25 @@ pub trait TxnLogs: Send + Sync + fmt::Debug {
     /// # Errors
     /// `InvalidArgument` for a partition that does not exist; the log's open errors.
     fn partition_log(&self, topic: &str, partition: i32) -> Result<Arc<Log>, Error>;
+
+    /// Called once the marker the coordinator wrote at `offset` of `__consumer_offsets`
+    /// partition `partition` is durable, so that the group layer applies it to the offsets it
+    /// keeps in memory (transactional offsets take effect on COMMIT, are dropped on ABORT).
+    /// The default does nothing: a store that opens later replays the marker.
+    fn offsets_marker_written(&self, partition: i32, producer_id: i64, commit: bool, offset: i64) {
+        let _ = (partition, producer_id, commit, offset);
+    }
+}
+
+/// What the group layer hands the engine ([`Engine::set_offsets_marker_listener`]) to learn of
+/// the transaction markers the coordinator writes into `__consumer_offsets`: the engine does
+/// not depend on the group layer, the group layer implements this.
+///
+/// [`Engine::set_offsets_marker_listener`]: crate::engine::Engine::set_offsets_marker_listener
+pub trait OffsetsMarkerListener: Send + Sync {
+    /// The marker ending `producer_id`'s transaction (COMMIT: `commit`) is durable at `offset`
+    /// of `__consumer_offsets` partition `partition`.
+    fn marker_written(&self, partition: i32, producer_id: i64, commit: bool, offset: i64);
 }
 
 /// The settings of a `__transaction_state` partition, on top of `builder` (which carries the
@@ -53,6 +72,22 @@ pub fn transaction_state_log_config(builder: LogConfigBuilder) -> Result<LogConf
         .compression_type(CompressionType::Uncompressed)
         .build()
 }
+
+/// The settings of a `__consumer_offsets` partition, on top of `builder`: Kafka's
+/// `cleanup.policy=compact`, `offsets.topic.segment.bytes` (100 MiB) and no compression.
+///
+/// # Errors
+/// What `builder` refuses.
+pub fn consumer_offsets_log_config(builder: LogConfigBuilder) -> Result<LogConfig, Error> {
+    builder
+        .cleanup_policy(CleanupPolicy::COMPACT)
+        .segment_bytes(OFFSETS_TOPIC_SEGMENT_BYTES)
+        .compression_type(CompressionType::Uncompressed)
+        .build()
+}
+
+/// Kafka's `offsets.topic.segment.bytes` default: 100 MiB.
+pub const OFFSETS_TOPIC_SEGMENT_BYTES: u32 = 104_857_600;
 
 /// Waits until every `(log, offset)` is durable, the fsyncs of different logs running at once,
 /// and returns the first error met, after every wait has ended.

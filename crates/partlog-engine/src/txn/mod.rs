@@ -28,7 +28,7 @@ pub mod transaction_log;
 
 pub use config::TransactionCoordinatorConfig;
 pub use coordinator::{ProducerIdAndEpoch, TransactionCoordinator, TransactionResult};
-pub use logs::TxnLogs;
+pub use logs::{OffsetsMarkerListener, TxnLogs};
 pub use metadata::TopicPartition;
 pub use timers::TimerReport;
 pub use transaction_log::TransactionLog;

@@ -10,11 +10,10 @@ use std::sync::Arc;
 
 use partlog::unstable::format::control_record_type;
 use partlog::{
-    BatchBuilder, CleanupPolicy, Compression, CompressionType, ControlRecordType, Log, LogConfig,
-    LogConfigBuilder, NewRecord, ReadBound,
+    BatchBuilder, Compression, ControlRecordType, Log, LogConfig, LogConfigBuilder, NewRecord,
+    ReadBound,
 };
 
-use super::records::OFFSETS_TOPIC_SEGMENT_BYTES;
 use crate::Error;
 
 /// One record the store writes: a key and a value (`None`: a tombstone).
@@ -103,11 +102,8 @@ pub trait OffsetsLog: Send + Sync {
 /// # Errors
 /// What `builder` refuses.
 pub fn offsets_log_config(builder: LogConfigBuilder) -> Result<LogConfig, partlog::Error> {
-    builder
-        .cleanup_policy(CleanupPolicy::COMPACT)
-        .segment_bytes(OFFSETS_TOPIC_SEGMENT_BYTES)
-        .compression_type(CompressionType::Uncompressed)
-        .build()
+    // One definition: the engine opens the partitions the coordinator writes markers into.
+    partlog_engine::txn::logs::consumer_offsets_log_config(builder)
 }
 
 /// The most bytes one replay read asks for; a larger batch still comes back whole.

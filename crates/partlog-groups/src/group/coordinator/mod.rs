@@ -478,9 +478,10 @@ impl<L: OffsetsLog> GroupCoordinator<L> {
                         return Err(map_append_error(error));
                     }
                     let group = self.group(&group_id)?;
-                    let mut response =
-                        current_generation(group, &new_member_id, is_leader, is_leader);
-                    response.leader = old_leader.unwrap_or_default();
+                    // KIP-814 (JoinGroup v9+, Kafka's current answer): the returning static
+                    // leader is named leader, with every member, and told to skip the
+                    // assignment, which a Stable group would not broadcast.
+                    let response = current_generation(group, &new_member_id, is_leader, is_leader);
                     if let Some(m) = group.member_mut(&new_member_id) {
                         m.awaiting_join = None;
                     }
