@@ -10,13 +10,15 @@
 //! `tests/common/kafka.rs` finds them; without them the tests skip with a message, except
 //! under `CI=true`, where they fail.
 
+#[path = "../../../tests/common/java_driver.rs"]
+mod java_driver;
 #[path = "../../../tests/common/kafka.rs"]
 mod kafka;
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::Path;
 use std::sync::OnceLock;
+
+use java_driver::{JavaDriver, Random, hex};
 
 use partlog_engine::partitioner::{murmur2, partition_for_key, to_positive};
 use partlog_engine::txn::log_records::{
@@ -25,132 +27,25 @@ use partlog_engine::txn::log_records::{
 };
 use partlog_engine::txn::state::TransactionState;
 
-/// The compiled driver's classpath (its classes, then Kafka's jars), or `None` to skip.
-fn driver() -> Option<&'static (PathBuf, String)> {
-    static DRIVER: OnceLock<Result<(PathBuf, String), String>> = OnceLock::new();
-    let tools = kafka::kafka_tools()?;
-    let compiled = DRIVER.get_or_init(|| {
-        let javac = match std::env::var_os("PARTLOG_JAVAC").filter(|v| !v.is_empty()) {
-            Some(javac) => PathBuf::from(javac),
-            None => match tools
-                .java
-                .parent()
-                .filter(|dir| !dir.as_os_str().is_empty())
-            {
-                Some(dir) => dir.join("javac"),
-                None => PathBuf::from("javac"),
-            },
-        };
-        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kafka/EngineDriver.java");
-        let classes = Path::new(env!("CARGO_TARGET_TMPDIR")).join("engine-driver");
-        std::fs::create_dir_all(&classes).map_err(|e| e.to_string())?;
-        let output = Command::new(&javac)
-            .arg("-d")
-            .arg(&classes)
-            .arg("-cp")
-            .arg(&tools.classpath)
-            .arg(&source)
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|e| {
-                format!(
-                    "cannot run {} ({e}); install a JDK or set PARTLOG_JAVAC",
-                    javac.display()
-                )
-            })?;
-        if !output.status.success() {
-            return Err(format!(
-                "javac failed: {}",
-                String::from_utf8_lossy(&output.stderr)
-            ));
-        }
-        Ok((
-            tools.java.clone(),
-            format!("{}:{}", classes.display(), tools.classpath),
-        ))
-    });
-    match compiled {
-        Ok(driver) => Some(driver),
-        Err(why) if kafka::running_in_ci() => {
-            panic!("the Kafka driver is required under CI=true: {why}")
-        }
-        Err(why) => {
-            eprintln!("skipping: cannot compile the Kafka driver: {why}");
-            None
-        }
-    }
+/// Kafka's classes behind `EngineDriver`, compiled at first use; `None` to skip.
+fn driver() -> Option<&'static JavaDriver> {
+    static DRIVER: OnceLock<Result<JavaDriver, String>> = OnceLock::new();
+    java_driver::compile(
+        &DRIVER,
+        "EngineDriver",
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kafka/EngineDriver.java"),
+        Path::new(env!("CARGO_TARGET_TMPDIR")),
+    )
 }
 
-/// Runs the driver on `commands`; one answer per command.
+/// Runs the driver on `commands`; one answer per command, or `None` to skip.
 fn ask(commands: &[String]) -> Option<Vec<String>> {
-    let (java, classpath) = driver()?;
-    let mut child = Command::new(java)
-        .args([
-            "-XX:TieredStopAtLevel=1",
-            "-XX:+UseSerialGC",
-            "-Dorg.slf4j.simpleLogger.defaultLogLevel=off",
-        ])
-        .arg("-cp")
-        .arg(classpath)
-        .arg("EngineDriver")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start the Java driver");
-    let input: String = commands.iter().map(|c| format!("{c}\n")).collect();
-    let mut stdin = child.stdin.take().expect("stdin");
-    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
-    let output = child.wait_with_output().expect("the Java driver's output");
-    writer
-        .join()
-        .expect("writer thread")
-        .expect("write the commands");
-    assert!(
-        output.status.success(),
-        "the Java driver failed ({}): {}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let lines: Vec<String> = String::from_utf8(output.stdout)
-        .expect("UTF-8 output")
-        .lines()
-        .map(str::to_owned)
-        .collect();
-    assert_eq!(lines.len(), commands.len(), "one answer per command");
-    Some(lines)
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// xorshift64*: the tests' own reproducible random numbers.
-struct Random(u64);
-
-impl Random {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-
-    fn text(&mut self, max: u64) -> String {
-        const PIECES: [&str; 12] = ["a", "Z", "9", "-", "_", ".", "é", "ß", "😀", "中", " ", "~"];
-        (0..self.below(max + 1))
-            .map(|_| PIECES[self.below(12) as usize])
-            .collect()
-    }
+    Some(driver()?.ask(commands))
 }
 
 #[test]
 fn transaction_log_java_string_hash_matches_java() {
-    let mut random = Random(0x5eed);
+    let mut random = Random::new(0x5eed);
     let mut ids: Vec<String> = ["g1", "txn-1", "my-group", "polygenelubricants", ""]
         .iter()
         .map(|s| s.to_string())
@@ -175,7 +70,7 @@ fn transaction_log_java_string_hash_matches_java() {
 
 #[test]
 fn murmur2_matches_kafkas_utils() {
-    let mut random = Random(0xbeef);
+    let mut random = Random::new(0xbeef);
     let mut keys: Vec<Vec<u8>> = [
         &b"21"[..],
         b"foobar",
@@ -401,7 +296,7 @@ fn random_value(random: &mut Random) -> TransactionLogValue {
 /// `TransactionLogValue`, and refuses exactly what it refuses (tagged fields at version 0).
 #[test]
 fn transaction_log_random_values_are_kafkas_bytes() {
-    let mut random = Random(0xfeed_f00d);
+    let mut random = Random::new(0xfeed_f00d);
     let cases: Vec<(TransactionLogValue, i16)> = (0..400)
         .map(|i| (random_value(&mut random), (i % 2) as i16))
         .collect();
@@ -477,7 +372,7 @@ fn describe(key: &[u8], value: Option<&[u8]>) -> String {
 /// partlog returns an error; where Kafka reads, partlog reads the same fields.
 #[test]
 fn transaction_log_kafkas_reader_agrees_on_valid_and_damaged_records() {
-    let mut random = Random(0xdead_beef);
+    let mut random = Random::new(0xdead_beef);
     let mut records: Vec<(Vec<u8>, Option<Vec<u8>>)> = Vec::new();
     for i in 0..300 {
         let id = random.text(10);

@@ -9,13 +9,15 @@
 //! its `EngineDriver`. Without Java and the jars the tests skip with a message, except under
 //! `CI=true`, where they fail.
 
+#[path = "../../../tests/common/java_driver.rs"]
+mod java_driver;
 #[path = "../../../tests/common/kafka.rs"]
 mod kafka;
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::Path;
 use std::sync::OnceLock;
+
+use java_driver::{JavaDriver, Random, hex};
 
 use partlog_groups::assignor::java_string_hash;
 use partlog_groups::group::consumer_protocol::{Assignment, Subscription, TopicPartitions};
@@ -26,139 +28,25 @@ use partlog_groups::offsets::records::{
 #[path = "common/offsets_json.rs"]
 mod json;
 
-/// The compiled driver's classpath (its classes, then Kafka's jars), or `None` to skip.
-fn driver() -> Option<&'static (PathBuf, String)> {
-    static DRIVER: OnceLock<Result<(PathBuf, String), String>> = OnceLock::new();
-    let tools = kafka::kafka_tools()?;
-    let compiled = DRIVER.get_or_init(|| {
-        let javac = match std::env::var_os("PARTLOG_JAVAC").filter(|v| !v.is_empty()) {
-            Some(javac) => PathBuf::from(javac),
-            None => tools
-                .java
-                .parent()
-                .filter(|dir| !dir.as_os_str().is_empty())
-                .map_or_else(|| PathBuf::from("javac"), |dir| dir.join("javac")),
-        };
-        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kafka/GroupsDriver.java");
-        let classes = Path::new(env!("CARGO_TARGET_TMPDIR")).join("groups-driver");
-        std::fs::create_dir_all(&classes).map_err(|e| e.to_string())?;
-        let output = Command::new(&javac)
-            .arg("-d")
-            .arg(&classes)
-            .arg("-cp")
-            .arg(&tools.classpath)
-            .arg(&source)
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|e| {
-                format!(
-                    "cannot run {} ({e}); install a JDK or set PARTLOG_JAVAC",
-                    javac.display()
-                )
-            })?;
-        if !output.status.success() {
-            return Err(format!(
-                "javac failed: {}",
-                String::from_utf8_lossy(&output.stderr)
-            ));
-        }
-        Ok((
-            tools.java.clone(),
-            format!("{}:{}", classes.display(), tools.classpath),
-        ))
-    });
-    match compiled {
-        Ok(driver) => Some(driver),
-        Err(why) if kafka::running_in_ci() => {
-            panic!("the Kafka driver is required under CI=true: {why}")
-        }
-        Err(why) => {
-            eprintln!("skipping: cannot compile the Kafka driver: {why}");
-            None
-        }
-    }
+/// Kafka's classes behind `GroupsDriver`, compiled at first use; `None` to skip.
+fn driver() -> Option<&'static JavaDriver> {
+    static DRIVER: OnceLock<Result<JavaDriver, String>> = OnceLock::new();
+    java_driver::compile(
+        &DRIVER,
+        "GroupsDriver",
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kafka/GroupsDriver.java"),
+        Path::new(env!("CARGO_TARGET_TMPDIR")),
+    )
 }
 
-/// Runs the driver on `commands`; one answer per command.
+/// Runs the driver on `commands`; one answer per command, or `None` to skip.
 fn ask(commands: &[String]) -> Option<Vec<String>> {
-    let (java, classpath) = driver()?;
-    let mut child = Command::new(java)
-        .args([
-            "-XX:TieredStopAtLevel=1",
-            "-XX:+UseSerialGC",
-            "-Dorg.slf4j.simpleLogger.defaultLogLevel=off",
-        ])
-        .arg("-cp")
-        .arg(classpath)
-        .arg("GroupsDriver")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start the Java driver");
-    let input: String = commands.iter().map(|c| format!("{c}\n")).collect();
-    let mut stdin = child.stdin.take().expect("stdin");
-    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
-    let output = child.wait_with_output().expect("the Java driver's output");
-    writer
-        .join()
-        .expect("writer thread")
-        .expect("write the commands");
-    assert!(
-        output.status.success(),
-        "the Java driver failed ({}): {}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let lines: Vec<String> = String::from_utf8(output.stdout)
-        .expect("UTF-8 output")
-        .lines()
-        .map(str::to_owned)
-        .collect();
-    assert_eq!(lines.len(), commands.len(), "one answer per command");
-    Some(lines)
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// xorshift64*: the tests' own reproducible random numbers.
-struct Random(u64);
-
-impl Random {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-
-    fn text(&mut self, max: u64) -> String {
-        const PIECES: [&str; 12] = ["a", "Z", "9", "-", "_", ".", "é", "ß", "😀", "中", " ", "~"];
-        (0..self.below(max + 1))
-            .map(|_| PIECES[self.below(12) as usize])
-            .collect()
-    }
-
-    fn blob(&mut self, max: u64) -> Vec<u8> {
-        (0..self.below(max + 1))
-            .map(|_| self.next() as u8)
-            .collect()
-    }
-
-    fn maybe(&mut self) -> bool {
-        self.below(3) == 0
-    }
+    Some(driver()?.ask(commands))
 }
 
 #[test]
 fn group_partition_matches_kafkas_string_hash_and_utils_abs() {
-    let mut random = Random(0x6e0);
+    let mut random = Random::new(0x6e0);
     let mut ids: Vec<String> = ["g1", "my-group", "polygenelubricants", ""]
         .map(str::to_owned)
         .to_vec();
@@ -184,7 +72,7 @@ fn group_partition_matches_kafkas_string_hash_and_utils_abs() {
 /// golden layout) reads back in Kafka as the same offset.
 #[test]
 fn offset_commit_records_equal_kafkas_record_helpers() {
-    let mut random = Random(0x0ff5e7);
+    let mut random = Random::new(0x0ff5e7);
     let mut cases = Vec::new();
     for _ in 0..300 {
         let key = OffsetsKey::OffsetCommit {
@@ -303,7 +191,7 @@ fn describe(key: &[u8], value: Option<&[u8]>) -> String {
 /// back to the same bytes, and refuses exactly the damaged records partlog refuses.
 #[test]
 fn kafkas_serde_reads_partlog_records_as_partlog_does() {
-    let mut random = Random(0x9a7e);
+    let mut random = Random::new(0x9a7e);
     let mut records: Vec<(Vec<u8>, Option<Vec<u8>>)> = Vec::new();
     for _ in 0..150 {
         let group = random.text(10);
@@ -390,7 +278,7 @@ fn kafkas_serde_reads_partlog_records_as_partlog_does() {
 
 #[test]
 fn consumer_protocol_blobs_are_kafkas() {
-    let mut random = Random(0xb10b);
+    let mut random = Random::new(0xb10b);
     let mut commands = Vec::new();
     let mut expected = Vec::new();
     for _ in 0..200 {
