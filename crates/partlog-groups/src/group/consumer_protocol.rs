@@ -1,6 +1,8 @@
 //! The consumer protocol's blobs, byte for byte Kafka's `ConsumerProtocolSubscription` and
 //! `ConsumerProtocolAssignment` with their `i16` version prefix: what a consumer puts in its
-//! JoinGroup metadata and what the leader hands back through SyncGroup (FORMAT.md §18.4).
+//! JoinGroup metadata and what the leader hands back through SyncGroup.
+
+// The design of record: FORMAT.md §18.4.
 
 use crate::wire::{DecodeError, EncodeError, Reader, Writer, check_bytes, check_string};
 

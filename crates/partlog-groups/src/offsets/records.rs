@@ -5,7 +5,9 @@
 //! group's metadata, 3 and up are the records of the new consumer protocol (KIP-848), share
 //! groups and streams groups, which partlog does not load and skips as Kafka skips record types
 //! its coordinator does not own. A value starts with its own `i16` version; a null value is a
-//! tombstone. FORMAT.md §18 lays every version out.
+//! tombstone.
+
+// The design of record: FORMAT.md §18 lays every version out.
 
 use crate::assignor::java_string_hash;
 use crate::wire::{DecodeError, EncodeError, Reader, Writer, check_bytes, check_string};
@@ -146,7 +148,7 @@ impl OffsetCommitValue {
 
     /// The version partlog writes: 1 when the value has an expire timestamp (only v1 holds
     /// one), else 3. (Kafka 4.4's coordinator writes v4, the flexible form of v3, which every
-    /// reader of v3 also reads; see FORMAT.md §18.)
+    /// reader of v3 also reads.)
     pub fn write_version(&self) -> i16 {
         if self.expire_timestamp.is_some() {
             1
