@@ -18,7 +18,7 @@ use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::mpsc;
+use std::sync::{OnceLock, mpsc};
 use std::time::Duration;
 
 use partlog_groups::assignor::{MemberSubscription, PartitionsPerTopic, TopicPartition};
@@ -38,14 +38,23 @@ fn env_nonempty(name: &str) -> Option<OsString> {
 }
 
 /// A compiled driver, ready to run.
+#[derive(Clone)]
 pub struct KafkaDriver {
     java: PathBuf,
     classpath: String,
 }
 
 impl KafkaDriver {
-    /// Finds Java and Kafka's jars and compiles the driver into `out_dir`.
+    /// Finds Java and Kafka's jars and compiles the driver into `out_dir`, once per process:
+    /// tests of one binary run in parallel, and a javac writing the class file while another
+    /// test's JVM loads it fails that JVM with "Truncated class file". The class directory is
+    /// per process too, since test binaries and benchmarks share `out_dir`.
     pub fn locate(out_dir: &Path) -> Result<KafkaDriver, String> {
+        static COMPILED: OnceLock<Result<KafkaDriver, String>> = OnceLock::new();
+        COMPILED.get_or_init(|| Self::compile(out_dir)).clone()
+    }
+
+    fn compile(out_dir: &Path) -> Result<KafkaDriver, String> {
         let java =
             env_nonempty("PARTLOG_JAVA").map_or_else(|| PathBuf::from("java"), PathBuf::from);
         let javac = match env_nonempty("PARTLOG_JAVAC") {
@@ -57,7 +66,7 @@ impl KafkaDriver {
         };
         let classpath = locate_classpath()?;
         let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kafka/AssignorDriver.java");
-        let classes = out_dir.join("assignor-driver");
+        let classes = out_dir.join(format!("assignor-driver-{}", std::process::id()));
         std::fs::create_dir_all(&classes)
             .map_err(|e| format!("cannot create {}: {e}", classes.display()))?;
         let output = Command::new(&javac)
