@@ -49,7 +49,9 @@ pub fn compile(
                 .filter(|dir| !dir.as_os_str().is_empty())
                 .map_or_else(|| PathBuf::from("javac"), |dir| dir.join("javac")),
         };
-        let classes = temp_dir.join(class);
+        // Per process: test binaries of one package share `temp_dir`, and a javac rewriting a
+        // class file that another binary's JVM is loading fails that JVM.
+        let classes = temp_dir.join(format!("{class}-{}", std::process::id()));
         std::fs::create_dir_all(&classes).map_err(|e| e.to_string())?;
         let output = Command::new(&javac)
             .arg("-d")
