@@ -17,9 +17,12 @@
 //!
 //! Fairness: every member on both sides polls in its own thread, every [`POLL_MS`], so no
 //! rebalance waits on another member's poll; both sides use the same `heartbeat.interval.ms`
-//! ([`heartbeat_ms`], 100 unless `COMPARE_BROKER_HEARTBEAT_MS` says otherwise), since in the
-//! classic protocol a member learns of a rebalance from its heartbeat's answer, and auto-commit
-//! is off on both. The broker runs with Kafka's own start-script JVM options
+//! ([`heartbeat_ms`], 100 unless `COMPARE_BROKER_HEARTBEAT_MS` says otherwise), and auto-commit
+//! is off on both. In the classic protocol a member learns of a rebalance from its heartbeat's
+//! answer, so on both sides the join is bounded by the heartbeat: the old members' next beats
+//! (round one), then the new member's (round two, after the others revoked what moves). The
+//! commit row also reports partlog's floor, a durable append of one 60-byte record. The
+//! transaction rows report `commitTransaction`'s own time beside the whole transaction's. The broker runs with Kafka's own start-script JVM options
 //! (`benches/kafka/broker-jvm.options`) instead of the tests' C1-only ones, its thread pools at
 //! Kafka's defaults (`num.io.threads` 8, `num.network.threads` 3) and `flush.messages=1` as a
 //! cluster-wide default (checked on every topic the rows use, `__transaction_state` and
@@ -37,7 +40,7 @@ use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use partlog::{Acks, NewRecord};
+use partlog::{Acks, Log, LogConfig, NewRecord};
 use partlog_engine::engine::{Engine, EngineConfig, TopicConfig};
 use partlog_engine::producer::TopicProducer;
 use partlog_engine::producer::config::TopicProducerConfig;
@@ -84,7 +87,10 @@ const NO_FLUSH: i64 = i64::MAX;
 fn heartbeat_ms() -> i64 {
     std::env::var("COMPARE_BROKER_HEARTBEAT_MS")
         .ok()
-        .map(|ms| ms.parse().expect("COMPARE_BROKER_HEARTBEAT_MS: milliseconds"))
+        .map(|ms| {
+            ms.parse()
+                .expect("COMPARE_BROKER_HEARTBEAT_MS: milliseconds")
+        })
         .unwrap_or(100)
 }
 
@@ -233,9 +239,8 @@ fn start_session(ctx: &Ctx, row: &str) -> Option<Session> {
     session.run(&format!("connect bootstrap={bootstrap}"));
     // Kafka's defaults for the pools the tests' config shrinks; a dynamic update may at most
     // double a pool, so num.io.threads goes 2, 4, 8.
-    session.run(
-        "broker-config log.flush.interval.messages=1 num.io.threads=4 num.network.threads=3",
-    );
+    session
+        .run("broker-config log.flush.interval.messages=1 num.io.threads=4 num.network.threads=3");
     session.run("broker-config num.io.threads=8");
     println!(
         "  {row}: broker and client driver up in {:.1} s (not timed)",
@@ -335,12 +340,15 @@ pub(super) fn row_producer(ctx: &Ctx) -> Outcome {
     Outcome::MeasuredMany(rows)
 }
 
+/// One transaction's milliseconds: begin to `commit_transaction`'s return, and the commit alone.
+type TxnTimes = (f64, f64);
+
 fn transaction_rows(ctx: &Ctx, kafka: &mut Session, engine: &Engine) -> Vec<Measured> {
     let record = NewRecord::new(TIMESTAMP, None, Some(&SMALL_VALUE));
     let producer = TopicProducer::new(engine, TopicProducerConfig::transactional("bench-txn"))
         .expect("a transactional producer");
     producer.init_transactions().expect("init_transactions");
-    let partlog = |count: usize| -> Vec<f64> {
+    let partlog = |count: usize| -> Vec<TxnTimes> {
         (0..count)
             .map(|_| {
                 let started = Instant::now();
@@ -354,28 +362,45 @@ fn transaction_rows(ctx: &Ctx, kafka: &mut Session, engine: &Engine) -> Vec<Meas
                         );
                     }
                 }
+                let committing = Instant::now();
                 producer.commit_transaction().expect("commit");
-                started.elapsed().as_secs_f64() * 1e3
+                (
+                    started.elapsed().as_secs_f64() * 1e3,
+                    committing.elapsed().as_secs_f64() * 1e3,
+                )
             })
             .collect()
     };
-    let txn = |count: usize| {
-        format!("txn topic=txn partitions={TXN_PARTITIONS} records={TXN_RECORDS} count={count}")
+    let broker = |kafka: &mut Session, count: usize| -> Vec<TxnTimes> {
+        kafka
+            .run(&format!(
+                "txn topic=txn partitions={TXN_PARTITIONS} records={TXN_RECORDS} count={count}"
+            ))
+            .iter()
+            .map(|m| {
+                let commit = m.field("commit_nanos").expect("commit_nanos");
+                (m.nanos as f64 / 1e6, commit as f64 / 1e6)
+            })
+            .collect()
     };
     kafka.run("txn-init id=bench-txn");
     // Warm-up, untimed: the JIT, the coordinator lookups, `__transaction_state`'s creation.
     partlog(20);
-    kafka.latencies_ms(&txn(20));
+    broker(kafka, 20);
     kafka.check_flush("__transaction_state", 1);
-    let (a, b) = alternate(ctx, TRANSACTIONS, partlog, |n| kafka.latencies_ms(&txn(n)));
+    let (a, b) = alternate(ctx, TRANSACTIONS, partlog, |n| broker(kafka, n));
     producer.close().expect("close");
-    let (a_median, a_p99) = median_and_p99(&a);
-    let (b_median, b_p99) = median_and_p99(&b);
+    let (a_total, a_commit): (Vec<f64>, Vec<f64>) = a.into_iter().unzip();
+    let (b_total, b_commit): (Vec<f64>, Vec<f64>) = b.into_iter().unzip();
+    let (a_median, a_p99) = median_and_p99(&a_total);
+    let (b_median, b_p99) = median_and_p99(&b_total);
+    let (a_commit_median, a_commit_p99) = median_and_p99(&a_commit);
+    let (b_commit_median, b_commit_p99) = median_and_p99(&b_commit);
     let reference = format!("{REFERENCE}: KafkaProducer, transactional.id, flush.messages=1");
     let workload = |what: &str| {
         format!(
-            "transaction of 4 partitions x 100 records of 100 B, committed and durable \
-             (broker flush.messages=1), {what} of {TRANSACTIONS}"
+            "transaction of 4 partitions x 100 records of 100 B, begin to committed and durable, \
+             back to back (broker flush.messages=1), {what} of {TRANSACTIONS}"
         )
     };
     vec![
@@ -387,7 +412,10 @@ fn transaction_rows(ctx: &Ctx, kafka: &mut Session, engine: &Engine) -> Vec<Meas
             &reference,
             5.0,
             ">= 5x lower",
-            vec![],
+            vec![
+                ("partlog_commit_call_median_ms".into(), a_commit_median),
+                ("broker_commit_call_median_ms".into(), b_commit_median),
+            ],
         ),
         latency_row(
             workload("p99"),
@@ -397,7 +425,10 @@ fn transaction_rows(ctx: &Ctx, kafka: &mut Session, engine: &Engine) -> Vec<Meas
             &reference,
             5.0,
             ">= 5x lower",
-            vec![],
+            vec![
+                ("partlog_commit_call_p99_ms".into(), a_commit_p99),
+                ("broker_commit_call_p99_ms".into(), b_commit_p99),
+            ],
         ),
     ]
 }
@@ -662,15 +693,19 @@ pub(super) fn row_groups(ctx: &Ctx) -> Outcome {
         return Outcome::Skipped;
     };
     let engine = open_engine(ctx, "broker-groups-engine");
-    let mut config = GroupRouterConfig::default();
-    config.group = GroupConfig {
-        initial_rebalance_delay_ms: 0,
-        ..GroupConfig::default()
+    let config = GroupRouterConfig {
+        group: GroupConfig {
+            initial_rebalance_delay_ms: 0,
+            ..GroupConfig::default()
+        },
+        ..GroupRouterConfig::default()
     };
     let router = GroupRouter::open(&engine, config).expect("the group router");
     for (topic, partitions) in [("members", GROUP_PARTITIONS), ("commits", 1)] {
         let partitions = i32::try_from(partitions).expect("partitions");
-        kafka.run(&format!("create-topic name={topic} partitions={partitions}"));
+        kafka.run(&format!(
+            "create-topic name={topic} partitions={partitions}"
+        ));
         kafka.check_flush(topic, 1);
         engine
             .create_topic(topic, partitions, TopicConfig::new())
@@ -791,10 +826,9 @@ fn commit_row(ctx: &Ctx, kafka: &mut Session, router: &Arc<GroupRouter>) -> Meas
     consumer.close().expect("close the consumer");
     let (a_median, a_p99) = median_and_p99(&a);
     let (b_median, b_p99) = median_and_p99(&b);
+    let floor = durable_append_floor_us(ctx);
     latency_row(
-        format!(
-            "commitSync of one offset, durable (broker flush.messages=1), median of {COMMITS}"
-        ),
+        format!("commitSync of one offset, durable (broker flush.messages=1), median of {COMMITS}"),
         "us",
         a_median,
         b_median,
@@ -804,6 +838,26 @@ fn commit_row(ctx: &Ctx, kafka: &mut Session, router: &Arc<GroupRouter>) -> Meas
         vec![
             ("partlog_p99_us".into(), a_p99),
             ("broker_p99_us".into(), b_p99),
+            ("durable_append_60b_median_us".into(), floor),
         ],
     )
+}
+
+/// What bounds partlog's commit: the median of [`COMMITS`] durable appends of one 60-byte keyed
+/// record to a log of its own (append, then wait until it is durable), in microseconds.
+fn durable_append_floor_us(ctx: &Ctx) -> f64 {
+    let log =
+        Log::open(ctx.fresh_dir("broker-commit-floor"), LogConfig::default()).expect("open a log");
+    let value = [b'o'; 40];
+    let record = NewRecord::new(TIMESTAMP, Some(b"group-and-partition!"), Some(&value));
+    let times: Vec<f64> = (0..COMMITS)
+        .map(|_| {
+            let started = Instant::now();
+            let appended = log.append(std::slice::from_ref(&record)).expect("append");
+            log.wait_durable(appended.last_offset).expect("durable");
+            started.elapsed().as_secs_f64() * 1e6
+        })
+        .collect();
+    log.close().expect("close the log");
+    median_and_p99(&times).0
 }

@@ -15,6 +15,7 @@
 //   topic-config  name=T key=K               prints the topic's K as `items` (a number)
 //   txn-init      id=ID                      a transactional producer, initTransactions
 //   txn           topic=T partitions=P records=R count=C   C transactions, one line each
+//                                            (nanos: begin to commit; commit_nanos: the commit)
 //   idem-init                                an idempotent producer (acks=all, Kafka's default)
 //   idem          topic=T records=N keys=K   N keyed records, then flush: one line
 //   group-start   group=G topic=T members=M heartbeat_ms=H poll_ms=Q
@@ -244,10 +245,13 @@ public final class BrokerClientDriver {
                     transactional.send(new ProducerRecord<>(topic, p, null, VALUE));
                 }
             }
+            long committing = System.nanoTime();
             transactional.commitTransaction();
-            long nanos = System.nanoTime() - started;
-            measurement("txn", nanos, (long) partitions * records,
-                (long) partitions * records * VALUE.length);
+            long ended = System.nanoTime();
+            System.out.println("{\"workload\":\"txn\",\"nanos\":" + (ended - started)
+                + ",\"items\":" + (long) partitions * records + ",\"bytes\":"
+                + (long) partitions * records * VALUE.length + ",\"commit_nanos\":"
+                + (ended - committing) + "}");
         }
     }
 
