@@ -107,12 +107,16 @@ struct Setup {
     classes: PathBuf,
 }
 
-fn setup() -> Result<&'static Setup, String> {
+/// The process's [`Setup`], made in `ctx`'s scratch (deleted with it) by the first row.
+fn setup(ctx: &Ctx) -> Result<&'static Setup, String> {
     static SETUP: OnceLock<Result<Setup, String>> = OnceLock::new();
-    SETUP.get_or_init(find_setup).as_ref().map_err(Clone::clone)
+    SETUP
+        .get_or_init(|| find_setup(&ctx.root.join("broker-client")))
+        .as_ref()
+        .map_err(Clone::clone)
 }
 
-fn find_setup() -> Result<Setup, String> {
+fn find_setup(dir: &Path) -> Result<Setup, String> {
     let (java, classpath) = java_and_classpath()?;
     let probe = Command::new(&java)
         .arg("-version")
@@ -123,10 +127,9 @@ fn find_setup() -> Result<Setup, String> {
     if !probe.success() {
         return Err(format!("`{} -version` failed: {probe}", java.display()));
     }
-    let dir = std::env::temp_dir().join(format!("partlog-broker-bench-{}", std::process::id()));
     let classes = dir.join("classes");
     harness::compile(&java, &classpath, &classes, DRIVER_CLASS, DRIVER_SOURCE)?;
-    let wrapper = broker_java_wrapper(&dir, &java)?;
+    let wrapper = broker_java_wrapper(dir, &java)?;
     let tools: &'static KafkaTools = Box::leak(Box::new(KafkaTools {
         java: wrapper,
         classpath: classpath.clone(),
@@ -221,10 +224,12 @@ impl Session {
 /// Starts the broker (in `ctx`'s scratch) and the driver, connected and configured; `None`
 /// after a message when Java or the jars are missing.
 fn start_session(ctx: &Ctx, row: &str) -> Option<Session> {
-    let setup = match setup() {
+    let setup = match setup(ctx) {
         Ok(setup) => setup,
         Err(why) => {
-            println!("  {row}: skipped, no Kafka broker can run here: {why}");
+            // javac's whole output can run to pages: its first line names the problem.
+            let first_line = why.lines().next().unwrap_or_default();
+            println!("  {row}: skipped, no Kafka broker can run here: {first_line}");
             return None;
         }
     };
