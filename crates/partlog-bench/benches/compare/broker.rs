@@ -20,13 +20,16 @@
 //! ([`heartbeat_ms`], 100 unless `COMPARE_BROKER_HEARTBEAT_MS` says otherwise), and auto-commit
 //! is off on both. In the classic protocol a member learns of a rebalance from its heartbeat's
 //! answer, so on both sides the join is bounded by the heartbeat: the old members' next beats
-//! (round one), then the new member's (round two, after the others revoked what moves). The
-//! commit row also reports partlog's floor, a durable append of one 60-byte record. The
-//! transaction rows report `commitTransaction`'s own time beside the whole transaction's. The broker runs with Kafka's own start-script JVM options
-//! (`benches/kafka/broker-jvm.options`) instead of the tests' C1-only ones, its thread pools at
-//! Kafka's defaults (`num.io.threads` 8, `num.network.threads` 3) and `flush.messages=1` as a
-//! cluster-wide default (checked on every topic the rows use, `__transaction_state` and
-//! `__consumer_offsets` included), except the page-cache producer topic.
+//! (round one), then the new member's (round two, after the others revoked what moves).
+//!
+//! The broker runs with Kafka's own start-script JVM options (`benches/kafka/broker-jvm.options`)
+//! instead of the tests' C1-only ones, its thread pools at Kafka's defaults (`num.io.threads` 8,
+//! `num.network.threads` 3) and `flush.messages=1` as a cluster-wide default (checked on every
+//! topic the rows use, `__transaction_state` and `__consumer_offsets` included), except on the
+//! page-cache producer topic.
+//!
+//! Beside the targets, the transaction rows report `commitTransaction`'s own time, and the
+//! commit row partlog's floor: a durable append of one 60-byte record to a log of its own.
 //!
 //! Broker start, JVM start and the client objects' construction are outside the timed
 //! regions; each side runs untimed warm-ups first. Without Java, `javac` or Kafka's jars the
