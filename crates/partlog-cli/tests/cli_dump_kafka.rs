@@ -588,12 +588,8 @@ fn partlog_dump_offsets_decoder_diffs_clean_against_dump_log_segments() {
     records.push((commit_key("g1", 0), None));
     records.push((group_key("g1"), None));
     for (i, (key, value)) in records.iter().enumerate() {
-        log.append(&[NewRecord::new(
-            t0 + i as i64,
-            Some(key),
-            value.as_deref(),
-        )])
-        .unwrap();
+        log.append(&[NewRecord::new(t0 + i as i64, Some(key), value.as_deref())])
+            .unwrap();
     }
     log.close().unwrap();
     drop(log);

@@ -21,11 +21,11 @@ use java_driver::{JavaDriver, Random, hex};
 
 use partlog_groups::assignor::java_string_hash;
 use partlog_groups::group::consumer_protocol::{Assignment, Subscription, TopicPartitions};
-use partlog_groups::offsets::records::{
-    GroupMetadataValue, MemberMetadata, OffsetCommitValue, OffsetsKey, group_partition,
-};
 use partlog_groups::offsets::dump_text::{
     self as dump_text, MemberBlobs, group_metadata_value_json, offset_commit_value_json,
+};
+use partlog_groups::offsets::records::{
+    GroupMetadataValue, MemberMetadata, OffsetCommitValue, OffsetsKey, group_partition,
 };
 
 /// Kafka's classes behind `GroupsDriver`, compiled at first use; `None` to skip.
@@ -178,7 +178,11 @@ fn describe(key: &[u8], value: Option<&[u8]>) -> String {
             Err(_) => return "error".to_owned(),
         },
         (Some(v), _) => match GroupMetadataValue::decode(v) {
-            Ok(decoded) => format!("{} {}", version(v), group_metadata_value_json(&decoded, version(v), MemberBlobs::Base64)),
+            Ok(decoded) => format!(
+                "{} {}",
+                version(v),
+                group_metadata_value_json(&decoded, version(v), MemberBlobs::Base64)
+            ),
             Err(_) => return "error".to_owned(),
         },
     };

@@ -75,7 +75,9 @@ fn decoded_texts(key: &[u8], value: Option<&[u8]>) -> Result<Decoded, crate::Dec
     let Some(value) = value else {
         return Ok(Decoded::Texts(key_text, "<DELETE>".to_owned()));
     };
-    let version = value.first_chunk::<2>().map_or(0, |v| i16::from_be_bytes(*v));
+    let version = value
+        .first_chunk::<2>()
+        .map_or(0, |v| i16::from_be_bytes(*v));
     let data = match decoded_key {
         OffsetsKey::GroupMetadata { .. } => group_metadata_value_json(
             &GroupMetadataValue::decode(value)?,
@@ -141,7 +143,10 @@ pub fn group_metadata_value_json(
     let mut fields = vec![
         format!("\"protocolType\":{}", json_string(&value.protocol_type)),
         format!("\"generation\":{}", value.generation),
-        format!("\"protocol\":{}", nullable_string(value.protocol.as_deref())),
+        format!(
+            "\"protocol\":{}",
+            nullable_string(value.protocol.as_deref())
+        ),
         format!("\"leader\":{}", nullable_string(value.leader.as_deref())),
     ];
     if version >= 2 {
@@ -168,7 +173,10 @@ fn member_json(member: &MemberMetadata, version: i16, decode_blobs: bool) -> Str
         ));
     }
     fields.push(format!("\"clientId\":{}", json_string(&member.client_id)));
-    fields.push(format!("\"clientHost\":{}", json_string(&member.client_host)));
+    fields.push(format!(
+        "\"clientHost\":{}",
+        json_string(&member.client_host)
+    ));
     if version >= 1 {
         fields.push(format!("\"rebalanceTimeout\":{}", member.rebalance_timeout));
     }
@@ -191,11 +199,7 @@ fn member_json(member: &MemberMetadata, version: i16, decode_blobs: bool) -> Str
 pub fn subscription_json(blob: &[u8]) -> Option<String> {
     let version = blob_version(blob)?;
     let subscription = Subscription::decode(blob).ok()?;
-    let topics: Vec<String> = subscription
-        .topics
-        .iter()
-        .map(|t| json_string(t))
-        .collect();
+    let topics: Vec<String> = subscription.topics.iter().map(|t| json_string(t)).collect();
     let mut fields = vec![
         format!("\"topics\":[{}]", topics.join(",")),
         format!(
@@ -288,10 +292,7 @@ pub fn base64(bytes: &[u8]) -> String {
     const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
     for chunk in bytes.chunks(3) {
-        let n = chunk
-            .iter()
-            .fold(0u32, |n, b| (n << 8) | u32::from(*b))
-            << (8 * (3 - chunk.len()));
+        let n = chunk.iter().fold(0u32, |n, b| (n << 8) | u32::from(*b)) << (8 * (3 - chunk.len()));
         for i in 0..4 {
             if i <= chunk.len() {
                 out.push(char::from(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize]));
@@ -339,7 +340,9 @@ mod tests {
             )
         );
         assert_eq!(
-            kafka_decoder_text(4, Some(&[0, 5, 0, 0]), Some(b"x")).0.as_deref(),
+            kafka_decoder_text(4, Some(&[0, 5, 0, 0]), Some(b"x"))
+                .0
+                .as_deref(),
             Some("Unknown record type 5 at offset 4, skipping.")
         );
         let (text, payload) = kafka_decoder_text(5, Some(&[0, 1, 0]), None);
@@ -372,7 +375,9 @@ mod tests {
         };
         let text = group_metadata_value_json(&value, 3, MemberBlobs::ConsumerProtocol);
         assert!(
-            text.ends_with(r#""subscription":"AAAA","assignment":{"assignedPartitions":[],"userData":null}}]}"#),
+            text.ends_with(
+                r#""subscription":"AAAA","assignment":{"assignedPartitions":[],"userData":null}}]}"#
+            ),
             "{text}"
         );
         let raw = group_metadata_value_json(&value, 3, MemberBlobs::Base64);
