@@ -4,6 +4,8 @@
 
 pub mod dump_text;
 #[cfg(feature = "coordinator")]
+mod group_offsets;
+#[cfg(feature = "coordinator")]
 pub mod log;
 pub mod records;
 #[cfg(feature = "coordinator")]
