@@ -33,6 +33,8 @@ mod compaction_log;
 mod curves;
 #[path = "compare/engine.rs"]
 mod engine;
+#[path = "compare/groups.rs"]
+mod groups;
 #[path = "kafka/harness.rs"]
 mod harness;
 #[path = "compare/kafka.rs"]
@@ -125,6 +127,9 @@ const ROWS: &[(&str, RowFn)] = &[
         engine::row_coordinator_recovery,
     ),
     ("engine_1000_partitions", engine::row_many_partitions),
+    ("groups_commit_sync", groups::row_commit_sync),
+    ("groups_fetch_1000", groups::row_fetch_1000),
+    ("groups_open_1m", groups::row_open_1m),
 ];
 
 /// A fixed CreateTime inside partlog's timestamp bounds.
