@@ -17,6 +17,10 @@ pub(crate) struct Stored {
     pub(crate) record_offset: i64,
 }
 
+/// Each group's offsets, by group id (hashed too: the replay looks a group up for every
+/// record; what walks every group walks the ordered group list instead).
+pub(crate) type OffsetsByGroup = FastMap<String, GroupOffsets>;
+
 /// One group's offsets.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct GroupOffsets {
@@ -25,6 +29,7 @@ pub(crate) struct GroupOffsets {
 
 impl GroupOffsets {
     /// The offset of `topic`-`partition`.
+    #[inline]
     pub(crate) fn get(&self, topic: &str, partition: i32) -> Option<&Stored> {
         self.topics.get(topic)?.get(&partition)
     }

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use partlog::unstable::Clock;
 
-use super::group_offsets::{GroupOffsets, Stored};
+use super::group_offsets::{GroupOffsets, OffsetsByGroup, Stored};
 use super::log::{OffsetsLog, OffsetsRecord, Replayed};
 use super::records::{GroupMetadataValue, OffsetCommitValue, OffsetsKey, OffsetsKeyRef};
 use crate::Error;
@@ -126,10 +126,10 @@ pub struct OffsetStore<L: OffsetsLog> {
 #[derive(Debug, Default)]
 struct State {
     groups: BTreeMap<String, ClassicGroup>,
-    offsets: BTreeMap<String, GroupOffsets>,
+    offsets: OffsetsByGroup,
     /// Transactional offsets by producer, then group: a group entry stays (perhaps emptied by
     /// a tombstone) until the producer's marker, as the group's open transaction.
-    pending: BTreeMap<i64, BTreeMap<String, GroupOffsets>>,
+    pending: BTreeMap<i64, OffsetsByGroup>,
 }
 
 impl State {
