@@ -34,9 +34,11 @@ pub fn kafka_decoder_text(
     value: Option<&[u8]>,
 ) -> (Option<String>, Option<String>) {
     let Some(key) = key else {
+        // Kafka 4.4's decoder throws here with these words; the dump goes on instead.
         return (
             Some(format!(
-                "Error at offset {offset}, skipping. The record has no key."
+                "Failed to decode message at offset {offset} using the specified decoder \
+                 (message had a missing key)"
             )),
             None,
         );
@@ -352,6 +354,17 @@ mod tests {
             "{text:?}"
         );
         assert_eq!(payload, None);
+        assert_eq!(
+            kafka_decoder_text(6, None, Some(b"x")),
+            (
+                Some(
+                    "Failed to decode message at offset 6 using the specified decoder (message \
+                     had a missing key)"
+                        .to_owned()
+                ),
+                None
+            )
+        );
     }
 
     #[test]
