@@ -39,6 +39,8 @@ mod compaction_log;
 mod curves;
 #[path = "compare/engine.rs"]
 mod engine;
+#[path = "compare/groups.rs"]
+mod groups;
 #[path = "kafka/harness.rs"]
 mod harness;
 #[path = "compare/kafka.rs"]
@@ -133,6 +135,9 @@ const ROWS: &[(&str, RowFn)] = &[
     ("engine_1000_partitions", engine::row_many_partitions),
     ("broker_producer", broker::row_producer),
     ("broker_groups", broker::row_groups),
+    ("groups_commit_sync", groups::row_commit_sync),
+    ("groups_fetch_1000", groups::row_fetch_1000),
+    ("groups_open_1m", groups::row_open_1m),
 ];
 
 /// A fixed CreateTime inside partlog's timestamp bounds.
