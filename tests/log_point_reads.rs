@@ -418,9 +418,16 @@ fn a_full_cache_keeps_a_batch_on_its_second_point_read_only() {
         read(offset).unwrap();
     }
     let full = cache.resident_bytes();
-    assert!(full > cache.limit_bytes() * 9 / 10, "{full} of {}", cache.limit_bytes());
+    assert!(
+        full > cache.limit_bytes() * 9 / 10,
+        "{full} of {}",
+        cache.limit_bytes()
+    );
     // Read once while full: not kept, so the flipped file bytes are read and rejected.
-    assert_eq!(read(150).unwrap().and_then(|r| r.value), Some(value_of(150)));
+    assert_eq!(
+        read(150).unwrap().and_then(|r| r.value),
+        Some(value_of(150))
+    );
     flip_value_bit(dir.path(), &value_of(150));
     assert!(
         matches!(read(150), Err(Error::Corrupt { .. })),
@@ -428,7 +435,10 @@ fn a_full_cache_keeps_a_batch_on_its_second_point_read_only() {
     );
     // Read twice while full: kept, and the copy is what passed the CRC.
     for _ in 0..2 {
-        assert_eq!(read(160).unwrap().and_then(|r| r.value), Some(value_of(160)));
+        assert_eq!(
+            read(160).unwrap().and_then(|r| r.value),
+            Some(value_of(160))
+        );
     }
     flip_value_bit(dir.path(), &value_of(160));
     assert_eq!(
