@@ -32,8 +32,9 @@ pub(crate) const DEFAULT_VERIFIED_BATCH_CACHE_BYTES: usize = 64 << 20;
 ///
 /// Shared by every log of the process by default ([`global`](Self::global)); a log given its
 /// own ([`LogConfigBuilder::verified_batch_cache`](crate::LogConfigBuilder::verified_batch_cache))
-/// uses that one. Its resident bytes, the copies and their bookkeeping, stay at or below its
-/// limit: the oldest copies go first. A limit of 0 turns it off.
+/// uses that one. Its resident bytes, the copies, their bookkeeping and its doorkeeper's bits,
+/// stay at or below its limit: the oldest copies go first. Once full, it keeps a batch on its
+/// second read only. A limit of 0 turns it off.
 ///
 /// ```
 /// use std::sync::Arc;
@@ -266,8 +267,8 @@ impl VerifiedBatchCache {
         self.limit
     }
 
-    /// The bytes it holds now: the copies, their record tables and an estimate of their
-    /// bookkeeping.
+    /// The bytes it holds now: the copies, their record tables, an estimate of their
+    /// bookkeeping, and the doorkeeper's bits.
     pub fn resident_bytes(&self) -> usize {
         self.state.read().bytes + self.doorkeeper.bytes()
     }
@@ -278,8 +279,8 @@ impl VerifiedBatchCache {
     }
 
     /// Whether a point read that has just checked segment `segment`'s batch based at
-    /// `base_offset`, `len` bytes, should keep a copy. Always while the copy fits without an
-    /// eviction. Once the cache is full, only on the batch's second read within the
+    /// `base_offset`, `len` bytes, should keep a copy. Always while the cache has room (more
+    /// than 1/64 of it free). Once it is full, only on the batch's second read within the
     /// doorkeeper's window (TinyLFU's doorkeeper): a batch read once and never again, the
     /// whole of a cold log's random reads, then costs no copy, no record table and no
     /// eviction of a copy that may be read again.
