@@ -448,3 +448,49 @@ fn a_full_cache_keeps_a_batch_on_its_second_point_read_only() {
     );
     assert!(cache.resident_bytes() <= cache.limit_bytes());
 }
+
+/// Issue 35's record tables: batches of many records whose records section is under 64 KiB
+/// (two-byte entries) and over it (four-byte entries), each kept with every fourth record's
+/// start; every offset, read twice in a scattered order (the first read of a batch keeps its
+/// copy and finds its record through the table, the later ones hit it), is the iterator's
+/// record.
+#[test]
+fn point_reads_through_record_tables_of_both_widths_return_every_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = partlog::VerifiedBatchCache::new(16 << 20);
+    let mut config = LogConfig::builder_for_tests().build().unwrap();
+    config.verified_batch_cache = Arc::clone(&cache);
+    let log = Log::open(dir.path(), config).unwrap();
+    // 37 records of 40 B (a narrow table), then 101 of 1 KiB (over 64 KiB: a wide one).
+    for (records, value_size) in [(37, 40), (101, 1024)] {
+        let mut builder = BatchBuilder::new(Compression::None);
+        for n in 0..records {
+            builder.push(&NewRecord::new(
+                T0 + n,
+                None,
+                Some(&vec![n as u8; value_size]),
+            ));
+        }
+        log.append_batch(&builder.build().unwrap()).unwrap();
+    }
+    let all: Vec<LogRecord> = log
+        .records(0, ReadBound::LogEnd)
+        .collect::<partlog::Result<_>>()
+        .unwrap();
+    assert_eq!(all.len(), 138);
+    let mut read = RecordRead::new();
+    for round in 0..2 {
+        for step in 0..138 {
+            let offset = (step * 53 + round * 7) % 138;
+            let found = log
+                .read_record_into(offset, ReadOptions::default(), &mut read)
+                .unwrap()
+                .expect("a record");
+            let expected = &all[offset as usize];
+            assert_eq!(found.offset, expected.offset);
+            assert_eq!(found.value, expected.value.as_deref(), "at {offset}");
+            assert_eq!(found.timestamp, expected.timestamp);
+        }
+    }
+    assert!(cache.resident_bytes() > 100 << 10, "both batches were kept");
+}
