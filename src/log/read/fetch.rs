@@ -215,10 +215,19 @@ impl Shared {
                         fetch.clear_aborted();
                         continue 'retry;
                     }
-                    if fetch.point_read() {
-                        self.keep_verified(&segment, segment_truncations, &read, at, fetch);
+                    let kept = fetch
+                        .point_read()
+                        .then(|| {
+                            self.keep_verified(&segment, segment_truncations, &read, at, fetch)
+                        })
+                        .flatten();
+                    match kept {
+                        // The copy's record table finds the record: no walk over the others.
+                        Some(batch) => {
+                            fetch.fill_verified(batch, end, segment, segment_truncations)
+                        }
+                        None => fetch.fill(&read, at, end, segment, segment_truncations),
                     }
-                    fetch.fill(&read, at, end, segment, segment_truncations);
                     return Ok(false);
                 }
                 // Nothing at or above `from` here: the read moves on to the next segment.
@@ -269,7 +278,9 @@ impl Shared {
 
     /// Keeps a copy of the batch a point read has just read and checked (`read`, at `at` in
     /// `fetch`'s buffer) when no truncation was under way when the read began or has begun
-    /// since: the bytes it checked are then the segment's bytes at `truncations`.
+    /// since (the bytes it checked are then the segment's bytes at `truncations`) and the
+    /// cache admits it ([`VerifiedBatchCache::admits`](crate::VerifiedBatchCache)); the copy
+    /// kept.
     fn keep_verified(
         &self,
         segment: &Segment,
@@ -277,21 +288,21 @@ impl Shared {
         read: &SegmentRead,
         at: usize,
         fetch: &mut FetchData,
-    ) {
+    ) -> Option<Arc<VerifiedBatch>> {
         let cache = &self.config.verified_batch_cache;
         if self.live.is_some() || cache.limit_bytes() == 0 {
-            return;
+            return None;
         }
         if truncations % 2 == 1 || segment.truncation_sequence() != truncations {
-            return;
+            return None;
         }
-        let Some(bytes) = fetch.buffer_mut().get(at..at + read.len) else {
-            return;
-        };
+        if !cache.admits(segment.id(), read.first_offset, read.len) {
+            return None;
+        }
+        let bytes = fetch.buffer_mut().get(at..at + read.len)?;
         // A point read returns one batch; a legacy message is not kept.
-        if let Some(batch) = VerifiedBatch::copy_of(bytes, read.position, truncations) {
-            cache.insert(segment.id(), batch);
-        }
+        let batch = VerifiedBatch::copy_of(bytes, read.position, truncations)?;
+        cache.insert(segment.id(), batch)
     }
 
     /// Kafka's `collectAbortedTransactions` for a fetch from `offset` whose batches `read` took

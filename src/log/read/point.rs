@@ -60,6 +60,11 @@ impl RecordRead {
             timestamp_type,
         } = self;
         let fetch: &FetchData = fetch;
+        // A cached batch of many records knows where every fourth starts: a step over at most
+        // three others. Looked up first, so that the bytes arrive while the header is parsed.
+        let start = fetch
+            .verified()
+            .and_then(|verified| verified.record_start(offset));
         let Some(batch) = fetch.batches().next() else {
             return Ok(None);
         };
@@ -72,13 +77,10 @@ impl RecordRead {
         }
         *timestamp_type = batch.timestamp_type();
         let found_type = *timestamp_type;
-        // A cached batch of many records knows where each starts: no step over the others.
-        let start = fetch
-            .verified()
-            .and_then(|verified| verified.record_start(offset));
         if let (Some((pos, index)), Batch::V2(view)) = (start, batch) {
             let mut records = view.into_records(scratch)?;
             records.seek(pos, index);
+            records.skip_below(offset);
             let record = records.next().transpose()?;
             return Ok(record
                 .filter(|record| record.offset == offset)
