@@ -9,6 +9,7 @@
 //! | [`state`] | [`ProducerTransactionState`]: Kafka's client states and legal transitions |
 //! | [`idempotence`] | [`IdempotenceState`]: sequences in flight and the epoch bump of KIP-360 |
 //! | `transactions` | `init_transactions`, `begin_transaction`, `commit_transaction`, `abort_transaction` |
+//! | `adds` | `PartitionAdds`: the partitions new to a transaction, added in one write |
 //!
 //! # Modes
 //!
@@ -19,9 +20,11 @@
 //!   epoch and every partition restarts at sequence 0 (KIP-360); at `epoch == i16::MAX` it
 //!   takes a new producer id.
 //! - **Transactional** (`transactional.id`): Kafka's client state machine
-//!   ([`ProducerTransactionState`]). The first record of a transaction to a partition adds the
-//!   partition through the coordinator (`AddPartitionsToTxn`, which registers the transaction
-//!   with the log) before any of its batches reaches the log. `commit_transaction` appends
+//!   ([`ProducerTransactionState`]). The first record of a transaction to a partition queues
+//!   the partition, and its producer holds the batches; the coordinator adds every queued
+//!   partition in one `AddPartitionsToTxn` (one durable `Ongoing` write, which registers the
+//!   transaction with the logs) when a held batch is due or the transaction ends, and only
+//!   then are the batches appended, as Kafka's sender batches its adds. `commit_transaction` appends
 //!   every partition's batches, waits until all are durable (their fsyncs at once), then has
 //!   the coordinator write `PrepareCommit`, the markers and `CompleteCommit`: a
 //!   `read_committed` reader sees the transaction when the call returns (Kafka answers after
@@ -34,6 +37,7 @@
 //! partition switches after `batch.size` bytes whatever its queue holds (the partition
 //! producer's queue is not visible from here).
 
+mod adds;
 pub mod config;
 pub mod idempotence;
 pub mod state;
@@ -47,6 +51,7 @@ use std::task::{Context, Poll};
 
 use partlog::{Error, NewRecord, Producer, ProducerMode, SendHandle};
 
+use self::adds::PartitionAdds;
 use self::config::TopicProducerConfig;
 use self::idempotence::{EpochBump, IdempotenceState};
 use self::state::ProducerTransactionState;
@@ -137,6 +142,8 @@ pub struct TopicProducer {
     coordinator: Arc<TransactionCoordinator>,
     config: TopicProducerConfig,
     state: Mutex<State>,
+    /// The partitions of the open transaction waiting to be added (transactional only).
+    adds: Option<Arc<PartitionAdds>>,
 }
 
 impl TopicProducer {
@@ -154,7 +161,12 @@ impl TopicProducer {
         } else {
             None
         };
+        let adds = config
+            .transactional_id
+            .as_ref()
+            .map(|id| PartitionAdds::new(Arc::clone(&coordinator), id.clone()));
         Ok(TopicProducer {
+            adds,
             shared: Arc::clone(&engine.shared),
             coordinator,
             config,
@@ -284,19 +296,15 @@ impl TopicProducer {
             .idempotence
             .as_ref()
             .map(IdempotenceState::producer_id_and_epoch);
-        let transactional = self.config.transactional_id.is_some();
-        if let (Some(id), Some(ids)) = (&self.config.transactional_id, ids) {
-            let tp = [TopicPartition::new(record.topic, partition)];
-            if let Err(error) = self
-                .coordinator
-                .add_partitions(id, ids.producer_id, ids.epoch, &tp)
-            {
-                return Err(transactions::fail_transaction(state, id, error));
-            }
-            state.txn_started = true;
-        }
         let log = self.shared.partition(record.topic, partition)?;
-        let producer = Arc::new(self.partition_producer(log, ids, transactional)?);
+        let producer = Arc::new(self.partition_producer(log, ids)?);
+        if let Some(adds) = &self.adds {
+            // Held until the coordinator has added the partition (see `adds`).
+            adds.queue(
+                TopicPartition::new(record.topic, partition),
+                Arc::clone(&producer),
+            );
+        }
         route.producers[slot] = Some(Arc::clone(&producer));
         Ok((producer, partition, sticky))
     }
@@ -306,8 +314,8 @@ impl TopicProducer {
         &self,
         log: Arc<partlog::Log>,
         ids: Option<ProducerIdAndEpoch>,
-        transactional: bool,
     ) -> Result<Producer, Error> {
+        let transactional = self.adds.is_some();
         let mut config = self.config.producer.clone();
         config.mode = match (ids, transactional) {
             (None, _) => ProducerMode::Plain,
@@ -320,13 +328,9 @@ impl TopicProducer {
                 producer_epoch: ids.epoch,
             },
         };
-        if transactional {
-            // A transaction's records become durable at commit, every partition at once.
-            config.acks = partlog::Acks::One;
-        }
         let producer = Producer::new(log, config)?;
-        if transactional {
-            producer.begin()?;
+        if let Some(adds) = &self.adds {
+            producer.begin_held(adds.hook())?;
         }
         Ok(producer)
     }
@@ -348,14 +352,27 @@ impl TopicProducer {
     }
 
     /// Whether the producer may send now.
-    fn may_send(&self, state: &State) -> Result<(), Error> {
+    fn may_send(&self, state: &mut State) -> Result<(), Error> {
         if state.closed {
             return Err(Error::Closed);
         }
         let Some(id) = &self.config.transactional_id else {
             return Ok(());
         };
-        transactions::may_send(state, id)
+        transactions::may_send(state, id)?;
+        self.check_adds(state, id)
+    }
+
+    /// Makes the transaction abortable (or the producer fenced) once an add of its partitions
+    /// failed: the error, the first time; `may_send`'s refusal after.
+    fn check_adds(&self, state: &mut State, id: &str) -> Result<(), Error> {
+        let Some(adds) = self.adds.as_ref().filter(|adds| adds.failed()) else {
+            return Ok(());
+        };
+        match adds.take_error() {
+            Some(error) => Err(transactions::fail_transaction(state, id, error)),
+            None => transactions::may_send(state, id),
+        }
     }
 
     /// What a partition producer's error means for the producer: an idempotent producer's
@@ -426,6 +443,7 @@ impl TopicProducer {
     /// # Errors
     /// The first partition's error.
     pub fn flush(&self) -> Result<(), Error> {
+        self.finish_adds()?;
         let mut first_error = None;
         for producer in self.producers() {
             if let Err(error) = producer.flush() {
@@ -441,6 +459,9 @@ impl TopicProducer {
     /// # Errors
     /// The first partition's error.
     pub fn close(&self) -> Result<(), Error> {
+        // Kafka's close sends what it holds, the adds it needs included; a failed add leaves
+        // the held batches to fail below.
+        let _ = self.finish_adds();
         lock(&self.state).closed = true;
         let mut first_error = None;
         for producer in self.producers() {
@@ -449,6 +470,26 @@ impl TopicProducer {
             }
         }
         first_error.map_or(Ok(()), Err)
+    }
+
+    /// In a transaction: adds every queued partition, so that its producer's batches go out.
+    /// Fails if an add failed (its batches stay held: flushing them would wait forever).
+    fn finish_adds(&self) -> Result<(), Error> {
+        let (Some(adds), Some(id)) = (&self.adds, &self.config.transactional_id) else {
+            return Ok(());
+        };
+        if lock(&self.state).txn_state != ProducerTransactionState::InTransaction {
+            return Ok(());
+        }
+        let finished = adds.finish();
+        let mut state = lock(&self.state);
+        match finished {
+            Ok(added) => {
+                state.txn_started |= added;
+                self.check_adds(&mut state, id)
+            }
+            Err(error) => Err(transactions::fail_transaction(&mut state, id, error)),
+        }
     }
 
     fn producers(&self) -> Vec<Arc<Producer>> {

@@ -63,6 +63,9 @@ impl TopicProducer {
         let mut state = lock(&self.state);
         transition(&mut state, id, InTransaction)?;
         state.txn_started = false;
+        if let (Some(adds), Some(ids)) = (&self.adds, &state.idempotence) {
+            adds.begin(ids.producer_id_and_epoch());
+        }
         Ok(())
     }
 
@@ -82,6 +85,12 @@ impl TopicProducer {
         let mut state = lock(&self.state);
         if state.txn_state != CommittingTransaction {
             transition(&mut state, id, CommittingTransaction)?;
+            // Every queued partition added (one write), so that its batches can go out.
+            match self.adds.as_ref().map(|adds| adds.finish()) {
+                Some(Ok(added)) => state.txn_started |= added,
+                Some(Err(error)) => return Err(fail_transaction(&mut state, id, error)),
+                None => {}
+            }
             let logs = match close_transaction_producers(&mut state, true) {
                 Ok(logs) => logs,
                 Err(error) => return Err(fail_transaction(&mut state, id, error)),
@@ -105,6 +114,9 @@ impl TopicProducer {
         let mut state = lock(&self.state);
         if state.txn_state != AbortingTransaction {
             transition(&mut state, id, AbortingTransaction)?;
+            if let Some(adds) = &self.adds {
+                state.txn_started |= adds.stop();
+            }
             // Their records' handles carry their errors; the abort goes on regardless.
             let _ = close_transaction_producers(&mut state, false);
         }
@@ -361,7 +373,9 @@ fn close_transaction_producers(
     let mut first_error = None;
     let mut logs = Vec::with_capacity(producers.len());
     for producer in producers {
-        if let Err(error) = producer.close() {
+        // Appended, not waited for: the caller waits for every log's durability at once (under
+        // acks=all the sender asked each flusher for a sync after each append meanwhile).
+        if let Err(error) = producer.close_appended() {
             first_error.get_or_insert(error);
         }
         let log = Arc::clone(producer.log());
