@@ -3,12 +3,13 @@
 //! partition's or the coordinator's error moves the client state (fatal: fenced; abortable:
 //! everything else but a retriable `ConcurrentTransactions`).
 
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use partlog::{Error, Log, Producer};
 
 use super::idempotence::IdempotenceState;
+use super::routes::{self, Routes};
 use super::state::ProducerTransactionState::{self, *};
 use super::{State, TopicProducer};
 use crate::engine::open::lock;
@@ -91,7 +92,7 @@ impl TopicProducer {
                 Some(Err(error)) => return Err(fail_transaction(&mut state, id, error)),
                 None => {}
             }
-            let logs = match close_transaction_producers(&mut state, true) {
+            let logs = match close_transaction_producers(&self.routes, true) {
                 Ok(logs) => logs,
                 Err(error) => return Err(fail_transaction(&mut state, id, error)),
             };
@@ -118,7 +119,7 @@ impl TopicProducer {
                 state.txn_started |= adds.stop();
             }
             // Their records' handles carry their errors; the abort goes on regardless.
-            let _ = close_transaction_producers(&mut state, false);
+            let _ = close_transaction_producers(&self.routes, false);
         }
         self.end(&mut state, id, TransactionResult::Abort)
     }
@@ -362,11 +363,10 @@ fn replay_of(error: &Error, id: &str, state: &State) -> Error {
 /// and returns each log with its end offset, for the durability wait. `fail_fast`: the first
 /// error is returned (after closing all); otherwise errors are ignored.
 fn close_transaction_producers(
-    state: &mut State,
+    routes: &RwLock<Routes>,
     fail_fast: bool,
 ) -> Result<Vec<(Arc<Log>, i64)>, Error> {
-    let producers: Vec<Arc<Producer>> = state
-        .routes
+    let producers: Vec<Arc<Producer>> = routes::write(routes)
         .values_mut()
         .flat_map(|route| route.producers.iter_mut().filter_map(Option::take))
         .collect();
