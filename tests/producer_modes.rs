@@ -554,3 +554,22 @@ fn held_batches_fail_unappended_on_close_or_refusal() {
     producer.abort().unwrap();
     assert_eq!(log.log_end_offset(), 0);
 }
+
+/// `request_flush` seals a lingering batch so that the sender appends it now, without waiting
+/// (issue 33: the engine requests every partition's flush before waiting on any).
+#[test]
+fn request_flush_appends_a_lingering_batch_without_waiting() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = open_log(dir.path());
+    let config = ProducerConfig::builder()
+        .acks(Acks::One)
+        .linger_ms(3_600_000)
+        .build()
+        .unwrap();
+    let producer = Producer::new(Arc::clone(&log), config).unwrap();
+    let handles = send_all(&producer, 0..3);
+    assert_eq!(log.log_end_offset(), 0, "an hour's linger holds the batch");
+    producer.request_flush();
+    assert_eq!(wait_all(handles), vec![0, 1, 2]);
+    producer.close().unwrap();
+}

@@ -574,6 +574,17 @@ impl Producer {
         })
     }
 
+    /// The first half of [`flush`](Self::flush), without the wait: seals the open batch so that
+    /// the sender appends it now, whatever `linger.ms` says (under `acks=all` the sender asks
+    /// the log's flusher for a sync after each append). A caller flushing many producers
+    /// requests every flush first, then waits on each: their appends and syncs overlap.
+    pub fn request_flush(&self) {
+        let inner = &*self.inner;
+        if inner.accumulator.lock().seal_open() {
+            inner.sender_wake.wake();
+        }
+    }
+
     /// Seals the open batch and blocks until every record sent before this call is done as
     /// [`Acks`] `1` defines it (appended), and under `acks=all` also durable. Records sent
     /// meanwhile by other threads may or may not be covered.

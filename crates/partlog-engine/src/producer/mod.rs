@@ -443,8 +443,13 @@ impl TopicProducer {
     /// The first partition's error.
     pub fn flush(&self) -> Result<(), Error> {
         self.finish_adds()?;
+        let producers = self.producers();
+        // Every partition appends (and under acks=all syncs) at once; then the waits.
+        for producer in &producers {
+            producer.request_flush();
+        }
         let mut first_error = None;
-        for producer in self.producers() {
+        for producer in producers {
             if let Err(error) = producer.flush() {
                 first_error.get_or_insert(error);
             }
@@ -462,8 +467,12 @@ impl TopicProducer {
         // the held batches to fail below.
         let _ = self.finish_adds();
         self.closed.store(true, Ordering::Release);
+        let producers = self.producers();
+        for producer in &producers {
+            producer.request_flush();
+        }
         let mut first_error = None;
-        for producer in self.producers() {
+        for producer in producers {
             if let Err(error) = producer.close() {
                 first_error.get_or_insert(error);
             }

@@ -370,6 +370,9 @@ fn close_transaction_producers(
         .values_mut()
         .flat_map(|route| route.producers.iter_mut().filter_map(Option::take))
         .collect();
+    for producer in &producers {
+        producer.request_flush();
+    }
     let mut first_error = None;
     let mut logs = Vec::with_capacity(producers.len());
     for producer in producers {
