@@ -121,6 +121,19 @@ pub(crate) struct State {
     last_error: Option<Error>,
     /// Whether the open transaction added a partition (an empty one needs no `EndTxn`).
     txn_started: bool,
+    /// Whether `txn_state` is `InTransaction`, for `send` to read without this lock.
+    in_transaction: Arc<AtomicBool>,
+}
+
+impl State {
+    /// Moves the client state to `target` (the one place that does).
+    pub(crate) fn set_txn_state(&mut self, target: ProducerTransactionState) {
+        self.txn_state = target;
+        self.in_transaction.store(
+            target == ProducerTransactionState::InTransaction,
+            Ordering::Release,
+        );
+    }
 }
 
 /// Kafka's `KafkaProducer` over an engine: see the module docs. `Send + Sync`: share it with
@@ -135,6 +148,8 @@ pub struct TopicProducer {
     routes: RwLock<Routes>,
     /// Set by `close`: later sends fail.
     closed: AtomicBool,
+    /// `State::in_transaction`, read by a transactional send without the state lock.
+    in_transaction: Arc<AtomicBool>,
     /// The partitions of the open transaction waiting to be added (transactional only).
     adds: Option<Arc<PartitionAdds>>,
 }
@@ -154,6 +169,7 @@ impl TopicProducer {
         } else {
             None
         };
+        let in_transaction = Arc::new(AtomicBool::new(false));
         let adds = config
             .transactional_id
             .as_ref()
@@ -168,7 +184,9 @@ impl TopicProducer {
                 txn_state: ProducerTransactionState::Uninitialized,
                 last_error: None,
                 txn_started: false,
+                in_transaction: Arc::clone(&in_transaction),
             }),
+            in_transaction,
             routes: RwLock::new(Routes::default()),
             closed: AtomicBool::new(false),
         })
@@ -344,6 +362,14 @@ impl TopicProducer {
             return Err(Error::Closed);
         }
         if self.config.transactional_id.is_none() {
+            return Ok(());
+        }
+        // In a transaction no add failed: no lock. A commit or abort starting meanwhile takes
+        // the partitions' producers under the routes' write lock, so this record either makes
+        // it into the transaction or finds no producer, and `add_producer` refuses it.
+        if self.in_transaction.load(Ordering::Acquire)
+            && !self.adds.as_ref().is_some_and(|adds| adds.failed())
+        {
             return Ok(());
         }
         self.may_send_in(&mut lock(&self.state))

@@ -47,7 +47,7 @@ impl TopicProducer {
             Err(error) if is_fenced(&error) => Err(fatal(&mut state, id, error)),
             Err(error) => {
                 // Nothing changed at the coordinator: the producer may try again.
-                state.txn_state = Uninitialized;
+                state.set_txn_state(Uninitialized);
                 Err(error)
             }
         }
@@ -246,7 +246,7 @@ fn transition(state: &mut State, id: &str, target: ProducerTransactionState) -> 
             .map_or(-1, |i| i.producer_id_and_epoch().producer_id);
         return Err(target.illegal(state.txn_state, id, producer_id));
     }
-    state.txn_state = target;
+    state.set_txn_state(target);
     Ok(())
 }
 
@@ -284,7 +284,7 @@ pub(super) fn fail_transaction(state: &mut State, id: &str, error: Error) -> Err
     {
         return error;
     }
-    state.txn_state = AbortableError;
+    state.set_txn_state(AbortableError);
     let answer = replay_of(&error, id, state);
     state.last_error = Some(error);
     answer
@@ -306,7 +306,7 @@ fn fatal(state: &mut State, id: &str, error: Error) -> Error {
         },
         other => other,
     };
-    state.txn_state = FatalError;
+    state.set_txn_state(FatalError);
     let answer = replay_of(&error, id, state);
     state.last_error = Some(error);
     answer
