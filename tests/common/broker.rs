@@ -225,6 +225,8 @@ pub struct Broker {
     controller_port: u16,
     child: Option<Child>,
     starts: u32,
+    /// Broker settings that override `server.properties.in`'s ([`Broker::start_with_settings`]).
+    settings: Vec<(String, String)>,
 }
 
 impl Broker {
@@ -241,6 +243,26 @@ impl Broker {
     /// When formatting fails, or the broker exits or is not ready within [`ready_timeout`]
     /// (with the tail of its log in the message).
     pub fn start_with_log_dir(env: &'static BrokerEnv, work_dir: &Path, log_dir: &Path) -> Broker {
+        Broker::start_configured(env, work_dir, log_dir, &[])
+    }
+
+    /// Starts a broker whose log dir is `work_dir/logs`, as [`Broker::start`] does, with
+    /// `settings` overriding `server.properties.in`'s (for example
+    /// `offsets.topic.num.partitions`, one there, 50 in Kafka's default), at every start.
+    pub fn start_with_settings(
+        env: &'static BrokerEnv,
+        work_dir: &Path,
+        settings: &[(&str, &str)],
+    ) -> Broker {
+        Broker::start_configured(env, work_dir, &work_dir.join("logs"), settings)
+    }
+
+    fn start_configured(
+        env: &'static BrokerEnv,
+        work_dir: &Path,
+        log_dir: &Path,
+        settings: &[(&str, &str)],
+    ) -> Broker {
         std::fs::create_dir_all(work_dir).expect("create the broker's work dir");
         std::fs::create_dir_all(log_dir).expect("create the broker's log dir");
         let broker_port = free_port();
@@ -258,6 +280,10 @@ impl Broker {
             controller_port,
             child: None,
             starts: 0,
+            settings: settings
+                .iter()
+                .map(|(key, value)| ((*key).to_owned(), (*value).to_owned()))
+                .collect(),
         };
         broker.write_config();
         if !broker.log_dir.join("meta.properties").exists() {
@@ -276,10 +302,14 @@ impl Broker {
         let template = std::fs::read_to_string(&template_path)
             .unwrap_or_else(|error| panic!("cannot read {}: {error}", template_path.display()));
         let log_dir = self.log_dir.to_str().expect("a UTF-8 log dir path");
-        let config = template
+        let mut config = template
             .replace("@BROKER_PORT@", &self.broker_port.to_string())
             .replace("@CONTROLLER_PORT@", &self.controller_port.to_string())
             .replace("@LOG_DIR@", log_dir);
+        // A later line of a properties file overrides an earlier one.
+        for (key, value) in &self.settings {
+            writeln!(config, "{key}={value}").expect("write to a String");
+        }
         std::fs::write(self.config_path(), config).expect("write server.properties");
     }
 
@@ -749,6 +779,66 @@ impl Broker {
             isolation.as_str(),
         ];
         parse_record_lines(&self.client("consume", topic, &args, None))
+    }
+
+    /// Reads `count` records of `topic` as a member of the classic consumer group `group`
+    /// (client id `client_id`), commits synchronously, and returns the committed
+    /// `(partition, next offset)` pairs. With `stay`, the client exits without leaving the
+    /// group: the broker keeps it as a member (for 5 minutes of session).
+    pub fn consume_in_group(
+        &self,
+        topic: &str,
+        group: &str,
+        count: usize,
+        client_id: &str,
+        stay: bool,
+    ) -> Vec<(i32, i64)> {
+        let count = count.to_string();
+        let mut args = vec![
+            "--group",
+            group,
+            "--count",
+            &count,
+            "--client-id",
+            client_id,
+        ];
+        if stay {
+            args.push("--stay");
+        }
+        record_lines(&self.client("consume-group", topic, &args, None))
+            .map(|line| {
+                let (partition, offset) = line
+                    .split_once('\t')
+                    .unwrap_or_else(|| panic!("bad consume-group line {line:?}"));
+                (
+                    partition.parse().expect("a partition"),
+                    offset.parse().expect("an offset"),
+                )
+            })
+            .collect()
+    }
+
+    /// Runs `kafka-consumer-groups.sh` (Kafka's `ConsumerGroupCommand`) against this broker
+    /// with `args` and returns its stdout.
+    ///
+    /// # Panics
+    /// If it fails or runs longer than [`CLIENT_TIMEOUT`], with its stderr in the message.
+    pub fn consumer_groups(&self, args: &[&str]) -> String {
+        let mut command = self.java();
+        command
+            .arg("-Dorg.slf4j.simpleLogger.defaultLogLevel=warn")
+            .arg("org.apache.kafka.tools.consumer.group.ConsumerGroupCommand")
+            .arg("--bootstrap-server")
+            .arg(self.bootstrap())
+            .args(args);
+        let line = format!("kafka-consumer-groups.sh {}", args.join(" "));
+        let (status, stdout, stderr) = run_with_timeout(command, None, CLIENT_TIMEOUT, &line);
+        assert!(
+            status.success(),
+            "`{line}` failed ({status}):\n{stdout}\n{stderr}\nbroker log ends:\n{}",
+            self.server_log_tail(30)
+        );
+        stdout
     }
 }
 

@@ -7,6 +7,7 @@
                            [--transactional-id ID [--abort]] [--idempotent]   < record lines
     client.py consume      BOOTSTRAP TOPIC [--partition P] [--from OFFSET]
                            [--isolation read_uncommitted|read_committed]
+    client.py consume-group BOOTSTRAP TOPIC --group G --count N [--client-id ID] [--stay]
 
 Records travel as one line each, tab-separated, the same format on stdin and stdout, so the Rust
 harness (tests/common/broker.rs) needs no JSON parser:
@@ -23,6 +24,10 @@ produce prints each record as the broker acknowledged it, with its offset, in in
 partition: the client's partitioner places them, and each line gets a sixth field, the partition.
 consume prints every record from --from up to the end of the partition (it stops at the first
 partition-EOF event), skipping control records as every consumer does.
+consume-group subscribes to TOPIC in group G (the classic protocol, from the earliest offset),
+reads N records, commits its positions synchronously and prints each committed partition as
+`partition<TAB>offset`. With --stay it then exits without closing the consumer, so that it
+stays a member of the group (its session lasts 5 minutes) and the group's record keeps it.
 
 Every wait is bounded (--timeout, default 60 s); on a timeout or an error the script exits
 non-zero with a message on stderr. Only 127.0.0.1 brokers are expected: nothing here resolves
@@ -30,6 +35,7 @@ other hosts.
 """
 
 import argparse
+import os
 import sys
 import time
 
@@ -264,6 +270,43 @@ def consume(bootstrap, topic, partition=0, start=0, isolation="read_uncommitted"
         consumer.close()
 
 
+def consume_group(bootstrap, topic, group, count, client_id, stay, timeout=60):
+    """Reads `count` records of `topic` as a member of `group`, commits, and returns the
+    committed [(partition, offset)]. With `stay`, the caller exits without closing."""
+    config = base_config(bootstrap)
+    config.update(
+        {
+            "group.id": group,
+            "client.id": client_id,
+            "group.protocol": "classic",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            # Long enough that the member outlives this process until the test stops the broker.
+            "session.timeout.ms": 300000,
+        }
+    )
+    consumer = Consumer(config)
+    consumer.subscribe([topic])
+    read = 0
+    deadline = time.monotonic() + timeout
+    while read < count:
+        if time.monotonic() > deadline:
+            fail(f"{read} of {count} records of {topic} read in group {group} after {timeout}s")
+        message = consumer.poll(0.5)
+        if message is None:
+            continue
+        if message.error() is not None:
+            fail(f"consuming {topic} in group {group}: {message.error()}")
+        read += 1
+    committed = consumer.commit(asynchronous=False)
+    for tp in committed:
+        if tp.error is not None:
+            fail(f"commit of {tp.topic}-{tp.partition} failed: {tp.error}")
+    if not stay:
+        consumer.close()
+    return sorted((tp.partition, tp.offset) for tp in committed)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -289,7 +332,13 @@ def main():
         "--isolation", choices=["read_uncommitted", "read_committed"], default="read_uncommitted"
     )
 
-    for command in (create, commands.choices["leaders"], send, receive):
+    member = commands.add_parser("consume-group")
+    member.add_argument("--group", required=True)
+    member.add_argument("--count", type=int, required=True)
+    member.add_argument("--client-id", default="partlog-tests")
+    member.add_argument("--stay", action="store_true")
+
+    for command in (create, commands.choices["leaders"], send, receive, member):
         command.add_argument("bootstrap")
         command.add_argument("topic")
         command.add_argument("--timeout", type=float, default=60)
@@ -323,6 +372,22 @@ def main():
             args.bootstrap, args.topic, args.partition, args.start, args.isolation, args.timeout
         ):
             print(format_record(*record))
+    elif args.command == "consume-group":
+        committed = consume_group(
+            args.bootstrap,
+            args.topic,
+            args.group,
+            args.count,
+            args.client_id,
+            args.stay,
+            args.timeout,
+        )
+        for partition, offset in committed:
+            print(f"{partition}\t{offset}")
+        if args.stay:
+            sys.stdout.flush()
+            # No close, no destructors: the member does not leave the group.
+            os._exit(0)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,8 @@
 #    temporary directory), for kafka_broker_fixture's comparison with the committed one.
 # 2. Runs every broker test target, tests/kafka_broker*.rs and tests/kafka_handoff*.rs, and those
 #    of the workspace crates the root's cargo test covers (crates/partlog-engine/tests/
-#    kafka_broker*.rs: partlog-engine is a default member), with
+#    kafka_broker*.rs: partlog-engine is a default member), then crates/partlog-groups/tests/
+#    kafka_broker*.rs (a package the root's cargo test leaves out: `-p partlog-groups`), with
 #    PARTLOG_BROKER=1 (without it they skip) and PARTLOG_BROKER_REGENERATED_FIXTURE pointing at
 #    step 1's output. Each test starts its own broker through tests/common/broker.rs; the tests
 #    run one at a time (PARTLOG_BROKER_TEST_THREADS to change that), since each broker is a JVM
@@ -121,4 +122,14 @@ mkdir -p "$scratch/tmp"
 # its broker's server logs were kept ($PARTLOG_CACHE/broker-logs) and their last lines.
 TMPDIR="$scratch/tmp" run timeout 1200 cargo test "${locked[@]}" --all-features "${targets[@]}" -- \
   --test-threads="${PARTLOG_BROKER_TEST_THREADS:-1}" --nocapture
+group_targets=()
+for file in crates/partlog-groups/tests/kafka_broker*.rs; do
+  [ -f "$file" ] || continue
+  group_targets+=(--test "$(basename "$file" .rs)")
+done
+if [ "${#group_targets[@]}" -gt 0 ]; then
+  echo "== cargo test -p partlog-groups ${group_targets[*]}"
+  TMPDIR="$scratch/tmp" run timeout 1200 cargo test "${locked[@]}" --all-features -p partlog-groups \
+    "${group_targets[@]}" -- --test-threads="${PARTLOG_BROKER_TEST_THREADS:-1}" --nocapture
+fi
 echo "== broker tests done in $(($(date +%s) - start))s"

@@ -5,6 +5,7 @@
 //! COMPARE_QUICK=1 cargo bench --bench compare    # same per-rep sizes, 3 pairs a row (< 3 min)
 //! COMPARE_ROWS=append,read cargo bench --bench compare   # only rows whose name has one of these
 //! cargo bench --bench compare -- engine         # the same, as words after `--`
+//! COMPARE_QUICK=1 cargo bench -p partlog-bench --bench compare -- broker   # the Kafka-broker rows
 //! ```
 //!
 //! The method (benches/README.md): runs alternate A B A B (A is partlog, B the reference), at least
@@ -27,12 +28,19 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+#[path = "compare/broker.rs"]
+mod broker;
+/// The tests' Kafka broker harness (a single-node KRaft broker on 127.0.0.1), for `broker`.
+#[path = "../../../tests/common/broker.rs"]
+mod broker_harness;
 #[path = "common/compaction_log.rs"]
 mod compaction_log;
 #[path = "compare/curves.rs"]
 mod curves;
 #[path = "compare/engine.rs"]
 mod engine;
+#[path = "compare/groups.rs"]
+mod groups;
 #[path = "kafka/harness.rs"]
 mod harness;
 #[path = "compare/kafka.rs"]
@@ -125,6 +133,11 @@ const ROWS: &[(&str, RowFn)] = &[
         engine::row_coordinator_recovery,
     ),
     ("engine_1000_partitions", engine::row_many_partitions),
+    ("broker_producer", broker::row_producer),
+    ("broker_groups", broker::row_groups),
+    ("groups_commit_sync", groups::row_commit_sync),
+    ("groups_fetch_1000", groups::row_fetch_1000),
+    ("groups_open_1m", groups::row_open_1m),
 ];
 
 /// A fixed CreateTime inside partlog's timestamp bounds.

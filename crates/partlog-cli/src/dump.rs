@@ -21,6 +21,7 @@ Examples:
   partlog dump /tmp/orders-0 --index             # and every index entry, checked
   partlog dump /tmp/orders-0 --producer-state    # and every .txnindex and .snapshot entry
   partlog dump /tmp/orders-0 --leader-epochs     # and the leader-epoch-checkpoint entries
+  partlog dump /tmp/logs/__consumer_offsets-42 --offsets-decoder   # commits and groups as JSON
   partlog dump /tmp/orders-0 --from 1000 --json  # one JSON object per record from offset 1000
   partlog dump /tmp/orders-0/00000000000000000000.log --skip-record-metadata   # one file
   partlog dump /tmp/orders-0/00000000000000000000.timeindex
@@ -119,6 +120,36 @@ pub struct DumpArgs {
     /// <DELETE> for a tombstone. Implies --records.
     #[arg(long, conflicts_with = "json")]
     pub transaction_log_decoder: bool,
+
+    /// Print the keys and values of a __consumer_offsets partition decoded, as kafka-dump-log's
+    /// --offsets-decoder does: each committed offset and group record as JSON (a consumer
+    /// group's subscriptions and assignments decoded), <DELETE> for a tombstone. Implies
+    /// --records.
+    #[arg(long, conflicts_with_all = ["json", "transaction_log_decoder"])]
+    pub offsets_decoder: bool,
+}
+
+/// Which of kafka-dump-log's decoders prints the keys and values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Decoder {
+    /// The bytes as UTF-8.
+    Bytes,
+    /// `--transaction-log-decoder`.
+    TransactionLog,
+    /// `--offsets-decoder`.
+    Offsets,
+}
+
+impl Decoder {
+    fn of(args: &DumpArgs) -> Decoder {
+        if args.transaction_log_decoder {
+            Decoder::TransactionLog
+        } else if args.offsets_decoder {
+            Decoder::Offsets
+        } else {
+            Decoder::Bytes
+        }
+    }
 }
 
 /// How much one read asks for.
@@ -251,8 +282,8 @@ pub struct Dumper<'a> {
     gaps: Gaps,
     /// `--txn-state`: the outcome of each transactional record's transaction.
     pub txn_states: Option<crate::dump_txn_state::TxnStates<'a>>,
-    /// `--transaction-log-decoder`: keys and values decoded as `__transaction_state` records.
-    transaction_log_decoder: bool,
+    /// How keys and values print (`--transaction-log-decoder`, `--offsets-decoder`).
+    decoder: Decoder,
 }
 
 /// Kafka's "Non-consecutive offsets" report: per file, each record offset that does not follow
@@ -300,7 +331,8 @@ impl<'a> Dumper<'a> {
             records: args.records
                 || args.skip_record_metadata
                 || args.txn_state
-                || args.transaction_log_decoder,
+                || args.transaction_log_decoder
+                || args.offsets_decoder,
             skip_record_metadata: args.skip_record_metadata,
             max_bytes: args.max_bytes,
             dir: &args.dir,
@@ -309,7 +341,7 @@ impl<'a> Dumper<'a> {
             scratch: Vec::new(),
             gaps: Gaps::default(),
             txn_states: None,
-            transaction_log_decoder: args.transaction_log_decoder,
+            decoder: Decoder::of(args),
         }
     }
 
@@ -465,7 +497,7 @@ impl<'a> Dumper<'a> {
             if self.json {
                 json_record(&mut self.line, &record);
             } else if self.skip_record_metadata {
-                let texts = key_and_payload(&record, self.transaction_log_decoder);
+                let texts = key_and_payload(&record, self.decoder);
                 bare_record(&mut self.line, texts);
             } else {
                 let txn_state = match (&mut self.txn_states, header) {
@@ -474,7 +506,7 @@ impl<'a> Dumper<'a> {
                     }
                     _ => None,
                 };
-                let texts = key_and_payload(&record, self.transaction_log_decoder);
+                let texts = key_and_payload(&record, self.decoder);
                 human_record(
                     &mut self.line,
                     &record,
@@ -572,16 +604,24 @@ fn control_record_text(record: &partlog::Record<'_>) -> String {
 }
 
 /// The key and payload texts of a record line: the bytes as UTF-8 (invalid bytes escaped), or
-/// with `--transaction-log-decoder` what Kafka's decoder prints for a `__transaction_state`
-/// record.
+/// what Kafka's decoder prints for a `__transaction_state` (`--transaction-log-decoder`) or
+/// `__consumer_offsets` (`--offsets-decoder`) record.
 fn key_and_payload(
     record: &partlog::Record<'_>,
-    transaction_log_decoder: bool,
+    decoder: Decoder,
 ) -> (Option<String>, Option<String>) {
-    if transaction_log_decoder {
-        partlog_engine::txn::dump_text::kafka_decoder_text(record.offset, record.key, record.value)
-    } else {
-        (record.key.map(human), record.value.map(human))
+    match decoder {
+        Decoder::TransactionLog => partlog_engine::txn::dump_text::kafka_decoder_text(
+            record.offset,
+            record.key,
+            record.value,
+        ),
+        Decoder::Offsets => partlog_groups::offsets::dump_text::kafka_decoder_text(
+            record.offset,
+            record.key,
+            record.value,
+        ),
+        Decoder::Bytes => (record.key.map(human), record.value.map(human)),
     }
 }
 

@@ -482,3 +482,139 @@ fn partlog_dump_transaction_log_decoder_diffs_clean_against_dump_log_segments() 
         differences.join("\n")
     );
 }
+
+/// Issue 34: `partlog dump --offsets-decoder` on a `__consumer_offsets` partition prints what
+/// DumpLogSegments' `--offsets-decoder` prints: offset commits at every value version (v1's
+/// expire timestamp, v4's topic id), a key of record type 0, group records at every version
+/// with a consumer group's blobs decoded, another protocol type's blobs and a blob that does
+/// not parse left as base64, names that need escaping, and `<DELETE>` for tombstones. The diff
+/// shows no line at all.
+#[test]
+fn partlog_dump_offsets_decoder_diffs_clean_against_dump_log_segments() {
+    use partlog_groups::group::consumer_protocol::{Assignment, Subscription, TopicPartitions};
+    use partlog_groups::offsets::records::{
+        GroupMetadataValue, MemberMetadata, OffsetCommitValue, OffsetsKey,
+    };
+
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("__consumer_offsets-42");
+    let log = Log::open(&dir, LogConfig::default()).unwrap();
+    let t0 = 1_700_000_000_000_i64;
+    let commit_key = |group: &str, partition| {
+        OffsetsKey::OffsetCommit {
+            group: group.into(),
+            topic: "orders".into(),
+            partition,
+        }
+        .encode()
+        .unwrap()
+    };
+    let group_key = |group: &str| {
+        OffsetsKey::GroupMetadata {
+            group: group.into(),
+        }
+        .encode()
+        .unwrap()
+    };
+    let mut subscription = Subscription::new(["orders", "pay\"ments"]);
+    subscription.owned_partitions = vec![TopicPartitions::new("orders", [0])];
+    subscription.generation_id = 4;
+    subscription.user_data = Some(vec![0, 0, 0, 5]);
+    let member = |id: &str, version: i16, subscription_blob: Vec<u8>| MemberMetadata {
+        member_id: id.into(),
+        group_instance_id: (version >= 3).then(|| "static-1".to_owned()),
+        client_id: "c\tlient".into(),
+        client_host: "/127.0.0.1".into(),
+        rebalance_timeout: 300_000,
+        session_timeout: 45_000,
+        subscription: subscription_blob,
+        assignment: Assignment {
+            assigned_partitions: vec![TopicPartitions::new("orders", [0, 1])],
+            user_data: None,
+        }
+        .encode(version.min(3))
+        .unwrap(),
+    };
+    let group = |protocol_type: &str, generation, members| GroupMetadataValue {
+        protocol_type: protocol_type.into(),
+        generation,
+        protocol: Some("range".into()),
+        leader: Some("c-1".into()),
+        current_state_timestamp: t0,
+        members,
+    };
+    let mut records: Vec<(Vec<u8>, Option<Vec<u8>>)> = Vec::new();
+    for version in 0..=4_i16 {
+        let mut value = OffsetCommitValue::new(10 + i64::from(version), "meta\"", t0);
+        value.leader_epoch = 3;
+        if version == 1 {
+            value.expire_timestamp = Some(t0 + 86_400_000);
+        }
+        if version == 4 {
+            value.topic_id = *b"0123456789abcdef";
+        }
+        records.push((
+            commit_key("g1", i32::from(version)),
+            Some(value.encode_version(version).unwrap()),
+        ));
+        let blob = subscription.encode(version.min(3)).unwrap();
+        let members = vec![member("c-1", version, blob)];
+        records.push((
+            group_key("g1"),
+            Some(
+                group("consumer", i32::from(version), members)
+                    .encode_version(version)
+                    .unwrap(),
+            ),
+        ));
+    }
+    // Record type 0: Kafka's oldest offset commit key.
+    let mut old_key = commit_key("g1", 9);
+    old_key[1] = 0;
+    records.push((
+        old_key,
+        Some(OffsetCommitValue::new(7, "", t0).encode_version(0).unwrap()),
+    ));
+    // Another protocol type's blobs, and a consumer blob that does not parse, stay base64.
+    let connect = group("connect", 2, vec![member("w-1", 3, b"opaque".to_vec())]);
+    records.push((group_key("connect-g"), Some(connect.encode().unwrap())));
+    let broken = group("consumer", 3, vec![member("c-2", 3, vec![0, 1, 0])]);
+    records.push((group_key("g2"), Some(broken.encode().unwrap())));
+    // An empty group, then tombstones.
+    let mut empty = group("consumer", 5, Vec::new());
+    empty.protocol = None;
+    empty.leader = None;
+    records.push((group_key("g1"), Some(empty.encode().unwrap())));
+    records.push((commit_key("g1", 0), None));
+    records.push((group_key("g1"), None));
+    for (i, (key, value)) in records.iter().enumerate() {
+        log.append(&[NewRecord::new(t0 + i as i64, Some(key), value.as_deref())])
+            .unwrap();
+    }
+    log.close().unwrap();
+    drop(log);
+
+    let Some(theirs) = kafka::dump_log_segments(
+        &logs_of(&dir),
+        &["--deep-iteration", "--print-data-log", "--offsets-decoder"],
+    ) else {
+        return;
+    };
+    assert!(theirs.status.success(), "{theirs:?}");
+    assert_eq!(theirs.stderr.trim(), "", "{theirs:?}");
+    let ours = run(partlog().arg("dump").arg(&dir).arg("--offsets-decoder"));
+    assert!(ours.status.success(), "{ours:?}");
+    let stdout = String::from_utf8(ours.stdout).unwrap();
+    assert!(stdout.contains("payload: <DELETE>"), "{stdout}");
+    assert!(
+        stdout.contains(r#""assignment":{"assignedPartitions":[{"topic":"orders","partitions":[0,1]}],"userData":null}"#),
+        "{stdout}"
+    );
+    assert!(stdout.contains(r#""subscription":"AAEA""#), "{stdout}");
+    let differences = diff(&stdout, &theirs.stdout);
+    assert!(
+        differences.is_empty(),
+        "partlog dump --offsets-decoder and DumpLogSegments differ:\n{}",
+        differences.join("\n")
+    );
+}

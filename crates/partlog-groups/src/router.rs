@@ -9,6 +9,7 @@
 //! ([`OffsetsMarkerListener`]) and applies each to its shard's store, so transactional offsets
 //! take effect on COMMIT and are dropped on ABORT. A shard not open yet replays the marker.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
 
@@ -54,6 +55,9 @@ pub struct GroupRouter {
     engine: Arc<Engine>,
     config: GroupRouterConfig,
     shards: Vec<Mutex<Option<Shard>>>,
+    /// Each shard's [`rebalances_started`](GroupCoordinator::rebalances_started), published
+    /// after every call into the shard, so a consumer can look without taking its lock.
+    rebalance_notices: Vec<AtomicU64>,
     timers: Mutex<Option<TaskHandle>>,
 }
 
@@ -89,6 +93,7 @@ impl GroupRouter {
         let router = Arc::new(GroupRouter {
             engine: Arc::clone(engine),
             shards: (0..count).map(|_| Mutex::new(None)).collect(),
+            rebalance_notices: (0..count).map(|_| AtomicU64::new(0)).collect(),
             config,
             timers: Mutex::new(None),
         });
@@ -167,8 +172,32 @@ impl GroupRouter {
             ));
         }
         match shard.as_mut() {
-            Some(shard) => call(shard),
+            Some(shard) => {
+                let result = call(shard);
+                self.publish_rebalance_notice(partition, shard);
+                result
+            }
             None => Err(Error::CoordinatorNotAvailable),
+        }
+    }
+
+    /// How many join phases have started among the groups of `group_id`'s shard: a member
+    /// that sees this change since its last heartbeat heartbeats at once (in process a
+    /// heartbeat costs a lock, not a round trip, so a member need not wait
+    /// `heartbeat.interval.ms` to learn of a rebalance). A lock-free read.
+    pub fn rebalance_notice(&self, group_id: &str) -> u64 {
+        usize::try_from(self.partition_for(group_id))
+            .ok()
+            .and_then(|i| self.rebalance_notices.get(i))
+            .map_or(0, |notice| notice.load(Ordering::Acquire))
+    }
+
+    fn publish_rebalance_notice(&self, partition: i32, shard: &Shard) {
+        if let Some(notice) = usize::try_from(partition)
+            .ok()
+            .and_then(|i| self.rebalance_notices.get(i))
+        {
+            notice.store(shard.rebalances_started(), Ordering::Release);
         }
     }
 
@@ -180,11 +209,13 @@ impl GroupRouter {
     /// A shard's log failure.
     pub fn tick(&self) -> Result<(), Error> {
         let mut first_error = None;
-        for slot in &self.shards {
-            if let Some(shard) = lock(slot).as_mut()
-                && let Err(error) = shard.tick()
-            {
-                first_error.get_or_insert(error);
+        for (partition, slot) in (0_i32..).zip(&self.shards) {
+            if let Some(shard) = lock(slot).as_mut() {
+                let ticked = shard.tick();
+                self.publish_rebalance_notice(partition, shard);
+                if let Err(error) = ticked {
+                    first_error.get_or_insert(error);
+                }
             }
         }
         first_error.map_or(Ok(()), Err)

@@ -6,6 +6,7 @@
 //! The reader checks every length against the bytes left before it allocates, so hostile bytes
 //! cost no more memory than they occupy.
 
+use std::borrow::Cow;
 use std::fmt;
 
 /// Why bytes did not parse as the schema says: what was being read and where.
@@ -95,25 +96,36 @@ impl<'a> Reader<'a> {
     }
 
     fn utf8(&self, bytes: &[u8], _what: &str) -> Result<String, DecodeError> {
-        // Kafka's generated readers decode with Java's UTF-8 decoder, which replaces malformed
-        // sequences instead of refusing them.
+        // Malformed sequences replaced, as in `nullable_str`.
         Ok(String::from_utf8_lossy(bytes).into_owned())
     }
 
     /// `STRING` or `NULLABLE_STRING` (non-flexible).
     pub(crate) fn nullable_string(&mut self, what: &str) -> Result<Option<String>, DecodeError> {
+        Ok(self.nullable_str(what)?.map(Cow::into_owned))
+    }
+
+    /// [`nullable_string`](Self::nullable_string) borrowed from the bytes read (copied only
+    /// when they are not valid UTF-8).
+    pub(crate) fn nullable_str(&mut self, what: &str) -> Result<Option<Cow<'a, str>>, DecodeError> {
         let n = self.i16(what)?;
         if n < 0 {
             return Ok(None);
         }
-        let bytes = self.take(n as usize, what)?;
-        self.utf8(bytes, what).map(Some)
+        // Kafka's generated readers decode with Java's UTF-8 decoder, which replaces malformed
+        // sequences instead of refusing them.
+        Ok(Some(String::from_utf8_lossy(self.take(n as usize, what)?)))
     }
 
     /// A non-nullable `STRING`: a null is an error, as in Kafka's generated readers.
     pub(crate) fn string(&mut self, what: &str) -> Result<String, DecodeError> {
+        self.str(what).map(Cow::into_owned)
+    }
+
+    /// [`string`](Self::string) borrowed from the bytes read.
+    pub(crate) fn str(&mut self, what: &str) -> Result<Cow<'a, str>, DecodeError> {
         let at = self.at;
-        self.nullable_string(what)?.ok_or(DecodeError {
+        self.nullable_str(what)?.ok_or_else(|| DecodeError {
             what: format!("{what}: null in a non-nullable string"),
             position: at,
         })
@@ -135,10 +147,11 @@ impl<'a> Reader<'a> {
     /// A non-nullable `COMPACT_STRING`.
     pub(crate) fn compact_string(&mut self, what: &str) -> Result<String, DecodeError> {
         let at = self.at;
-        self.compact_nullable_string(what)?.ok_or(DecodeError {
-            what: format!("{what}: null in a non-nullable string"),
-            position: at,
-        })
+        self.compact_nullable_string(what)?
+            .ok_or_else(|| DecodeError {
+                what: format!("{what}: null in a non-nullable string"),
+                position: at,
+            })
     }
 
     /// `BYTES` or `NULLABLE_BYTES` (i32 length, −1 for null).
@@ -153,7 +166,7 @@ impl<'a> Reader<'a> {
     /// A non-nullable `BYTES`.
     pub(crate) fn bytes(&mut self, what: &str) -> Result<Vec<u8>, DecodeError> {
         let at = self.at;
-        self.nullable_bytes(what)?.ok_or(DecodeError {
+        self.nullable_bytes(what)?.ok_or_else(|| DecodeError {
             what: format!("{what}: null in non-nullable bytes"),
             position: at,
         })
@@ -205,7 +218,7 @@ impl<'a> Reader<'a> {
         let fits = usize::try_from(n)
             .ok()
             .filter(|&n| n.saturating_mul(min_element.max(1)) <= self.remaining());
-        fits.ok_or(DecodeError {
+        fits.ok_or_else(|| DecodeError {
             what: format!("{what}: array count {n} does not fit the bytes left"),
             position: at,
         })

@@ -419,6 +419,39 @@ fn max_poll_interval_passed_loses_the_partitions_and_the_next_poll_rejoins() {
     );
 }
 
+/// A member learns of a rebalance at its next poll, not after `heartbeat.interval.ms`: once
+/// the first member holds everything, the clock never moves, yet a second member's join
+/// rebalances the group to a new generation with both members in it.
+#[test]
+fn a_member_learns_of_a_rebalance_at_its_next_poll_without_waiting_for_a_heartbeat() {
+    let f = Fixture::new(4, 0);
+    let mut config = f.config();
+    config.heartbeat_interval_ms = 3_600_000;
+    let mut a = f.consumer(config.clone());
+    a.subscribe(&["t"], ()).unwrap();
+    f.settle(&mut [&mut a]);
+    assert_eq!(a.assignment().len(), 4, "a alone holds every partition");
+    let first = a.group_metadata().unwrap().generation;
+    let mut b = f.consumer(config);
+    b.subscribe(&["t"], ()).unwrap();
+    let mut rounds = 0;
+    while a.assignment().len() + b.assignment().len() != 4 || b.assignment().len() != 2 {
+        rounds += 1;
+        assert!(
+            rounds <= 20,
+            "the group did not rebalance without the clock moving"
+        );
+        b.poll(Duration::ZERO).unwrap();
+        a.poll(Duration::ZERO).unwrap();
+        f.router.tick().unwrap();
+    }
+    assert!(a.group_metadata().unwrap().generation > first);
+    assert_eq!(
+        a.group_metadata().unwrap().generation,
+        b.group_metadata().unwrap().generation
+    );
+}
+
 #[test]
 fn eager_revokes_everything_cooperative_only_what_moves() {
     for strategy in ["eager", "cooperative"] {

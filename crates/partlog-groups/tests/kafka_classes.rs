@@ -21,12 +21,12 @@ use java_driver::{JavaDriver, Random, hex};
 
 use partlog_groups::assignor::java_string_hash;
 use partlog_groups::group::consumer_protocol::{Assignment, Subscription, TopicPartitions};
+use partlog_groups::offsets::dump_text::{
+    self as dump_text, MemberBlobs, group_metadata_value_json, offset_commit_value_json,
+};
 use partlog_groups::offsets::records::{
     GroupMetadataValue, MemberMetadata, OffsetCommitValue, OffsetsKey, group_partition,
 };
-
-#[path = "common/offsets_json.rs"]
-mod json;
 
 /// Kafka's classes behind `GroupsDriver`, compiled at first use; `None` to skip.
 fn driver() -> Option<&'static JavaDriver> {
@@ -162,8 +162,8 @@ fn describe(key: &[u8], value: Option<&[u8]>) -> String {
         return "error".to_owned();
     };
     let (record_type, key_json) = match &decoded_key {
-        OffsetsKey::OffsetCommit { .. } => (1, json::key(&decoded_key)),
-        OffsetsKey::GroupMetadata { .. } => (2, json::key(&decoded_key)),
+        OffsetsKey::OffsetCommit { .. } => (1, dump_text::key_json(&decoded_key).unwrap()),
+        OffsetsKey::GroupMetadata { .. } => (2, dump_text::key_json(&decoded_key).unwrap()),
         OffsetsKey::Other { .. } => return "error".to_owned(),
     };
     let version = |v: &[u8]| i16::from_be_bytes([v[0], v[1]]);
@@ -173,12 +173,16 @@ fn describe(key: &[u8], value: Option<&[u8]>) -> String {
             Ok(decoded) => format!(
                 "{} {}",
                 version(v),
-                json::offset_value(&decoded, version(v))
+                offset_commit_value_json(&decoded, version(v))
             ),
             Err(_) => return "error".to_owned(),
         },
         (Some(v), _) => match GroupMetadataValue::decode(v) {
-            Ok(decoded) => format!("{} {}", version(v), json::group_value(&decoded, version(v))),
+            Ok(decoded) => format!(
+                "{} {}",
+                version(v),
+                group_metadata_value_json(&decoded, version(v), MemberBlobs::Base64)
+            ),
             Err(_) => return "error".to_owned(),
         },
     };

@@ -8,11 +8,9 @@
 #[path = "../../../tests/common/kafka.rs"]
 mod kafka;
 
-#[path = "common/offsets_json.rs"]
-mod json;
-
 use partlog::{CleanupPolicy, CompressionType, Log, LogConfig, NewRecord};
 use partlog_groups::group::consumer_protocol::{Assignment, Subscription, TopicPartitions};
+use partlog_groups::offsets::dump_text::kafka_decoder_text;
 use partlog_groups::offsets::records::{
     CONSUMER_OFFSETS_TOPIC, GroupMetadataValue, MemberMetadata, OFFSETS_TOPIC_SEGMENT_BYTES,
     OffsetCommitValue, OffsetsKey, group_partition,
@@ -111,6 +109,7 @@ fn offsets_decoder_reads_partlog_written_consumer_offsets() {
         .unwrap();
     let log = Log::open(&dir, config).unwrap();
     let written = records();
+    let mut stored = Vec::new();
     for (i, (key, value)) in written.iter().enumerate() {
         let bytes = match value {
             Value::Offset(v, version) => Some(v.encode_version(*version).unwrap()),
@@ -120,6 +119,7 @@ fn offsets_decoder_reads_partlog_written_consumer_offsets() {
         let key = key.encode().unwrap();
         log.append(&[NewRecord::new(T + i as i64, Some(&key), bytes.as_deref())])
             .unwrap();
+        stored.push((key, bytes));
     }
     log.close().unwrap();
     drop(log);
@@ -141,33 +141,60 @@ fn offsets_decoder_reads_partlog_written_consumer_offsets() {
         .collect();
     assert_eq!(lines.len(), written.len(), "{output:?}");
     for (offset, ((key, value), line)) in written.iter().zip(&lines).enumerate() {
-        let record_type = match key {
-            OffsetsKey::GroupMetadata { .. } => 2,
-            _ => 1,
-        };
-        let key_json = format!("{{\"type\":\"{record_type}\",\"data\":{}}}", json::key(key));
-        let payload = match value {
-            Value::Offset(v, version) => {
-                let read = OffsetCommitValue::decode(&v.encode_version(*version).unwrap()).unwrap();
+        // What partlog's own decoder prints for the stored bytes (`partlog dump
+        // --offsets-decoder`), which must be Kafka's line, and must say what was written.
+        let (key_bytes, value_bytes) = &stored[offset];
+        let (key_text, payload) =
+            kafka_decoder_text(offset as i64, Some(key_bytes), value_bytes.as_deref());
+        let (key_text, payload) = (key_text.unwrap(), payload.unwrap());
+        match key {
+            OffsetsKey::OffsetCommit {
+                group,
+                topic,
+                partition,
+            } => assert_eq!(
+                key_text,
                 format!(
-                    "{{\"version\":\"{version}\",\"data\":{}}}",
-                    json::offset_value(&read, *version)
+                    "{{\"type\":\"1\",\"data\":{{\"group\":\"{group}\",\"topic\":\"{topic}\",\"partition\":{partition}}}}}"
                 )
-            }
+            ),
+            OffsetsKey::GroupMetadata { group } => assert_eq!(
+                key_text,
+                format!("{{\"type\":\"2\",\"data\":{{\"group\":\"{group}\"}}}}")
+            ),
+            OffsetsKey::Other { .. } => unreachable!("the test writes no other type"),
+        }
+        match value {
+            Value::Offset(v, version) => assert!(
+                payload.starts_with(&format!(
+                    "{{\"version\":\"{version}\",\"data\":{{\"offset\":{},",
+                    v.offset
+                )) && payload.contains(&format!("\"commitTimestamp\":{}", v.commit_timestamp)),
+                "{payload}"
+            ),
             Value::Group(v, version) => {
-                let read =
-                    GroupMetadataValue::decode(&v.encode_version(*version).unwrap()).unwrap();
-                format!(
-                    "{{\"version\":\"{version}\",\"data\":{}}}",
-                    json::dumped_group_value(&read, *version)
-                )
+                assert!(
+                    payload.starts_with(&format!(
+                        "{{\"version\":\"{version}\",\"data\":{{\"protocolType\":\"consumer\",\"generation\":{},",
+                        v.generation
+                    )),
+                    "{payload}"
+                );
+                // A consumer group's blobs print decoded.
+                for m in &v.members {
+                    assert!(
+                        payload.contains(&format!("\"memberId\":\"{}\"", m.member_id))
+                            && payload.contains(r#""assignment":{"assignedPartitions":[{"topic":"orders","partitions":[0,1]}]"#),
+                        "{payload}"
+                    );
+                }
             }
-            Value::Tombstone => "<DELETE>".to_owned(),
-        };
+            Value::Tombstone => assert_eq!(payload, "<DELETE>"),
+        }
         let printed = line.split_once(" key: ").map(|(_, rest)| rest);
         assert_eq!(
             printed,
-            Some(format!("{key_json} payload: {payload}").as_str()),
+            Some(format!("{key_text} payload: {payload}").as_str()),
             "offset {offset}: {line}"
         );
     }

@@ -761,3 +761,56 @@ fn unknown_record_types_are_skipped_and_damaged_ones_refused() {
         other => panic!("expected CorruptRecord at offset 2, got {other:?}"),
     }
 }
+
+/// Issue 34's fetch row: the offsets are hashed for the fetch, yet `fetch_all` and the
+/// expiry still list and tombstone them ordered by topic and partition, before and after a
+/// reopen.
+#[test]
+fn fetch_all_and_expiry_keep_partition_order_with_hashed_offsets() {
+    let mut ctx = Context::with(OffsetStoreConfig {
+        offsets_retention_ms: 60_000,
+        ..OffsetStoreConfig::default()
+    });
+    // Distinct partitions (13 is prime to 60), in an order neither sorted nor reversed.
+    let offsets: Vec<PartitionOffset> = (0..60)
+        .map(|i| {
+            PartitionOffset::new(
+                format!("topic-{}", (i * 7) % 5),
+                (i * 13) % 60,
+                i64::from(i),
+            )
+        })
+        .collect();
+    ctx.commit("simple", &MemberRef::none(), &offsets).unwrap();
+    let mut expected: Vec<TopicPartition> = offsets.iter().map(|p| p.partition.clone()).collect();
+    expected.sort();
+    for reopened in [false, true] {
+        if reopened {
+            ctx.reopen();
+        }
+        let listed: Vec<TopicPartition> = ctx
+            .store
+            .fetch_all("simple", false)
+            .unwrap()
+            .into_iter()
+            .map(|(tp, r)| {
+                r.unwrap();
+                tp
+            })
+            .collect();
+        assert_eq!(listed, expected, "reopened: {reopened}");
+    }
+    let before = ctx.records().len();
+    ctx.clock.advance(60_000);
+    assert_eq!(ctx.store.expire_offsets().unwrap(), expected.len());
+    let tombstones: Vec<TopicPartition> = ctx.records()[before..]
+        .iter()
+        .filter_map(|(key, value)| match key {
+            OffsetsKey::OffsetCommit {
+                topic, partition, ..
+            } if value.is_none() => Some(tp(topic, *partition)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(tombstones, expected);
+}

@@ -35,9 +35,9 @@ use partlog_engine::txn::state::TransactionState;
 use super::{Ctx, Measured, Outcome, Rep, SMALL_VALUE, TIMESTAMP, pairs, throughput_row};
 
 /// Records of one rep of the throughput rows.
-const RECORDS: usize = 200_000;
+pub(super) const RECORDS: usize = 200_000;
 /// Distinct keys the records cycle through.
-const KEYS: usize = 10_000;
+pub(super) const KEYS: usize = 10_000;
 
 fn records() -> Vec<NewRecord> {
     (0..KEYS)
@@ -65,7 +65,7 @@ fn producer_config(idempotent: bool, acks: Acks) -> TopicProducerConfig {
 }
 
 /// One rep of a topic producer sending `RECORDS` records to `topic`, until flush.
-fn topic_producer_rep(engine: &Engine, topic: &str, config: TopicProducerConfig) -> Rep {
+pub(super) fn topic_producer_rep(engine: &Engine, topic: &str, config: TopicProducerConfig) -> Rep {
     let records = records();
     let producer = TopicProducer::new(engine, config).expect("producer");
     // Every partition's producer exists before the timer starts.

@@ -52,6 +52,15 @@ fn harness() -> &'static Mutex<Result<KafkaHarness, String>> {
 }
 
 fn start_harness() -> Result<KafkaHarness, String> {
+    let (java, classpath) = java_and_classpath()?;
+    let classes =
+        std::env::temp_dir().join(format!("partlog-kafka-harness-{}", std::process::id()));
+    KafkaHarness::start(&java, &classpath, &classes)
+}
+
+/// The `java` to run (`$PARTLOG_JAVA`, else `java`) and Kafka 4.4's jars
+/// (`$PARTLOG_KAFKA_CLASSPATH`, else the file `.ci/kafka-classpath.sh` writes), or why not.
+pub(super) fn java_and_classpath() -> Result<(PathBuf, String), String> {
     let java = std::env::var_os("PARTLOG_JAVA")
         .filter(|v| !v.is_empty())
         .map_or_else(|| PathBuf::from("java"), PathBuf::from);
@@ -77,9 +86,7 @@ fn start_harness() -> Result<KafkaHarness, String> {
                 .to_owned()
         }
     };
-    let classes =
-        std::env::temp_dir().join(format!("partlog-kafka-harness-{}", std::process::id()));
-    KafkaHarness::start(&java, &classpath, &classes)
+    Ok((java, classpath))
 }
 
 /// Runs one harness command and returns its single measurement as a [`Rep`], or why not.

@@ -1,6 +1,8 @@
 //! The Rust side of `UnifiedLogHarness.java` (beside this file): compiles the harness against Kafka
 //! 4.4's jars, keeps one JVM alive across commands (so that A B A B pairs do not pay JVM start or
-//! lose the JIT's warm-up), and parses the JSON line each measurement prints.
+//! lose the JIT's warm-up), and parses the JSON line each measurement prints. The broker rows'
+//! client driver (`BrokerClientDriver.java`, `benches/compare/broker.rs`) speaks the same
+//! protocol and runs through [`compile`] and [`KafkaHarness::spawn`].
 //!
 //! Included by path from `compare.rs` here and from partlog's `tests/kafka_harness.rs`:
 //!
@@ -60,33 +62,29 @@ impl KafkaHarness {
     /// Compiles the harness into `classes` and starts it, quietly (Kafka's log4j output goes to
     /// a file in `classes`, where a failure can be read).
     pub fn start(java: &Path, classpath: &str, classes: &Path) -> Result<KafkaHarness, String> {
-        std::fs::create_dir_all(classes)
-            .map_err(|e| format!("cannot create {}: {e}", classes.display()))?;
-        let source = classes.join("UnifiedLogHarness.java");
-        std::fs::write(&source, SOURCE)
-            .map_err(|e| format!("cannot write {}: {e}", source.display()))?;
-        let javac = javac_beside(java);
-        let output = Command::new(&javac)
-            .arg("-d")
-            .arg(classes)
-            .arg("-cp")
-            .arg(classpath)
-            .arg(&source)
-            .output()
-            .map_err(|e| format!("cannot run {} ({e}); install a JDK 17+", javac.display()))?;
-        if !output.status.success() {
-            return Err(format!(
-                "javac failed on {}: {}",
-                source.display(),
-                String::from_utf8_lossy(&output.stderr)
-            ));
-        }
-        let stderr = std::fs::File::create(classes.join("harness.stderr"))
-            .map_err(|e| format!("cannot create the harness's stderr file: {e}"))?;
+        compile(java, classpath, classes, "UnifiedLogHarness", SOURCE)?;
+        KafkaHarness::spawn(java, classpath, classes, "UnifiedLogHarness")
+    }
+
+    /// Starts the driver `class`, already compiled into `classes` by [`compile`], with the same
+    /// protocol as the harness: one command a line, JSON lines back, `{"done":..}` last. Its
+    /// stderr goes to `<classes>/<class>-<n>.stderr`, one file per start.
+    pub fn spawn(
+        java: &Path,
+        classpath: &str,
+        classes: &Path,
+        class: &str,
+    ) -> Result<KafkaHarness, String> {
+        let stderr_path = (1..)
+            .map(|n| classes.join(format!("{class}-{n}.stderr")))
+            .find(|path| !path.exists())
+            .ok_or("no free stderr file name")?;
+        let stderr = std::fs::File::create(&stderr_path)
+            .map_err(|e| format!("cannot create {}: {e}", stderr_path.display()))?;
         let mut child = Command::new(java)
             .arg("-cp")
             .arg(format!("{}:{classpath}", classes.display()))
-            .arg("UnifiedLogHarness")
+            .arg(class)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(stderr)
@@ -137,6 +135,40 @@ impl Drop for KafkaHarness {
             let _ = self.child.kill();
         }
     }
+}
+
+/// Writes `source` (the Java class `class`) into `classes` and compiles it there against
+/// `classpath`. Callers give each process its own `classes`: a javac rewriting a class file that
+/// another process's JVM is loading fails that JVM.
+pub fn compile(
+    java: &Path,
+    classpath: &str,
+    classes: &Path,
+    class: &str,
+    source: &str,
+) -> Result<(), String> {
+    std::fs::create_dir_all(classes)
+        .map_err(|e| format!("cannot create {}: {e}", classes.display()))?;
+    let source_path = classes.join(format!("{class}.java"));
+    std::fs::write(&source_path, source)
+        .map_err(|e| format!("cannot write {}: {e}", source_path.display()))?;
+    let javac = javac_beside(java);
+    let output = Command::new(&javac)
+        .arg("-d")
+        .arg(classes)
+        .arg("-cp")
+        .arg(classpath)
+        .arg(&source_path)
+        .output()
+        .map_err(|e| format!("cannot run {} ({e}); install a JDK 17+", javac.display()))?;
+    if !output.status.success() {
+        return Err(format!(
+            "javac failed on {}: {}",
+            source_path.display(),
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    }
+    Ok(())
 }
 
 fn javac_beside(java: &Path) -> PathBuf {

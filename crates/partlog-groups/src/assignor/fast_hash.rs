@@ -1,7 +1,8 @@
 //! A small multiplicative hasher for the assignors' internal maps, keyed by topic-partitions and
-//! member ids. The standard SipHash dominated the sticky assignors' profile; these maps never
-//! decide an outcome by their own order, and a caller who crafts colliding keys only slows its
-//! own group's assignment down.
+//! member ids, and for the offset store's offsets of one group. The standard SipHash dominated
+//! the sticky assignors' profile; these maps never decide an outcome by their own order, and a
+//! caller who crafts colliding keys mostly slows its own group down (its assignment, its
+//! commits and fetches; its shard's replay on open).
 
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};

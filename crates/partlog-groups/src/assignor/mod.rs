@@ -41,7 +41,7 @@ use std::fmt;
 
 mod constrained;
 mod cooperative_sticky;
-mod fast_hash;
+pub(crate) mod fast_hash;
 mod general;
 mod java_hash_map;
 pub(crate) mod java_string_map;

@@ -46,7 +46,9 @@ pub struct ConsumerConfig {
     pub auto_commit_interval_ms: i64,
     /// `session.timeout.ms` (45000).
     pub session_timeout_ms: i32,
-    /// `heartbeat.interval.ms` (3000): heartbeats go from `poll`.
+    /// `heartbeat.interval.ms` (3000): heartbeats go from `poll`, at this interval, and at
+    /// once when a join phase started in the group's shard since the last one (in process a
+    /// heartbeat is a lock, not a round trip).
     pub heartbeat_interval_ms: i64,
     /// `max.poll.interval.ms` (300000): also the rebalance timeout. A consumer that does not
     /// poll for longer leaves the group at its next `poll` and rejoins.

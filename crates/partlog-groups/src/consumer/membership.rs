@@ -219,16 +219,20 @@ impl Consumer {
         }
     }
 
-    /// Heartbeats when `heartbeat.interval.ms` has passed, for a member in a generation.
+    /// Heartbeats when `heartbeat.interval.ms` has passed, or at once when a join phase
+    /// started in the group's shard since the last heartbeat (the answer then says whether it
+    /// is this group's), for a member in a generation.
     pub(super) fn heartbeat_if_due(&mut self) -> Result<(), Error> {
         let now = self.clock.now_ms();
-        if !matches!(self.phase, Phase::Unjoined)
-            || self.generation < 0
-            || now < self.next_heartbeat_ms
-        {
+        if !matches!(self.phase, Phase::Unjoined) || self.generation < 0 {
             return Ok(());
         }
         let group = self.group_id()?.to_owned();
+        let notice = self.router.rebalance_notice(&group);
+        if now < self.next_heartbeat_ms && notice == self.seen_rebalance_notice {
+            return Ok(());
+        }
+        self.seen_rebalance_notice = notice;
         let (member, generation) = (self.member_id.clone(), self.generation);
         let instance = self.config.group_instance_id.clone();
         let beat = self.router.with_group(&group, |s| {

@@ -147,6 +147,9 @@ pub struct Consumer {
     resets: Vec<OffsetReset>,
     last_poll_ms: i64,
     next_heartbeat_ms: i64,
+    /// The group shard's rebalance notice at the last heartbeat: a change means a join phase
+    /// started since, and the member heartbeats at once.
+    seen_rebalance_notice: u64,
     next_auto_commit_ms: i64,
     next_partition: usize,
     closed: bool,
@@ -212,6 +215,7 @@ impl Consumer {
             resets: Vec::new(),
             last_poll_ms: now,
             next_heartbeat_ms: now,
+            seen_rebalance_notice: 0,
             next_partition: 0,
             closed: false,
         })

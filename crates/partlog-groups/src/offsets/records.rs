@@ -9,6 +9,8 @@
 
 // The design of record: FORMAT.md §18 lays every version out.
 
+use std::borrow::Cow;
+
 use crate::assignor::java_string_hash;
 use crate::wire::{DecodeError, EncodeError, Reader, Writer, check_bytes, check_string};
 
@@ -95,22 +97,60 @@ impl OffsetsKey {
     /// # Errors
     /// Bytes that do not hold the record type's schema.
     pub fn decode(bytes: &[u8]) -> Result<OffsetsKey, DecodeError> {
+        Ok(match OffsetsKeyRef::decode(bytes)? {
+            OffsetsKeyRef::OffsetCommit {
+                group,
+                topic,
+                partition,
+            } => OffsetsKey::OffsetCommit {
+                group: group.into_owned(),
+                topic: topic.into_owned(),
+                partition,
+            },
+            OffsetsKeyRef::GroupMetadata { group } => OffsetsKey::GroupMetadata {
+                group: group.into_owned(),
+            },
+            OffsetsKeyRef::Other { record_type } => OffsetsKey::Other { record_type },
+        })
+    }
+}
+
+/// An [`OffsetsKey`] whose names borrow the key's bytes: what a replay reads for each record,
+/// so that a key already known costs no allocation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum OffsetsKeyRef<'a> {
+    OffsetCommit {
+        group: Cow<'a, str>,
+        topic: Cow<'a, str>,
+        partition: i32,
+    },
+    GroupMetadata {
+        group: Cow<'a, str>,
+    },
+    Other {
+        record_type: i16,
+    },
+}
+
+impl<'a> OffsetsKeyRef<'a> {
+    /// Reads a key as [`OffsetsKey::decode`] does.
+    pub(crate) fn decode(bytes: &'a [u8]) -> Result<OffsetsKeyRef<'a>, DecodeError> {
         let mut r = Reader::new(bytes);
         let record_type = r.i16("the key's record type")?;
         match record_type {
-            0 | 1 => Ok(OffsetsKey::OffsetCommit {
-                group: r.string("the key's group")?,
-                topic: r.string("the key's topic")?,
+            0 | 1 => Ok(OffsetsKeyRef::OffsetCommit {
+                group: r.str("the key's group")?,
+                topic: r.str("the key's topic")?,
                 partition: r.i32("the key's partition")?,
             }),
-            2 => Ok(OffsetsKey::GroupMetadata {
-                group: r.string("the key's group")?,
+            2 => Ok(OffsetsKeyRef::GroupMetadata {
+                group: r.str("the key's group")?,
             }),
             t if t < 0 => Err(DecodeError {
                 what: format!("negative record type {t}"),
                 position: 0,
             }),
-            t => Ok(OffsetsKey::Other { record_type: t }),
+            t => Ok(OffsetsKeyRef::Other { record_type: t }),
         }
     }
 }

@@ -13,8 +13,9 @@ use std::sync::Arc;
 
 use partlog::unstable::Clock;
 
+use super::group_offsets::{GroupOffsets, OffsetsByGroup, Stored};
 use super::log::{OffsetsLog, OffsetsRecord, Replayed};
-use super::records::{GroupMetadataValue, OffsetCommitValue, OffsetsKey};
+use super::records::{GroupMetadataValue, OffsetCommitValue, OffsetsKey, OffsetsKeyRef};
 use crate::Error;
 use crate::assignor::TopicPartition;
 use crate::group::classic::{ClassicGroup, GroupState};
@@ -111,15 +112,6 @@ pub struct FetchedOffset {
 /// Each partition's answer to a commit, fetch or delete, in request order.
 pub type PartitionResults<T> = Vec<(TopicPartition, Result<T, Error>)>;
 
-/// A committed value and the offset of the record that holds it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Stored {
-    value: OffsetCommitValue,
-    record_offset: i64,
-}
-
-type GroupOffsets = BTreeMap<TopicPartition, Stored>;
-
 /// The offsets and groups of one `__consumer_offsets` partition.
 pub struct OffsetStore<L: OffsetsLog> {
     log: L,
@@ -134,10 +126,10 @@ pub struct OffsetStore<L: OffsetsLog> {
 #[derive(Debug, Default)]
 struct State {
     groups: BTreeMap<String, ClassicGroup>,
-    offsets: BTreeMap<String, GroupOffsets>,
+    offsets: OffsetsByGroup,
     /// Transactional offsets by producer, then group: a group entry stays (perhaps emptied by
     /// a tombstone) until the producer's marker, as the group's open transaction.
-    pending: BTreeMap<i64, BTreeMap<String, GroupOffsets>>,
+    pending: BTreeMap<i64, OffsetsByGroup>,
 }
 
 impl State {
@@ -155,67 +147,64 @@ impl State {
         let Some(key) = key else {
             return Ok(());
         };
-        match OffsetsKey::decode(key)? {
-            OffsetsKey::OffsetCommit {
+        // Borrowed: a replay reads mostly keys already known, which then cost no allocation.
+        match OffsetsKeyRef::decode(key)? {
+            OffsetsKeyRef::OffsetCommit {
                 group,
                 topic,
                 partition,
-            } => {
-                let tp = TopicPartition::new(topic, partition);
-                match value {
-                    Some(value) => {
-                        let stored = Stored {
-                            value: OffsetCommitValue::decode(value)?,
-                            record_offset: offset,
-                        };
-                        // A group that commits without membership is a simple group.
-                        if !self.groups.contains_key(&group) {
-                            self.groups
-                                .insert(group.clone(), ClassicGroup::new(group.clone()));
-                        }
-                        match producer {
-                            Some(pid) => {
-                                self.pending
-                                    .entry(pid)
-                                    .or_default()
-                                    .entry(group)
-                                    .or_default()
-                                    .insert(tp, stored);
-                            }
-                            None => {
-                                self.offsets.entry(group).or_default().insert(tp, stored);
-                            }
-                        }
+            } => match value {
+                Some(value) => {
+                    let stored = Stored {
+                        value: OffsetCommitValue::decode(value)?,
+                        record_offset: offset,
+                    };
+                    // A group that commits without membership is a simple group.
+                    if !self.groups.contains_key(&*group) {
+                        self.groups
+                            .insert(group.to_string(), ClassicGroup::new(group.to_string()));
                     }
-                    None => {
-                        // A tombstone drops the committed value and any pending one.
-                        if let Some(offsets) = self.offsets.get_mut(&group) {
-                            offsets.remove(&tp);
-                            if offsets.is_empty() {
-                                self.offsets.remove(&group);
-                            }
-                        }
-                        for by_group in self.pending.values_mut() {
-                            if let Some(offsets) = by_group.get_mut(&group) {
-                                offsets.remove(&tp);
-                            }
+                    let by_group = match producer {
+                        Some(pid) => self.pending.entry(pid).or_default(),
+                        None => &mut self.offsets,
+                    };
+                    match by_group.get_mut(&*group) {
+                        Some(offsets) => offsets.insert(&topic, partition, stored),
+                        None => {
+                            let mut offsets = GroupOffsets::default();
+                            offsets.insert(&topic, partition, stored);
+                            by_group.insert(group.into_owned(), offsets);
                         }
                     }
                 }
-            }
-            OffsetsKey::GroupMetadata { group } => match value {
+                None => {
+                    // A tombstone drops the committed value and any pending one.
+                    if let Some(offsets) = self.offsets.get_mut(&*group) {
+                        offsets.remove(&topic, partition);
+                        if offsets.is_empty() {
+                            self.offsets.remove(&*group);
+                        }
+                    }
+                    for by_group in self.pending.values_mut() {
+                        if let Some(offsets) = by_group.get_mut(&*group) {
+                            offsets.remove(&topic, partition);
+                        }
+                    }
+                }
+            },
+            OffsetsKeyRef::GroupMetadata { group } => match value {
                 Some(value) => {
                     let value = GroupMetadataValue::decode(value)?;
                     if loading {
                         let loaded = ClassicGroup::from_record(&group, &value, now);
-                        self.groups.insert(group, loaded);
+                        self.groups.insert(group.into_owned(), loaded);
                     }
                 }
                 None => {
-                    self.groups.remove(&group);
+                    self.groups.remove(&*group);
                 }
             },
-            OffsetsKey::Other { record_type } => {
+            OffsetsKeyRef::Other { record_type } => {
                 log_skipped(record_type, offset);
             }
         }
@@ -235,12 +224,12 @@ impl State {
         }
         for (group, offsets) in by_group {
             let committed = self.offsets.entry(group).or_default();
-            for (tp, stored) in offsets {
+            for (topic, partition, stored) in offsets.into_entries() {
                 let newer = committed
-                    .get(&tp)
+                    .get(&topic, partition)
                     .is_none_or(|c| c.record_offset < stored.record_offset);
                 if newer {
-                    committed.insert(tp, stored);
+                    committed.insert(&topic, partition, stored);
                 }
             }
         }
@@ -251,7 +240,7 @@ impl State {
     fn has_pending(&self, group_id: &str, tp: &TopicPartition) -> bool {
         self.pending
             .values()
-            .any(|by_group| by_group.get(group_id).is_some_and(|o| o.contains_key(tp)))
+            .any(|by_group| by_group.get(group_id).is_some_and(|o| o.contains(tp)))
     }
 
     /// Whether `group_id` has an open transaction.
@@ -579,18 +568,20 @@ impl<L: OffsetsLog> OffsetStore<L> {
                 if require_stable && self.state.has_pending(group_id, tp) {
                     return (tp.clone(), Err(Error::UnstableOffsetCommit));
                 }
-                let fetched = committed.and_then(|o| o.get(tp)).map_or(
-                    FetchedOffset {
-                        offset: -1,
-                        leader_epoch: -1,
-                        metadata: String::new(),
-                    },
-                    |s| FetchedOffset {
-                        offset: s.value.offset,
-                        leader_epoch: s.value.leader_epoch,
-                        metadata: s.value.metadata.clone(),
-                    },
-                );
+                let fetched = committed
+                    .and_then(|o| o.get(&tp.topic, tp.partition))
+                    .map_or(
+                        FetchedOffset {
+                            offset: -1,
+                            leader_epoch: -1,
+                            metadata: String::new(),
+                        },
+                        |s| FetchedOffset {
+                            offset: s.value.offset,
+                            leader_epoch: s.value.leader_epoch,
+                            metadata: s.value.metadata.clone(),
+                        },
+                    );
                 (tp.clone(), Ok(fetched))
             })
             .collect())
@@ -609,7 +600,7 @@ impl<L: OffsetsLog> OffsetStore<L> {
             .state
             .offsets
             .get(group_id)
-            .map(|o| o.keys().cloned().collect())
+            .map(|o| o.sorted().into_iter().map(|(tp, _)| tp).collect())
             .unwrap_or_default();
         self.fetch(group_id, &partitions, require_stable)
     }
@@ -651,7 +642,7 @@ impl<L: OffsetsLog> OffsetStore<L> {
                 .state
                 .offsets
                 .get(group_id)
-                .is_some_and(|o| o.contains_key(tp))
+                .is_some_and(|o| o.contains(tp))
             {
                 records.push(tombstone(group_id, tp)?);
             }
@@ -707,7 +698,7 @@ impl<L: OffsetsLog> OffsetStore<L> {
             };
             let mut all_expired = true;
             if let Some(offsets) = self.state.offsets.get(group_id) {
-                for (tp, stored) in offsets {
+                for (tp, stored) in &offsets.sorted() {
                     let is_expired = base.is_some_and(|since| {
                         !group.is_subscribed_to(&tp.topic)
                             && !self.state.has_pending(group_id, tp)

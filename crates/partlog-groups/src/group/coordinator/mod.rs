@@ -172,6 +172,9 @@ pub struct GroupCoordinator<L: OffsetsLog> {
     /// Two-step joins waiting for their second join, by group and member: their deadline.
     pending_member_deadlines: BTreeMap<(String, String), i64>,
     ids: SplitMix64,
+    /// Join phases started so far, in any group of this coordinator (see
+    /// [`rebalances_started`](Self::rebalances_started)).
+    rebalances_started: u64,
 }
 
 impl<L: OffsetsLog> std::fmt::Debug for GroupCoordinator<L> {
@@ -194,7 +197,16 @@ impl<L: OffsetsLog> GroupCoordinator<L> {
             sync_timers: BTreeMap::new(),
             pending_member_deadlines: BTreeMap::new(),
             ids: SplitMix64::new(seed),
+            rebalances_started: 0,
         }
+    }
+
+    /// How many join phases have started in this coordinator's groups since it was made. It
+    /// only grows: an in-process member that sees it change since its last heartbeat
+    /// heartbeats at once, and so learns of a rebalance without waiting for
+    /// `heartbeat.interval.ms` (a Kafka member learns at its next heartbeat).
+    pub fn rebalances_started(&self) -> u64 {
+        self.rebalances_started
     }
 
     /// The offset store (commits, fetches, expiry).
@@ -524,6 +536,7 @@ impl<L: OffsetsLog> GroupCoordinator<L> {
         let initial = group.is_in(GroupState::Empty);
         let rebalance_timeout = group.rebalance_timeout_ms();
         group.transition_to(GroupState::PreparingRebalance, now);
+        self.rebalances_started += 1;
         let timer = if initial {
             JoinTimer {
                 deadline_ms: now.saturating_add(delay),
