@@ -311,8 +311,18 @@ impl TopicProducer {
         let Some(route) = routes.get_mut(topic) else {
             return Err(Error::Closed);
         };
-        let slot = usize::try_from(partition).unwrap_or(0);
-        if let Some(producer) = &route.producers[slot] {
+        let Some(slot) = usize::try_from(partition)
+            .ok()
+            .and_then(|index| route.producers.get_mut(index))
+        else {
+            return Err(Error::InvalidArgument {
+                why: format!(
+                    "partition {partition} is not in [0, {}) of topic {topic}",
+                    route.partitions
+                ),
+            });
+        };
+        if let Some(producer) = slot {
             return Ok(Arc::clone(producer));
         }
         let ids = state
@@ -325,7 +335,7 @@ impl TopicProducer {
             // Held until the coordinator has added the partition (see `adds`).
             adds.queue(TopicPartition::new(topic, partition), Arc::clone(&producer));
         }
-        route.producers[slot] = Some(Arc::clone(&producer));
+        *slot = Some(Arc::clone(&producer));
         Ok(producer)
     }
 
