@@ -174,8 +174,8 @@ pub use crate::{
     },
     position::ConsumerPosition,
     producer::{
-        Acks, Producer, ProducerConfig, ProducerConfigBuilder, ProducerMode, ProducerStats,
-        SendHandle,
+        Acks, HeldBatchHook, Producer, ProducerConfig, ProducerConfigBuilder, ProducerMode,
+        ProducerStats, SendHandle,
     },
     segment::AbortedTxn,
     workers::Workers,

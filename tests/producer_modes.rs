@@ -11,8 +11,8 @@ mod fenced_storage;
 use std::sync::Arc;
 
 use partlog::{
-    Acks, BatchHeader, Error, Log, LogConfig, NewRecord, Producer, ProducerConfig, ReadBound,
-    SendHandle,
+    Acks, BatchHeader, Error, HeldBatchHook, Log, LogConfig, NewRecord, Producer, ProducerConfig,
+    ReadBound, SendHandle,
 };
 
 const T0: i64 = 1_700_000_000_000;
@@ -479,4 +479,97 @@ mod sim {
         assert_eq!(next, 4);
         producer.close().unwrap();
     }
+}
+
+fn held(log: &Arc<Log>) -> (Producer, Arc<std::sync::atomic::AtomicUsize>) {
+    let config = ProducerConfig::transactional(9, 0)
+        .acks(Acks::One)
+        .batch_size(300)
+        .linger_ms(0)
+        .build()
+        .unwrap();
+    let producer = Producer::new(Arc::clone(log), config).unwrap();
+    let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = Arc::clone(&calls);
+    producer
+        .begin_held(HeldBatchHook::new(move || {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }))
+        .unwrap();
+    (producer, calls)
+}
+
+/// Issue 33 (the engine's batched `AddPartitionsToTxn`): a transaction begun held queues its
+/// records but appends nothing until `release`; its due batches call the hook; commit and
+/// abort refuse while held; once released everything is appended and commits.
+#[test]
+fn a_held_transaction_appends_nothing_until_released() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = open_log(dir.path());
+    let (producer, calls) = held(&log);
+    let handles = send_all(&producer, 0..10);
+    while calls.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+        std::thread::yield_now();
+    }
+    assert_eq!(log.log_end_offset(), 0, "a held batch reached the log");
+    assert!(is_txn_state(producer.commit()));
+    assert!(is_txn_state(producer.abort()));
+    producer.release().unwrap();
+    assert_eq!(wait_all(handles), (0..10).collect::<Vec<i64>>());
+    producer.commit().unwrap();
+    assert_eq!(
+        committed_values(&log),
+        (0..10).map(value).collect::<Vec<_>>()
+    );
+}
+
+/// Closing a producer before its held transaction is released fails the held batches,
+/// unappended; `refuse_held` fails them with the caller's error.
+#[test]
+fn held_batches_fail_unappended_on_close_or_refusal() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = open_log(dir.path());
+    let (producer, _) = held(&log);
+    let handles = send_all(&producer, 0..4);
+    assert!(matches!(producer.close(), Err(Error::Closed)));
+    for handle in handles {
+        assert!(matches!(handle.wait(), Err(Error::Closed)));
+    }
+    assert_eq!(log.log_end_offset(), 0);
+
+    let (producer, _) = held(&log);
+    let handles = send_all(&producer, 0..4);
+    producer.refuse_held(Error::InvalidRequest {
+        why: "not added".to_owned(),
+    });
+    for handle in handles {
+        assert!(matches!(handle.wait(), Err(Error::InvalidRequest { .. })));
+    }
+    assert!(matches!(
+        producer.release(),
+        Err(Error::InvalidRequest { .. })
+    ));
+    // Refused, the transaction can only be aborted; nothing reached the log.
+    assert!(is_txn_state(producer.commit()));
+    producer.abort().unwrap();
+    assert_eq!(log.log_end_offset(), 0);
+}
+
+/// `request_flush` seals a lingering batch so that the sender appends it now, without waiting
+/// (issue 33: the engine requests every partition's flush before waiting on any).
+#[test]
+fn request_flush_appends_a_lingering_batch_without_waiting() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = open_log(dir.path());
+    let config = ProducerConfig::builder()
+        .acks(Acks::One)
+        .linger_ms(3_600_000)
+        .build()
+        .unwrap();
+    let producer = Producer::new(Arc::clone(&log), config).unwrap();
+    let handles = send_all(&producer, 0..3);
+    assert_eq!(log.log_end_offset(), 0, "an hour's linger holds the batch");
+    producer.request_flush();
+    assert_eq!(wait_all(handles), vec![0, 1, 2]);
+    producer.close().unwrap();
 }

@@ -38,6 +38,7 @@ use runner::{SenderRunner, SenderWake};
 
 pub use config::{Acks, ProducerConfig, ProducerConfigBuilder, ProducerMode};
 pub use handle::SendHandle;
+pub use modes::HeldBatchHook;
 
 /// What the producer's callers and its sender thread share.
 #[derive(Debug)]
@@ -573,6 +574,17 @@ impl Producer {
         })
     }
 
+    /// The first half of [`flush`](Self::flush), without the wait: seals the open batch so that
+    /// the sender appends it now, whatever `linger.ms` says (under `acks=all` the sender asks
+    /// the log's flusher for a sync after each append). A caller flushing many producers
+    /// requests every flush first, then waits on each: their appends and syncs overlap.
+    pub fn request_flush(&self) {
+        let inner = &*self.inner;
+        if inner.accumulator.lock().seal_open() {
+            inner.sender_wake.wake();
+        }
+    }
+
     /// Seals the open batch and blocks until every record sent before this call is done as
     /// [`Acks`] `1` defines it (appended), and under `acks=all` also durable. Records sent
     /// meanwhile by other threads may or may not be covered.
@@ -608,6 +620,25 @@ impl Producer {
     /// Dropping the producer closes it, logging any error. Neither ends an open transaction:
     /// see "Idempotent and transactional modes" above.
     pub fn close(&self) -> Result<()> {
+        let (error, unconfirmed) = self.close_and_drain();
+        self.finish(error, unconfirmed)
+    }
+
+    /// [`close`](Self::close), but returns once every accepted batch is appended, without the
+    /// `acks=all` wait for durability: for a caller that then waits for many logs at once
+    /// ([`Log::durable`], [`Log::wait_durable`]), as a transaction's commit does. The sender
+    /// still asked the log's flusher for a sync after each append under `acks=all`, and the
+    /// records' handles still resolve once durable.
+    ///
+    /// Returns the first batch failure no earlier `flush` or `close` reported.
+    pub fn close_appended(&self) -> Result<()> {
+        let (error, _) = self.close_and_drain();
+        error.map_or(Ok(()), Err)
+    }
+
+    /// The body of `close` and `close_appended`: stops accepting records, waits until the
+    /// sender has appended every accepted batch and exited, and stops it.
+    fn close_and_drain(&self) -> (Option<Error>, Option<Unconfirmed>) {
         let inner = &*self.inner;
         {
             let mut acc = inner.accumulator.lock();
@@ -628,7 +659,7 @@ impl Producer {
         if let Some(sender) = self.sender.lock().take() {
             sender.stop(inner);
         }
-        self.finish(error, unconfirmed)
+        (error, unconfirmed)
     }
 
     /// The end of `flush` and `close`: report a failure, or under `acks=all` wait until the

@@ -17,6 +17,15 @@
 //!   open batch, wait until every batch of the transaction is appended, then append the marker
 //!   (acknowledged as the producer's `acks` say). A batch of the transaction that failed makes
 //!   the transaction abortable only, as in Kafka: `commit` refuses, `abort` ends it.
+//! - **Held transactions.** `begin_held` opens a transaction whose batches the sender keeps
+//!   until `release`, as Kafka's sender drains no batch of a partition whose
+//!   `AddPartitionsToTxn` is still pending: a coordinator above the log adds the partitions of
+//!   many producers in one durable write, then releases them. When a batch falls due while
+//!   held, the sender calls the hook `begin_held` was given, so that the add starts no later
+//!   than a batch would have gone out.
+
+use std::fmt;
+use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::format::{ControlRecordType, increment_sequence};
@@ -38,6 +47,40 @@ pub(crate) struct ModeState {
     pub txn: TxnPhase,
     /// The first failure of a batch of the open transaction: it may then only be aborted.
     pub txn_error: Option<Error>,
+    /// Set by `begin_held` until `release`: the sender appends no batch meanwhile.
+    pub held: Option<Held>,
+}
+
+/// Why a transaction's batches are held (`begin_held`).
+#[derive(Debug)]
+pub(crate) enum Held {
+    /// Until `release`; the hook is called when a batch falls due.
+    Waiting(HeldBatchHook),
+    /// Never to be released (`refuse_held`): each batch fails with this error, unappended.
+    Refused(Error),
+}
+
+/// What a held producer's sender calls when a batch falls due (see
+/// [`Producer::begin_held`]). It runs on the sender's thread or pool task, with no producer
+/// lock held, and may call [`Producer::release`] itself.
+#[derive(Clone)]
+pub struct HeldBatchHook(Arc<dyn Fn() + Send + Sync>);
+
+impl HeldBatchHook {
+    /// A hook that runs `on_due`.
+    pub fn new(on_due: impl Fn() + Send + Sync + 'static) -> HeldBatchHook {
+        HeldBatchHook(Arc::new(on_due))
+    }
+
+    pub(crate) fn call(&self) {
+        (self.0)();
+    }
+}
+
+impl fmt::Debug for HeldBatchHook {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("HeldBatchHook")
+    }
 }
 
 /// Where a transactional producer's transaction stands.
@@ -304,6 +347,75 @@ impl Producer {
         Ok(())
     }
 
+    /// Opens a transaction as [`begin`](Self::begin) does, but holds its batches: `send`
+    /// queues records, and the sender appends nothing until [`release`](Self::release), which
+    /// registers the transaction with the log. Kafka's sender holds a partition's batches so
+    /// while its `AddPartitionsToTxn` is pending; a transaction coordinator above the log uses
+    /// this to make one durable write for many partitions before any of their batches goes
+    /// out.
+    ///
+    /// When a batch falls due (sealed, or its `linger.ms` passed) while held, the sender calls
+    /// `on_due` (again at later wakes while still held): the caller's cue to release soon.
+    /// [`flush`](Self::flush) waits for the release. [`commit`](Self::commit) and
+    /// [`abort`](Self::abort) refuse while held; [`close`](Self::close) fails the held batches
+    /// with [`Error::Closed`], unappended.
+    ///
+    /// Fails as `begin` does, but never with the log's registration error (`release` has it).
+    pub fn begin_held(&self, on_due: HeldBatchHook) -> Result<()> {
+        let (producer_id, _) = self.transactional_ids()?;
+        let mut acc = self.inner.accumulator.lock();
+        may_begin(&acc, producer_id)?;
+        acc.mode.txn = TxnPhase::Open;
+        acc.mode.txn_error = None;
+        acc.mode.held = Some(Held::Waiting(on_due));
+        Ok(())
+    }
+
+    /// Ends the hold of [`begin_held`](Self::begin_held) without a release: every held batch,
+    /// and every batch sent after, fails with a copy of `error`, never appended (their handles
+    /// say so), and the transaction can only be aborted. For a coordinator that could not add
+    /// the partition. A producer that holds nothing is left as it is.
+    pub fn refuse_held(&self, error: Error) {
+        let inner = &*self.inner;
+        {
+            let mut acc = inner.accumulator.lock();
+            if acc.mode.held.is_none() {
+                return;
+            }
+            acc.mode.held = Some(Held::Refused(error));
+        }
+        inner.sender_wake.wake();
+    }
+
+    /// Ends the hold of [`begin_held`](Self::begin_held): registers the transaction with the
+    /// log ([`Log::register_transaction`]), then lets the sender append the held batches. A
+    /// producer that holds nothing is left as it is.
+    ///
+    /// Fails with the log's registration error (the batches stay held), with
+    /// [`Error::Closed`] once the producer is closing, or with the error of
+    /// [`refuse_held`](Self::refuse_held).
+    pub fn release(&self) -> Result<()> {
+        let (producer_id, producer_epoch) = self.transactional_ids()?;
+        let inner = &*self.inner;
+        {
+            let acc = inner.accumulator.lock();
+            if acc.closing {
+                return Err(Error::Closed);
+            }
+            match &acc.mode.held {
+                None => return Ok(()),
+                Some(Held::Refused(error)) => return Err(error.duplicate()),
+                Some(Held::Waiting(_)) => {}
+            }
+        }
+        inner
+            .log
+            .register_transaction(producer_id, producer_epoch)?;
+        inner.accumulator.lock().mode.held = None;
+        inner.sender_wake.wake();
+        Ok(())
+    }
+
     /// Commits the open transaction (Kafka's `commitTransaction`): seals the open batch, waits
     /// until every batch of the transaction is appended, then appends a COMMIT marker, and
     /// returns once the marker is done as the producer's [`Acks`] say (`all`: durable, with
@@ -360,6 +472,13 @@ impl Producer {
         }
         if let Some(fatal) = &acc.mode.fatal {
             return Err(fatal.duplicate());
+        }
+        if matches!(acc.mode.held, Some(Held::Waiting(_))) {
+            return Err(txn_state(
+                producer_id,
+                "the transaction's batches are held: release() it before commit() or abort(), \
+                 or close() the producer to fail them",
+            ));
         }
         match acc.mode.txn {
             TxnPhase::Open => {}

@@ -13,7 +13,7 @@ use super::Inner;
 use super::accumulator::{Accumulator, PendingBatch, Unconfirmed};
 use super::config::Acks;
 use super::handle::Appended;
-use super::modes::Stamp;
+use super::modes::{Held, HeldBatchHook, Stamp};
 use crate::format::BatchBuilder;
 use crate::format::RECORD_BATCH_OVERHEAD;
 use crate::log::TruncationEpoch;
@@ -39,6 +39,9 @@ enum Due {
     Batch(PendingBatch, Stamp),
     /// Nothing is due: wait for a wake, or at most this long (a batch lingers).
     Wait(Option<Duration>),
+    /// A batch is due but the transaction is held (`begin_held`): call the hook, with no lock
+    /// held, then wait for the release's wake.
+    Held(HeldBatchHook),
     /// Closing, and every accepted batch is taken.
     Drained,
 }
@@ -63,6 +66,12 @@ pub(crate) fn run_some(inner: &Inner) -> Next {
         let due = poll_due(inner, &mut inner.accumulator.lock());
         match due {
             Due::Batch(batch, stamp) => append(inner, batch, stamp),
+            Due::Held(hook) => {
+                hook.call();
+                // The release wakes the task; a wake during this run runs it again.
+                std::mem::forget(exit.take());
+                return Next::After(Duration::MAX);
+            }
             Due::Wait(wait) => {
                 std::mem::forget(exit.take());
                 return Next::After(wait.unwrap_or(Duration::MAX));
@@ -82,6 +91,14 @@ fn next_batch(inner: &Inner) -> Option<(PendingBatch, Stamp)> {
         match poll_due(inner, &mut acc) {
             Due::Batch(batch, stamp) => return Some((batch, stamp)),
             Due::Drained => return None,
+            Due::Held(hook) => {
+                drop(acc);
+                hook.call();
+                acc = inner.accumulator.lock();
+                if matches!(acc.mode.held, Some(Held::Waiting(_))) && !acc.closing {
+                    inner.sender_wake.wait(&mut acc);
+                }
+            }
             Due::Wait(None) => inner.sender_wake.wait(&mut acc),
             Due::Wait(Some(wait)) => inner.sender_wake.wait_for(&mut acc, wait),
         }
@@ -112,6 +129,18 @@ fn poll_due(inner: &Inner, acc: &mut MutexGuard<'_, Accumulator>) -> Due {
             return Due::Wait(Some(remaining.min(LINGER_RECHECK)));
         }
         acc.seal_open();
+    }
+    if let Some(held) = &acc.mode.held {
+        let error = match held {
+            Held::Waiting(hook) if !acc.closing => return Due::Held(hook.clone()),
+            // Closing before the release: the held batches fail, never appended.
+            Held::Waiting(_) => Error::Closed,
+            Held::Refused(error) => error.duplicate(),
+        };
+        return match acc.sealed.pop_front() {
+            Some(batch) => Due::Batch(batch, Stamp::Refused(error)),
+            None => Due::Wait(None),
+        };
     }
     match acc.sealed.pop_front() {
         Some(batch) => Due::Batch(batch, acc.mode.stamp(&inner.config.mode)),

@@ -134,7 +134,8 @@ impl Pool {
         let (lane, stamp) = (entry.lane, entry.stamp);
         state.timers[lane.index()].push(Reverse((Instant::now(), id, stamp)));
         drop(state);
-        self.work.notify_all();
+        // One task is due: one thread runs it (a busy thread picks it up when its run ends).
+        self.work.notify_one();
     }
 
     /// Removes task `id` and waits for its current run, and the drop of the pool's references
@@ -301,8 +302,9 @@ impl Pool {
             state.leaving.remove(&id);
         }
         self.done.notify_all();
-        // A lane slot freed, or the task is due again.
-        self.work.notify_all();
+        // A lane slot freed, or the task is due again: this thread looks at once (the caller
+        // loops to `pick`), and one more, in case two tasks may now start.
+        self.work.notify_one();
         state
     }
 }

@@ -8,10 +8,11 @@ use std::sync::Arc;
 use partlog::{BatchBuilder, Compression, Error, Log, LogConfig, NewRecord, ReadBound};
 use partlog_engine::engine::{Engine, EngineConfig, TopicConfig};
 use partlog_engine::partitioner::SequentialRandom;
-use partlog_engine::producer::TopicProducer;
 use partlog_engine::producer::config::TopicProducerConfig;
 use partlog_engine::producer::idempotence::{EpochBump, IdempotenceState};
 use partlog_engine::producer::state::ProducerTransactionState;
+use partlog_engine::producer::{TopicProducer, TopicSendHandle};
+use partlog_engine::txn::log_records::{TxnLogRecord, read_record};
 use partlog_engine::txn::state::TransactionState;
 use partlog_engine::txn::{ProducerIdAndEpoch, TopicPartition};
 
@@ -269,7 +270,8 @@ fn topic_producer_transactions_commit_atomically_across_topics_and_abort() {
     producer.begin_transaction().unwrap();
     producer.send_to("a", Some(1), &record(None, "a1")).unwrap();
     producer.send_to("b", Some(0), &record(None, "b0")).unwrap();
-    // The partitions were added before any batch reached them.
+    // The partitions are added before any batch reaches them (the flush has them added).
+    producer.flush().unwrap();
     let metadata = engine.coordinator().transaction_metadata("tx").unwrap();
     assert_eq!(metadata.state, TransactionState::Ongoing);
     assert_eq!(metadata.partitions.len(), 2);
@@ -401,7 +403,18 @@ fn transaction_manager_test_abortable_error_while_abort_in_progress() {
     producer.begin_transaction().unwrap();
     let handle = producer.send("a", &record(None, "late")).unwrap();
     // A batch under the producer's id takes its sequence first: the producer's is out of order.
+    // The coordinator adds the partition first, as the producer's own add (at the abort, its
+    // batch still lingering) would have.
     let ids = producer.producer_id_and_epoch().unwrap();
+    engine
+        .coordinator()
+        .add_partitions(
+            "tx",
+            ids.producer_id,
+            ids.epoch,
+            &[TopicPartition::new("a", 0)],
+        )
+        .unwrap();
     let mut first = BatchBuilder::new(Compression::None)
         .producer(ids.producer_id, ids.epoch, 0)
         .transactional(true);
@@ -457,8 +470,10 @@ fn txn_coordinator_zombie_fencing_end_to_end() {
     assert!(committed(&p0).is_empty(), "A's transaction was aborted");
     assert!(all(&p0).contains(&"from-a".to_owned()));
 
+    // The add of a new partition is asynchronous, as in Kafka: the send's handle fails.
     assert!(matches!(
-        a.send_to("a", Some(1), &record(None, "late")),
+        a.send_to("a", Some(1), &record(None, "late"))
+            .and_then(TopicSendHandle::wait),
         Err(Error::ProducerFenced { .. })
     ));
     assert!(matches!(
@@ -485,4 +500,80 @@ fn txn_coordinator_zombie_fencing_end_to_end() {
     b.send_to("a", Some(0), &record(None, "from-b")).unwrap();
     b.commit_transaction().unwrap();
     assert_eq!(committed(&p0), ["from-b"]);
+}
+
+/// The values written for `id` to its `__transaction_state` partition under `root`, in order
+/// (the engine must be closed).
+fn txn_state_values(root: &std::path::Path, partition: i32, id: &str) -> Vec<TransactionState> {
+    let dir = root.join(format!("__transaction_state-{partition}"));
+    let log = Log::open(dir, LogConfig::default()).unwrap();
+    let states = log
+        .records(0, ReadBound::LogEnd)
+        .map(|r| r.unwrap())
+        .filter_map(
+            |r| match read_record(r.key.as_deref(), r.value.as_deref()).unwrap() {
+                TxnLogRecord::Value {
+                    transactional_id,
+                    value,
+                } if transactional_id == id => Some(value.state),
+                _ => None,
+            },
+        )
+        .collect();
+    log.close().unwrap();
+    states
+}
+
+/// Issue 33, the commit-latency row: the first sends of a transaction to 8 partitions are
+/// added by the coordinator in one durable `Ongoing` write (as Kafka's sender sends one
+/// `AddPartitionsToTxn` for every partition queued since its last), not one write each; no
+/// batch reaches a partition before that write, and the commit shows every record.
+#[test]
+fn txn_commit_latency_first_sends_to_eight_partitions_make_one_ongoing_write() {
+    let root = tempfile::tempdir().unwrap();
+    let engine = engine(root.path());
+    let topic = engine.create_topic("t", 8, TopicConfig::new()).unwrap();
+    let mut config = TopicProducerConfig::transactional("batched");
+    config.producer.linger_ms = 60_000;
+    let producer = TopicProducer::new(&engine, config).unwrap();
+    producer.init_transactions().unwrap();
+    producer.begin_transaction().unwrap();
+    for partition in 0..8 {
+        producer
+            .send_to(
+                "t",
+                Some(partition),
+                &record(None, &format!("p{partition}")),
+            )
+            .unwrap();
+    }
+    // Nothing added, nothing appended yet: the batches are held.
+    let metadata = engine
+        .coordinator()
+        .transaction_metadata("batched")
+        .unwrap();
+    assert_eq!(metadata.state, TransactionState::Empty);
+    for partition in 0..8 {
+        assert!(all(&topic.partition(partition).unwrap()).is_empty());
+    }
+    producer.commit_transaction().unwrap();
+    for partition in 0..8 {
+        assert_eq!(
+            committed(&topic.partition(partition).unwrap()),
+            [format!("p{partition}")]
+        );
+    }
+    let state_partition = engine.coordinator().partition_for("batched").unwrap();
+    drop(producer);
+    engine.close().unwrap();
+    drop(engine);
+    let states = txn_state_values(root.path(), state_partition, "batched");
+    let ongoing = states
+        .iter()
+        .filter(|s| **s == TransactionState::Ongoing)
+        .count();
+    assert_eq!(
+        ongoing, 1,
+        "one Ongoing write for 8 first sends: {states:?}"
+    );
 }

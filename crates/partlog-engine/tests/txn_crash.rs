@@ -12,12 +12,13 @@ mod fenced_storage;
 
 use std::sync::Arc;
 
-use partlog::unstable::sim::FaultRule;
+use partlog::unstable::sim::{FaultOp, FaultRule};
 use partlog::unstable::{Clock, CrashConfig, ManualClock, SimStorage, Storage};
 use partlog::{Error, LogConfig, NewRecord, ReadBound};
 use partlog_engine::engine::{Engine, EngineConfig, TopicConfig};
 use partlog_engine::producer::TopicProducer;
 use partlog_engine::producer::config::TopicProducerConfig;
+use partlog_engine::txn::state::TransactionState;
 
 const ROOT: &str = "/engine";
 const T0: i64 = 1_700_000_000_000;
@@ -203,4 +204,42 @@ fn txn_crash_right_after_a_commit_returns_keeps_the_commit() {
     let (view, open) = committed_view(&engine);
     assert!(!open);
     assert_eq!(view[0], ["accounts-0", "next"]);
+}
+
+/// Issue 33, the commit-latency row: the commit adds the six partitions in one batched
+/// `Ongoing` write, durable before any of their data is written. A crash just before the first
+/// data write to one partition (others may have been written, not synced) leaves that
+/// `Ongoing`, naming all six: after reopen the timeout aborts it, no partition shows the
+/// transaction and none holds one open.
+#[test]
+fn txn_crash_between_the_batched_ongoing_write_and_the_data_leaves_nothing_hanging() {
+    for seed in 0..4 {
+        let context = format!("seed {seed}");
+        let sim = SimStorage::new(seed + 40);
+        let clock = Arc::new(ManualClock::new(T0));
+        let (engine, producer) = prepare(&sim, &clock);
+        sim.inject(
+            FaultRule::crash(FaultOp::Write, 1)
+                .on_paths_ending_with("accounts-1/00000000000000000000.log"),
+        );
+        assert!(producer.commit_transaction().is_err(), "{context}");
+        drop((producer, engine));
+        sim.clear_faults();
+
+        let engine = Engine::open(ROOT, config(&sim, &clock))
+            .unwrap_or_else(|e| panic!("{context}: reopen: {e}"));
+        let metadata = engine.coordinator().transaction_metadata("mover").unwrap();
+        assert_eq!(metadata.state, TransactionState::Ongoing, "{context}");
+        assert_eq!(
+            metadata.partitions.len(),
+            6,
+            "{context}: one write names all six"
+        );
+        clock.advance(i64::from(TIMEOUT_MS) + 1);
+        let report = engine.coordinator().tick(clock.now_ms());
+        assert!(report.failed.is_empty(), "{context}: {:?}", report.failed);
+        let (view, open) = committed_view(&engine);
+        assert!(!open, "{context}: a transaction hangs open");
+        assert!(view.iter().all(Vec::is_empty), "{context}: {view:?}");
+    }
 }

@@ -9,6 +9,8 @@
 //! | [`state`] | [`ProducerTransactionState`]: Kafka's client states and legal transitions |
 //! | [`idempotence`] | [`IdempotenceState`]: sequences in flight and the epoch bump of KIP-360 |
 //! | `transactions` | `init_transactions`, `begin_transaction`, `commit_transaction`, `abort_transaction` |
+//! | `adds` | `PartitionAdds`: the partitions new to a transaction, added in one write |
+//! | `routes` | `Routes`: each topic's partitions, sticky partitioner and partition producers |
 //!
 //! # Modes
 //!
@@ -19,9 +21,11 @@
 //!   epoch and every partition restarts at sequence 0 (KIP-360); at `epoch == i16::MAX` it
 //!   takes a new producer id.
 //! - **Transactional** (`transactional.id`): Kafka's client state machine
-//!   ([`ProducerTransactionState`]). The first record of a transaction to a partition adds the
-//!   partition through the coordinator (`AddPartitionsToTxn`, which registers the transaction
-//!   with the log) before any of its batches reaches the log. `commit_transaction` appends
+//!   ([`ProducerTransactionState`]). The first record of a transaction to a partition queues
+//!   the partition, and its producer holds the batches; the coordinator adds every queued
+//!   partition in one `AddPartitionsToTxn` (one durable `Ongoing` write, which registers the
+//!   transaction with the logs) when a held batch is due or the transaction ends, and only
+//!   then are the batches appended, as Kafka's sender batches its adds. `commit_transaction` appends
 //!   every partition's batches, waits until all are durable (their fsyncs at once), then has
 //!   the coordinator write `PrepareCommit`, the markers and `CompleteCommit`: a
 //!   `read_committed` reader sees the transaction when the call returns (Kafka answers after
@@ -34,27 +38,29 @@
 //! partition switches after `batch.size` bytes whatever its queue holds (the partition
 //! producer's queue is not visible from here).
 
+mod adds;
 pub mod config;
 pub mod idempotence;
+mod routes;
 pub mod state;
 mod transactions;
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 use std::task::{Context, Poll};
 
 use partlog::{Error, NewRecord, Producer, ProducerMode, SendHandle};
 
+use self::adds::PartitionAdds;
 use self::config::TopicProducerConfig;
 use self::idempotence::{EpochBump, IdempotenceState};
+use self::routes::{Route, Routes};
 use self::state::ProducerTransactionState;
 use crate::engine::Engine;
 use crate::engine::open::{EngineShared, lock};
-use crate::partitioner::{
-    BuiltInPartitioner, Partitions, RecordToRoute, StickyPartitionInfo, partition_record,
-};
+use crate::partitioner::{RecordToRoute, StickyPartitionInfo};
 use crate::txn::{ProducerIdAndEpoch, TopicPartition, TransactionCoordinator};
 
 /// Where a sent record went: Kafka's `RecordMetadata`.
@@ -104,16 +110,6 @@ impl Future for TopicSendHandle {
     }
 }
 
-/// One topic as the producer routes to it.
-#[derive(Debug)]
-struct Route {
-    partitions: i32,
-    /// Each partition's producer, made at the first record to it (in a transaction: at the
-    /// first record of each transaction, once the coordinator added the partition).
-    producers: Vec<Option<Arc<Producer>>>,
-    sticky: BuiltInPartitioner,
-}
-
 /// What the producer's calls change together.
 #[derive(Debug)]
 pub(crate) struct State {
@@ -125,8 +121,19 @@ pub(crate) struct State {
     last_error: Option<Error>,
     /// Whether the open transaction added a partition (an empty one needs no `EndTxn`).
     txn_started: bool,
-    routes: HashMap<String, Route>,
-    closed: bool,
+    /// Whether `txn_state` is `InTransaction`, for `send` to read without this lock.
+    in_transaction: Arc<AtomicBool>,
+}
+
+impl State {
+    /// Moves the client state to `target` (the one place that does).
+    pub(crate) fn set_txn_state(&mut self, target: ProducerTransactionState) {
+        self.txn_state = target;
+        self.in_transaction.store(
+            target == ProducerTransactionState::InTransaction,
+            Ordering::Release,
+        );
+    }
 }
 
 /// Kafka's `KafkaProducer` over an engine: see the module docs. `Send + Sync`: share it with
@@ -137,6 +144,14 @@ pub struct TopicProducer {
     coordinator: Arc<TransactionCoordinator>,
     config: TopicProducerConfig,
     state: Mutex<State>,
+    /// Where records go; taken after `state` when both are (see `routes`).
+    routes: RwLock<Routes>,
+    /// Set by `close`: later sends fail.
+    closed: AtomicBool,
+    /// `State::in_transaction`, read by a transactional send without the state lock.
+    in_transaction: Arc<AtomicBool>,
+    /// The partitions of the open transaction waiting to be added (transactional only).
+    adds: Option<Arc<PartitionAdds>>,
 }
 
 impl TopicProducer {
@@ -154,7 +169,13 @@ impl TopicProducer {
         } else {
             None
         };
+        let in_transaction = Arc::new(AtomicBool::new(false));
+        let adds = config
+            .transactional_id
+            .as_ref()
+            .map(|id| PartitionAdds::new(Arc::clone(&coordinator), id.clone()));
         Ok(TopicProducer {
+            adds,
             shared: Arc::clone(&engine.shared),
             coordinator,
             config,
@@ -163,9 +184,11 @@ impl TopicProducer {
                 txn_state: ProducerTransactionState::Uninitialized,
                 last_error: None,
                 txn_started: false,
-                routes: HashMap::new(),
-                closed: false,
+                in_transaction: Arc::clone(&in_transaction),
             }),
+            in_transaction,
+            routes: RwLock::new(Routes::default()),
+            closed: AtomicBool::new(false),
         })
     }
 
@@ -217,88 +240,103 @@ impl TopicProducer {
             key: record.key.as_deref(),
             value: record.value.as_deref(),
         };
-        let size = estimated_size(record);
         let mut retried = false;
         loop {
-            let (producer, partition, sticky) = self.route(&route)?;
-            match producer.send(record) {
-                Ok(handle) => {
-                    self.sticky_appended(topic, sticky, size);
-                    return Ok(TopicSendHandle { partition, handle });
-                }
-                Err(error) => match self.on_partition_error(&producer, error) {
-                    SendRetry::Retry(error) if retried => return Err(error),
-                    SendRetry::Retry(_) => retried = true,
-                    SendRetry::Fail(error) => return Err(error),
-                },
+            self.may_send()?;
+            let (producer, error) = match self.send_routed(&route, record)? {
+                Ok(sent) => return Ok(sent),
+                Err(failed) => failed,
+            };
+            match self.on_partition_error(&producer, error) {
+                SendRetry::Retry(error) if retried => return Err(error),
+                SendRetry::Retry(_) => retried = true,
+                SendRetry::Fail(error) => return Err(error),
             }
         }
     }
 
-    /// The partition and its producer for `record` (created, and in a transaction added
-    /// through the coordinator, at its first record), with the sticky partition it used.
-    fn route(&self, record: &RecordToRoute<'_>) -> Result<Routed, Error> {
-        let mut guard = lock(&self.state);
-        let state = &mut *guard;
-        self.may_send(state)?;
-        if !state.routes.contains_key(record.topic) {
-            let topic = self.shared.topic_partitions(record.topic)?;
-            state.routes.insert(
-                record.topic.to_owned(),
-                Route {
-                    partitions: topic,
-                    producers: vec![None; usize::try_from(topic).unwrap_or(0)],
-                    sticky: BuiltInPartitioner::with_random(
-                        record.topic,
-                        i32::try_from(self.config.producer.batch_size.max(1)).unwrap_or(i32::MAX),
-                        Arc::clone(&self.config.random),
-                    )?,
-                },
-            );
+    /// Routes `record` and sends it to its partition's producer (made at the partition's first
+    /// record, held in a transaction until the coordinator adds the partition). The outer
+    /// error is routing's; the inner one the partition producer's, with the producer.
+    fn send_routed(
+        &self,
+        route: &RecordToRoute<'_>,
+        record: &NewRecord,
+    ) -> Result<Result<TopicSendHandle, (Arc<Producer>, Error)>, Error> {
+        let custom = self.config.partitioner.as_deref();
+        let ignore_keys = self.config.partitioner_ignore_keys;
+        let routes = routes::read(&self.routes);
+        let Some(topic) = routes.get(route.topic) else {
+            drop(routes);
+            self.add_route(route.topic)?;
+            return self.send_routed(route, record);
+        };
+        let (partition, sticky) = topic.choose(route, custom, ignore_keys)?;
+        if let Some(producer) = topic.producer(partition) {
+            return Ok(send_with(topic, producer, partition, sticky, record));
         }
-        let Some(route) = state.routes.get_mut(record.topic) else {
+        drop(routes);
+        let producer = self.add_producer(route.topic, partition)?;
+        let routes = routes::read(&self.routes);
+        let Some(topic) = routes.get(route.topic) else {
+            return Err(Error::Closed);
+        };
+        Ok(send_with(topic, &producer, partition, sticky, record))
+    }
+
+    /// Adds `topic` to the route table.
+    fn add_route(&self, topic: &str) -> Result<(), Error> {
+        let partitions = self.shared.topic_partitions(topic)?;
+        let mut routes = routes::write(&self.routes);
+        if !routes.contains_key(topic) {
+            let batch_size =
+                i32::try_from(self.config.producer.batch_size.max(1)).unwrap_or(i32::MAX);
+            let route = Route::new(
+                topic,
+                partitions,
+                batch_size,
+                Arc::clone(&self.config.random),
+            )?;
+            routes.insert(topic.to_owned(), route);
+        }
+        Ok(())
+    }
+
+    /// The producer of `topic`'s `partition`, made now if it does not exist (in a
+    /// transaction: begun held and queued for the coordinator's add).
+    fn add_producer(&self, topic: &str, partition: i32) -> Result<Arc<Producer>, Error> {
+        let mut state = lock(&self.state);
+        self.may_send_in(&mut state)?;
+        let mut routes = routes::write(&self.routes);
+        let Some(route) = routes.get_mut(topic) else {
+            return Err(Error::Closed);
+        };
+        let Some(slot) = usize::try_from(partition)
+            .ok()
+            .and_then(|index| route.producers.get_mut(index))
+        else {
             return Err(Error::InvalidArgument {
-                why: format!("topic {:?} vanished while routing", record.topic),
+                why: format!(
+                    "partition {partition} is not in [0, {}) of topic {topic}",
+                    route.partitions
+                ),
             });
         };
-        let chosen = partition_record(
-            record,
-            route.partitions,
-            self.config.partitioner.as_deref(),
-            self.config.partitioner_ignore_keys,
-        )?;
-        let (partition, sticky) = match chosen {
-            Some(partition) => (partition, None),
-            None => {
-                let info = route
-                    .sticky
-                    .peek_current_partition_info(&Partitions::all(route.partitions));
-                (info.partition(), Some(info))
-            }
-        };
-        let slot = usize::try_from(partition).unwrap_or(0);
-        if let Some(producer) = &route.producers[slot] {
-            return Ok((Arc::clone(producer), partition, sticky));
+        if let Some(producer) = slot {
+            return Ok(Arc::clone(producer));
         }
         let ids = state
             .idempotence
             .as_ref()
             .map(IdempotenceState::producer_id_and_epoch);
-        let transactional = self.config.transactional_id.is_some();
-        if let (Some(id), Some(ids)) = (&self.config.transactional_id, ids) {
-            let tp = [TopicPartition::new(record.topic, partition)];
-            if let Err(error) = self
-                .coordinator
-                .add_partitions(id, ids.producer_id, ids.epoch, &tp)
-            {
-                return Err(transactions::fail_transaction(state, id, error));
-            }
-            state.txn_started = true;
+        let log = self.shared.partition(topic, partition)?;
+        let producer = Arc::new(self.partition_producer(log, ids)?);
+        if let Some(adds) = &self.adds {
+            // Held until the coordinator has added the partition (see `adds`).
+            adds.queue(TopicPartition::new(topic, partition), Arc::clone(&producer));
         }
-        let log = self.shared.partition(record.topic, partition)?;
-        let producer = Arc::new(self.partition_producer(log, ids, transactional)?);
-        route.producers[slot] = Some(Arc::clone(&producer));
-        Ok((producer, partition, sticky))
+        *slot = Some(Arc::clone(&producer));
+        Ok(producer)
     }
 
     /// The batching writer of one partition, in the producer's mode.
@@ -306,8 +344,8 @@ impl TopicProducer {
         &self,
         log: Arc<partlog::Log>,
         ids: Option<ProducerIdAndEpoch>,
-        transactional: bool,
     ) -> Result<Producer, Error> {
+        let transactional = self.adds.is_some();
         let mut config = self.config.producer.clone();
         config.mode = match (ids, transactional) {
             (None, _) => ProducerMode::Plain,
@@ -320,42 +358,55 @@ impl TopicProducer {
                 producer_epoch: ids.epoch,
             },
         };
-        if transactional {
-            // A transaction's records become durable at commit, every partition at once.
-            config.acks = partlog::Acks::One;
-        }
         let producer = Producer::new(log, config)?;
-        if transactional {
-            producer.begin()?;
+        if let Some(adds) = &self.adds {
+            producer.begin_held(adds.hook())?;
         }
         Ok(producer)
     }
 
-    /// After a record went to the sticky partition `info`: count its bytes, maybe switch.
-    fn sticky_appended(&self, topic: &str, info: Option<Arc<StickyPartitionInfo>>, size: i32) {
-        let Some(info) = info else {
-            return;
-        };
-        let state = lock(&self.state);
-        if let Some(route) = state.routes.get(topic) {
-            route.sticky.update_partition_info(
-                &info,
-                size,
-                &Partitions::all(route.partitions),
-                true,
-            );
+    /// Whether the producer may send now: not closed, and in a transactional producer, in a
+    /// transaction that no failure made abortable.
+    fn may_send(&self) -> Result<(), Error> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed);
         }
+        if self.config.transactional_id.is_none() {
+            return Ok(());
+        }
+        // In a transaction no add failed: no lock. A commit or abort starting meanwhile takes
+        // the partitions' producers under the routes' write lock, so this record either makes
+        // it into the transaction or finds no producer, and `add_producer` refuses it.
+        if self.in_transaction.load(Ordering::Acquire)
+            && !self.adds.as_ref().is_some_and(|adds| adds.failed())
+        {
+            return Ok(());
+        }
+        self.may_send_in(&mut lock(&self.state))
     }
 
-    /// Whether the producer may send now.
-    fn may_send(&self, state: &State) -> Result<(), Error> {
-        if state.closed {
+    /// [`may_send`](Self::may_send) under the state lock the caller holds.
+    fn may_send_in(&self, state: &mut State) -> Result<(), Error> {
+        if self.closed.load(Ordering::Acquire) {
             return Err(Error::Closed);
         }
         let Some(id) = &self.config.transactional_id else {
             return Ok(());
         };
-        transactions::may_send(state, id)
+        transactions::may_send(state, id)?;
+        self.check_adds(state, id)
+    }
+
+    /// Makes the transaction abortable (or the producer fenced) once an add of its partitions
+    /// failed: the error, the first time; `may_send`'s refusal after.
+    fn check_adds(&self, state: &mut State, id: &str) -> Result<(), Error> {
+        let Some(adds) = self.adds.as_ref().filter(|adds| adds.failed()) else {
+            return Ok(());
+        };
+        match adds.take_error() {
+            Some(error) => Err(transactions::fail_transaction(state, id, error)),
+            None => transactions::may_send(state, id),
+        }
     }
 
     /// What a partition producer's error means for the producer: an idempotent producer's
@@ -374,8 +425,9 @@ impl TopicProducer {
         let Some(idempotence) = state.idempotence.as_mut().filter(|_| own_gap) else {
             return SendRetry::Fail(error);
         };
+        let mut routes = routes::write(&self.routes);
         // Another thread may have bumped already: this producer is then gone from the routes.
-        let current = state.routes.values().any(|route| {
+        let current = routes.values().any(|route| {
             route
                 .producers
                 .iter()
@@ -410,7 +462,7 @@ impl TopicProducer {
             "idempotent producer: {error}; bumped to {:?}",
             idempotence.producer_id_and_epoch()
         );
-        for route in state.routes.values_mut() {
+        for route in routes.values_mut() {
             for slot in &mut route.producers {
                 if let Some(old) = slot.take() {
                     // Its batches failed with the error that caused the bump.
@@ -426,8 +478,14 @@ impl TopicProducer {
     /// # Errors
     /// The first partition's error.
     pub fn flush(&self) -> Result<(), Error> {
+        self.finish_adds()?;
+        let producers = self.producers();
+        // Every partition appends (and under acks=all syncs) at once; then the waits.
+        for producer in &producers {
+            producer.request_flush();
+        }
         let mut first_error = None;
-        for producer in self.producers() {
+        for producer in producers {
             if let Err(error) = producer.flush() {
                 first_error.get_or_insert(error);
             }
@@ -441,9 +499,16 @@ impl TopicProducer {
     /// # Errors
     /// The first partition's error.
     pub fn close(&self) -> Result<(), Error> {
-        lock(&self.state).closed = true;
+        // Kafka's close sends what it holds, the adds it needs included; a failed add leaves
+        // the held batches to fail below.
+        let _ = self.finish_adds();
+        self.closed.store(true, Ordering::Release);
+        let producers = self.producers();
+        for producer in &producers {
+            producer.request_flush();
+        }
         let mut first_error = None;
-        for producer in self.producers() {
+        for producer in producers {
             if let Err(error) = producer.close() {
                 first_error.get_or_insert(error);
             }
@@ -451,9 +516,28 @@ impl TopicProducer {
         first_error.map_or(Ok(()), Err)
     }
 
+    /// In a transaction: adds every queued partition, so that its producer's batches go out.
+    /// Fails if an add failed (its batches stay held: flushing them would wait forever).
+    fn finish_adds(&self) -> Result<(), Error> {
+        let (Some(adds), Some(id)) = (&self.adds, &self.config.transactional_id) else {
+            return Ok(());
+        };
+        if lock(&self.state).txn_state != ProducerTransactionState::InTransaction {
+            return Ok(());
+        }
+        let finished = adds.finish();
+        let mut state = lock(&self.state);
+        match finished {
+            Ok(added) => {
+                state.txn_started |= added;
+                self.check_adds(&mut state, id)
+            }
+            Err(error) => Err(transactions::fail_transaction(&mut state, id, error)),
+        }
+    }
+
     fn producers(&self) -> Vec<Arc<Producer>> {
-        lock(&self.state)
-            .routes
+        routes::read(&self.routes)
             .values()
             .flat_map(|route| route.producers.iter().flatten().cloned())
             .collect()
@@ -468,9 +552,25 @@ impl Drop for TopicProducer {
     }
 }
 
-/// Where `route` sent a record: the partition's producer, the partition, and the sticky
-/// partition it used (for a record without a key).
-type Routed = (Arc<Producer>, i32, Option<Arc<StickyPartitionInfo>>);
+/// Sends `record` with `producer`, the one of `topic`'s `partition`, and counts its bytes
+/// against the sticky partition it used, if any.
+fn send_with(
+    topic: &Route,
+    producer: &Arc<Producer>,
+    partition: i32,
+    sticky: Option<Arc<StickyPartitionInfo>>,
+    record: &NewRecord,
+) -> Result<TopicSendHandle, (Arc<Producer>, Error)> {
+    match producer.send(record) {
+        Ok(handle) => {
+            if let Some(info) = sticky {
+                topic.sticky_appended(&info, estimated_size(record));
+            }
+            Ok(TopicSendHandle { partition, handle })
+        }
+        Err(error) => Err((Arc::clone(producer), error)),
+    }
+}
 
 /// What `send` does after a partition producer's error.
 enum SendRetry {

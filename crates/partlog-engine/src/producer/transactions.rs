@@ -3,12 +3,13 @@
 //! partition's or the coordinator's error moves the client state (fatal: fenced; abortable:
 //! everything else but a retriable `ConcurrentTransactions`).
 
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use partlog::{Error, Log, Producer};
 
 use super::idempotence::IdempotenceState;
+use super::routes::{self, Routes};
 use super::state::ProducerTransactionState::{self, *};
 use super::{State, TopicProducer};
 use crate::engine::open::lock;
@@ -46,7 +47,7 @@ impl TopicProducer {
             Err(error) if is_fenced(&error) => Err(fatal(&mut state, id, error)),
             Err(error) => {
                 // Nothing changed at the coordinator: the producer may try again.
-                state.txn_state = Uninitialized;
+                state.set_txn_state(Uninitialized);
                 Err(error)
             }
         }
@@ -63,6 +64,9 @@ impl TopicProducer {
         let mut state = lock(&self.state);
         transition(&mut state, id, InTransaction)?;
         state.txn_started = false;
+        if let (Some(adds), Some(ids)) = (&self.adds, &state.idempotence) {
+            adds.begin(ids.producer_id_and_epoch());
+        }
         Ok(())
     }
 
@@ -82,7 +86,13 @@ impl TopicProducer {
         let mut state = lock(&self.state);
         if state.txn_state != CommittingTransaction {
             transition(&mut state, id, CommittingTransaction)?;
-            let logs = match close_transaction_producers(&mut state, true) {
+            // Every queued partition added (one write), so that its batches can go out.
+            match self.adds.as_ref().map(|adds| adds.finish()) {
+                Some(Ok(added)) => state.txn_started |= added,
+                Some(Err(error)) => return Err(fail_transaction(&mut state, id, error)),
+                None => {}
+            }
+            let logs = match close_transaction_producers(&self.routes, true) {
                 Ok(logs) => logs,
                 Err(error) => return Err(fail_transaction(&mut state, id, error)),
             };
@@ -105,8 +115,11 @@ impl TopicProducer {
         let mut state = lock(&self.state);
         if state.txn_state != AbortingTransaction {
             transition(&mut state, id, AbortingTransaction)?;
+            if let Some(adds) = &self.adds {
+                state.txn_started |= adds.stop();
+            }
             // Their records' handles carry their errors; the abort goes on regardless.
-            let _ = close_transaction_producers(&mut state, false);
+            let _ = close_transaction_producers(&self.routes, false);
         }
         self.end(&mut state, id, TransactionResult::Abort)
     }
@@ -233,7 +246,7 @@ fn transition(state: &mut State, id: &str, target: ProducerTransactionState) -> 
             .map_or(-1, |i| i.producer_id_and_epoch().producer_id);
         return Err(target.illegal(state.txn_state, id, producer_id));
     }
-    state.txn_state = target;
+    state.set_txn_state(target);
     Ok(())
 }
 
@@ -271,7 +284,7 @@ pub(super) fn fail_transaction(state: &mut State, id: &str, error: Error) -> Err
     {
         return error;
     }
-    state.txn_state = AbortableError;
+    state.set_txn_state(AbortableError);
     let answer = replay_of(&error, id, state);
     state.last_error = Some(error);
     answer
@@ -293,7 +306,7 @@ fn fatal(state: &mut State, id: &str, error: Error) -> Error {
         },
         other => other,
     };
-    state.txn_state = FatalError;
+    state.set_txn_state(FatalError);
     let answer = replay_of(&error, id, state);
     state.last_error = Some(error);
     answer
@@ -350,18 +363,22 @@ fn replay_of(error: &Error, id: &str, state: &State) -> Error {
 /// and returns each log with its end offset, for the durability wait. `fail_fast`: the first
 /// error is returned (after closing all); otherwise errors are ignored.
 fn close_transaction_producers(
-    state: &mut State,
+    routes: &RwLock<Routes>,
     fail_fast: bool,
 ) -> Result<Vec<(Arc<Log>, i64)>, Error> {
-    let producers: Vec<Arc<Producer>> = state
-        .routes
+    let producers: Vec<Arc<Producer>> = routes::write(routes)
         .values_mut()
         .flat_map(|route| route.producers.iter_mut().filter_map(Option::take))
         .collect();
+    for producer in &producers {
+        producer.request_flush();
+    }
     let mut first_error = None;
     let mut logs = Vec::with_capacity(producers.len());
     for producer in producers {
-        if let Err(error) = producer.close() {
+        // Appended, not waited for: the caller waits for every log's durability at once (under
+        // acks=all the sender asked each flusher for a sync after each append meanwhile).
+        if let Err(error) = producer.close_appended() {
             first_error.get_or_insert(error);
         }
         let log = Arc::clone(producer.log());
