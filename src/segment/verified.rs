@@ -32,10 +32,9 @@ pub(crate) const DEFAULT_VERIFIED_BATCH_CACHE_BYTES: usize = 64 << 20;
 ///
 /// Shared by every log of the process by default ([`global`](Self::global)); a log given its
 /// own ([`LogConfigBuilder::verified_batch_cache`](crate::LogConfigBuilder::verified_batch_cache))
-/// uses that one. Its resident bytes, the copies, their bookkeeping and the bits of its
-/// doorkeeper and presence filter, stay at or below its limit: the oldest copies go first. Once
-/// full, it keeps a batch on its second read only. A lookup of an offset no copy holds stops at
-/// one bit of the presence filter. A limit of 0 turns it off.
+/// uses that one. Its resident bytes, the copies, their bookkeeping and its doorkeeper's bits,
+/// stay at or below its limit: the oldest copies go first. Once full, it keeps a batch on its
+/// second read only. A limit of 0 turns it off.
 ///
 /// ```
 /// use std::sync::Arc;
@@ -59,12 +58,6 @@ pub struct VerifiedBatchCache {
     resident: AtomicUsize,
     /// The batches first read while the cache was full (see [`admits`](Self::admits)).
     doorkeeper: Doorkeeper,
-    /// Which (segment, offset range) pairs may have a copy: a lookup of any other costs one
-    /// bit, not the lock and the map's probe.
-    presence: PresenceFilter,
-    /// Lookups that went past the presence filter to the map.
-    #[cfg(test)]
-    map_probes: AtomicUsize,
 }
 
 impl std::fmt::Debug for VerifiedBatchCache {
@@ -257,9 +250,6 @@ impl VerifiedBatchCache {
             state: RwLock::new(CacheState::default()),
             resident: AtomicUsize::new(0),
             doorkeeper: Doorkeeper::for_limit(limit_bytes),
-            presence: PresenceFilter::for_limit(limit_bytes),
-            #[cfg(test)]
-            map_probes: AtomicUsize::new(0),
         })
     }
 
@@ -278,19 +268,14 @@ impl VerifiedBatchCache {
     }
 
     /// The bytes it holds now: the copies, their record tables, an estimate of their
-    /// bookkeeping, and the doorkeeper's and the presence filter's bits.
+    /// bookkeeping, and the doorkeeper's bits.
     pub fn resident_bytes(&self) -> usize {
-        self.state.read().bytes + self.fixed_bytes()
+        self.state.read().bytes + self.doorkeeper.bytes()
     }
 
-    /// The bits it holds whatever it keeps: the doorkeeper's and the presence filter's.
-    fn fixed_bytes(&self) -> usize {
-        self.doorkeeper.bytes() + self.presence.bytes()
-    }
-
-    /// What the copies may take: the limit less the fixed bits.
+    /// What the copies may take: the limit less the doorkeeper's fixed bits.
     fn copies_limit(&self) -> usize {
-        self.limit.saturating_sub(self.fixed_bytes())
+        self.limit.saturating_sub(self.doorkeeper.bytes())
     }
 
     /// Whether a point read that has just checked segment `segment`'s batch based at
@@ -318,16 +303,13 @@ impl VerifiedBatchCache {
         state.bytes = 0;
         self.resident.store(0, Ordering::Relaxed);
         self.doorkeeper.clear();
-        self.presence.clear();
     }
 
     /// The copy of segment `segment`'s batch holding `offset`, if one is kept.
     pub(crate) fn find(&self, segment: u64, offset: i64) -> Option<Arc<VerifiedBatch>> {
-        if self.limit == 0 || !self.presence.may_hold(segment, offset) {
+        if self.limit == 0 {
             return None;
         }
-        #[cfg(test)]
-        self.map_probes.fetch_add(1, Ordering::Relaxed);
         let state = self.state.read();
         let bucket = state.buckets.get(&(segment, offset >> BUCKET_SHIFT))?;
         // The last batch based at or below `offset`: the only one that can hold it.
@@ -395,12 +377,6 @@ impl VerifiedBatchCache {
         state.order.push_back((segment, Arc::clone(&batch)));
         state.bytes += cost;
         state.kept += 1;
-        // Under the write lock, so that a rebuild never races an insert; a find that reads the
-        // bit before it is set misses the copy, as it would have a moment earlier.
-        self.presence.note(segment, &batch);
-        if self.presence.wants_rebuild(state.kept) {
-            self.presence.rebuild(&state.order);
-        }
         self.resident.store(state.bytes, Ordering::Relaxed);
         if state.order.len() > 2 * state.kept + 1024 {
             // Replaced copies the FIFO still lists: only the FIFO holds them (or a reader).
@@ -409,114 +385,6 @@ impl VerifiedBatchCache {
                 .retain(|(_, batch)| Arc::strong_count(batch) > 1);
         }
         Some(batch)
-    }
-}
-
-/// Offsets of a presence bit: `offset >> PRESENCE_SHIFT`, with the segment, names it. One
-/// offset a bit: a cold log's reads keep a copy of most batches they read, so a coarser bit
-/// would be set for nearly every offset of a log of small batches before a rep ends.
-const PRESENCE_SHIFT: u32 = 0;
-/// The presence filter's most bits: 256 KiB.
-const PRESENCE_MAX_BITS: usize = 1 << 21;
-
-/// A bitset over (segment, offset), hashed: set for every range a kept copy spans,
-/// so that a clear bit proves no copy holds the offset. A point read into a segment the cache
-/// keeps little of (a cold log, whose first reads all miss) then costs one bit, not the
-/// cache's lock and a probe of its map, whose lines a cache of many megabytes rarely holds.
-/// Evictions leave their bits set (a set bit only sends the lookup on to the map); once half
-/// the bits are set and as many copies were kept since the last rebuild as the cache holds
-/// (so a rebuild costs a constant a copy), it is rebuilt from the kept copies. One bit per 32
-/// bytes of the limit, at most 256 KiB, counted in the resident bytes; none below a 2 KiB
-/// limit (every lookup then goes to the map).
-#[derive(Debug)]
-struct PresenceFilter {
-    words: Box<[AtomicU64]>,
-    /// Bits set since the last rebuild.
-    set: AtomicUsize,
-    /// Copies noted since the last rebuild.
-    noted: AtomicUsize,
-}
-
-impl PresenceFilter {
-    fn for_limit(limit: usize) -> PresenceFilter {
-        let bits = match limit / 32 {
-            0..64 => 0,
-            wanted => (1usize << wanted.ilog2()).min(PRESENCE_MAX_BITS),
-        };
-        PresenceFilter {
-            words: (0..bits / 64).map(|_| AtomicU64::new(0)).collect(),
-            set: AtomicUsize::new(0),
-            noted: AtomicUsize::new(0),
-        }
-    }
-
-    fn bytes(&self) -> usize {
-        self.words.len() * 8
-    }
-
-    /// The word and mask of `(segment, range)`'s bit; `None` without bits.
-    fn slot(&self, segment: u64, range: i64) -> Option<(&AtomicU64, u64)> {
-        let bits = self.words.len() * 64;
-        if bits == 0 {
-            return None;
-        }
-        let mut hasher = KeyHasher::default();
-        hasher.write_u64(segment);
-        hasher.write_u64(range as u64);
-        // The step leaves consecutive offsets of two segments on related bits; murmur3's
-        // finalizer spreads them, so that false positives stay near the bits' density.
-        let mut hash = hasher.finish();
-        hash ^= hash >> 33;
-        hash = hash.wrapping_mul(0xff51_afd7_ed55_8ccd);
-        hash ^= hash >> 33;
-        let bit = hash as usize % bits;
-        Some((self.words.get(bit / 64)?, 1u64 << (bit % 64)))
-    }
-
-    /// Whether a copy of segment `segment` may hold `offset`: false only when none does.
-    fn may_hold(&self, segment: u64, offset: i64) -> bool {
-        match self.slot(segment, offset >> PRESENCE_SHIFT) {
-            Some((word, mask)) => word.load(Ordering::Relaxed) & mask != 0,
-            None => true,
-        }
-    }
-
-    /// Sets the bits of every range `batch`, kept for `segment`, spans.
-    fn note(&self, segment: u64, batch: &VerifiedBatch) {
-        self.noted.fetch_add(1, Ordering::Relaxed);
-        for range in (batch.base_offset >> PRESENCE_SHIFT)..=(batch.last_offset >> PRESENCE_SHIFT) {
-            if let Some((word, mask)) = self.slot(segment, range)
-                && word.fetch_or(mask, Ordering::Relaxed) & mask == 0
-            {
-                self.set.fetch_add(1, Ordering::Relaxed);
-            }
-        }
-    }
-
-    /// Whether half the bits are set and `kept` copies were noted since the last rebuild.
-    fn wants_rebuild(&self, kept: usize) -> bool {
-        let bits = self.words.len() * 64;
-        bits > 0
-            && self.set.load(Ordering::Relaxed) >= bits / 2
-            && self.noted.load(Ordering::Relaxed) >= kept
-    }
-
-    /// Clears every bit and sets those of the copies `order` lists (a replaced copy it still
-    /// lists sets bits it need not: a lookup then only goes on to the map).
-    fn rebuild(&self, order: &VecDeque<(u64, Arc<VerifiedBatch>)>) {
-        self.clear();
-        for (segment, batch) in order {
-            self.note(*segment, batch);
-        }
-        self.noted.store(0, Ordering::Relaxed);
-    }
-
-    fn clear(&self) {
-        for word in self.words.iter() {
-            word.store(0, Ordering::Relaxed);
-        }
-        self.set.store(0, Ordering::Relaxed);
-        self.noted.store(0, Ordering::Relaxed);
     }
 }
 
@@ -700,7 +568,7 @@ mod tests {
         );
         assert_eq!(recount(&cache), cache.state.read().bytes);
         cache.clear();
-        assert_eq!(cache.resident_bytes(), cache.fixed_bytes());
+        assert_eq!(cache.resident_bytes(), cache.doorkeeper.bytes());
         // A batch of more than a sixteenth of the limit is not kept.
         cache.insert(0, batch(0, 0, 8 << 10));
         assert!(cache.find(0, 0).is_none());
@@ -732,53 +600,6 @@ mod tests {
         assert_eq!(recount(&cache), cache.state.read().bytes);
         assert!(cache.find(7, 1999 * 100 + 50).is_some());
         assert!(cache.find(7, 50).is_none());
-    }
-
-    /// Issue 35, the cold point read: a lookup into a segment the cache keeps nothing of
-    /// (a log just reopened) stops at the presence filter instead of the lock and the map.
-    #[test]
-    fn issue_35_a_lookup_of_a_segment_with_no_copies_skips_the_map() {
-        let cache = VerifiedBatchCache::new(1 << 20);
-        for n in 0..1000 {
-            cache.insert(1, batch(n, n, 100));
-        }
-        let before = cache.map_probes.load(Ordering::Relaxed);
-        let found = (0..10_000).filter(|&n| cache.find(2, n).is_some()).count();
-        let probes = cache.map_probes.load(Ordering::Relaxed) - before;
-        assert_eq!(found, 0);
-        assert!(probes < 500, "{probes} of 10,000 lookups probed the map");
-        // Every kept copy is still found through it.
-        assert!((0..1000).all(|n| cache.find(1, n).is_some()));
-    }
-
-    /// The presence filter is rebuilt from the kept copies once half set: the copies evicted
-    /// meanwhile stop costing probes, and every kept one is still found.
-    #[test]
-    fn issue_35_the_presence_filter_is_rebuilt_and_keeps_every_copy_findable() {
-        let cache = VerifiedBatchCache::new(64 << 10);
-        let bits = cache.presence.bytes() * 8;
-        let mut n = 0;
-        while n < bits as i64 * 16 {
-            cache.insert(4, batch(n, n, 100));
-            n += 1;
-        }
-        assert!(cache.presence.set.load(Ordering::Relaxed) <= bits / 2 + 64);
-        let kept: Vec<i64> = (0..n).filter(|&at| cache.find(4, at).is_some()).collect();
-        assert_eq!(kept.len(), cache.state.read().kept);
-        assert!(
-            cache
-                .state
-                .read()
-                .order
-                .iter()
-                .all(|(segment, batch)| cache.presence.may_hold(*segment, batch.base_offset))
-        );
-        let before = cache.map_probes.load(Ordering::Relaxed);
-        let _ = (0..10_000)
-            .filter(|&at| cache.find(5, at).is_some())
-            .count();
-        let probes = cache.map_probes.load(Ordering::Relaxed) - before;
-        assert!(probes < 7_000, "{probes} of 10,000 lookups probed the map");
     }
 
     #[test]
