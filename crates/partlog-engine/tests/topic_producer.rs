@@ -577,3 +577,67 @@ fn txn_commit_latency_first_sends_to_eight_partitions_make_one_ongoing_write() {
         "one Ongoing write for 8 first sends: {states:?}"
     );
 }
+
+/// Routing item (issue 33, performance): a thread's copy of a route belongs to one producer.
+/// Two producers of two engines, each with a topic of the same name, sending in turn from one
+/// thread: each record lands in its own producer's engine.
+#[test]
+fn routing_route_copy_belongs_to_one_producer() {
+    let (root_a, root_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (engine_a, engine_b) = (engine(root_a.path()), engine(root_b.path()));
+    let a = engine_a.create_topic("t", 1, TopicConfig::new()).unwrap();
+    let b = engine_b.create_topic("t", 1, TopicConfig::new()).unwrap();
+    let producer_a = TopicProducer::new(&engine_a, fast()).unwrap();
+    let producer_b = TopicProducer::new(&engine_b, fast()).unwrap();
+    for i in 0..3 {
+        producer_a
+            .send("t", &record(Some("k"), &format!("a{i}")))
+            .unwrap();
+        producer_b
+            .send("t", &record(Some("k"), &format!("b{i}")))
+            .unwrap();
+    }
+    producer_a.close().unwrap();
+    producer_b.close().unwrap();
+    assert_eq!(all(&a.partition(0).unwrap()), ["a0", "a1", "a2"]);
+    assert_eq!(all(&b.partition(0).unwrap()), ["b0", "b1", "b2"]);
+}
+
+/// Routing item (issue 33, performance): a write to the route table (a commit or an abort
+/// taking the transaction's producers out) makes the sending thread's copy of the route stale,
+/// so the next transaction's records go to new producers, not the closed ones. Sending to two
+/// topics in turn makes a send copy its topic's route with the producers in it.
+#[test]
+fn routing_route_copy_refreshed_after_a_commit_takes_the_producers() {
+    let root = tempfile::tempdir().unwrap();
+    let engine = engine(root.path());
+    let t = engine.create_topic("t", 1, TopicConfig::new()).unwrap();
+    let u = engine.create_topic("u", 1, TopicConfig::new()).unwrap();
+    let producer = transactional(&engine, "tx");
+    let (mut expected_t, mut expected_u) = (Vec::new(), Vec::new());
+    for round in 0..4 {
+        producer.begin_transaction().unwrap();
+        // Each round starts with the topic the last one ended with: its copy is the stale one.
+        for (copy, topic) in ["t", "u", "t", "u", "t"].into_iter().enumerate() {
+            let value = format!("r{round}c{copy}");
+            producer.send(topic, &record(None, &value)).unwrap();
+            if round != 2 {
+                match topic {
+                    "t" => expected_t.push(value),
+                    _ => expected_u.push(value),
+                }
+            }
+        }
+        if round == 2 {
+            producer.abort_transaction().unwrap();
+        } else {
+            producer.commit_transaction().unwrap();
+        }
+    }
+    assert_eq!(committed(&t.partition(0).unwrap()), expected_t);
+    assert_eq!(committed(&u.partition(0).unwrap()), expected_u);
+    assert_eq!(
+        producer.transaction_state(),
+        ProducerTransactionState::Ready
+    );
+}

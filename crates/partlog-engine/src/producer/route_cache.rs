@@ -1,0 +1,91 @@
+//! Each thread's copy of the last route it sent through: the topic, the generation of the
+//! route table it was copied at, and the route (which shares the table's sticky partitioner and
+//! producers). A `send` whose producer, topic and generation match routes with it and takes no
+//! lock and no reference count; any write to the table moves the generation on, so the next
+//! `send` reads the table and copies the route again.
+//!
+//! The copy holds the topic's partition producers, so a thread keeps them (and their logs)
+//! until it sends through another route or producer, or exits; `TopicProducer::close` drops
+//! the closing thread's copy.
+
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::routes::Route;
+
+/// A thread's copied route.
+#[derive(Debug)]
+pub(crate) struct CachedRoute {
+    /// The [`producer_id`] of the `TopicProducer` it belongs to.
+    owner: u64,
+    generation: u64,
+    topic: Box<str>,
+    route: Route,
+}
+
+thread_local! {
+    static CACHED: RefCell<Option<CachedRoute>> = const { RefCell::new(None) };
+}
+
+/// A number no other `TopicProducer` of the process has (an address can be reused).
+pub(crate) fn producer_id() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Runs `use_route` on this thread's copy of `owner`'s route to `topic` if it was copied at
+/// `generation`; `None` if there is no such copy (or the copy is in use: a partitioner that
+/// sends from inside `send`).
+#[inline(always)]
+pub(crate) fn with_cached<T>(
+    owner: u64,
+    generation: u64,
+    topic: &str,
+    use_route: impl FnOnce(&Route) -> T,
+) -> Option<T> {
+    CACHED
+        .try_with(|cell| {
+            let cached = cell.try_borrow().ok()?;
+            let cached = cached.as_ref()?;
+            if cached.owner != owner || cached.generation != generation || *cached.topic != *topic {
+                return None;
+            }
+            Some(use_route(&cached.route))
+        })
+        .ok()
+        .flatten()
+}
+
+/// Makes `route`, read from `owner`'s table at `generation`, this thread's copy, unless the
+/// copy is already that.
+pub(crate) fn store(owner: u64, generation: u64, topic: &str, route: &Route) {
+    let _ = CACHED.try_with(|cell| {
+        let Ok(mut cached) = cell.try_borrow_mut() else {
+            return;
+        };
+        if let Some(current) = cached.as_ref()
+            && current.owner == owner
+            && current.generation == generation
+            && *current.topic == *topic
+        {
+            return;
+        }
+        *cached = Some(CachedRoute {
+            owner,
+            generation,
+            topic: topic.into(),
+            route: route.clone(),
+        });
+    });
+}
+
+/// Drops this thread's copy if it is `owner`'s.
+pub(crate) fn forget(owner: u64) {
+    let _ = CACHED.try_with(|cell| {
+        if let Ok(mut cached) = cell.try_borrow_mut()
+            && cached.as_ref().is_some_and(|c| c.owner == owner)
+        {
+            *cached = None;
+        }
+    });
+}
