@@ -443,6 +443,7 @@ impl TopicProducer {
 
     /// Whether the producer may send now: not closed, and in a transactional producer, in a
     /// transaction that no failure made abortable.
+    #[inline]
     fn may_send(&self) -> Result<(), Error> {
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::Closed);
