@@ -252,7 +252,7 @@ impl TopicProducer {
             let failed = match sent {
                 CachedSend::Sent(handle) => return Ok(handle),
                 CachedSend::Refused(error) => return Err(*error),
-                CachedSend::Failed(_, failed) => failed,
+                CachedSend::Failed(failed) => failed,
                 CachedSend::Unsent(chosen) => match self.send_routed(&route, chosen, record)? {
                     Ok(handle) => return Ok(handle),
                     Err(failed) => failed,
@@ -276,7 +276,7 @@ impl TopicProducer {
         let custom = self.config.partitioner.as_deref();
         let ignore_keys = self.config.partitioner_ignore_keys;
         let generation = self.routes.generation();
-        let cached = route_cache::with_cached(
+        route_cache::with_cached(
             self.id,
             generation,
             route.topic,
@@ -286,24 +286,21 @@ impl TopicProducer {
                     Ok(chosen) => chosen,
                     Err(error) => return CachedSend::Refused(Box::new(error)),
                 };
-                match topic.producer(partition) {
-                    Some(producer) => match send_with(topic, producer, partition, sticky, record) {
-                        Ok(handle) => CachedSend::Sent(handle),
-                        Err(failed) => CachedSend::Failed(partition, failed),
-                    },
-                    None => CachedSend::Unsent(Some((partition, sticky))),
+                let Some(producer) = topic.producer(partition) else {
+                    return CachedSend::Unsent(Some((partition, sticky)));
+                };
+                match send_with(topic, producer, partition, sticky, record) {
+                    Ok(handle) => CachedSend::Sent(handle),
+                    // A producer taken out meanwhile (a commit, an epoch bump) refuses the
+                    // record: the table has the partition's producer now, or none.
+                    Err(_) if self.routes.generation() != generation => {
+                        CachedSend::Unsent(Some((partition, None)))
+                    }
+                    Err(failed) => CachedSend::Failed(failed),
                 }
             },
-        );
-        match cached {
-            // A producer taken out meanwhile (a commit, an epoch bump) refuses the record: the
-            // table has the partition's producer now, or none.
-            Some(CachedSend::Failed(partition, _)) if self.routes.generation() != generation => {
-                CachedSend::Unsent(Some((partition, None)))
-            }
-            Some(sent) => sent,
-            None => CachedSend::Unsent(None),
-        }
+            || CachedSend::Unsent(None),
+        )
     }
 
     /// Routes `record` through the table (unless `chosen` already holds its partition and
@@ -662,7 +659,7 @@ enum CachedSend {
     /// Routing refused it (the partitioner's error).
     Refused(Box<Error>),
     /// Its partition's producer refused it.
-    Failed(i32, SendFailure),
+    Failed(SendFailure),
     /// Not sent: to route through the table, or, when chosen, to send to that partition (and
     /// sticky partition) through the table.
     Unsent(Option<(i32, Option<Arc<StickyPartitionInfo>>)>),

@@ -34,26 +34,30 @@ pub(crate) fn producer_id() -> u64 {
 }
 
 /// Runs `use_route` on this thread's copy of `owner`'s route to `topic` if it was copied at
-/// `generation`; `None` if there is no such copy (or the copy is in use: a partitioner that
-/// sends from inside `send`).
+/// `generation`, else `miss` (no such copy, or the copy is in use: a partitioner that sends
+/// from inside `send`). One result type, not an `Option` of it: the result is moved on every
+/// send.
 #[inline(always)]
 pub(crate) fn with_cached<T>(
     owner: u64,
     generation: u64,
     topic: &str,
     use_route: impl FnOnce(&Route) -> T,
-) -> Option<T> {
-    CACHED
-        .try_with(|cell| {
-            let cached = cell.try_borrow().ok()?;
-            let cached = cached.as_ref()?;
-            if cached.owner != owner || cached.generation != generation || *cached.topic != *topic {
-                return None;
-            }
-            Some(use_route(&cached.route))
-        })
-        .ok()
-        .flatten()
+    miss: impl FnOnce() -> T,
+) -> T {
+    let mut use_route = Some(use_route);
+    let used = CACHED.try_with(|cell| {
+        let cached = cell.try_borrow().ok()?;
+        let cached = cached.as_ref()?;
+        if cached.owner != owner || cached.generation != generation || *cached.topic != *topic {
+            return None;
+        }
+        Some(use_route.take()?(&cached.route))
+    });
+    match used {
+        Ok(Some(result)) => result,
+        _ => miss(),
+    }
 }
 
 /// Makes `route`, read from `owner`'s table at `generation`, this thread's copy, unless the
