@@ -15,8 +15,8 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
 
 use crate::sync::RwLock;
 
@@ -256,10 +256,19 @@ impl VerifiedBatchCache {
     /// The process-wide cache every log uses unless its config names another:
     /// 64 MiB.
     pub fn global() -> Arc<VerifiedBatchCache> {
-        static GLOBAL: OnceLock<Arc<VerifiedBatchCache>> = OnceLock::new();
-        Arc::clone(
-            GLOBAL.get_or_init(|| VerifiedBatchCache::new(DEFAULT_VERIFIED_BATCH_CACHE_BYTES)),
-        )
+        // Under shuttle its lock is shuttle's, valid only inside the model-checked execution
+        // that made it: a process-wide one would carry it into other executions and other
+        // tests running at the same time, so each call makes its own.
+        #[cfg(shuttle)]
+        return VerifiedBatchCache::new(DEFAULT_VERIFIED_BATCH_CACHE_BYTES);
+        #[cfg(not(shuttle))]
+        {
+            static GLOBAL: std::sync::OnceLock<Arc<VerifiedBatchCache>> =
+                std::sync::OnceLock::new();
+            Arc::clone(
+                GLOBAL.get_or_init(|| VerifiedBatchCache::new(DEFAULT_VERIFIED_BATCH_CACHE_BYTES)),
+            )
+        }
     }
 
     /// The most bytes it holds.

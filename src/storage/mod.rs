@@ -15,7 +15,6 @@ mod os;
 #[cfg(any(test, feature = "sim"))]
 pub mod sim;
 
-use crate::sync::atomic::{AtomicU64, Ordering};
 use std::fmt;
 use std::ops::Deref;
 use std::os::fd::BorrowedFd;
@@ -109,8 +108,10 @@ pub struct CanonicalPath {
     path: PathBuf,
 }
 
-/// The source of [`CanonicalPath::unique_file_system`]; 0 is the OS's own.
-static NEXT_FILE_SYSTEM: AtomicU64 = AtomicU64::new(1);
+/// The source of [`CanonicalPath::unique_file_system`]; 0 is the OS's own. `std`'s atomic even
+/// under shuttle: a process-wide static outlives the model-checked execution that would own a
+/// shuttle atomic, and tests running at the same time share it.
+static NEXT_FILE_SYSTEM: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 impl CanonicalPath {
     /// The tag of the operating system's file system (every [`OsStorage`] shares it).
@@ -124,7 +125,7 @@ impl CanonicalPath {
     /// A file-system tag that no other call in this process returns, and that is never
     /// [`OS_FILE_SYSTEM`](Self::OS_FILE_SYSTEM): for storages whose files are their own.
     pub fn unique_file_system() -> u64 {
-        NEXT_FILE_SYSTEM.fetch_add(1, Ordering::Relaxed)
+        NEXT_FILE_SYSTEM.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The file system's tag.

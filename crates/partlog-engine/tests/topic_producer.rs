@@ -641,3 +641,87 @@ fn routing_route_copy_refreshed_after_a_commit_takes_the_producers() {
         ProducerTransactionState::Ready
     );
 }
+
+/// The transactional row's partition producers across transactions (issue 33, Performance,
+/// third row): each transaction after a commit or an abort runs at the epoch its `EndTxn`
+/// bumped to, and a producer that fenced the id at the next epoch; at each new epoch the
+/// partition's sequences start again at 0, as Kafka's producer restarts them after an epoch
+/// bump, and the log takes every batch (no `OutOfOrderSequence`, no fencing of the live one).
+#[test]
+fn txn_row_partition_sequences_restart_at_each_epoch_across_commit_abort_and_fence() {
+    let root = tempfile::tempdir().unwrap();
+    let engine = engine(root.path());
+    let topic = engine.create_topic("t", 2, TopicConfig::new()).unwrap();
+    let log = topic.partition(0).unwrap();
+    let send = |producer: &TopicProducer, values: &[&str]| {
+        let handles: Vec<TopicSendHandle> = values
+            .iter()
+            .map(|value| {
+                producer
+                    .send_to("t", Some(0), &record(None, value))
+                    .unwrap()
+            })
+            .collect();
+        // A second partition in every transaction: the add names both.
+        producer
+            .send_to("t", Some(1), &record(None, "other"))
+            .unwrap();
+        handles
+    };
+    let expect = |ids: ProducerIdAndEpoch, records: i32| {
+        let entry = log.producer_state(ids.producer_id).unwrap();
+        assert_eq!(entry.producer_epoch, ids.epoch, "{entry:?}");
+        assert_eq!(entry.first_sequence, 0, "{entry:?}");
+        assert_eq!(entry.last_sequence, records - 1, "{entry:?}");
+    };
+
+    let producer = transactional(&engine, "reused");
+    let first = producer.producer_id_and_epoch().unwrap();
+    producer.begin_transaction().unwrap();
+    let handles = send(&producer, &["a", "b", "c"]);
+    producer.flush().unwrap();
+    expect(first, 3);
+    producer.commit_transaction().unwrap();
+    for handle in handles {
+        handle.wait().unwrap();
+    }
+
+    // After the commit: the next epoch, from sequence 0.
+    let second = producer.producer_id_and_epoch().unwrap();
+    assert_eq!(second.epoch, first.epoch + 1);
+    producer.begin_transaction().unwrap();
+    let handles = send(&producer, &["gone-1", "gone-2"]);
+    producer.flush().unwrap();
+    expect(second, 2);
+    producer.abort_transaction().unwrap();
+    for handle in handles {
+        handle.wait().unwrap();
+    }
+
+    // After the abort: the next epoch again, from sequence 0.
+    let third = producer.producer_id_and_epoch().unwrap();
+    assert_eq!(third.epoch, second.epoch + 1);
+    producer.begin_transaction().unwrap();
+    send(&producer, &["d"]);
+    producer.flush().unwrap();
+    expect(third, 1);
+    producer.commit_transaction().unwrap();
+
+    // A producer of the same id fences this one with the next epoch, from sequence 0.
+    producer.begin_transaction().unwrap();
+    send(&producer, &["zombie"]);
+    producer.flush().unwrap();
+    let successor = transactional(&engine, "reused");
+    let fourth = successor.producer_id_and_epoch().unwrap();
+    assert!(fourth.epoch > third.epoch, "{fourth:?} after {third:?}");
+    assert!(matches!(
+        producer.commit_transaction(),
+        Err(Error::ProducerFenced { .. })
+    ));
+    successor.begin_transaction().unwrap();
+    send(&successor, &["e", "f"]);
+    successor.flush().unwrap();
+    expect(fourth, 2);
+    successor.commit_transaction().unwrap();
+    assert_eq!(committed(&log), ["a", "b", "c", "d", "e", "f"]);
+}

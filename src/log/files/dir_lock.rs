@@ -13,7 +13,6 @@ use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::storage::{CanonicalPath, FileLock, LockMode, Storage, create_dir_durably};
-use crate::sync::Mutex;
 
 use crate::log::LOCK_FILE;
 
@@ -21,7 +20,12 @@ use crate::log::LOCK_FILE;
 /// (readers share it). A lock refused on one of them conflicts with a holder in this process:
 /// two shared locks never conflict, so a refused shared lock met an exclusive one, which no
 /// other process can hold beside this process's.
-static HELD_DIRS: Mutex<BTreeMap<CanonicalPath, usize>> = Mutex::new(BTreeMap::new());
+///
+/// `parking_lot`'s mutex even under shuttle: a process-wide static outlives the model-checked
+/// execution that would own a shuttle mutex, and no critical section here reaches a shuttle
+/// switch point.
+static HELD_DIRS: parking_lot::Mutex<BTreeMap<CanonicalPath, usize>> =
+    parking_lot::Mutex::new(BTreeMap::new());
 
 /// A held lock on `partlog.lock`: released, and its directory forgotten, when dropped.
 #[derive(Debug)]

@@ -195,33 +195,10 @@ impl PartitionAdds {
 /// What the handles of a record whose partition was not added fail with: `error` itself when
 /// it is fencing (the producer must hear it), else `InvalidTxnState` naming it.
 fn for_handles(error: &Error) -> Error {
-    match error {
-        Error::ProducerFenced {
-            transactional_id,
-            producer_id,
-            current,
-            found,
-        } => Error::ProducerFenced {
-            transactional_id: transactional_id.clone(),
-            producer_id: *producer_id,
-            current: *current,
-            found: *found,
-        },
-        Error::InvalidProducerEpoch {
-            producer_id,
-            current,
-            found,
-        } => Error::InvalidProducerEpoch {
-            producer_id: *producer_id,
-            current: *current,
-            found: *found,
-        },
-        other => Error::InvalidTxnState {
-            producer_id: -1,
-            reason: format!(
-                "the coordinator did not add the partition to the transaction ({other}): \
-                 abort it"
-            ),
-        },
-    }
+    super::transactions::fencing_copy(error).unwrap_or_else(|| Error::InvalidTxnState {
+        producer_id: -1,
+        reason: format!(
+            "the coordinator did not add the partition to the transaction ({error}): abort it"
+        ),
+    })
 }

@@ -334,28 +334,44 @@ fn replay(state: &State, id: &str) -> Error {
 }
 
 fn replay_of(error: &Error, id: &str, state: &State) -> Error {
+    fencing_copy(error).unwrap_or_else(|| Error::InvalidTxnState {
+        producer_id: state
+            .idempotence
+            .as_ref()
+            .map_or(-1, |i| i.producer_id_and_epoch().producer_id),
+        reason: format!(
+            "TransactionalId {id}: the transaction can only be aborted (state {}): {error}",
+            state.txn_state
+        ),
+    })
+}
+
+/// A copy of a fencing error (`ProducerFenced`, `InvalidProducerEpoch`), which every later
+/// call must report as it was; `None` for any other (`Error` is not `Clone`: it can hold an
+/// I/O error).
+pub(super) fn fencing_copy(error: &Error) -> Option<Error> {
     match error {
         Error::ProducerFenced {
             transactional_id,
             producer_id,
             current,
             found,
-        } => Error::ProducerFenced {
+        } => Some(Error::ProducerFenced {
             transactional_id: transactional_id.clone(),
             producer_id: *producer_id,
             current: *current,
             found: *found,
-        },
-        other => Error::InvalidTxnState {
-            producer_id: state
-                .idempotence
-                .as_ref()
-                .map_or(-1, |i| i.producer_id_and_epoch().producer_id),
-            reason: format!(
-                "TransactionalId {id}: the transaction can only be aborted (state {}): {other}",
-                state.txn_state
-            ),
-        },
+        }),
+        Error::InvalidProducerEpoch {
+            producer_id,
+            current,
+            found,
+        } => Some(Error::InvalidProducerEpoch {
+            producer_id: *producer_id,
+            current: *current,
+            found: *found,
+        }),
+        _ => None,
     }
 }
 
