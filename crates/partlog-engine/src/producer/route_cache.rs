@@ -6,7 +6,13 @@
 //!
 //! The copy holds the topic's partition producers, so a thread keeps them (and their logs)
 //! until it sends through another route or producer, or exits; `TopicProducer::close` drops
-//! the closing thread's copy.
+//! the closing thread's copy. What an idle thread keeps that way holds nothing another engine
+//! needs: the `TopicProducer` closes the producers (its `close`, its drop, a commit, an abort
+//! and an epoch bump close the ones they take out of the table), and the engine closes their
+//! logs (`Engine::close`, `delete_topic`, and the drop of the engine's last handle), which
+//! releases each directory's lock and its sealed segments' files. A closed log keeps only its
+//! active segment's and checkpoint's descriptors, and answers every append with `Closed`, so
+//! a send through a stale copy fails, and never reaches a reopened engine's logs.
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
