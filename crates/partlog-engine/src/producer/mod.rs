@@ -246,61 +246,72 @@ impl TopicProducer {
             value: record.value.as_deref(),
         };
         self.may_send()?;
-        let mut sent = self.send_cached(&route, record);
+        let custom = self.config.partitioner.as_deref();
+        let ignore_keys = self.config.partitioner_ignore_keys;
+        let generation = self.routes.generation();
+        // The handle is built where it is returned: every move of it here was a copy of bytes
+        // the partition producer had just written, each a store-forwarding stall.
+        route_cache::with_cached(
+            self.id,
+            generation,
+            topic,
+            #[inline(always)]
+            |cached| {
+                let (partition, sticky) = cached.choose(&route, custom, ignore_keys)?;
+                let Some(producer) = cached.producer(partition) else {
+                    return self.send_slow(&route, Some((partition, sticky)), None, record);
+                };
+                match producer.send(record) {
+                    Ok(handle) => {
+                        if let Some(info) = sticky {
+                            cached.sticky_appended(&info, estimated_size(record));
+                        }
+                        Ok(TopicSendHandle { partition, handle })
+                    }
+                    // A producer taken out meanwhile (a commit, an epoch bump) refuses the
+                    // record: the table has the partition's producer now, or none.
+                    Err(_) if self.routes.generation() != generation => {
+                        self.send_slow(&route, Some((partition, None)), None, record)
+                    }
+                    Err(error) => {
+                        let failed = (Arc::clone(producer), error);
+                        self.send_slow(&route, None, Some(failed), record)
+                    }
+                }
+            },
+            || self.send_slow(&route, None, None, record),
+        )
+    }
+
+    /// `send_to` through the route table: for a thread with no current copy of the route, a
+    /// partition with no producer yet (`chosen` holds the partition and sticky partition), or
+    /// after a partition producer's error (`failed`, with the producer): an idempotent
+    /// producer's own sequence gap bumps the epoch and sends once more.
+    #[cold]
+    #[inline(never)]
+    fn send_slow(
+        &self,
+        route: &RecordToRoute<'_>,
+        mut chosen: Option<(i32, Option<Arc<StickyPartitionInfo>>)>,
+        mut failed: Option<(Arc<Producer>, Error)>,
+        record: &NewRecord,
+    ) -> Result<TopicSendHandle, Error> {
         let mut retried = false;
         loop {
-            let failed = match sent {
-                CachedSend::Sent(handle) => return Ok(handle),
-                CachedSend::Refused(error) => return Err(*error),
-                CachedSend::Failed(failed) => failed,
-                CachedSend::Unsent(chosen) => match self.send_routed(&route, chosen, record)? {
+            let (producer, error) = match failed.take() {
+                Some(failed) => failed,
+                None => match self.send_routed(route, chosen.take(), record)? {
                     Ok(handle) => return Ok(handle),
-                    Err(failed) => failed,
+                    Err(failed) => *failed,
                 },
             };
-            let (producer, error) = *failed;
             match self.on_partition_error(&producer, error) {
                 SendRetry::Retry(error) if retried => return Err(error),
                 SendRetry::Retry(_) => retried = true,
                 SendRetry::Fail(error) => return Err(error),
             }
             self.may_send()?;
-            sent = CachedSend::Unsent(None);
         }
-    }
-
-    /// Routes and sends `record` with this thread's copy of the route, if it is current (see
-    /// `route_cache`). Kept small: what it returns is moved on every send.
-    #[inline(always)]
-    fn send_cached(&self, route: &RecordToRoute<'_>, record: &NewRecord) -> CachedSend {
-        let custom = self.config.partitioner.as_deref();
-        let ignore_keys = self.config.partitioner_ignore_keys;
-        let generation = self.routes.generation();
-        route_cache::with_cached(
-            self.id,
-            generation,
-            route.topic,
-            #[inline(always)]
-            |topic| {
-                let (partition, sticky) = match topic.choose(route, custom, ignore_keys) {
-                    Ok(chosen) => chosen,
-                    Err(error) => return CachedSend::Refused(Box::new(error)),
-                };
-                let Some(producer) = topic.producer(partition) else {
-                    return CachedSend::Unsent(Some((partition, sticky)));
-                };
-                match send_with(topic, producer, partition, sticky, record) {
-                    Ok(handle) => CachedSend::Sent(handle),
-                    // A producer taken out meanwhile (a commit, an epoch bump) refuses the
-                    // record: the table has the partition's producer now, or none.
-                    Err(_) if self.routes.generation() != generation => {
-                        CachedSend::Unsent(Some((partition, None)))
-                    }
-                    Err(failed) => CachedSend::Failed(failed),
-                }
-            },
-            || CachedSend::Unsent(None),
-        )
     }
 
     /// Routes `record` through the table (unless `chosen` already holds its partition and
@@ -651,19 +662,6 @@ fn send_with(
 /// A partition producer's refusal of a record, with the producer; boxed, as it is rare and
 /// every send's result is moved through the send path.
 type SendFailure = Box<(Arc<Producer>, Error)>;
-
-/// What `send_cached` did with a record.
-enum CachedSend {
-    /// Sent.
-    Sent(TopicSendHandle),
-    /// Routing refused it (the partitioner's error).
-    Refused(Box<Error>),
-    /// Its partition's producer refused it.
-    Failed(SendFailure),
-    /// Not sent: to route through the table, or, when chosen, to send to that partition (and
-    /// sticky partition) through the table.
-    Unsent(Option<(i32, Option<Arc<StickyPartitionInfo>>)>),
-}
 
 /// What `send` does after a partition producer's error.
 enum SendRetry {

@@ -41,29 +41,34 @@ pub(crate) fn producer_id() -> u64 {
 
 /// Runs `use_route` on this thread's copy of `owner`'s route to `topic` if it was copied at
 /// `generation`, else `miss` (no such copy, or the copy is in use: a partitioner that sends
-/// from inside `send`). One result type, not an `Option` of it: the result is moved on every
-/// send.
+/// from inside `send`), after the copy is let go so that `miss` may replace it. Either one's
+/// result is returned as it is, built in the caller's place: a result passed out of
+/// `LocalKey::try_with` is copied once more, and the send's handle is copied right after the
+/// partition producer wrote it (a store-forwarding stall each time).
 #[inline(always)]
 pub(crate) fn with_cached<T>(
     owner: u64,
     generation: u64,
     topic: &str,
     use_route: impl FnOnce(&Route) -> T,
-    miss: impl FnOnce() -> T,
+    miss: impl Fn() -> T,
 ) -> T {
-    let mut use_route = Some(use_route);
-    let used = CACHED.try_with(|cell| {
-        let cached = cell.try_borrow().ok()?;
-        let cached = cached.as_ref()?;
-        if cached.owner != owner || cached.generation != generation || *cached.topic != *topic {
-            return None;
-        }
-        Some(use_route.take()?(&cached.route))
-    });
-    match used {
-        Ok(Some(result)) => result,
-        _ => miss(),
+    let Ok(cell) = CACHED.try_with(std::ptr::from_ref) else {
+        return miss();
+    };
+    // SAFETY: `try_with` answered, so this thread's copy is not being destroyed, and it is
+    // destroyed only when this thread exits, which it cannot do during this call; the cell is
+    // this thread's alone, and is used only through its `RefCell` borrows.
+    let cell = unsafe { &*cell };
+    if let Ok(cached) = cell.try_borrow()
+        && let Some(cached) = cached.as_ref()
+        && cached.owner == owner
+        && cached.generation == generation
+        && *cached.topic == *topic
+    {
+        return use_route(&cached.route);
     }
+    miss()
 }
 
 /// Makes `route`, read from `owner`'s table at `generation`, this thread's copy, unless the
