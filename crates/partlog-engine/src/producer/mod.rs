@@ -261,13 +261,16 @@ impl TopicProducer {
                 let Some(producer) = cached.producer(partition) else {
                     return self.send_slow(&route, Some((partition, sticky)), None, record);
                 };
-                match producer.send(record) {
-                    Ok(handle) => {
-                        if let Some(info) = sticky {
-                            cached.sticky_appended(&info, estimated_size(record));
-                        }
-                        Ok(TopicSendHandle { partition, handle })
-                    }
+                let sent = producer.send(record);
+                // Counted before the handle moves: between the two, the call made the handle
+                // be copied twice.
+                if let Some(info) = sticky
+                    && sent.is_ok()
+                {
+                    cached.sticky_appended(&info, estimated_size(record));
+                }
+                match sent {
+                    Ok(handle) => Ok(TopicSendHandle { partition, handle }),
                     // A producer taken out meanwhile (a commit, an epoch bump) refuses the
                     // record: the table has the partition's producer now, or none.
                     Err(_) if self.routes.generation() != generation => {
