@@ -578,6 +578,70 @@ fn txn_commit_latency_first_sends_to_eight_partitions_make_one_ongoing_write() {
     );
 }
 
+/// Routing item (issue 33, performance): a thread's copy of a route belongs to one producer.
+/// Two producers of two engines, each with a topic of the same name, sending in turn from one
+/// thread: each record lands in its own producer's engine.
+#[test]
+fn routing_route_copy_belongs_to_one_producer() {
+    let (root_a, root_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (engine_a, engine_b) = (engine(root_a.path()), engine(root_b.path()));
+    let a = engine_a.create_topic("t", 1, TopicConfig::new()).unwrap();
+    let b = engine_b.create_topic("t", 1, TopicConfig::new()).unwrap();
+    let producer_a = TopicProducer::new(&engine_a, fast()).unwrap();
+    let producer_b = TopicProducer::new(&engine_b, fast()).unwrap();
+    for i in 0..3 {
+        producer_a
+            .send("t", &record(Some("k"), &format!("a{i}")))
+            .unwrap();
+        producer_b
+            .send("t", &record(Some("k"), &format!("b{i}")))
+            .unwrap();
+    }
+    producer_a.close().unwrap();
+    producer_b.close().unwrap();
+    assert_eq!(all(&a.partition(0).unwrap()), ["a0", "a1", "a2"]);
+    assert_eq!(all(&b.partition(0).unwrap()), ["b0", "b1", "b2"]);
+}
+
+/// Routing item (issue 33, performance): a write to the route table (a commit or an abort
+/// taking the transaction's producers out) makes the sending thread's copy of the route stale,
+/// so the next transaction's records go to new producers, not the closed ones. Sending to two
+/// topics in turn makes a send copy its topic's route with the producers in it.
+#[test]
+fn routing_route_copy_refreshed_after_a_commit_takes_the_producers() {
+    let root = tempfile::tempdir().unwrap();
+    let engine = engine(root.path());
+    let t = engine.create_topic("t", 1, TopicConfig::new()).unwrap();
+    let u = engine.create_topic("u", 1, TopicConfig::new()).unwrap();
+    let producer = transactional(&engine, "tx");
+    let (mut expected_t, mut expected_u) = (Vec::new(), Vec::new());
+    for round in 0..4 {
+        producer.begin_transaction().unwrap();
+        // Each round starts with the topic the last one ended with: its copy is the stale one.
+        for (copy, topic) in ["t", "u", "t", "u", "t"].into_iter().enumerate() {
+            let value = format!("r{round}c{copy}");
+            producer.send(topic, &record(None, &value)).unwrap();
+            if round != 2 {
+                match topic {
+                    "t" => expected_t.push(value),
+                    _ => expected_u.push(value),
+                }
+            }
+        }
+        if round == 2 {
+            producer.abort_transaction().unwrap();
+        } else {
+            producer.commit_transaction().unwrap();
+        }
+    }
+    assert_eq!(committed(&t.partition(0).unwrap()), expected_t);
+    assert_eq!(committed(&u.partition(0).unwrap()), expected_u);
+    assert_eq!(
+        producer.transaction_state(),
+        ProducerTransactionState::Ready
+    );
+}
+
 /// The transactional row's partition producers across transactions (issue 33, Performance,
 /// third row): each transaction after a commit or an abort runs at the epoch its `EndTxn`
 /// bumped to, and a producer that fenced the id at the next epoch; at each new epoch the
@@ -660,4 +724,154 @@ fn txn_row_partition_sequences_restart_at_each_epoch_across_commit_abort_and_fen
     expect(fourth, 2);
     successor.commit_transaction().unwrap();
     assert_eq!(committed(&log), ["a", "b", "c", "d", "e", "f"]);
+}
+
+/// A thread that runs the jobs it is given one at a time and idles between them, parked on a
+/// channel the test holds: its copy of the last route it sent through outlives each job.
+struct IdleThread {
+    jobs: Option<std::sync::mpsc::Sender<Box<dyn FnOnce() + Send>>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl IdleThread {
+    fn start() -> IdleThread {
+        let (jobs, queue) = std::sync::mpsc::channel::<Box<dyn FnOnce() + Send>>();
+        let thread = std::thread::spawn(move || {
+            for job in queue {
+                job();
+            }
+        });
+        IdleThread {
+            jobs: Some(jobs),
+            thread: Some(thread),
+        }
+    }
+
+    /// Runs `job` on the thread and returns its result; the thread then idles again.
+    fn run<T: Send + 'static>(&self, job: impl FnOnce() -> T + Send + 'static) -> T {
+        let (answer, answered) = std::sync::mpsc::channel();
+        let job = move || {
+            let _ = answer.send(job());
+        };
+        self.jobs.as_ref().unwrap().send(Box::new(job)).unwrap();
+        answered.recv().expect("the job panicked")
+    }
+}
+
+impl Drop for IdleThread {
+    fn drop(&mut self) {
+        drop(self.jobs.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Sends `values` keyed by themselves to `topic` and waits for each.
+fn send_all(producer: &TopicProducer, topic: &str, values: &[String]) {
+    let handles: Vec<TopicSendHandle> = values
+        .iter()
+        .map(|value| producer.send(topic, &record(Some(value), value)).unwrap())
+        .collect();
+    for handle in handles {
+        handle.wait().unwrap();
+    }
+}
+
+/// Every record of every partition of `topic`, sorted.
+fn topic_records(engine: &Engine, topic: &str) -> Vec<String> {
+    let topic = engine.topic(topic).unwrap();
+    let mut values: Vec<String> = (0..topic.partitions())
+        .flat_map(|p| all(&topic.partition(p).unwrap()))
+        .collect();
+    values.sort();
+    values
+}
+
+fn values(prefix: &str, count: usize) -> Vec<String> {
+    (0..count).map(|i| format!("{prefix}{i}")).collect()
+}
+
+/// Routing item (issue 33, performance): an idle thread's copy of a route does not keep an
+/// engine from reopening. A thread sends through an engine's producer and idles; the engine
+/// closes (or is only dropped), and the producer goes: the engine reopens in the same process
+/// and reads every record, and the same thread's sends through a producer of the reopened
+/// engine land there. Before the engine goes, a send through its producer fails with `Closed`
+/// once the engine closed. Fails without the engine closing its logs when its last handle
+/// goes: the copy kept a partition's `Log` open, and with it the directory's lock.
+#[test]
+fn routing_route_copy_of_an_idle_thread_lets_the_engine_reopen() {
+    let idle = IdleThread::start();
+    for close in [true, false] {
+        let root = tempfile::tempdir().unwrap();
+        let engine = engine(root.path());
+        engine.create_topic("t", 4, TopicConfig::new()).unwrap();
+        let producer = Arc::new(TopicProducer::new(&engine, fast()).unwrap());
+        let first = values("a", 8);
+        let (sender, sent) = (Arc::clone(&producer), first.clone());
+        idle.run(move || send_all(&sender, "t", &sent));
+        if close {
+            engine.close().unwrap();
+            let sender = Arc::clone(&producer);
+            let late = idle.run(move || sender.send("t", &record(Some("a0"), "late")).map(drop));
+            assert!(matches!(late, Err(Error::Closed)), "{late:?}");
+        }
+        drop((producer, engine));
+
+        let engine = match Engine::open(root.path(), EngineConfig::default()) {
+            Ok(engine) => engine,
+            Err(error) => panic!("reopening (close: {close}): {error:?}"),
+        };
+        let opened = (0..4).map(|p| engine.topic("t").unwrap().partition(p));
+        for (partition, log) in opened.enumerate() {
+            if let Err(error) = log {
+                panic!("partition {partition} of the reopened engine (close: {close}): {error:?}");
+            }
+        }
+        assert_eq!(topic_records(&engine, "t"), first, "close: {close}");
+        let producer = Arc::new(TopicProducer::new(&engine, fast()).unwrap());
+        let second = values("b", 8);
+        let (sender, sent) = (Arc::clone(&producer), second.clone());
+        idle.run(move || send_all(&sender, "t", &sent));
+        let mut expected = [first, second].concat();
+        expected.sort();
+        assert_eq!(topic_records(&engine, "t"), expected, "close: {close}");
+    }
+}
+
+/// Routing item (issue 33, performance): an idle thread's copy of a route to a topic that is
+/// deleted and created again neither keeps the deleted partitions' files nor reaches the new
+/// ones. A send through the old producer fails with `Closed`; the same thread's sends through
+/// a new producer land in the new topic, which after a reopen holds only them.
+#[test]
+fn routing_route_copy_of_an_idle_thread_across_delete_topic_and_recreate() {
+    let idle = IdleThread::start();
+    let root = tempfile::tempdir().unwrap();
+    let engine = engine(root.path());
+    engine.create_topic("t", 2, TopicConfig::new()).unwrap();
+    let old = Arc::new(TopicProducer::new(&engine, fast()).unwrap());
+    let sender = Arc::clone(&old);
+    idle.run(move || send_all(&sender, "t", &values("a", 4)));
+
+    engine.delete_topic("t").unwrap();
+    for entry in std::fs::read_dir(root.path()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.to_string_lossy().ends_with("-delete") {
+            let left: Vec<_> = std::fs::read_dir(&path).unwrap().collect();
+            assert!(left.is_empty(), "{} still holds {left:?}", path.display());
+        }
+    }
+    engine.create_topic("t", 2, TopicConfig::new()).unwrap();
+    let sender = Arc::clone(&old);
+    let late = idle.run(move || sender.send("t", &record(Some("a0"), "late")).map(drop));
+    assert!(matches!(late, Err(Error::Closed)), "{late:?}");
+
+    let new = Arc::new(TopicProducer::new(&engine, fast()).unwrap());
+    let sender = Arc::clone(&new);
+    idle.run(move || send_all(&sender, "t", &values("b", 4)));
+    assert_eq!(topic_records(&engine, "t"), values("b", 4));
+    engine.close().unwrap();
+    drop((old, new, engine));
+    let engine = Engine::open(root.path(), EngineConfig::default()).unwrap();
+    assert_eq!(topic_records(&engine, "t"), values("b", 4));
 }

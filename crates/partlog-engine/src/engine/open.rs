@@ -220,6 +220,11 @@ impl Engine {
     /// fsync and clean-shutdown record). Returns the first error, after trying every log.
     /// Later calls through [`Topic`](super::Topic) handles fail with `Error::Closed`.
     ///
+    /// Without this call the partitions close when the engine's last handle goes (the
+    /// `Engine`, its `Topic`s, its `TopicProducer`s and its coordinator): then every `Log` of
+    /// the engine closes, even one still held elsewhere, before the directory's lock is
+    /// released, so the directory opens again in this process.
+    ///
     /// # Errors
     /// The first log's close error.
     pub fn close(&self) -> Result<(), Error> {
@@ -232,6 +237,31 @@ impl Engine {
             }
         }
         first_error.map_or(Ok(()), Err)
+    }
+}
+
+impl EngineShared {
+    /// Closes every open partition, logging each error: see the `Drop` below.
+    fn close_logs_on_drop(&self) {
+        let logs: Vec<Arc<Log>> = lock(&self.logs).drain().map(|(_, log)| log).collect();
+        for partition in logs {
+            if let Err(error) = partition.close() {
+                log::warn!(
+                    "closing {} with its engine: {error}",
+                    partition.dir().display()
+                );
+            }
+        }
+    }
+}
+
+impl Drop for EngineShared {
+    /// The engine's last handle is gone and its directory lock goes next: its partitions close
+    /// first, whoever still holds one (a sending thread's route copy holds its topic's partition
+    /// producers, and through them the logs), so that the directory can be opened again and no
+    /// log of it writes after.
+    fn drop(&mut self) {
+        self.close_logs_on_drop();
     }
 }
 

@@ -11,6 +11,7 @@
 //! | `transactions` | `init_transactions`, `begin_transaction`, `commit_transaction`, `abort_transaction` |
 //! | `adds` | `PartitionAdds`: the partitions new to a transaction, added in one write |
 //! | `routes` | `Routes`: each topic's partitions, sticky partitioner and partition producers |
+//! | `route_cache` | each thread's copy of the last route it sent through |
 //!
 //! # Modes
 //!
@@ -41,6 +42,7 @@
 mod adds;
 pub mod config;
 pub mod idempotence;
+mod route_cache;
 mod routes;
 pub mod state;
 mod transactions;
@@ -48,7 +50,7 @@ mod transactions;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
 use partlog::{Error, NewRecord, Producer, ProducerMode, SendHandle};
@@ -56,7 +58,7 @@ use partlog::{Error, NewRecord, Producer, ProducerMode, SendHandle};
 use self::adds::PartitionAdds;
 use self::config::TopicProducerConfig;
 use self::idempotence::{EpochBump, IdempotenceState};
-use self::routes::{Route, Routes};
+use self::routes::{Route, RouteTable};
 use self::state::ProducerTransactionState;
 use crate::engine::Engine;
 use crate::engine::open::{EngineShared, lock};
@@ -145,7 +147,9 @@ pub struct TopicProducer {
     config: TopicProducerConfig,
     state: Mutex<State>,
     /// Where records go; taken after `state` when both are (see `routes`).
-    routes: RwLock<Routes>,
+    routes: RouteTable,
+    /// This producer's key in the threads' route copies (see `route_cache`).
+    id: u64,
     /// Set by `close`: later sends fail.
     closed: AtomicBool,
     /// `State::in_transaction`, read by a transactional send without the state lock.
@@ -187,7 +191,8 @@ impl TopicProducer {
                 in_transaction: Arc::clone(&in_transaction),
             }),
             in_transaction,
-            routes: RwLock::new(Routes::default()),
+            routes: RouteTable::default(),
+            id: route_cache::producer_id(),
             closed: AtomicBool::new(false),
         })
     }
@@ -240,48 +245,130 @@ impl TopicProducer {
             key: record.key.as_deref(),
             value: record.value.as_deref(),
         };
+        self.may_send()?;
+        let custom = self.config.partitioner.as_deref();
+        let ignore_keys = self.config.partitioner_ignore_keys;
+        let generation = self.routes.generation();
+        // The handle is built where it is returned: every move of it here was a copy of bytes
+        // the partition producer had just written, each a store-forwarding stall.
+        route_cache::with_cached(
+            self.id,
+            generation,
+            topic,
+            #[inline(always)]
+            |cached| {
+                let (partition, sticky) = cached.choose(&route, custom, ignore_keys)?;
+                let Some(producer) = cached.producer(partition) else {
+                    return self.send_slow(&route, Some((partition, sticky)), None, record);
+                };
+                let sent = producer.send(record);
+                // Counted before the handle moves: between the two, the call made the handle
+                // be copied twice.
+                if let Some(info) = sticky
+                    && sent.is_ok()
+                {
+                    cached.sticky_appended(&info, estimated_size(record));
+                }
+                match sent {
+                    Ok(handle) => Ok(TopicSendHandle { partition, handle }),
+                    // A producer taken out meanwhile (a commit, an epoch bump) refuses the
+                    // record: the table has the partition's producer now, or none.
+                    Err(_) if self.routes.generation() != generation => {
+                        self.send_slow(&route, Some((partition, None)), None, record)
+                    }
+                    Err(error) => {
+                        let failed = (Arc::clone(producer), error);
+                        self.send_slow(&route, None, Some(failed), record)
+                    }
+                }
+            },
+            || self.send_slow(&route, None, None, record),
+        )
+    }
+
+    /// `send_to` through the route table: for a thread with no current copy of the route, a
+    /// partition with no producer yet (`chosen` holds the partition and sticky partition), or
+    /// after a partition producer's error (`failed`, with the producer): an idempotent
+    /// producer's own sequence gap bumps the epoch and sends once more.
+    #[cold]
+    #[inline(never)]
+    fn send_slow(
+        &self,
+        route: &RecordToRoute<'_>,
+        mut chosen: Option<(i32, Option<Arc<StickyPartitionInfo>>)>,
+        mut failed: Option<(Arc<Producer>, Error)>,
+        record: &NewRecord,
+    ) -> Result<TopicSendHandle, Error> {
         let mut retried = false;
         loop {
-            self.may_send()?;
-            let (producer, error) = match self.send_routed(&route, record)? {
-                Ok(sent) => return Ok(sent),
-                Err(failed) => failed,
+            let (producer, error) = match failed.take() {
+                Some(failed) => failed,
+                None => match self.send_routed(route, chosen.take(), record)? {
+                    Ok(handle) => return Ok(handle),
+                    Err(failed) => *failed,
+                },
             };
             match self.on_partition_error(&producer, error) {
                 SendRetry::Retry(error) if retried => return Err(error),
                 SendRetry::Retry(_) => retried = true,
                 SendRetry::Fail(error) => return Err(error),
             }
+            self.may_send()?;
         }
     }
 
-    /// Routes `record` and sends it to its partition's producer (made at the partition's first
-    /// record, held in a transaction until the coordinator adds the partition). The outer
-    /// error is routing's; the inner one the partition producer's, with the producer.
+    /// Routes `record` through the table (unless `chosen` already holds its partition and
+    /// sticky partition) and sends it to its partition's producer (made at the partition's
+    /// first record, held in a transaction until the coordinator adds the partition). The
+    /// outer error is routing's; the inner one the partition producer's, with the producer.
     fn send_routed(
         &self,
         route: &RecordToRoute<'_>,
+        chosen: Option<(i32, Option<Arc<StickyPartitionInfo>>)>,
         record: &NewRecord,
-    ) -> Result<Result<TopicSendHandle, (Arc<Producer>, Error)>, Error> {
+    ) -> Result<Result<TopicSendHandle, SendFailure>, Error> {
+        if let Some((partition, sticky)) = chosen {
+            return self.send_to_partition(route.topic, partition, sticky, record);
+        }
         let custom = self.config.partitioner.as_deref();
         let ignore_keys = self.config.partitioner_ignore_keys;
         let routes = routes::read(&self.routes);
         let Some(topic) = routes.get(route.topic) else {
             drop(routes);
             self.add_route(route.topic)?;
-            return self.send_routed(route, record);
+            return self.send_routed(route, None, record);
         };
+        route_cache::store(self.id, self.routes.generation(), route.topic, topic);
         let (partition, sticky) = topic.choose(route, custom, ignore_keys)?;
         if let Some(producer) = topic.producer(partition) {
             return Ok(send_with(topic, producer, partition, sticky, record));
         }
         drop(routes);
-        let producer = self.add_producer(route.topic, partition)?;
+        self.send_to_partition(route.topic, partition, sticky, record)
+    }
+
+    /// Sends `record`, already routed to `topic`'s `partition`, through the table, making the
+    /// partition's producer if it has none.
+    fn send_to_partition(
+        &self,
+        topic: &str,
+        partition: i32,
+        sticky: Option<Arc<StickyPartitionInfo>>,
+        record: &NewRecord,
+    ) -> Result<Result<TopicSendHandle, SendFailure>, Error> {
         let routes = routes::read(&self.routes);
-        let Some(topic) = routes.get(route.topic) else {
+        if let Some(route) = routes.get(topic)
+            && let Some(producer) = route.producer(partition)
+        {
+            return Ok(send_with(route, producer, partition, sticky, record));
+        }
+        drop(routes);
+        let producer = self.add_producer(topic, partition)?;
+        let routes = routes::read(&self.routes);
+        let Some(route) = routes.get(topic) else {
             return Err(Error::Closed);
         };
-        Ok(send_with(topic, &producer, partition, sticky, record))
+        Ok(send_with(route, &producer, partition, sticky, record))
     }
 
     /// Adds `topic` to the route table.
@@ -367,6 +454,7 @@ impl TopicProducer {
 
     /// Whether the producer may send now: not closed, and in a transactional producer, in a
     /// transaction that no failure made abortable.
+    #[inline]
     fn may_send(&self) -> Result<(), Error> {
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::Closed);
@@ -503,6 +591,7 @@ impl TopicProducer {
         // the held batches to fail below.
         let _ = self.finish_adds();
         self.closed.store(true, Ordering::Release);
+        route_cache::forget(self.id);
         let producers = self.producers();
         for producer in &producers {
             producer.request_flush();
@@ -554,13 +643,14 @@ impl Drop for TopicProducer {
 
 /// Sends `record` with `producer`, the one of `topic`'s `partition`, and counts its bytes
 /// against the sticky partition it used, if any.
+#[inline(always)]
 fn send_with(
     topic: &Route,
     producer: &Arc<Producer>,
     partition: i32,
     sticky: Option<Arc<StickyPartitionInfo>>,
     record: &NewRecord,
-) -> Result<TopicSendHandle, (Arc<Producer>, Error)> {
+) -> Result<TopicSendHandle, SendFailure> {
     match producer.send(record) {
         Ok(handle) => {
             if let Some(info) = sticky {
@@ -568,9 +658,13 @@ fn send_with(
             }
             Ok(TopicSendHandle { partition, handle })
         }
-        Err(error) => Err((Arc::clone(producer), error)),
+        Err(error) => Err(Box::new((Arc::clone(producer), error))),
     }
 }
+
+/// A partition producer's refusal of a record, with the producer; boxed, as it is rare and
+/// every send's result is moved through the send path.
+type SendFailure = Box<(Arc<Producer>, Error)>;
 
 /// What `send` does after a partition producer's error.
 enum SendRetry {

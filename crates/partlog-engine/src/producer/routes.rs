@@ -1,14 +1,17 @@
 //! [`Routes`]: the topics a [`TopicProducer`](super::TopicProducer) sends to, each with its
 //! partition count, its sticky partitioner and the producer of each partition it has sent to.
 //!
-//! Every `send` reads the table under a shared lock, held across the partition producer's
-//! `send` so that the record's route costs no reference count; the table is locked for writing
-//! only to add a topic or a partition's producer, and to take producers out (a commit, an
-//! epoch bump). Topic names are hashed with [`TopicHasher`], not `std`'s SipHash: the table's
-//! keys are the application's own topic names, and the hash is a large share of a send.
+//! The table is locked for writing only to add a topic or a partition's producer, and to take
+//! producers out (a commit, an epoch bump); each write moves the table's generation on. A
+//! `send` first tries its thread's copy of the last route it used (`route_cache`), valid while
+//! the generation is the one it was copied at: one load, no lock, no hash. Otherwise it reads
+//! the table under the shared lock, held across the partition producer's `send` so that the
+//! route costs no reference count, and refreshes the copy. Topic names are hashed with
+//! [`TopicHasher`], not `std`'s SipHash: the keys are the application's own topic names.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use partlog::{Error, Producer};
@@ -21,14 +24,29 @@ use crate::partitioner::{
 /// The route table: see the module docs.
 pub(crate) type Routes = HashMap<String, Route, BuildHasherDefault<TopicHasher>>;
 
-/// One topic as the producer routes to it.
-#[derive(Debug)]
+/// The route table and its generation, which every write moves on (see the module docs).
+#[derive(Debug, Default)]
+pub(crate) struct RouteTable {
+    table: RwLock<Routes>,
+    generation: AtomicU64,
+}
+
+impl RouteTable {
+    /// The generation now: a copy of a route made at another one may be stale.
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+}
+
+/// One topic as the producer routes to it. A clone shares the sticky partitioner and the
+/// producers (a thread's cached copy, see `route_cache`).
+#[derive(Debug, Clone)]
 pub(crate) struct Route {
     pub(crate) partitions: i32,
     /// Each partition's producer, made at the first record to it (in a transaction: at the
     /// first record of each transaction, held until the coordinator adds the partition).
     pub(crate) producers: Vec<Option<Arc<Producer>>>,
-    pub(crate) sticky: BuiltInPartitioner,
+    pub(crate) sticky: Arc<BuiltInPartitioner>,
 }
 
 impl Route {
@@ -42,12 +60,13 @@ impl Route {
         Ok(Route {
             partitions,
             producers: vec![None; usize::try_from(partitions).unwrap_or(0)],
-            sticky: BuiltInPartitioner::with_random(topic, batch_size, random)?,
+            sticky: Arc::new(BuiltInPartitioner::with_random(topic, batch_size, random)?),
         })
     }
 
     /// The partition of `record`, and the sticky partition it used (a record the partitioner
     /// left unrouted: no key, or keys ignored).
+    #[inline]
     pub(crate) fn choose(
         &self,
         record: &RecordToRoute<'_>,
@@ -66,6 +85,7 @@ impl Route {
     }
 
     /// The producer of `partition`, if one was made.
+    #[inline]
     pub(crate) fn producer(&self, partition: i32) -> Option<&Arc<Producer>> {
         self.producers
             .get(usize::try_from(partition).ok()?)
@@ -82,13 +102,18 @@ impl Route {
 
 /// The table for reading; a panic elsewhere leaves it usable (every change is one insert or
 /// one `Option::take`).
-pub(crate) fn read(routes: &RwLock<Routes>) -> RwLockReadGuard<'_, Routes> {
-    routes.read().unwrap_or_else(PoisonError::into_inner)
+pub(crate) fn read(routes: &RouteTable) -> RwLockReadGuard<'_, Routes> {
+    routes.table.read().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// The table for writing.
-pub(crate) fn write(routes: &RwLock<Routes>) -> RwLockWriteGuard<'_, Routes> {
-    routes.write().unwrap_or_else(PoisonError::into_inner)
+/// The table for writing. The generation moves on before the caller changes anything, so a
+/// sender that checks it after the change uses the table, not its copy; one that checked
+/// before may still send to a producer being taken out, and finds it closed (`send_routed`
+/// then routes the record again through the table).
+pub(crate) fn write(routes: &RouteTable) -> RwLockWriteGuard<'_, Routes> {
+    let guard = routes.table.write().unwrap_or_else(PoisonError::into_inner);
+    routes.generation.fetch_add(1, Ordering::AcqRel);
+    guard
 }
 
 /// The Fx hash (rustc's): a rotate, an xor and a multiply per 8 bytes. Not resistant to chosen

@@ -3,13 +3,13 @@
 //! partition's or the coordinator's error moves the client state (fatal: fenced; abortable:
 //! everything else but a retriable `ConcurrentTransactions`).
 
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use partlog::{Error, Log, Producer};
 
 use super::idempotence::IdempotenceState;
-use super::routes::{self, Routes};
+use super::routes::{self, RouteTable};
 use super::state::ProducerTransactionState::{self, *};
 use super::{State, TopicProducer};
 use crate::engine::open::lock;
@@ -379,7 +379,7 @@ pub(super) fn fencing_copy(error: &Error) -> Option<Error> {
 /// and returns each log with its end offset, for the durability wait. `fail_fast`: the first
 /// error is returned (after closing all); otherwise errors are ignored.
 fn close_transaction_producers(
-    routes: &RwLock<Routes>,
+    routes: &RouteTable,
     fail_fast: bool,
 ) -> Result<Vec<(Arc<Log>, i64)>, Error> {
     let producers: Vec<Arc<Producer>> = routes::write(routes)
