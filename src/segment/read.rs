@@ -172,7 +172,6 @@ impl Segment {
         view: ReadView,
         buf: &mut Vec<u8>,
     ) -> Result<Option<(SegmentRead, usize)>> {
-        let end = view.end;
         // Read before any byte is: a run learned from bytes a truncation cut meanwhile is
         // then refused.
         let generation = self.positions.generation();
@@ -180,17 +179,22 @@ impl Segment {
             Some(_) => None,
             None => self.positions.find(start_offset),
         };
-        let start = ReadStart {
+        let mut start = ReadStart {
             offset: start_offset,
             resume_at,
             cached,
             generation,
             view,
         };
-        if let Some(state) = self.mapped_for_read(end)
+        if let Some(state) = self.mapped_for_read(view.end)
             && let MappingState::Mapped(mapping) = &*state
         {
-            // Only the published bytes: an active segment's mapping runs past the file's end.
+            // While the guard is held no cut of published bytes runs, so the file holds every
+            // byte below the size published now; a truncation between `view` and the guard may
+            // have cut below `view.end`, where an active segment's mapping runs on past the
+            // file's end (a SIGBUS): read below both. The epoch still tells the read it raced.
+            let end = view.end.min(self.size());
+            start.view.end = end;
             let Some(mapped) = usize::try_from(end).ok().and_then(|end| mapping.get(..end)) else {
                 return Err(self.corrupt(end, Corruption::BadBatchLength(i32::MAX)));
             };
@@ -214,6 +218,7 @@ impl Segment {
             }
             return Ok(Some((read, 0)));
         }
+        let end = view.end;
         let walk_read_ahead = max_bytes
             .min(MAX_READ_AHEAD_BYTES)
             .saturating_add(self.config.index_interval_bytes as usize)
