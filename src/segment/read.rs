@@ -340,6 +340,15 @@ impl Segment {
             .position
             .saturating_add(u64::from(self.config.index_interval_bytes))
             .min(end);
+        if walker.is_mapped() {
+            // Mapped bytes past the found batch were not read yet: the walk below would miss
+            // the CPU caches on each header in turn; asked for together, the misses overlap.
+            let from = found.position.saturating_add(found.total_size);
+            let lines = (from..stop).step_by(64);
+            for line in lines.filter_map(|at| usize::try_from(at).ok()) {
+                super::verified::prefetch(held, line);
+            }
+        }
         let mut run: Option<RunBuilder> = None;
         while position < stop {
             let (base, last, size) = if position == found.position {
