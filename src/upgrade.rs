@@ -386,6 +386,7 @@ impl<'a> Upgrade<'a> {
                 roll_jitter_ms: 0,
                 preallocate: false,
                 map_sealed_reads: false,
+                map_active_reads: false,
                 // The upgrade writes; it never reads at random.
                 position_cache_bytes: 0,
             },

@@ -24,13 +24,24 @@ fn value_of(offset: i64) -> Vec<u8> {
     format!("value {offset}").into_bytes()
 }
 
+/// Which segments a test log reads through a mapping.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mapped {
+    None,
+    /// `map.sealed.segments`.
+    Sealed,
+    /// `map.active.segment`: every segment, the active one too.
+    All,
+}
+
 /// A log of `batches` batches of `per_batch` records, each value naming its offset, over small
 /// segments so that most reads land in sealed ones.
-fn filled_log(dir: &std::path::Path, batches: i64, per_batch: i64, map_sealed: bool) -> Log {
+fn filled_log(dir: &std::path::Path, batches: i64, per_batch: i64, mapped: Mapped) -> Log {
     let config = LogConfig::builder_for_tests()
         .segment_bytes(4096)
         .index_interval_bytes(256)
-        .map_sealed_segments(map_sealed)
+        .map_sealed_segments(mapped == Mapped::Sealed)
+        .map_active_segment(mapped == Mapped::All)
         .flush_policy(FlushPolicy::OsDecides)
         .build()
         .unwrap();
@@ -52,9 +63,9 @@ fn filled_log(dir: &std::path::Path, batches: i64, per_batch: i64, map_sealed: b
 
 #[test]
 fn a_point_read_returns_the_record_at_every_offset_as_the_iterator_does() {
-    for map_sealed in [false, true] {
+    for mapped in [Mapped::None, Mapped::Sealed, Mapped::All] {
         let dir = tempfile::tempdir().unwrap();
-        let log = filled_log(dir.path(), 60, 7, map_sealed);
+        let log = filled_log(dir.path(), 60, 7, mapped);
         let all: Vec<LogRecord> = log
             .records(0, ReadBound::LogEnd)
             .collect::<partlog::Result<_>>()
@@ -79,7 +90,7 @@ fn a_point_read_returns_the_record_at_every_offset_as_the_iterator_does() {
 #[test]
 fn a_point_read_keeps_the_errors_of_read_with() {
     let dir = tempfile::tempdir().unwrap();
-    let log = filled_log(dir.path(), 10, 3, false);
+    let log = filled_log(dir.path(), 10, 3, Mapped::None);
     // At the log end: nothing yet, as an empty read.
     assert_eq!(log.read_record(30, ReadOptions::default()).unwrap(), None);
     assert!(matches!(
@@ -120,8 +131,15 @@ fn a_point_read_keeps_the_errors_of_read_with() {
 
 #[test]
 fn a_point_read_stops_at_every_read_bound() {
+    for mapped in [Mapped::None, Mapped::All] {
+        point_reads_stop_at_every_read_bound(mapped);
+    }
+}
+
+/// Ten batches of three in one 4 KiB segment: the active one, mapped with `Mapped::All`.
+fn point_reads_stop_at_every_read_bound(mapped: Mapped) {
     let dir = tempfile::tempdir().unwrap();
-    let log = filled_log(dir.path(), 10, 3, false);
+    let log = filled_log(dir.path(), 10, 3, mapped);
     let end = log.log_end_offset();
     assert_eq!(end, 30);
     // LogEnd: everything below the end.
@@ -280,9 +298,9 @@ fn a_point_read_under_read_committed_skips_aborted_markers_and_open_transactions
 /// never a missing file.
 #[test]
 fn point_reads_racing_retention_get_the_record_or_out_of_range() {
-    for map_sealed in [false, true] {
+    for mapped in [Mapped::None, Mapped::Sealed, Mapped::All] {
         let dir = tempfile::tempdir().unwrap();
-        let log = filled_log(dir.path(), 400, 2, map_sealed);
+        let log = filled_log(dir.path(), 400, 2, mapped);
         let end = log.log_end_offset();
         let done = std::sync::atomic::AtomicBool::new(false);
         std::thread::scope(|scope| {
@@ -331,13 +349,14 @@ fn point_reads_racing_retention_get_the_record_or_out_of_range() {
 /// the copy (and before the appends, `Truncated` or nothing, never the copy).
 #[test]
 fn a_kept_copy_is_not_used_after_a_truncation_rewrote_its_offset() {
-    for map_sealed in [false, true] {
+    for mapped in [Mapped::None, Mapped::Sealed, Mapped::All] {
         let dir = tempfile::tempdir().unwrap();
         let cache = partlog::VerifiedBatchCache::new(1 << 20);
         let mut config = LogConfig::builder_for_tests()
             .segment_bytes(4096)
             .index_interval_bytes(256)
-            .map_sealed_segments(map_sealed)
+            .map_sealed_segments(mapped == Mapped::Sealed)
+            .map_active_segment(mapped == Mapped::All)
             .build()
             .unwrap();
         config.verified_batch_cache = Arc::clone(&cache);
@@ -370,7 +389,7 @@ fn a_kept_copy_is_not_used_after_a_truncation_rewrote_its_offset() {
             assert_eq!(
                 value(offset).unwrap(),
                 Some(format!("{tag} {offset}").into_bytes()),
-                "at {offset} (map_sealed {map_sealed})"
+                "at {offset} ({mapped:?})"
             );
         }
     }

@@ -711,13 +711,14 @@ fn point_read(log: &Log, written: &Written, offset: i64, tally: &mut Tally) {
 /// `reads` reads; every answer must be records written at their offsets (at least one batch
 /// when the offset is below the end the read saw), `Truncated`, or `OffsetOutOfRange` above
 /// the end.
-fn readers_racing_a_truncating_writer(map_sealed_segments: bool, reads: u32) {
+fn readers_racing_a_truncating_writer(map_sealed_segments: bool, map_active: bool, reads: u32) {
     let dir = tempfile::tempdir().unwrap();
     let config = LogConfig::builder_for_tests()
         .segment_bytes(4096)
         .max_message_bytes(1024)
         .index_interval_bytes(128)
         .map_sealed_segments(map_sealed_segments)
+        .map_active_segment(map_active)
         .build()
         .expect("config");
     let log = Log::open(dir.path(), config).expect("open");
@@ -772,12 +773,19 @@ fn readers_racing_a_truncating_writer(map_sealed_segments: bool, reads: u32) {
 
 #[test]
 fn readers_racing_a_truncating_writer_see_written_records_or_truncated() {
-    readers_racing_a_truncating_writer(false, 8000);
+    readers_racing_a_truncating_writer(false, false, 8000);
 }
 
 #[test]
 fn mapped_readers_racing_a_truncating_writer_see_written_records_or_truncated() {
-    readers_racing_a_truncating_writer(true, 4000);
+    readers_racing_a_truncating_writer(true, false, 4000);
+}
+
+/// Issue 35: the same with the active segment read through its mapping too.
+#[test]
+fn readers_of_the_mapped_active_segment_racing_a_truncating_writer_see_written_records_or_truncated()
+ {
+    readers_racing_a_truncating_writer(true, true, 4000);
 }
 
 #[test]

@@ -292,6 +292,10 @@ impl Segment {
 
     /// Truncates the file back to `size` after a failed append; marks the segment broken if
     /// even that fails.
+    ///
+    /// The one cut made under a mapping of the active segment (invariant 17): it removes only
+    /// bytes past the published size, which no reader touches, and dropping the mapping here,
+    /// under the writer lock, could deadlock with a mapped reader rebuilding an index.
     fn undo_write(&self, writer: &mut WriterState, size: u64) {
         if let Err(error) = self.log.set_len(size) {
             log::error!(

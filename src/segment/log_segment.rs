@@ -56,6 +56,11 @@ pub struct SegmentConfig {
     /// call and no copy, and only the returned batches are copied. partlog's own setting (see
     /// `LogConfig::map_sealed_segments` for the SIGBUS risk). Default: false.
     pub map_sealed_reads: bool,
+    /// Serve reads of the segment while it is active from a read-only mapping of its `.log`
+    /// too, mapped once at `segment_bytes` (or the file's length, if larger) and kept when the
+    /// segment is sealed. Only bytes below the published end are touched. partlog's own setting
+    /// (`LogConfig::map_active_segment`). Default: false.
+    pub map_active_reads: bool,
     /// The most memory the segment's cache of batch positions may hold (`positions.rs`: 4
     /// bytes a batch, learned from the index walks of reads); 0 turns it off. partlog's own
     /// setting, from `LogConfig::position_cache_bytes`. Default: 2097152 (2 MiB).
@@ -72,6 +77,7 @@ impl Default for SegmentConfig {
             roll_jitter_ms: 0,
             preallocate: false,
             map_sealed_reads: false,
+            map_active_reads: false,
             position_cache_bytes: DEFAULT_POSITION_CACHE_BYTES,
         }
     }
@@ -341,6 +347,10 @@ impl Segment {
     /// Seals the segment at roll or close: writes the time index's final entry (into its reserved
     /// slot) and makes both indexes read-only. Durability is separate: see [`flush`](Self::flush).
     pub fn seal(&self) -> Result<()> {
+        // The trim below shrinks the file: the mapping goes first (invariant 17), before the
+        // writer lock, which a mapped reader may take while it holds the mapping's read lock.
+        let _no_readers =
+            (self.config.preallocate && !self.is_sealed()).then(|| self.drop_mapping());
         let mut writer = self.writer.lock();
         writer.index_room = None;
         if self.sealed.swap(true, Ordering::AcqRel) {

@@ -14,12 +14,14 @@ use super::walker::{BatchSummary, BatchWalker, Frame, Step};
 use crate::error::{Corruption, Error, Result};
 use crate::format::{Batch, BatchHeader, BatchView, peek_batch_frame};
 
-/// Whether a sealed segment's `.log` is mapped for reads.
+/// Whether the segment's `.log` is mapped for reads.
 #[derive(Debug)]
 pub(super) enum MappingState {
-    /// Not tried yet (or dropped by a truncation or an unseal; a later seal allows a new one).
+    /// Not tried yet (or dropped by a truncation, an unseal or the trim of preallocated space;
+    /// the next read maps the file again).
     NotYet,
-    /// Mapped: its length is the sealed size.
+    /// Mapped: a sealed segment at its sealed size, the active one at its reserved length (a
+    /// live view, of which only bytes below the published end are touched).
     Mapped(crate::storage::ReadMapping),
     /// The storage cannot map, or mapping failed: positional reads.
     Unavailable,
@@ -170,7 +172,6 @@ impl Segment {
         view: ReadView,
         buf: &mut Vec<u8>,
     ) -> Result<Option<(SegmentRead, usize)>> {
-        let end = view.end;
         // Read before any byte is: a run learned from bytes a truncation cut meanwhile is
         // then refused.
         let generation = self.positions.generation();
@@ -178,17 +179,25 @@ impl Segment {
             Some(_) => None,
             None => self.positions.find(start_offset),
         };
-        let start = ReadStart {
+        let mut start = ReadStart {
             offset: start_offset,
             resume_at,
             cached,
             generation,
             view,
         };
-        if let Some(state) = self.mapped_for_read()
+        if let Some(state) = self.mapped_for_read(view.end)
             && let MappingState::Mapped(mapping) = &*state
         {
-            let mapped: &[u8] = mapping;
+            // While the guard is held no cut of published bytes runs, so the file holds every
+            // byte below the size published now; a truncation between `view` and the guard may
+            // have cut below `view.end`, where an active segment's mapping runs on past the
+            // file's end (a SIGBUS): read below both. The epoch still tells the read it raced.
+            let end = view.end.min(self.size());
+            start.view.end = end;
+            let Some(mapped) = usize::try_from(end).ok().and_then(|end| mapping.get(..end)) else {
+                return Err(self.corrupt(end, Corruption::BadBatchLength(i32::MAX)));
+            };
             let mut walker = BatchWalker::over_mapping(&self.log, &self.log_path, end, mapped);
             let Some(read) =
                 self.read_with(&mut walker, &start, max_bytes, upper_bound, end, usize::MAX)?
@@ -209,6 +218,7 @@ impl Segment {
             }
             return Ok(Some((read, 0)));
         }
+        let end = view.end;
         let walk_read_ahead = max_bytes
             .min(MAX_READ_AHEAD_BYTES)
             .saturating_add(self.config.index_interval_bytes as usize)
@@ -330,6 +340,15 @@ impl Segment {
             .position
             .saturating_add(u64::from(self.config.index_interval_bytes))
             .min(end);
+        if walker.is_mapped() {
+            // Mapped bytes past the found batch were not read yet: the walk below would miss
+            // the CPU caches on each header in turn; asked for together, the misses overlap.
+            let from = found.position.saturating_add(found.total_size);
+            let lines = (from..stop).step_by(64);
+            for line in lines.filter_map(|at| usize::try_from(at).ok()) {
+                super::verified::prefetch(held, line);
+            }
+        }
         let mut run: Option<RunBuilder> = None;
         while position < stop {
             let (base, last, size) = if position == found.position {
@@ -485,39 +504,73 @@ impl Segment {
         state
     }
 
-    /// The mapping's read guard when this segment's reads are served from a mapping: the
-    /// segment is sealed, `map_sealed_reads` is set, and the storage can map. Maps the file at
-    /// the first call after the seal.
-    fn mapped_for_read(&self) -> Option<crate::sync::RwLockReadGuard<'_, MappingState>> {
-        if !self.config.map_sealed_reads || !self.is_sealed() {
+    /// The mapping's read guard when this segment's reads are served from a mapping that covers
+    /// `end` (the published size the read saw): the segment is sealed and `map_sealed_reads` is
+    /// set, or it is active and `map_active_reads` is set, and the storage can map. Maps the
+    /// file at the first call (after a seal, or after a truncation dropped the mapping), and
+    /// again if the segment grew past the reserved length.
+    fn mapped_for_read(&self, end: u64) -> Option<crate::sync::RwLockReadGuard<'_, MappingState>> {
+        if !self.maps_reads() {
             return None;
         }
         {
             let state = self.mapping.read();
             match &*state {
-                MappingState::Mapped(_) => return Some(state),
+                MappingState::Mapped(mapping) if mapping.len() as u64 >= end => {
+                    return Some(state);
+                }
                 MappingState::Unavailable => return None,
-                MappingState::NotYet => {}
+                MappingState::Mapped(_) | MappingState::NotYet => {}
             }
         }
         let mut state = self.mapping.write();
-        if matches!(*state, MappingState::NotYet) && self.is_sealed() {
-            *state = match self.log.map_read() {
-                Ok(Some(mapping)) if mapping.len() as u64 >= self.size() => {
-                    MappingState::Mapped(mapping)
-                }
-                Ok(_) => MappingState::Unavailable,
-                Err(error) => {
-                    log::warn!(
-                        "mapping {} failed, reading it with pread: {error}",
-                        self.log_path().display()
-                    );
-                    MappingState::Unavailable
-                }
-            };
+        let stale = match &*state {
+            MappingState::NotYet => true,
+            MappingState::Mapped(mapping) => (mapping.len() as u64) < end,
+            MappingState::Unavailable => false,
+        };
+        // Checked again under the lock: an unseal drops the mapping under it, then unseals.
+        if stale && self.maps_reads() {
+            *state = self.map_log(end);
         }
         let state = crate::sync::RwLockWriteGuard::downgrade(state);
-        matches!(*state, MappingState::Mapped(_)).then_some(state)
+        matches!(&*state, MappingState::Mapped(mapping) if mapping.len() as u64 >= end)
+            .then_some(state)
+    }
+
+    /// Whether this segment's reads go through a mapping now.
+    fn maps_reads(&self) -> bool {
+        if self.is_sealed() {
+            self.config.map_sealed_reads
+        } else {
+            // Only a segment of a writable log is ever unsealed (a read-only log's are sealed).
+            self.config.map_active_reads
+        }
+    }
+
+    /// A new mapping of the `.log`: a sealed one at its length, the active one at the reserved
+    /// length (`segment_bytes`, or more if the segment already reaches past it), a live view
+    /// that the appends after it need not map again.
+    fn map_log(&self, end: u64) -> MappingState {
+        let mapped = if self.is_sealed() {
+            self.log.map_read()
+        } else {
+            let reserve = u64::from(self.config.segment_bytes).max(end);
+            self.log.map_read_reserved(reserve)
+        };
+        match mapped {
+            Ok(Some(mapping)) if mapping.len() as u64 >= self.size() => {
+                MappingState::Mapped(mapping)
+            }
+            Ok(_) => MappingState::Unavailable,
+            Err(error) => {
+                log::warn!(
+                    "mapping {} failed, reading it with pread: {error}",
+                    self.log_path().display()
+                );
+                MappingState::Unavailable
+            }
+        }
     }
 
     /// The batch at `position` if it is a v2 batch whose base offset is `offset` and whose

@@ -451,6 +451,7 @@ fn roll_conditions_follow_kafka() {
         roll_jitter_ms: 100,
         preallocate: false,
         map_sealed_reads: false,
+        map_active_reads: false,
         position_cache_bytes: 1 << 20,
     };
     let segment = Segment::create(&storage(), dir.path(), 0, config, T0).unwrap();

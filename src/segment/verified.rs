@@ -507,7 +507,7 @@ impl VerifiedBatch {
 /// Asks the CPU to bring the cache line of `items[index]` closer, without waiting for it:
 /// a hint, with no effect on what any read returns.
 #[inline]
-fn prefetch<T>(items: &[T], index: usize) {
+pub(super) fn prefetch<T>(items: &[T], index: usize) {
     #[cfg(target_arch = "x86_64")]
     if let Some(item) = items.get(index) {
         use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};

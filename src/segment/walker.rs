@@ -199,6 +199,11 @@ impl<'f> BatchWalker<'f> {
         self.read_ahead = read_ahead.max(HEADER_SIZE_UP_TO_MAGIC);
     }
 
+    /// Whether the walker reads a mapping (its bytes are read in place, not into a window).
+    pub fn is_mapped(&self) -> bool {
+        self.mapped.is_some()
+    }
+
     /// The bytes the walker holds now without another read, and the file position of the
     /// first: the window, or the whole mapping (up to the end).
     pub fn held(&self) -> (u64, &[u8]) {

@@ -281,6 +281,17 @@ pub trait StorageFile: Send + Sync + fmt::Debug {
         Ok(None)
     }
 
+    /// Maps the file read-only at a length of at least `reserve` bytes (its own length if that
+    /// is larger), as a live view: bytes written to the file later, below the mapping's length,
+    /// are read through it. For a file that still grows (the active segment), mapped once at
+    /// its largest expected size. The caller touches only bytes the file holds: a page past the
+    /// file's end is a SIGBUS. `Ok(None)` (the default) means the implementation has no live
+    /// view (a copy would miss later writes): use [`read_at`](Self::read_at).
+    fn map_read_reserved(&self, reserve: u64) -> Result<Option<ReadMapping>> {
+        let _ = reserve;
+        Ok(None)
+    }
+
     /// Tells the implementation how `[offset, offset + len)` will be read (`len` 0: to the end
     /// of the file). A hint only: the default ignores it, and so may any implementation.
     fn advise(&self, offset: u64, len: u64, advice: Advice) -> Result<()> {

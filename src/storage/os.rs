@@ -187,6 +187,25 @@ impl StorageFile for OsFile {
             unsafe { memmap2::Mmap::map(&self.file) }.map_err(|e| Error::io(&self.path, e))?;
         Ok(Some(ReadMapping::new(Box::new(map))))
     }
+
+    fn map_read_reserved(&self, reserve: u64) -> Result<Option<ReadMapping>> {
+        let len = self.len()?.max(reserve);
+        if len == 0 {
+            return Ok(Some(ReadMapping::new(Box::new(Vec::new()))));
+        }
+        let Ok(len) = usize::try_from(len) else {
+            // More than the address space holds: positional reads.
+            return Ok(None);
+        };
+        // SAFETY: the mapping is read-only and shared, so it sees the file's later writes; the
+        // pages past the file's end are mapped but never touched: partlog's active segment reads
+        // only below its published size, which the file holds, and drops the mapping under a lock
+        // that waits for every reader before any cut of published bytes (invariant 17). The
+        // other-process risk is the one `map_read` states.
+        let map = unsafe { memmap2::MmapOptions::new().len(len).map(&self.file) }
+            .map_err(|e| Error::io(&self.path, e))?;
+        Ok(Some(ReadMapping::new(Box::new(map))))
+    }
 }
 
 /// Which kind of lock a [`HeldLock`] holds.

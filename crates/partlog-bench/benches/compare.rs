@@ -305,11 +305,29 @@ fn one_kib_batch() -> Vec<u8> {
 }
 
 fn config(flush_policy: FlushPolicy) -> LogConfig {
-    LogConfig::builder()
-        .segment_bytes(SEGMENT_BYTES)
-        .flush_policy(flush_policy)
-        .build()
-        .expect("a valid config")
+    mapping_from_env(
+        LogConfig::builder()
+            .segment_bytes(SEGMENT_BYTES)
+            .flush_policy(flush_policy)
+            .build()
+            .expect("a valid config"),
+    )
+}
+
+/// `config` with the mapping settings `PARTLOG_BENCH_MAP` names, for measuring them only (the
+/// rows' configurations are what they say): `sealed` sets `map.sealed.segments`, `all` sets
+/// `map.active.segment` as well; unset or `none` leaves `config` as it is.
+fn mapping_from_env(mut config: LogConfig) -> LogConfig {
+    match std::env::var("PARTLOG_BENCH_MAP").as_deref() {
+        Ok("all") => {
+            config.map_sealed_segments = true;
+            config.map_active_segment = true;
+        }
+        Ok("sealed") => config.map_sealed_segments = true,
+        Ok("none") | Err(_) => {}
+        Ok(other) => panic!("PARTLOG_BENCH_MAP={other}: expected none, sealed or all"),
+    }
+    config
 }
 
 /// The reference writer: the identical byte stream in identical chunks with `write()`, one file

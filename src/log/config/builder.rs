@@ -149,6 +149,8 @@ impl LogConfigBuilder {
         preallocate: bool;
         /// Sets [`LogConfig::map_sealed_segments`] (partlog's `map.sealed.segments`).
         map_sealed_segments: bool;
+        /// Sets [`LogConfig::map_active_segment`] (partlog's `map.active.segment`).
+        map_active_segment: bool;
         /// Sets [`LogConfig::position_cache_bytes`] (partlog's `position.cache.bytes`).
         position_cache_bytes: usize;
         /// Sets [`LogConfig::flush_policy`] (`flush.messages` / `flush.ms`).

@@ -260,6 +260,20 @@ pub struct LogConfig {
     /// Default: false.
     pub map_sealed_segments: bool,
 
+    /// `map.active.segment`, partlog's own setting (Kafka has none): serve reads of the active
+    /// segment from a read-only memory mapping too, and so of every segment (a segment keeps its
+    /// mapping when it is sealed), whatever `map.sealed.segments` says. The active `.log` is
+    /// mapped once at `segment.bytes` (or its length, if larger), so appends need no new
+    /// mapping; reads touch only bytes below the published end, which the file holds. A point
+    /// read then checks its batch in place and copies only what it returns; a sequential read
+    /// copies only the returned batches.
+    ///
+    /// The risk is that of `map.sealed.segments`, over the active segment as well: a media
+    /// error or a truncation by another process is a SIGBUS. Each log being read reserves
+    /// `segment.bytes` of address space (not memory) for its active segment. Storages without a
+    /// live mapping (the simulator) read with `pread`. Default: false.
+    pub map_active_segment: bool,
+
     /// `position.cache.bytes`, partlog's own setting (Kafka has none): the most memory each
     /// open segment may spend remembering where batches start, learned from the index walks of
     /// reads (4 bytes a batch). Kafka's offset index is sparse, so a read of a random offset
@@ -448,6 +462,7 @@ impl Default for LogConfig {
             message_timestamp_after_max_ms: 60 * 60 * 1000,
             preallocate: false,
             map_sealed_segments: false,
+            map_active_segment: false,
             position_cache_bytes: 2 << 20,
             flush_policy: FlushPolicy::OsDecides,
             recovery_point_bytes: 16 * 1024 * 1024,
@@ -570,7 +585,8 @@ impl LogConfig {
             segment_ms: self.max_segment_ms(),
             roll_jitter_ms,
             preallocate: self.preallocate,
-            map_sealed_reads: self.map_sealed_segments,
+            map_sealed_reads: self.map_sealed_segments || self.map_active_segment,
+            map_active_reads: self.map_active_segment,
             position_cache_bytes: self.position_cache_bytes,
         }
     }

@@ -824,6 +824,7 @@ fn segment_config_carries_the_segment_settings() {
             roll_jitter_ms: 123,
             preallocate: false,
             map_sealed_reads: false,
+            map_active_reads: false,
             position_cache_bytes: 2 << 20,
         }
     );

@@ -41,15 +41,16 @@ fn point_row(
     build_logs(
         &partlog_dir,
         &commitlog_dir,
-        LogConfig::default(),
+        super::mapping_from_env(LogConfig::default()),
         segment_bytes,
         (batches, per_batch, &value),
     );
     let offsets = random_offsets(POINT_READS, records as u64, 0x9017);
     let (mut p_lat, mut r_lat) = (Vec::new(), Vec::new());
     let mut read = RecordRead::new();
-    let mut warm_log =
-        (!cold).then(|| Log::open(&partlog_dir, LogConfig::default()).expect("open"));
+    let mut warm_log = (!cold).then(|| {
+        Log::open(&partlog_dir, super::mapping_from_env(LogConfig::default())).expect("open")
+    });
     let mut warm_reference = (!cold).then(|| open_commitlog(&commitlog_dir, segment_bytes));
     let mut cache_bytes = 0u64;
     let result = pairs(
@@ -59,7 +60,9 @@ fn point_row(
             let log = match &warm_log {
                 Some(log) => log,
                 None => {
-                    reopened = Log::open(&partlog_dir, LogConfig::default()).expect("reopen");
+                    reopened =
+                        Log::open(&partlog_dir, super::mapping_from_env(LogConfig::default()))
+                            .expect("reopen");
                     &reopened
                 }
             };

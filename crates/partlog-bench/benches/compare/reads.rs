@@ -41,10 +41,12 @@ pub(super) fn batch_of(records: usize, value: &[u8]) -> Vec<u8> {
 }
 
 fn segment_config(segment_bytes: u32) -> LogConfig {
-    LogConfig::builder()
-        .segment_bytes(segment_bytes)
-        .build()
-        .expect("a valid config")
+    super::mapping_from_env(
+        LogConfig::builder()
+            .segment_bytes(segment_bytes)
+            .build()
+            .expect("a valid config"),
+    )
 }
 
 pub(super) fn commitlog_options(dir: &Path, segment_bytes: u32) -> commitlog::LogOptions {
@@ -367,7 +369,7 @@ pub(super) fn row_read_random_cold(ctx: &Ctx) -> Outcome {
     let commitlog_dir = ctx.fresh_dir("reads-commitlog");
     let value = value_of(100);
     let records = SMALL_BATCH_LOG_BYTES / batch_of(1, &value).len();
-    let default_config = LogConfig::default;
+    let default_config = || super::mapping_from_env(LogConfig::default());
     let segment_bytes = default_config().segment_bytes;
     build_logs(
         &partlog_dir,
