@@ -41,7 +41,10 @@ pub enum Error {
     },
 
     /// Bytes in a file failed a check: a CRC, a length, a varint, an offset order.
-    #[error("corrupt data in {} at byte {position}: {what}", file.display())]
+    #[error(
+        "corrupt data in {} at byte {position}: {what}; run `partlog verify` on the log's directory to see the damage (`--repair` rebuilds what is derived from the data, `--truncate-at-corruption` also cuts at it)",
+        file.display()
+    )]
     Corrupt {
         /// The file that holds the bad bytes.
         file: PathBuf,

@@ -228,7 +228,7 @@ impl Segment {
             "{untrusted}; rebuilding the indexes of {}",
             self.log_path().display()
         );
-        self.rebuild_indexes()?;
+        self.rebuild_indexes_for_read()?;
         match walk()? {
             IndexWalk::Answered(answer) => Ok(answer),
             IndexWalk::EntryUntrusted(error) => Err(error),
@@ -244,15 +244,6 @@ impl Segment {
                 entry.offset, entry.position
             )),
         }
-    }
-
-    /// Rebuilds both indexes from the log (used when an entry fails its check).
-    fn rebuild_indexes(&self) -> Result<()> {
-        let report = self.rescan()?;
-        if let Some(invalid) = report.first_invalid {
-            return Err(self.corrupt(invalid.position, invalid.what));
-        }
-        Ok(())
     }
 
     /// Kafka's `findOffsetByTimestamp`: the first record at or after `start_offset` whose

@@ -9,6 +9,7 @@ mod lookup;
 mod open;
 mod positions;
 mod read;
+mod rebuild;
 mod scan;
 mod syncs;
 mod transactions;

@@ -1,5 +1,5 @@
 //! Validation and truncation: [`Segment::scan`], recovery's [`Segment::recover_from`], a
-//! read-only segment's [`Segment::catch_up`], the index rebuild that reads fall back on, and
+//! read-only segment's [`Segment::catch_up`], the index rebuild of an open, and
 //! [`Segment::truncate_to`] / [`Segment::truncate_tail`].
 //!
 //! Kept apart because these are the paths that trust nothing in the file and that move the
@@ -13,22 +13,46 @@ use super::log_segment::{InvalidBytes, ScanReport, Segment, SegmentRole, note_ma
 use super::walker::{BatchSummary, BatchWalker, Frame, Step};
 use crate::error::{Corruption, Error, Result};
 use crate::format::Batch;
-use crate::index::{OffsetPosition, truncation_temp_path};
+use crate::index::{OffsetPosition, TimestampOffset, truncation_temp_path};
 
 impl Segment {
     /// [`scan`](Self::scan) for a segment of any role. A sealed segment's indexes refuse
     /// appends, so they are made writable for the scan, get back the final time-index entry
     /// that [`seal`](Self::seal) wrote, and are synced and sealed again: a bad entry found in a
-    /// sealed index by a read or at open must be rebuilt, not turned into an error.
+    /// sealed index at open must be rebuilt, not turned into an error. Like `scan`, it sets the
+    /// segment's end: an open's alone (a read rebuilds with
+    /// [`rebuild_indexes_for_read`](Self::rebuild_indexes_for_read)).
     pub(super) fn rescan(&self) -> Result<ScanReport> {
-        // A sealed segment whose index files were missing has new, writable ones: they too get
-        // the final time-index entry and the seal (a compacted segment's indexes are built so).
-        let sealed = self.offset_index.is_sealed()
-            || self.time_index.is_sealed()
-            || *self.role.read() == SegmentRole::Sealed;
-        if !sealed {
+        if !self.indexes_sealed() {
             return self.scan();
         }
+        self.rewrite_sealed_indexes(|| {
+            let report = self.scan()?;
+            let last = match report.first_invalid {
+                None => self.writer.lock().max_timestamp_so_far,
+                Some(_) => None,
+            };
+            Ok((report, last))
+        })
+    }
+
+    /// Whether the segment's indexes are (or are to be) sealed: a rebuild must then write them
+    /// as [`rewrite_sealed_indexes`](Self::rewrite_sealed_indexes) does. A sealed segment whose
+    /// index files were missing has new, writable ones: they too get the final time-index
+    /// entry and the seal (a compacted segment's indexes are built so).
+    pub(super) fn indexes_sealed(&self) -> bool {
+        self.offset_index.is_sealed()
+            || self.time_index.is_sealed()
+            || *self.role.read() == SegmentRole::Sealed
+    }
+
+    /// Rebuilds a sealed segment's indexes: `fill` appends their entries (to writable, empty
+    /// indexes) and returns its answer with the final time-index entry to write, if any; the
+    /// indexes are then synced and sealed again.
+    pub(super) fn rewrite_sealed_indexes<R>(
+        &self,
+        fill: impl FnOnce() -> Result<(R, Option<TimestampOffset>)>,
+    ) -> Result<R> {
         // The rebuilt indexes are written to new files under temporary names and renamed into
         // place only once synced. A sealed segment below the recovery point is trusted at the
         // next open after an O(1) check, so a crash must not leave an index whose unsynced
@@ -47,13 +71,10 @@ impl Segment {
             self.offset_index.make_writable()?;
             self.time_index.make_writable()?;
         }
-        let report = self.scan()?;
-        if report.first_invalid.is_none() {
-            let writer = self.writer.lock();
-            if let Some(max) = writer.max_timestamp_so_far {
-                self.time_index
-                    .maybe_append(max.timestamp, max.offset, true)?;
-            }
+        let (answer, last) = fill()?;
+        if let Some(max) = last {
+            self.time_index
+                .maybe_append(max.timestamp, max.offset, true)?;
         }
         self.offset_index.sync()?;
         self.time_index.sync()?;
@@ -68,7 +89,7 @@ impl Segment {
         self.offset_index.seal()?;
         self.time_index.seal()?;
         self.writer.lock().index_room = None;
-        Ok(report)
+        Ok(answer)
     }
 
     /// Marks a truncation to `kept_end` as under way until the guard drops (on success or on
@@ -290,41 +311,11 @@ impl Segment {
                 Err(Error::Corrupt { what, .. }) => break Some(InvalidBytes { position, what }),
                 Err(other) => return Err(other),
             };
-            // A v2 batch (CRC-32C) or a legacy message (CRC-32, Kafka before 0.11): both are
-            // validated and indexed alike, by their last offset, as Kafka does. A legacy
-            // message with a bad CRC is what torn bytes whose magic reads 0 or 1 look like.
-            let bytes = walker.batch_bytes(&frame)?;
-            let checked = Batch::new(bytes).and_then(|batch| {
-                let epoch = match &batch {
-                    Batch::V2(view) => Some(view.header().partition_leader_epoch),
-                    Batch::Legacy(_) => None,
+            let (summary, epoch) =
+                match self.check_scanned_batch(&mut walker, &frame, next_offset)? {
+                    Ok(checked) => checked,
+                    Err(what) => break Some(InvalidBytes { position, what }),
                 };
-                BatchSummary::of(&batch)
-                    .followable()
-                    .map(|summary| (summary, epoch))
-            });
-            let (summary, epoch) = match checked {
-                Ok(checked) => checked,
-                Err(what) => break Some(InvalidBytes { position, what }),
-            };
-            if summary.order_floor() < next_offset {
-                break Some(InvalidBytes {
-                    position,
-                    what: Corruption::OffsetOrder {
-                        offset: summary.order_floor(),
-                        bound: next_offset,
-                    },
-                });
-            }
-            if summary.last_offset - self.base_offset > i32::MAX as i64 {
-                break Some(InvalidBytes {
-                    position,
-                    what: Corruption::OffsetOrder {
-                        offset: summary.last_offset,
-                        bound: self.base_offset + i32::MAX as i64,
-                    },
-                });
-            }
             if position == 0 {
                 first_max_timestamp = Some(Some(summary.max_timestamp));
             }
@@ -368,6 +359,45 @@ impl Segment {
             max_timestamp: max_so_far.map(|m| m.timestamp),
             first_invalid,
         })
+    }
+
+    /// Checks the batch `frame` frames as a scan does: a v2 batch (CRC-32C) or a legacy message
+    /// (CRC-32, Kafka before 0.11), both validated alike, by their last offset, as Kafka does (a
+    /// legacy message with a bad CRC is what torn bytes whose magic reads 0 or 1 look like),
+    /// whose offsets follow `next_offset` and stay within the segment's relative range. Returns
+    /// its summary and, for a v2 batch, its leader epoch; the inner error is what is wrong.
+    pub(super) fn check_scanned_batch(
+        &self,
+        walker: &mut BatchWalker<'_>,
+        frame: &Frame,
+        next_offset: i64,
+    ) -> Result<std::result::Result<(BatchSummary, Option<i32>), Corruption>> {
+        let bytes = walker.batch_bytes(frame)?;
+        let checked = Batch::new(bytes).and_then(|batch| {
+            let epoch = match &batch {
+                Batch::V2(view) => Some(view.header().partition_leader_epoch),
+                Batch::Legacy(_) => None,
+            };
+            BatchSummary::of(&batch)
+                .followable()
+                .map(|summary| (summary, epoch))
+        });
+        let Ok((summary, epoch)) = checked else {
+            return Ok(checked);
+        };
+        if summary.order_floor() < next_offset {
+            return Ok(Err(Corruption::OffsetOrder {
+                offset: summary.order_floor(),
+                bound: next_offset,
+            }));
+        }
+        if summary.last_offset - self.base_offset > i32::MAX as i64 {
+            return Ok(Err(Corruption::OffsetOrder {
+                offset: summary.last_offset,
+                bound: self.base_offset + i32::MAX as i64,
+            }));
+        }
+        Ok(Ok((summary, epoch)))
     }
 
     /// Removes every batch that holds an offset at or above `offset` (a batch straddling it goes
