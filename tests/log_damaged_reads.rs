@@ -846,3 +846,46 @@ fn reopen_rescan_over_damage_leaves_a_sealed_segments_indexes_as_they_were() {
     assert_eq!(log.log_start_offset(), next_base);
     log.close().unwrap();
 }
+
+/// As [`reopen_rescan_over_damage_leaves_a_sealed_segments_indexes_as_they_were`], with the
+/// sealed segment's `.timeindex` missing instead of a bad offset-index entry: the log's open
+/// creates it to rebuild it, meets the damage, and must not leave the new, empty file behind (it
+/// would pass the next open's check once the damage is gone, and never be rebuilt).
+#[test]
+fn reopen_rescan_over_damage_leaves_a_missing_index_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = || {
+        LogConfig::builder_for_tests()
+            .segment_bytes(4096)
+            .index_interval_bytes(1)
+            .build()
+            .unwrap()
+    };
+    let log = Log::open(dir.path(), config()).unwrap();
+    append_batches(&log, 60);
+    let end = log.log_end_offset();
+    log.close().unwrap();
+    drop(log);
+    let logs = segment_files(dir.path());
+    assert!(logs.len() >= 3, "the log needs sealed segments: {logs:?}");
+    let damaged = logs[0].clone();
+    let time_index = damaged.with_extension("timeindex");
+    let original_time_entry = last_entry(&time_index, 12);
+    std::fs::remove_file(&time_index).unwrap();
+    let positions = batch_positions(&damaged);
+    let magic = positions[5] + MAGIC_AT;
+    flip_byte(&damaged, magic);
+
+    // A writable open rebuilds a missing index at once, opening its segment.
+    let error = Log::open(dir.path(), config()).err();
+    assert_corrupt_at(error, &damaged, positions[5], "the open over damage");
+    assert!(!time_index.exists(), "the open left an empty time index");
+
+    flip_byte(&damaged, magic);
+    let log = Log::open(dir.path(), config()).unwrap();
+    let (offsets, error) = read_all(&log);
+    assert!(error.is_none(), "{error:?}");
+    assert_eq!(offsets, (0..end).collect::<Vec<_>>());
+    assert_eq!(last_entry(&time_index, 12), original_time_entry);
+    log.close().unwrap();
+}
