@@ -726,3 +726,166 @@ fn rebuild_loss_a_read_rebuild_over_damage_in_a_sealed_segment_keeps_its_end() {
 fn rebuild_loss_a_read_rebuild_over_damage_in_the_mapped_active_segment_keeps_its_end() {
     a_read_rebuild_over_damage_keeps_the_segment_end(true, false);
 }
+
+/// Overwrites `bytes` at `at` of `file`.
+fn write_at(file: &Path, at: u64, bytes: &[u8]) {
+    use std::os::unix::fs::FileExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(file)
+        .unwrap()
+        .write_all_at(bytes, at)
+        .unwrap();
+}
+
+/// The last `size` bytes of `file`: its last index entry.
+fn last_entry(file: &Path, size: usize) -> Vec<u8> {
+    let bytes = std::fs::read(file).unwrap();
+    assert!(bytes.len() >= size, "{} has no entry", file.display());
+    bytes[bytes.len() - size..].to_vec()
+}
+
+/// The follow-up of the rebuild-loss fix: a sealed segment whose offset index fails its check
+/// at the lazy open of a reopened log (its last entry points past the `.log`), and whose `.log`
+/// has a damaged batch too. The open's rescan rebuilt both indexes up to the damage and renamed
+/// them into place, then failed with `Corrupt`: once the damage went away (a transient read
+/// error, a restored file), those indexes passed the next open's checks, the time index without
+/// its final entry (the segment's largest timestamp) and the offset index without its tail. A
+/// rescan over damage must leave a sealed segment's indexes as they were, and report the damage.
+#[test]
+fn reopen_rescan_over_damage_leaves_a_sealed_segments_indexes_as_they_were() {
+    use partlog::unstable::ManualClock;
+    use std::sync::Arc;
+
+    const RETENTION_MS: i64 = 24 * 60 * 60 * 1000;
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let config = |retention_ms: i64| {
+        LogConfig::builder_for_tests()
+            .segment_bytes(4096)
+            .index_interval_bytes(1)
+            .retention_ms(retention_ms)
+            .retention_bytes(-1)
+            .message_timestamp_after_max_ms(i64::MAX)
+            .recovery_mode(RecoveryMode::Fail)
+            .clock(Arc::clone(&clock) as Arc<dyn partlog::unstable::Clock>)
+            .build()
+            .unwrap()
+    };
+    let log = Log::open(dir.path(), config(-1)).unwrap();
+    append_batches(&log, 60);
+    let end = log.log_end_offset();
+    log.close().unwrap();
+    drop(log);
+    let logs = segment_files(dir.path());
+    assert!(logs.len() >= 3, "the log needs sealed segments: {logs:?}");
+    let damaged = logs[0].clone();
+    let next_base = base_of(&logs[1]);
+    let offset_index = damaged.with_extension("index");
+    let time_index = damaged.with_extension("timeindex");
+    let original_offset_entry = last_entry(&offset_index, 8);
+    let original_time_entry = last_entry(&time_index, 12);
+    // Its largest timestamp: that of its last record.
+    assert_eq!(
+        original_time_entry,
+        [
+            &(T0 + next_base - 1).to_be_bytes()[..],
+            &((next_base - 1) as i32).to_be_bytes()[..]
+        ]
+        .concat(),
+    );
+
+    // The index's last entry points past the `.log`, and batch 5 of the `.log` is unreadable.
+    let index_len = std::fs::metadata(&offset_index).unwrap().len();
+    write_at(&offset_index, index_len - 4, &i32::MAX.to_be_bytes());
+    let positions = batch_positions(&damaged);
+    let magic = positions[5] + MAGIC_AT;
+    flip_byte(&damaged, magic);
+    let damaged_index = std::fs::read(&offset_index).unwrap();
+    let time_index_bytes = std::fs::read(&time_index).unwrap();
+
+    // A clean shutdown: the reopen opens segment 0 when a read reaches it.
+    let log = Log::open(dir.path(), config(-1)).unwrap();
+    let (offsets, error) = read_all(&log);
+    assert!(offsets.is_empty(), "{offsets:?}");
+    let message = error.as_ref().map(|error| error.to_string());
+    assert_corrupt_at(error, &damaged, positions[5], "the lazy open over damage");
+    assert!(
+        message.is_some_and(|message| message.contains("partlog verify")),
+        "the error says what to do"
+    );
+    // The rescan gave the indexes back as they were, and left no file of its own.
+    assert_eq!(std::fs::read(&offset_index).unwrap(), damaged_index);
+    assert_eq!(std::fs::read(&time_index).unwrap(), time_index_bytes);
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+        .filter(|name| name.ends_with(".deleted"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+    log.close().unwrap();
+    drop(log);
+
+    // The damage goes away. Every record reads back, and the next lazy open rebuilds the
+    // indexes whole: the time index ends with the segment's largest timestamp again.
+    flip_byte(&damaged, magic);
+    clock.set(T0 + next_base - 1 + RETENTION_MS);
+    let log = Log::open(dir.path(), config(RETENTION_MS)).unwrap();
+    let (offsets, error) = read_all(&log);
+    assert!(error.is_none(), "{error:?}");
+    assert_eq!(offsets, (0..end).collect::<Vec<_>>());
+    assert_eq!(last_entry(&time_index, 12), original_time_entry);
+    assert_eq!(last_entry(&offset_index, 8), original_offset_entry);
+    // Exactly `retention.ms` old at its largest timestamp: segment 0 stays (an expiry by any
+    // earlier timestamp would delete it).
+    let report = log.enforce_retention().unwrap();
+    assert_eq!(report.segments_deleted(), 0);
+    assert_eq!(log.log_start_offset(), 0);
+    clock.set(T0 + next_base + RETENTION_MS);
+    assert_eq!(log.enforce_retention().unwrap().segments_deleted(), 1);
+    assert_eq!(log.log_start_offset(), next_base);
+    log.close().unwrap();
+}
+
+/// As [`reopen_rescan_over_damage_leaves_a_sealed_segments_indexes_as_they_were`], with the
+/// sealed segment's `.timeindex` missing instead of a bad offset-index entry: the log's open
+/// creates it to rebuild it, meets the damage, and must not leave the new, empty file behind (it
+/// would pass the next open's check once the damage is gone, and never be rebuilt).
+#[test]
+fn reopen_rescan_over_damage_leaves_a_missing_index_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = || {
+        LogConfig::builder_for_tests()
+            .segment_bytes(4096)
+            .index_interval_bytes(1)
+            .build()
+            .unwrap()
+    };
+    let log = Log::open(dir.path(), config()).unwrap();
+    append_batches(&log, 60);
+    let end = log.log_end_offset();
+    log.close().unwrap();
+    drop(log);
+    let logs = segment_files(dir.path());
+    assert!(logs.len() >= 3, "the log needs sealed segments: {logs:?}");
+    let damaged = logs[0].clone();
+    let time_index = damaged.with_extension("timeindex");
+    let original_time_entry = last_entry(&time_index, 12);
+    std::fs::remove_file(&time_index).unwrap();
+    let positions = batch_positions(&damaged);
+    let magic = positions[5] + MAGIC_AT;
+    flip_byte(&damaged, magic);
+
+    // A writable open rebuilds a missing index at once, opening its segment.
+    let error = Log::open(dir.path(), config()).err();
+    assert_corrupt_at(error, &damaged, positions[5], "the open over damage");
+    assert!(!time_index.exists(), "the open left an empty time index");
+
+    flip_byte(&damaged, magic);
+    let log = Log::open(dir.path(), config()).unwrap();
+    let (offsets, error) = read_all(&log);
+    assert!(error.is_none(), "{error:?}");
+    assert_eq!(offsets, (0..end).collect::<Vec<_>>());
+    assert_eq!(last_entry(&time_index, 12), original_time_entry);
+    log.close().unwrap();
+}

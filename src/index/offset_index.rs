@@ -365,10 +365,23 @@ impl OffsetIndex {
     }
 
     /// Starts the index over, empty and writable, on a new file at `temp`, leaving the old
-    /// file untouched: how a rebuild writes its entries away from the old name (the caller
-    /// renames the file into place once synced).
+    /// file untouched: how a rebuild writes its entries away from the old name. The rebuild
+    /// then keeps them ([`finish_restart`](Self::finish_restart)) or gives the old index back
+    /// ([`abandon_restart`](Self::abandon_restart)).
     pub(crate) fn restart_at(&self, temp: &Path) -> Result<()> {
         self.file.restart_at(temp)
+    }
+
+    /// Renames the file a rebuild wrote since [`restart_at`](Self::restart_at) to `path`, over
+    /// the old one, which is forgotten. The caller syncs the directory.
+    pub(crate) fn finish_restart(&self, path: &Path) -> Result<()> {
+        self.file.finish_restart(path)
+    }
+
+    /// Gives back the index [`restart_at`](Self::restart_at) replaced, as it was, and removes
+    /// the file the rebuild wrote.
+    pub(crate) fn abandon_restart(&self) -> Result<()> {
+        self.file.abandon_restart()
     }
 
     /// Renames the file to `new_path` (for example `<name>.deleted`) and keeps using it there;

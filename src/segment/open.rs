@@ -151,7 +151,7 @@ impl Segment {
         )?;
         let offset_index_ok = offset_index.quick_check(size).is_ok();
         let time_index_ok = time_index.quick_check().is_ok();
-        let rebuild = created || !offset_index_ok || !time_index_ok;
+        let rebuild = !created.is_empty() || !offset_index_ok || !time_index_ok;
         let segment = Segment::assemble(
             storage,
             base_offset,
@@ -177,7 +177,7 @@ impl Segment {
         if rebuild {
             if role == SegmentRole::ReadOnly {
                 // Name the index that failed, so that the user knows which file to look at.
-                let bad_index = if created || !offset_index_ok {
+                let bad_index = if !created.is_empty() || !offset_index_ok {
                     segment.offset_index.path()
                 } else {
                     segment.time_index.path()
@@ -192,13 +192,26 @@ impl Segment {
                 });
             }
             log::info!("rebuilding the indexes of {}", segment.log_path().display());
-            let report = segment.rescan()?;
-            if let Some(invalid) = report.first_invalid {
-                return Err(Error::Corrupt {
+            let failure = match segment.rescan() {
+                Ok(report) => report.first_invalid.map(|invalid| Error::Corrupt {
                     file: segment.log_path(),
                     position: invalid.position,
                     what: invalid.what,
-                });
+                }),
+                Err(error) => Some(error),
+            };
+            if let Some(error) = failure {
+                drop(segment);
+                // The rescan left the indexes as they were, and an index this open created
+                // (its file was missing) holds no entry: at its name, it would pass the next
+                // open's check once the damage is gone and never be rebuilt. Removed, it is
+                // missing again, and that open rebuilds it.
+                for path in &created {
+                    if let Err(cleanup) = storage.remove(path) {
+                        log::warn!("could not remove {}: {cleanup}", path.display());
+                    }
+                }
+                return Err(error);
             }
         }
         Ok(segment)
@@ -380,8 +393,8 @@ impl Segment {
 }
 
 /// Opens a segment's offset and time indexes (`paths` in that order), creating a missing one
-/// when the role allows writing. Returns them and whether either was created (so the pair must
-/// be rebuilt from the log). A read-only role treats a missing index as corruption.
+/// when the role allows writing. Returns them and the paths of those created (if any, the pair
+/// must be rebuilt from the log). A read-only role treats a missing index as corruption.
 fn open_indexes(
     storage: &Arc<dyn Storage>,
     [index_path, time_path]: [&Path; 2],
@@ -389,7 +402,7 @@ fn open_indexes(
     max_index_bytes: u32,
     role: SegmentRole,
     writable: bool,
-) -> Result<(OffsetIndex, TimeIndex, bool)> {
+) -> Result<(OffsetIndex, TimeIndex, Vec<PathBuf>)> {
     let missing = |path: &Path| -> Result<bool> {
         let missing = !storage.exists(path)?;
         if missing && role == SegmentRole::ReadOnly {
@@ -412,7 +425,12 @@ fn open_indexes(
     } else {
         TimeIndex::open(storage, time_path, base_offset, max_index_bytes, writable)?
     };
-    Ok((offset_index, time_index, index_missing || time_missing))
+    let created = [(index_missing, index_path), (time_missing, time_path)]
+        .into_iter()
+        .filter(|(missing, _)| *missing)
+        .map(|(_, path)| path.to_path_buf())
+        .collect();
+    Ok((offset_index, time_index, created))
 }
 
 fn validate_config(config: &SegmentConfig) -> Result<()> {

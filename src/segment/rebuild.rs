@@ -8,6 +8,7 @@
 //! corruption to report, never a reason to move the end (ARCHITECTURE.md §3, invariant 6).
 
 use super::log_segment::{Segment, note_max_timestamp};
+use super::scan::IndexRewrite;
 use super::walker::{BatchWalker, Step};
 use crate::error::{Corruption, Result};
 use crate::index::{OffsetPosition, TimestampOffset};
@@ -47,7 +48,10 @@ impl Segment {
                 self.offset_index.reset()?;
                 self.time_index.reset()?;
                 self.append_derived(&entries)?;
-                Ok(((), entries.max_timestamp))
+                Ok(IndexRewrite::Keep {
+                    answer: (),
+                    final_time_entry: entries.max_timestamp,
+                })
             });
         }
         // Active: the writer lock keeps appends, and their index entries, out until the

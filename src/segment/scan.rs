@@ -17,22 +17,27 @@ use crate::index::{OffsetPosition, TimestampOffset, truncation_temp_path};
 
 impl Segment {
     /// [`scan`](Self::scan) for a segment of any role. A sealed segment's indexes refuse
-    /// appends, so they are made writable for the scan, get back the final time-index entry
-    /// that [`seal`](Self::seal) wrote, and are synced and sealed again: a bad entry found in a
-    /// sealed index at open must be rebuilt, not turned into an error. Like `scan`, it sets the
-    /// segment's end: an open's alone (a read rebuilds with
-    /// [`rebuild_indexes_for_read`](Self::rebuild_indexes_for_read)).
+    /// appends, so they are rebuilt on new files, get back the final time-index entry that
+    /// [`seal`](Self::seal) wrote, and are synced and sealed again: a bad entry found in a
+    /// sealed index at open must be rebuilt, not turned into an error. If the scan finds
+    /// invalid bytes, a sealed segment's indexes are left as they were: the open fails with
+    /// `Error::Corrupt`, and indexes cut at the damage would outlive it (a time index without
+    /// its final entry, an offset index without its tail, passing the next open's checks once
+    /// the damage is gone). Like `scan`, it sets the segment's end: an open's alone (a read
+    /// rebuilds with [`rebuild_indexes_for_read`](Self::rebuild_indexes_for_read)).
     pub(super) fn rescan(&self) -> Result<ScanReport> {
         if !self.indexes_sealed() {
             return self.scan();
         }
         self.rewrite_sealed_indexes(|| {
             let report = self.scan()?;
-            let last = match report.first_invalid {
-                None => self.writer.lock().max_timestamp_so_far,
-                Some(_) => None,
-            };
-            Ok((report, last))
+            Ok(match report.first_invalid {
+                None => IndexRewrite::Keep {
+                    final_time_entry: self.writer.lock().max_timestamp_so_far,
+                    answer: report,
+                },
+                Some(_) => IndexRewrite::Abandon(report),
+            })
         })
     }
 
@@ -47,49 +52,75 @@ impl Segment {
     }
 
     /// Rebuilds a sealed segment's indexes: `fill` appends their entries (to writable, empty
-    /// indexes) and returns its answer with the final time-index entry to write, if any; the
-    /// indexes are then synced and sealed again.
+    /// indexes) and says whether to keep them, with the final time-index entry to write, if
+    /// any; kept, the indexes are then synced and sealed again. If `fill` abandons them, or
+    /// anything fails before they are in place, the indexes are given back as they were.
     pub(super) fn rewrite_sealed_indexes<R>(
         &self,
-        fill: impl FnOnce() -> Result<(R, Option<TimestampOffset>)>,
+        fill: impl FnOnce() -> Result<IndexRewrite<R>>,
     ) -> Result<R> {
         // The rebuilt indexes are written to new files under temporary names and renamed into
         // place only once synced. A sealed segment below the recovery point is trusted at the
         // next open after an O(1) check, so a crash must not leave an index whose unsynced
         // entries read back as zeros (an entry (0, 0) passes that check): it leaves either the
         // old files, untouched, or the temporary ones, which open deletes unread
-        // (`*.deleted`), and the index is rebuilt again.
-        let on_disk = !self.offset_index.is_in_memory() && !self.time_index.is_in_memory();
-        let final_paths = [self.offset_index.path(), self.time_index.path()];
-        if on_disk {
-            let [offset_path, time_path] = &final_paths;
+        // (`*.deleted`), and the index is rebuilt again. An index without a file is rebuilt
+        // alike in memory.
+        let on_disk = !self.offset_index.is_in_memory() || !self.time_index.is_in_memory();
+        let [offset_path, time_path] = [self.offset_index.path(), self.time_index.path()];
+        let written = (|| {
             self.offset_index
-                .restart_at(&truncation_temp_path(offset_path))?;
+                .restart_at(&truncation_temp_path(&offset_path))?;
             self.time_index
-                .restart_at(&truncation_temp_path(time_path))?;
-        } else {
-            self.offset_index.make_writable()?;
-            self.time_index.make_writable()?;
-        }
-        let (answer, last) = fill()?;
-        if let Some(max) = last {
-            self.time_index
-                .maybe_append(max.timestamp, max.offset, true)?;
-        }
-        self.offset_index.sync()?;
-        self.time_index.sync()?;
-        if on_disk {
-            let [offset_path, time_path] = &final_paths;
-            self.offset_index.rename_to(offset_path)?;
-            self.time_index.rename_to(time_path)?;
-            if let Some(dir) = offset_path.parent() {
-                self.storage.sync_dir(dir)?;
+                .restart_at(&truncation_temp_path(&time_path))?;
+            let (answer, final_time_entry) = match fill()? {
+                IndexRewrite::Keep {
+                    answer,
+                    final_time_entry,
+                } => (answer, final_time_entry),
+                IndexRewrite::Abandon(answer) => return Ok(Err(answer)),
+            };
+            if let Some(max) = final_time_entry {
+                self.time_index
+                    .maybe_append(max.timestamp, max.offset, true)?;
             }
+            self.offset_index.sync()?;
+            self.time_index.sync()?;
+            self.offset_index.finish_restart(&offset_path)?;
+            self.time_index.finish_restart(&time_path)?;
+            Ok(Ok(answer))
+        })();
+        self.writer.lock().index_room = None;
+        let answer = match written {
+            Ok(Ok(answer)) => answer,
+            Ok(Err(abandoned)) => {
+                self.abandon_index_rewrite()?;
+                return Ok(abandoned);
+            }
+            Err(error) => {
+                if let Err(cleanup) = self.abandon_index_rewrite() {
+                    log::warn!(
+                        "could not give back the indexes of {} after a failed rebuild: {cleanup}",
+                        self.log_path.display()
+                    );
+                }
+                return Err(error);
+            }
+        };
+        if on_disk && let Some(dir) = offset_path.parent() {
+            self.storage.sync_dir(dir)?;
         }
         self.offset_index.seal()?;
         self.time_index.seal()?;
-        self.writer.lock().index_room = None;
         Ok(answer)
+    }
+
+    /// Gives back both indexes as they were before a rebuild that is not kept (a no-op on one
+    /// already renamed into place).
+    fn abandon_index_rewrite(&self) -> Result<()> {
+        let offset = self.offset_index.abandon_restart();
+        self.time_index.abandon_restart()?;
+        offset
     }
 
     /// Marks a truncation to `kept_end` as under way until the guard drops (on success or on
@@ -557,6 +588,18 @@ impl Segment {
         }
         Ok(file_bytes.saturating_sub(valid_bytes))
     }
+}
+
+/// What a [`Segment::rewrite_sealed_indexes`] fill decides about the entries it wrote.
+pub(super) enum IndexRewrite<R> {
+    /// Put them in place, with the final time-index entry (the segment's largest timestamp),
+    /// if any.
+    Keep {
+        answer: R,
+        final_time_entry: Option<TimestampOffset>,
+    },
+    /// Leave the indexes as they were before the rebuild.
+    Abandon(R),
 }
 
 /// Where [`Segment::scan_from`] starts validating.

@@ -180,6 +180,11 @@ struct State<E> {
     /// not (ARCHITECTURE.md §3, invariant 17): the writer may shrink a file it never mapped itself.
     mapping_allowed: bool,
     view: View<E>,
+    /// The path and view a [`restart_at`](IndexFile::restart_at) replaced, until the rebuild
+    /// is kept ([`finish_restart`](IndexFile::finish_restart)) or abandoned
+    /// ([`abandon_restart`](IndexFile::abandon_restart)): an abandoned rebuild leaves the index
+    /// as it was, file and entries.
+    replaced: Option<(Arc<Path>, View<E>)>,
 }
 
 /// An index file of `E` entries, or an index with no file (see [`in_memory`](Self::in_memory)).
@@ -304,6 +309,7 @@ impl<E: Entry> IndexFile<E> {
                 path: Arc::from(path),
                 mapping_allowed: true,
                 view,
+                replaced: None,
             }),
         }
     }
@@ -446,45 +452,86 @@ impl<E: Entry> IndexFile<E> {
     }
 
     /// Starts the index over, empty and active, on a new file created at `temp` (a file left
-    /// there earlier is removed first); the old file is left as it is. A rebuild writes its
-    /// entries there and renames the file into place once they are synced
-    /// ([`rename_to`](Self::rename_to)): no write ever reaches the old file's inode, so a crash
-    /// cannot leave the old name holding unsynced entries that read back as zeros. Without a
-    /// file, only empties the entries.
+    /// there earlier is removed first); the old file is left as it is, and remembered. A
+    /// rebuild writes its entries there and renames the file into place once they are synced
+    /// ([`finish_restart`](Self::finish_restart)): no write ever reaches the old file's inode,
+    /// so a crash cannot leave the old name holding unsynced entries that read back as zeros.
+    /// A rebuild that finds it must not replace the index gives it back as it was
+    /// ([`abandon_restart`](Self::abandon_restart)). Without a file, the entries start over
+    /// empty and unsealed, the old ones remembered alike.
     pub(crate) fn restart_at(&self, temp: &Path) -> Result<()> {
         let _mutation = self.mutation.lock();
         let backing = self.state.read().view.backing().cloned();
-        let Some(backing) = backing else {
-            if let View::InMemory { entries, .. } = &mut self.state.write().view {
-                entries.clear();
-            }
-            return Ok(());
-        };
-        if backing.storage.exists(temp)? {
-            backing.storage.remove(temp)?;
-        }
-        let file = backing.storage.open(temp, OpenMode::CreateNew)?;
-        let fresh = BackingFile {
-            file,
-            writable: true,
-            mapped: false,
-            ..backing
-        };
-        let old_view = {
-            let mut state = self.state.write();
-            state.path = Arc::from(temp);
-            std::mem::replace(
-                &mut state.view,
+        let fresh = match backing {
+            None => View::InMemory {
+                entries: Vec::new(),
+                sealed: false,
+            },
+            Some(backing) => {
+                if backing.storage.exists(temp)? {
+                    backing.storage.remove(temp)?;
+                }
+                let file = backing.storage.open(temp, OpenMode::CreateNew)?;
                 View::Active {
                     entries: Vec::new(),
-                    backing: fresh,
+                    backing: BackingFile {
+                        file,
+                        writable: true,
+                        mapped: false,
+                        ..backing
+                    },
                     written: 0,
-                },
-            )
+                }
+            }
         };
-        // Drop the old mapping outside the lock.
-        drop(old_view);
+        let dropped = {
+            let mut state = self.state.write();
+            let old_path = std::mem::replace(&mut state.path, Arc::from(temp));
+            let old_view = std::mem::replace(&mut state.view, fresh);
+            if state.replaced.is_none() {
+                state.replaced = Some((old_path, old_view));
+                None
+            } else {
+                // Restarted twice: the first restart's old index is the one to give back.
+                Some(old_view)
+            }
+        };
+        // Drop any mapping outside the lock.
+        drop(dropped);
         Ok(())
+    }
+
+    /// Keeps what a rebuild wrote since [`restart_at`](Self::restart_at): renames its file to
+    /// `path` (over the old one; the caller syncs the directory) and forgets the old index. On
+    /// an index not restarted, a plain [`rename_to`](Self::rename_to).
+    pub(crate) fn finish_restart(&self, path: &Path) -> Result<()> {
+        self.rename_to(path)?;
+        let old = self.state.write().replaced.take();
+        drop(old);
+        Ok(())
+    }
+
+    /// Gives back the index a [`restart_at`](Self::restart_at) replaced, path, file and
+    /// entries, and removes the file the rebuild wrote (open deletes it anyway, by its
+    /// `*.deleted` name, if this cannot). A no-op on an index not restarted.
+    pub(crate) fn abandon_restart(&self) -> Result<()> {
+        let _mutation = self.mutation.lock();
+        let (written_path, written_view) = {
+            let mut state = self.state.write();
+            let Some((old_path, old_view)) = state.replaced.take() else {
+                return Ok(());
+            };
+            let written_path = std::mem::replace(&mut state.path, old_path);
+            (written_path, std::mem::replace(&mut state.view, old_view))
+        };
+        let storage = written_view
+            .backing()
+            .map(|backing| Arc::clone(&backing.storage));
+        drop(written_view);
+        match storage {
+            Some(storage) => storage.remove(&written_path),
+            None => Ok(()),
+        }
     }
 
     /// Renames the file (for example to `<name>.deleted`) and remembers the new path; without a

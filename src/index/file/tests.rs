@@ -106,3 +106,87 @@ fn sealed_open_maps_nothing_until_the_first_lookup() {
         SourceKind::Mapped { .. }
     ));
 }
+
+/// An index of `n` entries at `path`, sealed.
+fn sealed_index(storage: &Arc<dyn Storage>, path: &Path, n: i32) -> IndexFile<OffsetEntry> {
+    let index = IndexFile::<OffsetEntry>::create(storage, path, 1000).unwrap();
+    for k in 0..n {
+        index
+            .append_with(|_, _| Ok(Some(offset_entry(k, k * 10))))
+            .unwrap();
+    }
+    index.seal().unwrap();
+    index
+}
+
+#[test]
+fn an_abandoned_restart_gives_back_the_old_index_and_removes_the_new_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("00000000000000000000.index");
+    let temp = truncation_temp_path(&path);
+    let storage: Arc<dyn Storage> = Arc::new(OsStorage::new());
+    let index = sealed_index(&storage, &path, 5);
+    let before = std::fs::read(&path).unwrap();
+
+    index.restart_at(&temp).unwrap();
+    index
+        .append_with(|_, _| Ok(Some(offset_entry(0, 0))))
+        .unwrap();
+    assert_eq!(index.entries(), 1);
+    index.abandon_restart().unwrap();
+
+    assert_eq!(index.path(), path);
+    assert_eq!(index.entries(), 5);
+    assert_eq!(index.source(true).get(4).unwrap(), offset_entry(4, 40));
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+    assert!(!temp.exists(), "the rebuild's file is left");
+    // Nothing to give back any more.
+    index.abandon_restart().unwrap();
+    assert_eq!(index.entries(), 5);
+}
+
+#[test]
+fn a_finished_restart_replaces_the_old_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("00000000000000000000.index");
+    let temp = truncation_temp_path(&path);
+    let storage: Arc<dyn Storage> = Arc::new(OsStorage::new());
+    let index = sealed_index(&storage, &path, 5);
+
+    index.restart_at(&temp).unwrap();
+    index
+        .append_with(|_, _| Ok(Some(offset_entry(7, 70))))
+        .unwrap();
+    index.sync().unwrap();
+    index.finish_restart(&path).unwrap();
+    // Kept: an abandon after it changes nothing.
+    index.abandon_restart().unwrap();
+
+    assert_eq!(index.path(), path);
+    assert_eq!(index.entries(), 1);
+    assert_eq!(std::fs::read(&path).unwrap().len(), OffsetEntry::SIZE);
+    assert!(!temp.exists());
+}
+
+#[test]
+fn an_abandoned_restart_in_memory_gives_back_the_entries_and_the_seal() {
+    let path = Path::new("00000000000000000000.index");
+    let index = IndexFile::<OffsetEntry>::in_memory(path, 1000);
+    index
+        .append_with(|_, _| Ok(Some(offset_entry(3, 30))))
+        .unwrap();
+    index.seal().unwrap();
+
+    index.restart_at(&truncation_temp_path(path)).unwrap();
+    assert_eq!(index.entries(), 0);
+    index.abandon_restart().unwrap();
+
+    assert_eq!(index.path(), path);
+    assert_eq!(index.entries(), 1);
+    assert!(
+        index
+            .append_with(|_, _| Ok(Some(offset_entry(4, 40))))
+            .is_err(),
+        "the seal is given back"
+    );
+}
