@@ -33,6 +33,4 @@ pub(crate) use transactions::Marker;
 pub use txn_index::{ABORTED_TXN_VERSION, AbortedTxn, TransactionIndex, TxnIndexSearchResult};
 pub(crate) use walker::{BatchWalker, Step};
 #[cfg(test)]
-mod mapping_tests;
-#[cfg(test)]
 mod tests;

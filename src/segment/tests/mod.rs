@@ -1,5 +1,7 @@
 //! Segment tests on the OS storage in a temporary directory.
 
+mod mapping;
+
 use std::path::Path;
 use std::sync::Arc;
 

@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
-use super::read::MappingState;
-use super::*;
 use crate::format::{BatchBuilder, Compression};
+use crate::segment::read::MappingState;
+use crate::segment::*;
 use crate::storage::{OsStorage, Storage};
 
 const T0: i64 = 1_700_000_000_000;
