@@ -276,6 +276,8 @@ fn gated_log(dir: &Path, segment_bytes: u32) -> (Log, Arc<Gate>) {
         // read too: no kept copy answers it without reading the file).
         .position_cache_bytes(0)
         .verified_batch_cache(VerifiedBatchCache::new(0))
+        // A recovery point writes the active indexes' pending entries; none during a race.
+        .recovery_point_ms(3_600_000)
         .storage(Arc::new(storage))
         .build()
         .expect("config");
@@ -352,6 +354,11 @@ fn race_one_read<T: Send + 'static>(
     armed.1.notify_all();
     gate.wait_until_holding();
     let new_end = truncate(log);
+    // A roll leaves its sealed segment's last index entries for the flusher to write when it
+    // syncs the segment, which can be after this point: synced here, before watching starts,
+    // so that the only writer of an index left is a rebuild. (Without it, a CI run counted the
+    // flusher's two writes as one.)
+    log.sync().expect("sync");
     gate.watching.store(true, Ordering::Release);
     gate.release();
     (reader.join().expect("reader thread"), new_end)
