@@ -29,6 +29,7 @@
 mod api;
 mod config;
 mod durability;
+pub(crate) use durability::gather::SyncGather;
 mod files;
 mod maintenance;
 mod observe;

@@ -261,6 +261,9 @@ impl Background {
         let opened_ms = shared.clock.now_ms();
         let maintained = shared.config.runs_maintenance();
         if let Some(workers) = &shared.config.workers {
+            if let Some(gather) = workers.sync_gather() {
+                gather.register(shared);
+            }
             let flusher = Arc::new(FlusherTask::new(Arc::clone(shared)));
             let first = flusher.first_run();
             let handle = workers.register(flusher as Arc<dyn Task>, first);

@@ -389,6 +389,37 @@ pub trait Storage: Send + Sync + fmt::Debug + 'static {
     /// Renames `from` to `to`, atomically replacing `to` if it exists.
     fn rename(&self, from: &Path, to: &Path) -> Result<()>;
 
+    /// Makes everything written to the file system that holds `path` durable, as one call:
+    /// every file's data and metadata and every directory's entries (Linux `syncfs(2)`). One
+    /// such sync stands for the syncs of many logs' files when a [`Workers`](crate::Workers)
+    /// pool gathers them ([`Workers::gather_file_system_syncs`](crate::Workers::gather_file_system_syncs)),
+    /// at the price of syncing whatever other writers left dirty on that file system too.
+    ///
+    /// The default fails with [`Error::Unsupported`], as does a storage whose call cannot
+    /// report a failed writeback; the logs then sync their files one by one.
+    fn sync_file_system(&self, path: &Path) -> Result<()> {
+        Err(Error::Unsupported {
+            what: format!(
+                "this storage cannot sync a whole file system (asked for {})",
+                path.display()
+            ),
+        })
+    }
+
+    /// Which file system holds `path`: paths with the same answer, through any storage, are
+    /// covered by one [`sync_file_system`](Self::sync_file_system) of either. So two storages
+    /// must answer alike only for the same file system (`OsStorage`: the device number;
+    /// `SimStorage`: its machine, with the top bit set). Fails with [`Error::Unsupported`] (the
+    /// default) when this storage cannot sync a whole file system.
+    fn file_system_id(&self, path: &Path) -> Result<u64> {
+        Err(Error::Unsupported {
+            what: format!(
+                "this storage cannot sync a whole file system (asked for {})",
+                path.display()
+            ),
+        })
+    }
+
     /// Removes a file. Open handles to it stay usable until dropped.
     fn remove(&self, path: &Path) -> Result<()>;
 

@@ -327,6 +327,18 @@ impl Storage for OsStorage {
         fs::rename(from, to).map_err(|e| Error::io(from, e))
     }
 
+    fn sync_file_system(&self, path: &Path) -> Result<()> {
+        check_syncfs_reports_errors(path)?;
+        let handle = File::open(path).map_err(|e| Error::io(path, e))?;
+        rustix::fs::syncfs(&handle).map_err(|errno| Error::io(path, std::io::Error::from(errno)))
+    }
+
+    fn file_system_id(&self, path: &Path) -> Result<u64> {
+        use std::os::unix::fs::MetadataExt;
+        check_syncfs_reports_errors(path)?;
+        Ok(fs::metadata(path).map_err(|e| Error::io(path, e))?.dev())
+    }
+
     fn remove(&self, path: &Path) -> Result<()> {
         fs::remove_file(path).map_err(|e| Error::io(path, e))
     }
@@ -463,6 +475,35 @@ fn file_id(meta: &fs::Metadata) -> FileId {
     FileId {
         device: meta.dev(),
         inode: meta.ino(),
+    }
+}
+
+/// `syncfs(2)` reports a failed writeback only since Linux 5.8 (before, it returned 0 after
+/// any error, so a log would report lost data durable): on an older kernel, or one whose
+/// release cannot be read, the file system syncs are refused and the logs sync file by file.
+fn check_syncfs_reports_errors(path: &Path) -> Result<()> {
+    static REPORTS_ERRORS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let reports = *REPORTS_ERRORS.get_or_init(|| {
+        let uname = rustix::system::uname();
+        let release = uname.release().to_string_lossy();
+        let mut numbers = release
+            .split(|c: char| !c.is_ascii_digit())
+            .map(|part| part.parse::<u32>().ok());
+        match (numbers.next().flatten(), numbers.next().flatten()) {
+            (Some(major), Some(minor)) => (major, minor) >= (5, 8),
+            _ => false,
+        }
+    });
+    if reports {
+        Ok(())
+    } else {
+        Err(Error::Unsupported {
+            what: format!(
+                "syncfs on this kernel does not report failed writebacks (Linux 5.8 or later \
+                 needed; asked for {})",
+                path.display()
+            ),
+        })
     }
 }
 

@@ -320,6 +320,22 @@ impl Storage for SimStorage {
             .map_err(wrap(dir))
     }
 
+    fn sync_file_system(&self, path: &Path) -> Result<()> {
+        let sim_path = parse(path)?;
+        let mut state = self.shared.state.lock();
+        state.lookup(&sim_path).map_err(wrap(path))?;
+        state
+            .sync_file_system(&sim_path.to_path_buf())
+            .map_err(wrap(path))
+    }
+
+    fn file_system_id(&self, path: &Path) -> Result<u64> {
+        // One simulated machine (shared by the clones), one file system: the machine's address,
+        // with the top bit set so that it never equals a device number of `OsStorage`.
+        parse(path)?;
+        Ok(Arc::as_ptr(&self.shared) as usize as u64 | 1 << 63)
+    }
+
     fn rename(&self, from: &Path, to: &Path) -> Result<()> {
         let (sim_from, sim_to) = (parse(from)?, parse(to)?);
         self.shared

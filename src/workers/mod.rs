@@ -12,6 +12,7 @@ mod task;
 use std::time::Duration;
 
 use crate::error::Result;
+use crate::log::SyncGather;
 use crate::sync::Arc;
 
 pub(crate) use budget::{IdleSegments, SegmentBudget};
@@ -59,6 +60,8 @@ pub struct Workers {
 struct PoolOwner {
     pool: Arc<Pool>,
     segments: Arc<SegmentBudget>,
+    /// Set by [`Workers::gather_file_system_syncs`].
+    gather: std::sync::OnceLock<Arc<SyncGather>>,
 }
 
 impl Drop for PoolOwner {
@@ -101,8 +104,53 @@ impl Workers {
             owner: Arc::new(PoolOwner {
                 pool: Pool::start(threads)?,
                 segments: Arc::new(SegmentBudget::new(segments)),
+                gather: std::sync::OnceLock::new(),
             }),
         })
+    }
+
+    /// Makes the pool's logs gather their syncs: when a log's group commit is to sync and at
+    /// least `min_logs` of the pool's logs on its file system (itself included) have appends
+    /// not yet durable, one [`Storage::sync_file_system`](crate::storage::Storage::sync_file_system)
+    /// (`syncfs(2)`) makes all of them durable, in place of a sync of each log's files. Applies
+    /// to the logs opened on the pool after this call.
+    ///
+    /// Off by default. Worth it when many logs sync at once (a thousand partitions under
+    /// `acks=all`: benches/README.md, "Gathered syncs"); the price is that the file-system sync
+    /// also writes back whatever other programs left dirty on the same file system, so its
+    /// latency depends on them. Storages that cannot sync a file system, and Linux kernels
+    /// before 5.8 (whose `syncfs` does not report a failed writeback), keep per-log syncs. A
+    /// failed file-system sync poisons every log it was for.
+    ///
+    /// [`Error::InvalidConfig`](crate::Error::InvalidConfig) for `min_logs` below 2, or when
+    /// the pool gathers already.
+    pub fn gather_file_system_syncs(self, min_logs: usize) -> Result<Workers> {
+        let refuse = |why: String| crate::Error::InvalidConfig {
+            setting: "workers.gather.min.logs",
+            why,
+        };
+        if min_logs < 2 {
+            return Err(refuse(format!(
+                "{min_logs} is below 2: a file-system sync for one log is no gathering"
+            )));
+        }
+        self.owner
+            .gather
+            .set(Arc::new(SyncGather::new(min_logs)))
+            .map_err(|_| refuse("the pool gathers its logs' syncs already".into()))?;
+        Ok(self)
+    }
+
+    /// The pool's gathering of file-system syncs, if it gathers.
+    pub(crate) fn sync_gather(&self) -> Option<&SyncGather> {
+        self.owner.gather.get().map(|gather| &**gather)
+    }
+
+    /// How many file-system syncs the pool's logs gathered, and how many log syncs they stood
+    /// for; `None` unless [`gather_file_system_syncs`](Self::gather_file_system_syncs) was
+    /// called.
+    pub fn gathered_syncs(&self) -> Option<(u64, u64)> {
+        self.sync_gather().map(SyncGather::rounds)
     }
 
     /// The budget of open sealed segments the pool's logs share.

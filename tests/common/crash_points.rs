@@ -16,6 +16,7 @@ pub fn op_of(event: &SimEvent) -> Option<FaultOp> {
         SimEvent::SetLen { .. } => FaultOp::SetLen,
         SimEvent::Sync { .. } => FaultOp::Sync,
         SimEvent::SyncDir { .. } => FaultOp::SyncDir,
+        SimEvent::SyncFileSystem { .. } => FaultOp::SyncFileSystem,
         SimEvent::Rename { .. } => FaultOp::Rename,
         SimEvent::Remove { .. } => FaultOp::Remove,
         SimEvent::SetMtime { .. } => FaultOp::SetMtime,

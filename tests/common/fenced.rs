@@ -144,6 +144,12 @@ impl Storage for Fenced {
     fn sync_dir(&self, dir: &Path) -> partlog::Result<()> {
         self.run(dir, || self.inner.sync_dir(dir))
     }
+    fn sync_file_system(&self, path: &Path) -> partlog::Result<()> {
+        self.run(path, || self.inner.sync_file_system(path))
+    }
+    fn file_system_id(&self, path: &Path) -> partlog::Result<u64> {
+        self.run(path, || self.inner.file_system_id(path))
+    }
     fn rename(&self, from: &Path, to: &Path) -> partlog::Result<()> {
         self.run(from, || self.inner.rename(from, to))
     }

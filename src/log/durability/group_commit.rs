@@ -318,6 +318,28 @@ impl GroupCommit {
         }
     }
 
+    /// The truncation generation: a sync whose target was read after this call may move the
+    /// watermark ([`advance_by_other_sync`](Self::advance_by_other_sync)) only while it holds.
+    pub fn generation(&self) -> u64 {
+        self.leader.lock().generation
+    }
+
+    /// Moves the watermark to `durable_end` after a sync that this group commit did not lead
+    /// (a file-system sync gathered for many logs), unless a truncation came since
+    /// `generation` was read or the log is poisoned. Wakes the waiters it covers, as a sync
+    /// ending here would.
+    pub fn advance_by_other_sync(&self, durable_end: i64, generation: u64) {
+        let state = self.leader.lock();
+        if state.poisoned || state.generation != generation || durable_end <= self.durable.get() {
+            return;
+        }
+        self.durable.advance(durable_end);
+        self.syncs_ended.fetch_add(1, Ordering::Release);
+        if state.covers_a_waiter(self.durable.get()) {
+            self.handover.notify_all();
+        }
+    }
+
     /// Marks the log poisoned (a sync outside [`wait_durable`](Self::wait_durable) failed).
     pub fn poison(&self) {
         let mut state = self.leader.lock();

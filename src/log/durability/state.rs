@@ -94,6 +94,17 @@ impl Durability {
         self.commit.wait_durable(offset, sync)
     }
 
+    /// The truncation generation ([`GroupCommit::generation`]).
+    pub(in crate::log) fn generation(&self) -> u64 {
+        self.commit.generation()
+    }
+
+    /// A sync led elsewhere made everything below `durable_end` durable
+    /// ([`GroupCommit::advance_by_other_sync`]).
+    pub(in crate::log) fn advance_by_other_sync(&self, durable_end: i64, generation: u64) {
+        self.commit.advance_by_other_sync(durable_end, generation);
+    }
+
     /// A truncation to `end` ([`GroupCommit::truncate`]).
     pub(in crate::log) fn truncate(&self, end: i64) {
         self.commit.truncate(end);

@@ -56,46 +56,77 @@ impl Shared {
     }
 
     /// The leader's sync: sealed segments not yet synced (data and indexes), the directory if a
-    /// segment was created, then the active `.log` (data only: indexes are derived).
+    /// segment was created, then the active `.log` (data only: indexes are derived). On a pool
+    /// that gathers syncs, one file-system sync for this log and the others waiting with it
+    /// instead, when enough of them wait (`gather.rs`).
     fn sync_published(&self) -> Result<i64> {
-        let durable_before = self.durability.durable_offset();
-        let (target, sealed, snapshots, dir_dirty, active, truncations) = {
-            let mut writer = crate::sync::lock_spinning(&self.writer, crate::log::WRITER_LOCK_SPIN);
-            (
-                writer.tail.log_end_offset(),
-                // Left in the list until synced, so that no recovery point passes them
-                // while this sync runs (`Writer::recovery_point_bound`).
-                writer.tail.unsynced_sealed().to_vec(),
-                writer.tail.take_unsynced_snapshots(),
-                writer.tail.take_dir_dirty(),
-                Arc::clone(writer.tail.active()),
-                self.view.truncations().sequence(),
-            )
-        };
+        if let Some(gather) = self.config.workers.as_ref().and_then(|w| w.sync_gather())
+            && let Some(gathered) = gather.sync_for(self)
+        {
+            return gathered;
+        }
+        let published = self.capture_published();
         let started = Instant::now();
         // Sealed segments before the directory: once a new segment's name is durable, every
         // segment before it is complete on disk, so a crash can only cut the log's tail.
         let result = (|| {
-            for segment in &sealed {
+            for segment in &published.sealed {
                 // With its metadata: the `.log` mtime set at roll is what time retention reads.
                 segment.flush_sealed()?;
             }
             // The rolls' producer snapshots, synced before the directory fsync makes their
             // names durable.
-            let snapshots_synced = sync_roll_snapshots(&*self.storage, &snapshots)?;
-            if dir_dirty || snapshots_synced {
+            let snapshots_synced = sync_roll_snapshots(&*self.storage, &published.snapshots)?;
+            if published.dir_dirty || snapshots_synced {
                 self.storage.sync_dir(&self.dir)?;
             }
-            active.flush_log()
+            published.active.flush_log()
         })();
-        let duration = started.elapsed();
+        self.finish_sync(&published, started.elapsed(), &result);
+        result.map(|()| published.target)
+    }
+
+    /// What a sync starting now must make durable, read under the writer lock: the log end,
+    /// the sealed segments not yet synced, the rolls' snapshots and whether the directory
+    /// changed (both taken off their lists), with the truncation counts that say whether the
+    /// result may still be applied when the sync ends.
+    pub(in crate::log) fn capture_published(&self) -> Published {
+        let durable_before = self.durability.durable_offset();
+        let mut writer = crate::sync::lock_spinning(&self.writer, crate::log::WRITER_LOCK_SPIN);
+        Published {
+            durable_before,
+            target: writer.tail.log_end_offset(),
+            // Left in the list until synced, so that no recovery point passes them while this
+            // sync runs (`Writer::recovery_point_bound`).
+            sealed: writer.tail.unsynced_sealed().to_vec(),
+            snapshots: writer.tail.take_unsynced_snapshots(),
+            dir_dirty: writer.tail.take_dir_dirty(),
+            active: Arc::clone(writer.tail.active()),
+            truncations: self.view.truncations().sequence(),
+            // Truncations bump it under the writer lock, which is held here.
+            generation: self.durability.generation(),
+        }
+    }
+
+    /// After a sync of what `published` lists: counts and reports it, and takes the synced
+    /// sealed segments off the unsynced list when it succeeded.
+    pub(in crate::log) fn finish_sync(
+        &self,
+        published: &Published,
+        duration: Duration,
+        result: &Result<()>,
+    ) {
         self.counters
             .note_fsync(u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX));
-        self.report_fsync(durable_before.min(target)..target, duration, &result);
+        let target = published.target;
+        self.report_fsync(
+            published.durable_before.min(target)..target,
+            duration,
+            result,
+        );
         if result.is_ok() {
-            self.forget_synced_sealed(&sealed, truncations);
+            self.forget_synced_sealed(&published.sealed, published.truncations);
         }
-        result.map(|()| target)
     }
 
     /// Syncs the sealed segments still waiting for the flusher (data and indexes) and takes
@@ -166,6 +197,21 @@ impl Shared {
         self.view.log_end_mark().wake_all();
         error
     }
+}
+
+/// What one sync of a log covers ([`Shared::capture_published`]).
+pub(in crate::log) struct Published {
+    /// The durable offset when it was read.
+    durable_before: i64,
+    /// The log end: everything below it is durable once the sync succeeds.
+    pub(in crate::log) target: i64,
+    sealed: Vec<Arc<Segment>>,
+    snapshots: Vec<UnsyncedSnapshot>,
+    dir_dirty: bool,
+    active: Arc<Segment>,
+    truncations: u64,
+    /// The group commit's truncation generation, for a sync it does not lead.
+    pub(in crate::log) generation: u64,
 }
 
 /// Fsyncs the rolls' snapshots `pending` (taken from `Writer::unsynced_snapshots`). Returns

@@ -32,6 +32,8 @@ pub enum FaultOp {
     Sync,
     /// `sync_dir`.
     SyncDir,
+    /// `sync_file_system`.
+    SyncFileSystem,
     /// `rename`.
     Rename,
     /// `remove`.

@@ -8,7 +8,7 @@ use std::path::Path;
 use rustix::io::Errno;
 
 use super::fault::{FaultEffect, FaultOp};
-use super::node::{FileNode, FileOp, NodeId, index, len_u64};
+use super::node::{FileNode, FileOp, Node, NodeId, index, len_u64};
 use super::observe::SimEvent;
 use super::state::{FsState, dead_handle, errno};
 use crate::storage::Advice;
@@ -154,6 +154,38 @@ impl FsState {
             path: handle.path.to_path_buf(),
             data_only,
         });
+        Ok(())
+    }
+
+    /// `syncfs`: every file's data, length and metadata and every directory's entries become
+    /// durable. A failed one fails the writeback of every file with pending writes, as a
+    /// failed `sync` does for its file.
+    pub(super) fn sync_file_system(&mut self, path: &Path) -> io::Result<()> {
+        if let Some(effect) = self.fault(FaultOp::SyncFileSystem, path) {
+            if !matches!(effect, FaultEffect::Crash(_)) {
+                for node in self.nodes.values_mut() {
+                    if let Node::File(file) = node {
+                        file.fail_writeback();
+                    }
+                }
+            }
+            return Err(self.fault_error(effect));
+        }
+        for node in self.nodes.values_mut() {
+            match node {
+                Node::File(file) => file.sync(true),
+                Node::Dir(dir) => {
+                    dir.durable.clone_from(&dir.live);
+                    dir.pending.clear();
+                }
+            }
+        }
+        self.stats.file_system_syncs += 1;
+        self.record(SimEvent::SyncFileSystem {
+            path: path.to_path_buf(),
+        });
+        // Entries that just stopped being durable may have been the last hold on a node.
+        self.sweep();
         Ok(())
     }
 

@@ -38,6 +38,8 @@ pub struct SimStats {
     pub syncs: u64,
     /// `sync_dir` calls.
     pub sync_dirs: u64,
+    /// `sync_file_system` calls.
+    pub file_system_syncs: u64,
     /// `rename` calls.
     pub renames: u64,
     /// `remove` calls.
@@ -121,6 +123,11 @@ pub enum SimEvent {
     /// `sync_dir` succeeded: the directory's entries are durable.
     SyncDir {
         /// The directory.
+        path: PathBuf,
+    },
+    /// `sync_file_system` succeeded: every file and directory is durable.
+    SyncFileSystem {
+        /// The path it was asked for.
         path: PathBuf,
     },
     /// `rename` succeeded.

@@ -57,6 +57,21 @@ fn open_engine(ctx: &Ctx, name: &str) -> Engine {
     Engine::open(dir, config).expect("open the engine")
 }
 
+/// The fewest partitions waiting for a sync that the gathered rows' pool syncs with one
+/// `syncfs` (`Workers::gather_file_system_syncs`).
+const GATHER_MIN_LOGS: usize = 16;
+
+/// An engine whose pool (4 threads, as the default engine's) gathers its partitions' syncs.
+fn open_gathering_engine(ctx: &Ctx, name: &str) -> Engine {
+    let dir = ctx.fresh_dir(name);
+    let workers = partlog::Workers::new(4)
+        .and_then(|workers| workers.gather_file_system_syncs(GATHER_MIN_LOGS))
+        .expect("the pool");
+    let mut config = EngineConfig::default();
+    config.workers = Some(workers);
+    Engine::open(dir, config).expect("open the engine")
+}
+
 fn producer_config(idempotent: bool, acks: Acks) -> TopicProducerConfig {
     let mut config = TopicProducerConfig::default();
     config.enable_idempotence = idempotent;
@@ -406,17 +421,27 @@ fn many_rep(engine: &Engine, topics: &[String], acks: Acks) -> (Rep, usize) {
 }
 
 pub(super) fn row_many_partitions(ctx: &Ctx) -> Outcome {
-    let many = open_engine(ctx, "engine-many");
     let many_topics: Vec<String> = (0..10).map(|t| format!("topic{t}")).collect();
-    for topic in &many_topics {
-        many.create_topic(topic, 100, TopicConfig::new())
-            .expect("topic");
-    }
-    let few = open_engine(ctx, "engine-few");
-    few.create_topic("t", 8, TopicConfig::new()).expect("topic");
     let few_topics = vec!["t".to_owned()];
     let mut rows = Vec::new();
-    for (acks, name) in [(Acks::One, "acks=1"), (Acks::All, "acks=all")] {
+    let cases = [
+        (Acks::One, false, "acks=1"),
+        (Acks::All, false, "acks=all"),
+        (Acks::All, true, "acks=all, syncs gathered"),
+    ];
+    for (acks, gathered, name) in cases {
+        let open = if gathered {
+            open_gathering_engine
+        } else {
+            open_engine
+        };
+        let many = open(ctx, &format!("engine-many-{name}"));
+        for topic in &many_topics {
+            many.create_topic(topic, 100, TopicConfig::new())
+                .expect("topic");
+        }
+        let few = open(ctx, &format!("engine-few-{name}"));
+        few.create_topic("t", 8, TopicConfig::new()).expect("topic");
         let mut peak_threads = 0;
         let (a, b, ratio, _) = pairs(
             ctx,
@@ -428,6 +453,21 @@ pub(super) fn row_many_partitions(ctx: &Ctx) -> Outcome {
             || many_rep(&few, &few_topics, acks).0,
             Rep::records_per_second,
         );
+        let mut extra = vec![
+            ("process_threads".into(), peak_threads as f64),
+            (
+                "engine_pool_threads".into(),
+                many.workers().threads() as f64,
+            ),
+        ];
+        if let Some((rounds, covered)) = many.workers().gathered_syncs() {
+            extra.push(("gather_min_logs".into(), GATHER_MIN_LOGS as f64));
+            extra.push(("syncfs_rounds".into(), rounds as f64));
+            extra.push((
+                "partition_syncs_per_round".into(),
+                covered as f64 / rounds.max(1) as f64,
+            ));
+        }
         rows.push(Measured {
             workload: format!(
                 "1,000 partitions of 10 topics, 8 threads, 100 B keyed records, {name}"
@@ -440,13 +480,7 @@ pub(super) fn row_many_partitions(ctx: &Ctx) -> Outcome {
             target: 0.8,
             target_text: ">= 0.8",
             roll_and_close_timed: "no",
-            extra: vec![
-                ("process_threads".into(), peak_threads as f64),
-                (
-                    "engine_pool_threads".into(),
-                    many.workers().threads() as f64,
-                ),
-            ],
+            extra,
         });
     }
     Outcome::MeasuredMany(rows)

@@ -25,7 +25,9 @@ pub struct EngineConfig {
     pub clock: Arc<dyn Clock>,
     /// The pool that runs every partition's background work (flushes, retention, compaction)
     /// and the coordinator's timers. `None`: the engine starts its own of
-    /// [`worker_threads`](Self::worker_threads) threads.
+    /// [`worker_threads`](Self::worker_threads) threads. A pool made with
+    /// [`Workers::gather_file_system_syncs`] makes many partitions durable with one `syncfs`
+    /// (for many partitions under `acks=all`; see its price there).
     pub workers: Option<Workers>,
     /// The size of the pool the engine starts when [`workers`](Self::workers) is `None` (4).
     pub worker_threads: usize,
