@@ -89,6 +89,14 @@ impl SyncGather {
                 return;
             }
         };
+        if shared
+            .durability
+            .gathered_file_system()
+            .set(file_system)
+            .is_err()
+        {
+            return;
+        }
         let mut members = self.members.lock();
         members.retain(|member| member.shared.strong_count() > 0);
         members.push(Member {
@@ -102,12 +110,7 @@ impl SyncGather {
     /// otherwise the end below which the leader's log is durable, after a round of its own or
     /// the one it waited for.
     pub(in crate::log) fn sync_for(&self, leader: &Shared) -> Option<Result<i64>> {
-        let file_system = self
-            .members
-            .lock()
-            .iter()
-            .find(|member| std::ptr::eq(member.shared.as_ptr(), leader))?
-            .file_system;
+        let file_system = *leader.durability.gathered_file_system().get()?;
         let _round = self.round.lock();
         let durable = leader.durability.durable_offset();
         if durable >= leader.view.log_end() {

@@ -45,6 +45,9 @@ pub(in crate::log) struct Durability {
     /// The flusher's task, when a [`Workers`](crate::Workers) pool runs it: woken by each
     /// request, as the flusher thread's condvar is.
     pool_flusher: OnceLock<TaskHandle>,
+    /// The file system of the log's directory, once the log joined its pool's gathered syncs
+    /// (`gather.rs`).
+    gathered_file_system: OnceLock<u64>,
 }
 
 impl Durability {
@@ -61,6 +64,7 @@ impl Durability {
             flusher_wake: Condvar::new(),
             bytes_at_last_checkpoint: AtomicU64::new(0),
             pool_flusher: OnceLock::new(),
+            gathered_file_system: OnceLock::new(),
         }
     }
 
@@ -92,6 +96,11 @@ impl Durability {
         sync: impl Fn() -> Result<i64>,
     ) -> Result<()> {
         self.commit.wait_durable(offset, sync)
+    }
+
+    /// The file system the log's syncs are gathered on, if they are (`gather.rs`).
+    pub(in crate::log) fn gathered_file_system(&self) -> &OnceLock<u64> {
+        &self.gathered_file_system
     }
 
     /// The truncation generation ([`GroupCommit::generation`]).
