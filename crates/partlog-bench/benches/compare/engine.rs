@@ -11,9 +11,9 @@
 //!   committed durably, against one durable `append` of 400 such records to one log.
 //! - `engine_coordinator_recovery`: `Engine::open` replaying 10,000 transactional ids against
 //!   opening the same `__transaction_state` partitions and reading every record.
-//! - `engine_1000_partitions` (acks=1 and acks=all): 8 threads sending 100 B keyed records to
-//!   1,000 partitions of 10 topics against the same to 8 partitions; the process's threads
-//!   are reported beside it.
+//! - `engine_1000_partitions` (acks=1, acks=all, and acks=all on a pool that gathers syncs):
+//!   8 threads sending 100 B keyed records to 1,000 partitions of 10 topics against the same
+//!   to 8 partitions, [`MANY_RECORDS`] a rep; the process's threads are reported beside it.
 //!
 //! Each engine is set up once per row, outside the timed region, and every partition written
 //! once before the first rep, so reps time the steady state.
@@ -36,6 +36,13 @@ use super::{Ctx, Measured, Outcome, Rep, SMALL_VALUE, TIMESTAMP, pairs, throughp
 
 /// Records of one rep of the throughput rows.
 pub(super) const RECORDS: usize = 200_000;
+
+/// Records of one rep of the 1,000-partition rows. Each rep ends with a flush, which at
+/// acks=all waits for the last batch of every partition to be synced: 1,000 syncs (110 to 210
+/// ms in a probe, benches/README.md), about half of a rep of 200,000 records (30 to 300 ms),
+/// so that row measured one flush as much as the throughput. A million records a rep measure
+/// the steady state.
+const MANY_RECORDS: usize = 1_000_000;
 /// Distinct keys the records cycle through.
 pub(super) const KEYS: usize = 10_000;
 
@@ -401,7 +408,7 @@ fn many_rep(engine: &Engine, topics: &[String], acks: Acks) -> (Rep, usize) {
         for t in 0..8 {
             let (producer, records) = (Arc::clone(&producer), Arc::clone(&records));
             scope.spawn(move || {
-                for i in (t..RECORDS).step_by(8) {
+                for i in (t..MANY_RECORDS).step_by(8) {
                     let topic = &topics[i % topics.len()];
                     drop(producer.send(topic, &records[i % KEYS]).expect("send"));
                 }
@@ -414,8 +421,8 @@ fn many_rep(engine: &Engine, topics: &[String], acks: Acks) -> (Rep, usize) {
     producer.close().expect("close");
     let rep = Rep {
         seconds,
-        records: RECORDS as u64,
-        user_bytes: (RECORDS * SMALL_VALUE.len()) as u64,
+        records: MANY_RECORDS as u64,
+        user_bytes: (MANY_RECORDS * SMALL_VALUE.len()) as u64,
     };
     (rep, threads)
 }
