@@ -384,6 +384,11 @@ impl OffsetIndex {
         self.file.abandon_restart()
     }
 
+    /// See [`IndexFile::retire`].
+    pub(crate) fn retire(&self) {
+        self.file.retire();
+    }
+
     /// Renames the file to `new_path` (for example `<name>.deleted`) and keeps using it there;
     /// in memory, only remembers the new path. The caller syncs the directory.
     pub fn rename_to(&self, new_path: &Path) -> Result<()> {

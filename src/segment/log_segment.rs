@@ -287,6 +287,13 @@ impl Segment {
         self.log_path.clone()
     }
 
+    /// Marks the segment deleted (its files renamed `.deleted`, kept for its last reader): its
+    /// indexes write no pending entries when it drops.
+    pub(crate) fn retire(&self) {
+        self.offset_index.retire();
+        self.time_index.retire();
+    }
+
     /// The offset index.
     pub fn offset_index(&self) -> &OffsetIndex {
         &self.offset_index

@@ -199,6 +199,9 @@ pub(crate) struct IndexFile<E: Entry> {
     max_entries: usize,
     mutation: Mutex<()>,
     state: RwLock<State<E>>,
+    /// Set once the segment is deleted (renamed `.deleted`, waiting for its last reader):
+    /// the drop then writes no pending entries into a file about to go.
+    retired: std::sync::atomic::AtomicBool,
 }
 
 impl<E: Entry> IndexFile<E> {
@@ -311,7 +314,14 @@ impl<E: Entry> IndexFile<E> {
                 view,
                 replaced: None,
             }),
+            retired: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// The segment was deleted: its pending entries are not worth writing when it drops.
+    pub(crate) fn retire(&self) {
+        self.retired
+            .store(true, std::sync::atomic::Ordering::Release);
     }
 
     /// The most entries the file may hold.

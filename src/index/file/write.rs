@@ -158,6 +158,8 @@ impl<E: Entry> IndexFile<E> {
 /// is what recovery expects anyway.
 impl<E: Entry> Drop for IndexFile<E> {
     fn drop(&mut self) {
-        let _ = self.write_pending_locked();
+        if !*self.retired.get_mut() {
+            let _ = self.write_pending_locked();
+        }
     }
 }

@@ -40,6 +40,11 @@ impl PendingDeletes {
     /// Queues the `.deleted` files `paths` of `segment` (the instance a reader may still pin, if
     /// one was open).
     pub(in crate::log) fn push(&mut self, paths: Vec<PathBuf>, segment: Option<Arc<Segment>>) {
+        if let Some(segment) = &segment {
+            // Its pending index entries would be written into a file about to go, while a
+            // reader may still be reading (found by tests/reliability_read_truncation.rs).
+            segment.retire();
+        }
         self.pending.push(PendingDelete { paths, segment });
     }
 
