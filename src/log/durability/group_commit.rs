@@ -114,6 +114,10 @@ pub(crate) struct GroupCommit {
     /// Bumped under the leader lock when a waiter starts waiting: what a spinning gathering
     /// leader watches.
     registrations: AtomicU64,
+    /// `LeaderState::generation`, readable without the lock: a gathered sync reads it under
+    /// the writer lock, beside its target, and every sync would otherwise take the leader
+    /// lock there for it.
+    generation: AtomicU64,
 }
 
 impl GroupCommit {
@@ -131,6 +135,7 @@ impl GroupCommit {
             last_sync_nanos: AtomicU64::new(0),
             syncs_ended: AtomicU64::new(0),
             registrations: AtomicU64::new(0),
+            generation: AtomicU64::new(0),
         }
     }
 
@@ -321,7 +326,7 @@ impl GroupCommit {
     /// The truncation generation: a sync whose target was read after this call may move the
     /// watermark ([`advance_by_other_sync`](Self::advance_by_other_sync)) only while it holds.
     pub fn generation(&self) -> u64 {
-        self.leader.lock().generation
+        self.generation.load(Ordering::Acquire)
     }
 
     /// Moves the watermark to `durable_end` after a sync that this group commit did not lead
@@ -369,6 +374,7 @@ impl GroupCommit {
     pub fn restart_at(&self, start: i64) {
         let mut state = self.leader.lock();
         state.generation += 1;
+        self.generation.store(state.generation, Ordering::Release);
         self.durable.set(start);
     }
 
@@ -377,6 +383,7 @@ impl GroupCommit {
     pub fn truncate(&self, end: i64) {
         let mut state = self.leader.lock();
         state.generation += 1;
+        self.generation.store(state.generation, Ordering::Release);
         if self.durable.get() > end {
             self.durable.set(end);
         }
